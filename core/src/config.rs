@@ -1,0 +1,143 @@
+//! `RuntimeConfig` (per process) and `Limits` (per connection): every bound weida enforces,
+//! with its default and why.
+
+use std::time::Duration;
+
+use crate::identity::Identity;
+use crate::trust::Trust;
+use crate::wire::GuaranteeSet;
+
+/// Per-connection bounds. The receiving side grants the windows and budgets; each is a
+/// transport parameter over QUIC and a local bound in process and over AF_UNIX.
+///
+/// ```
+/// use weida::Limits;
+/// let l = Limits { max_concurrent_uni_streams: 2, ..Limits::default() };
+/// assert_eq!(l.endpoint_queue, 32);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Bytes a writer may run ahead of the reader on one stream (QUIC stream receive
+    /// window; the pipe window locally). A buffer size, not a message size (PATTERNS §1.3).
+    /// Default 1 MiB.
+    pub stream_receive_window: u64,
+    /// Bytes all streams of one connection may run ahead of their readers. Default 8 MiB.
+    pub connection_receive_window: u64,
+    /// Bytes this side may have in flight on one connection. Default 8 MiB.
+    pub send_window: u64,
+    /// One-way streams the peer may have open toward us at once: the message credit
+    /// (PATTERNS §1.4). At the budget the peer's `open` waits. Default 256.
+    pub max_concurrent_uni_streams: u64,
+    /// Exchanges the peer may have open toward us at once. Default 256.
+    pub max_concurrent_bidi_streams: u64,
+    /// Descriptors (streams) a local socket connection may hold at once; at the ceiling
+    /// `open` waits (PATTERNS §1.10). Default 255.
+    pub max_local_streams: u64,
+    /// Incoming streams an endpoint holds before its application takes them; beyond it the
+    /// streams wait in the transport, holding their budget (backpressure, not refusal).
+    /// Default 32.
+    pub endpoint_queue: usize,
+    /// The largest DATA header accepted; a larger one is refused with LIMIT_EXCEEDED.
+    /// Default 16 KiB.
+    pub max_header_size: u64,
+    /// The largest body `recv`/`request`/`take_body` collect into memory; a larger one is
+    /// LimitExceeded (stream it with `accept`/`open` instead). Default 16 MiB.
+    pub max_collected_body: u64,
+    /// A connection with no traffic for this long is dead; the smaller of the two peers'
+    /// values governs. Default 30 s.
+    pub idle_timeout: Duration,
+    /// How often the dialling side sends keep-alives (`None`: never). Default 10 s.
+    pub keep_alive: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            stream_receive_window: 1 << 20,
+            connection_receive_window: 8 << 20,
+            send_window: 8 << 20,
+            max_concurrent_uni_streams: 256,
+            max_concurrent_bidi_streams: 256,
+            max_local_streams: 255,
+            endpoint_queue: 32,
+            max_header_size: 16 * 1024,
+            max_collected_body: 16 << 20,
+            idle_timeout: Duration::from_secs(30),
+            keep_alive: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+impl Limits {
+    /// Refuses a profile that cannot work, before any traffic (GUARANTEES §4).
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |s: &str| Err(crate::Error::InvalidConfig(s.to_string()));
+        if self.stream_receive_window == 0 || self.connection_receive_window == 0 {
+            return bad("receive windows must be above zero");
+        }
+        if self.max_concurrent_uni_streams == 0 && self.max_concurrent_bidi_streams == 0 {
+            return bad("a connection needs some stream budget");
+        }
+        if self.max_local_streams == 0 {
+            return bad("max_local_streams must be above zero");
+        }
+        if self.endpoint_queue == 0 {
+            return bad("endpoint_queue must be above zero");
+        }
+        if self.max_header_size < 64 {
+            return bad("max_header_size below 64 bytes cannot carry a path");
+        }
+        if self.idle_timeout.is_zero() {
+            return bad("idle_timeout must be above zero");
+        }
+        if let Some(k) = self.keep_alive {
+            if k.is_zero() {
+                return bad("keep_alive must be above zero (or None)");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-process configuration of a [`crate::Runtime`].
+///
+/// ```
+/// use weida::{RuntimeConfig, Trust};
+/// let cfg = RuntimeConfig { trust: Trust::unverified(), ..RuntimeConfig::default() };
+/// assert!(cfg.send_timeout.is_none());
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RuntimeConfig {
+    /// The key this runtime presents when it dials and, by default, when it binds.
+    /// Default: an ephemeral key made at start.
+    pub identity: Identity,
+    /// Whom a dialled peer must be. Default: only what the address names (its pin).
+    pub trust: Trust,
+    /// Whether dialling presents `identity` (true) or stays anonymous.
+    pub present_identity: bool,
+    /// Per-connection bounds, for dialled and accepted connections alike.
+    pub limits: Limits,
+    /// The guarantee set this runtime offers and requires (one setting, GUARANTEES §4).
+    pub guarantees: GuaranteeSet,
+    /// How long `open`/`send`/`request` may wait for a stream slot before `Timeout`.
+    /// Default: unbounded, as ZeroMQ's ZMQ_SNDTIMEO.
+    pub send_timeout: Option<Duration>,
+    /// UDP socket buffer size asked of the kernel. Default 4 MiB.
+    pub udp_buffer: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> RuntimeConfig {
+        RuntimeConfig {
+            identity: Identity::ephemeral(),
+            trust: Trust::address(),
+            present_identity: true,
+            limits: Limits::default(),
+            guarantees: GuaranteeSet::core(),
+            send_timeout: None,
+            udp_buffer: 4 << 20,
+        }
+    }
+}

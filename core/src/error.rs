@@ -1,0 +1,324 @@
+//! The one error type of weida, its stable codes, and the loss causes it keeps.
+//!
+//! Every binding maps [`Error`] once, by [`Error::code`]; the codes are the language-neutral
+//! vocabulary of the conformance suite and of docs/PROTOCOL.md §7.
+
+use std::fmt;
+use std::io;
+
+use crate::identity::Fingerprint;
+
+/// Why a connection ended. Kept, never flattened, so a caller (and later the redial policy)
+/// can tell a peer that went away from a network that dropped it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossCause {
+    /// Nothing arrived for the negotiated idle timeout.
+    IdleTimeout,
+    /// The peer closed the connection (or, locally, went away).
+    PeerClosed,
+    /// This side closed it: `shutdown`, `drain`, or the endpoint was dropped.
+    LocallyClosed,
+    /// The peer's transport reset the connection (stateless reset, or a local socket reset).
+    Reset,
+    /// A transport or protocol error ended the connection; the text says which.
+    TransportError(String),
+}
+
+impl fmt::Display for LossCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LossCause::IdleTimeout => f.write_str("idle timeout"),
+            LossCause::PeerClosed => f.write_str("peer closed"),
+            LossCause::LocallyClosed => f.write_str("locally closed"),
+            LossCause::Reset => f.write_str("reset"),
+            LossCause::TransportError(s) => write!(f, "transport error: {s}"),
+        }
+    }
+}
+
+/// Which part of an address is malformed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddressPart {
+    /// The `weida://`, `weida+unix://`, ... prefix.
+    Scheme,
+    /// The `sha256:<hex>@` pin.
+    Pin,
+    /// The host.
+    Host,
+    /// The port.
+    Port,
+    /// The socket path of a local socket address.
+    SocketPath,
+    /// The in-process name.
+    Name,
+    /// The endpoint path.
+    Path,
+}
+
+impl fmt::Display for AddressPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AddressPart::Scheme => "scheme",
+            AddressPart::Pin => "pin",
+            AddressPart::Host => "host",
+            AddressPart::Port => "port",
+            AddressPart::SocketPath => "socket path",
+            AddressPart::Name => "name",
+            AddressPart::Path => "path",
+        })
+    }
+}
+
+/// Which configured bound a [`Error::LimitExceeded`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// `Limits::max_header_size`.
+    HeaderSize,
+    /// `Limits::max_collected_body` (or the `max` given to a collect).
+    CollectedBody,
+    /// The peer refused with LIMIT_EXCEEDED; its bound is not known here.
+    Remote,
+    /// A fan-out or outbox byte budget.
+    ByteBudget,
+    /// A queue bound.
+    Queue,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::HeaderSize => "max_header_size",
+            Limit::CollectedBody => "max_collected_body",
+            Limit::Remote => "the peer's limit",
+            Limit::ByteBudget => "byte budget",
+            Limit::Queue => "queue bound",
+        })
+    }
+}
+
+/// The stable, language-neutral code of an [`Error`]. Bindings expose it as a string
+/// (`CONNECTION_LOST`, ...) and the conformance scenarios expect it by that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// See [`Error::NotConnected`].
+    NotConnected,
+    /// See [`Error::ConnectionLost`].
+    ConnectionLost,
+    /// See [`Error::Indeterminate`].
+    Indeterminate,
+    /// See [`Error::Untrusted`].
+    Untrusted,
+    /// See [`Error::UnknownEndpoint`].
+    UnknownEndpoint,
+    /// See [`Error::Unsupported`].
+    Unsupported,
+    /// See [`Error::Rejected`].
+    Rejected,
+    /// See [`Error::Canceled`].
+    Canceled,
+    /// See [`Error::LimitExceeded`].
+    LimitExceeded,
+    /// See [`Error::Timeout`].
+    Timeout,
+    /// See [`Error::InvalidAddress`].
+    InvalidAddress,
+    /// See [`Error::NegotiationFailed`].
+    NegotiationFailed,
+    /// See [`Error::Protocol`].
+    Protocol,
+    /// See [`Error::InvalidConfig`].
+    InvalidConfig,
+    /// See [`Error::Closed`].
+    Closed,
+    /// See [`Error::Io`].
+    Io,
+}
+
+impl ErrorCode {
+    /// The code as the conformance vocabulary spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::NotConnected => "NOT_CONNECTED",
+            ErrorCode::ConnectionLost => "CONNECTION_LOST",
+            ErrorCode::Indeterminate => "INDETERMINATE",
+            ErrorCode::Untrusted => "UNTRUSTED",
+            ErrorCode::UnknownEndpoint => "UNKNOWN_ENDPOINT",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::Rejected => "REJECTED",
+            ErrorCode::Canceled => "CANCELED",
+            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::InvalidAddress => "INVALID_ADDRESS",
+            ErrorCode::NegotiationFailed => "NEGOTIATION_FAILED",
+            ErrorCode::Protocol => "PROTOCOL",
+            ErrorCode::InvalidConfig => "INVALID_CONFIG",
+            ErrorCode::Closed => "CLOSED",
+            ErrorCode::Io => "IO",
+        }
+    }
+
+    /// Every code, for bindings that build one class per code.
+    pub const ALL: [ErrorCode; 16] = [
+        ErrorCode::NotConnected,
+        ErrorCode::ConnectionLost,
+        ErrorCode::Indeterminate,
+        ErrorCode::Untrusted,
+        ErrorCode::UnknownEndpoint,
+        ErrorCode::Unsupported,
+        ErrorCode::Rejected,
+        ErrorCode::Canceled,
+        ErrorCode::LimitExceeded,
+        ErrorCode::Timeout,
+        ErrorCode::InvalidAddress,
+        ErrorCode::NegotiationFailed,
+        ErrorCode::Protocol,
+        ErrorCode::InvalidConfig,
+        ErrorCode::Closed,
+        ErrorCode::Io,
+    ];
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything that can go wrong in weida, with its cause kept.
+///
+/// ```
+/// use weida::{Error, LossCause};
+/// let e = Error::Indeterminate(LossCause::PeerClosed);
+/// assert!(!e.is_definite_failure());
+/// assert_eq!(e.code().as_str(), "INDETERMINATE");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The endpoint was never connected to any address.
+    #[error("not connected: the endpoint has no address to send to")]
+    NotConnected,
+    /// The connection ended before the operation reached a definite outcome that succeeded.
+    #[error("connection lost: {0}")]
+    ConnectionLost(LossCause),
+    /// The request reached FIN and its reply was lost: the peer may or may not have acted on
+    /// it. Neither a success nor a definite failure (GUARANTEES §5).
+    #[error("indeterminate: the request was sent whole but its reply was lost ({0})")]
+    Indeterminate(LossCause),
+    /// The peer presented a key outside the configured trust; carries what answered.
+    #[error("untrusted peer {fingerprint}{}", expected_note(.expected))]
+    Untrusted {
+        /// The fingerprint the peer presented.
+        fingerprint: Fingerprint,
+        /// The pin the address named, if it named one.
+        expected: Option<Fingerprint>,
+    },
+    /// Nothing is bound at that path.
+    #[error("unknown endpoint {path:?}")]
+    UnknownEndpoint {
+        /// The path that was asked for (as far as this side knows it).
+        path: String,
+    },
+    /// The endpoint at that path cannot serve this kind of stream or request.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The peer's application refused.
+    #[error("rejected: {0}")]
+    Rejected(String),
+    /// The transfer was cancelled (by either side) before it completed.
+    #[error("canceled")]
+    Canceled,
+    /// A configured bound was exceeded.
+    #[error("limit exceeded: {limit} ({detail})")]
+    LimitExceeded {
+        /// Which bound.
+        limit: Limit,
+        /// What exceeded it.
+        detail: String,
+    },
+    /// A caller's or the configured deadline passed.
+    #[error("timed out")]
+    Timeout,
+    /// The address could not be parsed; says which part is wrong.
+    #[error("invalid address ({part}): {reason}")]
+    InvalidAddress {
+        /// The malformed part.
+        part: AddressPart,
+        /// Why.
+        reason: String,
+    },
+    /// The peers' guarantee sets or versions do not meet.
+    #[error("negotiation failed: {0}")]
+    NegotiationFailed(String),
+    /// The peer sent bytes that violate the wire protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// A configuration was refused before any traffic (GUARANTEES §4).
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+    /// The runtime, listener or endpoint was closed or is draining.
+    #[error("closed")]
+    Closed,
+    /// An operating-system error.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+fn expected_note(expected: &Option<Fingerprint>) -> String {
+    match expected {
+        Some(fp) => format!(" (the address pins {fp})"),
+        None => " (no pin or anchor accepts it)".to_string(),
+    }
+}
+
+impl Error {
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::NotConnected => ErrorCode::NotConnected,
+            Error::ConnectionLost(_) => ErrorCode::ConnectionLost,
+            Error::Indeterminate(_) => ErrorCode::Indeterminate,
+            Error::Untrusted { .. } => ErrorCode::Untrusted,
+            Error::UnknownEndpoint { .. } => ErrorCode::UnknownEndpoint,
+            Error::Unsupported(_) => ErrorCode::Unsupported,
+            Error::Rejected(_) => ErrorCode::Rejected,
+            Error::Canceled => ErrorCode::Canceled,
+            Error::LimitExceeded { .. } => ErrorCode::LimitExceeded,
+            Error::Timeout => ErrorCode::Timeout,
+            Error::InvalidAddress { .. } => ErrorCode::InvalidAddress,
+            Error::NegotiationFailed(_) => ErrorCode::NegotiationFailed,
+            Error::Protocol(_) => ErrorCode::Protocol,
+            Error::InvalidConfig(_) => ErrorCode::InvalidConfig,
+            Error::Closed => ErrorCode::Closed,
+            Error::Io(_) => ErrorCode::Io,
+        }
+    }
+
+    /// True when the operation certainly did not take effect at the peer's application, or
+    /// certainly failed; false for [`Error::Indeterminate`], whose outcome is unknown.
+    pub fn is_definite_failure(&self) -> bool {
+        !matches!(self, Error::Indeterminate(_))
+    }
+
+    /// The loss cause, for `ConnectionLost` and `Indeterminate`.
+    pub fn loss_cause(&self) -> Option<&LossCause> {
+        match self {
+            Error::ConnectionLost(c) | Error::Indeterminate(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn limit(limit: Limit, detail: impl Into<String>) -> Error {
+        Error::LimitExceeded {
+            limit,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// `Result` with weida's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,49 @@
+//! # weida
+//!
+//! ZeroMQ's idea on QUIC: messaging patterns (Req/Rep, Push/Pull, raw streams) over QUIC,
+//! in process and over AF_UNIX, with peers named by the SHA-256 fingerprint of their key.
+//! A stream per message is the unit of delivery, receipt, cancel and backpressure.
+//!
+//! ```no_run
+//! # async fn f() -> weida::Result<()> {
+//! use weida::{Runtime, RuntimeConfig};
+//! let rt = Runtime::new(RuntimeConfig::default())?;
+//! let listener = rt.bind("weida://127.0.0.1:0").await?;
+//! let puller = listener.puller("/jobs")?;
+//! let pusher = rt.pusher();
+//! pusher.connect(&puller.address().to_string()).await?;
+//! pusher.send("hello").await?;
+//! let msg = puller.recv().await?;
+//! assert_eq!(&msg.body[..], b"hello");
+//! # Ok(()) }
+//! ```
+//!
+//! The behaviour is specified in docs/PATTERNS.md and docs/GUARANTEES.md, the wire in
+//! docs/PROTOCOL.md; every claim there names the test that defends it.
+
+#![warn(missing_docs)]
+
+pub mod address;
+mod config;
+mod error;
+mod fingerprint;
+mod identity;
+mod patterns;
+mod runtime;
+mod stream;
+mod tls;
+mod transport;
+mod trust;
+pub mod wire;
+
+pub use address::Address;
+pub use config::{Limits, RuntimeConfig};
+pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
+pub use fingerprint::Fingerprint;
+pub use identity::{fingerprint_of_certificate, Identity};
+pub use patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
+pub use runtime::{Counters, Drained, Incoming, Listener, Runtime};
+pub use stream::{Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply};
+pub use transport::PeerIdentity;
+pub use trust::{ClientTls, ServerTls, Trust};
+pub use wire::{GuaranteeSet, Metadata, Ordering};

@@ -1,0 +1,71 @@
+//! The patterns: thin wrappers over streams (PATTERNS.md §2, §3, §5). Dialling endpoints share
+//! [`Dialer`]; bound endpoints share the runtime's `Inbox`.
+
+mod pushpull;
+mod raw;
+mod reqrep;
+
+pub use pushpull::{Puller, Pusher};
+pub use raw::{Acceptor, Peer};
+pub use reqrep::{Replier, Requester};
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::address::Address;
+use crate::error::Result;
+use crate::runtime::{PeerSet, Shared};
+use crate::stream::{OutgoingTransfer, PendingReply};
+use crate::wire::{Header, StreamType};
+
+/// The dialling half every connecting endpoint shares: its addresses and their connections.
+pub(crate) struct Dialer {
+    shared: Arc<Shared>,
+    peers: PeerSet,
+}
+
+impl Dialer {
+    fn new(shared: Arc<Shared>) -> Dialer {
+        Dialer {
+            shared,
+            peers: PeerSet::default(),
+        }
+    }
+
+    async fn connect(&self, address: &str) -> Result<()> {
+        let a = Address::parse(address)?;
+        a.endpoint_path()?;
+        let link = self.shared.link(&a).await?;
+        self.peers.add(a, link);
+        Ok(())
+    }
+
+    fn disconnect(&self, address: &str) -> Result<bool> {
+        Ok(self.peers.remove(&Address::parse(address)?))
+    }
+
+    /// Opens a one-way transfer on the next peer, with `body` (when whole) in the first write.
+    async fn transfer(&self, header: Header, body: Option<Bytes>) -> Result<OutgoingTransfer> {
+        let link = self.peers.pick()?;
+        let (send, _) = link.open(&self.shared, StreamType::Transfer, header, body).await?;
+        Ok(OutgoingTransfer::new(send, link.path.clone(), self.shared.clone()))
+    }
+
+    /// Opens an exchange on the next peer.
+    async fn exchange(&self, header: Header, body: Option<Bytes>) -> Result<(OutgoingTransfer, PendingReply)> {
+        let link = self.peers.pick()?;
+        let (send, recv) = link.open(&self.shared, StreamType::Exchange, header, body).await?;
+        let finished = Arc::new(AtomicBool::new(false));
+        let reply = PendingReply::new(
+            recv.expect("an exchange has a reply half"),
+            link.path.clone(),
+            self.shared.clone(),
+            link.peer.clone(),
+            finished.clone(),
+        );
+        let t = OutgoingTransfer::new(send, link.path.clone(), self.shared.clone()).with_finish_flag(finished);
+        Ok((t, reply))
+    }
+}

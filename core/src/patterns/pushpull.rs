@@ -1,0 +1,144 @@
+//! Push/Pull: one one-way stream per message, round-robin over connected pullers.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::Dialer;
+use crate::error::{Error, Result};
+use crate::runtime::{Inbox, Incoming, Shared};
+use crate::stream::{IncomingTransfer, Message, OutgoingTransfer};
+use crate::wire::{Header, Metadata};
+
+/// Sends messages to pullers, one stream each, round-robin per message.
+///
+/// ```no_run
+/// # async fn f(rt: weida::Runtime, addr: &str) -> weida::Result<()> {
+/// let pusher = rt.pusher();
+/// pusher.connect(addr).await?;
+/// pusher.send("job 1").await?; // returns once the FIN is queued; arrives with no handle
+/// # Ok(()) }
+/// ```
+pub struct Pusher {
+    dialer: Dialer,
+}
+
+impl Pusher {
+    pub(crate) fn new(shared: Arc<Shared>) -> Pusher {
+        Pusher {
+            dialer: Dialer::new(shared),
+        }
+    }
+
+    /// Dials `address` (with its path) and adds it to the round-robin.
+    pub async fn connect(&self, address: &str) -> Result<()> {
+        self.dialer.connect(address).await
+    }
+
+    /// Removes `address`; true if it was connected.
+    pub fn disconnect(&self, address: &str) -> Result<bool> {
+        self.dialer.disconnect(address)
+    }
+
+    /// Live connections.
+    pub fn peer_count(&self) -> usize {
+        self.dialer.peers.live()
+    }
+
+    /// Sends a whole message: fire-and-forget. Returns once the FIN is queued; the receipt is
+    /// kept by the runtime for `drain`. Waits for the peer's stream budget (backpressure).
+    pub async fn send(&self, body: impl Into<Bytes>) -> Result<()> {
+        self.send_with(Metadata::new(), body).await
+    }
+
+    /// [`Pusher::send`] with metadata.
+    pub async fn send_with(&self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
+        let header = Header {
+            meta,
+            ..Header::default()
+        };
+        let t = self.dialer.transfer(header, Some(body.into())).await?;
+        drop(t.finish().await?);
+        Ok(())
+    }
+
+    /// Opens a streamed message; `finish()` returns the [`crate::Delivery`] for its receipt.
+    pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
+        let header = Header {
+            meta,
+            ..Header::default()
+        };
+        self.dialer.transfer(header, None).await
+    }
+}
+
+/// Receives pushed messages at a bound path.
+pub struct Puller {
+    inbox: Inbox,
+    // A message being collected when a `recv` was cancelled: the next `recv` resumes it, so
+    // `recv` is cancel-safe.
+    partial: tokio::sync::Mutex<Option<(IncomingTransfer, Vec<Bytes>, u64)>>,
+}
+
+impl Puller {
+    pub(crate) fn new(inbox: Inbox) -> Puller {
+        Puller {
+            inbox,
+            partial: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The address to dial this puller at.
+    pub fn address(&self) -> &crate::Address {
+        &self.inbox.address
+    }
+
+    /// The next whole message, bounded by `Limits::max_collected_body`. A message its sender
+    /// cancelled is `Err(Canceled)` (never a short body) and the puller stays usable.
+    /// Cancel-safe: a message half collected when the future is dropped is resumed.
+    pub async fn recv(&self) -> Result<Message> {
+        let max = self.inbox.shared.limits.max_collected_body;
+        let mut partial = self.partial.lock().await;
+        if partial.is_none() {
+            let t = self.accept().await?;
+            *partial = Some((t, Vec::new(), 0));
+        }
+        let (t, parts, total) = partial.as_mut().unwrap();
+        loop {
+            match t.read_chunk().await {
+                Ok(Some(c)) => {
+                    *total += c.len() as u64;
+                    if *total > max {
+                        let (mut t, _, _) = partial.take().unwrap();
+                        t.stop_reader(crate::wire::Code::LimitExceeded);
+                        return Err(Error::limit(
+                            crate::error::Limit::CollectedBody,
+                            format!("message above {max} bytes; use accept() to stream it"),
+                        ));
+                    }
+                    parts.push(c);
+                }
+                Ok(None) => {
+                    let (t, parts, _) = partial.take().unwrap();
+                    return Ok(Message {
+                        meta: t.meta().clone(),
+                        body: crate::stream::concat(parts),
+                    });
+                }
+                Err(e) => {
+                    partial.take();
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The next message as a stream, for bodies read in parts. Cancel-safe.
+    pub async fn accept(&self) -> Result<IncomingTransfer> {
+        match self.inbox.next().await? {
+            Incoming::Stream(t) => Ok(t),
+            // The route admits only transfers.
+            Incoming::Exchange(_) => Err(Error::Protocol("an exchange reached a puller".into())),
+        }
+    }
+}

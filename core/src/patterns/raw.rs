@@ -1,0 +1,97 @@
+//! Raw streams: a `Peer` dials and opens either kind; an `Acceptor` binds one path and
+//! receives both (PATTERNS §5).
+
+use std::sync::Arc;
+
+use super::Dialer;
+use crate::error::Result;
+use crate::runtime::{Inbox, Incoming, Shared};
+use crate::stream::{OutgoingTransfer, PendingReply};
+use crate::wire::{Header, Metadata};
+
+/// Opens raw streams to acceptors: one-way transfers and exchanges.
+///
+/// ```no_run
+/// # async fn f(rt: weida::Runtime, addr: &str) -> weida::Result<()> {
+/// let peer = rt.peer();
+/// peer.connect(addr).await?;
+/// let mut feed = peer.open(Default::default()).await?; // a long-lived ordered stream
+/// for frame in 0..3u8 {
+///     feed.write(vec![frame]).await?;
+/// }
+/// feed.finish().await?;
+/// # Ok(()) }
+/// ```
+pub struct Peer {
+    dialer: Dialer,
+}
+
+impl Peer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Peer {
+        Peer {
+            dialer: Dialer::new(shared),
+        }
+    }
+
+    /// Dials `address` (with its path).
+    pub async fn connect(&self, address: &str) -> Result<()> {
+        self.dialer.connect(address).await
+    }
+
+    /// Removes `address`; true if it was connected.
+    pub fn disconnect(&self, address: &str) -> Result<bool> {
+        self.dialer.disconnect(address)
+    }
+
+    /// Live connections.
+    pub fn peer_count(&self) -> usize {
+        self.dialer.peers.live()
+    }
+
+    /// Opens a one-way stream.
+    pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
+        self.dialer
+            .transfer(
+                Header {
+                    meta,
+                    ..Header::default()
+                },
+                None,
+            )
+            .await
+    }
+
+    /// Opens an exchange: a request stream and its reply.
+    pub async fn exchange(&self, meta: Metadata) -> Result<(OutgoingTransfer, PendingReply)> {
+        self.dialer
+            .exchange(
+                Header {
+                    meta,
+                    ..Header::default()
+                },
+                None,
+            )
+            .await
+    }
+}
+
+/// Receives both stream kinds at a bound path.
+pub struct Acceptor {
+    inbox: Inbox,
+}
+
+impl Acceptor {
+    pub(crate) fn new(inbox: Inbox) -> Acceptor {
+        Acceptor { inbox }
+    }
+
+    /// The address to dial this acceptor at.
+    pub fn address(&self) -> &crate::Address {
+        &self.inbox.address
+    }
+
+    /// The next stream, of either kind. Cancel-safe.
+    pub async fn accept(&self) -> Result<Incoming> {
+        self.inbox.next().await
+    }
+}

@@ -1,0 +1,110 @@
+//! Req/Rep: one bidirectional stream per exchange; the stream is the correlation.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::Dialer;
+use crate::error::{Error, Result};
+use crate::runtime::{Inbox, Incoming, Shared};
+use crate::stream::{Exchange, Message, OutgoingTransfer, PendingReply};
+use crate::wire::{Header, Metadata};
+
+/// Sends requests and awaits replies, round-robin over connected repliers.
+///
+/// ```no_run
+/// # async fn f(rt: weida::Runtime, addr: &str) -> weida::Result<()> {
+/// let req = rt.requester();
+/// req.connect(addr).await?;
+/// match req.request("charge card 42").await {
+///     Ok(reply) => println!("{reply:?}"),
+///     // The request reached the replier whole; its answer was lost: do not blindly retry.
+///     Err(e) if !e.is_definite_failure() => println!("unknown outcome: {e}"),
+///     Err(e) => println!("failed: {e}"),
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Requester {
+    dialer: Dialer,
+}
+
+impl Requester {
+    pub(crate) fn new(shared: Arc<Shared>) -> Requester {
+        Requester {
+            dialer: Dialer::new(shared),
+        }
+    }
+
+    /// Dials `address` (with its path) and adds it to the round-robin.
+    pub async fn connect(&self, address: &str) -> Result<()> {
+        self.dialer.connect(address).await
+    }
+
+    /// Removes `address`; true if it was connected.
+    pub fn disconnect(&self, address: &str) -> Result<bool> {
+        self.dialer.disconnect(address)
+    }
+
+    /// Live connections.
+    pub fn peer_count(&self) -> usize {
+        self.dialer.peers.live()
+    }
+
+    /// Sends `body` and returns the reply body. The replier's ERROR is this side's error;
+    /// a reply lost after the request's FIN is `Indeterminate`. Dropping the future cancels
+    /// the exchange (the replier sees Canceled).
+    pub async fn request(&self, body: impl Into<Bytes>) -> Result<Bytes> {
+        Ok(self.request_with(Metadata::new(), body).await?.body)
+    }
+
+    /// [`Requester::request`] with metadata both ways.
+    pub async fn request_with(&self, meta: Metadata, body: impl Into<Bytes>) -> Result<Message> {
+        let header = Header {
+            meta,
+            ..Header::default()
+        };
+        let (t, reply) = self.dialer.exchange(header, Some(body.into())).await?;
+        // Req/Rep needs no receipt: the reply proves more (GUARANTEES §6). A refusal of the
+        // request half loses to the reply's ERROR frame, which names the reason.
+        let finished = t.finish().await;
+        match (finished, reply.body().await) {
+            (_, Ok(m)) => Ok(m),
+            (Err(write_err), Err(Error::Canceled)) => Err(write_err),
+            (_, Err(e)) => Err(e),
+        }
+    }
+
+    /// Opens a streamed request; read the reply from the [`PendingReply`] concurrently when
+    /// the request is large (a replier may answer before the request ends).
+    pub async fn open(&self, meta: Metadata) -> Result<(OutgoingTransfer, PendingReply)> {
+        let header = Header {
+            meta,
+            ..Header::default()
+        };
+        self.dialer.exchange(header, None).await
+    }
+}
+
+/// Answers requests at a bound path.
+pub struct Replier {
+    inbox: Inbox,
+}
+
+impl Replier {
+    pub(crate) fn new(inbox: Inbox) -> Replier {
+        Replier { inbox }
+    }
+
+    /// The address to dial this replier at.
+    pub fn address(&self) -> &crate::Address {
+        &self.inbox.address
+    }
+
+    /// The next exchange. Cancel-safe.
+    pub async fn accept(&self) -> Result<Exchange> {
+        match self.inbox.next().await? {
+            Incoming::Exchange(x) => Ok(x),
+            Incoming::Stream(_) => Err(Error::Protocol("a one-way transfer reached a replier".into())),
+        }
+    }
+}

@@ -1,0 +1,1109 @@
+//! `Runtime` (dials) and `Listener` (binds): connections, the HELLO handshake, the per-path
+//! dispatch of incoming streams, receipts kept for `drain`, and the counters.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::address::{Address, Host, Target};
+use crate::config::{Limits, RuntimeConfig};
+use crate::error::{Error, LossCause, Result};
+use crate::stream::{write_error_reply, Exchange, IncomingMeta, IncomingTransfer, StreamReader};
+use crate::transport::{inproc, quic, unix, Conn, IncomingRaw, Life, PeerIdentity, Receipt, RecvHalf, SendHalf, StreamError};
+use crate::trust::{ClientTls, ServerTls};
+use crate::wire::{Code, ControlFrame, Header, Hello, Ordering as WireOrdering, StreamType};
+
+/// Counters a user can read without a metrics stack. Monotonic since the runtime started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counters {
+    /// Streams this runtime opened (transfers and exchanges).
+    pub streams_opened: u64,
+    /// Streams it accepted and dispatched to an endpoint.
+    pub streams_accepted: u64,
+    /// Streams it refused (unknown path, unsupported, bad header, ...).
+    pub streams_refused: u64,
+    /// Body bytes written.
+    pub bytes_sent: u64,
+    /// Body bytes read.
+    pub bytes_received: u64,
+    /// Connections dialled.
+    pub connections_dialled: u64,
+    /// Connections accepted.
+    pub connections_accepted: u64,
+    /// Receipts of finished transfers nobody awaited that resolved: delivered.
+    pub receipts_delivered: u64,
+    /// ... that resolved with a refusal or a loss.
+    pub receipts_failed: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Stats {
+    streams_opened: AtomicU64,
+    streams_accepted: AtomicU64,
+    streams_refused: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+    connections_dialled: AtomicU64,
+    connections_accepted: AtomicU64,
+}
+
+impl Stats {
+    pub(crate) fn add_sent(&self, n: u64) {
+        self.bytes_sent.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(crate) fn add_received(&self, n: u64) {
+        self.bytes_received.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+type ReceiptFuture = Pin<Box<dyn Future<Output = std::result::Result<(), StreamError>> + Send + Sync>>;
+
+/// Receipts of finished transfers whose `Delivery` was dropped: kept so `drain` has something
+/// to wait on (GUARANTEES §3), pruned as they resolve.
+#[derive(Default)]
+pub(crate) struct Receipts {
+    pending: Mutex<Vec<ReceiptFuture>>,
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    parked: AtomicUsize,
+}
+
+impl Receipts {
+    pub(crate) fn park(&self, r: Receipt) {
+        match r {
+            Receipt::Ready(Ok(())) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Receipt::Ready(Err(_)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            Receipt::Pending(f) => {
+                let mut p = self.pending.lock().unwrap();
+                p.push(f);
+                // Amortized pruning: poll the parked receipts once every so often so resolved
+                // ones do not accumulate. A resolved quinn receipt answers without waiting.
+                if self.parked.fetch_add(1, Ordering::Relaxed) % 64 == 63 {
+                    self.prune(&mut p);
+                }
+            }
+        }
+    }
+
+    fn prune(&self, p: &mut Vec<ReceiptFuture>) {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        p.retain_mut(|f| match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => {
+                self.count(r);
+                false
+            }
+            std::task::Poll::Pending => true,
+        });
+    }
+
+    fn count(&self, r: std::result::Result<(), StreamError>) {
+        match r {
+            Ok(()) => self.delivered.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Waits for every parked receipt until `deadline`; returns how many are still pending.
+    async fn settle(&self, deadline: Duration) -> u64 {
+        let all: Vec<ReceiptFuture> = std::mem::take(&mut *self.pending.lock().unwrap());
+        let mut set: futures_util::stream::FuturesUnordered<_> = all.into_iter().collect();
+        let total = set.len() as u64;
+        let mut done = 0u64;
+        let _ = tokio::time::timeout(deadline, async {
+            use futures_util::StreamExt;
+            while let Some(r) = set.next().await {
+                self.count(r);
+                done += 1;
+            }
+        })
+        .await;
+        total - done
+    }
+}
+
+/// What a drain achieved: counts, not a promise (PATTERNS §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Drained {
+    /// Finished transfers whose receipt nobody awaited and whose peer's transport
+    /// acknowledged them, over the runtime's life up to the end of the drain.
+    pub delivered: u64,
+    /// Finished transfers still unacknowledged at the deadline, cut short by the close.
+    pub outstanding: u64,
+}
+
+const OPEN: u8 = 0;
+const DRAINING: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// State shared by a runtime, its listeners, endpoints and streams.
+pub(crate) struct Shared {
+    pub(crate) config: RuntimeConfig,
+    pub(crate) limits: Limits,
+    pub(crate) client_tls: ClientTls,
+    pub(crate) stats: Stats,
+    pub(crate) receipts: Receipts,
+    quic_client: tokio::sync::OnceCell<quinn::Endpoint>,
+    pool: Mutex<HashMap<String, Weak<Link>>>,
+    conns: Mutex<Vec<Conn>>,
+    state: AtomicU8,
+    /// Killed at shutdown: accept loops and control readers end.
+    pub(crate) life: Arc<Life>,
+}
+
+impl Shared {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.state.load(Ordering::Acquire) == OPEN {
+            Ok(())
+        } else {
+            Err(Error::Closed)
+        }
+    }
+
+    fn hello(&self) -> Hello {
+        Hello {
+            max_header_size: self.limits.max_header_size,
+            features: 0,
+            offered: self.config.guarantees.clone(),
+            required: self.config.guarantees.clone(),
+            session: None,
+        }
+    }
+
+    fn track(&self, conn: &Conn) {
+        let mut c = self.conns.lock().unwrap();
+        if c.len() % 32 == 31 {
+            c.retain(|c| c.loss().is_none());
+        }
+        c.push(conn.clone());
+    }
+
+    /// Bounds a wait for a stream slot by `send_timeout`.
+    pub(crate) async fn within<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        match self.config.send_timeout {
+            Some(d) => tokio::time::timeout(d, f).await.map_err(|_| Error::Timeout)?,
+            None => f.await,
+        }
+    }
+
+    async fn quic_client(&self) -> Result<&quinn::Endpoint> {
+        self.quic_client
+            .get_or_try_init(|| async { quic::client_endpoint(self.config.udp_buffer) })
+            .await
+    }
+
+    /// The live connection for `address` (one per dialled path), dialling it if needed.
+    pub(crate) async fn link(self: &Arc<Self>, address: &Address) -> Result<Arc<Link>> {
+        self.check_open()?;
+        let path: Arc<str> = address.endpoint_path()?.into();
+        let key = address.to_string();
+        if let Some(l) = self.pool.lock().unwrap().get(&key).and_then(Weak::upgrade) {
+            if l.conn.loss().is_none() {
+                return Ok(l);
+            }
+        }
+        let span = tracing::debug_span!("dial", %address);
+        let link = self.dial(address, path).instrument(span).await?;
+        self.pool.lock().unwrap().insert(key, Arc::downgrade(&link));
+        Ok(link)
+    }
+
+    async fn dial(self: &Arc<Self>, address: &Address, path: Arc<str>) -> Result<Arc<Link>> {
+        let (conn, mut send, recv) = match address.target() {
+            Target::Quic { host, port } => {
+                let ip = match host {
+                    Host::Ip(ip) => *ip,
+                    Host::Name(name) => tokio::net::lookup_host((name.as_str(), *port))
+                        .await?
+                        .next()
+                        .ok_or_else(|| {
+                            Error::Io(std::io::Error::new(
+                                std::io::ErrorKind::NotFound,
+                                format!("{name} resolves to nothing"),
+                            ))
+                        })?
+                        .ip(),
+                };
+                let ep = self.quic_client().await?;
+                let name = crate::tls::server_name(&host.to_string(), &self.client_tls, address.pin().copied());
+                let c = quic::connect(
+                    ep,
+                    std::net::SocketAddr::new(ip, *port),
+                    &name,
+                    address.pin().copied(),
+                    &self.client_tls,
+                    &self.limits,
+                )
+                .await?;
+                let conn = Conn::Quic(c);
+                let (s, r) = conn.open_bi().await?;
+                (conn, s, r)
+            }
+            Target::Inproc(name) => {
+                let conn = Conn::Inproc(inproc::connect(name, &self.limits)?);
+                let (s, r) = conn.open_bi().await?;
+                (conn, s, r)
+            }
+            Target::Unix(t) => {
+                let (c, s, r) = unix::connect(t, &self.limits).await?;
+                (Conn::Unix(c), s, r)
+            }
+            Target::Pipe(_) => return Err(pipe_unsupported()),
+            #[allow(unreachable_patterns)]
+            _ => return Err(Error::Unsupported(format!("transport of {address}"))),
+        };
+        self.stats.connections_dialled.fetch_add(1, Ordering::Relaxed);
+        self.track(&conn);
+        // HELLO: ours first, then the peer's (PROTOCOL.md §3.2).
+        let mut out = vec![StreamType::Control.to_byte()];
+        let mine = self.hello();
+        ControlFrame::Hello(mine.clone()).encode(&mut out);
+        if let Err(e) = send.write(Bytes::from(out)).await {
+            return Err(closed_error(&conn, e.into_write_error("")));
+        }
+        let mut ctl = ControlReader::new(recv);
+        let theirs = match ctl.next().await {
+            Ok(Some(ControlFrame::Hello(h))) => h,
+            Ok(Some(ControlFrame::Close { code, reason })) => {
+                conn.close(Code::NoError, "");
+                return Err(code.into_error("", &reason));
+            }
+            Ok(_) => {
+                conn.close(Code::ProtocolError, "expected HELLO");
+                return Err(Error::Protocol("the peer's first control frame is not HELLO".into()));
+            }
+            Err(e) => return Err(closed_error(&conn, e)),
+        };
+        let agreed = match mine.negotiate(&theirs) {
+            Ok(a) => a,
+            Err(why) => {
+                conn.close(Code::NegotiationFailed, &why);
+                return Err(Error::NegotiationFailed(why));
+            }
+        };
+        let peer = conn.peer();
+        tracing::debug!(?peer, ?agreed, "connected");
+        let link = Arc::new(Link {
+            conn: conn.clone(),
+            path,
+            peer,
+            peer_max_header: theirs.max_header_size,
+            _control: tokio::sync::Mutex::new(send),
+        });
+        // The control stream ends with the connection; over a local socket it is how the loss
+        // is learned.
+        let life = self.life.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = ctl.drain() => {}
+                _ = life.dead() => {}
+            }
+            if let Conn::Unix(u) = &conn {
+                u.lost(LossCause::PeerClosed);
+            }
+        });
+        Ok(link)
+    }
+
+    /// Closes every connection and stops every accept loop.
+    fn close_all(&self) {
+        self.state.store(CLOSED, Ordering::Release);
+        self.life.kill(LossCause::LocallyClosed);
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.close(Code::GoingAway, "shutdown");
+        }
+        if let Some(ep) = self.quic_client.get() {
+            ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"shutdown");
+        }
+    }
+}
+
+fn pipe_unsupported() -> Error {
+    Error::Unsupported("named pipes (weida+pipe://) exist only on Windows; use weida+unix:// here".into())
+}
+
+/// The error a failed handshake read means: the peer's close reason when it closed.
+fn closed_error(conn: &Conn, fallback: Error) -> Error {
+    if let Conn::Quic(c) = conn {
+        if let Some(reason) = c.close_reason() {
+            if let Some((code, text)) = quic::app_close(&reason) {
+                if code == Code::NegotiationFailed || code == Code::ProtocolError {
+                    return code.into_error("", &text);
+                }
+            }
+        }
+    }
+    fallback
+}
+
+/// A dialled connection to one path of one peer.
+pub(crate) struct Link {
+    pub(crate) conn: Conn,
+    pub(crate) path: Arc<str>,
+    pub(crate) peer: Option<PeerIdentity>,
+    /// The largest header the peer accepts.
+    pub(crate) peer_max_header: u64,
+    // Kept open for the connection's life: closing it would read as going away; SUBSCRIBE
+    // frames will ride it.
+    _control: tokio::sync::Mutex<SendHalf>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.conn.close(Code::NoError, "endpoint dropped");
+    }
+}
+
+impl Link {
+    /// Opens a stream of `ty` and writes its type byte and header, with `body` in the same
+    /// write when given. Waits for the peer's stream budget, bounded by `send_timeout`.
+    pub(crate) async fn open(
+        &self,
+        shared: &Shared,
+        ty: StreamType,
+        mut header: Header,
+        body: Option<Bytes>,
+    ) -> Result<(SendHalf, Option<RecvHalf>)> {
+        shared.check_open()?;
+        header.path = Some(self.path.to_string());
+        let mut head = Vec::with_capacity(64);
+        head.push(ty.to_byte());
+        header.encode(&mut head);
+        if head.len() as u64 - 1 > self.peer_max_header {
+            return Err(Error::limit(
+                crate::error::Limit::HeaderSize,
+                format!("header of {} bytes, the peer accepts {}", head.len() - 1, self.peer_max_header),
+            ));
+        }
+        let (mut send, recv) = match ty {
+            StreamType::Exchange => {
+                let (s, r) = shared.within(self.conn.open_bi()).await?;
+                (s, Some(r))
+            }
+            _ => (shared.within(self.conn.open_uni()).await?, None),
+        };
+        shared.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
+        let r = match body {
+            Some(b) => {
+                let n = b.len() as u64;
+                let r = send.write_all(&mut [Bytes::from(head), b]).await;
+                if r.is_ok() {
+                    shared.stats.add_sent(n);
+                }
+                r
+            }
+            None => send.write(Bytes::from(head)).await,
+        };
+        if let Err(e) = r {
+            return Err(e.into_write_error(&self.path));
+        }
+        Ok((send, recv))
+    }
+}
+
+/// The links a dialling endpoint sends to, picked round-robin per message.
+#[derive(Default)]
+pub(crate) struct PeerSet {
+    links: Mutex<Vec<(Address, Arc<Link>)>>,
+    next: AtomicUsize,
+}
+
+impl PeerSet {
+    pub(crate) fn add(&self, address: Address, link: Arc<Link>) {
+        let mut l = self.links.lock().unwrap();
+        l.retain(|(a, _)| a != &address);
+        l.push((address, link));
+    }
+
+    pub(crate) fn remove(&self, address: &Address) -> bool {
+        let mut l = self.links.lock().unwrap();
+        let before = l.len();
+        l.retain(|(a, _)| a != address);
+        l.len() != before
+    }
+
+    /// Live connections.
+    pub(crate) fn live(&self) -> usize {
+        self.links.lock().unwrap().iter().filter(|(_, l)| l.conn.loss().is_none()).count()
+    }
+
+    /// The next live link, round-robin. `NotConnected` when nothing was ever connected; the
+    /// last loss when every connection is gone.
+    pub(crate) fn pick(&self) -> Result<Arc<Link>> {
+        let l = self.links.lock().unwrap();
+        if l.is_empty() {
+            return Err(Error::NotConnected);
+        }
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..l.len() {
+            let link = &l[(start + i) % l.len()].1;
+            match link.conn.loss() {
+                None => return Ok(link.clone()),
+                Some(c) => last = Some(c),
+            }
+        }
+        Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed)))
+    }
+}
+
+/// Reads control frames from a control stream.
+struct ControlReader {
+    reader: StreamReader,
+    buf: Vec<u8>,
+}
+
+impl ControlReader {
+    fn new(recv: RecvHalf) -> ControlReader {
+        ControlReader {
+            reader: StreamReader::new(recv),
+            buf: Vec::new(),
+        }
+    }
+
+    fn with_reader(reader: StreamReader) -> ControlReader {
+        ControlReader {
+            reader,
+            buf: Vec::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Result<Option<ControlFrame>> {
+        loop {
+            match ControlFrame::decode(&self.buf) {
+                Ok(Some((f, used))) => {
+                    self.buf.drain(..used);
+                    return Ok(Some(f));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(Error::Protocol(format!("control stream: {e}"))),
+            }
+            match self.reader.chunk(64 * 1024).await {
+                Ok(Some(b)) => self.buf.extend_from_slice(&b),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(e.into_read_error()),
+            }
+        }
+    }
+
+    /// Reads (and, in v0, ignores) frames until the stream ends.
+    async fn drain(&mut self) {
+        while let Ok(Some(f)) = self.next().await {
+            tracing::trace!(?f, "control frame");
+        }
+    }
+}
+
+/// What a path is bound to, and which streams it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RouteKind {
+    /// Raw streams: both kinds.
+    Acceptor,
+    /// Req/Rep: exchanges only.
+    Replier,
+    /// Push/Pull: one-way transfers only.
+    Puller,
+}
+
+impl RouteKind {
+    fn takes(self, ty: StreamType) -> bool {
+        matches!(
+            (self, ty),
+            (RouteKind::Acceptor, StreamType::Transfer | StreamType::Exchange)
+                | (RouteKind::Replier, StreamType::Exchange)
+                | (RouteKind::Puller, StreamType::Transfer)
+        )
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            RouteKind::Acceptor => "an acceptor",
+            RouteKind::Replier => "a replier",
+            RouteKind::Puller => "a puller",
+        }
+    }
+}
+
+/// A stream dispatched to a bound endpoint.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Incoming {
+    /// A one-way transfer.
+    Stream(IncomingTransfer),
+    /// An exchange: a request and its reply half.
+    Exchange(Exchange),
+}
+
+struct Route {
+    kind: RouteKind,
+    tx: mpsc::Sender<Incoming>,
+}
+
+/// The receiving side of a bound endpoint: its queue, and its route that goes when it drops.
+pub(crate) struct Inbox {
+    pub(crate) rx: tokio::sync::Mutex<mpsc::Receiver<Incoming>>,
+    routes: Arc<RwLock<HashMap<String, Route>>>,
+    path: String,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) address: Address,
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        self.routes.write().unwrap().remove(&self.path);
+    }
+}
+
+impl Inbox {
+    /// The next stream; `Closed` once the listener is gone.
+    pub(crate) async fn next(&self) -> Result<Incoming> {
+        let mut rx = self.rx.lock().await;
+        tokio::select! {
+            i = rx.recv() => i.ok_or(Error::Closed),
+            _ = self.shared.life.dead() => Err(Error::Closed),
+        }
+    }
+}
+
+/// A bound address: endpoints are registered on it by path.
+///
+/// ```no_run
+/// # async fn f() -> weida::Result<()> {
+/// let rt = weida::Runtime::new(Default::default())?;
+/// let listener = rt.bind("weida://127.0.0.1:0").await?;
+/// let replier = listener.replier("/echo")?;
+/// println!("dial {}", replier.address()); // weida://sha256:…@127.0.0.1:port/echo
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Listener {
+    inner: Arc<ListenerInner>,
+}
+
+struct ListenerInner {
+    shared: Arc<Shared>,
+    address: Address,
+    routes: Arc<RwLock<HashMap<String, Route>>>,
+    life: Arc<Life>,
+    quic: Option<quinn::Endpoint>,
+}
+
+impl Drop for ListenerInner {
+    fn drop(&mut self) {
+        self.life.kill(LossCause::LocallyClosed);
+        if let Some(ep) = &self.quic {
+            ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"listener dropped");
+        }
+    }
+}
+
+/// Everything a dispatch task needs.
+#[derive(Clone)]
+struct Dispatch {
+    shared: Arc<Shared>,
+    routes: Arc<RwLock<HashMap<String, Route>>>,
+}
+
+impl Listener {
+    /// The bound address, with the real port and, over QUIC, the pin of the key it presents.
+    pub fn address(&self) -> &Address {
+        &self.inner.address
+    }
+
+    fn register(&self, path: &str, kind: RouteKind) -> Result<Inbox> {
+        crate::address::validate_path(path)?;
+        let mut routes = self.inner.routes.write().unwrap();
+        if routes.contains_key(path) {
+            return Err(Error::InvalidConfig(format!("path {path:?} is already bound on {}", self.inner.address)));
+        }
+        let (tx, rx) = mpsc::channel(self.inner.shared.limits.endpoint_queue);
+        routes.insert(path.to_string(), Route { kind, tx });
+        Ok(Inbox {
+            rx: tokio::sync::Mutex::new(rx),
+            routes: self.inner.routes.clone(),
+            path: path.to_string(),
+            shared: self.inner.shared.clone(),
+            address: self.inner.address.with_path(path)?,
+        })
+    }
+
+    /// Binds a raw [`crate::Acceptor`] at `path`.
+    pub fn acceptor(&self, path: &str) -> Result<crate::Acceptor> {
+        Ok(crate::Acceptor::new(self.register(path, RouteKind::Acceptor)?))
+    }
+
+    /// Binds a [`crate::Replier`] at `path`.
+    pub fn replier(&self, path: &str) -> Result<crate::Replier> {
+        Ok(crate::Replier::new(self.register(path, RouteKind::Replier)?))
+    }
+
+    /// Binds a [`crate::Puller`] at `path`.
+    pub fn puller(&self, path: &str) -> Result<crate::Puller> {
+        Ok(crate::Puller::new(self.register(path, RouteKind::Puller)?))
+    }
+
+    /// Stops accepting connections and closes the ones it accepted.
+    pub fn close(&self) {
+        self.inner.life.kill(LossCause::LocallyClosed);
+        if let Some(ep) = &self.inner.quic {
+            ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"listener closed");
+        }
+    }
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener").field("address", &self.inner.address).finish()
+    }
+}
+
+impl Dispatch {
+    /// Reads a stream's type byte and header and hands it to the endpoint at its path, or
+    /// refuses it with the code that says why (PATTERNS §1.6).
+    async fn stream(self, raw: IncomingRaw) {
+        let IncomingRaw { recv, mut send, peer, .. } = raw;
+        let mut reader = StreamReader::new(recv);
+        let ty = match reader.byte().await {
+            Ok(b) => b,
+            Err(_) => return,
+        };
+        let ty = match StreamType::from_byte(ty) {
+            Ok(StreamType::Control) if send.is_some() => {
+                // Over a local socket each control connection arrives like a stream.
+                let ctl = ControlReader::with_reader(reader);
+                self.session(ctl, send.take().unwrap()).await;
+                return;
+            }
+            Ok(t @ (StreamType::Transfer | StreamType::Exchange)) => t,
+            Ok(_) | Err(_) => {
+                self.refuse(reader, send, Code::Unsupported, "unsupported stream type").await;
+                return;
+            }
+        };
+        if (ty == StreamType::Exchange) != send.is_some() {
+            // A transfer on a bidirectional QUIC stream or an exchange on a one-way one. A local
+            // socket is always bidirectional, so only the exchange keeps its reply half.
+            if !(ty == StreamType::Transfer && !matches!(send, Some(SendHalf::Quic(_)))) {
+                self.refuse(reader, send, Code::ProtocolError, "stream type does not match its direction").await;
+                return;
+            }
+        }
+        let send = if ty == StreamType::Exchange { send } else { None };
+        let header = match reader.header(self.shared.limits.max_header_size).await {
+            Ok(h) => h,
+            Err(f) => {
+                let code = f.code();
+                let msg = match f.into_error() {
+                    Error::LimitExceeded { detail, .. } => detail,
+                    e => e.to_string(),
+                };
+                self.refuse(reader, send, code, &msg).await;
+                return;
+            }
+        };
+        let Some(path) = header.path.clone() else {
+            self.refuse(reader, send, Code::ProtocolError, "a stream without a path").await;
+            return;
+        };
+        let route = self.routes.read().unwrap().get(&path).map(|r| (r.kind, r.tx.clone()));
+        let Some((kind, tx)) = route.filter(|(_, tx)| !tx.is_closed()) else {
+            self.refuse(reader, send, Code::UnknownEndpoint, &format!("nothing is bound at {path:?}")).await;
+            return;
+        };
+        if !kind.takes(ty) {
+            let what = if ty == StreamType::Exchange { "a request" } else { "a one-way transfer" };
+            self.refuse(reader, send, Code::Unsupported, &format!("{path:?} is {}, which does not take {what}", kind.name()))
+                .await;
+            return;
+        }
+        let meta = IncomingMeta::from_header(header, peer);
+        let transfer = IncomingTransfer::new(reader, meta, self.shared.clone());
+        let incoming = match send {
+            Some(s) => Incoming::Exchange(Exchange::new(transfer, s)),
+            None => Incoming::Stream(transfer),
+        };
+        self.shared.stats.streams_accepted.fetch_add(1, Ordering::Relaxed);
+        // A full queue waits here, holding the stream and so its budget slot: backpressure
+        // reaches the opener's `open` (PATTERNS §1.4).
+        if let Err(mpsc::error::SendError(i)) = tx.send(incoming).await {
+            // The endpoint went away while the stream waited.
+            match i {
+                Incoming::Stream(mut t) => t.stop_reader(Code::UnknownEndpoint),
+                Incoming::Exchange(x) => {
+                    let _ = x.fail(&Error::UnknownEndpoint { path }).await;
+                }
+            }
+        }
+    }
+
+    async fn refuse(&self, mut reader: StreamReader, send: Option<SendHalf>, code: Code, message: &str) {
+        self.shared.stats.streams_refused.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(code = code.name(), message, "refusing a stream");
+        reader.stop(code);
+        if let Some(mut s) = send {
+            write_error_reply(&mut s, code, message).await;
+        }
+    }
+
+    /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
+    /// meet. Returns false when the connection is refused.
+    async fn handshake(&self, ctl: &mut ControlReader, send: &mut SendHalf, conn: Option<&Conn>) -> bool {
+        let theirs = match ctl.next().await {
+            Ok(Some(ControlFrame::Hello(h))) => h,
+            Ok(_) | Err(_) => {
+                tracing::debug!("a peer opened no HELLO");
+                if let Some(c) = conn {
+                    c.close(Code::ProtocolError, "expected HELLO");
+                }
+                return false;
+            }
+        };
+        let mine = self.shared.hello();
+        match mine.negotiate(&theirs) {
+            Ok(_) => {
+                let mut out = Vec::new();
+                ControlFrame::Hello(mine).encode(&mut out);
+                send.write(Bytes::from(out)).await.is_ok()
+            }
+            Err(why) => {
+                tracing::debug!(%why, "negotiation failed");
+                let mut out = Vec::new();
+                ControlFrame::Close {
+                    code: Code::NegotiationFailed,
+                    reason: why.clone(),
+                }
+                .encode(&mut out);
+                let _ = send.write(Bytes::from(out)).await;
+                let _ = send.finish().await;
+                if let Some(c) = conn {
+                    c.close(Code::NegotiationFailed, &why);
+                }
+                false
+            }
+        }
+    }
+
+    /// A local socket session: its control connection, alive until the peer goes.
+    async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
+        if self.handshake(&mut ctl, &mut send, None).await {
+            self.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+            tokio::select! {
+                _ = ctl.drain() => {}
+                _ = self.shared.life.dead() => {}
+            }
+        }
+    }
+
+    /// An accepted QUIC or in-process connection: handshake, then its streams.
+    async fn connection(self, conn: Conn, life: Arc<Life>) {
+        self.shared.track(&conn);
+        let first = match &conn {
+            Conn::Quic(c) => c.accept_bi().await.ok().map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r))),
+            Conn::Inproc(c) => c.accept().await.and_then(|raw| raw.send.map(|s| (s, raw.recv))),
+            Conn::Unix(_) => None,
+        };
+        let Some((mut send, recv)) = first else { return };
+        let mut reader = StreamReader::new(recv);
+        if !matches!(reader.byte().await.map(StreamType::from_byte), Ok(Ok(StreamType::Control))) {
+            conn.close(Code::ProtocolError, "the first stream is not the control stream");
+            return;
+        }
+        let mut ctl = ControlReader::with_reader(reader);
+        if !self.handshake(&mut ctl, &mut send, Some(&conn)).await {
+            return;
+        }
+        self.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+        let peer = conn.peer();
+        tracing::debug!(?peer, "accepted");
+        let accept = async {
+            match &conn {
+                Conn::Quic(c) => {
+                    let uni = async {
+                        while let Ok(r) = c.accept_uni().await {
+                            tokio::spawn(self.clone().stream(IncomingRaw {
+                                recv: RecvHalf::Quic(r),
+                                send: None,
+                                peer: peer.clone(),
+                                                }));
+                        }
+                    };
+                    let bi = async {
+                        while let Ok((s, r)) = c.accept_bi().await {
+                            tokio::spawn(self.clone().stream(IncomingRaw {
+                                recv: RecvHalf::Quic(r),
+                                send: Some(SendHalf::Quic(s)),
+                                peer: peer.clone(),
+                                                }));
+                        }
+                    };
+                    tokio::join!(uni, bi);
+                }
+                Conn::Inproc(c) => {
+                    while let Some(raw) = c.accept().await {
+                        tokio::spawn(self.clone().stream(raw));
+                    }
+                }
+                Conn::Unix(_) => {}
+            }
+        };
+        tokio::select! {
+            _ = accept => {}
+            _ = ctl.drain() => {}
+            _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
+            _ = self.shared.life.dead() => {}
+        }
+        // Keep the control stream's send half until the connection ends.
+        drop(send);
+    }
+}
+
+/// The process-wide entry point: dials addresses, binds listeners, owns every connection.
+///
+/// ```no_run
+/// # async fn f() -> weida::Result<()> {
+/// use weida::{Runtime, RuntimeConfig};
+/// let rt = Runtime::new(RuntimeConfig::default())?;
+/// let listener = rt.bind("weida://127.0.0.1:0").await?;
+/// let replier = listener.replier("/echo")?;
+/// tokio::spawn(async move {
+///     while let Ok(mut ex) = replier.accept().await {
+///         let body = ex.take_body().await.unwrap();
+///         ex.reply(body).await.unwrap();
+///     }
+/// });
+/// let requester = rt.requester();
+/// requester.connect(&replier.address().to_string()).await?;
+/// assert_eq!(&requester.request("hi").await?[..], b"hi");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Runtime {
+    /// A runtime with `config`. Refuses a configuration it cannot honour (GUARANTEES §4).
+    /// Its tasks run on the tokio runtime of the caller of each async method.
+    pub fn new(config: RuntimeConfig) -> Result<Runtime> {
+        config.limits.validate()?;
+        if config.guarantees.ordering != WireOrdering::None || !config.guarantees.other.is_empty() {
+            return Err(Error::InvalidConfig(
+                "only the core guarantee set is implemented: PerProducer ordering arrives with Pub/Sub".into(),
+            ));
+        }
+        let client_tls = if config.present_identity {
+            ClientTls::new(config.identity.clone(), config.trust.clone())
+        } else {
+            ClientTls::anonymous(config.trust.clone())
+        };
+        Ok(Runtime {
+            shared: Arc::new(Shared {
+                limits: config.limits.clone(),
+                config,
+                client_tls,
+                stats: Stats::default(),
+                receipts: Receipts::default(),
+                quic_client: tokio::sync::OnceCell::new(),
+                pool: Mutex::new(HashMap::new()),
+                conns: Mutex::new(Vec::new()),
+                state: AtomicU8::new(OPEN),
+                life: Life::new(),
+            }),
+        })
+    }
+
+    /// The fingerprint of the key this runtime presents.
+    pub fn fingerprint(&self) -> crate::Fingerprint {
+        self.shared.config.identity.fingerprint()
+    }
+
+    /// Binds `address` (no path), presenting this runtime's identity.
+    pub async fn bind(&self, address: &str) -> Result<Listener> {
+        self.bind_with(address, ServerTls::new(self.shared.config.identity.clone())).await
+    }
+
+    /// Binds `address` with explicit server TLS terms (e.g. `require_client`).
+    pub async fn bind_with(&self, address: &str, tls: ServerTls) -> Result<Listener> {
+        self.shared.check_open()?;
+        let addr = Address::parse(address)?;
+        if addr.path().is_some() {
+            return Err(Error::InvalidAddress {
+                part: crate::error::AddressPart::Path,
+                reason: format!("bind {:?} without a path; endpoints are bound by path on the listener", address),
+            });
+        }
+        let life = Life::new();
+        let routes: Arc<RwLock<HashMap<String, Route>>> = Arc::default();
+        let dispatch = Dispatch {
+            shared: self.shared.clone(),
+            routes: routes.clone(),
+        };
+        let limits = self.shared.limits.clone();
+        let (bound_address, quic_ep) = match addr.target() {
+            Target::Quic { host, port } => {
+                let ip = match host {
+                    Host::Ip(ip) => *ip,
+                    Host::Name(n) => tokio::net::lookup_host((n.as_str(), *port))
+                        .await?
+                        .next()
+                        .ok_or_else(|| Error::Io(std::io::Error::new(std::io::ErrorKind::NotFound, n.clone())))?
+                        .ip(),
+                };
+                let ep = quic::server_endpoint(
+                    std::net::SocketAddr::new(ip, *port),
+                    &tls,
+                    &limits,
+                    self.shared.config.udp_buffer,
+                )?;
+                let local = ep.local_addr()?;
+                let bound = Address::parse(&format!(
+                    "weida://{}@{}",
+                    tls.identity().fingerprint(),
+                    match local {
+                        std::net::SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
+                        v4 => v4.to_string(),
+                    }
+                ))?;
+                let (ep2, life2, d) = (ep.clone(), life.clone(), dispatch.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let incoming = tokio::select! {
+                            i = ep2.accept() => i,
+                            _ = life2.dead() => break,
+                            _ = d.shared.life.dead() => break,
+                        };
+                        let Some(incoming) = incoming else { break };
+                        let (d, life) = (d.clone(), life2.clone());
+                        tokio::spawn(async move {
+                            match incoming.await {
+                                Ok(c) => d.connection(Conn::Quic(c), life).await,
+                                Err(e) => tracing::debug!(error = %e, "handshake failed"),
+                            }
+                        });
+                    }
+                });
+                (bound, Some(ep))
+            }
+            Target::Inproc(name) => {
+                let mut bound = inproc::bind(name, &limits)?;
+                let (life2, d) = (life.clone(), dispatch.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let c = tokio::select! {
+                            c = bound.accept() => c,
+                            _ = life2.dead() => break,
+                            _ = d.shared.life.dead() => break,
+                        };
+                        let Some(c) = c else { break };
+                        tokio::spawn(d.clone().connection(Conn::Inproc(c), life2.clone()));
+                    }
+                });
+                (addr.clone(), None)
+            }
+            Target::Unix(t) => {
+                let bound = unix::bind(t, &limits)?;
+                let (life2, d) = (life.clone(), dispatch.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let raw = tokio::select! {
+                            r = bound.accept() => r,
+                            _ = life2.dead() => break,
+                            _ = d.shared.life.dead() => break,
+                        };
+                        match raw {
+                            Ok(raw) => {
+                                tokio::spawn(d.clone().stream(raw));
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "local socket accept failed");
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                            }
+                        }
+                    }
+                });
+                (addr.clone(), None)
+            }
+            Target::Pipe(_) => return Err(pipe_unsupported()),
+            #[allow(unreachable_patterns)]
+            _ => return Err(Error::Unsupported(format!("transport of {addr}"))),
+        };
+        tracing::debug!(address = %bound_address, "bound");
+        Ok(Listener {
+            inner: Arc::new(ListenerInner {
+                shared: self.shared.clone(),
+                address: bound_address,
+                routes,
+                life,
+                quic: quic_ep,
+            }),
+        })
+    }
+
+    /// A raw [`crate::Peer`].
+    pub fn peer(&self) -> crate::Peer {
+        crate::Peer::new(self.shared.clone())
+    }
+
+    /// A [`crate::Requester`].
+    pub fn requester(&self) -> crate::Requester {
+        crate::Requester::new(self.shared.clone())
+    }
+
+    /// A [`crate::Pusher`].
+    pub fn pusher(&self) -> crate::Pusher {
+        crate::Pusher::new(self.shared.clone())
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> Counters {
+        let s = &self.shared.stats;
+        let r = &self.shared.receipts;
+        Counters {
+            streams_opened: s.streams_opened.load(Ordering::Relaxed),
+            streams_accepted: s.streams_accepted.load(Ordering::Relaxed),
+            streams_refused: s.streams_refused.load(Ordering::Relaxed),
+            bytes_sent: s.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: s.bytes_received.load(Ordering::Relaxed),
+            connections_dialled: s.connections_dialled.load(Ordering::Relaxed),
+            connections_accepted: s.connections_accepted.load(Ordering::Relaxed),
+            receipts_delivered: r.delivered.load(Ordering::Relaxed),
+            receipts_failed: r.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops admitting work, gives finished transfers until `deadline` to reach the peer's
+    /// transport, then closes everything. The deadline is mandatory and finite.
+    /// An expired drain with transfers outstanding is not an error.
+    pub async fn drain(&self, deadline: Duration) -> Drained {
+        let _ = self.shared.state.compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
+        let outstanding = self.shared.receipts.settle(deadline).await;
+        self.shared.close_all();
+        Drained {
+            delivered: self.shared.receipts.delivered.load(Ordering::Relaxed),
+            outstanding,
+        }
+    }
+
+    /// Closes every connection now: finished transfers still in flight are cut short.
+    pub fn shutdown(&self) {
+        self.shared.close_all();
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("fingerprint", &self.fingerprint()).finish()
+    }
+}

@@ -1,0 +1,642 @@
+//! The stream types every pattern hands out: `OutgoingTransfer` and its `Delivery`,
+//! `IncomingTransfer`, `Exchange` and `PendingReply`, with the metadata that arrives with them.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::error::{Error, Limit, LossCause, Result};
+use crate::runtime::Shared;
+use crate::transport::{PeerIdentity, Receipt, RecvHalf, SendHalf, StreamError};
+use crate::wire::{self, reply, Code, DecodeError, Header, Metadata, ReplyStatus};
+
+/// The most bytes one read hands back.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What arrived with an incoming stream.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct IncomingMeta {
+    /// The peer, as the transport proved it: a key over QUIC (None for an anonymous client),
+    /// the kernel's credentials over AF_UNIX, None in process. Never from a header.
+    pub peer: Option<PeerIdentity>,
+    /// The endpoint path the stream was addressed to.
+    pub path: String,
+    /// Application metadata.
+    pub metadata: Metadata,
+    /// Pub/Sub topic, when there is one.
+    pub topic: Option<String>,
+    /// PerProducer sequence number, when negotiated.
+    pub sequence: Option<u64>,
+    /// How many numbers were missed before this one, under PerProducer ordering.
+    pub gap: Option<u64>,
+}
+
+impl IncomingMeta {
+    pub(crate) fn from_header(h: Header, peer: Option<PeerIdentity>) -> IncomingMeta {
+        IncomingMeta {
+            peer,
+            path: h.path.unwrap_or_default(),
+            metadata: h.meta,
+            topic: h.topic,
+            sequence: h.sequence,
+            gap: None,
+        }
+    }
+}
+
+/// A received stream's bytes, with what was read ahead of the caller kept in front.
+pub(crate) struct StreamReader {
+    recv: RecvHalf,
+    ahead: Bytes,
+    /// Stream ended (FIN read, or an error returned): nothing more to stop.
+    ended: bool,
+}
+
+impl StreamReader {
+    pub(crate) fn new(recv: RecvHalf) -> StreamReader {
+        StreamReader {
+            recv,
+            ahead: Bytes::new(),
+            ended: false,
+        }
+    }
+
+    pub(crate) async fn chunk(&mut self, max: usize) -> std::result::Result<Option<Bytes>, StreamError> {
+        if !self.ahead.is_empty() {
+            let n = self.ahead.len().min(max);
+            return Ok(Some(self.ahead.split_to(n)));
+        }
+        if self.ended {
+            return Ok(None);
+        }
+        let r = self.recv.read_chunk(max).await;
+        if !matches!(r, Ok(Some(_))) {
+            self.ended = true;
+        }
+        r
+    }
+
+    /// Exactly `n` bytes, or `Truncated` if the stream ends first.
+    async fn exact(&mut self, n: usize) -> std::result::Result<Bytes, ReadFail> {
+        if self.ahead.len() >= n {
+            return Ok(self.ahead.split_to(n));
+        }
+        let mut buf = BytesMut::with_capacity(n);
+        buf.extend_from_slice(&std::mem::take(&mut self.ahead));
+        while buf.len() < n {
+            match self.chunk(READ_CHUNK).await.map_err(ReadFail::Stream)? {
+                Some(c) => {
+                    let need = n - buf.len();
+                    if c.len() > need {
+                        buf.extend_from_slice(&c[..need]);
+                        self.ahead = c.slice(need..);
+                    } else {
+                        buf.extend_from_slice(&c);
+                    }
+                }
+                None => return Err(ReadFail::Decode(DecodeError::Truncated)),
+            }
+        }
+        Ok(buf.freeze())
+    }
+
+    pub(crate) async fn byte(&mut self) -> std::result::Result<u8, ReadFail> {
+        Ok(self.exact(1).await?[0])
+    }
+
+    /// A varint, byte by byte as far as needed.
+    async fn varint(&mut self) -> std::result::Result<u64, ReadFail> {
+        let first = self.byte().await?;
+        let n = wire::varint::len_from_first_byte(first);
+        let mut v = vec![first];
+        if n > 1 {
+            v.extend_from_slice(&self.exact(n - 1).await?);
+        }
+        wire::varint::get(&mut &v[..]).map_err(ReadFail::Decode)
+    }
+
+    /// A DATA header, refusing one above `max` bytes before reading it.
+    pub(crate) async fn header(&mut self, max: u64) -> std::result::Result<Header, ReadFail> {
+        let len = self.varint().await?;
+        if len > max {
+            return Err(ReadFail::Decode(DecodeError::TooLarge {
+                what: "header",
+                len,
+                limit: max,
+            }));
+        }
+        let body = self.exact(len as usize).await?;
+        Header::decode_body(&body).map_err(ReadFail::Decode)
+    }
+
+    /// Everything up to FIN, at most `max` bytes.
+    pub(crate) async fn rest(&mut self) -> std::result::Result<Bytes, ReadFail> {
+        let mut parts: Vec<Bytes> = Vec::new();
+        while let Some(c) = self.chunk(READ_CHUNK).await.map_err(ReadFail::Stream)? {
+            parts.push(c);
+        }
+        Ok(concat(parts))
+    }
+
+    pub(crate) fn stop(&mut self, code: Code) {
+        if !self.ended {
+            self.ended = true;
+            self.recv.stop(code);
+        }
+    }
+}
+
+pub(crate) fn concat(mut parts: Vec<Bytes>) -> Bytes {
+    match parts.len() {
+        0 => Bytes::new(),
+        1 => parts.pop().unwrap(),
+        _ => {
+            let mut b = BytesMut::with_capacity(parts.iter().map(|p| p.len()).sum());
+            for p in parts {
+                b.extend_from_slice(&p);
+            }
+            b.freeze()
+        }
+    }
+}
+
+/// Why reading a framed part of a stream failed.
+pub(crate) enum ReadFail {
+    Stream(StreamError),
+    Decode(DecodeError),
+}
+
+impl ReadFail {
+    /// The code a receiver stops a stream with when its framing is bad.
+    pub(crate) fn code(&self) -> Code {
+        match self {
+            ReadFail::Stream(_) => Code::NoError,
+            ReadFail::Decode(DecodeError::TooLarge { .. }) => Code::LimitExceeded,
+            ReadFail::Decode(DecodeError::Unsupported(_)) => Code::Unsupported,
+            ReadFail::Decode(_) => Code::ProtocolError,
+        }
+    }
+
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            ReadFail::Stream(e) => e.into_read_error(),
+            ReadFail::Decode(DecodeError::TooLarge { what, len, limit }) => Error::limit(
+                Limit::HeaderSize,
+                format!("{what} of {len} bytes, limit {limit}"),
+            ),
+            ReadFail::Decode(DecodeError::Truncated) => Error::Protocol("stream ended inside a frame".into()),
+            ReadFail::Decode(e) => Error::Protocol(e.to_string()),
+        }
+    }
+}
+
+/// An outgoing stream: write at your own pace, then `finish` (a commitment: the payload
+/// arrives without any local handle) or `cancel` (the reader sees Canceled, never EOF).
+/// Dropping an unfinished transfer cancels it.
+///
+/// ```no_run
+/// # async fn f(pusher: weida::Pusher) -> weida::Result<()> {
+/// let mut t = pusher.open(Default::default()).await?;
+/// t.write(&b"part one, "[..]).await?;
+/// t.write(&b"part two"[..]).await?;
+/// t.finish().await?.delivered().await?; // the peer's transport holds every byte
+/// # Ok(()) }
+/// ```
+pub struct OutgoingTransfer {
+    send: Option<SendHalf>,
+    path: Arc<str>,
+    shared: Arc<Shared>,
+    // Set once the FIN is queued: the request half of an exchange tells its reply reader that a
+    // loss from then on is Indeterminate.
+    finished: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl OutgoingTransfer {
+    pub(crate) fn new(send: SendHalf, path: Arc<str>, shared: Arc<Shared>) -> OutgoingTransfer {
+        OutgoingTransfer {
+            send: Some(send),
+            path,
+            shared,
+            finished: None,
+        }
+    }
+
+    pub(crate) fn with_finish_flag(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.finished = Some(flag);
+        self
+    }
+
+    fn half(&mut self) -> &mut SendHalf {
+        self.send.as_mut().expect("present until finish or cancel consume the transfer")
+    }
+
+    /// Writes all of `data`. Waits while the peer's window is full (backpressure). Not
+    /// cancel-safe: a dropped write leaves an unknown prefix written, and the transfer should
+    /// be cancelled.
+    pub async fn write(&mut self, data: impl Into<Bytes>) -> Result<()> {
+        let b: Bytes = data.into();
+        let n = b.len() as u64;
+        let path = self.path.clone();
+        self.half().write(b).await.map_err(|e| e.into_write_error(&path))?;
+        self.shared.stats.add_sent(n);
+        Ok(())
+    }
+
+    /// Writes several buffers in order, as one write where the transport allows.
+    pub async fn write_chunks(&mut self, mut data: Vec<Bytes>) -> Result<()> {
+        let n: u64 = data.iter().map(|b| b.len() as u64).sum();
+        let path = self.path.clone();
+        self.half()
+            .write_all(&mut data)
+            .await
+            .map_err(|e| e.into_write_error(&path))?;
+        self.shared.stats.add_sent(n);
+        Ok(())
+    }
+
+    /// Queues the FIN. From here the payload arrives with no local handle; the returned
+    /// [`Delivery`] reports the transport receipt and may be dropped for free.
+    pub async fn finish(mut self) -> Result<Delivery> {
+        let mut send = self.send.take().expect("present until finish");
+        let receipt = send.finish().await.map_err(|e| e.into_write_error(&self.path))?;
+        if let Some(f) = &self.finished {
+            f.store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(Delivery {
+            receipt: Some(receipt),
+            path: self.path.clone(),
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// Abandons the transfer: the reader sees Canceled, never a complete payload.
+    pub fn cancel(mut self) {
+        if let Some(mut s) = self.send.take() {
+            s.reset(Code::Canceled);
+        }
+    }
+
+    /// Resolves when the reader refuses or stops the transfer, with the error it means.
+    /// Cancel-safe.
+    pub async fn stopped(&mut self) -> Error {
+        let path = self.path.clone();
+        match self.half().stopped().await {
+            Ok(code) => code.into_error(&path, ""),
+            Err(e) => e.into_write_error(&path),
+        }
+    }
+}
+
+impl Drop for OutgoingTransfer {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.send.take() {
+            s.reset(Code::Canceled);
+        }
+    }
+}
+
+impl std::fmt::Debug for OutgoingTransfer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutgoingTransfer").field("path", &self.path).finish()
+    }
+}
+
+/// The transport receipt of a finished transfer. Dropping it is free and observes nothing;
+/// the runtime keeps the receipt so `Runtime::drain` can count it.
+pub struct Delivery {
+    receipt: Option<Receipt>,
+    path: Arc<str>,
+    shared: Arc<Shared>,
+}
+
+impl Delivery {
+    /// Resolves when the peer's transport holds every byte and the FIN — not when an
+    /// application read it (GUARANTEES §3). A refusal that reached this side first is its
+    /// error. Cancel-safe only in that dropping it parks the receipt.
+    pub async fn delivered(mut self) -> Result<()> {
+        let r = self.receipt.take().expect("present until awaited").wait().await;
+        r.map_err(|e| e.into_write_error(&self.path))
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if let Some(r) = self.receipt.take() {
+            self.shared.receipts.park(r);
+        }
+    }
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery").field("path", &self.path).finish()
+    }
+}
+
+/// An incoming one-way stream (or the body of a request, or of a reply). Read it in chunks or
+/// collect it; dropping it unread stops the writer.
+pub struct IncomingTransfer {
+    reader: StreamReader,
+    meta: IncomingMeta,
+    shared: Arc<Shared>,
+    /// Loss while reading this stream is Indeterminate (a reply to a finished request).
+    indeterminate_on_loss: bool,
+}
+
+impl IncomingTransfer {
+    pub(crate) fn new(reader: StreamReader, meta: IncomingMeta, shared: Arc<Shared>) -> IncomingTransfer {
+        IncomingTransfer {
+            reader,
+            meta,
+            shared,
+            indeterminate_on_loss: false,
+        }
+    }
+
+    /// What arrived with the stream.
+    pub fn meta(&self) -> &IncomingMeta {
+        &self.meta
+    }
+
+    fn map(&self, e: StreamError) -> Error {
+        match e {
+            StreamError::Lost(c) if self.indeterminate_on_loss => Error::Indeterminate(c),
+            other => other.into_read_error(),
+        }
+    }
+
+    /// The next chunk, `None` after the writer's FIN. A cancelled or abandoned stream is an
+    /// error (Canceled, or ConnectionLost), never `None`. Cancel-safe.
+    pub async fn read_chunk(&mut self) -> Result<Option<Bytes>> {
+        match self.reader.chunk(READ_CHUNK).await {
+            Ok(Some(b)) => {
+                self.shared.stats.add_received(b.len() as u64);
+                Ok(Some(b))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(self.map(e)),
+        }
+    }
+
+    /// Reads the whole body, refusing one above `max` bytes: the writer is stopped with
+    /// LIMIT_EXCEEDED and this returns `LimitExceeded`. Not cancel-safe (use `read_chunk`).
+    pub async fn collect(&mut self, max: u64) -> Result<Bytes> {
+        let mut parts = Vec::new();
+        let mut total = 0u64;
+        while let Some(c) = self.read_chunk().await? {
+            total += c.len() as u64;
+            if total > max {
+                self.reader.stop(Code::LimitExceeded);
+                return Err(Error::limit(
+                    Limit::CollectedBody,
+                    format!("body above {max} bytes"),
+                ));
+            }
+            parts.push(c);
+        }
+        Ok(concat(parts))
+    }
+
+    /// Refuses the stream with the code `error` maps to (REJECTED for `Error::Rejected`, ...).
+    pub fn refuse(mut self, error: &Error) {
+        self.reader.stop(Code::of_error(error));
+    }
+
+    pub(crate) fn set_indeterminate_on_loss(&mut self) {
+        self.indeterminate_on_loss = true;
+    }
+
+    pub(crate) fn stop_reader(&mut self, code: Code) {
+        self.reader.stop(code);
+    }
+}
+
+impl std::fmt::Debug for IncomingTransfer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IncomingTransfer").field("meta", &self.meta).finish()
+    }
+}
+
+/// A whole message: its metadata and its body.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// What arrived with it.
+    pub meta: IncomingMeta,
+    /// The body.
+    pub body: Bytes,
+}
+
+/// An incoming exchange: the request (a stream) and the reply half the caller answers on. An
+/// exchange dropped without an answer resets its reply: the requester sees Canceled.
+pub struct Exchange {
+    request: IncomingTransfer,
+    reply: Option<SendHalf>,
+}
+
+impl Exchange {
+    pub(crate) fn new(request: IncomingTransfer, reply: SendHalf) -> Exchange {
+        Exchange {
+            request,
+            reply: Some(reply),
+        }
+    }
+
+    /// What arrived with the request.
+    pub fn meta(&self) -> &IncomingMeta {
+        self.request.meta()
+    }
+
+    /// The request's next chunk (the reply may be written before the request ends).
+    pub async fn read_chunk(&mut self) -> Result<Option<Bytes>> {
+        self.request.read_chunk().await
+    }
+
+    /// The whole request body, bounded by `Limits::max_collected_body`.
+    pub async fn take_body(&mut self) -> Result<Bytes> {
+        let max = self.request.shared.limits.max_collected_body;
+        self.request.collect(max).await
+    }
+
+    /// The whole request body, bounded by `max`.
+    pub async fn take_body_capped(&mut self, max: u64) -> Result<Bytes> {
+        self.request.collect(max).await
+    }
+
+    fn shared(&self) -> Arc<Shared> {
+        self.request.shared.clone()
+    }
+
+    /// Replies with `body` and finishes the reply half.
+    pub async fn reply(self, body: impl Into<Bytes>) -> Result<()> {
+        self.reply_with(Metadata::new(), body).await
+    }
+
+    /// Replies with metadata and `body`.
+    pub async fn reply_with(self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
+        let mut t = self.open_reply(meta).await?;
+        t.write(body).await?;
+        t.finish().await?;
+        Ok(())
+    }
+
+    /// Opens the reply half as a stream, for a reply written in parts.
+    pub async fn open_reply(mut self, meta: Metadata) -> Result<OutgoingTransfer> {
+        let shared = self.shared();
+        let path: Arc<str> = self.request.meta.path.as_str().into();
+        let mut send = self.reply.take().expect("present until answered");
+        let mut head = vec![ReplyStatus::Ok.to_byte()];
+        Header {
+            meta,
+            ..Header::default()
+        }
+        .encode(&mut head);
+        send.write(Bytes::from(head)).await.map_err(|e| e.into_write_error(&path))?;
+        Ok(OutgoingTransfer::new(send, path, shared))
+    }
+
+    /// Answers with an ERROR frame carrying `error`'s code and text (REJECTED for
+    /// `Error::Rejected(reason)`, ...). The requester's `request` fails with that error.
+    pub async fn fail(mut self, error: &Error) -> Result<()> {
+        let code = Code::of_error(error);
+        let message = match error {
+            Error::Rejected(s) | Error::Unsupported(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut send = self.reply.take().expect("present until answered");
+        write_error_reply(&mut send, code, &message).await;
+        Ok(())
+    }
+
+    /// Answers REJECTED with a reason.
+    pub async fn reject(self, reason: &str) -> Result<()> {
+        self.fail(&Error::Rejected(reason.to_string())).await
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.reply.take() {
+            s.reset(Code::Canceled);
+        }
+    }
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange").field("meta", self.meta()).finish()
+    }
+}
+
+/// Writes an ERROR reply and finishes; failures are moot (the requester is gone).
+pub(crate) async fn write_error_reply(send: &mut SendHalf, code: Code, message: &str) {
+    let mut v = Vec::new();
+    reply::encode_error(code, message, &mut v);
+    if send.write(Bytes::from(v)).await.is_ok() {
+        let _ = send.finish().await;
+    }
+}
+
+/// The reply half of an exchange this side opened, not yet read.
+pub struct PendingReply {
+    reader: StreamReader,
+    path: Arc<str>,
+    shared: Arc<Shared>,
+    peer: Option<PeerIdentity>,
+    /// The request's writer finished: a loss from here on is Indeterminate.
+    finished: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl PendingReply {
+    pub(crate) fn new(
+        recv: RecvHalf,
+        path: Arc<str>,
+        shared: Arc<Shared>,
+        peer: Option<PeerIdentity>,
+        finished: Arc<std::sync::atomic::AtomicBool>,
+    ) -> PendingReply {
+        PendingReply {
+            reader: StreamReader::new(recv),
+            path,
+            shared,
+            peer,
+            finished,
+        }
+    }
+
+    fn lost(&self, c: LossCause) -> Error {
+        if self.finished.load(std::sync::atomic::Ordering::Acquire) {
+            Error::Indeterminate(c)
+        } else {
+            Error::ConnectionLost(c)
+        }
+    }
+
+    fn fail(&self, f: ReadFail) -> Error {
+        match f {
+            ReadFail::Stream(StreamError::Lost(c)) => self.lost(c),
+            other => other.into_error(),
+        }
+    }
+
+    /// Waits for the reply's start: its metadata and a streamed body, or the peer's ERROR as
+    /// this side's error. Loss after the request's FIN is `Indeterminate`.
+    pub async fn reply(mut self) -> Result<IncomingTransfer> {
+        let status = match self.reader.byte().await {
+            Ok(b) => b,
+            Err(f) => return Err(self.fail(f)),
+        };
+        match ReplyStatus::from_byte(status) {
+            Ok(ReplyStatus::Ok) => {
+                let max = self.shared.limits.max_header_size;
+                let h = match self.reader.header(max).await {
+                    Ok(h) => h,
+                    Err(f) => {
+                        self.reader.stop(f.code());
+                        return Err(self.fail(f));
+                    }
+                };
+                let mut meta = IncomingMeta::from_header(h, self.peer.clone());
+                meta.path = self.path.to_string();
+                let finished = self.finished.load(std::sync::atomic::Ordering::Acquire);
+                let shared = self.shared.clone();
+                let mut t = IncomingTransfer::new(self.reader, meta, shared);
+                if finished {
+                    t.set_indeterminate_on_loss();
+                }
+                Ok(t)
+            }
+            Ok(ReplyStatus::Error) => {
+                let body = match self.reader.rest().await {
+                    Ok(b) => b,
+                    Err(f) => return Err(self.fail(f)),
+                };
+                match reply::decode_error(&body) {
+                    Ok((code, message)) => Err(code.into_error(&self.path, &message)),
+                    Err(e) => Err(Error::Protocol(format!("bad ERROR frame: {e}"))),
+                }
+            }
+            Err(e) => {
+                self.reader.stop(Code::ProtocolError);
+                Err(Error::Protocol(e.to_string()))
+            }
+        }
+    }
+
+    /// The whole reply body, bounded by `Limits::max_collected_body`.
+    pub async fn body(self) -> Result<Message> {
+        let max = self.shared.limits.max_collected_body;
+        let mut t = self.reply().await?;
+        let body = t.collect(max).await?;
+        Ok(Message {
+            meta: t.meta().clone(),
+            body,
+        })
+    }
+}
+
+impl std::fmt::Debug for PendingReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingReply").field("path", &self.path).finish()
+    }
+}

@@ -1,0 +1,270 @@
+//! A pipe: one direction of an in-process stream, and the receive side of a local socket
+//! stream. A bounded queue of `Bytes` with FIN, RESET and STOP, so that a cancelled or dropped
+//! writer is never read as a complete payload (PATTERNS §1.5, §1.10).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+
+use super::{Life, StreamError};
+use crate::wire::Code;
+
+struct State {
+    queue: VecDeque<Bytes>,
+    queued: usize,
+    fin: bool,
+    reset: Option<Code>,
+    // The writer's side died with its connection (not a deliberate reset): the reader reports
+    // the loss, so a requester can tell Indeterminate from Canceled.
+    lost: Option<crate::error::LossCause>,
+    stop: Option<Code>,
+    writer_gone: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    window: usize,
+    // One reader and one writer: notify_one keeps a permit, so no wake-up can be missed.
+    readable: Notify,
+    writable: Notify,
+    // The connection as each end sees it: when it dies, a waiting end learns why (the two ends
+    // of one in-process connection name the same death differently: locally vs peer closed).
+    writer_life: Option<Arc<Life>>,
+    reader_life: Option<Arc<Life>>,
+    // The stream budget slot this stream holds until both halves are gone (PATTERNS §1.4).
+    _permit: Option<Arc<OwnedSemaphorePermit>>,
+}
+
+/// The writing end.
+pub(crate) struct Writer {
+    shared: Arc<Shared>,
+    done: bool,
+}
+
+/// The reading end.
+pub(crate) struct Reader {
+    shared: Arc<Shared>,
+}
+
+/// A new pipe whose writer may run `window` bytes ahead of its reader.
+pub(crate) fn pipe(
+    window: usize,
+    writer_life: Option<Arc<Life>>,
+    reader_life: Option<Arc<Life>>,
+    permit: Option<Arc<OwnedSemaphorePermit>>,
+) -> (Writer, Reader) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            queue: VecDeque::new(),
+            queued: 0,
+            fin: false,
+            reset: None,
+            lost: None,
+            stop: None,
+            writer_gone: false,
+        }),
+        window: window.max(1),
+        readable: Notify::new(),
+        writable: Notify::new(),
+        writer_life,
+        reader_life,
+        _permit: permit,
+    });
+    (
+        Writer {
+            shared: shared.clone(),
+            done: false,
+        },
+        Reader { shared },
+    )
+}
+
+fn lost(life: &Option<Arc<Life>>) -> Option<crate::error::LossCause> {
+    life.as_ref().and_then(|l| l.cause())
+}
+
+impl Shared {
+    async fn wait(&self, n: &Notify, life: &Option<Arc<Life>>) {
+        match life {
+            Some(life) => {
+                tokio::select! {
+                    _ = n.notified() => {}
+                    _ = life.dead() => {}
+                }
+            }
+            None => n.notified().await,
+        }
+    }
+}
+
+impl Writer {
+    /// Queues `b`, waiting while the reader is a window behind. A chunk larger than the window
+    /// is queued whole once the queue is empty.
+    pub(crate) async fn write(&mut self, b: Bytes) -> Result<(), StreamError> {
+        if b.is_empty() {
+            return Ok(());
+        }
+        loop {
+            {
+                let mut st = self.shared.state.lock().unwrap();
+                if let Some(code) = st.stop {
+                    return Err(StreamError::Stopped(code));
+                }
+                if let Some(cause) = lost(&self.shared.writer_life) {
+                    return Err(StreamError::Lost(cause));
+                }
+                if st.queued == 0 || st.queued + b.len() <= self.shared.window {
+                    st.queued += b.len();
+                    st.queue.push_back(b);
+                    drop(st);
+                    self.shared.readable.notify_one();
+                    return Ok(());
+                }
+            }
+            self.shared.wait(&self.shared.writable, &self.shared.writer_life).await;
+        }
+    }
+
+    /// Marks the end of the stream. Returns the stop code if the reader already stopped it.
+    pub(crate) fn finish(&mut self) -> Result<(), StreamError> {
+        let mut st = self.shared.state.lock().unwrap();
+        self.done = true;
+        if let Some(code) = st.stop {
+            return Err(StreamError::Stopped(code));
+        }
+        if let Some(cause) = lost(&self.shared.writer_life) {
+            return Err(StreamError::Lost(cause));
+        }
+        st.fin = true;
+        drop(st);
+        self.shared.readable.notify_one();
+        Ok(())
+    }
+
+    /// Abandons the stream with `code`: queued bytes are discarded, the reader sees the reset.
+    pub(crate) fn reset(&mut self, code: Code) {
+        let mut st = self.shared.state.lock().unwrap();
+        self.done = true;
+        if st.fin {
+            return;
+        }
+        st.reset = Some(code);
+        st.queue.clear();
+        st.queued = 0;
+        drop(st);
+        self.shared.readable.notify_one();
+    }
+
+    /// Resolves when the reader stops the stream (with its code) or the connection dies.
+    pub(crate) async fn stopped(&self) -> Result<Code, StreamError> {
+        loop {
+            {
+                let st = self.shared.state.lock().unwrap();
+                if let Some(code) = st.stop {
+                    return Ok(code);
+                }
+                if let Some(cause) = lost(&self.shared.writer_life) {
+                    return Err(StreamError::Lost(cause));
+                }
+            }
+            self.shared.wait(&self.shared.writable, &self.shared.writer_life).await;
+        }
+    }
+}
+
+impl Writer {
+    /// Ends the stream as lost with its connection (a socket that closed without FIN).
+    pub(crate) fn lose(&mut self, cause: crate::error::LossCause) {
+        let mut st = self.shared.state.lock().unwrap();
+        self.done = true;
+        if st.fin || st.reset.is_some() {
+            return;
+        }
+        st.lost = Some(cause);
+        drop(st);
+        self.shared.readable.notify_one();
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let mut st = self.shared.state.lock().unwrap();
+        st.writer_gone = true;
+        if !self.done && !st.fin && st.reset.is_none() {
+            // Dropped with its connection dead: a loss. Dropped otherwise: a cancellation.
+            match lost(&self.shared.reader_life) {
+                Some(cause) => st.lost = Some(cause),
+                None => {
+                    st.reset = Some(Code::Canceled);
+                    st.queue.clear();
+                    st.queued = 0;
+                }
+            }
+        }
+        drop(st);
+        self.shared.readable.notify_one();
+    }
+}
+
+impl Reader {
+    /// The next chunk of at most `max` bytes; `Ok(None)` only after the writer's FIN.
+    pub(crate) async fn read_chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
+        loop {
+            {
+                let mut st = self.shared.state.lock().unwrap();
+                if let Some(code) = st.reset {
+                    return Err(StreamError::Reset(code));
+                }
+                if let Some(cause) = &st.lost {
+                    return Err(StreamError::Lost(cause.clone()));
+                }
+                if let Some(front) = st.queue.front_mut() {
+                    let b = if front.len() > max {
+                        front.split_to(max)
+                    } else {
+                        st.queue.pop_front().unwrap()
+                    };
+                    st.queued -= b.len();
+                    drop(st);
+                    self.shared.writable.notify_one();
+                    return Ok(Some(b));
+                }
+                if st.fin {
+                    return Ok(None);
+                }
+                if st.writer_gone {
+                    return Err(StreamError::Reset(Code::Canceled));
+                }
+                if let Some(code) = st.stop {
+                    return Err(StreamError::Stopped(code));
+                }
+                if let Some(cause) = lost(&self.shared.reader_life) {
+                    return Err(StreamError::Lost(cause));
+                }
+            }
+            self.shared.wait(&self.shared.readable, &self.shared.reader_life).await;
+        }
+    }
+
+    /// Asks the writer to stop with `code`; unread bytes are discarded.
+    pub(crate) fn stop(&mut self, code: Code) {
+        let mut st = self.shared.state.lock().unwrap();
+        if st.fin && st.queue.is_empty() {
+            return;
+        }
+        st.stop.get_or_insert(code);
+        st.queue.clear();
+        st.queued = 0;
+        drop(st);
+        self.shared.writable.notify_one();
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // A reader that walks away stops the writer, as QUIC's STOP_SENDING(0) does.
+        self.stop(Code::NoError);
+    }
+}

@@ -1,0 +1,482 @@
+//! AF_UNIX transport: the OS connection is the stream (one socket per transfer or exchange),
+//! with the chunk framing of `wire::chunk` so that a cancelled or dead writer is never read as a
+//! complete payload, and the peer named by the kernel (SO_PEERCRED).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use super::pipe::{self, pipe};
+use super::{IncomingRaw, Life, PeerIdentity, RecvHalf, SendHalf, StreamError};
+use crate::address::UnixTarget;
+use crate::config::Limits;
+use crate::error::{Error, LossCause};
+use crate::wire::chunk::{self, ChunkType};
+use crate::wire::Code;
+
+/// A writer splits its bytes into chunks of at most this many.
+const WRITE_CHUNK: usize = 1 << 20;
+/// A reader refuses a chunk that declares more than this.
+const READ_CHUNK_LIMIT: u32 = 16 << 20;
+/// Below this, prefix and payload are copied into one buffer so a message is one syscall.
+const COALESCE: usize = 16 * 1024;
+
+/// State one socket's writer, reader and pump share.
+struct Sock {
+    write: tokio::sync::Mutex<OwnedWriteHalf>,
+    // Set while a chunk is half written: a cancelled write leaves the framing broken, and then
+    // the only honest end is to close (the reader sees EOF without FIN: Canceled).
+    dirty: AtomicBool,
+    stop: Mutex<Option<Code>>,
+    pump_done: AtomicBool,
+    events: Notify,
+    // Local handles (writer, reader) still alive. At zero this side is done writing, so the
+    // write direction is shut down and the peer's pump sees EOF (without it both pumps would
+    // wait for each other's EOF and hold their budget slots forever).
+    handles: AtomicUsize,
+}
+
+impl Sock {
+    fn release(self: &Arc<Self>) {
+        if self.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        match self.write.try_lock() {
+            Ok(w) => {
+                let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
+            }
+            Err(_) => {
+                let sock = self.clone();
+                tokio::spawn(async move {
+                    let w = sock.write.lock().await;
+                    let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
+                });
+            }
+        }
+    }
+
+    fn stop_code(&self) -> Option<Code> {
+        *self.stop.lock().unwrap()
+    }
+
+    /// Waits until the peer's STOP arrived or the socket's read side ended.
+    async fn settled(&self) -> Option<Code> {
+        loop {
+            let n = self.events.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if let Some(c) = self.stop_code() {
+                return Some(c);
+            }
+            if self.pump_done.load(Ordering::Acquire) {
+                return None;
+            }
+            n.await;
+        }
+    }
+
+    async fn send_code(self: Arc<Self>, ty: ChunkType, code: Code) {
+        let mut w = self.write.lock().await;
+        if self.dirty.load(Ordering::Acquire) {
+            let _ = w.shutdown().await;
+            return;
+        }
+        let _ = w.write_all(&chunk::code_chunk(ty, code)).await;
+    }
+}
+
+/// The writing half of a local socket stream.
+pub(crate) struct Writer {
+    sock: Arc<Sock>,
+}
+
+impl Writer {
+    pub(crate) async fn write(&mut self, bufs: &mut [Bytes]) -> Result<(), StreamError> {
+        if let Some(code) = self.sock.stop_code() {
+            return Err(StreamError::Stopped(code));
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let r = if total <= COALESCE {
+            let mut one = Vec::with_capacity(chunk::PREFIX + total);
+            one.extend_from_slice(&chunk::prefix(ChunkType::Data, total as u32));
+            for b in bufs.iter() {
+                one.extend_from_slice(b);
+            }
+            self.write_raw(&[&one]).await
+        } else {
+            let mut r = Ok(());
+            for b in bufs.iter() {
+                for piece in b.chunks(WRITE_CHUNK) {
+                    let p = chunk::prefix(ChunkType::Data, piece.len() as u32);
+                    r = self.write_raw(&[&p, piece]).await;
+                    if r.is_err() {
+                        break;
+                    }
+                }
+            }
+            r
+        };
+        match r {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.failure().await),
+        }
+    }
+
+    async fn write_raw(&self, parts: &[&[u8]]) -> io::Result<()> {
+        let mut w = self.sock.write.lock().await;
+        if self.sock.dirty.load(Ordering::Acquire) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        self.sock.dirty.store(true, Ordering::Release);
+        for p in parts {
+            w.write_all(p).await?;
+        }
+        self.sock.dirty.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Why a write failed: the peer's STOP if it sent one before closing, else a plain stop.
+    async fn failure(&self) -> StreamError {
+        match self.sock.settled().await {
+            Some(code) => StreamError::Stopped(code),
+            None => StreamError::Stopped(Code::NoError),
+        }
+    }
+
+    pub(crate) async fn finish(&mut self) -> Result<(), StreamError> {
+        if let Some(code) = self.sock.stop_code() {
+            return Err(StreamError::Stopped(code));
+        }
+        if self.write_raw(&[&chunk::prefix(ChunkType::Fin, 0)]).await.is_err() {
+            return Err(self.failure().await);
+        }
+        // The kernel holds the bytes now: that is the receipt (PATTERNS §1.10). A STOP that
+        // already arrived still wins.
+        match self.sock.stop_code() {
+            Some(code) => Err(StreamError::Stopped(code)),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn reset(&mut self, code: Code) {
+        tokio::spawn(self.sock.clone().send_code(ChunkType::Reset, code));
+    }
+
+    pub(crate) async fn stopped(&self) -> Result<Code, StreamError> {
+        match self.sock.settled().await {
+            Some(code) => Ok(code),
+            None => Err(StreamError::Lost(LossCause::PeerClosed)),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.sock.release();
+    }
+}
+
+/// The reading half of a local socket stream: a pipe the socket's pump fills.
+pub(crate) struct Reader {
+    pipe: pipe::Reader,
+    sock: Arc<Sock>,
+    // The stream ended (FIN or reset read) or was stopped: nothing to tell the writer on drop.
+    // Also set for the back direction of a one-way stream, which carries no stream of its own.
+    stopped: bool,
+}
+
+impl Reader {
+    pub(crate) async fn read_chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
+        let r = self.pipe.read_chunk(max).await;
+        if !matches!(r, Ok(Some(_))) {
+            self.stopped = true;
+        }
+        r
+    }
+
+    pub(crate) fn stop(&mut self, code: Code) {
+        if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
+        self.pipe.stop(code);
+        tokio::spawn(self.sock.clone().send_code(ChunkType::Stop, code));
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // A reader that walks away stops the writer, as QUIC's STOP_SENDING(0) does.
+        self.stop(Code::NoError);
+        self.sock.release();
+    }
+}
+
+/// Splits a connected socket into its halves and starts the pump that reads its chunks.
+fn stream(
+    s: UnixStream,
+    window: usize,
+    permit: Option<OwnedSemaphorePermit>,
+    bidi: bool,
+) -> (SendHalf, RecvHalf) {
+    let (rd, wr) = s.into_split();
+    let sock = Arc::new(Sock {
+        write: tokio::sync::Mutex::new(wr),
+        dirty: AtomicBool::new(false),
+        stop: Mutex::new(None),
+        pump_done: AtomicBool::new(false),
+        events: Notify::new(),
+        handles: AtomicUsize::new(2),
+    });
+    let (pw, pr) = pipe(window, None, None, None);
+    tokio::spawn(pump(rd, pw, sock.clone(), permit));
+    (
+        SendHalf::Unix(Writer { sock: sock.clone() }),
+        RecvHalf::Unix(Reader {
+            pipe: pr,
+            sock,
+            stopped: !bidi,
+        }),
+    )
+}
+
+/// Reads chunks until EOF: stream bytes into the pipe, STOP to the writer. Holds the stream's
+/// descriptor budget slot until the peer is done with the socket too.
+async fn pump(
+    mut rd: OwnedReadHalf,
+    mut pw: pipe::Writer,
+    sock: Arc<Sock>,
+    _permit: Option<OwnedSemaphorePermit>,
+) {
+    let mut open = true; // the pipe still takes bytes
+    loop {
+        let mut p = [0u8; chunk::PREFIX];
+        if rd.read_exact(&mut p).await.is_err() {
+            break;
+        }
+        let (ty, len) = match chunk::decode_prefix(p, READ_CHUNK_LIMIT) {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::debug!(error = %e, "malformed chunk on a local socket stream");
+                if open {
+                    pw.reset(Code::ProtocolError);
+                }
+                break;
+            }
+        };
+        let mut payload = BytesMut::zeroed(len as usize);
+        if rd.read_exact(&mut payload).await.is_err() {
+            break;
+        }
+        match ty {
+            ChunkType::Data => {
+                if open && pw.write(payload.freeze()).await.is_err() {
+                    open = false; // our reader stopped: discard the rest
+                }
+            }
+            ChunkType::Fin => {
+                if open {
+                    let _ = pw.finish();
+                    open = false;
+                }
+            }
+            ChunkType::Reset => {
+                if open {
+                    pw.reset(chunk::decode_code(&payload).unwrap_or(Code::Canceled));
+                    open = false;
+                }
+            }
+            ChunkType::Stop => {
+                let code = chunk::decode_code(&payload).unwrap_or(Code::NoError);
+                sock.stop.lock().unwrap().get_or_insert(code);
+                sock.events.notify_waiters();
+            }
+        }
+    }
+    // EOF without FIN or RESET: the writing process went away (a deliberate cancel is a RESET
+    // chunk), so the reader learns a loss, never a complete payload.
+    if open {
+        pw.lose(LossCause::PeerClosed);
+    }
+    drop(pw);
+    sock.pump_done.store(true, Ordering::Release);
+    sock.events.notify_waiters();
+}
+
+async fn connect_socket(target: &UnixTarget) -> io::Result<UnixStream> {
+    match target {
+        UnixTarget::Path(p) => UnixStream::connect(p).await,
+        UnixTarget::Abstract(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+            let s = std::os::unix::net::UnixStream::connect_addr(&addr)?;
+            s.set_nonblocking(true)?;
+            UnixStream::from_std(s)
+        }
+    }
+}
+
+fn credentials(s: &UnixStream) -> Option<PeerIdentity> {
+    s.peer_cred().ok().map(|c| PeerIdentity::Local {
+        uid: c.uid(),
+        gid: c.gid(),
+        pid: c.pid().unwrap_or(0),
+    })
+}
+
+struct Inner {
+    target: UnixTarget,
+    life: Arc<Life>,
+    budget: Arc<Semaphore>,
+    window: usize,
+    peer: Option<PeerIdentity>,
+}
+
+/// The dialling side of a local socket "connection": the control socket, and the address
+/// every further stream connects to.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    inner: Arc<Inner>,
+}
+
+/// Connects the control socket; the caller runs HELLO on the returned halves.
+pub(crate) async fn connect(
+    target: &UnixTarget,
+    limits: &Limits,
+) -> Result<(Conn, SendHalf, RecvHalf), Error> {
+    let s = connect_socket(target).await.map_err(|e| {
+        Error::Io(io::Error::new(
+            e.kind(),
+            format!("cannot connect to local socket {target:?}: {e}"),
+        ))
+    })?;
+    let peer = credentials(&s);
+    let budget = Arc::new(Semaphore::new(limits.max_local_streams as usize));
+    let (send, recv) = stream(s, limits.stream_receive_window as usize, None, true);
+    let conn = Conn {
+        inner: Arc::new(Inner {
+            target: target.clone(),
+            life: Life::new(),
+            budget,
+            window: limits.stream_receive_window as usize,
+            peer,
+        }),
+    };
+    Ok((conn, send, recv))
+}
+
+impl Conn {
+    /// A new stream is a new OS connection, bounded by max_local_streams (PATTERNS §1.10).
+    pub(crate) async fn open(&self, bidi: bool) -> Result<(SendHalf, RecvHalf), Error> {
+        let i = &self.inner;
+        if let Some(c) = i.life.cause() {
+            return Err(Error::ConnectionLost(c));
+        }
+        let permit = tokio::select! {
+            p = i.budget.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
+            c = i.life.dead() => return Err(Error::ConnectionLost(c)),
+        };
+        match connect_socket(&i.target).await {
+            Ok(s) => Ok(stream(s, i.window, Some(permit), bidi)),
+            Err(e) => {
+                // Nobody answers on the address: the peer is gone (the kernel said so).
+                tracing::debug!(error = %e, "local peer went away");
+                i.life.kill(LossCause::PeerClosed);
+                Err(Error::ConnectionLost(LossCause::PeerClosed))
+            }
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.inner.life.kill(LossCause::LocallyClosed);
+    }
+
+    /// Marks the connection dead (its control socket ended).
+    pub(crate) fn lost(&self, cause: LossCause) {
+        self.inner.life.kill(cause);
+    }
+
+    pub(crate) fn loss(&self) -> Option<LossCause> {
+        self.inner.life.cause()
+    }
+
+
+    pub(crate) fn peer(&self) -> Option<PeerIdentity> {
+        self.inner.peer.clone()
+    }
+}
+
+/// A bound local socket. Dropping it removes the socket file.
+pub(crate) struct Bound {
+    listener: UnixListener,
+    path: Option<PathBuf>,
+    window: usize,
+}
+
+/// Binds `target`. A stale socket file nobody listens on is replaced; a live one is refused.
+pub(crate) fn bind(target: &UnixTarget, limits: &Limits) -> Result<Bound, Error> {
+    let (listener, path) = match target {
+        UnixTarget::Path(p) => {
+            if p.exists() {
+                use std::os::unix::fs::FileTypeExt;
+                let is_socket = std::fs::symlink_metadata(p)?.file_type().is_socket();
+                let live = is_socket && std::os::unix::net::UnixStream::connect(p).is_ok();
+                if !is_socket || live {
+                    return Err(Error::Io(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!(
+                            "{} {}",
+                            p.display(),
+                            if live { "is in use" } else { "exists and is not a socket" }
+                        ),
+                    )));
+                }
+                std::fs::remove_file(p)?;
+            }
+            (UnixListener::bind(p)?, Some(p.clone()))
+        }
+        UnixTarget::Abstract(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+            let l = std::os::unix::net::UnixListener::bind_addr(&addr)?;
+            l.set_nonblocking(true)?;
+            (UnixListener::from_std(l)?, None)
+        }
+    };
+    Ok(Bound {
+        listener,
+        path,
+        window: limits.stream_receive_window as usize,
+    })
+}
+
+impl Bound {
+    /// The next OS connection, as a stream whose type byte is still unread.
+    pub(crate) async fn accept(&self) -> io::Result<IncomingRaw> {
+        let (s, _) = self.listener.accept().await?;
+        let peer = credentials(&s);
+        let (send, recv) = stream(s, self.window, None, true);
+        Ok(IncomingRaw {
+            recv,
+            send: Some(send),
+            peer,
+        })
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}

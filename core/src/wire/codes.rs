@@ -1,0 +1,129 @@
+//! Application error codes: one number space for RESET_STREAM, STOP_SENDING,
+//! CONNECTION_CLOSE, the ERROR reply and the local RESET/STOP chunks (PROTOCOL.md §7).
+
+use crate::error::{Error, Limit, LossCause};
+
+/// A weida application error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Code {
+    /// 0x00: nothing wrong (a reader that stops early without a reason, a normal close).
+    NoError,
+    /// 0x01: the writer abandoned the transfer.
+    Canceled,
+    /// 0x02: nothing is bound at the path.
+    UnknownEndpoint,
+    /// 0x03: the endpoint cannot serve this stream type or request.
+    Unsupported,
+    /// 0x04: the application refused.
+    Rejected,
+    /// 0x05: a bound was exceeded (header size, queue, budget).
+    LimitExceeded,
+    /// 0x06: the bytes violate the protocol.
+    ProtocolError,
+    /// 0x07: the guarantee sets or versions do not meet.
+    NegotiationFailed,
+    /// 0x08: the peer failed internally.
+    InternalError,
+    /// 0x09: the peer is shutting down and will not take this.
+    GoingAway,
+    /// Any other number, kept as it came.
+    Other(u64),
+}
+
+impl Code {
+    /// Its number.
+    pub fn to_u64(self) -> u64 {
+        match self {
+            Code::NoError => 0x00,
+            Code::Canceled => 0x01,
+            Code::UnknownEndpoint => 0x02,
+            Code::Unsupported => 0x03,
+            Code::Rejected => 0x04,
+            Code::LimitExceeded => 0x05,
+            Code::ProtocolError => 0x06,
+            Code::NegotiationFailed => 0x07,
+            Code::InternalError => 0x08,
+            Code::GoingAway => 0x09,
+            Code::Other(n) => n,
+        }
+    }
+
+    /// From its number.
+    pub fn from_u64(n: u64) -> Code {
+        match n {
+            0x00 => Code::NoError,
+            0x01 => Code::Canceled,
+            0x02 => Code::UnknownEndpoint,
+            0x03 => Code::Unsupported,
+            0x04 => Code::Rejected,
+            0x05 => Code::LimitExceeded,
+            0x06 => Code::ProtocolError,
+            0x07 => Code::NegotiationFailed,
+            0x08 => Code::InternalError,
+            0x09 => Code::GoingAway,
+            n => Code::Other(n),
+        }
+    }
+
+    /// The name the protocol document uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::NoError => "NO_ERROR",
+            Code::Canceled => "CANCELED",
+            Code::UnknownEndpoint => "UNKNOWN_ENDPOINT",
+            Code::Unsupported => "UNSUPPORTED",
+            Code::Rejected => "REJECTED",
+            Code::LimitExceeded => "LIMIT_EXCEEDED",
+            Code::ProtocolError => "PROTOCOL_ERROR",
+            Code::NegotiationFailed => "NEGOTIATION_FAILED",
+            Code::InternalError => "INTERNAL_ERROR",
+            Code::GoingAway => "GOING_AWAY",
+            Code::Other(_) => "OTHER",
+        }
+    }
+
+    /// The error a code names when it ends a stream or answers a request. `path` is what this
+    /// side asked for, `message` what the peer said (empty for a bare reset or stop).
+    pub fn into_error(self, path: &str, message: &str) -> Error {
+        let said = |default: &str| {
+            if message.is_empty() {
+                default.to_string()
+            } else {
+                message.to_string()
+            }
+        };
+        match self {
+            // A stop without a reason, or a reset: the transfer did not complete.
+            Code::NoError | Code::Canceled => Error::Canceled,
+            Code::UnknownEndpoint => Error::UnknownEndpoint {
+                path: path.to_string(),
+            },
+            Code::Unsupported => Error::Unsupported(said(&format!(
+                "the endpoint at {path:?} cannot serve this"
+            ))),
+            Code::Rejected => Error::Rejected(said("refused by the peer")),
+            Code::LimitExceeded => Error::limit(Limit::Remote, said("the peer's bound")),
+            Code::ProtocolError => Error::Protocol(said("the peer reported a protocol error")),
+            Code::NegotiationFailed => Error::NegotiationFailed(said("refused by the peer")),
+            Code::InternalError => Error::Rejected(said("the peer failed internally")),
+            Code::GoingAway => Error::ConnectionLost(LossCause::PeerClosed),
+            Code::Other(n) => Error::Rejected(said(&format!("unknown code 0x{n:x}"))),
+        }
+    }
+
+    /// The code a local error is reported to the peer with.
+    pub fn of_error(e: &Error) -> Code {
+        match e {
+            Error::Canceled => Code::Canceled,
+            Error::UnknownEndpoint { .. } => Code::UnknownEndpoint,
+            Error::Unsupported(_) => Code::Unsupported,
+            Error::Rejected(_) => Code::Rejected,
+            Error::LimitExceeded { .. } => Code::LimitExceeded,
+            Error::Protocol(_) => Code::ProtocolError,
+            Error::NegotiationFailed(_) => Code::NegotiationFailed,
+            Error::Closed => Code::GoingAway,
+            _ => Code::InternalError,
+        }
+    }
+}

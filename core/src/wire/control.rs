@@ -1,0 +1,354 @@
+//! Frames of the control stream (PROTOCOL.md §3): HELLO and the negotiation of guarantee sets,
+//! the Pub/Sub SUBSCRIBE/UNSUBSCRIBE frames, GOAWAY and CLOSE.
+//!
+//! ```text
+//! frame = type:varint  len:varint  payload[len]
+//! ```
+
+use bytes::Bytes;
+
+use super::{fields, put_field, put_varint_field, varint, varint_value, Code, DecodeError};
+
+/// Control frame types.
+pub mod frame_type {
+    /// HELLO: the first frame each side sends.
+    pub const HELLO: u64 = 0x01;
+    /// SUBSCRIBE: a Pub/Sub filter (UTF-8).
+    pub const SUBSCRIBE: u64 = 0x02;
+    /// UNSUBSCRIBE: a filter to remove (UTF-8).
+    pub const UNSUBSCRIBE: u64 = 0x03;
+    /// GOAWAY: the sender opens no new streams (drain).
+    pub const GOAWAY: u64 = 0x04;
+    /// CLOSE: the connection ends with a code and reason (local transports; QUIC uses
+    /// CONNECTION_CLOSE).
+    pub const CLOSE: u64 = 0x05;
+}
+
+/// HELLO field keys.
+pub mod hello_key {
+    /// The largest DATA header the sender accepts (varint).
+    pub const MAX_HEADER_SIZE: u64 = 0x01;
+    /// Feature bits the sender offers (varint). Bit 0: message lanes (reserved).
+    pub const FEATURES: u64 = 0x02;
+    /// The guarantee set the sender offers.
+    pub const OFFERED: u64 = 0x03;
+    /// The guarantee set the sender requires.
+    pub const REQUIRED: u64 = 0x04;
+    /// An opaque session token (reserved: parked reverse connections on local sockets).
+    pub const SESSION: u64 = 0x05;
+}
+
+/// Guarantee dimensions (GUARANTEES.md §3). v0 implements ordering; the others are named so
+/// that a peer requiring one of them is refused rather than silently ignored.
+pub mod dimension {
+    /// Delivery (BestEffort, AtMostOnce, AtLeastOnce).
+    pub const DELIVERY: u64 = 0x01;
+    /// Acknowledgement/completion.
+    pub const ACKNOWLEDGEMENT: u64 = 0x02;
+    /// Ordering: 0 None, 1 PerProducer(detect), 2 PerProducer(reassemble).
+    pub const ORDERING: u64 = 0x03;
+    /// Deduplication.
+    pub const DEDUPLICATION: u64 = 0x04;
+    /// Backpressure behaviour.
+    pub const BACKPRESSURE: u64 = 0x05;
+    /// Producer naming.
+    pub const PRODUCER_NAMING: u64 = 0x06;
+    /// Control isolation.
+    pub const CONTROL_ISOLATION: u64 = 0x07;
+}
+
+/// The HELLO version byte v0 writes.
+pub const HELLO_VERSION: u8 = 0;
+
+/// The ordering dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Ordering {
+    /// No order across messages (the core set).
+    #[default]
+    None,
+    /// PerProducer, detect: number each message, report gaps, hold nothing.
+    Detect,
+    /// PerProducer, reassemble: hold out-of-order arrivals, bounded by max_reorder_hold.
+    Reassemble,
+}
+
+impl Ordering {
+    fn level(self) -> u64 {
+        self as u64
+    }
+}
+
+/// A guarantee set: one level per dimension; a dimension at its core level is not written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuaranteeSet {
+    /// Ordering.
+    pub ordering: Ordering,
+    /// Levels of dimensions this implementation does not implement, as received.
+    pub other: Vec<(u64, u64)>,
+}
+
+impl GuaranteeSet {
+    /// The core set (everything at its core level).
+    pub fn core() -> GuaranteeSet {
+        GuaranteeSet::default()
+    }
+
+    /// True when every dimension is at its core level.
+    pub fn is_core(&self) -> bool {
+        self.ordering == Ordering::None && self.other.iter().all(|&(_, l)| l == 0)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        if self.ordering != Ordering::None {
+            varint::put(&mut v, dimension::ORDERING);
+            varint::put(&mut v, self.ordering.level());
+        }
+        for &(d, l) in &self.other {
+            if l != 0 {
+                varint::put(&mut v, d);
+                varint::put(&mut v, l);
+            }
+        }
+        v
+    }
+
+    fn decode(mut buf: &[u8]) -> Result<GuaranteeSet, DecodeError> {
+        let mut s = GuaranteeSet::default();
+        let mut seen = Vec::new();
+        while !buf.is_empty() {
+            let d = varint::get(&mut buf)?;
+            let l = varint::get(&mut buf)?;
+            if seen.contains(&d) {
+                return Err(DecodeError::malformed(format!("dimension {d} repeated")));
+            }
+            seen.push(d);
+            match d {
+                dimension::ORDERING => {
+                    s.ordering = match l {
+                        0 => Ordering::None,
+                        1 => Ordering::Detect,
+                        2 => Ordering::Reassemble,
+                        // An unknown level of a known dimension cannot be compared: keep it as
+                        // "other" so negotiation refuses it if required.
+                        _ => {
+                            s.other.push((d, l));
+                            Ordering::None
+                        }
+                    }
+                }
+                _ => s.other.push((d, l)),
+            }
+        }
+        Ok(s)
+    }
+
+    /// Whether `self` (an agreed set) reaches `required`: per dimension, at least its level;
+    /// any non-core level of a dimension this implementation does not know is unreachable.
+    pub fn reaches(&self, required: &GuaranteeSet) -> bool {
+        self.ordering >= required.ordering && required.other.iter().all(|&(_, l)| l == 0)
+    }
+
+    /// The per-dimension intersection of two offers: the weaker level of each.
+    pub fn intersect(&self, other: &GuaranteeSet) -> GuaranteeSet {
+        GuaranteeSet {
+            ordering: self.ordering.min(other.ordering),
+            other: Vec::new(),
+        }
+    }
+}
+
+/// The first frame on the control stream, from each side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// The largest DATA header (length-prefixed body) the sender accepts.
+    pub max_header_size: u64,
+    /// Feature bits offered.
+    pub features: u64,
+    /// Offered guarantee set.
+    pub offered: GuaranteeSet,
+    /// Required guarantee set.
+    pub required: GuaranteeSet,
+    /// Session token (reserved).
+    pub session: Option<Bytes>,
+}
+
+impl Default for Hello {
+    fn default() -> Hello {
+        Hello {
+            max_header_size: 16 * 1024,
+            features: 0,
+            offered: GuaranteeSet::core(),
+            required: GuaranteeSet::core(),
+            session: None,
+        }
+    }
+}
+
+impl Hello {
+    /// Negotiates this side's HELLO against the peer's: the agreed set, or why not.
+    pub fn negotiate(&self, peer: &Hello) -> Result<GuaranteeSet, String> {
+        let agreed = self.offered.intersect(&peer.offered);
+        if !agreed.reaches(&self.required) {
+            return Err(format!(
+                "this side requires {:?}, the peer offers {:?}",
+                self.required, peer.offered
+            ));
+        }
+        if !agreed.reaches(&peer.required) {
+            return Err(format!(
+                "the peer requires {:?}, this side offers {:?}",
+                peer.required, self.offered
+            ));
+        }
+        Ok(agreed)
+    }
+
+    fn encode_payload(&self) -> Vec<u8> {
+        let mut p = vec![HELLO_VERSION];
+        put_varint_field(&mut p, hello_key::MAX_HEADER_SIZE, self.max_header_size);
+        if self.features != 0 {
+            put_varint_field(&mut p, hello_key::FEATURES, self.features);
+        }
+        if !self.offered.is_core() {
+            put_field(&mut p, hello_key::OFFERED, &self.offered.encode());
+        }
+        if !self.required.is_core() {
+            put_field(&mut p, hello_key::REQUIRED, &self.required.encode());
+        }
+        if let Some(s) = &self.session {
+            put_field(&mut p, hello_key::SESSION, s);
+        }
+        p
+    }
+
+    fn decode_payload(p: &[u8]) -> Result<Hello, DecodeError> {
+        let (&version, rest) = p
+            .split_first()
+            .ok_or_else(|| DecodeError::malformed("empty HELLO"))?;
+        if version != HELLO_VERSION {
+            return Err(DecodeError::Unsupported(format!("HELLO version {version}")));
+        }
+        let mut h = Hello {
+            max_header_size: 0,
+            ..Hello::default()
+        };
+        let mut seen_size = false;
+        for f in fields(rest) {
+            let (k, v) = f?;
+            match k {
+                hello_key::MAX_HEADER_SIZE => {
+                    h.max_header_size = varint_value(k, v)?;
+                    seen_size = true;
+                }
+                hello_key::FEATURES => h.features = varint_value(k, v)?,
+                hello_key::OFFERED => h.offered = GuaranteeSet::decode(v)?,
+                hello_key::REQUIRED => h.required = GuaranteeSet::decode(v)?,
+                hello_key::SESSION => h.session = Some(Bytes::copy_from_slice(v)),
+                _ => {}
+            }
+        }
+        if !seen_size {
+            return Err(DecodeError::malformed("HELLO without MAX_HEADER_SIZE"));
+        }
+        if !h.offered.reaches(&h.required) {
+            return Err(DecodeError::malformed("HELLO requires more than it offers"));
+        }
+        Ok(h)
+    }
+}
+
+/// A control-stream frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ControlFrame {
+    /// HELLO.
+    Hello(Hello),
+    /// SUBSCRIBE with a filter.
+    Subscribe(String),
+    /// UNSUBSCRIBE with a filter.
+    Unsubscribe(String),
+    /// GOAWAY.
+    GoAway,
+    /// CLOSE with a code and a reason.
+    Close {
+        /// Why.
+        code: Code,
+        /// Human-readable reason.
+        reason: String,
+    },
+    /// A frame type this implementation does not know; skipped by the reader.
+    Unknown(u64),
+}
+
+/// The largest control frame payload a v0 reader accepts.
+pub const MAX_CONTROL_FRAME: u64 = 64 * 1024;
+
+impl ControlFrame {
+    /// Appends the encoded frame to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let (ty, payload) = match self {
+            ControlFrame::Hello(h) => (frame_type::HELLO, h.encode_payload()),
+            ControlFrame::Subscribe(f) => (frame_type::SUBSCRIBE, f.as_bytes().to_vec()),
+            ControlFrame::Unsubscribe(f) => (frame_type::UNSUBSCRIBE, f.as_bytes().to_vec()),
+            ControlFrame::GoAway => (frame_type::GOAWAY, Vec::new()),
+            ControlFrame::Close { code, reason } => {
+                let mut p = Vec::new();
+                varint::put(&mut p, code.to_u64());
+                p.extend_from_slice(reason.as_bytes());
+                (frame_type::CLOSE, p)
+            }
+            ControlFrame::Unknown(t) => (*t, Vec::new()),
+        };
+        varint::put(out, ty);
+        varint::put(out, payload.len() as u64);
+        out.extend_from_slice(&payload);
+    }
+
+    /// Decodes one frame from the front of `buf`: `Ok(None)` when more bytes are needed.
+    pub fn decode(buf: &[u8]) -> Result<Option<(ControlFrame, usize)>, DecodeError> {
+        let mut cur = buf;
+        let ty = match varint::get(&mut cur) {
+            Ok(t) => t,
+            Err(DecodeError::Truncated) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let len = match varint::get(&mut cur) {
+            Ok(l) => l,
+            Err(DecodeError::Truncated) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if len > MAX_CONTROL_FRAME {
+            return Err(DecodeError::TooLarge {
+                what: "control frame",
+                len,
+                limit: MAX_CONTROL_FRAME,
+            });
+        }
+        if (cur.len() as u64) < len {
+            return Ok(None);
+        }
+        let p = &cur[..len as usize];
+        let used = buf.len() - cur.len() + len as usize;
+        let text = |p: &[u8]| {
+            String::from_utf8(p.to_vec())
+                .map_err(|_| DecodeError::malformed("control frame text is not UTF-8"))
+        };
+        let f = match ty {
+            frame_type::HELLO => ControlFrame::Hello(Hello::decode_payload(p)?),
+            frame_type::SUBSCRIBE => ControlFrame::Subscribe(text(p)?),
+            frame_type::UNSUBSCRIBE => ControlFrame::Unsubscribe(text(p)?),
+            frame_type::GOAWAY => ControlFrame::GoAway,
+            frame_type::CLOSE => {
+                let mut c = p;
+                let code = varint::get(&mut c)?;
+                ControlFrame::Close {
+                    code: Code::from_u64(code),
+                    reason: text(c)?,
+                }
+            }
+            other => ControlFrame::Unknown(other),
+        };
+        Ok(Some((f, used)))
+    }
+}

@@ -1,0 +1,203 @@
+//! The DATA header every transfer, request and successful reply starts with (PROTOCOL.md §5).
+//!
+//! ```text
+//! header  = length:varint  version:u8(=0)  field*      ; length counts version + fields
+//! field   = key:varint  len:varint  value[len]
+//! ```
+
+use bytes::Bytes;
+
+use super::{fields, put_field, put_varint_field, utf8_value, varint, varint_value, DecodeError};
+
+/// Field keys of the DATA header.
+pub mod key {
+    /// Endpoint path (UTF-8). Required on transfers and requests, absent on replies.
+    pub const PATH: u64 = 0x01;
+    /// One application metadata entry: `name_len:varint name value`. Repeatable, ordered.
+    pub const META: u64 = 0x02;
+    /// Pub/Sub topic (UTF-8).
+    pub const TOPIC: u64 = 0x03;
+    /// PerProducer sequence number (varint).
+    pub const SEQUENCE: u64 = 0x04;
+    /// Producer name under Stable producer naming (opaque bytes). Absent under Fingerprint.
+    pub const PRODUCER: u64 = 0x05;
+}
+
+/// The only header version v0 writes and reads.
+pub const VERSION: u8 = 0;
+
+/// Application metadata: ordered `(name, value)` pairs; a name may repeat.
+///
+/// ```
+/// use weida::wire::Metadata;
+/// let mut m = Metadata::new();
+/// m.insert("content-type", "application/json");
+/// assert_eq!(m.get("content-type").unwrap().as_ref(), b"application/json");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata(Vec<(String, Bytes)>);
+
+impl Metadata {
+    /// Empty metadata.
+    pub fn new() -> Metadata {
+        Metadata(Vec::new())
+    }
+
+    /// Appends an entry.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Bytes>) -> &mut Self {
+        self.0.push((name.into(), value.into()));
+        self
+    }
+
+    /// Builder form of [`Metadata::insert`].
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.insert(name, value);
+        self
+    }
+
+    /// The first value under `name`.
+    pub fn get(&self, name: &str) -> Option<&Bytes> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// Every entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Bytes)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v))
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<N: Into<String>, V: Into<Bytes>> FromIterator<(N, V)> for Metadata {
+    fn from_iter<I: IntoIterator<Item = (N, V)>>(iter: I) -> Self {
+        Metadata(iter.into_iter().map(|(n, v)| (n.into(), v.into())).collect())
+    }
+}
+
+/// A decoded DATA header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Header {
+    /// The endpoint path.
+    pub path: Option<String>,
+    /// Application metadata.
+    pub meta: Metadata,
+    /// Pub/Sub topic.
+    pub topic: Option<String>,
+    /// PerProducer sequence number.
+    pub sequence: Option<u64>,
+    /// Stable producer name.
+    pub producer: Option<Bytes>,
+}
+
+impl Header {
+    /// A header naming only a path.
+    pub fn for_path(path: &str) -> Header {
+        Header {
+            path: Some(path.to_string()),
+            ..Header::default()
+        }
+    }
+
+    /// Appends the encoded header (length prefix included) to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut body = Vec::with_capacity(16 + self.path.as_ref().map_or(0, |p| p.len()));
+        body.push(VERSION);
+        if let Some(p) = &self.path {
+            put_field(&mut body, key::PATH, p.as_bytes());
+        }
+        for (name, value) in &self.meta.0 {
+            let mut v = Vec::with_capacity(varint::len(name.len() as u64) + name.len() + value.len());
+            varint::put(&mut v, name.len() as u64);
+            v.extend_from_slice(name.as_bytes());
+            v.extend_from_slice(value);
+            put_field(&mut body, key::META, &v);
+        }
+        if let Some(t) = &self.topic {
+            put_field(&mut body, key::TOPIC, t.as_bytes());
+        }
+        if let Some(s) = self.sequence {
+            put_varint_field(&mut body, key::SEQUENCE, s);
+        }
+        if let Some(p) = &self.producer {
+            put_field(&mut body, key::PRODUCER, p);
+        }
+        varint::put(out, body.len() as u64);
+        out.extend_from_slice(&body);
+    }
+
+    /// The encoded header as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.encode(&mut v);
+        v
+    }
+
+    /// Decodes a header body (what follows the length prefix). Unknown keys are skipped;
+    /// a repeated single-valued key is malformed.
+    pub fn decode_body(body: &[u8]) -> Result<Header, DecodeError> {
+        let (&version, rest) = body
+            .split_first()
+            .ok_or_else(|| DecodeError::malformed("empty header"))?;
+        if version != VERSION {
+            return Err(DecodeError::Unsupported(format!("header version {version}")));
+        }
+        let mut h = Header::default();
+        for field in fields(rest) {
+            let (k, v) = field?;
+            fn once<T>(slot: &mut Option<T>, k: u64, val: T) -> Result<(), DecodeError> {
+                if slot.replace(val).is_some() {
+                    return Err(DecodeError::malformed(format!("field 0x{k:x} repeated")));
+                }
+                Ok(())
+            }
+            match k {
+                key::PATH => once(&mut h.path, k, utf8_value(k, v)?)?,
+                key::META => {
+                    let mut cur = v;
+                    let n = varint::get(&mut cur)
+                        .map_err(|_| DecodeError::malformed("metadata: truncated name length"))?;
+                    if n > cur.len() as u64 {
+                        return Err(DecodeError::malformed("metadata: name longer than entry"));
+                    }
+                    let (name, value) = cur.split_at(n as usize);
+                    let name = std::str::from_utf8(name)
+                        .map_err(|_| DecodeError::malformed("metadata name is not UTF-8"))?;
+                    h.meta.insert(name, Bytes::copy_from_slice(value));
+                }
+                key::TOPIC => once(&mut h.topic, k, utf8_value(k, v)?)?,
+                key::SEQUENCE => once(&mut h.sequence, k, varint_value(k, v)?)?,
+                key::PRODUCER => once(&mut h.producer, k, Bytes::copy_from_slice(v))?,
+                _ => {} // unknown keys are skipped (PROTOCOL.md §5.2)
+            }
+        }
+        Ok(h)
+    }
+
+    /// Decodes a whole header (length prefix included) from the front of `buf`, bounded by
+    /// `max_body`. Returns the header and how many bytes it took.
+    pub fn decode(buf: &[u8], max_body: usize) -> Result<(Header, usize), DecodeError> {
+        let mut cur = buf;
+        let len = varint::get(&mut cur)?;
+        if len > max_body as u64 {
+            return Err(DecodeError::TooLarge {
+                what: "header",
+                len,
+                limit: max_body as u64,
+            });
+        }
+        let prefix = buf.len() - cur.len();
+        if (cur.len() as u64) < len {
+            return Err(DecodeError::Truncated);
+        }
+        let h = Header::decode_body(&cur[..len as usize])?;
+        Ok((h, prefix + len as usize))
+    }
+}
