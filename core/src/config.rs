@@ -16,7 +16,6 @@ use crate::wire::GuaranteeSet;
 /// assert_eq!(l.endpoint_queue, 32);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Limits {
     /// Bytes a writer may run ahead of the reader on one stream (QUIC stream receive
     /// window; the pipe window locally). A buffer size, not a message size (PATTERNS §1.3).
@@ -108,7 +107,6 @@ impl Limits {
 /// assert!(cfg.send_timeout.is_none());
 /// ```
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct RuntimeConfig {
     /// The key this runtime presents when it dials and, by default, when it binds.
     /// Default: an ephemeral key made at start.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -156,7 +156,9 @@ pub(crate) struct Shared {
     pub(crate) stats: Stats,
     pub(crate) receipts: Receipts,
     quic_client: tokio::sync::OnceCell<quinn::Endpoint>,
-    pool: Mutex<HashMap<String, Weak<Link>>>,
+    // Strong: a finished transfer needs no local handle, only its connection, and the pool is
+    // what keeps it (PATTERNS §1.1). Connections end with drain/shutdown or the peer.
+    pool: Mutex<HashMap<String, Arc<Link>>>,
     conns: Mutex<Vec<Conn>>,
     state: AtomicU8,
     /// Killed at shutdown: accept loops and control readers end.
@@ -209,14 +211,14 @@ impl Shared {
         self.check_open()?;
         let path: Arc<str> = address.endpoint_path()?.into();
         let key = address.to_string();
-        if let Some(l) = self.pool.lock().unwrap().get(&key).and_then(Weak::upgrade) {
+        if let Some(l) = self.pool.lock().unwrap().get(&key).cloned() {
             if l.conn.loss().is_none() {
                 return Ok(l);
             }
         }
         let span = tracing::debug_span!("dial", %address);
         let link = self.dial(address, path).instrument(span).await?;
-        self.pool.lock().unwrap().insert(key, Arc::downgrade(&link));
+        self.pool.lock().unwrap().insert(key, link.clone());
         Ok(link)
     }
 
@@ -324,6 +326,7 @@ impl Shared {
         for c in self.conns.lock().unwrap().drain(..) {
             c.close(Code::GoingAway, "shutdown");
         }
+        self.pool.lock().unwrap().clear();
         if let Some(ep) = self.quic_client.get() {
             ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"shutdown");
         }
@@ -358,12 +361,6 @@ pub(crate) struct Link {
     // Kept open for the connection's life: closing it would read as going away; SUBSCRIBE
     // frames will ride it.
     _control: tokio::sync::Mutex<SendHalf>,
-}
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        self.conn.close(Code::NoError, "endpoint dropped");
-    }
 }
 
 impl Link {
@@ -538,7 +535,6 @@ impl RouteKind {
 
 /// A stream dispatched to a bound endpoint.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Incoming {
     /// A one-way transfer.
     Stream(IncomingTransfer),

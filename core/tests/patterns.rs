@@ -1,0 +1,90 @@
+//! One body per pattern over every transport (PATTERNS §2, §3, §5).
+
+mod common;
+
+use bytes::Bytes;
+use common::{pair, payload, Transport};
+use weida::{Incoming, Metadata};
+
+async fn req_rep_echo_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/echo").unwrap();
+    tokio::spawn(async move {
+        while let Ok(mut ex) = replier.accept().await {
+            let body = ex.take_body().await.unwrap();
+            let tag = ex.meta().metadata.get("tag").cloned().unwrap_or_default();
+            ex.reply_with(Metadata::new().with("tag", tag), body).await.unwrap();
+        }
+    });
+    let addr = listener.address().with_path("/echo").unwrap().to_string();
+    let req = client.requester();
+    req.connect(&addr).await.unwrap();
+    assert_eq!(&req.request("ping").await.unwrap()[..], b"ping");
+    let m = req
+        .request_with(Metadata::new().with("tag", "t1"), Bytes::from(payload(3 << 20)))
+        .await
+        .unwrap();
+    assert_eq!(m.body.len(), 3 << 20);
+    assert_eq!(&m.body[..], &payload(3 << 20)[..]);
+    assert_eq!(m.meta.metadata.get("tag").unwrap().as_ref(), b"t1");
+}
+on_every_transport!(req_rep_echoes_small_and_large_bodies_with_metadata, req_rep_echo_body);
+
+async fn push_pull_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for i in 0..100u32 {
+        pusher.send(i.to_be_bytes().to_vec()).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let m = puller.recv().await.unwrap();
+        assert_eq!(m.meta.path, "/jobs");
+        seen.push(u32::from_be_bytes(m.body[..].try_into().unwrap()));
+    }
+    seen.sort();
+    assert_eq!(seen, (0..100).collect::<Vec<_>>());
+    // A streamed message with a receipt.
+    let mut tr = pusher.open(Metadata::new().with("k", "v")).await.unwrap();
+    tr.write(&b"part1-"[..]).await.unwrap();
+    tr.write(&b"part2"[..]).await.unwrap();
+    let delivery = tr.finish().await.unwrap();
+    delivery.delivered().await.unwrap();
+    let m = puller.recv().await.unwrap();
+    assert_eq!(&m.body[..], b"part1-part2");
+    assert_eq!(m.meta.metadata.get("k").unwrap().as_ref(), b"v");
+}
+on_every_transport!(push_pull_delivers_every_message_and_a_streamed_one_with_its_receipt, push_pull_body);
+
+async fn raw_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let acceptor = listener.acceptor("/raw").unwrap();
+    let peer = client.peer();
+    peer.connect(&acceptor.address().to_string()).await.unwrap();
+    let mut one_way = peer.open(Metadata::new()).await.unwrap();
+    one_way.write(&b"one-way"[..]).await.unwrap();
+    one_way.finish().await.unwrap();
+    let (mut req, reply) = peer.exchange(Metadata::new()).await.unwrap();
+    req.write(&b"question"[..]).await.unwrap();
+    req.finish().await.unwrap();
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        match acceptor.accept().await.unwrap() {
+            Incoming::Stream(mut s) => {
+                assert_eq!(&s.collect(1 << 20).await.unwrap()[..], b"one-way");
+                kinds.push("stream");
+            }
+            Incoming::Exchange(mut x) => {
+                assert_eq!(&x.take_body().await.unwrap()[..], b"question");
+                x.reply("answer").await.unwrap();
+                kinds.push("exchange");
+            }
+        }
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["exchange", "stream"]);
+    assert_eq!(&reply.body().await.unwrap().body[..], b"answer");
+}
+on_every_transport!(acceptor_receives_both_stream_kinds, raw_body);
