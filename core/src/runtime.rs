@@ -163,6 +163,8 @@ pub(crate) struct Shared {
     state: AtomicU8,
     /// Killed at shutdown: accept loops and control readers end.
     pub(crate) life: Arc<Life>,
+    /// Every listener's life, killed at shutdown too (local socket streams watch theirs).
+    listeners: Mutex<Vec<std::sync::Weak<Life>>>,
 }
 
 impl Shared {
@@ -323,6 +325,11 @@ impl Shared {
     fn close_all(&self) {
         self.state.store(CLOSED, Ordering::Release);
         self.life.kill(LossCause::LocallyClosed);
+        for l in self.listeners.lock().unwrap().drain(..) {
+            if let Some(l) = l.upgrade() {
+                l.kill(LossCause::LocallyClosed);
+            }
+        }
         for c in self.conns.lock().unwrap().drain(..) {
             c.close(Code::GoingAway, "shutdown");
         }
@@ -916,6 +923,7 @@ impl Runtime {
                 conns: Mutex::new(Vec::new()),
                 state: AtomicU8::new(OPEN),
                 life: Life::new(),
+                listeners: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -941,6 +949,7 @@ impl Runtime {
             });
         }
         let life = Life::new();
+        self.shared.listeners.lock().unwrap().push(Arc::downgrade(&life));
         let routes: Arc<RwLock<HashMap<String, Route>>> = Arc::default();
         let dispatch = Dispatch {
             shared: self.shared.clone(),
@@ -1014,7 +1023,7 @@ impl Runtime {
                 tokio::spawn(async move {
                     loop {
                         let raw = tokio::select! {
-                            r = bound.accept() => r,
+                            r = bound.accept(life2.clone()) => r,
                             _ = life2.dead() => break,
                             _ = d.shared.life.dead() => break,
                         };

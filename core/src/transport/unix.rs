@@ -37,6 +37,8 @@ struct Sock {
     stop: Mutex<Option<Code>>,
     pump_done: AtomicBool,
     events: Notify,
+    // STOP/RESET chunks owed to the peer, written before the write direction shuts down.
+    pending: Mutex<Vec<u8>>,
     // Local handles (writer, reader) still alive. At zero this side is done writing, so the
     // write direction is shut down and the peer's pump sees EOF (without it both pumps would
     // wait for each other's EOF and hold their budget slots forever).
@@ -44,21 +46,53 @@ struct Sock {
 }
 
 impl Sock {
+    /// One local handle is gone; at zero, what is still owed to the peer (a STOP or a RESET)
+    /// is written and the write direction is shut down, in that order.
     fn release(self: &Arc<Self>) {
         if self.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        match self.write.try_lock() {
-            Ok(w) => {
+        if let Ok(mut w) = self.write.try_lock() {
+            if self.flush_now(&mut w) {
                 let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
+                return;
             }
-            Err(_) => {
-                let sock = self.clone();
-                tokio::spawn(async move {
-                    let w = sock.write.lock().await;
-                    let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
-                });
+        }
+        let sock = self.clone();
+        tokio::spawn(async move {
+            let mut w = sock.write.lock().await;
+            sock.flush(&mut w).await;
+            let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
+        });
+    }
+
+    /// Queues a STOP or RESET chunk and starts a task to write it.
+    fn owe(self: &Arc<Self>, ty: ChunkType, code: Code) {
+        self.pending.lock().unwrap().extend_from_slice(&chunk::code_chunk(ty, code));
+        let sock = self.clone();
+        tokio::spawn(async move {
+            let mut w = sock.write.lock().await;
+            sock.flush(&mut w).await;
+        });
+    }
+
+    /// Writes what is owed without waiting; false if it would block (the caller then waits).
+    fn flush_now(&self, w: &mut OwnedWriteHalf) -> bool {
+        let mut p = self.pending.lock().unwrap();
+        if p.is_empty() || self.dirty.load(Ordering::Acquire) {
+            p.clear();
+            return true;
+        }
+        match w.try_write(&p) {
+            Ok(n) if n == p.len() => {
+                p.clear();
+                true
             }
+            Ok(n) => {
+                p.drain(..n);
+                false
+            }
+            Err(_) => false,
         }
     }
 
@@ -82,13 +116,18 @@ impl Sock {
         }
     }
 
-    async fn send_code(self: Arc<Self>, ty: ChunkType, code: Code) {
-        let mut w = self.write.lock().await;
+    async fn flush(&self, w: &mut OwnedWriteHalf) {
+        let owed = std::mem::take(&mut *self.pending.lock().unwrap());
+        if owed.is_empty() {
+            return;
+        }
         if self.dirty.load(Ordering::Acquire) {
+            // The framing is broken: closing is the only honest end (the reader sees EOF
+            // without FIN, a loss).
             let _ = w.shutdown().await;
             return;
         }
-        let _ = w.write_all(&chunk::code_chunk(ty, code)).await;
+        let _ = w.write_all(&owed).await;
     }
 }
 
@@ -117,6 +156,9 @@ impl Writer {
             let mut r = Ok(());
             for b in bufs.iter() {
                 for piece in b.chunks(WRITE_CHUNK) {
+                    if let Some(code) = self.sock.stop_code() {
+                        return Err(StreamError::Stopped(code));
+                    }
                     let p = chunk::prefix(ChunkType::Data, piece.len() as u32);
                     r = self.write_raw(&[&p, piece]).await;
                     if r.is_err() {
@@ -169,7 +211,7 @@ impl Writer {
     }
 
     pub(crate) fn reset(&mut self, code: Code) {
-        tokio::spawn(self.sock.clone().send_code(ChunkType::Reset, code));
+        self.sock.owe(ChunkType::Reset, code);
     }
 
     pub(crate) async fn stopped(&self) -> Result<Code, StreamError> {
@@ -209,7 +251,7 @@ impl Reader {
             return;
         }
         self.pipe.stop(code);
-        tokio::spawn(self.sock.clone().send_code(ChunkType::Stop, code));
+        self.sock.owe(ChunkType::Stop, code);
     }
 }
 
@@ -227,6 +269,7 @@ fn stream(
     window: usize,
     permit: Option<OwnedSemaphorePermit>,
     bidi: bool,
+    watch: Option<Arc<Life>>,
 ) -> (SendHalf, RecvHalf) {
     let (rd, wr) = s.into_split();
     let sock = Arc::new(Sock {
@@ -236,9 +279,10 @@ fn stream(
         pump_done: AtomicBool::new(false),
         events: Notify::new(),
         handles: AtomicUsize::new(2),
+        pending: Mutex::new(Vec::new()),
     });
     let (pw, pr) = pipe(window, None, None, None);
-    tokio::spawn(pump(rd, pw, sock.clone(), permit));
+    tokio::spawn(pump(rd, pw, sock.clone(), permit, watch));
     (
         SendHalf::Unix(Writer { sock: sock.clone() }),
         RecvHalf::Unix(Reader {
@@ -252,6 +296,31 @@ fn stream(
 /// Reads chunks until EOF: stream bytes into the pipe, STOP to the writer. Holds the stream's
 /// descriptor budget slot until the peer is done with the socket too.
 async fn pump(
+    rd: OwnedReadHalf,
+    pw: pipe::Writer,
+    sock: Arc<Sock>,
+    permit: Option<OwnedSemaphorePermit>,
+    watch: Option<Arc<Life>>,
+) {
+    let Some(life) = watch else {
+        return read_chunks(rd, pw, sock, permit).await;
+    };
+    let reading = read_chunks(rd, pw, sock.clone(), permit);
+    tokio::pin!(reading);
+    tokio::select! {
+        _ = &mut reading => {}
+        _ = life.dead() => {
+            // The runtime (or listener) holding this stream shut down: the socket goes with
+            // it, so the peer learns a loss at once rather than at its next write.
+            let w = sock.write.lock().await;
+            let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
+            drop(w);
+            reading.await;
+        }
+    }
+}
+
+async fn read_chunks(
     mut rd: OwnedReadHalf,
     mut pw: pipe::Writer,
     sock: Arc<Sock>,
@@ -259,6 +328,11 @@ async fn pump(
 ) {
     let mut open = true; // the pipe still takes bytes
     loop {
+        if !open && sock.handles.load(Ordering::Acquire) == 0 {
+            // Nobody here reads or writes this stream any more: closing makes a writer that
+            // is still sending fail now (with the STOP it was sent) instead of filling a void.
+            break;
+        }
         let mut p = [0u8; chunk::PREFIX];
         if rd.read_exact(&mut p).await.is_err() {
             break;
@@ -361,7 +435,7 @@ pub(crate) async fn connect(
     })?;
     let peer = credentials(&s);
     let budget = Arc::new(Semaphore::new(limits.max_local_streams as usize));
-    let (send, recv) = stream(s, limits.stream_receive_window as usize, None, true);
+    let (send, recv) = stream(s, limits.stream_receive_window as usize, None, true, None);
     let conn = Conn {
         inner: Arc::new(Inner {
             target: target.clone(),
@@ -386,7 +460,7 @@ impl Conn {
             c = i.life.dead() => return Err(Error::ConnectionLost(c)),
         };
         match connect_socket(&i.target).await {
-            Ok(s) => Ok(stream(s, i.window, Some(permit), bidi)),
+            Ok(s) => Ok(stream(s, i.window, Some(permit), bidi, None)),
             Err(e) => {
                 // Nobody answers on the address: the peer is gone (the kernel said so).
                 tracing::debug!(error = %e, "local peer went away");
@@ -461,10 +535,10 @@ pub(crate) fn bind(target: &UnixTarget, limits: &Limits) -> Result<Bound, Error>
 
 impl Bound {
     /// The next OS connection, as a stream whose type byte is still unread.
-    pub(crate) async fn accept(&self) -> io::Result<IncomingRaw> {
+    pub(crate) async fn accept(&self, watch: Arc<Life>) -> io::Result<IncomingRaw> {
         let (s, _) = self.listener.accept().await?;
         let peer = credentials(&s);
-        let (send, recv) = stream(s, self.window, None, true);
+        let (send, recv) = stream(s, self.window, None, true, Some(watch));
         Ok(IncomingRaw {
             recv,
             send: Some(send),

@@ -76,3 +76,74 @@ macro_rules! on_every_transport {
         }
     };
 }
+
+/// A UDP relay between a QUIC client and server that can be frozen: while frozen it drops
+/// every packet both ways, as a network that went silent would. Lets a test make a peer that
+/// never acknowledges, or an idle timeout, without waiting on a clock of its own.
+pub struct Relay {
+    pub addr: std::net::SocketAddr,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    pub async fn start(server: std::net::SocketAddr) -> Relay {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        back.connect(server).await.unwrap();
+        let addr = front.local_addr().unwrap();
+        let frozen = Arc::new(AtomicBool::new(false));
+        let f = frozen.clone();
+        let task = tokio::spawn(async move {
+            let mut client = None;
+            let mut a = vec![0u8; 65536];
+            let mut b = vec![0u8; 65536];
+            loop {
+                tokio::select! {
+                    r = front.recv_from(&mut a) => {
+                        let Ok((n, from)) = r else { break };
+                        client = Some(from);
+                        if !f.load(Ordering::Relaxed) {
+                            let _ = back.send(&a[..n]).await;
+                        }
+                    }
+                    r = back.recv(&mut b) => {
+                        let Ok(n) = r else { break };
+                        if let (Some(c), false) = (client, f.load(Ordering::Relaxed)) {
+                            let _ = front.send_to(&b[..n], c).await;
+                        }
+                    }
+                }
+            }
+        });
+        Relay { addr, frozen, task }
+    }
+
+    pub fn freeze(&self) {
+        self.frozen.store(true, Ordering::Relaxed);
+    }
+
+    /// `address` (a QUIC listener's, with pin and path) pointed at this relay instead.
+    pub fn address_for(&self, address: &weida::Address) -> String {
+        let s = address.to_string();
+        let at = s.find('@').unwrap();
+        let slash = s[at..].find('/').map(|i| at + i).unwrap_or(s.len());
+        format!("{}@{}{}", &s[..at], self.addr, &s[slash..])
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The socket address of a QUIC listener.
+pub fn socket_addr(listener: &Listener) -> std::net::SocketAddr {
+    match listener.address().target() {
+        weida::address::Target::Quic { host, port } => format!("{host}:{port}").parse().unwrap(),
+        other => panic!("not a QUIC listener: {other:?}"),
+    }
+}

@@ -1,0 +1,104 @@
+//! Refusals (PATTERNS §1.6), with 2 MiB payloads: beyond the stream window, so the refusal
+//! cannot lose the race to the transport receipt.
+
+mod common;
+
+use bytes::Bytes;
+use common::{pair, payload, Transport};
+use weida::{Error, ErrorCode, Limits, Metadata};
+
+const BIG: usize = 2 << 20;
+
+async fn push_unknown(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&listener.address().with_path("/nowhere").unwrap().to_string()).await.unwrap();
+    let e = pusher.send(Bytes::from(payload(BIG))).await.unwrap_err();
+    assert!(matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"), "{e:?}");
+}
+on_every_transport!(push_to_an_unknown_path_is_reported, push_unknown);
+
+async fn push_to_rep(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let _replier = listener.replier("/rpc").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&listener.address().with_path("/rpc").unwrap().to_string()).await.unwrap();
+    let e = pusher.send(Bytes::from(payload(BIG))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
+}
+on_every_transport!(push_to_rep_path_is_unsupported, push_to_rep);
+
+async fn request_unknown(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/nowhere").unwrap().to_string()).await.unwrap();
+    let e = req.request(Bytes::from(payload(BIG))).await.unwrap_err();
+    assert!(matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"), "{e:?}");
+    // Small requests are refused the same way: an exchange's ERROR needs no race.
+    let e = req.request("x").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownEndpoint);
+}
+on_every_transport!(unknown_endpoint_is_reported, request_unknown);
+
+async fn request_to_pull(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/jobs").unwrap().to_string()).await.unwrap();
+    let e = req.request(Bytes::from(payload(BIG))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
+    assert!(e.is_definite_failure());
+}
+on_every_transport!(request_to_pull_path_is_unsupported, request_to_pull);
+
+async fn rejected(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/guarded").unwrap();
+    tokio::spawn(async move {
+        let ex = replier.accept().await.unwrap();
+        ex.reject("not on a weekend").await.unwrap();
+    });
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/guarded").unwrap().to_string()).await.unwrap();
+    let e = req.request("x").await.unwrap_err();
+    assert!(matches!(e, Error::Rejected(ref r) if r == "not on a weekend"), "{e:?}");
+}
+on_every_transport!(a_replier_rejection_reaches_the_requester_with_its_reason, rejected);
+
+async fn header_too_large(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let big = Metadata::new().with("blob", vec![b'x'; Limits::default().max_header_size as usize]);
+    let e = pusher.send_with(big, "body").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
+    // Nothing was sent, and the pusher still works.
+    pusher.send("after").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"after");
+}
+on_every_transport!(a_header_above_the_peers_limit_is_refused_before_sending, header_too_large);
+
+async fn collected_limit(t: Transport) {
+    let limits = Limits {
+        max_collected_body: 1000,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = common::pair_with(t, limits).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send(Bytes::from(payload(1001))).await.unwrap();
+    pusher.send(Bytes::from(payload(1000))).await.unwrap();
+    let mut outcomes = vec![];
+    for _ in 0..2 {
+        outcomes.push(match puller.recv().await {
+            Ok(m) => Ok(m.body.len()),
+            Err(e) => Err(e.code()),
+        });
+    }
+    outcomes.sort_by_key(|o| format!("{o:?}"));
+    assert_eq!(outcomes, vec![Err(ErrorCode::LimitExceeded), Ok(1000)]);
+}
+on_every_transport!(a_body_above_max_collected_body_is_limit_exceeded_and_the_puller_goes_on, collected_limit);
