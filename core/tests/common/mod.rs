@@ -63,15 +63,15 @@ macro_rules! on_every_transport {
             use super::*;
             #[tokio::test]
             async fn quic() {
-                ($body)($crate::common::Transport::Quic).await
+                $crate::common::bounded(($body)($crate::common::Transport::Quic)).await
             }
             #[tokio::test]
             async fn inproc() {
-                ($body)($crate::common::Transport::Inproc).await
+                $crate::common::bounded(($body)($crate::common::Transport::Inproc)).await
             }
             #[tokio::test]
             async fn unix() {
-                ($body)($crate::common::Transport::Unix).await
+                $crate::common::bounded(($body)($crate::common::Transport::Unix)).await
             }
         }
     };
@@ -146,4 +146,11 @@ pub fn socket_addr(listener: &Listener) -> std::net::SocketAddr {
         weida::address::Target::Quic { host, port } => format!("{host}:{port}").parse().unwrap(),
         other => panic!("not a QUIC listener: {other:?}"),
     }
+}
+
+/// Fails a test that hangs instead of hanging the suite (a hang is a bug, never a pass).
+pub async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(std::time::Duration::from_secs(60), f)
+        .await
+        .expect("the test body did not finish within 60 s");
 }

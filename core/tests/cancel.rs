@@ -1,0 +1,108 @@
+//! Cancel (PATTERNS §1.5): the reader never observes a cancelled transfer as complete, on
+//! every transport.
+
+mod common;
+
+use bytes::Bytes;
+use common::{pair, payload, Transport};
+use weida::{Error, ErrorCode, Metadata};
+
+async fn push_cancel(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    tr.write(Bytes::from(payload(100_000))).await.unwrap();
+    let mut incoming = puller.accept().await.unwrap();
+    // The reader has the first bytes before the cancel; they stay read.
+    let first = incoming.read_chunk().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    tr.cancel();
+    let mut outcome = Ok(());
+    loop {
+        match incoming.read_chunk().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("a cancelled transfer read as complete"),
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    assert!(matches!(outcome, Err(Error::Canceled)), "{outcome:?}");
+    // The puller goes on.
+    pusher.send("next").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
+}
+on_every_transport!(push_cancel_mid_transfer_is_canceled_at_the_reader, push_cancel);
+
+async fn dropped(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    tr.write(&b"half a frame"[..]).await.unwrap();
+    // Once the transfer is dispatched, the puller holds it; then the writer drops it.
+    let mut incoming = puller.accept().await.unwrap();
+    drop(tr);
+    let e = incoming.collect(1 << 20).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+}
+on_every_transport!(a_dropped_transfer_is_a_cancellation_not_a_short_payload, dropped);
+
+async fn dropped_early(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    tr.write(&b"half a frame"[..]).await.unwrap();
+    drop(tr);
+    pusher.send("next").await.unwrap();
+    // The cancelled transfer is either never dispatched (its reset overtook its header) or
+    // reported as Canceled; it is never a message.
+    let mut canceled = 0;
+    let body = loop {
+        match puller.recv().await {
+            Ok(m) => break m.body,
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+                canceled += 1;
+            }
+        }
+    };
+    assert_eq!(&body[..], b"next");
+    assert!(canceled <= 1);
+}
+on_every_transport!(a_transfer_dropped_before_dispatch_is_never_a_message, dropped_early);
+
+async fn request_cancel(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut body, _reply) = req.open(Metadata::new()).await.unwrap();
+    body.write(&b"partial request"[..]).await.unwrap();
+    let mut ex = replier.accept().await.unwrap();
+    body.cancel();
+    let e = ex.take_body().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+}
+on_every_transport!(a_cancelled_request_is_canceled_at_the_replier, request_cancel);
+
+async fn unanswered(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    tokio::spawn(async move {
+        let mut ex = replier.accept().await.unwrap();
+        ex.take_body().await.unwrap();
+        drop(ex); // walks away without answering
+    });
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/rpc").unwrap().to_string()).await.unwrap();
+    let e = req.request("q").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+}
+on_every_transport!(an_exchange_dropped_without_an_answer_is_canceled_for_the_requester, unanswered);
