@@ -133,6 +133,63 @@ impl Receipts {
     }
 }
 
+/// The streams a peer opened on an accepted connection that are still in use here, and the
+/// count its GOAWAY announced: when every announced stream was taken and finished, the
+/// connection closes (a graceful drain, PROTOCOL.md §3.4).
+#[derive(Default)]
+struct Tracker {
+    accepted: AtomicU64,
+    live: AtomicU64,
+    goaway: AtomicU64,
+    changed: tokio::sync::Notify,
+}
+
+/// One live stream on an accepted connection.
+pub(crate) struct LiveStream(Arc<Tracker>);
+
+impl Drop for LiveStream {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::AcqRel);
+        self.0.changed.notify_waiters();
+    }
+}
+
+impl Tracker {
+    fn new() -> Arc<Tracker> {
+        let t = Tracker::default();
+        t.goaway.store(u64::MAX, Ordering::Relaxed);
+        Arc::new(t)
+    }
+
+    fn admit(self: &Arc<Self>) -> LiveStream {
+        self.live.fetch_add(1, Ordering::AcqRel);
+        self.accepted.fetch_add(1, Ordering::AcqRel);
+        LiveStream(self.clone())
+    }
+
+    fn go_away(&self, opened: u64) {
+        self.goaway.store(opened, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// Resolves once the peer said GOAWAY and every stream it opened was taken and dropped.
+    async fn drained(&self) {
+        loop {
+            let n = self.changed.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            let goaway = self.goaway.load(Ordering::Acquire);
+            if goaway != u64::MAX
+                && self.accepted.load(Ordering::Acquire) >= goaway
+                && self.live.load(Ordering::Acquire) == 0
+            {
+                return;
+            }
+            n.await;
+        }
+    }
+}
+
 /// What a drain achieved: counts, not a promise (PATTERNS §1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -304,14 +361,15 @@ impl Shared {
             path,
             peer,
             peer_max_header: theirs.max_header_size,
-            _control: tokio::sync::Mutex::new(send),
+            control: tokio::sync::Mutex::new(send),
+            opened: AtomicU64::new(0),
         });
         // The control stream ends with the connection; over a local socket it is how the loss
         // is learned.
         let life = self.life.clone();
         tokio::spawn(async move {
             tokio::select! {
-                _ = ctl.drain() => {}
+                _ = ctl.drain(None) => {}
                 _ = life.dead() => {}
             }
             if let Conn::Unix(u) = &conn {
@@ -365,12 +423,24 @@ pub(crate) struct Link {
     pub(crate) peer: Option<PeerIdentity>,
     /// The largest header the peer accepts.
     pub(crate) peer_max_header: u64,
-    // Kept open for the connection's life: closing it would read as going away; SUBSCRIBE
-    // frames will ride it.
-    _control: tokio::sync::Mutex<SendHalf>,
+    // Kept open for the connection's life: closing it would read as going away; GOAWAY (and
+    // later SUBSCRIBE) frames ride it.
+    control: tokio::sync::Mutex<SendHalf>,
+    /// Streams opened on this connection, announced in GOAWAY.
+    opened: AtomicU64,
 }
 
 impl Link {
+    /// Announces that no more streams come, and how many did.
+    async fn go_away(&self) {
+        let mut out = Vec::new();
+        ControlFrame::GoAway {
+            opened: self.opened.load(Ordering::Acquire),
+        }
+        .encode(&mut out);
+        let _ = self.control.lock().await.write(Bytes::from(out)).await;
+    }
+
     /// Opens a stream of `ty` and writes its type byte and header, with `body` in the same
     /// write when given. Waits for the peer's stream budget, bounded by `send_timeout`.
     pub(crate) async fn open(
@@ -399,6 +469,7 @@ impl Link {
             _ => (shared.within(self.conn.open_uni()).await?, None),
         };
         shared.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
+        self.opened.fetch_add(1, Ordering::AcqRel);
         let r = match body {
             Some(b) => {
                 let n = b.len() as u64;
@@ -502,10 +573,13 @@ impl ControlReader {
         }
     }
 
-    /// Reads (and, in v0, ignores) frames until the stream ends.
-    async fn drain(&mut self) {
+    /// Reads frames until the stream ends; GOAWAY goes to `tracker` (others are ignored in v0).
+    async fn drain(&mut self, tracker: Option<&Tracker>) {
         while let Ok(Some(f)) = self.next().await {
             tracing::trace!(?f, "control frame");
+            if let (ControlFrame::GoAway { opened }, Some(t)) = (f, tracker) {
+                t.go_away(opened);
+            }
         }
     }
 }
@@ -676,8 +750,8 @@ impl Dispatch {
     /// Reads a stream's type byte and header and hands it to the endpoint at its path, or
     /// refuses it with the code that says why (PATTERNS §1.6).
     async fn stream(self, raw: IncomingRaw) {
-        let IncomingRaw { recv, mut send, peer, .. } = raw;
-        let mut reader = StreamReader::new(recv);
+        let IncomingRaw { recv, mut send, peer, live } = raw;
+        let mut reader = StreamReader::new(recv).counted(live);
         let ty = match reader.byte().await {
             Ok(b) => b,
             Err(_) => return,
@@ -802,8 +876,13 @@ impl Dispatch {
     async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
         if self.handshake(&mut ctl, &mut send, None).await {
             self.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+            // A local session's streams are OS connections of their own that outlive it, and
+            // the kernel already holds what they carried: GOAWAY ends the session at once.
+            let tracker = Tracker::new();
+            tracker.accepted.store(u64::MAX - 1, Ordering::Release);
             tokio::select! {
-                _ = ctl.drain() => {}
+                _ = ctl.drain(Some(&tracker)) => {}
+                _ = tracker.drained() => {}
                 _ = self.shared.life.dead() => {}
             }
         }
@@ -830,6 +909,7 @@ impl Dispatch {
         self.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
         let peer = conn.peer();
         tracing::debug!(?peer, "accepted");
+        let tracker = Tracker::new();
         let accept = async {
             match &conn {
                 Conn::Quic(c) => {
@@ -839,7 +919,8 @@ impl Dispatch {
                                 recv: RecvHalf::Quic(r),
                                 send: None,
                                 peer: peer.clone(),
-                                                }));
+                                live: Some(tracker.admit()),
+                            }));
                         }
                     };
                     let bi = async {
@@ -848,22 +929,30 @@ impl Dispatch {
                                 recv: RecvHalf::Quic(r),
                                 send: Some(SendHalf::Quic(s)),
                                 peer: peer.clone(),
-                                                }));
+                                live: Some(tracker.admit()),
+                            }));
                         }
                     };
                     tokio::join!(uni, bi);
                 }
                 Conn::Inproc(c) => {
-                    while let Some(raw) = c.accept().await {
+                    while let Some(mut raw) = c.accept().await {
+                        raw.live = Some(tracker.admit());
                         tokio::spawn(self.clone().stream(raw));
                     }
                 }
                 Conn::Unix(_) => {}
             }
         };
+        let control = async {
+            ctl.drain(Some(&tracker)).await;
+            // The control stream ended without a close: keep serving until the peer closes.
+            std::future::pending::<()>().await
+        };
         tokio::select! {
             _ = accept => {}
-            _ = ctl.drain() => {}
+            _ = control => {}
+            _ = tracker.drained() => conn.close(Code::NoError, "drained"),
             _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
             _ = self.shared.life.dead() => {}
         }
@@ -1092,8 +1181,21 @@ impl Runtime {
     /// transport, then closes everything. The deadline is mandatory and finite.
     /// An expired drain with transfers outstanding is not an error.
     pub async fn drain(&self, deadline: Duration) -> Drained {
+        let until = tokio::time::Instant::now() + deadline;
         let _ = self.shared.state.compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
         let outstanding = self.shared.receipts.settle(deadline).await;
+        // Then GOAWAY on every dialled connection, and give each peer until the deadline to
+        // take what arrived and close (a close from here would discard streams the peer's
+        // transport holds but its application has not taken yet).
+        let links: Vec<Arc<Link>> = self.shared.pool.lock().unwrap().values().cloned().collect();
+        for l in &links {
+            l.go_away().await;
+        }
+        let _ = tokio::time::timeout_at(
+            until,
+            futures_util::future::join_all(links.iter().map(|l| l.conn.closed())),
+        )
+        .await;
         self.shared.close_all();
         Drained {
             delivered: self.shared.receipts.delivered.load(Ordering::Relaxed),

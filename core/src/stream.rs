@@ -51,6 +51,8 @@ pub(crate) struct StreamReader {
     ahead: Bytes,
     /// Stream ended (FIN read, or an error returned): nothing more to stop.
     ended: bool,
+    /// Counts this stream as live on its connection until dropped (for a graceful drain).
+    _live: Option<crate::runtime::LiveStream>,
 }
 
 impl StreamReader {
@@ -59,7 +61,13 @@ impl StreamReader {
             recv,
             ahead: Bytes::new(),
             ended: false,
+            _live: None,
         }
+    }
+
+    pub(crate) fn counted(mut self, live: Option<crate::runtime::LiveStream>) -> StreamReader {
+        self._live = live;
+        self
     }
 
     pub(crate) async fn chunk(&mut self, max: usize) -> std::result::Result<Option<Bytes>, StreamError> {

@@ -48,6 +48,7 @@ impl Dialer {
 
     /// Opens a one-way transfer on the next peer, with `body` (when whole) in the first write.
     async fn transfer(&self, header: Header, body: Option<Bytes>) -> Result<OutgoingTransfer> {
+        self.shared.check_open()?;
         let link = self.peers.pick()?;
         let (send, _) = link.open(&self.shared, StreamType::Transfer, header, body).await?;
         Ok(OutgoingTransfer::new(send, link.path.clone(), self.shared.clone()))
@@ -55,6 +56,7 @@ impl Dialer {
 
     /// Opens an exchange on the next peer.
     async fn exchange(&self, header: Header, body: Option<Bytes>) -> Result<(OutgoingTransfer, PendingReply)> {
+        self.shared.check_open()?;
         let link = self.peers.pick()?;
         let (send, recv) = link.open(&self.shared, StreamType::Exchange, header, body).await?;
         let finished = Arc::new(AtomicBool::new(false));

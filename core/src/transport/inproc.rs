@@ -157,6 +157,7 @@ impl Conn {
             recv: RecvHalf::Pipe(r),
             send: None,
             peer: None,
+            live: None,
         })?;
         Ok(SendHalf::Pipe(w))
     }
@@ -178,6 +179,7 @@ impl Conn {
             recv: RecvHalf::Pipe(req_r),
             send: Some(SendHalf::Pipe(rep_w)),
             peer: None,
+            live: None,
         })?;
         Ok((SendHalf::Pipe(req_w), RecvHalf::Pipe(rep_r)))
     }
@@ -201,6 +203,10 @@ impl Conn {
     pub(crate) fn close(&self) {
         self.side.my_life.kill(LossCause::LocallyClosed);
         self.side.peer_life.kill(LossCause::PeerClosed);
+    }
+
+    pub(crate) async fn closed(&self) -> LossCause {
+        self.side.my_life.dead().await
     }
 
     pub(crate) fn loss(&self) -> Option<LossCause> {

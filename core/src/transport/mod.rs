@@ -252,6 +252,8 @@ pub(crate) struct IncomingRaw {
     /// The other half of a bidirectional stream.
     pub(crate) send: Option<SendHalf>,
     pub(crate) peer: Option<PeerIdentity>,
+    /// Holds the stream as live on its connection (accepted QUIC and in-process streams).
+    pub(crate) live: Option<crate::runtime::LiveStream>,
 }
 
 /// A connection on any transport. Cheap to clone.
@@ -311,6 +313,15 @@ impl Conn {
     }
 
     /// The peer as the transport proved it.
+    /// Resolves when the connection ends.
+    pub(crate) async fn closed(&self) -> LossCause {
+        match self {
+            Conn::Quic(c) => quic::loss_cause(&c.closed().await),
+            Conn::Inproc(c) => c.closed().await,
+            Conn::Unix(c) => c.closed().await,
+        }
+    }
+
     pub(crate) fn peer(&self) -> Option<PeerIdentity> {
         match self {
             Conn::Quic(c) => crate::tls::peer_fingerprint(c).map(PeerIdentity::Key),

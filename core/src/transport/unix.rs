@@ -479,6 +479,10 @@ impl Conn {
         self.inner.life.kill(cause);
     }
 
+    pub(crate) async fn closed(&self) -> LossCause {
+        self.inner.life.dead().await
+    }
+
     pub(crate) fn loss(&self) -> Option<LossCause> {
         self.inner.life.cause()
     }
@@ -543,6 +547,7 @@ impl Bound {
             recv,
             send: Some(send),
             peer,
+            live: None,
         })
     }
 }

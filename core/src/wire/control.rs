@@ -17,7 +17,8 @@ pub mod frame_type {
     pub const SUBSCRIBE: u64 = 0x02;
     /// UNSUBSCRIBE: a filter to remove (UTF-8).
     pub const UNSUBSCRIBE: u64 = 0x03;
-    /// GOAWAY: the sender opens no new streams (drain).
+    /// GOAWAY: the sender opens no new streams (drain); payload: how many streams it opened on
+    /// this connection, the control stream excluded (varint).
     pub const GOAWAY: u64 = 0x04;
     /// CLOSE: the connection ends with a code and reason (local transports; QUIC uses
     /// CONNECTION_CLOSE).
@@ -268,8 +269,12 @@ pub enum ControlFrame {
     Subscribe(String),
     /// UNSUBSCRIBE with a filter.
     Unsubscribe(String),
-    /// GOAWAY.
-    GoAway,
+    /// GOAWAY: the sender opens no more streams; it opened `opened` of them (control excluded),
+    /// so the receiver can close once it has taken and finished every one.
+    GoAway {
+        /// Streams the sender opened on this connection.
+        opened: u64,
+    },
     /// CLOSE with a code and a reason.
     Close {
         /// Why.
@@ -291,7 +296,11 @@ impl ControlFrame {
             ControlFrame::Hello(h) => (frame_type::HELLO, h.encode_payload()),
             ControlFrame::Subscribe(f) => (frame_type::SUBSCRIBE, f.as_bytes().to_vec()),
             ControlFrame::Unsubscribe(f) => (frame_type::UNSUBSCRIBE, f.as_bytes().to_vec()),
-            ControlFrame::GoAway => (frame_type::GOAWAY, Vec::new()),
+            ControlFrame::GoAway { opened } => {
+                let mut p = Vec::new();
+                varint::put(&mut p, *opened);
+                (frame_type::GOAWAY, p)
+            }
             ControlFrame::Close { code, reason } => {
                 let mut p = Vec::new();
                 varint::put(&mut p, code.to_u64());
@@ -338,7 +347,9 @@ impl ControlFrame {
             frame_type::HELLO => ControlFrame::Hello(Hello::decode_payload(p)?),
             frame_type::SUBSCRIBE => ControlFrame::Subscribe(text(p)?),
             frame_type::UNSUBSCRIBE => ControlFrame::Unsubscribe(text(p)?),
-            frame_type::GOAWAY => ControlFrame::GoAway,
+            frame_type::GOAWAY => ControlFrame::GoAway {
+                opened: varint_value(frame_type::GOAWAY, p)?,
+            },
             frame_type::CLOSE => {
                 let mut c = p;
                 let code = varint::get(&mut c)?;

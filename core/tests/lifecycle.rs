@@ -1,0 +1,240 @@
+//! Lifecycle and backpressure (PATTERNS §1.1, §1.4, §1.8, GUARANTEES §5): finished transfers
+//! need no handle, drain counts, the stream budget is a wait, loss keeps its cause, and a reply
+//! lost after the request's FIN is Indeterminate.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{pair, pair_with, Relay, Transport};
+use weida::{Error, ErrorCode, Limits, LossCause, Metadata, Runtime, RuntimeConfig};
+
+async fn no_handle(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    {
+        let pusher = client.pusher();
+        pusher.connect(&puller.address().to_string()).await.unwrap();
+        for i in 0..20u8 {
+            pusher.send(vec![i; 4096]).await.unwrap();
+        }
+        // The pusher, its transfers and their deliveries all go out of scope here.
+    }
+    let mut got: Vec<u8> = Vec::new();
+    for _ in 0..20 {
+        got.push(puller.recv().await.unwrap().body[0]);
+    }
+    got.sort();
+    assert_eq!(got, (0..20).collect::<Vec<_>>());
+}
+on_every_transport!(a_finished_transfer_needs_no_local_handle_to_arrive, no_handle);
+
+async fn drain_counts(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for _ in 0..50 {
+        pusher.send(Bytes::from(vec![7u8; 1024])).await.unwrap();
+    }
+    let reader = tokio::spawn(async move {
+        let mut n = 0;
+        while n < 50 {
+            assert_eq!(puller.recv().await.unwrap().body.len(), 1024);
+            n += 1;
+        }
+        n
+    });
+    let deadline = Duration::from_secs(30);
+    let started = std::time::Instant::now();
+    let drained = client.drain(deadline).await;
+    assert_eq!(drained.outstanding, 0);
+    assert_eq!(drained.delivered, 50);
+    // Everything the drain let finish arrived; the drain ended when the peer had taken it all
+    // (GOAWAY), not at its deadline.
+    assert_eq!(reader.await.unwrap(), 50);
+    assert!(started.elapsed() < deadline);
+    let e = pusher.send("late").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed);
+}
+on_every_transport!(a_finished_transfer_that_shutdown_cuts_short_arrives_under_drain, drain_counts);
+
+#[tokio::test]
+async fn an_expired_drain_reports_what_is_outstanding() {
+    common::bounded(async {
+        let server = Runtime::new(RuntimeConfig::default()).unwrap();
+        let listener = server.bind("weida://127.0.0.1:0").await.unwrap();
+        let puller = listener.puller("/jobs").unwrap();
+        let relay = Relay::start(common::socket_addr(&listener)).await;
+        let client = Runtime::new(RuntimeConfig::default()).unwrap();
+        let pusher = client.pusher();
+        pusher.connect(&relay.address_for(puller.address())).await.unwrap();
+        let t = pusher.open(Metadata::new()).await.unwrap();
+        t.finish().await.unwrap().delivered().await.unwrap();
+        relay.freeze();
+        for _ in 0..5 {
+            pusher.send("into the void").await.unwrap();
+        }
+        let drained = client.drain(Duration::from_millis(300)).await;
+        assert_eq!(drained.outstanding, 5);
+        assert_eq!(drained.delivered, 0, "{drained:?}");
+        drop(puller);
+    })
+    .await
+}
+
+async fn budget(t: Transport) {
+    let limits = Limits {
+        max_concurrent_uni_streams: 2,
+        max_local_streams: 2,
+        ..Limits::default()
+    };
+    let server = Runtime::new(common::config(limits.clone())).unwrap();
+    let listener = server.bind(&common::bind_address(t)).await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let client = Runtime::new(RuntimeConfig {
+        limits,
+        send_timeout: Some(Duration::from_millis(300)),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    // Two transfers hold the two slots while nobody reads them.
+    pusher.send("a").await.unwrap();
+    pusher.send("b").await.unwrap();
+    // The third waits in open — it does not fail — until send_timeout bounds the wait.
+    let e = pusher.send("c").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e:?}");
+    // Reading one frees one slot, and the next send goes through.
+    let first = puller.recv().await.unwrap();
+    pusher.send("d").await.unwrap();
+    let mut rest = vec![first.body, puller.recv().await.unwrap().body, puller.recv().await.unwrap().body];
+    rest.sort();
+    assert_eq!(rest, vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("d")]);
+}
+on_every_transport!(the_stream_budget_is_backpressure_not_an_error, budget);
+
+async fn indeterminate(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let replier = listener.replier("/charge").unwrap();
+    let (got, seen) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let mut ex = replier.accept().await.unwrap();
+        let body = ex.take_body().await.unwrap();
+        let _ = got.send(body);
+        // Hold the exchange: the replier acted and never answers.
+        std::future::pending::<()>().await;
+        drop(ex);
+    });
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/charge").unwrap().to_string()).await.unwrap();
+    let pending = tokio::spawn(async move { req.request("card 42").await });
+    assert_eq!(&seen.await.unwrap()[..], b"card 42");
+    server.shutdown();
+    let e = pending.await.unwrap().unwrap_err();
+    assert!(matches!(e, Error::Indeterminate(_)), "{e:?}");
+    assert!(!e.is_definite_failure());
+}
+on_every_transport!(a_reply_lost_after_the_request_fin_is_indeterminate, indeterminate);
+
+async fn lost_before_fin(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let replier = listener.replier("/upload").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut body, reply) = req.open(Metadata::new()).await.unwrap();
+    body.write(&b"first part"[..]).await.unwrap();
+    let _ex = replier.accept().await.unwrap();
+    server.shutdown();
+    let e = reply.body().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
+    assert!(e.is_definite_failure());
+}
+on_every_transport!(a_loss_before_the_request_fin_is_connection_lost, lost_before_fin);
+
+#[tokio::test]
+async fn idle_timeout_reports_loss_with_its_cause() {
+    common::bounded(async {
+        let limits = Limits {
+            idle_timeout: Duration::from_millis(500),
+            keep_alive: None,
+            ..Limits::default()
+        };
+        let (_server, listener, client) = pair_with(Transport::Quic, limits).await;
+        let replier = listener.replier("/slow").unwrap();
+        let puller = listener.puller("/jobs").unwrap();
+        let relay = Relay::start(common::socket_addr(&listener)).await;
+        let req = client.requester();
+        req.connect(&relay.address_for(replier.address())).await.unwrap();
+        let pusher = client.pusher();
+        pusher.connect(&relay.address_for(puller.address())).await.unwrap();
+        let mut unfinished = pusher.open(Metadata::new()).await.unwrap();
+        unfinished.write(&b"never finished"[..]).await.unwrap();
+        let pending = tokio::spawn(async move { req.request("hold on").await });
+        let ex = replier.accept().await.unwrap();
+        // The network goes silent: no close, no reset, just nothing.
+        relay.freeze();
+        let e = pending.await.unwrap().unwrap_err();
+        assert!(matches!(e, Error::Indeterminate(LossCause::IdleTimeout)), "{e:?}");
+        let e = unfinished.stopped().await;
+        assert!(matches!(e, Error::ConnectionLost(LossCause::IdleTimeout)), "{e:?}");
+        drop(ex);
+    })
+    .await
+}
+
+async fn local_peer_gone(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send("one").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"one");
+    server.shutdown();
+    drop(puller);
+    drop(listener);
+    // The loss is learned (at once in process, at the next open over a socket) and named.
+    let e = loop {
+        match pusher.send("two").await {
+            Ok(()) => tokio::task::yield_now().await,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(e, Error::ConnectionLost(LossCause::PeerClosed)), "{e:?}");
+    assert_eq!(pusher.peer_count(), 0);
+}
+on_every_transport!(a_peer_that_goes_away_is_reported_as_connection_loss, local_peer_gone);
+
+#[tokio::test]
+async fn an_endpoint_never_connected_is_not_connected() {
+    let rt = Runtime::new(RuntimeConfig::default()).unwrap();
+    assert_eq!(rt.pusher().send("x").await.unwrap_err().code(), ErrorCode::NotConnected);
+    assert_eq!(rt.requester().request("x").await.unwrap_err().code(), ErrorCode::NotConnected);
+}
+
+#[tokio::test]
+async fn configurations_that_cannot_be_honoured_are_refused() {
+    let bad = RuntimeConfig {
+        limits: Limits {
+            endpoint_queue: 0,
+            ..Limits::default()
+        },
+        ..RuntimeConfig::default()
+    };
+    assert_eq!(Runtime::new(bad).unwrap_err().code(), ErrorCode::InvalidConfig);
+    let ordered = RuntimeConfig {
+        guarantees: weida::GuaranteeSet {
+            ordering: weida::Ordering::Detect,
+            ..Default::default()
+        },
+        ..RuntimeConfig::default()
+    };
+    assert_eq!(Runtime::new(ordered).unwrap_err().code(), ErrorCode::InvalidConfig);
+    let rt = Runtime::new(RuntimeConfig::default()).unwrap();
+    let e = rt.bind("weida+pipe://name").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported);
+    let e = rt.bind("weida://127.0.0.1:0/path").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidAddress);
+}
