@@ -969,6 +969,7 @@ impl Dispatch {
 /// let rt = Runtime::new(RuntimeConfig::default())?;
 /// let listener = rt.bind("weida://127.0.0.1:0").await?;
 /// let replier = listener.replier("/echo")?;
+/// let address = replier.address().to_string();
 /// tokio::spawn(async move {
 ///     while let Ok(mut ex) = replier.accept().await {
 ///         let body = ex.take_body().await.unwrap();
@@ -976,7 +977,7 @@ impl Dispatch {
 ///     }
 /// });
 /// let requester = rt.requester();
-/// requester.connect(&replier.address().to_string()).await?;
+/// requester.connect(&address).await?;
 /// assert_eq!(&requester.request("hi").await?[..], b"hi");
 /// # Ok(()) }
 /// ```
