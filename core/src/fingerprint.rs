@@ -101,11 +101,27 @@ mod tests {
     fn text_form_round_trips_and_rejects_malformed() {
         let fp = Fingerprint::of_public_key(b"key");
         assert_eq!(fp.to_string().parse::<Fingerprint>().unwrap(), fp);
-        assert_eq!(fp.to_string().to_uppercase().replace("SHA256", "sha256").parse::<Fingerprint>().unwrap(), fp);
-        for bad in ["", "sha256:", "md5:00", "sha256:zz", &format!("sha256:{}0", fp.hex())] {
+        assert_eq!(
+            fp.to_string()
+                .to_uppercase()
+                .replace("SHA256", "sha256")
+                .parse::<Fingerprint>()
+                .unwrap(),
+            fp
+        );
+        for bad in [
+            "",
+            "sha256:",
+            "md5:00",
+            "sha256:zz",
+            &format!("sha256:{}0", fp.hex()),
+        ] {
             assert!(matches!(
                 bad.parse::<Fingerprint>(),
-                Err(Error::InvalidAddress { part: AddressPart::Pin, .. })
+                Err(Error::InvalidAddress {
+                    part: AddressPart::Pin,
+                    ..
+                })
             ));
         }
     }

@@ -43,7 +43,9 @@ pub use fingerprint::Fingerprint;
 pub use identity::{fingerprint_of_certificate, Identity};
 pub use patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
 pub use runtime::{Counters, Drained, Incoming, Listener, Runtime};
-pub use stream::{Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply};
+pub use stream::{
+    Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply,
+};
 pub use transport::PeerIdentity;
 pub use trust::{ClientTls, ServerTls, Trust};
 pub use wire::{GuaranteeSet, Metadata, Ordering};

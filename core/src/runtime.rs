@@ -16,7 +16,10 @@ use crate::address::{Address, Host, Target};
 use crate::config::{Limits, RuntimeConfig};
 use crate::error::{Error, LossCause, Result};
 use crate::stream::{write_error_reply, Exchange, IncomingMeta, IncomingTransfer, StreamReader};
-use crate::transport::{inproc, quic, unix, Conn, IncomingRaw, Life, PeerIdentity, Receipt, RecvHalf, SendHalf, StreamError};
+use crate::transport::{
+    inproc, quic, unix, Conn, IncomingRaw, Life, PeerIdentity, Receipt, RecvHalf, SendHalf,
+    StreamError,
+};
 use crate::trust::{ClientTls, ServerTls};
 use crate::wire::{Code, ControlFrame, Header, Hello, Ordering as WireOrdering, StreamType};
 
@@ -64,7 +67,8 @@ impl Stats {
     }
 }
 
-type ReceiptFuture = Pin<Box<dyn Future<Output = std::result::Result<(), StreamError>> + Send + Sync>>;
+type ReceiptFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<(), StreamError>> + Send + Sync>>;
 
 /// Receipts of finished transfers whose `Delivery` was dropped: kept so `drain` has something
 /// to wait on (GUARANTEES §3), pruned as they resolve.
@@ -254,7 +258,9 @@ impl Shared {
     /// Bounds a wait for a stream slot by `send_timeout`.
     pub(crate) async fn within<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
         match self.config.send_timeout {
-            Some(d) => tokio::time::timeout(d, f).await.map_err(|_| Error::Timeout)?,
+            Some(d) => tokio::time::timeout(d, f)
+                .await
+                .map_err(|_| Error::Timeout)?,
             None => f.await,
         }
     }
@@ -298,7 +304,11 @@ impl Shared {
                         .ip(),
                 };
                 let ep = self.quic_client().await?;
-                let name = crate::tls::server_name(&host.to_string(), &self.client_tls, address.pin().copied());
+                let name = crate::tls::server_name(
+                    &host.to_string(),
+                    &self.client_tls,
+                    address.pin().copied(),
+                );
                 let c = quic::connect(
                     ep,
                     std::net::SocketAddr::new(ip, *port),
@@ -325,7 +335,9 @@ impl Shared {
             #[allow(unreachable_patterns)]
             _ => return Err(Error::Unsupported(format!("transport of {address}"))),
         };
-        self.stats.connections_dialled.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .connections_dialled
+            .fetch_add(1, Ordering::Relaxed);
         self.track(&conn);
         // HELLO: ours first, then the peer's (PROTOCOL.md §3.2).
         let mut out = vec![StreamType::Control.to_byte()];
@@ -343,7 +355,9 @@ impl Shared {
             }
             Ok(_) => {
                 conn.close(Code::ProtocolError, "expected HELLO");
-                return Err(Error::Protocol("the peer's first control frame is not HELLO".into()));
+                return Err(Error::Protocol(
+                    "the peer's first control frame is not HELLO".into(),
+                ));
             }
             Err(e) => return Err(closed_error(&conn, e)),
         };
@@ -393,13 +407,18 @@ impl Shared {
         }
         self.pool.lock().unwrap().clear();
         if let Some(ep) = self.quic_client.get() {
-            ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"shutdown");
+            ep.close(
+                quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
+                b"shutdown",
+            );
         }
     }
 }
 
 fn pipe_unsupported() -> Error {
-    Error::Unsupported("named pipes (weida+pipe://) exist only on Windows; use weida+unix:// here".into())
+    Error::Unsupported(
+        "named pipes (weida+pipe://) exist only on Windows; use weida+unix:// here".into(),
+    )
 }
 
 /// The error a failed handshake read means: the peer's close reason when it closed.
@@ -458,7 +477,11 @@ impl Link {
         if head.len() as u64 - 1 > self.peer_max_header {
             return Err(Error::limit(
                 crate::error::Limit::HeaderSize,
-                format!("header of {} bytes, the peer accepts {}", head.len() - 1, self.peer_max_header),
+                format!(
+                    "header of {} bytes, the peer accepts {}",
+                    head.len() - 1,
+                    self.peer_max_header
+                ),
             ));
         }
         let (mut send, recv) = match ty {
@@ -511,7 +534,12 @@ impl PeerSet {
 
     /// Live connections.
     pub(crate) fn live(&self) -> usize {
-        self.links.lock().unwrap().iter().filter(|(_, l)| l.conn.loss().is_none()).count()
+        self.links
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, l)| l.conn.loss().is_none())
+            .count()
     }
 
     /// The next live link, round-robin. `NotConnected` when nothing was ever connected; the
@@ -599,8 +627,10 @@ impl RouteKind {
     fn takes(self, ty: StreamType) -> bool {
         matches!(
             (self, ty),
-            (RouteKind::Acceptor, StreamType::Transfer | StreamType::Exchange)
-                | (RouteKind::Replier, StreamType::Exchange)
+            (
+                RouteKind::Acceptor,
+                StreamType::Transfer | StreamType::Exchange
+            ) | (RouteKind::Replier, StreamType::Exchange)
                 | (RouteKind::Puller, StreamType::Transfer)
         )
     }
@@ -681,7 +711,10 @@ impl Drop for ListenerInner {
     fn drop(&mut self) {
         self.life.kill(LossCause::LocallyClosed);
         if let Some(ep) = &self.quic {
-            ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"listener dropped");
+            ep.close(
+                quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
+                b"listener dropped",
+            );
         }
     }
 }
@@ -703,7 +736,10 @@ impl Listener {
         crate::address::validate_path(path)?;
         let mut routes = self.inner.routes.write().unwrap();
         if routes.contains_key(path) {
-            return Err(Error::InvalidConfig(format!("path {path:?} is already bound on {}", self.inner.address)));
+            return Err(Error::InvalidConfig(format!(
+                "path {path:?} is already bound on {}",
+                self.inner.address
+            )));
         }
         let (tx, rx) = mpsc::channel(self.inner.shared.limits.endpoint_queue);
         routes.insert(path.to_string(), Route { kind, tx });
@@ -718,12 +754,16 @@ impl Listener {
 
     /// Binds a raw [`crate::Acceptor`] at `path`.
     pub fn acceptor(&self, path: &str) -> Result<crate::Acceptor> {
-        Ok(crate::Acceptor::new(self.register(path, RouteKind::Acceptor)?))
+        Ok(crate::Acceptor::new(
+            self.register(path, RouteKind::Acceptor)?,
+        ))
     }
 
     /// Binds a [`crate::Replier`] at `path`.
     pub fn replier(&self, path: &str) -> Result<crate::Replier> {
-        Ok(crate::Replier::new(self.register(path, RouteKind::Replier)?))
+        Ok(crate::Replier::new(
+            self.register(path, RouteKind::Replier)?,
+        ))
     }
 
     /// Binds a [`crate::Puller`] at `path`.
@@ -735,14 +775,19 @@ impl Listener {
     pub fn close(&self) {
         self.inner.life.kill(LossCause::LocallyClosed);
         if let Some(ep) = &self.inner.quic {
-            ep.close(quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32), b"listener closed");
+            ep.close(
+                quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
+                b"listener closed",
+            );
         }
     }
 }
 
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Listener").field("address", &self.inner.address).finish()
+        f.debug_struct("Listener")
+            .field("address", &self.inner.address)
+            .finish()
     }
 }
 
@@ -750,7 +795,12 @@ impl Dispatch {
     /// Reads a stream's type byte and header and hands it to the endpoint at its path, or
     /// refuses it with the code that says why (PATTERNS §1.6).
     async fn stream(self, raw: IncomingRaw) {
-        let IncomingRaw { recv, mut send, peer, live } = raw;
+        let IncomingRaw {
+            recv,
+            mut send,
+            peer,
+            live,
+        } = raw;
         let mut reader = StreamReader::new(recv).counted(live);
         let ty = match reader.byte().await {
             Ok(b) => b,
@@ -765,19 +815,30 @@ impl Dispatch {
             }
             Ok(t @ (StreamType::Transfer | StreamType::Exchange)) => t,
             Ok(_) | Err(_) => {
-                self.refuse(reader, send, Code::Unsupported, "unsupported stream type").await;
+                self.refuse(reader, send, Code::Unsupported, "unsupported stream type")
+                    .await;
                 return;
             }
         };
         if (ty == StreamType::Exchange) != send.is_some() {
             // A transfer on a bidirectional QUIC stream or an exchange on a one-way one. A local
             // socket is always bidirectional, so only the exchange keeps its reply half.
-            if !(ty == StreamType::Transfer && !matches!(send, Some(SendHalf::Quic(_)))) {
-                self.refuse(reader, send, Code::ProtocolError, "stream type does not match its direction").await;
+            if ty != StreamType::Transfer || matches!(send, Some(SendHalf::Quic(_))) {
+                self.refuse(
+                    reader,
+                    send,
+                    Code::ProtocolError,
+                    "stream type does not match its direction",
+                )
+                .await;
                 return;
             }
         }
-        let send = if ty == StreamType::Exchange { send } else { None };
+        let send = if ty == StreamType::Exchange {
+            send
+        } else {
+            None
+        };
         let header = match reader.header(self.shared.limits.max_header_size).await {
             Ok(h) => h,
             Err(f) => {
@@ -791,18 +852,39 @@ impl Dispatch {
             }
         };
         let Some(path) = header.path.clone() else {
-            self.refuse(reader, send, Code::ProtocolError, "a stream without a path").await;
+            self.refuse(reader, send, Code::ProtocolError, "a stream without a path")
+                .await;
             return;
         };
-        let route = self.routes.read().unwrap().get(&path).map(|r| (r.kind, r.tx.clone()));
+        let route = self
+            .routes
+            .read()
+            .unwrap()
+            .get(&path)
+            .map(|r| (r.kind, r.tx.clone()));
         let Some((kind, tx)) = route.filter(|(_, tx)| !tx.is_closed()) else {
-            self.refuse(reader, send, Code::UnknownEndpoint, &format!("nothing is bound at {path:?}")).await;
+            self.refuse(
+                reader,
+                send,
+                Code::UnknownEndpoint,
+                &format!("nothing is bound at {path:?}"),
+            )
+            .await;
             return;
         };
         if !kind.takes(ty) {
-            let what = if ty == StreamType::Exchange { "a request" } else { "a one-way transfer" };
-            self.refuse(reader, send, Code::Unsupported, &format!("{path:?} is {}, which does not take {what}", kind.name()))
-                .await;
+            let what = if ty == StreamType::Exchange {
+                "a request"
+            } else {
+                "a one-way transfer"
+            };
+            self.refuse(
+                reader,
+                send,
+                Code::Unsupported,
+                &format!("{path:?} is {}, which does not take {what}", kind.name()),
+            )
+            .await;
             return;
         }
         let meta = IncomingMeta::from_header(header, peer);
@@ -811,7 +893,10 @@ impl Dispatch {
             Some(s) => Incoming::Exchange(Exchange::new(transfer, s)),
             None => Incoming::Stream(transfer),
         };
-        self.shared.stats.streams_accepted.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .stats
+            .streams_accepted
+            .fetch_add(1, Ordering::Relaxed);
         // A full queue waits here, holding the stream and so its budget slot: backpressure
         // reaches the opener's `open` (PATTERNS §1.4).
         if let Err(mpsc::error::SendError(i)) = tx.send(incoming).await {
@@ -825,8 +910,17 @@ impl Dispatch {
         }
     }
 
-    async fn refuse(&self, mut reader: StreamReader, send: Option<SendHalf>, code: Code, message: &str) {
-        self.shared.stats.streams_refused.fetch_add(1, Ordering::Relaxed);
+    async fn refuse(
+        &self,
+        mut reader: StreamReader,
+        send: Option<SendHalf>,
+        code: Code,
+        message: &str,
+    ) {
+        self.shared
+            .stats
+            .streams_refused
+            .fetch_add(1, Ordering::Relaxed);
         tracing::debug!(code = code.name(), message, "refusing a stream");
         reader.stop(code);
         if let Some(mut s) = send {
@@ -836,7 +930,12 @@ impl Dispatch {
 
     /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
     /// meet. Returns false when the connection is refused.
-    async fn handshake(&self, ctl: &mut ControlReader, send: &mut SendHalf, conn: Option<&Conn>) -> bool {
+    async fn handshake(
+        &self,
+        ctl: &mut ControlReader,
+        send: &mut SendHalf,
+        conn: Option<&Conn>,
+    ) -> bool {
         let theirs = match ctl.next().await {
             Ok(Some(ControlFrame::Hello(h))) => h,
             Ok(_) | Err(_) => {
@@ -875,7 +974,10 @@ impl Dispatch {
     /// A local socket session: its control connection, alive until the peer goes.
     async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
         if self.handshake(&mut ctl, &mut send, None).await {
-            self.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .stats
+                .connections_accepted
+                .fetch_add(1, Ordering::Relaxed);
             // A local session's streams are OS connections of their own that outlive it, and
             // the kernel already holds what they carried: GOAWAY ends the session at once.
             let tracker = Tracker::new();
@@ -892,21 +994,39 @@ impl Dispatch {
     async fn connection(self, conn: Conn, life: Arc<Life>) {
         self.shared.track(&conn);
         let first = match &conn {
-            Conn::Quic(c) => c.accept_bi().await.ok().map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r))),
-            Conn::Inproc(c) => c.accept().await.and_then(|raw| raw.send.map(|s| (s, raw.recv))),
+            Conn::Quic(c) => c
+                .accept_bi()
+                .await
+                .ok()
+                .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r))),
+            Conn::Inproc(c) => c
+                .accept()
+                .await
+                .and_then(|raw| raw.send.map(|s| (s, raw.recv))),
             Conn::Unix(_) => None,
         };
-        let Some((mut send, recv)) = first else { return };
+        let Some((mut send, recv)) = first else {
+            return;
+        };
         let mut reader = StreamReader::new(recv);
-        if !matches!(reader.byte().await.map(StreamType::from_byte), Ok(Ok(StreamType::Control))) {
-            conn.close(Code::ProtocolError, "the first stream is not the control stream");
+        if !matches!(
+            reader.byte().await.map(StreamType::from_byte),
+            Ok(Ok(StreamType::Control))
+        ) {
+            conn.close(
+                Code::ProtocolError,
+                "the first stream is not the control stream",
+            );
             return;
         }
         let mut ctl = ControlReader::with_reader(reader);
         if !self.handshake(&mut ctl, &mut send, Some(&conn)).await {
             return;
         }
-        self.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .stats
+            .connections_accepted
+            .fetch_add(1, Ordering::Relaxed);
         let peer = conn.peer();
         tracing::debug!(?peer, "accepted");
         let tracker = Tracker::new();
@@ -1025,7 +1145,8 @@ impl Runtime {
 
     /// Binds `address` (no path), presenting this runtime's identity.
     pub async fn bind(&self, address: &str) -> Result<Listener> {
-        self.bind_with(address, ServerTls::new(self.shared.config.identity.clone())).await
+        self.bind_with(address, ServerTls::new(self.shared.config.identity.clone()))
+            .await
     }
 
     /// Binds `address` with explicit server TLS terms (e.g. `require_client`).
@@ -1035,11 +1156,18 @@ impl Runtime {
         if addr.path().is_some() {
             return Err(Error::InvalidAddress {
                 part: crate::error::AddressPart::Path,
-                reason: format!("bind {:?} without a path; endpoints are bound by path on the listener", address),
+                reason: format!(
+                    "bind {:?} without a path; endpoints are bound by path on the listener",
+                    address
+                ),
             });
         }
         let life = Life::new();
-        self.shared.listeners.lock().unwrap().push(Arc::downgrade(&life));
+        self.shared
+            .listeners
+            .lock()
+            .unwrap()
+            .push(Arc::downgrade(&life));
         let routes: Arc<RwLock<HashMap<String, Route>>> = Arc::default();
         let dispatch = Dispatch {
             shared: self.shared.clone(),
@@ -1053,7 +1181,9 @@ impl Runtime {
                     Host::Name(n) => tokio::net::lookup_host((n.as_str(), *port))
                         .await?
                         .next()
-                        .ok_or_else(|| Error::Io(std::io::Error::new(std::io::ErrorKind::NotFound, n.clone())))?
+                        .ok_or_else(|| {
+                            Error::Io(std::io::Error::new(std::io::ErrorKind::NotFound, n.clone()))
+                        })?
                         .ip(),
                 };
                 let ep = quic::server_endpoint(
@@ -1183,7 +1313,10 @@ impl Runtime {
     /// An expired drain with transfers outstanding is not an error.
     pub async fn drain(&self, deadline: Duration) -> Drained {
         let until = tokio::time::Instant::now() + deadline;
-        let _ = self.shared.state.compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
+        let _ =
+            self.shared
+                .state
+                .compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
         let outstanding = self.shared.receipts.settle(deadline).await;
         // Then GOAWAY on every dialled connection, and give each peer until the deadline to
         // take what arrived and close (a close from here would discard streams the peer's
@@ -1212,6 +1345,8 @@ impl Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("fingerprint", &self.fingerprint()).finish()
+        f.debug_struct("Runtime")
+            .field("fingerprint", &self.fingerprint())
+            .finish()
     }
 }

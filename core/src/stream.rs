@@ -70,7 +70,10 @@ impl StreamReader {
         self
     }
 
-    pub(crate) async fn chunk(&mut self, max: usize) -> std::result::Result<Option<Bytes>, StreamError> {
+    pub(crate) async fn chunk(
+        &mut self,
+        max: usize,
+    ) -> std::result::Result<Option<Bytes>, StreamError> {
         if !self.ahead.is_empty() {
             let n = self.ahead.len().min(max);
             return Ok(Some(self.ahead.split_to(n)));
@@ -193,7 +196,9 @@ impl ReadFail {
                 Limit::HeaderSize,
                 format!("{what} of {len} bytes, limit {limit}"),
             ),
-            ReadFail::Decode(DecodeError::Truncated) => Error::Protocol("stream ended inside a frame".into()),
+            ReadFail::Decode(DecodeError::Truncated) => {
+                Error::Protocol("stream ended inside a frame".into())
+            }
             ReadFail::Decode(e) => Error::Protocol(e.to_string()),
         }
     }
@@ -236,7 +241,9 @@ impl OutgoingTransfer {
     }
 
     fn half(&mut self) -> &mut SendHalf {
-        self.send.as_mut().expect("present until finish or cancel consume the transfer")
+        self.send
+            .as_mut()
+            .expect("present until finish or cancel consume the transfer")
     }
 
     /// Writes all of `data`. Waits while the peer's window is full (backpressure). Not
@@ -246,7 +253,10 @@ impl OutgoingTransfer {
         let b: Bytes = data.into();
         let n = b.len() as u64;
         let path = self.path.clone();
-        self.half().write(b).await.map_err(|e| e.into_write_error(&path))?;
+        self.half()
+            .write(b)
+            .await
+            .map_err(|e| e.into_write_error(&path))?;
         self.shared.stats.add_sent(n);
         Ok(())
     }
@@ -267,7 +277,10 @@ impl OutgoingTransfer {
     /// [`Delivery`] reports the transport receipt and may be dropped for free.
     pub async fn finish(mut self) -> Result<Delivery> {
         let mut send = self.send.take().expect("present until finish");
-        let receipt = send.finish().await.map_err(|e| e.into_write_error(&self.path))?;
+        let receipt = send
+            .finish()
+            .await
+            .map_err(|e| e.into_write_error(&self.path))?;
         if let Some(f) = &self.finished {
             f.store(true, std::sync::atomic::Ordering::Release);
         }
@@ -306,7 +319,9 @@ impl Drop for OutgoingTransfer {
 
 impl std::fmt::Debug for OutgoingTransfer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutgoingTransfer").field("path", &self.path).finish()
+        f.debug_struct("OutgoingTransfer")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -323,7 +338,12 @@ impl Delivery {
     /// application read it (GUARANTEES §3). A refusal that reached this side first is its
     /// error. Cancel-safe only in that dropping it parks the receipt.
     pub async fn delivered(mut self) -> Result<()> {
-        let r = self.receipt.take().expect("present until awaited").wait().await;
+        let r = self
+            .receipt
+            .take()
+            .expect("present until awaited")
+            .wait()
+            .await;
         r.map_err(|e| e.into_write_error(&self.path))
     }
 }
@@ -338,7 +358,9 @@ impl Drop for Delivery {
 
 impl std::fmt::Debug for Delivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Delivery").field("path", &self.path).finish()
+        f.debug_struct("Delivery")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -353,7 +375,11 @@ pub struct IncomingTransfer {
 }
 
 impl IncomingTransfer {
-    pub(crate) fn new(reader: StreamReader, meta: IncomingMeta, shared: Arc<Shared>) -> IncomingTransfer {
+    pub(crate) fn new(
+        reader: StreamReader,
+        meta: IncomingMeta,
+        shared: Arc<Shared>,
+    ) -> IncomingTransfer {
         IncomingTransfer {
             reader,
             meta,
@@ -422,7 +448,9 @@ impl IncomingTransfer {
 
 impl std::fmt::Debug for IncomingTransfer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IncomingTransfer").field("meta", &self.meta).finish()
+        f.debug_struct("IncomingTransfer")
+            .field("meta", &self.meta)
+            .finish()
     }
 }
 
@@ -499,7 +527,9 @@ impl Exchange {
             ..Header::default()
         }
         .encode(&mut head);
-        send.write(Bytes::from(head)).await.map_err(|e| e.into_write_error(&path))?;
+        send.write(Bytes::from(head))
+            .await
+            .map_err(|e| e.into_write_error(&path))?;
         Ok(OutgoingTransfer::new(send, path, shared))
     }
 
@@ -532,7 +562,9 @@ impl Drop for Exchange {
 
 impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exchange").field("meta", self.meta()).finish()
+        f.debug_struct("Exchange")
+            .field("meta", self.meta())
+            .finish()
     }
 }
 
@@ -645,6 +677,8 @@ impl PendingReply {
 
 impl std::fmt::Debug for PendingReply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingReply").field("path", &self.path).finish()
+        f.debug_struct("PendingReply")
+            .field("path", &self.path)
+            .finish()
     }
 }

@@ -19,23 +19,22 @@ async fn push_cancel(t: Transport) {
     let first = incoming.read_chunk().await.unwrap().unwrap();
     assert!(!first.is_empty());
     tr.cancel();
-    let mut outcome = Ok(());
-    loop {
+    let outcome = loop {
         match incoming.read_chunk().await {
             Ok(Some(_)) => continue,
             Ok(None) => panic!("a cancelled transfer read as complete"),
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
+            Err(e) => break Err::<(), _>(e),
         }
-    }
+    };
     assert!(matches!(outcome, Err(Error::Canceled)), "{outcome:?}");
     // The puller goes on.
     pusher.send("next").await.unwrap();
     assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
 }
-on_every_transport!(push_cancel_mid_transfer_is_canceled_at_the_reader, push_cancel);
+on_every_transport!(
+    push_cancel_mid_transfer_is_canceled_at_the_reader,
+    push_cancel
+);
 
 async fn dropped(t: Transport) {
     let (_s, listener, client) = pair(t).await;
@@ -50,7 +49,10 @@ async fn dropped(t: Transport) {
     let e = incoming.collect(1 << 20).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
 }
-on_every_transport!(a_dropped_transfer_is_a_cancellation_not_a_short_payload, dropped);
+on_every_transport!(
+    a_dropped_transfer_is_a_cancellation_not_a_short_payload,
+    dropped
+);
 
 async fn dropped_early(t: Transport) {
     let (_s, listener, client) = pair(t).await;
@@ -76,7 +78,10 @@ async fn dropped_early(t: Transport) {
     assert_eq!(&body[..], b"next");
     assert!(canceled <= 1);
 }
-on_every_transport!(a_transfer_dropped_before_dispatch_is_never_a_message, dropped_early);
+on_every_transport!(
+    a_transfer_dropped_before_dispatch_is_never_a_message,
+    dropped_early
+);
 
 async fn request_cancel(t: Transport) {
     let (_s, listener, client) = pair(t).await;
@@ -90,7 +95,10 @@ async fn request_cancel(t: Transport) {
     let e = ex.take_body().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
 }
-on_every_transport!(a_cancelled_request_is_canceled_at_the_replier, request_cancel);
+on_every_transport!(
+    a_cancelled_request_is_canceled_at_the_replier,
+    request_cancel
+);
 
 async fn unanswered(t: Transport) {
     let (_s, listener, client) = pair(t).await;
@@ -101,8 +109,13 @@ async fn unanswered(t: Transport) {
         drop(ex); // walks away without answering
     });
     let req = client.requester();
-    req.connect(&listener.address().with_path("/rpc").unwrap().to_string()).await.unwrap();
+    req.connect(&listener.address().with_path("/rpc").unwrap().to_string())
+        .await
+        .unwrap();
     let e = req.request("q").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
 }
-on_every_transport!(an_exchange_dropped_without_an_answer_is_canceled_for_the_requester, unanswered);
+on_every_transport!(
+    an_exchange_dropped_without_an_answer_is_canceled_for_the_requester,
+    unanswered
+);

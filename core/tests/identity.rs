@@ -4,7 +4,8 @@ mod common;
 
 use common::{bind_address, config, Transport};
 use weida::{
-    Error, ErrorCode, Identity, Incoming, Limits, PeerIdentity, Runtime, RuntimeConfig, ServerTls, Trust,
+    Error, ErrorCode, Identity, Incoming, Limits, PeerIdentity, Runtime, RuntimeConfig, ServerTls,
+    Trust,
 };
 
 async fn echo_once(acceptor: weida::Acceptor) -> Option<PeerIdentity> {
@@ -25,7 +26,10 @@ async fn a_pinned_address_connects_and_each_side_sees_the_others_key() {
     peer.connect(&acceptor.address().to_string()).await.unwrap();
     let t = peer.open(Default::default()).await.unwrap();
     t.finish().await.unwrap();
-    assert_eq!(echo_once(acceptor).await, Some(PeerIdentity::Key(client.fingerprint())));
+    assert_eq!(
+        echo_once(acceptor).await,
+        Some(PeerIdentity::Key(client.fingerprint()))
+    );
 }
 
 #[tokio::test]
@@ -34,11 +38,19 @@ async fn a_wrong_pin_is_untrusted_and_names_what_answered() {
     let listener = server.bind("weida://127.0.0.1:0").await.unwrap();
     let _acceptor = listener.acceptor("/a").unwrap();
     let other = Identity::ephemeral().fingerprint();
-    let addr = listener.address().with_pin(other).unwrap().with_path("/a").unwrap();
+    let addr = listener
+        .address()
+        .with_pin(other)
+        .unwrap()
+        .with_path("/a")
+        .unwrap();
     let client = Runtime::new(RuntimeConfig::default()).unwrap();
     let e = client.peer().connect(&addr.to_string()).await.unwrap_err();
     match e {
-        Error::Untrusted { fingerprint, expected } => {
+        Error::Untrusted {
+            fingerprint,
+            expected,
+        } => {
             assert_eq!(fingerprint, server.fingerprint());
             assert_eq!(expected, Some(other));
         }
@@ -55,8 +67,14 @@ async fn an_address_without_a_pin_is_untrusted_by_default_and_pinned_trust_accep
     let bare = format!("weida://127.0.0.1:{port}/a");
     let client = Runtime::new(RuntimeConfig::default()).unwrap();
     let e = client.peer().connect(&bare).await.unwrap_err();
-    assert!(matches!(e, Error::Untrusted { expected: None, .. }), "{e:?}");
-    assert!(e.to_string().contains(&server.fingerprint().to_string()), "{e}");
+    assert!(
+        matches!(e, Error::Untrusted { expected: None, .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains(&server.fingerprint().to_string()),
+        "{e}"
+    );
 
     let pinned = Runtime::new(RuntimeConfig {
         trust: Trust::pinned([server.fingerprint()]),
@@ -82,15 +100,24 @@ async fn require_client_admits_a_pinned_client_and_refuses_others() {
         ..RuntimeConfig::default()
     })
     .unwrap();
-    let tls = ServerTls::new(Identity::ephemeral()).require_client(Trust::pinned([good.fingerprint()]));
+    let tls =
+        ServerTls::new(Identity::ephemeral()).require_client(Trust::pinned([good.fingerprint()]));
     let listener = server.bind_with("weida://127.0.0.1:0", tls).await.unwrap();
     let acceptor = listener.acceptor("/a").unwrap();
     let addr = acceptor.address().to_string();
 
     let p = good.peer();
     p.connect(&addr).await.unwrap();
-    p.open(Default::default()).await.unwrap().finish().await.unwrap();
-    assert_eq!(echo_once(acceptor).await, Some(PeerIdentity::Key(good.fingerprint())));
+    p.open(Default::default())
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(
+        echo_once(acceptor).await,
+        Some(PeerIdentity::Key(good.fingerprint()))
+    );
 
     for refused in [&stranger, &anonymous] {
         let p = refused.peer();
@@ -123,7 +150,12 @@ async fn an_anonymous_client_has_no_peer_identity() {
     .unwrap();
     let p = client.peer();
     p.connect(&acceptor.address().to_string()).await.unwrap();
-    p.open(Default::default()).await.unwrap().finish().await.unwrap();
+    p.open(Default::default())
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
     assert_eq!(echo_once(acceptor).await, None);
 }
 
@@ -135,7 +167,12 @@ async fn a_unix_peer_presents_the_principal_the_kernel_proved() {
     let client = Runtime::new(config(Limits::default())).unwrap();
     let p = client.peer();
     p.connect(&acceptor.address().to_string()).await.unwrap();
-    p.open(Default::default()).await.unwrap().finish().await.unwrap();
+    p.open(Default::default())
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
     let who = echo_once(acceptor).await;
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -157,7 +194,12 @@ async fn in_process_peers_have_no_identity() {
     let client = Runtime::new(config(Limits::default())).unwrap();
     let p = client.peer();
     p.connect(&acceptor.address().to_string()).await.unwrap();
-    p.open(Default::default()).await.unwrap().finish().await.unwrap();
+    p.open(Default::default())
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
     assert_eq!(echo_once(acceptor).await, None);
 }
 
@@ -189,5 +231,9 @@ async fn a_saved_identity_keeps_its_fingerprint_so_a_pin_survives_a_restart() {
     let _a = listener.acceptor("/a").unwrap();
     assert_eq!(listener.address().pin(), pinned_address.pin());
     let client = Runtime::new(RuntimeConfig::default()).unwrap();
-    client.peer().connect(&listener.address().with_path("/a").unwrap().to_string()).await.unwrap();
+    client
+        .peer()
+        .connect(&listener.address().with_path("/a").unwrap().to_string())
+        .await
+        .unwrap();
 }

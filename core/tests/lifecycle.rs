@@ -28,7 +28,10 @@ async fn no_handle(t: Transport) {
     got.sort();
     assert_eq!(got, (0..20).collect::<Vec<_>>());
 }
-on_every_transport!(a_finished_transfer_needs_no_local_handle_to_arrive, no_handle);
+on_every_transport!(
+    a_finished_transfer_needs_no_local_handle_to_arrive,
+    no_handle
+);
 
 async fn drain_counts(t: Transport) {
     let (_s, listener, client) = pair(t).await;
@@ -58,7 +61,10 @@ async fn drain_counts(t: Transport) {
     let e = pusher.send("late").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Closed);
 }
-on_every_transport!(a_finished_transfer_that_shutdown_cuts_short_arrives_under_drain, drain_counts);
+on_every_transport!(
+    a_finished_transfer_that_shutdown_cuts_short_arrives_under_drain,
+    drain_counts
+);
 
 #[tokio::test]
 async fn an_expired_drain_reports_what_is_outstanding() {
@@ -69,7 +75,10 @@ async fn an_expired_drain_reports_what_is_outstanding() {
         let relay = Relay::start(common::socket_addr(&listener)).await;
         let client = Runtime::new(RuntimeConfig::default()).unwrap();
         let pusher = client.pusher();
-        pusher.connect(&relay.address_for(puller.address())).await.unwrap();
+        pusher
+            .connect(&relay.address_for(puller.address()))
+            .await
+            .unwrap();
         let t = pusher.open(Metadata::new()).await.unwrap();
         t.finish().await.unwrap().delivered().await.unwrap();
         relay.freeze();
@@ -110,9 +119,16 @@ async fn budget(t: Transport) {
     // Reading one frees one slot, and the next send goes through.
     let first = puller.recv().await.unwrap();
     pusher.send("d").await.unwrap();
-    let mut rest = vec![first.body, puller.recv().await.unwrap().body, puller.recv().await.unwrap().body];
+    let mut rest = vec![
+        first.body,
+        puller.recv().await.unwrap().body,
+        puller.recv().await.unwrap().body,
+    ];
     rest.sort();
-    assert_eq!(rest, vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("d")]);
+    assert_eq!(
+        rest,
+        vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("d")]
+    );
 }
 on_every_transport!(the_stream_budget_is_backpressure_not_an_error, budget);
 
@@ -129,7 +145,9 @@ async fn indeterminate(t: Transport) {
         drop(ex);
     });
     let req = client.requester();
-    req.connect(&listener.address().with_path("/charge").unwrap().to_string()).await.unwrap();
+    req.connect(&listener.address().with_path("/charge").unwrap().to_string())
+        .await
+        .unwrap();
     let pending = tokio::spawn(async move { req.request("card 42").await });
     assert_eq!(&seen.await.unwrap()[..], b"card 42");
     server.shutdown();
@@ -137,7 +155,10 @@ async fn indeterminate(t: Transport) {
     assert!(matches!(e, Error::Indeterminate(_)), "{e:?}");
     assert!(!e.is_definite_failure());
 }
-on_every_transport!(a_reply_lost_after_the_request_fin_is_indeterminate, indeterminate);
+on_every_transport!(
+    a_reply_lost_after_the_request_fin_is_indeterminate,
+    indeterminate
+);
 
 async fn lost_before_fin(t: Transport) {
     let (server, listener, client) = pair(t).await;
@@ -152,7 +173,10 @@ async fn lost_before_fin(t: Transport) {
     assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
     assert!(e.is_definite_failure());
 }
-on_every_transport!(a_loss_before_the_request_fin_is_connection_lost, lost_before_fin);
+on_every_transport!(
+    a_loss_before_the_request_fin_is_connection_lost,
+    lost_before_fin
+);
 
 #[tokio::test]
 async fn idle_timeout_reports_loss_with_its_cause() {
@@ -167,9 +191,14 @@ async fn idle_timeout_reports_loss_with_its_cause() {
         let puller = listener.puller("/jobs").unwrap();
         let relay = Relay::start(common::socket_addr(&listener)).await;
         let req = client.requester();
-        req.connect(&relay.address_for(replier.address())).await.unwrap();
+        req.connect(&relay.address_for(replier.address()))
+            .await
+            .unwrap();
         let pusher = client.pusher();
-        pusher.connect(&relay.address_for(puller.address())).await.unwrap();
+        pusher
+            .connect(&relay.address_for(puller.address()))
+            .await
+            .unwrap();
         let mut unfinished = pusher.open(Metadata::new()).await.unwrap();
         unfinished.write(&b"never finished"[..]).await.unwrap();
         let pending = tokio::spawn(async move { req.request("hold on").await });
@@ -177,9 +206,15 @@ async fn idle_timeout_reports_loss_with_its_cause() {
         // The network goes silent: no close, no reset, just nothing.
         relay.freeze();
         let e = pending.await.unwrap().unwrap_err();
-        assert!(matches!(e, Error::Indeterminate(LossCause::IdleTimeout)), "{e:?}");
+        assert!(
+            matches!(e, Error::Indeterminate(LossCause::IdleTimeout)),
+            "{e:?}"
+        );
         let e = unfinished.stopped().await;
-        assert!(matches!(e, Error::ConnectionLost(LossCause::IdleTimeout)), "{e:?}");
+        assert!(
+            matches!(e, Error::ConnectionLost(LossCause::IdleTimeout)),
+            "{e:?}"
+        );
         drop(ex);
     })
     .await
@@ -202,16 +237,28 @@ async fn local_peer_gone(t: Transport) {
             Err(e) => break e,
         }
     };
-    assert!(matches!(e, Error::ConnectionLost(LossCause::PeerClosed)), "{e:?}");
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
     assert_eq!(pusher.peer_count(), 0);
 }
-on_every_transport!(a_peer_that_goes_away_is_reported_as_connection_loss, local_peer_gone);
+on_every_transport!(
+    a_peer_that_goes_away_is_reported_as_connection_loss,
+    local_peer_gone
+);
 
 #[tokio::test]
 async fn an_endpoint_never_connected_is_not_connected() {
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();
-    assert_eq!(rt.pusher().send("x").await.unwrap_err().code(), ErrorCode::NotConnected);
-    assert_eq!(rt.requester().request("x").await.unwrap_err().code(), ErrorCode::NotConnected);
+    assert_eq!(
+        rt.pusher().send("x").await.unwrap_err().code(),
+        ErrorCode::NotConnected
+    );
+    assert_eq!(
+        rt.requester().request("x").await.unwrap_err().code(),
+        ErrorCode::NotConnected
+    );
 }
 
 #[tokio::test]
@@ -223,7 +270,10 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
         },
         ..RuntimeConfig::default()
     };
-    assert_eq!(Runtime::new(bad).unwrap_err().code(), ErrorCode::InvalidConfig);
+    assert_eq!(
+        Runtime::new(bad).unwrap_err().code(),
+        ErrorCode::InvalidConfig
+    );
     let ordered = RuntimeConfig {
         guarantees: weida::GuaranteeSet {
             ordering: weida::Ordering::Detect,
@@ -231,7 +281,10 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
         },
         ..RuntimeConfig::default()
     };
-    assert_eq!(Runtime::new(ordered).unwrap_err().code(), ErrorCode::InvalidConfig);
+    assert_eq!(
+        Runtime::new(ordered).unwrap_err().code(),
+        ErrorCode::InvalidConfig
+    );
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();
     let e = rt.bind("weida+pipe://name").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported);

@@ -13,7 +13,9 @@ async fn req_rep_echo_body(t: Transport) {
         while let Ok(mut ex) = replier.accept().await {
             let body = ex.take_body().await.unwrap();
             let tag = ex.meta().metadata.get("tag").cloned().unwrap_or_default();
-            ex.reply_with(Metadata::new().with("tag", tag), body).await.unwrap();
+            ex.reply_with(Metadata::new().with("tag", tag), body)
+                .await
+                .unwrap();
         }
     });
     let addr = listener.address().with_path("/echo").unwrap().to_string();
@@ -21,14 +23,20 @@ async fn req_rep_echo_body(t: Transport) {
     req.connect(&addr).await.unwrap();
     assert_eq!(&req.request("ping").await.unwrap()[..], b"ping");
     let m = req
-        .request_with(Metadata::new().with("tag", "t1"), Bytes::from(payload(3 << 20)))
+        .request_with(
+            Metadata::new().with("tag", "t1"),
+            Bytes::from(payload(3 << 20)),
+        )
         .await
         .unwrap();
     assert_eq!(m.body.len(), 3 << 20);
     assert_eq!(&m.body[..], &payload(3 << 20)[..]);
     assert_eq!(m.meta.metadata.get("tag").unwrap().as_ref(), b"t1");
 }
-on_every_transport!(req_rep_echoes_small_and_large_bodies_with_metadata, req_rep_echo_body);
+on_every_transport!(
+    req_rep_echoes_small_and_large_bodies_with_metadata,
+    req_rep_echo_body
+);
 
 async fn push_pull_body(t: Transport) {
     let (_s, listener, client) = pair(t).await;
@@ -56,7 +64,10 @@ async fn push_pull_body(t: Transport) {
     assert_eq!(&m.body[..], b"part1-part2");
     assert_eq!(m.meta.metadata.get("k").unwrap().as_ref(), b"v");
 }
-on_every_transport!(push_pull_delivers_every_message_and_a_streamed_one_with_its_receipt, push_pull_body);
+on_every_transport!(
+    push_pull_delivers_every_message_and_a_streamed_one_with_its_receipt,
+    push_pull_body
+);
 
 async fn raw_body(t: Transport) {
     let (_s, listener, client) = pair(t).await;

@@ -13,9 +13,21 @@ async fn push_unknown(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let _puller = listener.puller("/jobs").unwrap();
     let pusher = client.pusher();
-    pusher.connect(&listener.address().with_path("/nowhere").unwrap().to_string()).await.unwrap();
+    pusher
+        .connect(
+            &listener
+                .address()
+                .with_path("/nowhere")
+                .unwrap()
+                .to_string(),
+        )
+        .await
+        .unwrap();
     let e = pusher.send(Bytes::from(payload(BIG))).await.unwrap_err();
-    assert!(matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"), "{e:?}");
+    assert!(
+        matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"),
+        "{e:?}"
+    );
 }
 on_every_transport!(push_to_an_unknown_path_is_reported, push_unknown);
 
@@ -23,7 +35,10 @@ async fn push_to_rep(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let _replier = listener.replier("/rpc").unwrap();
     let pusher = client.pusher();
-    pusher.connect(&listener.address().with_path("/rpc").unwrap().to_string()).await.unwrap();
+    pusher
+        .connect(&listener.address().with_path("/rpc").unwrap().to_string())
+        .await
+        .unwrap();
     let e = pusher.send(Bytes::from(payload(BIG))).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
 }
@@ -32,9 +47,20 @@ on_every_transport!(push_to_rep_path_is_unsupported, push_to_rep);
 async fn request_unknown(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let req = client.requester();
-    req.connect(&listener.address().with_path("/nowhere").unwrap().to_string()).await.unwrap();
+    req.connect(
+        &listener
+            .address()
+            .with_path("/nowhere")
+            .unwrap()
+            .to_string(),
+    )
+    .await
+    .unwrap();
     let e = req.request(Bytes::from(payload(BIG))).await.unwrap_err();
-    assert!(matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"), "{e:?}");
+    assert!(
+        matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"),
+        "{e:?}"
+    );
     // Small requests are refused the same way: an exchange's ERROR needs no race.
     let e = req.request("x").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::UnknownEndpoint);
@@ -45,7 +71,9 @@ async fn request_to_pull(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let _puller = listener.puller("/jobs").unwrap();
     let req = client.requester();
-    req.connect(&listener.address().with_path("/jobs").unwrap().to_string()).await.unwrap();
+    req.connect(&listener.address().with_path("/jobs").unwrap().to_string())
+        .await
+        .unwrap();
     let e = req.request(Bytes::from(payload(BIG))).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
     assert!(e.is_definite_failure());
@@ -60,25 +88,45 @@ async fn rejected(t: Transport) {
         ex.reject("not on a weekend").await.unwrap();
     });
     let req = client.requester();
-    req.connect(&listener.address().with_path("/guarded").unwrap().to_string()).await.unwrap();
+    req.connect(
+        &listener
+            .address()
+            .with_path("/guarded")
+            .unwrap()
+            .to_string(),
+    )
+    .await
+    .unwrap();
     let e = req.request("x").await.unwrap_err();
-    assert!(matches!(e, Error::Rejected(ref r) if r == "not on a weekend"), "{e:?}");
+    assert!(
+        matches!(e, Error::Rejected(ref r) if r == "not on a weekend"),
+        "{e:?}"
+    );
 }
-on_every_transport!(a_replier_rejection_reaches_the_requester_with_its_reason, rejected);
+on_every_transport!(
+    a_replier_rejection_reaches_the_requester_with_its_reason,
+    rejected
+);
 
 async fn header_too_large(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let puller = listener.puller("/jobs").unwrap();
     let pusher = client.pusher();
     pusher.connect(&puller.address().to_string()).await.unwrap();
-    let big = Metadata::new().with("blob", vec![b'x'; Limits::default().max_header_size as usize]);
+    let big = Metadata::new().with(
+        "blob",
+        vec![b'x'; Limits::default().max_header_size as usize],
+    );
     let e = pusher.send_with(big, "body").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
     // Nothing was sent, and the pusher still works.
     pusher.send("after").await.unwrap();
     assert_eq!(&puller.recv().await.unwrap().body[..], b"after");
 }
-on_every_transport!(a_header_above_the_peers_limit_is_refused_before_sending, header_too_large);
+on_every_transport!(
+    a_header_above_the_peers_limit_is_refused_before_sending,
+    header_too_large
+);
 
 async fn collected_limit(t: Transport) {
     let limits = Limits {
@@ -101,4 +149,7 @@ async fn collected_limit(t: Transport) {
     outcomes.sort_by_key(|o| format!("{o:?}"));
     assert_eq!(outcomes, vec![Err(ErrorCode::LimitExceeded), Ok(1000)]);
 }
-on_every_transport!(a_body_above_max_collected_body_is_limit_exceeded_and_the_puller_goes_on, collected_limit);
+on_every_transport!(
+    a_body_above_max_collected_body_is_limit_exceeded_and_the_puller_goes_on,
+    collected_limit
+);

@@ -50,15 +50,27 @@ impl Dialer {
     async fn transfer(&self, header: Header, body: Option<Bytes>) -> Result<OutgoingTransfer> {
         self.shared.check_open()?;
         let link = self.peers.pick()?;
-        let (send, _) = link.open(&self.shared, StreamType::Transfer, header, body).await?;
-        Ok(OutgoingTransfer::new(send, link.path.clone(), self.shared.clone()))
+        let (send, _) = link
+            .open(&self.shared, StreamType::Transfer, header, body)
+            .await?;
+        Ok(OutgoingTransfer::new(
+            send,
+            link.path.clone(),
+            self.shared.clone(),
+        ))
     }
 
     /// Opens an exchange on the next peer.
-    async fn exchange(&self, header: Header, body: Option<Bytes>) -> Result<(OutgoingTransfer, PendingReply)> {
+    async fn exchange(
+        &self,
+        header: Header,
+        body: Option<Bytes>,
+    ) -> Result<(OutgoingTransfer, PendingReply)> {
         self.shared.check_open()?;
         let link = self.peers.pick()?;
-        let (send, recv) = link.open(&self.shared, StreamType::Exchange, header, body).await?;
+        let (send, recv) = link
+            .open(&self.shared, StreamType::Exchange, header, body)
+            .await?;
         let finished = Arc::new(AtomicBool::new(false));
         let reply = PendingReply::new(
             recv.expect("an exchange has a reply half"),
@@ -67,7 +79,8 @@ impl Dialer {
             link.peer.clone(),
             finished.clone(),
         );
-        let t = OutgoingTransfer::new(send, link.path.clone(), self.shared.clone()).with_finish_flag(finished);
+        let t = OutgoingTransfer::new(send, link.path.clone(), self.shared.clone())
+            .with_finish_flag(finished);
         Ok((t, reply))
     }
 }

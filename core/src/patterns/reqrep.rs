@@ -104,7 +104,9 @@ impl Replier {
     pub async fn accept(&self) -> Result<Exchange> {
         match self.inbox.next().await? {
             Incoming::Exchange(x) => Ok(x),
-            Incoming::Stream(_) => Err(Error::Protocol("a one-way transfer reached a replier".into())),
+            Incoming::Stream(_) => Err(Error::Protocol(
+                "a one-way transfer reached a replier".into(),
+            )),
         }
     }
 }

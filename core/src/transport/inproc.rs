@@ -114,7 +114,9 @@ pub(crate) fn connect(name: &str, limits: &Limits) -> Result<Conn, Error> {
             to_peer: to_listener,
             incoming: tokio::sync::Mutex::new(dialer_in),
             uni_budget: Arc::new(Semaphore::new(r.limits.max_concurrent_uni_streams as usize)),
-            bi_budget: Arc::new(Semaphore::new(r.limits.max_concurrent_bidi_streams as usize)),
+            bi_budget: Arc::new(Semaphore::new(
+                r.limits.max_concurrent_bidi_streams as usize,
+            )),
             window: r.limits.stream_receive_window as usize,
         }),
     };
@@ -139,7 +141,10 @@ pub(crate) fn connect(name: &str, limits: &Limits) -> Result<Conn, Error> {
 }
 
 impl Conn {
-    async fn permit(&self, budget: &Arc<Semaphore>) -> Result<Arc<tokio::sync::OwnedSemaphorePermit>, Error> {
+    async fn permit(
+        &self,
+        budget: &Arc<Semaphore>,
+    ) -> Result<Arc<tokio::sync::OwnedSemaphorePermit>, Error> {
         tokio::select! {
             p = budget.clone().acquire_owned() => Ok(Arc::new(p.map_err(|_| Error::Closed)?)),
             c = self.side.my_life.dead() => Err(Error::ConnectionLost(c)),
@@ -152,7 +157,12 @@ impl Conn {
         }
         let permit = self.permit(&self.side.uni_budget).await?;
         let s = &self.side;
-        let (w, r) = pipe(s.window, Some(s.my_life.clone()), Some(s.peer_life.clone()), Some(permit));
+        let (w, r) = pipe(
+            s.window,
+            Some(s.my_life.clone()),
+            Some(s.peer_life.clone()),
+            Some(permit),
+        );
         self.deliver(IncomingRaw {
             recv: RecvHalf::Pipe(r),
             send: None,
@@ -174,7 +184,12 @@ impl Conn {
             Some(s.peer_life.clone()),
             Some(permit.clone()),
         );
-        let (rep_w, rep_r) = pipe(s.window, Some(s.peer_life.clone()), Some(s.my_life.clone()), Some(permit));
+        let (rep_w, rep_r) = pipe(
+            s.window,
+            Some(s.peer_life.clone()),
+            Some(s.my_life.clone()),
+            Some(permit),
+        );
         self.deliver(IncomingRaw {
             recv: RecvHalf::Pipe(req_r),
             send: Some(SendHalf::Pipe(rep_w)),
@@ -212,5 +227,4 @@ impl Conn {
     pub(crate) fn loss(&self) -> Option<LossCause> {
         self.side.my_life.cause()
     }
-
 }

@@ -42,7 +42,9 @@ impl std::fmt::Display for PeerIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PeerIdentity::Key(fp) => write!(f, "{fp}"),
-            PeerIdentity::Local { uid, gid, pid } => write!(f, "local uid={uid} gid={gid} pid={pid}"),
+            PeerIdentity::Local { uid, gid, pid } => {
+                write!(f, "local uid={uid} gid={gid} pid={pid}")
+            }
         }
     }
 }
@@ -172,7 +174,9 @@ impl SendHalf {
                 Ok(Receipt::Pending(Box::pin(async move {
                     match stopped.await {
                         Ok(None) => Ok(()),
-                        Ok(Some(code)) => Err(StreamError::Stopped(Code::from_u64(code.into_inner()))),
+                        Ok(Some(code)) => {
+                            Err(StreamError::Stopped(Code::from_u64(code.into_inner())))
+                        }
                         Err(quinn::StoppedError::ConnectionLost(e)) => {
                             Err(StreamError::Lost(quic::loss_cause(&e)))
                         }
@@ -191,7 +195,9 @@ impl SendHalf {
     pub(crate) fn reset(&mut self, code: Code) {
         match self {
             SendHalf::Quic(s) => {
-                let _ = s.reset(quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)));
+                let _ = s.reset(
+                    quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)),
+                );
             }
             SendHalf::Pipe(w) => w.reset(code),
             SendHalf::Unix(w) => w.reset(code),
@@ -204,8 +210,12 @@ impl SendHalf {
             SendHalf::Quic(s) => match s.stopped().await {
                 Ok(Some(code)) => Ok(Code::from_u64(code.into_inner())),
                 Ok(None) => std::future::pending().await,
-                Err(quinn::StoppedError::ConnectionLost(e)) => Err(StreamError::Lost(quic::loss_cause(&e))),
-                Err(_) => Err(StreamError::Lost(LossCause::TransportError("0-RTT rejected".into()))),
+                Err(quinn::StoppedError::ConnectionLost(e)) => {
+                    Err(StreamError::Lost(quic::loss_cause(&e)))
+                }
+                Err(_) => Err(StreamError::Lost(LossCause::TransportError(
+                    "0-RTT rejected".into(),
+                ))),
             },
             SendHalf::Pipe(w) => w.stopped().await,
             SendHalf::Unix(w) => w.stopped().await,
@@ -238,7 +248,9 @@ impl RecvHalf {
     pub(crate) fn stop(&mut self, code: Code) {
         match self {
             RecvHalf::Quic(r) => {
-                let _ = r.stop(quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)));
+                let _ = r.stop(
+                    quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)),
+                );
             }
             RecvHalf::Pipe(r) => r.stop(code),
             RecvHalf::Unix(r) => r.stop(code),

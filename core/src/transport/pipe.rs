@@ -123,7 +123,9 @@ impl Writer {
                     return Ok(());
                 }
             }
-            self.shared.wait(&self.shared.writable, &self.shared.writer_life).await;
+            self.shared
+                .wait(&self.shared.writable, &self.shared.writer_life)
+                .await;
         }
     }
 
@@ -169,7 +171,9 @@ impl Writer {
                     return Err(StreamError::Lost(cause));
                 }
             }
-            self.shared.wait(&self.shared.writable, &self.shared.writer_life).await;
+            self.shared
+                .wait(&self.shared.writable, &self.shared.writer_life)
+                .await;
         }
     }
 }
@@ -244,7 +248,9 @@ impl Reader {
                     return Err(StreamError::Lost(cause));
                 }
             }
-            self.shared.wait(&self.shared.readable, &self.shared.reader_life).await;
+            self.shared
+                .wait(&self.shared.readable, &self.shared.reader_life)
+                .await;
         }
     }
 

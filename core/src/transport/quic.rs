@@ -20,16 +20,24 @@ fn varint(n: u64) -> VarInt {
 
 /// Transport parameters from a [`Limits`] profile. Only the dialling side sends keep-alives
 /// (PATTERNS §1.8).
-pub(crate) fn transport_config(limits: &Limits, dialling: bool) -> Result<quinn::TransportConfig, Error> {
+pub(crate) fn transport_config(
+    limits: &Limits,
+    dialling: bool,
+) -> Result<quinn::TransportConfig, Error> {
     let mut t = quinn::TransportConfig::default();
     t.max_concurrent_uni_streams(varint(limits.max_concurrent_uni_streams));
     t.max_concurrent_bidi_streams(varint(limits.max_concurrent_bidi_streams));
     t.stream_receive_window(varint(limits.stream_receive_window));
     t.receive_window(varint(limits.connection_receive_window));
     t.send_window(limits.send_window);
-    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(limits.idle_timeout).map_err(|_| {
-        Error::InvalidConfig(format!("idle_timeout {:?} is out of range", limits.idle_timeout))
-    })?));
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(limits.idle_timeout).map_err(|_| {
+            Error::InvalidConfig(format!(
+                "idle_timeout {:?} is out of range",
+                limits.idle_timeout
+            ))
+        })?,
+    ));
     t.keep_alive_interval(if dialling { limits.keep_alive } else { None });
     Ok(t)
 }
@@ -38,7 +46,11 @@ pub(crate) fn transport_config(limits: &Limits, dialling: bool) -> Result<quinn:
 /// busy loopback. As root the kernel's rmem_max/wmem_max cap is bypassed with the FORCE options.
 pub(crate) fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
+    let domain = if addr.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
     if addr.is_ipv6() {
         // A dual-stack socket so one client endpoint reaches IPv4 and IPv6 peers.
@@ -76,7 +88,10 @@ fn force_buffers(s: &socket2::Socket, buffer: usize) {
     }
 }
 
-fn endpoint(socket: UdpSocket, server: Option<quinn::ServerConfig>) -> Result<quinn::Endpoint, Error> {
+fn endpoint(
+    socket: UdpSocket,
+    server: Option<quinn::ServerConfig>,
+) -> Result<quinn::Endpoint, Error> {
     Ok(quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         server,
@@ -165,7 +180,9 @@ pub(crate) fn write_error(e: WriteError) -> StreamError {
         WriteError::Stopped(code) => StreamError::Stopped(Code::from_u64(code.into_inner())),
         WriteError::ConnectionLost(c) => StreamError::Lost(loss_cause(&c)),
         WriteError::ClosedStream => StreamError::Reset(Code::Canceled),
-        WriteError::ZeroRttRejected => StreamError::Lost(LossCause::TransportError("0-RTT rejected".into())),
+        WriteError::ZeroRttRejected => {
+            StreamError::Lost(LossCause::TransportError("0-RTT rejected".into()))
+        }
     }
 }
 
@@ -173,7 +190,11 @@ pub(crate) fn read_error(e: ReadError) -> StreamError {
     match e {
         ReadError::Reset(code) => StreamError::Reset(Code::from_u64(code.into_inner())),
         ReadError::ConnectionLost(c) => StreamError::Lost(loss_cause(&c)),
-        ReadError::ClosedStream | ReadError::IllegalOrderedRead => StreamError::Reset(Code::Canceled),
-        ReadError::ZeroRttRejected => StreamError::Lost(LossCause::TransportError("0-RTT rejected".into())),
+        ReadError::ClosedStream | ReadError::IllegalOrderedRead => {
+            StreamError::Reset(Code::Canceled)
+        }
+        ReadError::ZeroRttRejected => {
+            StreamError::Lost(LossCause::TransportError("0-RTT rejected".into()))
+        }
     }
 }

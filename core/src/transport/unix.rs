@@ -68,7 +68,10 @@ impl Sock {
 
     /// Queues a STOP or RESET chunk and starts a task to write it.
     fn owe(self: &Arc<Self>, ty: ChunkType, code: Code) {
-        self.pending.lock().unwrap().extend_from_slice(&chunk::code_chunk(ty, code));
+        self.pending
+            .lock()
+            .unwrap()
+            .extend_from_slice(&chunk::code_chunk(ty, code));
         let sock = self.clone();
         tokio::spawn(async move {
             let mut w = sock.write.lock().await;
@@ -199,7 +202,11 @@ impl Writer {
         if let Some(code) = self.sock.stop_code() {
             return Err(StreamError::Stopped(code));
         }
-        if self.write_raw(&[&chunk::prefix(ChunkType::Fin, 0)]).await.is_err() {
+        if self
+            .write_raw(&[&chunk::prefix(ChunkType::Fin, 0)])
+            .await
+            .is_err()
+        {
             return Err(self.failure().await);
         }
         // The kernel holds the bytes now: that is the receipt (PATTERNS §1.10). A STOP that
@@ -487,7 +494,6 @@ impl Conn {
         self.inner.life.cause()
     }
 
-
     pub(crate) fn peer(&self) -> Option<PeerIdentity> {
         self.inner.peer.clone()
     }
@@ -514,7 +520,11 @@ pub(crate) fn bind(target: &UnixTarget, limits: &Limits) -> Result<Bound, Error>
                         format!(
                             "{} {}",
                             p.display(),
-                            if live { "is in use" } else { "exists and is not a socket" }
+                            if live {
+                                "is in use"
+                            } else {
+                                "exists and is not a socket"
+                            }
                         ),
                     )));
                 }

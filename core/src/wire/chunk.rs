@@ -64,9 +64,9 @@ pub fn decode_prefix(p: [u8; PREFIX], max_len: u32) -> Result<(ChunkType, u32), 
             limit: max_len.into(),
         }),
         ChunkType::Fin if len != 0 => Err(DecodeError::malformed("FIN chunk with a payload")),
-        ChunkType::Reset | ChunkType::Stop if !(1..=8).contains(&len) => {
-            Err(DecodeError::malformed("RESET/STOP chunk without exactly one code"))
-        }
+        ChunkType::Reset | ChunkType::Stop if !(1..=8).contains(&len) => Err(
+            DecodeError::malformed("RESET/STOP chunk without exactly one code"),
+        ),
         _ => Ok((ty, len)),
     }
 }

@@ -99,9 +99,9 @@ impl Code {
             Code::UnknownEndpoint => Error::UnknownEndpoint {
                 path: path.to_string(),
             },
-            Code::Unsupported => Error::Unsupported(said(&format!(
-                "the endpoint at {path:?} cannot serve this"
-            ))),
+            Code::Unsupported => {
+                Error::Unsupported(said(&format!("the endpoint at {path:?} cannot serve this")))
+            }
             Code::Rejected => Error::Rejected(said("refused by the peer")),
             Code::LimitExceeded => Error::limit(Limit::Remote, said("the peer's bound")),
             Code::ProtocolError => Error::Protocol(said("the peer reported a protocol error")),

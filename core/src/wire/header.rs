@@ -78,7 +78,11 @@ impl Metadata {
 
 impl<N: Into<String>, V: Into<Bytes>> FromIterator<(N, V)> for Metadata {
     fn from_iter<I: IntoIterator<Item = (N, V)>>(iter: I) -> Self {
-        Metadata(iter.into_iter().map(|(n, v)| (n.into(), v.into())).collect())
+        Metadata(
+            iter.into_iter()
+                .map(|(n, v)| (n.into(), v.into()))
+                .collect(),
+        )
     }
 }
 
@@ -114,7 +118,8 @@ impl Header {
             put_field(&mut body, key::PATH, p.as_bytes());
         }
         for (name, value) in &self.meta.0 {
-            let mut v = Vec::with_capacity(varint::len(name.len() as u64) + name.len() + value.len());
+            let mut v =
+                Vec::with_capacity(varint::len(name.len() as u64) + name.len() + value.len());
             varint::put(&mut v, name.len() as u64);
             v.extend_from_slice(name.as_bytes());
             v.extend_from_slice(value);
@@ -147,7 +152,9 @@ impl Header {
             .split_first()
             .ok_or_else(|| DecodeError::malformed("empty header"))?;
         if version != VERSION {
-            return Err(DecodeError::Unsupported(format!("header version {version}")));
+            return Err(DecodeError::Unsupported(format!(
+                "header version {version}"
+            )));
         }
         let mut h = Header::default();
         for field in fields(rest) {

@@ -82,7 +82,11 @@ impl StreamType {
             0x02 => StreamType::Exchange,
             0x03 => StreamType::Lane,
             0x04 => StreamType::Parked,
-            other => return Err(DecodeError::Unsupported(format!("stream type 0x{other:02x}"))),
+            other => {
+                return Err(DecodeError::Unsupported(format!(
+                    "stream type 0x{other:02x}"
+                )))
+            }
         })
     }
 }
@@ -98,7 +102,8 @@ pub(crate) fn fields(
         }
         let r = (|| {
             let key = varint::get(&mut buf).map_err(|_| DecodeError::malformed("truncated key"))?;
-            let len = varint::get(&mut buf).map_err(|_| DecodeError::malformed("truncated length"))?;
+            let len =
+                varint::get(&mut buf).map_err(|_| DecodeError::malformed("truncated length"))?;
             if len > buf.len() as u64 {
                 return Err(DecodeError::malformed(format!(
                     "field 0x{key:x} declares {len} bytes, {} remain",

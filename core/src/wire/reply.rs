@@ -31,7 +31,9 @@ impl ReplyStatus {
         match b {
             0x00 => Ok(ReplyStatus::Ok),
             0x01 => Ok(ReplyStatus::Error),
-            other => Err(DecodeError::malformed(format!("reply status 0x{other:02x}"))),
+            other => Err(DecodeError::malformed(format!(
+                "reply status 0x{other:02x}"
+            ))),
         }
     }
 }
