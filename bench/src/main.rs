@@ -89,6 +89,10 @@ pub(crate) struct Options {
     pub(crate) flavour: Flavour,
     pub(crate) transports: Vec<Transport>,
     pub(crate) flavour_table: bool,
+    /// Profiling filters: only this bench, this size, this system.
+    pub(crate) only_bench: Option<Bench>,
+    pub(crate) only_size: Option<usize>,
+    pub(crate) only_system: Option<System>,
     pub(crate) args: Vec<String>,
 }
 
@@ -103,6 +107,9 @@ usage: cargo run --release -p weida-bench -- [options]
   --flavour F        runtime of the main tables: current (default) or multi (2 workers)
   --transport T      only this transport (quic, unix, inproc); repeatable
   --no-flavour-table skip the runtime flavour comparison
+  --bench B          only push_pull, req_rep or flavour (for profiling one case)
+  --size N           only bodies of N bytes (for profiling)
+  --system S         only weida or substrate (for profiling; no ratios then)
   -h, --help         this text";
 
 fn parse_args() -> Result<Options, String> {
@@ -119,6 +126,9 @@ fn parse_args() -> Result<Options, String> {
         flavour: Flavour::Current,
         transports: Vec::new(),
         flavour_table: true,
+        only_bench: None,
+        only_size: None,
+        only_system: None,
         args: args.clone(),
     };
     let mut it = args.into_iter();
@@ -162,6 +172,32 @@ fn parse_args() -> Result<Options, String> {
                 }
             }),
             "--no-flavour-table" => o.flavour_table = false,
+            "--bench" => {
+                o.only_bench = Some(match value("--bench")?.as_str() {
+                    "push_pull" => Bench::PushPull,
+                    "req_rep" => Bench::ReqRep,
+                    "flavour" => Bench::Flavour,
+                    other => {
+                        return Err(format!(
+                            "--bench is push_pull, req_rep or flavour, not {other:?}"
+                        ))
+                    }
+                })
+            }
+            "--size" => {
+                let v = value("--size")?;
+                o.only_size = Some(
+                    v.parse()
+                        .map_err(|_| format!("--size takes bytes, not {v:?}"))?,
+                );
+            }
+            "--system" => {
+                o.only_system = Some(match value("--system")?.as_str() {
+                    "weida" => System::Weida,
+                    "substrate" => System::Substrate,
+                    other => return Err(format!("--system is weida or substrate, not {other:?}")),
+                })
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -230,6 +266,10 @@ fn plan(o: &Options) -> Vec<Case> {
             }
         }
     }
+    cases.retain(|c| {
+        !matches!(o.only_bench, Some(b) if b != c.bench)
+            && !matches!(o.only_size, Some(n) if n != c.size)
+    });
     cases
 }
 
@@ -260,7 +300,8 @@ fn main() {
     print!("{}", report::header(&o, &machine));
 
     let cases = plan(&o);
-    let total = cases.len() * 2 * o.reps;
+    let systems = if o.only_system.is_some() { 1 } else { 2 };
+    let total = cases.len() * systems * o.reps;
     let began = Instant::now();
     let mut records = Vec::with_capacity(total);
     for rep in 0..o.reps {
@@ -268,6 +309,9 @@ fn main() {
             // Interleaved: weida, then its substrate, then the next case; repetition after
             // repetition, so drift on a shared machine hits both alike.
             for system in [System::Weida, System::Substrate] {
+                if o.only_system.is_some_and(|s| s != system) {
+                    continue;
+                }
                 let outcome = measure(c, system, o.window);
                 let r = Record {
                     bench: c.bench,

@@ -235,6 +235,16 @@ fn series(
     v
 }
 
+/// Whether anything was measured for `sel` (filters can leave cases out).
+fn ran(records: &[Record], sel: Sel) -> bool {
+    records.iter().any(|r| {
+        r.bench == sel.bench
+            && r.transport == sel.transport
+            && r.size == sel.size
+            && r.flavour == sel.flavour
+    })
+}
+
 /// Per-rep ratios a / b, paired by repetition.
 fn paired(a: &[Option<f64>], b: &[Option<f64>]) -> Vec<Option<f64>> {
     a.iter()
@@ -293,6 +303,9 @@ impl Tables {
                     size,
                     flavour: o.flavour,
                 };
+                if !ran(records, sel) {
+                    continue;
+                }
                 let w = series(records, reps, sel, System::Weida, rate);
                 let s = series(records, reps, sel, System::Substrate, rate);
                 push.push(PushRow {
@@ -319,6 +332,9 @@ impl Tables {
                 size: crate::REQ_SIZE,
                 flavour: o.flavour,
             };
+            if !ran(records, sel) {
+                continue;
+            }
             let get = |sys, pick| series(records, reps, sel, sys, pick);
             let (w50, w99) = (get(System::Weida, p50), get(System::Weida, p99));
             let (s50, s99) = (get(System::Substrate, p50), get(System::Substrate, p99));
@@ -352,6 +368,15 @@ impl Tables {
                         };
                         series(records, reps, sel, sys, rate)
                     };
+                    let sel = Sel {
+                        bench: Bench::Flavour,
+                        transport: Transport::Quic,
+                        size,
+                        flavour: Flavour::Current,
+                    };
+                    if !ran(records, sel) {
+                        continue;
+                    }
                     let cur = get(system, Flavour::Current);
                     let multi = get(system, Flavour::Multi);
                     let weida_only = |f| {
@@ -385,63 +410,67 @@ impl Tables {
             System::Weida => "weida".to_string(),
             System::Substrate => t.substrate(reqrep).to_string(),
         };
-        let _ = writeln!(
-            s,
-            "## Push/Pull throughput: one pusher → one puller, pipelined ({})\n",
-            o.flavour.name()
-        );
-        let _ = writeln!(
-            s,
-            "| transport | size | system | msgs/s | msgs/s min–max | MB/s | weida / substrate (msgs/s) |"
-        );
-        let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|");
-        for r in &self.push {
-            let (m, range) = Summary::cell(r.rate, si);
-            let mb = r
-                .rate
-                .map(|x| fixed(x.median * r.size as f64 / 1e6))
-                .unwrap_or_else(|| "–".into());
-            let ratio = if r.system == System::Weida {
-                Summary::ratio_cell(r.ratio)
-            } else {
-                String::new()
-            };
+        if !self.push.is_empty() {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {m} | {range} | {mb} | {ratio} |",
-                r.transport.name(),
-                size_name(r.size),
-                name(r.transport, r.system, false)
+                "## Push/Pull throughput: one pusher → one puller, pipelined ({})\n",
+                o.flavour.name()
             );
+            let _ = writeln!(
+                s,
+                "| transport | size | system | msgs/s | msgs/s min–max | MB/s | weida / substrate (msgs/s) |"
+            );
+            let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|");
+            for r in &self.push {
+                let (m, range) = Summary::cell(r.rate, si);
+                let mb = r
+                    .rate
+                    .map(|x| fixed(x.median * r.size as f64 / 1e6))
+                    .unwrap_or_else(|| "–".into());
+                let ratio = if r.system == System::Weida {
+                    Summary::ratio_cell(r.ratio)
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {m} | {range} | {mb} | {ratio} |",
+                    r.transport.name(),
+                    size_name(r.size),
+                    name(r.transport, r.system, false)
+                );
+            }
         }
-        let _ = writeln!(
-            s,
-            "\n## Req/Rep latency: {}, one request outstanding ({})\n",
-            size_name(crate::REQ_SIZE),
-            o.flavour.name()
-        );
-        let _ = writeln!(
-            s,
-            "| transport | system | p50 µs | p50 min–max | p99 µs | p99 min–max | weida / substrate p50 | weida / substrate p99 |"
-        );
-        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
-        for r in &self.lat {
-            let (a, ar) = Summary::cell(r.p50, fixed);
-            let (b, br) = Summary::cell(r.p99, fixed);
-            let (x, y) = if r.system == System::Weida {
-                (
-                    Summary::ratio_cell(r.ratio_p50),
-                    Summary::ratio_cell(r.ratio_p99),
-                )
-            } else {
-                (String::new(), String::new())
-            };
+        if !self.lat.is_empty() {
             let _ = writeln!(
                 s,
-                "| {} | {} | {a} | {ar} | {b} | {br} | {x} | {y} |",
-                r.transport.name(),
-                name(r.transport, r.system, true)
+                "\n## Req/Rep latency: {}, one request outstanding ({})\n",
+                size_name(crate::REQ_SIZE),
+                o.flavour.name()
             );
+            let _ = writeln!(
+                s,
+                "| transport | system | p50 µs | p50 min–max | p99 µs | p99 min–max | weida / substrate p50 | weida / substrate p99 |"
+            );
+            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+            for r in &self.lat {
+                let (a, ar) = Summary::cell(r.p50, fixed);
+                let (b, br) = Summary::cell(r.p99, fixed);
+                let (x, y) = if r.system == System::Weida {
+                    (
+                        Summary::ratio_cell(r.ratio_p50),
+                        Summary::ratio_cell(r.ratio_p99),
+                    )
+                } else {
+                    (String::new(), String::new())
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {a} | {ar} | {b} | {br} | {x} | {y} |",
+                    r.transport.name(),
+                    name(r.transport, r.system, true)
+                );
+            }
         }
         if !self.flavour.is_empty() {
             let _ = writeln!(
