@@ -336,7 +336,11 @@ fn main() {
     let elapsed = began.elapsed();
     let tables = report::Tables::build(&o, &records);
     print!("{}", tables.markdown(&o));
-    println!("\nTotal measuring time {:.0} s.", elapsed.as_secs_f64());
+    println!(
+        "\nTotal measuring time {:.0} s; load average at end {}.",
+        elapsed.as_secs_f64(),
+        report::Machine::probe().loadavg
+    );
     if let Some(path) = &o.json {
         let doc = report::json(&o, &machine, &records, &tables, elapsed);
         match std::fs::write(
