@@ -1,0 +1,433 @@
+//! The workloads: Push/Pull throughput and Req/Rep latency, for weida on each transport and for
+//! the substrate that transport is built on. Each function sets up its own peers, measures, and
+//! tears them down; it runs inside a fresh tokio runtime (see `main::run_on`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+use weida::{Runtime, RuntimeConfig};
+
+use crate::meter::{Latency, Meter, Rate, Recorder, Window};
+use crate::rawquic;
+use crate::BoxResult;
+
+/// Where the messages go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transport {
+    Quic,
+    Unix,
+    Inproc,
+}
+
+impl Transport {
+    pub(crate) const ALL: [Transport; 3] = [Transport::Quic, Transport::Unix, Transport::Inproc];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Transport::Quic => "QUIC",
+            Transport::Unix => "AF_UNIX",
+            Transport::Inproc => "in process",
+        }
+    }
+
+    /// What the substrate row measures.
+    pub(crate) fn substrate(self, reqrep: bool) -> &'static str {
+        match (self, reqrep) {
+            (Transport::Quic, false) => "quinn, uni stream per msg",
+            (Transport::Quic, true) => "quinn, bidi stream per req",
+            (Transport::Unix, false) => "framed UnixStream",
+            (Transport::Unix, true) => "framed UnixStream ping-pong",
+            (Transport::Inproc, false) => "tokio mpsc<Bytes>",
+            (Transport::Inproc, true) => "mpsc + oneshot",
+        }
+    }
+}
+
+/// weida, or what it is built on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum System {
+    Weida,
+    Substrate,
+}
+
+/// Pending messages a local substrate channel holds: weida's default uni stream budget.
+const CHANNEL_DEPTH: usize = 256;
+/// Body limit for the substrate's reads (weida's default `max_collected_body`).
+const MAX_BODY: usize = 16 << 20;
+/// Below this a framed message is copied with its prefix into one write, as weida's AF_UNIX
+/// writer does.
+const COALESCE: usize = 16 * 1024;
+
+fn unique() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn socket_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "weida-bench-{}-{}.sock",
+        std::process::id(),
+        unique()
+    ))
+}
+
+fn bind_address(t: Transport) -> (String, Option<std::path::PathBuf>) {
+    match t {
+        Transport::Quic => ("weida://127.0.0.1:0".to_string(), None),
+        Transport::Inproc => (
+            format!("weida+inproc://bench-{}-{}", std::process::id(), unique()),
+            None,
+        ),
+        Transport::Unix => {
+            let p = socket_path();
+            (format!("weida+unix://{}", p.display()), Some(p))
+        }
+    }
+}
+
+fn payload(size: usize) -> Bytes {
+    Bytes::from((0..size).map(|i| (i % 251) as u8).collect::<Vec<u8>>())
+}
+
+fn check(len: usize, size: usize) -> BoxResult<()> {
+    if len == size {
+        Ok(())
+    } else {
+        Err(format!("received {len} bytes, sent {size}").into())
+    }
+}
+
+/// Runs `body` under the window's stall limit.
+async fn bounded<T>(
+    w: Window,
+    body: impl std::future::Future<Output = BoxResult<T>>,
+) -> BoxResult<T> {
+    tokio::time::timeout(w.limit(), body)
+        .await
+        .map_err(|_| "stalled: no progress within the time limit")?
+}
+
+/// Push/Pull throughput: a task sends back to back while this one receives and counts.
+pub(crate) async fn push_pull(t: Transport, s: System, size: usize, w: Window) -> BoxResult<Rate> {
+    match (t, s) {
+        (_, System::Weida) => weida_push(t, size, w).await,
+        (Transport::Quic, System::Substrate) => quinn_push(size, w).await,
+        (Transport::Unix, System::Substrate) => unix_push(size, w).await,
+        (Transport::Inproc, System::Substrate) => mpsc_push(size, w).await,
+    }
+}
+
+/// Req/Rep latency, one request outstanding: each request's round trip.
+pub(crate) async fn req_rep(t: Transport, s: System, size: usize, w: Window) -> BoxResult<Latency> {
+    match (t, s) {
+        (_, System::Weida) => weida_reqrep(t, size, w).await,
+        (Transport::Quic, System::Substrate) => quinn_reqrep(size, w).await,
+        (Transport::Unix, System::Substrate) => unix_reqrep(size, w).await,
+        (Transport::Inproc, System::Substrate) => mpsc_reqrep(size, w).await,
+    }
+}
+
+/// A bound runtime and a dialling one, as two peers would have.
+async fn weida_pair(
+    t: Transport,
+) -> BoxResult<(
+    Runtime,
+    weida::Listener,
+    Runtime,
+    Option<std::path::PathBuf>,
+)> {
+    let server = Runtime::new(RuntimeConfig::default())?;
+    let (address, file) = bind_address(t);
+    let listener = server.bind(&address).await?;
+    let client = Runtime::new(RuntimeConfig::default())?;
+    Ok((server, listener, client, file))
+}
+
+fn weida_teardown(server: &Runtime, client: &Runtime, file: Option<std::path::PathBuf>) {
+    client.shutdown();
+    server.shutdown();
+    if let Some(f) = file {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+async fn weida_push(t: Transport, size: usize, w: Window) -> BoxResult<Rate> {
+    let (server, listener, client, file) = weida_pair(t).await?;
+    let puller = listener.puller("/p")?;
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await?;
+    let body = payload(size);
+    let sender = tokio::spawn(async move { while pusher.send(body.clone()).await.is_ok() {} });
+    let mut meter = Meter::new(w, size);
+    let r = bounded(w, async {
+        loop {
+            let m = puller.recv().await?;
+            check(m.body.len(), size)?;
+            if meter.tick() {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    sender.abort();
+    weida_teardown(&server, &client, file);
+    r?;
+    meter.rate().ok_or_else(|| "no complete window".into())
+}
+
+async fn weida_reqrep(t: Transport, size: usize, w: Window) -> BoxResult<Latency> {
+    let (server, listener, client, file) = weida_pair(t).await?;
+    let replier = listener.replier("/r")?;
+    let echo = tokio::spawn(async move {
+        while let Ok(mut ex) = replier.accept().await {
+            let Ok(body) = ex.take_body().await else {
+                break;
+            };
+            if ex.reply(body).await.is_err() {
+                break;
+            }
+        }
+    });
+    let requester = client.requester();
+    requester
+        .connect(&listener.address().with_path("/r")?.to_string())
+        .await?;
+    let body = payload(size);
+    let mut rec = Recorder::new(w);
+    let r = bounded(w, async {
+        loop {
+            let began = Instant::now();
+            let reply = requester.request(body.clone()).await?;
+            check(reply.len(), size)?;
+            if rec.record(began) {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    echo.abort();
+    weida_teardown(&server, &client, file);
+    r?;
+    rec.latency().ok_or_else(|| "no samples".into())
+}
+
+async fn quinn_push(size: usize, w: Window) -> BoxResult<Rate> {
+    let pair = rawquic::pair().await?;
+    let conn = pair.client.clone();
+    let body = payload(size);
+    let sender = tokio::spawn(async move {
+        loop {
+            let Ok(mut s) = conn.open_uni().await else {
+                break;
+            };
+            // One whole Bytes, no copy: what weida hands quinn too.
+            if s.write_chunk(body.clone()).await.is_err() || s.finish().is_err() {
+                break;
+            }
+        }
+    });
+    let mut meter = Meter::new(w, size);
+    let r = bounded(w, async {
+        loop {
+            let mut s = pair.server.accept_uni().await?;
+            let v = s.read_to_end(MAX_BODY).await?;
+            check(v.len(), size)?;
+            if meter.tick() {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    sender.abort();
+    pair.close();
+    r?;
+    meter.rate().ok_or_else(|| "no complete window".into())
+}
+
+async fn quinn_reqrep(size: usize, w: Window) -> BoxResult<Latency> {
+    let pair = rawquic::pair().await?;
+    let server = pair.server.clone();
+    let echo = tokio::spawn(async move {
+        while let Ok((mut send, mut recv)) = server.accept_bi().await {
+            let Ok(req) = recv.read_to_end(MAX_BODY).await else {
+                break;
+            };
+            if send.write_chunk(Bytes::from(req)).await.is_err() || send.finish().is_err() {
+                break;
+            }
+        }
+    });
+    let body = payload(size);
+    let mut rec = Recorder::new(w);
+    let r = bounded(w, async {
+        loop {
+            let began = Instant::now();
+            let (mut send, mut recv) = pair.client.open_bi().await?;
+            send.write_chunk(body.clone()).await?;
+            send.finish()?;
+            let reply = recv.read_to_end(MAX_BODY).await?;
+            check(reply.len(), size)?;
+            if rec.record(began) {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    echo.abort();
+    pair.close();
+    r?;
+    rec.latency().ok_or_else(|| "no samples".into())
+}
+
+/// One long-lived connection, both ends.
+async fn unix_pair() -> BoxResult<(UnixStream, UnixStream, std::path::PathBuf)> {
+    let path = socket_path();
+    let listener = UnixListener::bind(&path)?;
+    let (client, accepted) = tokio::join!(UnixStream::connect(&path), listener.accept());
+    Ok((client?, accepted?.0, path))
+}
+
+/// Writes one u32-length-prefixed frame; small ones in one write.
+async fn write_frame<W: AsyncWriteExt + Unpin>(
+    w: &mut W,
+    scratch: &mut Vec<u8>,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let prefix = (body.len() as u32).to_be_bytes();
+    if body.len() <= COALESCE {
+        scratch.clear();
+        scratch.extend_from_slice(&prefix);
+        scratch.extend_from_slice(body);
+        w.write_all(scratch).await
+    } else {
+        w.write_all(&prefix).await?;
+        w.write_all(body).await
+    }
+}
+
+/// Reads one frame into a fresh buffer (a message is handed on as `Bytes`).
+async fn read_frame<R: AsyncReadExt + Unpin>(r: &mut R) -> std::io::Result<Bytes> {
+    let len = r.read_u32().await? as usize;
+    if len > MAX_BODY {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    let mut b = BytesMut::zeroed(len);
+    r.read_exact(&mut b).await?;
+    Ok(b.freeze())
+}
+
+async fn unix_push(size: usize, w: Window) -> BoxResult<Rate> {
+    let (mut client, server, path) = unix_pair().await?;
+    let body = payload(size);
+    let sender = tokio::spawn(async move {
+        let mut scratch = Vec::with_capacity(COALESCE + 4);
+        while write_frame(&mut client, &mut scratch, &body).await.is_ok() {}
+    });
+    let mut rd = BufReader::with_capacity(64 * 1024, server);
+    let mut meter = Meter::new(w, size);
+    let r = bounded(w, async {
+        loop {
+            let m = read_frame(&mut rd).await?;
+            check(m.len(), size)?;
+            if meter.tick() {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    sender.abort();
+    let _ = std::fs::remove_file(path);
+    r?;
+    meter.rate().ok_or_else(|| "no complete window".into())
+}
+
+async fn unix_reqrep(size: usize, w: Window) -> BoxResult<Latency> {
+    let (client, server, path) = unix_pair().await?;
+    let echo = tokio::spawn(async move {
+        let (rd, mut wr) = server.into_split();
+        let mut rd = BufReader::with_capacity(64 * 1024, rd);
+        let mut scratch = Vec::with_capacity(COALESCE + 4);
+        while let Ok(req) = read_frame(&mut rd).await {
+            if write_frame(&mut wr, &mut scratch, &req).await.is_err() {
+                break;
+            }
+        }
+    });
+    let (rd, mut wr) = client.into_split();
+    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    let mut scratch = Vec::with_capacity(COALESCE + 4);
+    let body = payload(size);
+    let mut rec = Recorder::new(w);
+    let r = bounded(w, async {
+        loop {
+            let began = Instant::now();
+            write_frame(&mut wr, &mut scratch, &body).await?;
+            let reply = read_frame(&mut rd).await?;
+            check(reply.len(), size)?;
+            if rec.record(began) {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    echo.abort();
+    let _ = std::fs::remove_file(path);
+    r?;
+    rec.latency().ok_or_else(|| "no samples".into())
+}
+
+async fn mpsc_push(size: usize, w: Window) -> BoxResult<Rate> {
+    let (tx, mut rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
+    let body = payload(size);
+    let sender = tokio::spawn(async move { while tx.send(body.clone()).await.is_ok() {} });
+    let mut meter = Meter::new(w, size);
+    let r = bounded(w, async {
+        loop {
+            let m = rx.recv().await.ok_or("sender gone")?;
+            check(m.len(), size)?;
+            if meter.tick() {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    sender.abort();
+    r?;
+    meter.rate().ok_or_else(|| "no complete window".into())
+}
+
+async fn mpsc_reqrep(size: usize, w: Window) -> BoxResult<Latency> {
+    let (tx, mut rx) = mpsc::channel::<(Bytes, oneshot::Sender<Bytes>)>(CHANNEL_DEPTH);
+    let echo = tokio::spawn(async move {
+        while let Some((req, reply)) = rx.recv().await {
+            let _ = reply.send(req);
+        }
+    });
+    let body = payload(size);
+    let mut rec = Recorder::new(w);
+    let r = bounded(w, async {
+        loop {
+            let began = Instant::now();
+            let (otx, orx) = oneshot::channel();
+            tx.send((body.clone(), otx))
+                .await
+                .map_err(|_| "echo gone")?;
+            let reply = orx.await?;
+            check(reply.len(), size)?;
+            if rec.record(began) {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    echo.abort();
+    r?;
+    rec.latency().ok_or_else(|| "no samples".into())
+}

@@ -1,0 +1,361 @@
+//! `weida-bench`: weida against the substrate each transport is built on, in one process run.
+//!
+//! ```text
+//! cargo run --release -p weida-bench -- [--quick] [--reps N] [--secs S] [--json out.json]
+//! ```
+//!
+//! See bench/README.md for what each row measures and how to read the ratios.
+
+mod cases;
+mod meter;
+mod rawquic;
+mod report;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use cases::{System, Transport};
+use meter::Window;
+
+pub(crate) type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Push/Pull body sizes.
+const SIZES: [usize; 4] = [64, 1024, 64 * 1024, 1 << 20];
+/// The Req/Rep body size.
+const REQ_SIZE: usize = 64;
+/// Sizes of the runtime flavour comparison.
+const FLAVOUR_SIZES: [usize; 2] = [64, 1024];
+
+/// The tokio runtime a measurement runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavour {
+    /// `new_current_thread`: every task, client and server, on one thread.
+    Current,
+    /// `new_multi_thread` with 2 workers.
+    Multi,
+}
+
+impl Flavour {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Flavour::Current => "current-thread",
+            Flavour::Multi => "multi-thread, 2 workers",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Flavour::Current => "current",
+            Flavour::Multi => "multi",
+        }
+    }
+}
+
+/// Which table a measurement belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bench {
+    PushPull,
+    ReqRep,
+    /// Push/Pull over QUIC, weida and quinn, on each runtime flavour.
+    Flavour,
+}
+
+/// What one measurement produced.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Outcome {
+    Rate(meter::Rate),
+    Latency(meter::Latency),
+}
+
+/// One measurement of one system in one repetition.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    pub(crate) bench: Bench,
+    pub(crate) transport: Transport,
+    pub(crate) size: usize,
+    pub(crate) system: System,
+    pub(crate) flavour: Flavour,
+    pub(crate) rep: usize,
+    pub(crate) outcome: Result<Outcome, String>,
+}
+
+/// The command line.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) quick: bool,
+    pub(crate) reps: usize,
+    pub(crate) window: Window,
+    pub(crate) json: Option<String>,
+    pub(crate) flavour: Flavour,
+    pub(crate) transports: Vec<Transport>,
+    pub(crate) flavour_table: bool,
+    /// Profiling filters: only this bench, this size, this system.
+    pub(crate) only_bench: Option<Bench>,
+    pub(crate) only_size: Option<usize>,
+    pub(crate) only_system: Option<System>,
+    pub(crate) args: Vec<String>,
+}
+
+const USAGE: &str = "\
+usage: cargo run --release -p weida-bench -- [options]
+
+  --quick            smoke run: 2 reps, 0.25 s windows (under a minute)
+  --reps N           repetitions per measurement (default 5; quick 2)
+  --secs S           measured window per measurement, seconds (default 1.5; quick 0.25)
+  --warmup S         warmup before each window, seconds (default 0.3; quick 0.1)
+  --json PATH        also write every measurement and the tables as JSON
+  --flavour F        runtime of the main tables: current (default) or multi (2 workers)
+  --transport T      only this transport (quic, unix, inproc); repeatable
+  --no-flavour-table skip the runtime flavour comparison
+  --bench B          only push_pull, req_rep or flavour (for profiling one case)
+  --size N           only bodies of N bytes (for profiling)
+  --system S         only weida or substrate (for profiling; no ratios then)
+  -h, --help         this text";
+
+fn parse_args() -> Result<Options, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut o = Options {
+        quick,
+        reps: if quick { 2 } else { 5 },
+        window: Window {
+            warmup: Duration::from_secs_f64(if quick { 0.1 } else { 0.3 }),
+            measure: Duration::from_secs_f64(if quick { 0.25 } else { 1.5 }),
+        },
+        json: None,
+        flavour: Flavour::Current,
+        transports: Vec::new(),
+        flavour_table: true,
+        only_bench: None,
+        only_size: None,
+        only_system: None,
+        args: args.clone(),
+    };
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        let secs = |v: String, name: &str| -> Result<Duration, String> {
+            v.parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(Duration::from_secs_f64)
+                .ok_or_else(|| format!("{name} takes a positive number of seconds, not {v:?}"))
+        };
+        match a.as_str() {
+            "--quick" => {}
+            "--reps" => {
+                let v = value("--reps")?;
+                o.reps = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--reps takes a positive count, not {v:?}"))?;
+            }
+            "--secs" => o.window.measure = secs(value("--secs")?, "--secs")?,
+            "--warmup" => o.window.warmup = secs(value("--warmup")?, "--warmup")?,
+            "--json" => o.json = Some(value("--json")?),
+            "--flavour" => {
+                o.flavour = match value("--flavour")?.as_str() {
+                    "current" => Flavour::Current,
+                    "multi" => Flavour::Multi,
+                    other => return Err(format!("--flavour is current or multi, not {other:?}")),
+                }
+            }
+            "--transport" => o.transports.push(match value("--transport")?.as_str() {
+                "quic" => Transport::Quic,
+                "unix" => Transport::Unix,
+                "inproc" => Transport::Inproc,
+                other => {
+                    return Err(format!(
+                        "--transport is quic, unix or inproc, not {other:?}"
+                    ))
+                }
+            }),
+            "--no-flavour-table" => o.flavour_table = false,
+            "--bench" => {
+                o.only_bench = Some(match value("--bench")?.as_str() {
+                    "push_pull" => Bench::PushPull,
+                    "req_rep" => Bench::ReqRep,
+                    "flavour" => Bench::Flavour,
+                    other => {
+                        return Err(format!(
+                            "--bench is push_pull, req_rep or flavour, not {other:?}"
+                        ))
+                    }
+                })
+            }
+            "--size" => {
+                let v = value("--size")?;
+                o.only_size = Some(
+                    v.parse()
+                        .map_err(|_| format!("--size takes bytes, not {v:?}"))?,
+                );
+            }
+            "--system" => {
+                o.only_system = Some(match value("--system")?.as_str() {
+                    "weida" => System::Weida,
+                    "substrate" => System::Substrate,
+                    other => return Err(format!("--system is weida or substrate, not {other:?}")),
+                })
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if o.transports.is_empty() {
+        o.transports = Transport::ALL.to_vec();
+    }
+    Ok(o)
+}
+
+/// Runs one measurement on a fresh tokio runtime of `flavour`, so no task or socket of one
+/// measurement outlives it into the next.
+fn run_on<T>(flavour: Flavour, f: impl Future<Output = BoxResult<T>>) -> BoxResult<T> {
+    let rt = match flavour {
+        Flavour::Current => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        Flavour::Multi => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?,
+    };
+    let r = rt.block_on(f);
+    rt.shutdown_timeout(Duration::from_millis(200));
+    r
+}
+
+/// One planned measurement.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    bench: Bench,
+    transport: Transport,
+    size: usize,
+    flavour: Flavour,
+}
+
+fn plan(o: &Options) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for &transport in &o.transports {
+        for size in SIZES {
+            cases.push(Case {
+                bench: Bench::PushPull,
+                transport,
+                size,
+                flavour: o.flavour,
+            });
+        }
+    }
+    for &transport in &o.transports {
+        cases.push(Case {
+            bench: Bench::ReqRep,
+            transport,
+            size: REQ_SIZE,
+            flavour: o.flavour,
+        });
+    }
+    if o.flavour_table && o.transports.contains(&Transport::Quic) {
+        for flavour in [Flavour::Current, Flavour::Multi] {
+            for size in FLAVOUR_SIZES {
+                cases.push(Case {
+                    bench: Bench::Flavour,
+                    transport: Transport::Quic,
+                    size,
+                    flavour,
+                });
+            }
+        }
+    }
+    cases.retain(|c| {
+        !matches!(o.only_bench, Some(b) if b != c.bench)
+            && !matches!(o.only_size, Some(n) if n != c.size)
+    });
+    cases
+}
+
+fn measure(c: Case, system: System, w: Window) -> Result<Outcome, String> {
+    let r = match c.bench {
+        Bench::PushPull | Bench::Flavour => {
+            run_on(c.flavour, cases::push_pull(c.transport, system, c.size, w)).map(Outcome::Rate)
+        }
+        Bench::ReqRep => {
+            run_on(c.flavour, cases::req_rep(c.transport, system, c.size, w)).map(Outcome::Latency)
+        }
+    };
+    r.map_err(|e| e.to_string())
+}
+
+fn main() {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("weida-bench: {e}\n");
+            }
+            eprintln!("{USAGE}");
+            std::process::exit(if e.is_empty() { 0 } else { 2 });
+        }
+    };
+    let machine = report::Machine::probe();
+    print!("{}", report::header(&o, &machine));
+
+    let cases = plan(&o);
+    let systems = if o.only_system.is_some() { 1 } else { 2 };
+    let total = cases.len() * systems * o.reps;
+    let began = Instant::now();
+    let mut records = Vec::with_capacity(total);
+    for rep in 0..o.reps {
+        for &c in &cases {
+            // Interleaved: weida, then its substrate, then the next case; repetition after
+            // repetition, so drift on a shared machine hits both alike.
+            for system in [System::Weida, System::Substrate] {
+                if o.only_system.is_some_and(|s| s != system) {
+                    continue;
+                }
+                let outcome = measure(c, system, o.window);
+                let r = Record {
+                    bench: c.bench,
+                    transport: c.transport,
+                    size: c.size,
+                    system,
+                    flavour: c.flavour,
+                    rep,
+                    outcome,
+                };
+                eprintln!(
+                    "[{:>3}/{total} {:>5.1}s] rep {} {}",
+                    records.len() + 1,
+                    began.elapsed().as_secs_f64(),
+                    rep + 1,
+                    report::progress_line(&r)
+                );
+                records.push(r);
+            }
+        }
+    }
+    let elapsed = began.elapsed();
+    let tables = report::Tables::build(&o, &records);
+    print!("{}", tables.markdown(&o));
+    println!(
+        "\nTotal measuring time {:.0} s; load average at end {}.",
+        elapsed.as_secs_f64(),
+        report::Machine::probe().loadavg
+    );
+    if let Some(path) = &o.json {
+        let doc = report::json(&o, &machine, &records, &tables, elapsed);
+        match std::fs::write(
+            path,
+            serde_json::to_string_pretty(&doc).expect("serializable"),
+        ) {
+            Ok(()) => eprintln!("wrote {path}"),
+            Err(e) => {
+                eprintln!("weida-bench: cannot write {path}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    if records.iter().any(|r| r.outcome.is_err()) {
+        eprintln!("weida-bench: some measurements failed (see the tables)");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,203 @@
+//! Raw quinn, set up the way weida sets up its own endpoints so the comparison is fair: the
+//! same UDP buffer size (with the FORCE options as root), the same transport parameters (from
+//! `weida::Limits::default()`), TLS 1.3 on rustls *ring* with a self-signed rcgen certificate
+//! and a verifier that accepts it.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use crate::BoxResult;
+
+const ALPN: &[u8] = b"bench/0";
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A UDP socket with buffers raised to `buffer` bytes, as weida's `transport::quic::udp_socket`.
+fn udp_socket(addr: SocketAddr, buffer: usize) -> BoxResult<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let domain = if addr.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        let _ = s.set_only_v6(false);
+    }
+    if buffer > 0 {
+        let _ = s.set_recv_buffer_size(buffer);
+        let _ = s.set_send_buffer_size(buffer);
+        force_buffers(&s, buffer);
+    }
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+fn force_buffers(s: &socket2::Socket, buffer: usize) {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = buffer.min(i32::MAX as usize) as libc::c_int;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
+        // SAFETY: setsockopt with a valid fd, a c_int value and its size.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &v as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// The transport parameters weida derives from its default `Limits`.
+fn transport_config(dialling: bool) -> quinn::TransportConfig {
+    let l = weida::Limits::default();
+    let v = |n: u64| quinn::VarInt::from_u64(n).expect("small");
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_uni_streams(v(l.max_concurrent_uni_streams));
+    t.max_concurrent_bidi_streams(v(l.max_concurrent_bidi_streams));
+    t.stream_receive_window(v(l.stream_receive_window));
+    t.receive_window(v(l.connection_receive_window));
+    t.send_window(l.send_window);
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(l.idle_timeout).expect("in range"),
+    ));
+    t.keep_alive_interval(if dialling { l.keep_alive } else { None });
+    t
+}
+
+fn endpoint(socket: UdpSocket, server: Option<quinn::ServerConfig>) -> BoxResult<quinn::Endpoint> {
+    Ok(quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        server,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )?)
+}
+
+/// Accepts any server certificate, checking only the handshake signature (as weida's verifier
+/// does once a key is trusted).
+#[derive(Debug)]
+struct AcceptAny {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::PeerIncompatible::Tls13RequiredForQuic.into())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// Both ends of one QUIC connection over loopback, plus their endpoints (kept alive by the
+/// caller for as long as the connection is used).
+pub(crate) struct Pair {
+    pub(crate) client: quinn::Connection,
+    pub(crate) server: quinn::Connection,
+    pub(crate) endpoints: [quinn::Endpoint; 2],
+}
+
+impl Pair {
+    pub(crate) fn close(&self) {
+        self.client.close(0u32.into(), b"done");
+        for ep in &self.endpoints {
+            ep.close(0u32.into(), b"done");
+        }
+    }
+}
+
+/// A server endpoint on 127.0.0.1 and a dual-stack client endpoint (as weida binds its dialling
+/// endpoint), connected.
+pub(crate) async fn pair() -> BoxResult<Pair> {
+    let buffer = weida::RuntimeConfig::default().udp_buffer;
+    let provider = provider();
+
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])?;
+    let cert = CertificateDer::from(certified.cert.der().to_vec());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()));
+    let mut server_tls = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)?;
+    server_tls.alpn_protocols = vec![ALPN.to_vec()];
+    server_tls.send_tls13_tickets = 0;
+    server_tls.max_early_data_size = 0;
+    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(
+        quinn::crypto::rustls::QuicServerConfig::try_from(server_tls)?,
+    ));
+    sc.transport_config(Arc::new(transport_config(false)));
+    let server_ep = endpoint(udp_socket("127.0.0.1:0".parse()?, buffer)?, Some(sc))?;
+    let server_addr = server_ep.local_addr()?;
+
+    let verifier = Arc::new(AcceptAny {
+        algorithms: provider.signature_verification_algorithms,
+    });
+    let mut client_tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    client_tls.alpn_protocols = vec![ALPN.to_vec()];
+    client_tls.resumption = rustls::client::Resumption::disabled();
+    client_tls.enable_early_data = false;
+    let mut cc = quinn::ClientConfig::new(Arc::new(
+        quinn::crypto::rustls::QuicClientConfig::try_from(client_tls)?,
+    ));
+    cc.transport_config(Arc::new(transport_config(true)));
+    let client_socket = udp_socket("[::]:0".parse()?, buffer)
+        .or_else(|_| udp_socket("0.0.0.0:0".parse()?, buffer))?;
+    let client_ep = endpoint(client_socket, None)?;
+
+    let accept = {
+        let ep = server_ep.clone();
+        tokio::spawn(async move {
+            let incoming = ep.accept().await.ok_or("server endpoint closed")?;
+            incoming.await.map_err(|e| e.to_string())
+        })
+    };
+    let client = client_ep
+        .connect_with(cc, server_addr, "localhost")?
+        .await?;
+    let server = accept.await??;
+    Ok(Pair {
+        client,
+        server,
+        endpoints: [server_ep, client_ep],
+    })
+}
