@@ -77,7 +77,9 @@ pub(crate) struct Receipts {
     pending: Mutex<Vec<ReceiptFuture>>,
     delivered: AtomicU64,
     failed: AtomicU64,
-    parked: AtomicUsize,
+    // Prune when the list reaches this length, then set it to twice what survived: every
+    // receipt is polled O(1) times amortized, however slow the acknowledgements are.
+    prune_at: AtomicUsize,
 }
 
 impl Receipts {
@@ -92,10 +94,11 @@ impl Receipts {
             Receipt::Pending(f) => {
                 let mut p = self.pending.lock().unwrap();
                 p.push(f);
-                // Amortized pruning: poll the parked receipts once every so often so resolved
-                // ones do not accumulate. A resolved quinn receipt answers without waiting.
-                if self.parked.fetch_add(1, Ordering::Relaxed) % 64 == 63 {
+                // Amortized pruning so resolved receipts do not accumulate; a resolved quinn
+                // receipt answers without waiting.
+                if p.len() >= self.prune_at.load(Ordering::Relaxed).max(256) {
                     self.prune(&mut p);
+                    self.prune_at.store(p.len() * 2, Ordering::Relaxed);
                 }
             }
         }
@@ -792,6 +795,16 @@ impl std::fmt::Debug for Listener {
 }
 
 impl Dispatch {
+    /// Dispatches inline when the stream's header has already arrived (the common case) and
+    /// spawns a task only when it must wait: a task per message is measurable on the hot path.
+    fn admit(&self, raw: IncomingRaw) {
+        let mut fut = Box::pin(self.clone().stream(raw));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if fut.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(fut);
+        }
+    }
+
     /// Reads a stream's type byte and header and hands it to the endpoint at its path, or
     /// refuses it with the code that says why (PATTERNS §1.6).
     async fn stream(self, raw: IncomingRaw) {
@@ -1035,22 +1048,22 @@ impl Dispatch {
                 Conn::Quic(c) => {
                     let uni = async {
                         while let Ok(r) = c.accept_uni().await {
-                            tokio::spawn(self.clone().stream(IncomingRaw {
+                            self.admit(IncomingRaw {
                                 recv: RecvHalf::Quic(r),
                                 send: None,
                                 peer: peer.clone(),
                                 live: Some(tracker.admit()),
-                            }));
+                            });
                         }
                     };
                     let bi = async {
                         while let Ok((s, r)) = c.accept_bi().await {
-                            tokio::spawn(self.clone().stream(IncomingRaw {
+                            self.admit(IncomingRaw {
                                 recv: RecvHalf::Quic(r),
                                 send: Some(SendHalf::Quic(s)),
                                 peer: peer.clone(),
                                 live: Some(tracker.admit()),
-                            }));
+                            });
                         }
                     };
                     tokio::join!(uni, bi);
@@ -1058,7 +1071,7 @@ impl Dispatch {
                 Conn::Inproc(c) => {
                     while let Some(mut raw) = c.accept().await {
                         raw.live = Some(tracker.admit());
-                        tokio::spawn(self.clone().stream(raw));
+                        self.admit(raw);
                     }
                 }
                 Conn::Unix(_) => {}

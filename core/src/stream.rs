@@ -88,8 +88,15 @@ impl StreamReader {
         r
     }
 
-    /// Exactly `n` bytes, or `Truncated` if the stream ends first.
+    /// Exactly `n` bytes, or `Truncated` if the stream ends first. Without a copy when the
+    /// bytes are in one chunk, which is the common case for a type byte and a header.
     async fn exact(&mut self, n: usize) -> std::result::Result<Bytes, ReadFail> {
+        if self.ahead.is_empty() && n > 0 {
+            match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
+                Some(c) => self.ahead = c,
+                None => return Err(ReadFail::Decode(DecodeError::Truncated)),
+            }
+        }
         if self.ahead.len() >= n {
             return Ok(self.ahead.split_to(n));
         }
@@ -120,11 +127,12 @@ impl StreamReader {
     async fn varint(&mut self) -> std::result::Result<u64, ReadFail> {
         let first = self.byte().await?;
         let n = wire::varint::len_from_first_byte(first);
-        let mut v = vec![first];
+        let mut v = [0u8; 8];
+        v[0] = first;
         if n > 1 {
-            v.extend_from_slice(&self.exact(n - 1).await?);
+            v[1..n].copy_from_slice(&self.exact(n - 1).await?);
         }
-        wire::varint::get(&mut &v[..]).map_err(ReadFail::Decode)
+        wire::varint::get(&mut &v[..n]).map_err(ReadFail::Decode)
     }
 
     /// A DATA header, refusing one above `max` bytes before reading it.
@@ -403,7 +411,13 @@ impl IncomingTransfer {
     /// The next chunk, `None` after the writer's FIN. A cancelled or abandoned stream is an
     /// error (Canceled, or ConnectionLost), never `None`. Cancel-safe.
     pub async fn read_chunk(&mut self) -> Result<Option<Bytes>> {
-        match self.reader.chunk(READ_CHUNK).await {
+        self.read_up_to(READ_CHUNK).await
+    }
+
+    /// The next chunk of at most `max` bytes (a collector passes what it still accepts, so a
+    /// body handed over whole in process stays one buffer).
+    pub(crate) async fn read_up_to(&mut self, max: usize) -> Result<Option<Bytes>> {
+        match self.reader.chunk(max.max(1)).await {
             Ok(Some(b)) => {
                 self.shared.stats.add_received(b.len() as u64);
                 Ok(Some(b))
@@ -418,7 +432,7 @@ impl IncomingTransfer {
     pub async fn collect(&mut self, max: u64) -> Result<Bytes> {
         let mut parts = Vec::new();
         let mut total = 0u64;
-        while let Some(c) = self.read_chunk().await? {
+        while let Some(c) = self.read_up_to((max - total.min(max)).saturating_add(1).min(usize::MAX as u64) as usize).await? {
             total += c.len() as u64;
             if total > max {
                 self.reader.stop(Code::LimitExceeded);
@@ -510,14 +524,18 @@ impl Exchange {
 
     /// Replies with metadata and `body`.
     pub async fn reply_with(self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
-        let mut t = self.open_reply(meta).await?;
-        t.write(body).await?;
+        let t = self.start_reply(meta, Some(body.into())).await?;
         t.finish().await?;
         Ok(())
     }
 
     /// Opens the reply half as a stream, for a reply written in parts.
-    pub async fn open_reply(mut self, meta: Metadata) -> Result<OutgoingTransfer> {
+    pub async fn open_reply(self, meta: Metadata) -> Result<OutgoingTransfer> {
+        self.start_reply(meta, None).await
+    }
+
+    /// Writes the reply's status and header, with `body` in the same write when given.
+    async fn start_reply(mut self, meta: Metadata, body: Option<Bytes>) -> Result<OutgoingTransfer> {
         let shared = self.shared();
         let path: Arc<str> = self.request.meta.path.as_str().into();
         let mut send = self.reply.take().expect("present until answered");
@@ -527,9 +545,18 @@ impl Exchange {
             ..Header::default()
         }
         .encode(&mut head);
-        send.write(Bytes::from(head))
-            .await
-            .map_err(|e| e.into_write_error(&path))?;
+        let r = match body {
+            Some(b) => {
+                let n = b.len() as u64;
+                let r = send.write_all(&mut [Bytes::from(head), b]).await;
+                if r.is_ok() {
+                    shared.stats.add_sent(n);
+                }
+                r
+            }
+            None => send.write(Bytes::from(head)).await,
+        };
+        r.map_err(|e| e.into_write_error(&path))?;
         Ok(OutgoingTransfer::new(send, path, shared))
     }
 

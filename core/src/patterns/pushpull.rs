@@ -105,7 +105,8 @@ impl Puller {
         }
         let (t, parts, total) = partial.as_mut().unwrap();
         loop {
-            match t.read_chunk().await {
+            let room = (max - (*total).min(max)).saturating_add(1).min(usize::MAX as u64) as usize;
+            match t.read_up_to(room).await {
                 Ok(Some(c)) => {
                     *total += c.len() as u64;
                     if *total > max {
