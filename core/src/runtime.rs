@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -67,14 +66,12 @@ impl Stats {
     }
 }
 
-type ReceiptFuture =
-    Pin<Box<dyn Future<Output = std::result::Result<(), StreamError>> + Send + Sync>>;
 
 /// Receipts of finished transfers whose `Delivery` was dropped: kept so `drain` has something
 /// to wait on (GUARANTEES §3), pruned as they resolve.
 #[derive(Default)]
 pub(crate) struct Receipts {
-    pending: Mutex<Vec<ReceiptFuture>>,
+    pending: Mutex<Vec<quinn::SendStream>>,
     delivered: AtomicU64,
     failed: AtomicU64,
     // Prune when the list reaches this length, then set it to twice what survived: every
@@ -91,9 +88,9 @@ impl Receipts {
             Receipt::Ready(Err(_)) => {
                 self.failed.fetch_add(1, Ordering::Relaxed);
             }
-            Receipt::Pending(f) => {
+            Receipt::Quic(s) => {
                 let mut p = self.pending.lock().unwrap();
-                p.push(f);
+                p.push(s);
                 // Amortized pruning so resolved receipts do not accumulate; a resolved quinn
                 // receipt answers without waiting.
                 if p.len() >= self.prune_at.load(Ordering::Relaxed).max(256) {
@@ -104,14 +101,17 @@ impl Receipts {
         }
     }
 
-    fn prune(&self, p: &mut Vec<ReceiptFuture>) {
+    fn prune(&self, p: &mut Vec<quinn::SendStream>) {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        p.retain_mut(|f| match f.as_mut().poll(&mut cx) {
-            std::task::Poll::Ready(r) => {
-                self.count(r);
-                false
+        p.retain(|s| {
+            let f = std::pin::pin!(crate::transport::quic_receipt(s));
+            match f.poll(&mut cx) {
+                std::task::Poll::Ready(r) => {
+                    self.count(r);
+                    false
+                }
+                std::task::Poll::Pending => true,
             }
-            std::task::Poll::Pending => true,
         });
     }
 
@@ -124,8 +124,9 @@ impl Receipts {
 
     /// Waits for every parked receipt until `deadline`; returns how many are still pending.
     async fn settle(&self, deadline: Duration) -> u64 {
-        let all: Vec<ReceiptFuture> = std::mem::take(&mut *self.pending.lock().unwrap());
-        let mut set: futures_util::stream::FuturesUnordered<_> = all.into_iter().collect();
+        let all: Vec<quinn::SendStream> = std::mem::take(&mut *self.pending.lock().unwrap());
+        let mut set: futures_util::stream::FuturesUnordered<_> =
+            all.iter().map(crate::transport::quic_receipt).collect();
         let total = set.len() as u64;
         let mut done = 0u64;
         let _ = tokio::time::timeout(deadline, async {
@@ -227,8 +228,9 @@ pub(crate) struct Shared {
     state: AtomicU8,
     /// Killed at shutdown: accept loops and control readers end.
     pub(crate) life: Arc<Life>,
-    /// Every listener's life, killed at shutdown too (local socket streams watch theirs).
-    listeners: Mutex<Vec<std::sync::Weak<Life>>>,
+    /// Every listener's life and routes: at shutdown the lives are killed (local socket streams
+    /// watch theirs) and the routes dropped (which ends every endpoint's queue).
+    listeners: Mutex<Vec<(std::sync::Weak<Life>, std::sync::Weak<RwLock<HashMap<String, Route>>>)>>,
 }
 
 impl Shared {
@@ -380,6 +382,7 @@ impl Shared {
             peer_max_header: theirs.max_header_size,
             control: tokio::sync::Mutex::new(send),
             opened: AtomicU64::new(0),
+            plain_heads: Default::default(),
         });
         // The control stream ends with the connection; over a local socket it is how the loss
         // is learned.
@@ -400,9 +403,12 @@ impl Shared {
     fn close_all(&self) {
         self.state.store(CLOSED, Ordering::Release);
         self.life.kill(LossCause::LocallyClosed);
-        for l in self.listeners.lock().unwrap().drain(..) {
+        for (l, r) in self.listeners.lock().unwrap().drain(..) {
             if let Some(l) = l.upgrade() {
                 l.kill(LossCause::LocallyClosed);
+            }
+            if let Some(r) = r.upgrade() {
+                r.write().unwrap().clear();
             }
         }
         for c in self.conns.lock().unwrap().drain(..) {
@@ -450,9 +456,45 @@ pub(crate) struct Link {
     control: tokio::sync::Mutex<SendHalf>,
     /// Streams opened on this connection, announced in GOAWAY.
     opened: AtomicU64,
+    /// The encoded head of a transfer and of an exchange that carry only the path.
+    plain_heads: [std::sync::OnceLock<Bytes>; 2],
 }
 
 impl Link {
+    /// The type byte and DATA header of a new stream. A header naming only the path is the
+    /// same bytes every time, so it is encoded once per link and shared.
+    fn head(&self, ty: StreamType, mut header: Header) -> Result<Bytes> {
+        let plain = header.meta.is_empty()
+            && header.topic.is_none()
+            && header.sequence.is_none()
+            && header.producer.is_none();
+        let slot = match ty {
+            StreamType::Transfer => Some(&self.plain_heads[0]),
+            StreamType::Exchange => Some(&self.plain_heads[1]),
+            _ => None,
+        };
+        if let (true, Some(slot)) = (plain, slot) {
+            if let Some(b) = slot.get() {
+                return Ok(b.clone());
+            }
+        }
+        header.path = Some(self.path.to_string());
+        let mut head = Vec::with_capacity(32 + self.path.len());
+        head.push(ty.to_byte());
+        header.encode(&mut head);
+        if head.len() as u64 - 1 > self.peer_max_header {
+            return Err(Error::limit(
+                crate::error::Limit::HeaderSize,
+                format!("header of {} bytes, the peer accepts {}", head.len() - 1, self.peer_max_header),
+            ));
+        }
+        let head = Bytes::from(head);
+        if let (true, Some(slot)) = (plain, slot) {
+            let _ = slot.set(head.clone());
+        }
+        Ok(head)
+    }
+
     /// Announces that no more streams come, and how many did.
     async fn go_away(&self) {
         let mut out = Vec::new();
@@ -469,24 +511,11 @@ impl Link {
         &self,
         shared: &Shared,
         ty: StreamType,
-        mut header: Header,
+        header: Header,
         body: Option<Bytes>,
     ) -> Result<(SendHalf, Option<RecvHalf>)> {
         shared.check_open()?;
-        header.path = Some(self.path.to_string());
-        let mut head = Vec::with_capacity(64);
-        head.push(ty.to_byte());
-        header.encode(&mut head);
-        if head.len() as u64 - 1 > self.peer_max_header {
-            return Err(Error::limit(
-                crate::error::Limit::HeaderSize,
-                format!(
-                    "header of {} bytes, the peer accepts {}",
-                    head.len() - 1,
-                    self.peer_max_header
-                ),
-            ));
-        }
+        let head = self.head(ty, header)?;
         let (mut send, recv) = match ty {
             StreamType::Exchange => {
                 let (s, r) = shared.within(self.conn.open_bi()).await?;
@@ -499,13 +528,13 @@ impl Link {
         let r = match body {
             Some(b) => {
                 let n = b.len() as u64;
-                let r = send.write_all(&mut [Bytes::from(head), b]).await;
+                let r = send.write_all(&mut [head, b]).await;
                 if r.is_ok() {
                     shared.stats.add_sent(n);
                 }
                 r
             }
-            None => send.write(Bytes::from(head)).await,
+            None => send.write(head).await,
         };
         if let Err(e) = r {
             return Err(e.into_write_error(&self.path));
@@ -659,31 +688,47 @@ pub enum Incoming {
 struct Route {
     kind: RouteKind,
     tx: mpsc::Sender<Incoming>,
+    id: u64,
 }
 
 /// The receiving side of a bound endpoint: its queue, and its route that goes when it drops.
 pub(crate) struct Inbox {
-    pub(crate) rx: tokio::sync::Mutex<mpsc::Receiver<Incoming>>,
+    pub(crate) rx: tokio::sync::Mutex<InboxRx>,
     routes: Arc<RwLock<HashMap<String, Route>>>,
     path: String,
+    id: u64,
     pub(crate) shared: Arc<Shared>,
     pub(crate) address: Address,
 }
 
 impl Drop for Inbox {
     fn drop(&mut self) {
-        self.routes.write().unwrap().remove(&self.path);
+        let mut routes = self.routes.write().unwrap();
+        // Only our own route: after a close the path may be bound again by another endpoint.
+        if routes.get(&self.path).is_some_and(|r| r.id == self.id) {
+            routes.remove(&self.path);
+        }
+    }
+}
+
+/// An endpoint's queue, and a message a cancelled `recv` was collecting (resumed by the next).
+pub(crate) struct InboxRx {
+    rx: mpsc::Receiver<Incoming>,
+    pub(crate) partial: Option<crate::stream::Partial>,
+}
+
+impl InboxRx {
+    /// The next stream; `Closed` once the listener or runtime is gone (they drop the routes,
+    /// which closes the queue). Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Result<Incoming> {
+        self.rx.recv().await.ok_or(Error::Closed)
     }
 }
 
 impl Inbox {
-    /// The next stream; `Closed` once the listener is gone.
+    /// The next stream. Cancel-safe.
     pub(crate) async fn next(&self) -> Result<Incoming> {
-        let mut rx = self.rx.lock().await;
-        tokio::select! {
-            i = rx.recv() => i.ok_or(Error::Closed),
-            _ = self.shared.life.dead() => Err(Error::Closed),
-        }
+        self.rx.lock().await.next().await
     }
 }
 
@@ -745,11 +790,14 @@ impl Listener {
             )));
         }
         let (tx, rx) = mpsc::channel(self.inner.shared.limits.endpoint_queue);
-        routes.insert(path.to_string(), Route { kind, tx });
+        static NEXT_ROUTE: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ROUTE.fetch_add(1, Ordering::Relaxed);
+        routes.insert(path.to_string(), Route { kind, tx, id });
         Ok(Inbox {
-            rx: tokio::sync::Mutex::new(rx),
+            rx: tokio::sync::Mutex::new(InboxRx { rx, partial: None }),
             routes: self.inner.routes.clone(),
             path: path.to_string(),
+            id,
             shared: self.inner.shared.clone(),
             address: self.inner.address.with_path(path)?,
         })
@@ -774,9 +822,10 @@ impl Listener {
         Ok(crate::Puller::new(self.register(path, RouteKind::Puller)?))
     }
 
-    /// Stops accepting connections and closes the ones it accepted.
+    /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.
     pub fn close(&self) {
         self.inner.life.kill(LossCause::LocallyClosed);
+        self.inner.routes.write().unwrap().clear();
         if let Some(ep) = &self.inner.quic {
             ep.close(
                 quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
@@ -936,8 +985,8 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         tracing::debug!(code = code.name(), message, "refusing a stream");
         reader.stop(code);
-        if let Some(mut s) = send {
-            write_error_reply(&mut s, code, message).await;
+        if let Some(s) = send {
+            write_error_reply(s, code, message).await;
         }
     }
 
@@ -975,7 +1024,6 @@ impl Dispatch {
                 }
                 .encode(&mut out);
                 let _ = send.write(Bytes::from(out)).await;
-                let _ = send.finish().await;
                 if let Some(c) = conn {
                     c.close(Code::NegotiationFailed, &why);
                 }
@@ -1176,12 +1224,12 @@ impl Runtime {
             });
         }
         let life = Life::new();
+        let routes: Arc<RwLock<HashMap<String, Route>>> = Arc::default();
         self.shared
             .listeners
             .lock()
             .unwrap()
-            .push(Arc::downgrade(&life));
-        let routes: Arc<RwLock<HashMap<String, Route>>> = Arc::default();
+            .push((Arc::downgrade(&life), Arc::downgrade(&routes)));
         let dispatch = Dispatch {
             shared: self.shared.clone(),
             routes: routes.clone(),

@@ -284,7 +284,7 @@ impl OutgoingTransfer {
     /// Queues the FIN. From here the payload arrives with no local handle; the returned
     /// [`Delivery`] reports the transport receipt and may be dropped for free.
     pub async fn finish(mut self) -> Result<Delivery> {
-        let mut send = self.send.take().expect("present until finish");
+        let send = self.send.take().expect("present until finish");
         let receipt = send
             .finish()
             .await
@@ -568,8 +568,8 @@ impl Exchange {
             Error::Rejected(s) | Error::Unsupported(s) => s.clone(),
             other => other.to_string(),
         };
-        let mut send = self.reply.take().expect("present until answered");
-        write_error_reply(&mut send, code, &message).await;
+        let send = self.reply.take().expect("present until answered");
+        write_error_reply(send, code, &message).await;
         Ok(())
     }
 
@@ -596,7 +596,7 @@ impl std::fmt::Debug for Exchange {
 }
 
 /// Writes an ERROR reply and finishes; failures are moot (the requester is gone).
-pub(crate) async fn write_error_reply(send: &mut SendHalf, code: Code, message: &str) {
+pub(crate) async fn write_error_reply(mut send: SendHalf, code: Code, message: &str) {
     let mut v = Vec::new();
     reply::encode_error(code, message, &mut v);
     if send.write(Bytes::from(v)).await.is_ok() {
@@ -707,5 +707,52 @@ impl std::fmt::Debug for PendingReply {
         f.debug_struct("PendingReply")
             .field("path", &self.path)
             .finish()
+    }
+}
+
+/// A message being collected whole; its progress survives a cancelled collector, so the next
+/// one resumes it (this is what makes `Puller::recv` cancel-safe).
+pub(crate) struct Partial {
+    transfer: IncomingTransfer,
+    parts: Vec<Bytes>,
+    total: u64,
+}
+
+impl Partial {
+    pub(crate) fn new(transfer: IncomingTransfer) -> Partial {
+        Partial {
+            transfer,
+            parts: Vec::new(),
+            total: 0,
+        }
+    }
+
+    /// Reads on until FIN, refusing a body above `max` (the writer is stopped with
+    /// LIMIT_EXCEEDED). Cancel-safe.
+    pub(crate) async fn read_all(&mut self, max: u64) -> Result<()> {
+        loop {
+            let room = (max - self.total.min(max)).saturating_add(1).min(usize::MAX as u64) as usize;
+            match self.transfer.read_up_to(room).await? {
+                Some(c) => {
+                    self.total += c.len() as u64;
+                    if self.total > max {
+                        self.transfer.stop_reader(Code::LimitExceeded);
+                        return Err(Error::limit(
+                            Limit::CollectedBody,
+                            format!("message above {max} bytes; use accept() to stream it"),
+                        ));
+                    }
+                    self.parts.push(c);
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    pub(crate) fn into_message(self) -> Message {
+        Message {
+            meta: self.transfer.meta,
+            body: concat(self.parts),
+        }
     }
 }

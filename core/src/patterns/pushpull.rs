@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::Dialer;
 use crate::error::{Error, Result};
 use crate::runtime::{Inbox, Incoming, Shared};
-use crate::stream::{IncomingTransfer, Message, OutgoingTransfer};
+use crate::stream::{IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::wire::{Header, Metadata};
 
 /// Sends messages to pullers, one stream each, round-robin per message.
@@ -75,17 +75,11 @@ impl Pusher {
 /// Receives pushed messages at a bound path.
 pub struct Puller {
     inbox: Inbox,
-    // A message being collected when a `recv` was cancelled: the next `recv` resumes it, so
-    // `recv` is cancel-safe.
-    partial: tokio::sync::Mutex<Option<(IncomingTransfer, Vec<Bytes>, u64)>>,
 }
 
 impl Puller {
     pub(crate) fn new(inbox: Inbox) -> Puller {
-        Puller {
-            inbox,
-            partial: tokio::sync::Mutex::new(None),
-        }
+        Puller { inbox }
     }
 
     /// The address to dial this puller at.
@@ -98,47 +92,24 @@ impl Puller {
     /// Cancel-safe: a message half collected when the future is dropped is resumed.
     pub async fn recv(&self) -> Result<Message> {
         let max = self.inbox.shared.limits.max_collected_body;
-        let mut partial = self.partial.lock().await;
-        if partial.is_none() {
-            let t = self.accept().await?;
-            *partial = Some((t, Vec::new(), 0));
+        let mut rx = self.inbox.rx.lock().await;
+        if rx.partial.is_none() {
+            let t = match rx.next().await? {
+                Incoming::Stream(t) => t,
+                // The route admits only transfers.
+                Incoming::Exchange(_) => return Err(Error::Protocol("an exchange reached a puller".into())),
+            };
+            rx.partial = Some(Partial::new(t));
         }
-        let (t, parts, total) = partial.as_mut().unwrap();
-        loop {
-            let room = (max - (*total).min(max)).saturating_add(1).min(usize::MAX as u64) as usize;
-            match t.read_up_to(room).await {
-                Ok(Some(c)) => {
-                    *total += c.len() as u64;
-                    if *total > max {
-                        let (mut t, _, _) = partial.take().unwrap();
-                        t.stop_reader(crate::wire::Code::LimitExceeded);
-                        return Err(Error::limit(
-                            crate::error::Limit::CollectedBody,
-                            format!("message above {max} bytes; use accept() to stream it"),
-                        ));
-                    }
-                    parts.push(c);
-                }
-                Ok(None) => {
-                    let (t, parts, _) = partial.take().unwrap();
-                    return Ok(Message {
-                        meta: t.meta().clone(),
-                        body: crate::stream::concat(parts),
-                    });
-                }
-                Err(e) => {
-                    partial.take();
-                    return Err(e);
-                }
-            }
-        }
+        let r = rx.partial.as_mut().expect("set above").read_all(max).await;
+        let p = rx.partial.take().expect("set above");
+        r.map(|()| p.into_message())
     }
 
     /// The next message as a stream, for bodies read in parts. Cancel-safe.
     pub async fn accept(&self) -> Result<IncomingTransfer> {
         match self.inbox.next().await? {
             Incoming::Stream(t) => Ok(t),
-            // The route admits only transfers.
             Incoming::Exchange(_) => Err(Error::Protocol("an exchange reached a puller".into())),
         }
     }

@@ -11,7 +11,6 @@ pub(crate) mod quic;
 pub(crate) mod unix;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -121,14 +120,33 @@ impl Life {
 /// byte and the FIN (GUARANTEES §3).
 pub(crate) enum Receipt {
     Ready(Result<(), StreamError>),
-    Pending(Pin<Box<dyn Future<Output = Result<(), StreamError>> + Send + Sync>>),
+    /// A finished QUIC stream: its acknowledgement is asked of quinn only when someone waits
+    /// (keeping the handle costs no allocation per message).
+    Quic(quinn::SendStream),
 }
 
 impl Receipt {
     pub(crate) async fn wait(self) -> Result<(), StreamError> {
         match self {
             Receipt::Ready(r) => r,
-            Receipt::Pending(f) => f.await,
+            Receipt::Quic(s) => quic_receipt(&s).await,
+        }
+    }
+}
+
+/// The receipt of a finished QUIC stream.
+pub(crate) fn quic_receipt(
+    s: &quinn::SendStream,
+) -> impl Future<Output = Result<(), StreamError>> + Send + Sync + 'static {
+    let stopped = s.stopped();
+    async move {
+        match stopped.await {
+            Ok(None) => Ok(()),
+            Ok(Some(code)) => Err(StreamError::Stopped(Code::from_u64(code.into_inner()))),
+            Err(quinn::StoppedError::ConnectionLost(e)) => Err(StreamError::Lost(quic::loss_cause(&e))),
+            Err(quinn::StoppedError::ZeroRttRejected) => {
+                Err(StreamError::Lost(LossCause::TransportError("0-RTT rejected".into())))
+            }
         }
     }
 }
@@ -166,28 +184,14 @@ impl SendHalf {
     }
 
     /// Queues the FIN and returns the receipt to await (or drop).
-    pub(crate) async fn finish(&mut self) -> Result<Receipt, StreamError> {
+    pub(crate) async fn finish(self) -> Result<Receipt, StreamError> {
         match self {
-            SendHalf::Quic(s) => {
+            SendHalf::Quic(mut s) => {
                 s.finish().map_err(|_| StreamError::Reset(Code::Canceled))?;
-                let stopped = s.stopped();
-                Ok(Receipt::Pending(Box::pin(async move {
-                    match stopped.await {
-                        Ok(None) => Ok(()),
-                        Ok(Some(code)) => {
-                            Err(StreamError::Stopped(Code::from_u64(code.into_inner())))
-                        }
-                        Err(quinn::StoppedError::ConnectionLost(e)) => {
-                            Err(StreamError::Lost(quic::loss_cause(&e)))
-                        }
-                        Err(quinn::StoppedError::ZeroRttRejected) => Err(StreamError::Lost(
-                            LossCause::TransportError("0-RTT rejected".into()),
-                        )),
-                    }
-                })))
+                Ok(Receipt::Quic(s))
             }
-            SendHalf::Pipe(w) => Ok(Receipt::Ready(w.finish())),
-            SendHalf::Unix(w) => Ok(Receipt::Ready(w.finish().await)),
+            SendHalf::Pipe(mut w) => Ok(Receipt::Ready(w.finish())),
+            SendHalf::Unix(mut w) => Ok(Receipt::Ready(w.finish().await)),
         }
     }
 
