@@ -117,8 +117,12 @@ impl GuaranteeSet {
         let mut s = GuaranteeSet::default();
         let mut seen = Vec::new();
         while !buf.is_empty() {
-            let d = varint::get(&mut buf)?;
-            let l = varint::get(&mut buf)?;
+            // The set is a whole field value: running out inside it is malformed, not a
+            // reason to wait for more bytes.
+            let d = varint::get(&mut buf)
+                .map_err(|_| DecodeError::malformed("guarantee set: truncated dimension"))?;
+            let l = varint::get(&mut buf)
+                .map_err(|_| DecodeError::malformed("guarantee set: truncated level"))?;
             if seen.contains(&d) {
                 return Err(DecodeError::malformed(format!("dimension {d} repeated")));
             }
@@ -341,7 +345,8 @@ impl ControlFrame {
             frame_type::GOAWAY => ControlFrame::GoAway,
             frame_type::CLOSE => {
                 let mut c = p;
-                let code = varint::get(&mut c)?;
+                let code = varint::get(&mut c)
+                    .map_err(|_| DecodeError::malformed("CLOSE without a code"))?;
                 ControlFrame::Close {
                     code: Code::from_u64(code),
                     reason: text(c)?,
