@@ -83,7 +83,7 @@ impl Ordering {
 pub struct GuaranteeSet {
     /// Ordering.
     pub ordering: Ordering,
-    /// Levels of dimensions this implementation does not implement, as received.
+    /// Non-core levels of dimensions this implementation does not implement, as received.
     pub other: Vec<(u64, u64)>,
 }
 
@@ -141,7 +141,10 @@ impl GuaranteeSet {
                         }
                     }
                 }
-                _ => s.other.push((d, l)),
+                // A core level is not written (see `encode`), so one that is written anyway
+                // is dropped: the decoded set then encodes back to what it means.
+                _ if l != 0 => s.other.push((d, l)),
+                _ => {}
             }
         }
         Ok(s)
