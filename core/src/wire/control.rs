@@ -84,7 +84,7 @@ impl Ordering {
 pub struct GuaranteeSet {
     /// Ordering.
     pub ordering: Ordering,
-    /// Levels of dimensions this implementation does not implement, as received.
+    /// Non-core levels of dimensions this implementation does not implement, as received.
     pub other: Vec<(u64, u64)>,
 }
 
@@ -118,8 +118,12 @@ impl GuaranteeSet {
         let mut s = GuaranteeSet::default();
         let mut seen = Vec::new();
         while !buf.is_empty() {
-            let d = varint::get(&mut buf)?;
-            let l = varint::get(&mut buf)?;
+            // The set is a whole field value: running out inside it is malformed, not a
+            // reason to wait for more bytes.
+            let d = varint::get(&mut buf)
+                .map_err(|_| DecodeError::malformed("guarantee set: truncated dimension"))?;
+            let l = varint::get(&mut buf)
+                .map_err(|_| DecodeError::malformed("guarantee set: truncated level"))?;
             if seen.contains(&d) {
                 return Err(DecodeError::malformed(format!("dimension {d} repeated")));
             }
@@ -138,7 +142,10 @@ impl GuaranteeSet {
                         }
                     }
                 }
-                _ => s.other.push((d, l)),
+                // A core level is not written (see `encode`), so one that is written anyway
+                // is dropped: the decoded set then encodes back to what it means.
+                _ if l != 0 => s.other.push((d, l)),
+                _ => {}
             }
         }
         Ok(s)
@@ -352,7 +359,8 @@ impl ControlFrame {
             },
             frame_type::CLOSE => {
                 let mut c = p;
-                let code = varint::get(&mut c)?;
+                let code = varint::get(&mut c)
+                    .map_err(|_| DecodeError::malformed("CLOSE without a code"))?;
                 ControlFrame::Close {
                     code: Code::from_u64(code),
                     reason: text(c)?,

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds every fuzz target in core/fuzz and runs each for N seconds (default 10):
+#
+#   core/fuzz/run.sh [SECONDS]
+#
+# Needs cargo-fuzz (`cargo install cargo-fuzz`). Uses the nightly toolchain when rustup has one,
+# else the default toolchain with RUSTC_BOOTSTRAP=1 (cargo fuzz passes nightly-only flags).
+# Each target's corpus, core/fuzz/corpus/<target>/ (not committed), is seeded from
+# conformance/vectors when python3 is there. A crash leaves its input under
+# core/fuzz/artifacts/<target>/ and makes the script exit non-zero; replay it with
+# `cargo +nightly fuzz run <target> <file>` from core/.
+set -euo pipefail
+
+secs="${1:-10}"
+case "$secs" in
+  '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;;
+esac
+
+fuzz_dir="$(cd "$(dirname "$0")" && pwd)"
+cd "$fuzz_dir/.." # core/: cargo fuzz looks for fuzz/ beside Cargo.toml
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "cargo-fuzz is missing: cargo install cargo-fuzz" >&2
+  exit 2
+fi
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  fuzz=(cargo +nightly fuzz)
+else
+  echo "no nightly toolchain: building with RUSTC_BOOTSTRAP=1 on $(rustc --version)" >&2
+  export RUSTC_BOOTSTRAP=1
+  fuzz=(cargo fuzz)
+fi
+
+"${fuzz[@]}" build
+
+vectors="$fuzz_dir/../../conformance/vectors"
+if command -v python3 >/dev/null && [ -d "$vectors" ]; then
+  python3 - "$vectors" "$fuzz_dir/corpus" <<'PY'
+import hashlib, json, os, sys
+
+vectors, corpus = sys.argv[1], sys.argv[2]
+seeds = {"header": ["header.json"], "control": ["hello.json"], "reply": ["reply.json"],
+         "chunk": ["chunk.json"]}
+addresses = [
+    "weida://127.0.0.1:4433/jobs",
+    "weida://sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff@[::1]:0",
+    "weida+unix:///tmp/w.sock//jobs",
+    "weida+unix://@bus",
+    "weida+inproc://bus/a/b",
+    "weida+pipe://p",
+]
+def put(target, data):
+    os.makedirs(os.path.join(corpus, target), exist_ok=True)
+    name = "seed-" + hashlib.sha1(data).hexdigest()
+    with open(os.path.join(corpus, target, name), "wb") as f:
+        f.write(data)
+for target, files in seeds.items():
+    for file in files:
+        with open(os.path.join(vectors, file)) as f:
+            doc = json.load(f)
+        for v in doc["vectors"] + doc["invalid"]:
+            put(target, bytes.fromhex(v["hex"]))
+for a in addresses:
+    put("address", a.encode())
+PY
+fi
+
+for target in $("${fuzz[@]}" list); do
+  mkdir -p "fuzz/corpus/$target"
+  echo "== $target: ${secs}s"
+  "${fuzz[@]}" run "$target" "fuzz/corpus/$target" -- -max_total_time="$secs"
+done
+echo "all fuzz targets ran ${secs}s without a crash"
