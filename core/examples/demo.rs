@@ -13,7 +13,11 @@ async fn main() -> weida::Result<()> {
     let listener = services.bind("weida://127.0.0.1:0").await?;
     let prices = listener.replier("/prices")?;
     let jobs = listener.puller("/jobs")?;
-    println!("services  bound {} as {}", listener.address(), services.fingerprint());
+    println!(
+        "services  bound {} as {}",
+        listener.address(),
+        services.fingerprint()
+    );
 
     let price_addr = prices.address().to_string();
     let job_addr = jobs.address().to_string();
@@ -21,9 +25,18 @@ async fn main() -> weida::Result<()> {
         let mut answered = 0;
         while let Ok(mut ex) = prices.accept().await {
             let item = ex.take_body().await?;
-            let peer = ex.meta().peer.clone().map(|p| p.to_string()).unwrap_or_default();
+            let peer = ex
+                .meta()
+                .peer
+                .clone()
+                .map(|p| p.to_string())
+                .unwrap_or_default();
             let price = 10 * item.len();
-            println!("prices    {:>8} asked by {}…  -> {price}", String::from_utf8_lossy(&item), &peer[..19]);
+            println!(
+                "prices    {:>8} asked by {}…  -> {price}",
+                String::from_utf8_lossy(&item),
+                &peer[..19]
+            );
             ex.reply(price.to_string()).await?;
             answered += 1;
             if answered == 3 {
@@ -36,8 +49,16 @@ async fn main() -> weida::Result<()> {
         let mut done = Vec::new();
         while done.len() < 5 {
             let m = jobs.recv().await?;
-            let id = m.meta.metadata.get("job").map(|v| String::from_utf8_lossy(v).into_owned());
-            println!("worker    job {} ({} bytes)", id.as_deref().unwrap_or("?"), m.body.len());
+            let id = m
+                .meta
+                .metadata
+                .get("job")
+                .map(|v| String::from_utf8_lossy(v).into_owned());
+            println!(
+                "worker    job {} ({} bytes)",
+                id.as_deref().unwrap_or("?"),
+                m.body.len()
+            );
             done.push(id.unwrap_or_default());
         }
         Ok::<_, weida::Error>(done)
@@ -57,7 +78,10 @@ async fn main() -> weida::Result<()> {
     }
     for n in 0..5 {
         pusher
-            .send_with(Metadata::new().with("job", n.to_string()), vec![b'x'; 1024 * (n + 1)])
+            .send_with(
+                Metadata::new().with("job", n.to_string()),
+                vec![b'x'; 1024 * (n + 1)],
+            )
             .await?;
     }
     let drained = client.drain(Duration::from_secs(5)).await;

@@ -66,7 +66,6 @@ impl Stats {
     }
 }
 
-
 /// Receipts of finished transfers whose `Delivery` was dropped: kept so `drain` has something
 /// to wait on (GUARANTEES §3), pruned as they resolve.
 #[derive(Default)]
@@ -230,7 +229,12 @@ pub(crate) struct Shared {
     pub(crate) life: Arc<Life>,
     /// Every listener's life and routes: at shutdown the lives are killed (local socket streams
     /// watch theirs) and the routes dropped (which ends every endpoint's queue).
-    listeners: Mutex<Vec<(std::sync::Weak<Life>, std::sync::Weak<RwLock<HashMap<String, Route>>>)>>,
+    listeners: Mutex<
+        Vec<(
+            std::sync::Weak<Life>,
+            std::sync::Weak<RwLock<HashMap<String, Route>>>,
+        )>,
+    >,
 }
 
 impl Shared {
@@ -485,7 +489,11 @@ impl Link {
         if head.len() as u64 - 1 > self.peer_max_header {
             return Err(Error::limit(
                 crate::error::Limit::HeaderSize,
-                format!("header of {} bytes, the peer accepts {}", head.len() - 1, self.peer_max_header),
+                format!(
+                    "header of {} bytes, the peer accepts {}",
+                    head.len() - 1,
+                    self.peer_max_header
+                ),
             ));
         }
         let head = Bytes::from(head);

@@ -432,7 +432,14 @@ impl IncomingTransfer {
     pub async fn collect(&mut self, max: u64) -> Result<Bytes> {
         let mut parts = Vec::new();
         let mut total = 0u64;
-        while let Some(c) = self.read_up_to((max - total.min(max)).saturating_add(1).min(usize::MAX as u64) as usize).await? {
+        while let Some(c) = self
+            .read_up_to(
+                (max - total.min(max))
+                    .saturating_add(1)
+                    .min(usize::MAX as u64) as usize,
+            )
+            .await?
+        {
             total += c.len() as u64;
             if total > max {
                 self.reader.stop(Code::LimitExceeded);
@@ -535,7 +542,11 @@ impl Exchange {
     }
 
     /// Writes the reply's status and header, with `body` in the same write when given.
-    async fn start_reply(mut self, meta: Metadata, body: Option<Bytes>) -> Result<OutgoingTransfer> {
+    async fn start_reply(
+        mut self,
+        meta: Metadata,
+        body: Option<Bytes>,
+    ) -> Result<OutgoingTransfer> {
         let shared = self.shared();
         let path: Arc<str> = self.request.meta.path.as_str().into();
         let mut send = self.reply.take().expect("present until answered");
@@ -731,7 +742,9 @@ impl Partial {
     /// LIMIT_EXCEEDED). Cancel-safe.
     pub(crate) async fn read_all(&mut self, max: u64) -> Result<()> {
         loop {
-            let room = (max - self.total.min(max)).saturating_add(1).min(usize::MAX as u64) as usize;
+            let room = (max - self.total.min(max))
+                .saturating_add(1)
+                .min(usize::MAX as u64) as usize;
             match self.transfer.read_up_to(room).await? {
                 Some(c) => {
                     self.total += c.len() as u64;

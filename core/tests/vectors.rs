@@ -266,7 +266,9 @@ fn parse_control(v: &Value) -> ControlFrame {
         }),
         "subscribe" => ControlFrame::Subscribe(str_of(v, "filter").into()),
         "unsubscribe" => ControlFrame::Unsubscribe(str_of(v, "filter").into()),
-        "goaway" => ControlFrame::GoAway,
+        "goaway" => ControlFrame::GoAway {
+            opened: u64_of(v, "opened"),
+        },
         "close" => ControlFrame::Close {
             code: Code::from_u64(u64_of(v, "code")),
             reason: str_of(v, "reason").into(),

@@ -126,7 +126,7 @@ fn control_frame() -> impl Strategy<Value = ControlFrame> {
         hello().prop_map(ControlFrame::Hello),
         text().prop_map(ControlFrame::Subscribe),
         text().prop_map(ControlFrame::Unsubscribe),
-        Just(ControlFrame::GoAway),
+        varint_value().prop_map(|opened| ControlFrame::GoAway { opened }),
         (code(), text()).prop_map(|(code, reason)| ControlFrame::Close { code, reason }),
         varint_value()
             .prop_filter("an unknown type", |t| *t > frame_type::CLOSE)

@@ -97,7 +97,9 @@ impl Puller {
             let t = match rx.next().await? {
                 Incoming::Stream(t) => t,
                 // The route admits only transfers.
-                Incoming::Exchange(_) => return Err(Error::Protocol("an exchange reached a puller".into())),
+                Incoming::Exchange(_) => {
+                    return Err(Error::Protocol("an exchange reached a puller".into()))
+                }
             };
             rx.partial = Some(Partial::new(t));
         }

@@ -143,10 +143,12 @@ pub(crate) fn quic_receipt(
         match stopped.await {
             Ok(None) => Ok(()),
             Ok(Some(code)) => Err(StreamError::Stopped(Code::from_u64(code.into_inner()))),
-            Err(quinn::StoppedError::ConnectionLost(e)) => Err(StreamError::Lost(quic::loss_cause(&e))),
-            Err(quinn::StoppedError::ZeroRttRejected) => {
-                Err(StreamError::Lost(LossCause::TransportError("0-RTT rejected".into())))
+            Err(quinn::StoppedError::ConnectionLost(e)) => {
+                Err(StreamError::Lost(quic::loss_cause(&e)))
             }
+            Err(quinn::StoppedError::ZeroRttRejected) => Err(StreamError::Lost(
+                LossCause::TransportError("0-RTT rejected".into()),
+            )),
         }
     }
 }
