@@ -229,12 +229,7 @@ pub(crate) struct Shared {
     pub(crate) life: Arc<Life>,
     /// Every listener's life and routes: at shutdown the lives are killed (local socket streams
     /// watch theirs) and the routes dropped (which ends every endpoint's queue).
-    listeners: Mutex<
-        Vec<(
-            std::sync::Weak<Life>,
-            std::sync::Weak<RwLock<HashMap<String, Route>>>,
-        )>,
-    >,
+    listeners: Mutex<Vec<(std::sync::Weak<Life>, std::sync::Weak<Routes>)>>,
 }
 
 impl Shared {
@@ -692,6 +687,9 @@ pub enum Incoming {
     /// An exchange: a request and its reply half.
     Exchange(Exchange),
 }
+
+/// The endpoints of one listener, by path.
+type Routes = RwLock<HashMap<String, Route>>;
 
 struct Route {
     kind: RouteKind,
