@@ -229,9 +229,10 @@ impl Address {
         }
     }
 
-    /// Scheme, pin and target without the path, in canonical text. Endpoints on one listener
-    /// share a connection, so this is the connection pool's key; the pin is part of it because
-    /// a connection proven to one key must not serve an address that pins another.
+    /// Scheme, pin and target without the path, in canonical text: the peer this address names,
+    /// whatever endpoint on it. (The runtime keeps one connection per dialled *path*, so its
+    /// pool is keyed by the whole address; this key groups those connections by peer. The pin
+    /// is part of it because a connection proven to one key must not serve another.)
     pub fn authority_key(&self) -> String {
         self.without_path().to_string()
     }

@@ -388,11 +388,14 @@ impl Shared {
         let life = self.life.clone();
         tokio::spawn(async move {
             tokio::select! {
-                _ = ctl.drain(None) => {}
+                code = ctl.drain(None) => {
+                    // The listener's half of the control stream ended: so does the connection.
+                    if let Conn::Unix(u) = &conn {
+                        u.lost(LossCause::PeerClosed);
+                    }
+                    conn.close(code, "control stream ended");
+                }
                 _ = life.dead() => {}
-            }
-            if let Conn::Unix(u) = &conn {
-                u.lost(LossCause::PeerClosed);
             }
         });
         Ok(link)
@@ -481,12 +484,13 @@ impl Link {
         let mut head = Vec::with_capacity(32 + self.path.len());
         head.push(ty.to_byte());
         header.encode(&mut head);
-        if head.len() as u64 - 1 > self.peer_max_header {
+        // The bound counts what the length prefix counts (PROTOCOL.md §5.3), as the peer does.
+        let counted = head.len() - 1 - crate::wire::varint::len_from_first_byte(head[1]);
+        if counted as u64 > self.peer_max_header {
             return Err(Error::limit(
                 crate::error::Limit::HeaderSize,
                 format!(
-                    "header of {} bytes, the peer accepts {}",
-                    head.len() - 1,
+                    "header of {counted} bytes, the peer accepts {}",
                     self.peer_max_header
                 ),
             ));
@@ -626,6 +630,10 @@ impl ControlReader {
                     return Ok(Some(f));
                 }
                 Ok(None) => {}
+                // A version this side does not speak is a failed negotiation, not a bad frame.
+                Err(crate::wire::DecodeError::Unsupported(what)) => {
+                    return Err(Error::NegotiationFailed(format!("unsupported {what}")))
+                }
                 Err(e) => return Err(Error::Protocol(format!("control stream: {e}"))),
             }
             match self.reader.chunk(64 * 1024).await {
@@ -637,11 +645,22 @@ impl ControlReader {
     }
 
     /// Reads frames until the stream ends; GOAWAY goes to `tracker` (others are ignored in v0).
-    async fn drain(&mut self, tracker: Option<&Tracker>) {
-        while let Ok(Some(f)) = self.next().await {
-            tracing::trace!(?f, "control frame");
-            if let (ControlFrame::GoAway { opened }, Some(t)) = (f, tracker) {
-                t.go_away(opened);
+    /// Returns the code the connection should close with: NO_ERROR after a FIN (or a CLOSE),
+    /// PROTOCOL_ERROR after a malformed frame.
+    async fn drain(&mut self, tracker: Option<&Tracker>) -> Code {
+        loop {
+            match self.next().await {
+                Ok(Some(f)) => {
+                    tracing::trace!(?f, "control frame");
+                    match (f, tracker) {
+                        (ControlFrame::GoAway { opened }, Some(t)) => t.go_away(opened),
+                        (ControlFrame::Close { .. }, _) => return Code::NoError,
+                        _ => {}
+                    }
+                }
+                Ok(None) => return Code::NoError,
+                Err(Error::Protocol(_)) => return Code::ProtocolError,
+                Err(_) => return Code::NoError,
             }
         }
     }
@@ -778,6 +797,8 @@ impl Drop for ListenerInner {
 struct Dispatch {
     shared: Arc<Shared>,
     routes: Arc<RwLock<HashMap<String, Route>>>,
+    /// The listener's own life: a closed listener ends its local sessions too.
+    life: Arc<Life>,
 }
 
 impl Listener {
@@ -875,7 +896,7 @@ impl Dispatch {
             Err(_) => return,
         };
         let ty = match StreamType::from_byte(ty) {
-            Ok(StreamType::Control) if send.is_some() => {
+            Ok(StreamType::Control) if matches!(send, Some(SendHalf::Unix(_))) => {
                 // Over a local socket each control connection arrives like a stream.
                 let ctl = ControlReader::with_reader(reader);
                 self.session(ctl, send.take().unwrap()).await;
@@ -909,6 +930,8 @@ impl Dispatch {
         };
         let header = match reader.header(self.shared.limits.max_header_size).await {
             Ok(h) => h,
+            // Reset or lost before its header was whole: there is nobody to tell.
+            Err(crate::stream::ReadFail::Stream(_)) => return,
             Err(f) => {
                 let code = f.code();
                 let msg = match f.into_error() {
@@ -1004,9 +1027,12 @@ impl Dispatch {
         send: &mut SendHalf,
         conn: Option<&Conn>,
     ) -> bool {
-        let theirs = match ctl.next().await {
-            Ok(Some(ControlFrame::Hello(h))) => h,
-            Ok(_) | Err(_) => {
+        // A dialler that never says HELLO is not waited for longer than an idle connection.
+        let first = tokio::time::timeout(self.shared.limits.idle_timeout, ctl.next()).await;
+        let negotiated = match first {
+            Ok(Ok(Some(ControlFrame::Hello(theirs)))) => self.shared.hello().negotiate(&theirs),
+            Ok(Err(Error::NegotiationFailed(why))) => Err(why),
+            _ => {
                 tracing::debug!("a peer opened no HELLO");
                 if let Some(c) = conn {
                     c.close(Code::ProtocolError, "expected HELLO");
@@ -1015,7 +1041,7 @@ impl Dispatch {
             }
         };
         let mine = self.shared.hello();
-        match mine.negotiate(&theirs) {
+        match negotiated {
             Ok(_) => {
                 let mut out = Vec::new();
                 ControlFrame::Hello(mine).encode(&mut out);
@@ -1052,6 +1078,7 @@ impl Dispatch {
             tokio::select! {
                 _ = ctl.drain(Some(&tracker)) => {}
                 _ = tracker.drained() => {}
+                _ = self.life.dead() => {}
                 _ = self.shared.life.dead() => {}
             }
         }
@@ -1131,14 +1158,10 @@ impl Dispatch {
                 Conn::Unix(_) => {}
             }
         };
-        let control = async {
-            ctl.drain(Some(&tracker)).await;
-            // The control stream ended without a close: keep serving until the peer closes.
-            std::future::pending::<()>().await
-        };
         tokio::select! {
             _ = accept => {}
-            _ = control => {}
+            // The dialler's half of the control stream ended (or broke): so does the connection.
+            code = ctl.drain(Some(&tracker)) => conn.close(code, "control stream ended"),
             _ = tracker.drained() => conn.close(Code::NoError, "drained"),
             _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
             _ = self.shared.life.dead() => {}
@@ -1239,6 +1262,7 @@ impl Runtime {
         let dispatch = Dispatch {
             shared: self.shared.clone(),
             routes: routes.clone(),
+            life: life.clone(),
         };
         let limits = self.shared.limits.clone();
         let (bound_address, quic_ep) = match addr.target() {

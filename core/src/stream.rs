@@ -149,10 +149,19 @@ impl StreamReader {
         Header::decode_body(&body).map_err(ReadFail::Decode)
     }
 
-    /// Everything up to FIN, at most `max` bytes.
-    pub(crate) async fn rest(&mut self) -> std::result::Result<Bytes, ReadFail> {
+    /// Everything up to FIN, refusing more than `max` bytes (`TooLarge`).
+    pub(crate) async fn rest(&mut self, max: usize) -> std::result::Result<Bytes, ReadFail> {
         let mut parts: Vec<Bytes> = Vec::new();
+        let mut total = 0usize;
         while let Some(c) = self.chunk(READ_CHUNK).await.map_err(ReadFail::Stream)? {
+            total += c.len();
+            if total > max {
+                return Err(ReadFail::Decode(DecodeError::TooLarge {
+                    what: "frame",
+                    len: total as u64,
+                    limit: max as u64,
+                }));
+            }
             parts.push(c);
         }
         Ok(concat(parts))
@@ -685,7 +694,9 @@ impl PendingReply {
                 Ok(t)
             }
             Ok(ReplyStatus::Error) => {
-                let body = match self.reader.rest().await {
+                // An ERROR is a code, a length and at most MAX_ERROR_MESSAGE bytes: a replier
+                // cannot make the requester buffer more than that.
+                let body = match self.reader.rest(16 + reply::MAX_ERROR_MESSAGE).await {
                     Ok(b) => b,
                     Err(f) => return Err(self.fail(f)),
                 };

@@ -92,10 +92,10 @@ fn offered_set() -> impl Strategy<Value = GuaranteeSet> {
         })
 }
 
-/// A HELLO that offers at least what it requires.
+/// A HELLO that offers at least what it requires, announcing a header bound of at least 64.
 fn hello() -> impl Strategy<Value = Hello> {
     (
-        varint_value(),
+        varint_value().prop_map(|v| v.max(weida::wire::control::MIN_HEADER_SIZE)),
         varint_value(),
         offered_set(),
         ordering(),
@@ -489,10 +489,30 @@ fn a_complete_control_frame_is_never_truncated() {
 fn a_written_core_level_decodes_to_the_core_set() {
     // Regression: HELLO offering dimension 0x09 at level 0 and ordering at level 0.
     let b = [
-        0x01, 0x0a, 0x00, 0x01, 0x01, 0x3f, 0x03, 0x04, 0x09, 0x00, 0x03, 0x00,
+        0x01, 0x0b, 0x00, 0x01, 0x02, 0x40, 0x40, 0x03, 0x04, 0x09, 0x00, 0x03, 0x00,
     ];
-    let Some((ControlFrame::Hello(h), 12)) = ControlFrame::decode(&b).unwrap() else {
+    let Some((ControlFrame::Hello(h), 13)) = ControlFrame::decode(&b).unwrap() else {
         panic!("{:?}", ControlFrame::decode(&b));
     };
     assert_eq!(h.offered, GuaranteeSet::core());
+}
+
+#[test]
+fn negotiation_refuses_an_unknown_required_dimension_and_agrees_on_the_weaker_offer() {
+    let core = Hello::default();
+    let mut strange = Hello::default();
+    strange.offered.other.push((5, 1));
+    strange.required.other.push((5, 1));
+    // It decodes (it offers what it requires), and negotiation refuses it on either side.
+    let mut b = Vec::new();
+    ControlFrame::Hello(strange.clone()).encode(&mut b);
+    assert!(matches!(
+        ControlFrame::decode(&b),
+        Ok(Some((ControlFrame::Hello(_), _)))
+    ));
+    assert!(core.negotiate(&strange).is_err());
+    assert!(strange.negotiate(&core).is_err());
+    let mut detect = Hello::default();
+    detect.offered.ordering = weida::Ordering::Detect;
+    assert_eq!(core.negotiate(&detect).unwrap(), GuaranteeSet::core());
 }

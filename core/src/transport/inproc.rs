@@ -114,8 +114,9 @@ pub(crate) fn connect(name: &str, limits: &Limits) -> Result<Conn, Error> {
             to_peer: to_listener,
             incoming: tokio::sync::Mutex::new(dialer_in),
             uni_budget: Arc::new(Semaphore::new(r.limits.max_concurrent_uni_streams as usize)),
+            // One more than the budget: the control stream is not an exchange.
             bi_budget: Arc::new(Semaphore::new(
-                r.limits.max_concurrent_bidi_streams as usize,
+                r.limits.max_concurrent_bidi_streams as usize + 1,
             )),
             window: r.limits.stream_receive_window as usize,
         }),
@@ -127,7 +128,9 @@ pub(crate) fn connect(name: &str, limits: &Limits) -> Result<Conn, Error> {
             to_peer: to_dialer,
             incoming: tokio::sync::Mutex::new(listener_in),
             uni_budget: Arc::new(Semaphore::new(limits.max_concurrent_uni_streams as usize)),
-            bi_budget: Arc::new(Semaphore::new(limits.max_concurrent_bidi_streams as usize)),
+            bi_budget: Arc::new(Semaphore::new(
+                limits.max_concurrent_bidi_streams as usize + 1,
+            )),
             window: limits.stream_receive_window as usize,
         }),
     };

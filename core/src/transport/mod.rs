@@ -309,8 +309,12 @@ impl Conn {
         }
     }
 
-    /// Closes the connection with `code`; every stream on it ends.
+    /// Closes the connection with `code`; every stream on it ends. A connection that already
+    /// ended keeps its cause (quinn would otherwise overwrite it with LocallyClosed).
     pub(crate) fn close(&self, code: Code, reason: &str) {
+        if self.loss().is_some() {
+            return;
+        }
         match self {
             Conn::Quic(c) => c.close(
                 quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(0)),

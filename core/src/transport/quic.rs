@@ -26,7 +26,8 @@ pub(crate) fn transport_config(
 ) -> Result<quinn::TransportConfig, Error> {
     let mut t = quinn::TransportConfig::default();
     t.max_concurrent_uni_streams(varint(limits.max_concurrent_uni_streams));
-    t.max_concurrent_bidi_streams(varint(limits.max_concurrent_bidi_streams));
+    // One more than the budget: the control stream is not an exchange (PROTOCOL.md §10.1).
+    t.max_concurrent_bidi_streams(varint(limits.max_concurrent_bidi_streams.saturating_add(1)));
     t.stream_receive_window(varint(limits.stream_receive_window));
     t.receive_window(varint(limits.connection_receive_window));
     t.send_window(limits.send_window);

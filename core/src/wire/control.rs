@@ -58,6 +58,9 @@ pub mod dimension {
     pub const CONTROL_ISOLATION: u64 = 0x07;
 }
 
+/// The smallest MAX_HEADER_SIZE a HELLO may announce: below it no path fits.
+pub const MIN_HEADER_SIZE: u64 = 64;
+
 /// The HELLO version byte v0 writes.
 pub const HELLO_VERSION: u8 = 0;
 
@@ -157,6 +160,21 @@ impl GuaranteeSet {
         self.ordering >= required.ordering && required.other.iter().all(|&(_, l)| l == 0)
     }
 
+    /// Whether a set that declares `required` also declares at least as much in `self`, per
+    /// dimension and by number — a sanity check of one HELLO, which needs no knowledge of what
+    /// the levels mean (negotiation, which does, is [`GuaranteeSet::reaches`]).
+    fn covers_declared(&self, required: &GuaranteeSet) -> bool {
+        let level = |s: &GuaranteeSet, d: u64| -> u64 {
+            if d == dimension::ORDERING && s.ordering != Ordering::None {
+                return s.ordering.level();
+            }
+            s.other.iter().find(|(x, _)| *x == d).map_or(0, |&(_, l)| l)
+        };
+        let mut dims: Vec<u64> = required.other.iter().map(|&(d, _)| d).collect();
+        dims.push(dimension::ORDERING);
+        dims.iter().all(|&d| level(self, d) >= level(required, d))
+    }
+
     /// The per-dimension intersection of two offers: the weaker level of each.
     pub fn intersect(&self, other: &GuaranteeSet) -> GuaranteeSet {
         GuaranteeSet {
@@ -242,8 +260,17 @@ impl Hello {
             ..Hello::default()
         };
         let mut seen_size = false;
+        let mut seen: Vec<u64> = Vec::new();
         for f in fields(rest) {
             let (k, v) = f?;
+            if k <= hello_key::SESSION {
+                if seen.contains(&k) {
+                    return Err(DecodeError::malformed(format!(
+                        "HELLO field 0x{k:x} repeated"
+                    )));
+                }
+                seen.push(k);
+            }
             match k {
                 hello_key::MAX_HEADER_SIZE => {
                     h.max_header_size = varint_value(k, v)?;
@@ -259,7 +286,13 @@ impl Hello {
         if !seen_size {
             return Err(DecodeError::malformed("HELLO without MAX_HEADER_SIZE"));
         }
-        if !h.offered.reaches(&h.required) {
+        if h.max_header_size < MIN_HEADER_SIZE {
+            return Err(DecodeError::malformed(format!(
+                "HELLO MAX_HEADER_SIZE {} is below {MIN_HEADER_SIZE}",
+                h.max_header_size
+            )));
+        }
+        if !h.offered.covers_declared(&h.required) {
             return Err(DecodeError::malformed("HELLO requires more than it offers"));
         }
         Ok(h)
