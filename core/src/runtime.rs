@@ -1304,7 +1304,10 @@ impl Runtime {
                         let (d, life) = (d.clone(), life2.clone());
                         tokio::spawn(async move {
                             match incoming.await {
-                                Ok(c) => d.connection(Conn::Quic(c), life).await,
+                                Ok(c) => {
+                                    let span = tracing::debug_span!("connection", remote = %c.remote_address());
+                                    d.connection(Conn::Quic(c), life).instrument(span).await
+                                }
                                 Err(e) => tracing::debug!(error = %e, "handshake failed"),
                             }
                         });
@@ -1323,7 +1326,12 @@ impl Runtime {
                             _ = d.shared.life.dead() => break,
                         };
                         let Some(c) = c else { break };
-                        tokio::spawn(d.clone().connection(Conn::Inproc(c), life2.clone()));
+                        let span = tracing::debug_span!("connection", transport = "inproc");
+                        tokio::spawn(
+                            d.clone()
+                                .connection(Conn::Inproc(c), life2.clone())
+                                .instrument(span),
+                        );
                     }
                 });
                 (addr.clone(), None)

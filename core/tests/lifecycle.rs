@@ -291,3 +291,37 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
     let e = rt.bind("weida://127.0.0.1:0/path").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidAddress);
 }
+
+async fn counters(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for _ in 0..3 {
+        pusher.send(vec![1u8; 100]).await.unwrap();
+    }
+    for _ in 0..3 {
+        puller.recv().await.unwrap();
+    }
+    let refused = client.pusher();
+    refused
+        .connect(
+            &listener
+                .address()
+                .with_path("/nowhere")
+                .unwrap()
+                .to_string(),
+        )
+        .await
+        .unwrap();
+    assert!(refused.send(Bytes::from(vec![0u8; 2 << 20])).await.is_err());
+    let c = client.counters();
+    assert_eq!(c.streams_opened, 4);
+    assert!(c.bytes_sent >= 300, "{c:?}");
+    assert_eq!(c.connections_dialled, 2);
+    let s = server.counters();
+    assert_eq!(s.streams_accepted, 3);
+    assert_eq!(s.streams_refused, 1);
+    assert_eq!(s.bytes_received, 300);
+}
+on_every_transport!(counters_count_streams_bytes_and_refusals, counters);
