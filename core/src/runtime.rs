@@ -154,6 +154,24 @@ struct Tracker {
 /// One live stream on an accepted connection.
 pub(crate) struct LiveStream(Arc<Tracker>);
 
+impl LiveStream {
+    /// Releases the stream once `receipt` resolves when the peer already said GOAWAY (its
+    /// drain must not see the connection closed under a reply still in flight); at once
+    /// otherwise, which costs nothing on the common path.
+    pub(crate) fn release_after(self, receipt: &Receipt) {
+        if self.0.goaway.load(Ordering::Acquire) == u64::MAX {
+            return;
+        }
+        if let Receipt::Quic(s) = receipt {
+            let wait = crate::transport::quic_receipt(s);
+            tokio::spawn(async move {
+                let _ = wait.await;
+                drop(self);
+            });
+        }
+    }
+}
+
 impl Drop for LiveStream {
     fn drop(&mut self) {
         self.0.live.fetch_sub(1, Ordering::AcqRel);
@@ -363,7 +381,18 @@ impl Shared {
                     "the peer's first control frame is not HELLO".into(),
                 ));
             }
-            Err(e) => return Err(closed_error(&conn, e)),
+            Err(e) => {
+                // Whatever the listener sent (a malformed frame, a version we do not speak),
+                // this connection cannot be used: close it with the reason.
+                let e = closed_error(&conn, e);
+                let code = match &e {
+                    Error::NegotiationFailed(_) => Code::NegotiationFailed,
+                    Error::Protocol(_) => Code::ProtocolError,
+                    _ => Code::NoError,
+                };
+                conn.close(code, "handshake failed");
+                return Err(e);
+            }
         };
         let agreed = match mine.negotiate(&theirs) {
             Ok(a) => a,
@@ -903,6 +932,12 @@ impl Dispatch {
                 return;
             }
             Ok(t @ (StreamType::Transfer | StreamType::Exchange)) => t,
+            Ok(StreamType::Control) => {
+                // One control stream per connection, and it is the first (PROTOCOL.md §3.2).
+                self.refuse(reader, send, Code::ProtocolError, "a second control stream")
+                    .await;
+                return;
+            }
             Ok(_) | Err(_) => {
                 self.refuse(reader, send, Code::Unsupported, "unsupported stream type")
                     .await;
@@ -1087,26 +1122,32 @@ impl Dispatch {
     /// An accepted QUIC or in-process connection: handshake, then its streams.
     async fn connection(self, conn: Conn, life: Arc<Life>) {
         self.shared.track(&conn);
-        let first = match &conn {
-            Conn::Quic(c) => c
-                .accept_bi()
-                .await
-                .ok()
-                .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r))),
-            Conn::Inproc(c) => c
-                .accept()
-                .await
-                .and_then(|raw| raw.send.map(|s| (s, raw.recv))),
-            Conn::Unix(_) => None,
+        // The whole opening (first stream, its type byte, HELLO) is bounded like an idle
+        // connection: a dialler that opens nothing is not waited for forever.
+        let deadline = tokio::time::Instant::now() + self.shared.limits.idle_timeout;
+        let opening = async {
+            let (send, recv) = match &conn {
+                Conn::Quic(c) => c
+                    .accept_bi()
+                    .await
+                    .ok()
+                    .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r)))?,
+                Conn::Inproc(c) => c
+                    .accept()
+                    .await
+                    .and_then(|raw| raw.send.map(|s| (s, raw.recv)))?,
+                Conn::Unix(_) => return None,
+            };
+            let mut reader = StreamReader::new(recv);
+            let ty = reader.byte().await.ok().map(StreamType::from_byte);
+            Some((send, reader, ty))
         };
-        let Some((mut send, recv)) = first else {
+        let Ok(Some((mut send, reader, ty))) = tokio::time::timeout_at(deadline, opening).await
+        else {
+            conn.close(Code::ProtocolError, "no control stream");
             return;
         };
-        let mut reader = StreamReader::new(recv);
-        if !matches!(
-            reader.byte().await.map(StreamType::from_byte),
-            Ok(Ok(StreamType::Control))
-        ) {
+        if !matches!(ty, Some(Ok(StreamType::Control))) {
             conn.close(
                 Code::ProtocolError,
                 "the first stream is not the control stream",

@@ -52,7 +52,7 @@ pub(crate) struct StreamReader {
     /// Stream ended (FIN read, or an error returned): nothing more to stop.
     ended: bool,
     /// Counts this stream as live on its connection until dropped (for a graceful drain).
-    _live: Option<crate::runtime::LiveStream>,
+    live: Option<crate::runtime::LiveStream>,
 }
 
 impl StreamReader {
@@ -61,12 +61,12 @@ impl StreamReader {
             recv,
             ahead: Bytes::new(),
             ended: false,
-            _live: None,
+            live: None,
         }
     }
 
     pub(crate) fn counted(mut self, live: Option<crate::runtime::LiveStream>) -> StreamReader {
-        self._live = live;
+        self.live = live;
         self
     }
 
@@ -240,6 +240,9 @@ pub struct OutgoingTransfer {
     // Set once the FIN is queued: the request half of an exchange tells its reply reader that a
     // loss from then on is Indeterminate.
     finished: Option<Arc<std::sync::atomic::AtomicBool>>,
+    // A reply keeps its exchange live on the connection until it reached the requester, so a
+    // graceful drain does not close the connection under it.
+    live: Option<crate::runtime::LiveStream>,
 }
 
 impl OutgoingTransfer {
@@ -249,6 +252,7 @@ impl OutgoingTransfer {
             path,
             shared,
             finished: None,
+            live: None,
         }
     }
 
@@ -300,6 +304,9 @@ impl OutgoingTransfer {
             .map_err(|e| e.into_write_error(&self.path))?;
         if let Some(f) = &self.finished {
             f.store(true, std::sync::atomic::Ordering::Release);
+        }
+        if let Some(live) = self.live.take() {
+            live.release_after(&receipt);
         }
         Ok(Delivery {
             receipt: Some(receipt),
@@ -474,6 +481,11 @@ impl IncomingTransfer {
     pub(crate) fn stop_reader(&mut self, code: Code) {
         self.reader.stop(code);
     }
+
+    /// Hands the stream's place among its connection's live streams to whoever answers it.
+    pub(crate) fn take_live(&mut self) -> Option<crate::runtime::LiveStream> {
+        self.reader.live.take()
+    }
 }
 
 impl std::fmt::Debug for IncomingTransfer {
@@ -577,7 +589,9 @@ impl Exchange {
             None => send.write(Bytes::from(head)).await,
         };
         r.map_err(|e| e.into_write_error(&path))?;
-        Ok(OutgoingTransfer::new(send, path, shared))
+        let mut t = OutgoingTransfer::new(send, path, shared);
+        t.live = self.request.take_live();
+        Ok(t)
     }
 
     /// Answers with an ERROR frame carrying `error`'s code and text (REJECTED for
@@ -698,6 +712,10 @@ impl PendingReply {
                 // cannot make the requester buffer more than that.
                 let body = match self.reader.rest(16 + reply::MAX_ERROR_MESSAGE).await {
                     Ok(b) => b,
+                    Err(ReadFail::Decode(_)) => {
+                        self.reader.stop(Code::ProtocolError);
+                        return Err(Error::Protocol("an ERROR frame above its bound".into()));
+                    }
                     Err(f) => return Err(self.fail(f)),
                 };
                 match reply::decode_error(&body) {

@@ -153,8 +153,10 @@ pub(crate) fn quic_receipt(
     }
 }
 
-/// The writing half of a stream on any transport. Dropping it does nothing by itself: the
-/// owner decides between finish and reset (an unfinished `OutgoingTransfer` resets on drop).
+/// The writing half of a stream on any transport. Its owner decides between finish and reset
+/// (an unfinished `OutgoingTransfer` resets on drop); a half dropped without either ends as
+/// the transport ends it (quinn finishes a dropped QUIC stream, a pipe resets, a local socket
+/// half-closes without FIN, which its reader sees as a loss).
 pub(crate) enum SendHalf {
     Quic(quinn::SendStream),
     Pipe(pipe::Writer),
