@@ -7,6 +7,7 @@
 //! See bench/README.md for what each row measures and how to read the ratios.
 
 mod cases;
+mod filters;
 mod meter;
 mod rawquic;
 mod report;
@@ -336,6 +337,9 @@ fn main() {
     let elapsed = began.elapsed();
     let tables = report::Tables::build(&o, &records);
     print!("{}", tables.markdown(&o));
+    if o.only_bench.is_none() {
+        print!("{}", filters::table(o.reps.max(3)));
+    }
     println!(
         "\nTotal measuring time {:.0} s; load average at end {}.",
         elapsed.as_secs_f64(),

@@ -26,6 +26,7 @@
 pub mod address;
 mod config;
 mod error;
+pub mod filter;
 mod fingerprint;
 mod identity;
 mod patterns;
