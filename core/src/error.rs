@@ -17,7 +17,7 @@ pub enum LossCause {
     IdleTimeout,
     /// The peer closed the connection (or, locally, went away).
     PeerClosed,
-    /// This side closed it: `shutdown`, `drain`, or the endpoint was dropped.
+    /// This side closed it: `shutdown`, `drain`, or a `Listener::close`.
     LocallyClosed,
     /// The peer's transport reset the connection (stateless reset, or a local socket reset).
     Reset,

@@ -20,7 +20,7 @@ use crate::transport::{
     StreamError,
 };
 use crate::trust::{ClientTls, ServerTls};
-use crate::wire::{Code, ControlFrame, Header, Hello, Ordering as WireOrdering, StreamType};
+use crate::wire::{Code, ControlFrame, Header, Hello, StreamType};
 
 /// Counters a user can read without a metrics stack. Monotonic since the runtime started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -245,6 +245,8 @@ pub(crate) struct Shared {
     state: AtomicU8,
     /// Killed at shutdown: accept loops and control readers end.
     pub(crate) life: Arc<Life>,
+    /// The runtime the connections run on, for work started from a drop.
+    runtime: std::sync::OnceLock<tokio::runtime::Handle>,
     /// Every listener's life and routes: at shutdown the lives are killed (local socket streams
     /// watch theirs) and the routes dropped (which ends every endpoint's queue).
     listeners: Mutex<Vec<(std::sync::Weak<Life>, std::sync::Weak<Routes>)>>,
@@ -277,6 +279,28 @@ impl Shared {
         c.push(conn.clone());
     }
 
+    /// An endpoint let go of `link`. When no other endpoint holds it, it leaves the pool and
+    /// goes away gracefully: GOAWAY, and the listener closes once it has taken every stream,
+    /// so what was finished on it still arrives (PATTERNS §1.1).
+    pub(crate) fn release(&self, address: &Address, link: Arc<Link>) {
+        let mut pool = self.pool.lock().unwrap();
+        let key = address.to_string();
+        // Held by the pool and by `link` only: nobody else sends on it.
+        if Arc::strong_count(&link) == 2 && pool.get(&key).is_some_and(|l| Arc::ptr_eq(l, &link)) {
+            pool.remove(&key);
+            drop(pool);
+            if let Some(rt) = self.runtime.get() {
+                let wait = self.limits.idle_timeout;
+                rt.spawn(async move {
+                    link.go_away().await;
+                    // Keep the connection (and its control stream) until the listener closes
+                    // it: dropping the last handle would close it under unread streams.
+                    let _ = tokio::time::timeout(wait, link.conn.closed()).await;
+                });
+            }
+        }
+    }
+
     /// Bounds a wait for a stream slot by `send_timeout`.
     pub(crate) async fn within<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
         match self.config.send_timeout {
@@ -296,6 +320,7 @@ impl Shared {
     /// The live connection for `address` (one per dialled path), dialling it if needed.
     pub(crate) async fn link(self: &Arc<Self>, address: &Address) -> Result<Arc<Link>> {
         self.check_open()?;
+        let _ = self.runtime.set(tokio::runtime::Handle::current());
         let path: Arc<str> = address.endpoint_path()?.into();
         let key = address.to_string();
         if let Some(l) = self.pool.lock().unwrap().get(&key).cloned() {
@@ -593,11 +618,14 @@ impl PeerSet {
         l.push((address, link));
     }
 
-    pub(crate) fn remove(&self, address: &Address) -> bool {
+    pub(crate) fn remove(&self, address: &Address) -> Option<Arc<Link>> {
         let mut l = self.links.lock().unwrap();
-        let before = l.len();
-        l.retain(|(a, _)| a != address);
-        l.len() != before
+        let i = l.iter().position(|(a, _)| a == address)?;
+        Some(l.swap_remove(i).1)
+    }
+
+    pub(crate) fn take_all(&self) -> Vec<(Address, Arc<Link>)> {
+        std::mem::take(&mut *self.links.lock().unwrap())
     }
 
     /// Live connections.
@@ -753,6 +781,9 @@ pub(crate) struct Inbox {
     id: u64,
     pub(crate) shared: Arc<Shared>,
     pub(crate) address: Address,
+    // An endpoint keeps its listener bound: dropping the `Listener` handle while endpoints
+    // live does not silently end them (`Listener::close` does, explicitly).
+    _listener: Arc<ListenerInner>,
 }
 
 impl Drop for Inbox {
@@ -856,6 +887,7 @@ impl Listener {
             id,
             shared: self.inner.shared.clone(),
             address: self.inner.address.with_path(path)?,
+            _listener: self.inner.clone(),
         })
     }
 
@@ -1242,7 +1274,7 @@ impl Runtime {
     /// Its tasks run on the tokio runtime of the caller of each async method.
     pub fn new(config: RuntimeConfig) -> Result<Runtime> {
         config.limits.validate()?;
-        if config.guarantees.ordering != WireOrdering::None || !config.guarantees.other.is_empty() {
+        if !config.guarantees.is_core() {
             return Err(Error::InvalidConfig(
                 "only the core guarantee set is implemented: PerProducer ordering arrives with Pub/Sub".into(),
             ));
@@ -1265,6 +1297,7 @@ impl Runtime {
                 state: AtomicU8::new(OPEN),
                 life: Life::new(),
                 listeners: Mutex::new(Vec::new()),
+                runtime: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -1452,7 +1485,11 @@ impl Runtime {
     /// transport, then closes everything. The deadline is mandatory and finite.
     /// An expired drain with transfers outstanding is not an error.
     pub async fn drain(&self, deadline: Duration) -> Drained {
-        let until = tokio::time::Instant::now() + deadline;
+        let now = tokio::time::Instant::now();
+        // A deadline too far to represent is as good as a very long one.
+        let until = now
+            .checked_add(deadline)
+            .unwrap_or(now + Duration::from_secs(86_400 * 365));
         let _ =
             self.shared
                 .state

@@ -360,7 +360,7 @@ pub struct Delivery {
 impl Delivery {
     /// Resolves when the peer's transport holds every byte and the FIN — not when an
     /// application read it (GUARANTEES §3). A refusal that reached this side first is its
-    /// error. Cancel-safe only in that dropping it parks the receipt.
+    /// error. Not cancel-safe: a receipt whose wait is dropped is not counted by `drain`.
     pub async fn delivered(mut self) -> Result<()> {
         let r = self
             .receipt
@@ -394,8 +394,9 @@ pub struct IncomingTransfer {
     reader: StreamReader,
     meta: IncomingMeta,
     shared: Arc<Shared>,
-    /// Loss while reading this stream is Indeterminate (a reply to a finished request).
-    indeterminate_on_loss: bool,
+    /// Set when this is a reply and its request's FIN is queued: a loss from then on is
+    /// Indeterminate (the flag is read at the loss, since a streamed request may finish late).
+    indeterminate_on_loss: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl IncomingTransfer {
@@ -408,7 +409,7 @@ impl IncomingTransfer {
             reader,
             meta,
             shared,
-            indeterminate_on_loss: false,
+            indeterminate_on_loss: None,
         }
     }
 
@@ -419,7 +420,14 @@ impl IncomingTransfer {
 
     fn map(&self, e: StreamError) -> Error {
         match e {
-            StreamError::Lost(c) if self.indeterminate_on_loss => Error::Indeterminate(c),
+            StreamError::Lost(c)
+                if self
+                    .indeterminate_on_loss
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire)) =>
+            {
+                Error::Indeterminate(c)
+            }
             other => other.into_read_error(),
         }
     }
@@ -474,8 +482,11 @@ impl IncomingTransfer {
         self.reader.stop(Code::of_error(error));
     }
 
-    pub(crate) fn set_indeterminate_on_loss(&mut self) {
-        self.indeterminate_on_loss = true;
+    pub(crate) fn set_indeterminate_on_loss(
+        &mut self,
+        finished: Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        self.indeterminate_on_loss = Some(finished);
     }
 
     pub(crate) fn stop_reader(&mut self, code: Code) {
@@ -699,12 +710,9 @@ impl PendingReply {
                 };
                 let mut meta = IncomingMeta::from_header(h, self.peer.clone());
                 meta.path = self.path.to_string();
-                let finished = self.finished.load(std::sync::atomic::Ordering::Acquire);
                 let shared = self.shared.clone();
                 let mut t = IncomingTransfer::new(self.reader, meta, shared);
-                if finished {
-                    t.set_indeterminate_on_loss();
-                }
+                t.set_indeterminate_on_loss(self.finished.clone());
                 Ok(t)
             }
             Ok(ReplyStatus::Error) => {

@@ -26,6 +26,14 @@ pub(crate) struct Dialer {
     peers: PeerSet,
 }
 
+impl Drop for Dialer {
+    fn drop(&mut self) {
+        for (address, link) in self.peers.take_all() {
+            self.shared.release(&address, link);
+        }
+    }
+}
+
 impl Dialer {
     fn new(shared: Arc<Shared>) -> Dialer {
         Dialer {
@@ -43,7 +51,14 @@ impl Dialer {
     }
 
     fn disconnect(&self, address: &str) -> Result<bool> {
-        Ok(self.peers.remove(&Address::parse(address)?))
+        let address = Address::parse(address)?;
+        Ok(match self.peers.remove(&address) {
+            Some(link) => {
+                self.shared.release(&address, link);
+                true
+            }
+            None => false,
+        })
     }
 
     /// Opens a one-way transfer on the next peer, with `body` (when whole) in the first write.

@@ -10,6 +10,19 @@ use crate::runtime::{Inbox, Incoming, Shared};
 use crate::stream::{Exchange, Message, OutgoingTransfer, PendingReply};
 use crate::wire::{Header, Metadata};
 
+/// A request body at most this long is written with its header in one write.
+const INLINE_REQUEST: usize = 64 * 1024;
+
+/// The outcome of an exchange from its write and its reply: the reply (or the replier's ERROR)
+/// wins; a write failure explains a reply that was only cancelled.
+fn settle(written: Result<()>, reply: Result<Message>) -> Result<Message> {
+    match (written, reply) {
+        (_, Ok(m)) => Ok(m),
+        (Err(write_err), Err(Error::Canceled)) => Err(write_err),
+        (_, Err(e)) => Err(e),
+    }
+}
+
 /// Sends requests and awaits replies, round-robin over connected repliers.
 ///
 /// ```no_run
@@ -63,14 +76,31 @@ impl Requester {
             meta,
             ..Header::default()
         };
-        let (t, reply) = self.dialer.exchange(header, Some(body.into())).await?;
-        // Req/Rep needs no receipt: the reply proves more (GUARANTEES §6). A refusal of the
-        // request half loses to the reply's ERROR frame, which names the reason.
-        let finished = t.finish().await;
-        match (finished, reply.body().await) {
-            (_, Ok(m)) => Ok(m),
-            (Err(write_err), Err(Error::Canceled)) => Err(write_err),
-            (_, Err(e)) => Err(e),
+        let body: Bytes = body.into();
+        if body.len() <= INLINE_REQUEST {
+            // Small enough to sit in any stream window: one write with the header, and no
+            // wait on the replier before the reply.
+            let (t, reply) = self.dialer.exchange(header, Some(body)).await?;
+            // Req/Rep needs no receipt: the reply proves more (GUARANTEES §6). A refusal of
+            // the request half loses to the reply's ERROR frame, which names the reason.
+            let finished = t.finish().await.map(drop);
+            return settle(finished, reply.body().await);
+        }
+        // A large request is written while the reply is read: a replier may refuse or answer
+        // before reading it all, and its answer (with its reason) is what the caller gets.
+        let (mut t, reply) = self.dialer.exchange(header, None).await?;
+        let write = async move {
+            t.write(body).await?;
+            t.finish().await.map(drop)
+        };
+        let reply = reply.body();
+        tokio::pin!(write, reply);
+        let mut written: Option<Result<()>> = None;
+        loop {
+            tokio::select! {
+                r = &mut reply => return settle(written.unwrap_or(Ok(())), r),
+                w = &mut write, if written.is_none() => written = Some(w),
+            }
         }
     }
 

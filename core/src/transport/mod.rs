@@ -194,8 +194,10 @@ impl SendHalf {
                 s.finish().map_err(|_| StreamError::Reset(Code::Canceled))?;
                 Ok(Receipt::Quic(s))
             }
-            SendHalf::Pipe(mut w) => Ok(Receipt::Ready(w.finish())),
-            SendHalf::Unix(mut w) => Ok(Receipt::Ready(w.finish().await)),
+            // Locally the FIN either lands in the peer's transport at once or is refused (a STOP
+            // that arrived first): the refusal is finish's error, never a later receipt.
+            SendHalf::Pipe(mut w) => w.finish().map(|()| Receipt::Ready(Ok(()))),
+            SendHalf::Unix(mut w) => w.finish().await.map(|()| Receipt::Ready(Ok(()))),
         }
     }
 

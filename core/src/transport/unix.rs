@@ -39,6 +39,9 @@ struct Sock {
     events: Notify,
     // STOP/RESET chunks owed to the peer, written before the write direction shuts down.
     pending: Mutex<Vec<u8>>,
+    // The runtime this socket lives on: a handle may be dropped outside any runtime (a
+    // binding's garbage collector), and the owed chunks still need a task to write them.
+    runtime: tokio::runtime::Handle,
     // Local handles (writer, reader) still alive. At zero this side is done writing, so the
     // write direction is shut down and the peer's pump sees EOF (without it both pumps would
     // wait for each other's EOF and hold their budget slots forever).
@@ -59,7 +62,7 @@ impl Sock {
             }
         }
         let sock = self.clone();
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             let mut w = sock.write.lock().await;
             sock.flush(&mut w).await;
             let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
@@ -73,7 +76,7 @@ impl Sock {
             .unwrap()
             .extend_from_slice(&chunk::code_chunk(ty, code));
         let sock = self.clone();
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             let mut w = sock.write.lock().await;
             sock.flush(&mut w).await;
         });
@@ -287,6 +290,7 @@ fn stream(
         events: Notify::new(),
         handles: AtomicUsize::new(2),
         pending: Mutex::new(Vec::new()),
+        runtime: tokio::runtime::Handle::current(),
     });
     let (pw, pr) = pipe(window, None, None, None);
     tokio::spawn(pump(rd, pw, sock.clone(), permit, watch));
