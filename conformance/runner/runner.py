@@ -74,7 +74,8 @@ def plan(scenarios, specs: list[AgentSpec], unavailable: dict[str, str], transpo
     return cells
 
 
-def print_matrix(cells: list[Cell], names: list[str], out=sys.stdout) -> None:
+def print_matrix(cells: list[Cell], names: list[str], out=None) -> None:
+    out = out or sys.stdout
     mark = {"pass": "PASS", "fail": "FAIL", "skip": "skip", "xfail": "xfail", "xpass": "XPASS"}
     by_roles: dict[int, list[Cell]] = {}
     for c in cells:
@@ -99,7 +100,8 @@ def print_matrix(cells: list[Cell], names: list[str], out=sys.stdout) -> None:
                   file=out)
 
 
-def summarize(cells: list[Cell], out=sys.stdout) -> Counter:
+def summarize(cells: list[Cell], out=None) -> Counter:
+    out = out or sys.stdout
     counts = Counter(c.status for c in cells)
     skips = Counter(c.reason for c in cells if c.status == "skip")
     if skips:
@@ -192,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     if a.scenario:
-        scenarios = [s for s in scenarios if any(p in s.name for p in a.scenario)]
+        # A full name selects that scenario alone; anything else, every name containing it.
+        scenarios = [s for s in scenarios
+                     if any(p == s.name or (p not in {x.name for x in scenarios} and p in s.name)
+                            for p in a.scenario)]
     specs = load_registry(a.registry)
     if a.agents:
         wanted = a.agents.split(",")

@@ -132,6 +132,9 @@ async fn stream_echo(mut ex: Exchange, handle: &str, out: &Out) {
     loop {
         match ex.read_chunk().await {
             Ok(Some(c)) => {
+                if chunks.is_empty() {
+                    out.event("receiving", handle, size_field(c.len()));
+                }
                 tally.add(&c);
                 chunks.push(c);
             }
@@ -189,9 +192,15 @@ pub(crate) fn serve_puller(puller: Arc<Puller>, handle: String, mode: PullerMode
 
 async fn read_transfer(mut t: IncomingTransfer, handle: &str, out: &Out) {
     let mut tally = Tally::default();
+    let mut first = true;
     loop {
         match t.read_chunk().await {
-            Ok(Some(c)) => tally.add(&c),
+            Ok(Some(c)) => {
+                if std::mem::take(&mut first) {
+                    out.event("receiving", handle, size_field(c.len()));
+                }
+                tally.add(&c)
+            }
             Ok(None) => break,
             Err(e) => return out.event_error("receive_failed", handle, &e),
         }
@@ -199,6 +208,13 @@ async fn read_transfer(mut t: IncomingTransfer, handle: &str, out: &Out) {
     let mut f = meta_fields(t.meta());
     f.insert("body".into(), tally.summary());
     out.event("received", handle, f);
+}
+
+/// `{"size": n}`: the first chunk's size, in a `receiving` event.
+fn size_field(n: usize) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("size".into(), json!(n));
+    m
 }
 
 /// A whole message as an op result.
