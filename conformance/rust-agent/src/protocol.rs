@@ -7,6 +7,7 @@ use weida::{Error, IncomingMeta, LossCause, Metadata, PeerIdentity};
 
 /// Why an op failed: weida's error, or a request this agent cannot carry out (never expected by
 /// a scenario, so always a failed cell).
+#[derive(Debug)]
 pub(crate) enum Failure {
     Weida(Error),
     BadRequest(String),
