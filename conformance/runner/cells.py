@@ -202,7 +202,8 @@ def _run_steps(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
                     procs[role] = start(role, cell.agents[sc.roles.index(role)], restarts)
                     vars[role]["pid"] = procs[role].pid
             except (AgentError, MissingVariable, StepFailure) as e:
-                return False, f"step {n} ({describe(step)}): {e}"
+                which = f", run {vars['i'] + 1} of {step['repeat']}" if "repeat" in step else ""
+                return False, f"step {n} ({describe(step)}{which}): {e}"
         return True, ""
     except (AgentError, MissingVariable) as e:
         return False, f"setup: {e}"

@@ -236,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                         "known_failures.json") if passed else why
         else:
             c.status, c.reason = ("pass", "") if passed else ("fail", why)
-        if c.status == "pass":
-            c.logs = []  # a passing cell's logs are not worth pointing at
+        if c.status in ("pass", "xfail"):
+            c.logs = []  # kept only for the cells that fail the run
         if not a.quiet:
             print(f"  {c.status.upper():5} {c.id} ({c.duration:.2f} s)" + (f": {c.reason}" if c.status in ("fail", "xpass") else ""),
                   flush=True)
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     write_reports(cells, counts, a.report, a.junit, agents, elapsed)
     if a.report or a.junit:
         print(f"reports: {a.report or '-'} {a.junit or '-'}")
-    if not a.logs and all(c.status in ("pass", "skip") for c in cells):
+    if not a.logs and all(c.status not in ("fail", "xpass") for c in cells):
         shutil.rmtree(log_dir, ignore_errors=True)  # nothing to point at
     return 1 if counts["fail"] or counts["xpass"] else 0
 

@@ -99,6 +99,13 @@ class BrokenAgentsFail(unittest.TestCase):
         passed = [c["scenario"] for c in report["cells"] if c["status"] == "pass"]
         self.assertEqual(passed, [])
 
+    def test_an_agent_that_dies_fails_its_cell_at_once(self):
+        status, report, out = run([lying("crash")], "--scenario", "reqrep_echo", "--transport", "unix")
+        self.assertEqual(status, 1, out)
+        self.assertEqual(statuses(report), {"fail"})
+        self.assertIn("exited (status 3)", report["cells"][0]["reason"])
+        self.assertLess(report["cells"][0]["seconds"], 5)  # not a step timeout
+
     def test_the_rust_agent_ignoring_any_one_op_is_caught(self):
         self.assertTrue(os.path.exists(RUST_AGENT), f"build the Rust agent first: {RUST_AGENT}")
         scenarios = load_all(SCENARIOS, SCHEMA)

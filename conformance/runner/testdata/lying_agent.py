@@ -6,6 +6,7 @@ perfectly and does nothing. Every op is acknowledged.
     lying_agent.py plausible   every op answers a well-formed, plausible result it made up
                                (a request "echoes" its own body, a bind returns the address it
                                was given, ...), but nothing is ever sent and no event is emitted
+    lying_agent.py crash       answers hello, then exits at the first op
 
 The runner must fail every cell it runs with either (conformance/runner/test_runner.py).
 """
@@ -58,6 +59,8 @@ def main():
             continue
         req = json.loads(line)
         op, args = req.get("op"), req.get("args") or {}
+        if op != "hello" and mode == "crash":
+            sys.exit(3)
         if op == "hello":
             result = {"protocol": 1, "language": "python", "agent": f"lying-{mode}", "weida": "0"}
         else:
