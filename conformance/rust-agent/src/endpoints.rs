@@ -1,0 +1,225 @@
+//! The background behaviours of bound endpoints (README §Background behaviours): each accepted
+//! stream is handled in a task of its own and reported as events, so the runner waits for an
+//! event instead of a clock.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use weida::{Error, Exchange, IncomingTransfer, Puller, Replier};
+
+use crate::body::{summary, Tally};
+use crate::protocol::{meta_fields, metadata_json, Failure, Out};
+
+/// What a replier does with each exchange.
+#[derive(Clone, Copy)]
+pub(crate) enum ReplierMode {
+    /// Takes the body, replies with it and its metadata.
+    Echo,
+    /// Reads the request in chunks and writes each to a streamed reply as it arrives.
+    StreamEcho,
+    /// Takes the body and never answers (the exchange is kept alive).
+    Hold,
+    /// Rejects at once, with the reason.
+    Reject,
+    /// Takes the body and drops the exchange unanswered.
+    Drop,
+}
+
+impl ReplierMode {
+    pub(crate) fn parse(s: &str) -> Result<ReplierMode, Failure> {
+        Ok(match s {
+            "echo" => ReplierMode::Echo,
+            "stream_echo" => ReplierMode::StreamEcho,
+            "hold" => ReplierMode::Hold,
+            "reject" => ReplierMode::Reject,
+            "drop" => ReplierMode::Drop,
+            other => return Err(Failure::bad(format!("unknown replier mode {other:?}"))),
+        })
+    }
+}
+
+/// What a puller does with each message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PullerMode {
+    /// `recv()` in a loop: whole messages.
+    Recv,
+    /// `accept()` in a loop, each message read chunk by chunk.
+    Stream,
+    /// Nothing in the background: the `recv` op takes messages.
+    Manual,
+}
+
+impl PullerMode {
+    pub(crate) fn parse(s: &str) -> Result<PullerMode, Failure> {
+        Ok(match s {
+            "recv" => PullerMode::Recv,
+            "stream" => PullerMode::Stream,
+            "manual" => PullerMode::Manual,
+            other => return Err(Failure::bad(format!("unknown puller mode {other:?}"))),
+        })
+    }
+}
+
+pub(crate) fn serve_replier(
+    replier: Replier,
+    handle: String,
+    mode: ReplierMode,
+    reason: String,
+    out: Out,
+) {
+    tokio::spawn(async move {
+        loop {
+            match replier.accept().await {
+                Ok(ex) => {
+                    out.event("accepted", &handle, meta_fields(ex.meta()));
+                    let (handle, reason, out) = (handle.clone(), reason.clone(), out.clone());
+                    tokio::spawn(async move { exchange(ex, &handle, mode, &reason, &out).await });
+                }
+                Err(e) => {
+                    out.event_error("closed", &handle, &e);
+                    return;
+                }
+            }
+        }
+    });
+}
+
+async fn exchange(mut ex: Exchange, handle: &str, mode: ReplierMode, reason: &str, out: &Out) {
+    let meta = ex.meta().metadata.clone();
+    if let ReplierMode::Reject = mode {
+        match ex.reject(reason).await {
+            Ok(()) => out.event("rejected", handle, Map::new()),
+            Err(e) => out.event_error("reply_failed", handle, &e),
+        }
+        return;
+    }
+    if let ReplierMode::StreamEcho = mode {
+        return stream_echo(ex, handle, out).await;
+    }
+    let body = match ex.take_body().await {
+        Ok(b) => b,
+        Err(e) => return out.event_error("request_failed", handle, &e),
+    };
+    let mut f = Map::new();
+    f.insert("body".into(), summary(&body));
+    f.insert("metadata".into(), metadata_json(&meta));
+    out.event("request", handle, f);
+    match mode {
+        ReplierMode::Echo => match ex.reply_with(meta, body).await {
+            Ok(()) => out.event("replied", handle, Map::new()),
+            Err(e) => out.event_error("reply_failed", handle, &e),
+        },
+        ReplierMode::Hold => {
+            // Keep the exchange: the replier acted and never answers.
+            std::future::pending::<()>().await;
+            drop(ex);
+        }
+        ReplierMode::Drop => {
+            drop(ex);
+            out.event("dropped", handle, Map::new());
+        }
+        ReplierMode::Reject | ReplierMode::StreamEcho => unreachable!("handled above"),
+    }
+}
+
+/// Reads the request chunk by chunk, then streams the same bytes back through `open_reply`.
+/// (`open_reply` consumes the exchange, request half included, so the request is read to its
+/// end first.)
+async fn stream_echo(mut ex: Exchange, handle: &str, out: &Out) {
+    let meta = ex.meta().metadata.clone();
+    let mut tally = Tally::default();
+    let mut chunks = Vec::new();
+    loop {
+        match ex.read_chunk().await {
+            Ok(Some(c)) => {
+                if chunks.is_empty() {
+                    out.event("receiving", handle, size_field(c.len()));
+                }
+                tally.add(&c);
+                chunks.push(c);
+            }
+            Ok(None) => break,
+            Err(e) => return out.event_error("request_failed", handle, &e),
+        }
+    }
+    let mut f = Map::new();
+    f.insert("body".into(), tally.summary());
+    f.insert("metadata".into(), metadata_json(&meta));
+    out.event("request", handle, f);
+    let outcome: Result<(), Error> = async {
+        let mut reply = ex.open_reply(meta).await?;
+        for c in chunks {
+            reply.write(c).await?;
+        }
+        reply.finish().await?;
+        Ok(())
+    }
+    .await;
+    match outcome {
+        Ok(()) => out.event("replied", handle, Map::new()),
+        Err(e) => out.event_error("reply_failed", handle, &e),
+    }
+}
+
+pub(crate) fn serve_puller(puller: Arc<Puller>, handle: String, mode: PullerMode, out: Out) {
+    tokio::spawn(async move {
+        loop {
+            match mode {
+                PullerMode::Manual => return,
+                PullerMode::Recv => match puller.recv().await {
+                    Ok(m) => {
+                        let mut f = meta_fields(&m.meta);
+                        f.insert("body".into(), summary(&m.body));
+                        out.event("received", &handle, f);
+                    }
+                    Err(Error::Closed) => {
+                        return out.event_error("closed", &handle, &Error::Closed)
+                    }
+                    Err(e) => out.event_error("receive_failed", &handle, &e),
+                },
+                PullerMode::Stream => match puller.accept().await {
+                    Ok(t) => {
+                        out.event("accepted", &handle, meta_fields(t.meta()));
+                        let (handle, out) = (handle.clone(), out.clone());
+                        tokio::spawn(async move { read_transfer(t, &handle, &out).await });
+                    }
+                    Err(e) => return out.event_error("closed", &handle, &e),
+                },
+            }
+        }
+    });
+}
+
+async fn read_transfer(mut t: IncomingTransfer, handle: &str, out: &Out) {
+    let mut tally = Tally::default();
+    let mut first = true;
+    loop {
+        match t.read_chunk().await {
+            Ok(Some(c)) => {
+                if std::mem::take(&mut first) {
+                    out.event("receiving", handle, size_field(c.len()));
+                }
+                tally.add(&c)
+            }
+            Ok(None) => break,
+            Err(e) => return out.event_error("receive_failed", handle, &e),
+        }
+    }
+    let mut f = meta_fields(t.meta());
+    f.insert("body".into(), tally.summary());
+    out.event("received", handle, f);
+}
+
+/// `{"size": n}`: the first chunk's size, in a `receiving` event.
+fn size_field(n: usize) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("size".into(), json!(n));
+    m
+}
+
+/// A whole message as an op result.
+pub(crate) fn message_json(m: &weida::Message) -> Value {
+    let mut f = meta_fields(&m.meta);
+    f.insert("body".into(), summary(&m.body));
+    json!(f)
+}

@@ -1,0 +1,427 @@
+//! Every op of the control protocol (conformance/README.md §Ops), each one call of weida's
+//! public API, on handles the runner names.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use weida::{
+    Fingerprint, Identity, Limits, Listener, OutgoingTransfer, PendingReply, Puller, Pusher,
+    Requester, Runtime, RuntimeConfig, ServerTls, Trust,
+};
+
+use crate::body;
+use crate::endpoints::{message_json, serve_puller, serve_replier, PullerMode, ReplierMode};
+use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
+
+/// A dialling endpoint.
+#[derive(Clone)]
+enum Dialling {
+    Requester(Arc<Requester>),
+    Pusher(Arc<Pusher>),
+}
+
+#[derive(Default)]
+struct Handles {
+    /// Every name in use, whatever it names: a name is never reused within one agent.
+    names: HashSet<String>,
+    /// A runtime and the identity it was made with (a listener with `require_client` presents it).
+    runtimes: HashMap<String, (Runtime, Identity)>,
+    listeners: HashMap<String, Listener>,
+    dialling: HashMap<String, Dialling>,
+    /// Pullers in `manual` mode, for the `recv` op.
+    pullers: HashMap<String, Arc<Puller>>,
+    transfers: HashMap<String, OutgoingTransfer>,
+    replies: HashMap<String, PendingReply>,
+}
+
+pub(crate) struct Agent {
+    out: Out,
+    handles: Mutex<Handles>,
+}
+
+fn missing(kind: &str, name: &str) -> Failure {
+    Failure::bad(format!(
+        "no {kind} named {name:?} (or it is in use by another op)"
+    ))
+}
+
+impl Agent {
+    pub(crate) fn new(out: Out) -> Agent {
+        Agent {
+            out,
+            handles: Mutex::new(Handles::default()),
+        }
+    }
+
+    /// Closes every runtime (standard input closed).
+    pub(crate) fn shutdown_all(&self) {
+        for (rt, _) in self.handles.lock().unwrap().runtimes.values() {
+            rt.shutdown();
+        }
+    }
+
+    fn claim(&self, name: &str) -> Result<(), Failure> {
+        if name.is_empty() || !self.handles.lock().unwrap().names.insert(name.to_string()) {
+            return Err(Failure::bad(format!(
+                "handle name {name:?} is empty or taken"
+            )));
+        }
+        Ok(())
+    }
+
+    fn runtime(&self, args: &Value) -> Result<(Runtime, Identity), Failure> {
+        let name = str_arg(args, "runtime")?;
+        self.handles
+            .lock()
+            .unwrap()
+            .runtimes
+            .get(name)
+            .cloned()
+            .ok_or_else(|| missing("runtime", name))
+    }
+
+    fn listener(&self, args: &Value) -> Result<Listener, Failure> {
+        let name = str_arg(args, "listener")?;
+        self.handles
+            .lock()
+            .unwrap()
+            .listeners
+            .get(name)
+            .cloned()
+            .ok_or_else(|| missing("listener", name))
+    }
+
+    fn dialling(&self, args: &Value) -> Result<Dialling, Failure> {
+        let name = str_arg(args, "endpoint")?;
+        self.handles
+            .lock()
+            .unwrap()
+            .dialling
+            .get(name)
+            .cloned()
+            .ok_or_else(|| missing("requester or pusher", name))
+    }
+
+    fn take_transfer(&self, args: &Value) -> Result<(String, OutgoingTransfer), Failure> {
+        let name = str_arg(args, "transfer")?;
+        let t = self.handles.lock().unwrap().transfers.remove(name);
+        t.map(|t| (name.to_string(), t))
+            .ok_or_else(|| missing("transfer", name))
+    }
+
+    /// Carries out one op.
+    pub(crate) async fn run(&self, op: &str, args: &Value) -> Result<Value, Failure> {
+        match op {
+            "hello" => Ok(json!({
+                "protocol": 1,
+                "language": "rust",
+                "agent": "weida-conformance-agent",
+                "weida": env!("CARGO_PKG_VERSION"),
+            })),
+            "runtime" => {
+                let name = str_arg(args, "name")?;
+                let mut cfg = RuntimeConfig::default();
+                match args.get("identity") {
+                    None | Some(Value::Null) => {}
+                    Some(v) => {
+                        let dir = v.get("dir").and_then(Value::as_str).ok_or_else(|| {
+                            Failure::bad("identity is {\"dir\": path} or absent (ephemeral)")
+                        })?;
+                        cfg.identity = Identity::load_or_create(dir)?;
+                    }
+                }
+                if let Some(t) = args.get("trust") {
+                    cfg.trust = trust(t)?;
+                }
+                cfg.present_identity = bool_arg(args, "present_identity", true)?;
+                cfg.limits = limits(args.get("limits"))?;
+                cfg.send_timeout = u64_arg(args, "send_timeout_ms")?.map(Duration::from_millis);
+                let identity = cfg.identity.clone();
+                let rt = Runtime::new(cfg)?;
+                let fingerprint = rt.fingerprint().to_string();
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .runtimes
+                    .insert(name.to_string(), (rt, identity));
+                Ok(json!({ "fingerprint": fingerprint }))
+            }
+            "bind" => {
+                let (rt, identity) = self.runtime(args)?;
+                let name = str_arg(args, "name")?;
+                let address = str_arg(args, "address")?;
+                let listener = match args.get("require_client") {
+                    None | Some(Value::Null) => rt.bind(address).await?,
+                    Some(t) => {
+                        let tls = ServerTls::new(identity).require_client(trust(t)?);
+                        rt.bind_with(address, tls).await?
+                    }
+                };
+                let bound = listener.address().to_string();
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .listeners
+                    .insert(name.to_string(), listener);
+                Ok(json!({ "address": bound }))
+            }
+            "close" => {
+                self.listener(args)?.close();
+                Ok(json!({}))
+            }
+            "shutdown" => {
+                self.runtime(args)?.0.shutdown();
+                Ok(json!({}))
+            }
+            "drain" => {
+                let (rt, _) = self.runtime(args)?;
+                let ms = u64_arg(args, "deadline_ms")?
+                    .ok_or_else(|| Failure::bad("drain needs deadline_ms"))?;
+                let d = rt.drain(Duration::from_millis(ms)).await;
+                Ok(json!({"delivered": d.delivered, "outstanding": d.outstanding}))
+            }
+            "counters" => {
+                let c = self.runtime(args)?.0.counters();
+                Ok(json!({
+                    "streams_opened": c.streams_opened,
+                    "streams_accepted": c.streams_accepted,
+                    "streams_refused": c.streams_refused,
+                    "bytes_sent": c.bytes_sent,
+                    "bytes_received": c.bytes_received,
+                    "connections_dialled": c.connections_dialled,
+                    "connections_accepted": c.connections_accepted,
+                    "receipts_delivered": c.receipts_delivered,
+                    "receipts_failed": c.receipts_failed,
+                }))
+            }
+            "replier" => {
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
+                let reason = args
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("rejected")
+                    .to_string();
+                let replier = listener.replier(str_arg(args, "path")?)?;
+                let address = replier.address().to_string();
+                self.claim(name)?;
+                serve_replier(replier, name.to_string(), mode, reason, self.out.clone());
+                Ok(json!({ "address": address }))
+            }
+            "puller" => {
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let mode = PullerMode::parse(str_arg(args, "mode")?)?;
+                let puller = Arc::new(listener.puller(str_arg(args, "path")?)?);
+                let address = puller.address().to_string();
+                self.claim(name)?;
+                if mode == PullerMode::Manual {
+                    self.handles
+                        .lock()
+                        .unwrap()
+                        .pullers
+                        .insert(name.to_string(), puller);
+                } else {
+                    serve_puller(puller, name.to_string(), mode, self.out.clone());
+                }
+                Ok(json!({ "address": address }))
+            }
+            "requester" | "pusher" => {
+                let (rt, _) = self.runtime(args)?;
+                let name = str_arg(args, "name")?;
+                self.claim(name)?;
+                let d = if op == "requester" {
+                    Dialling::Requester(Arc::new(rt.requester()))
+                } else {
+                    Dialling::Pusher(Arc::new(rt.pusher()))
+                };
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .dialling
+                    .insert(name.to_string(), d);
+                Ok(json!({}))
+            }
+            "connect" => {
+                let address = str_arg(args, "address")?;
+                let count = match self.dialling(args)? {
+                    Dialling::Requester(r) => {
+                        r.connect(address).await?;
+                        r.peer_count()
+                    }
+                    Dialling::Pusher(p) => {
+                        p.connect(address).await?;
+                        p.peer_count()
+                    }
+                };
+                Ok(json!({ "peer_count": count }))
+            }
+            "disconnect" => {
+                let address = str_arg(args, "address")?;
+                let removed = match self.dialling(args)? {
+                    Dialling::Requester(r) => r.disconnect(address)?,
+                    Dialling::Pusher(p) => p.disconnect(address)?,
+                };
+                Ok(json!({ "removed": removed }))
+            }
+            "peer_count" => {
+                let count = match self.dialling(args)? {
+                    Dialling::Requester(r) => r.peer_count(),
+                    Dialling::Pusher(p) => p.peer_count(),
+                };
+                Ok(json!({ "peer_count": count }))
+            }
+            "request" => {
+                let Dialling::Requester(r) = self.dialling(args)? else {
+                    return Err(Failure::bad("request needs a requester"));
+                };
+                let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                let m = r.request_with(metadata_arg(args)?, body).await?;
+                Ok(message_json(&m))
+            }
+            "send" => {
+                let Dialling::Pusher(p) = self.dialling(args)? else {
+                    return Err(Failure::bad("send needs a pusher"));
+                };
+                let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                p.send_with(metadata_arg(args)?, body).await?;
+                Ok(json!({}))
+            }
+            "open" => {
+                let meta = metadata_arg(args)?;
+                let tname = str_arg(args, "transfer")?;
+                match self.dialling(args)? {
+                    Dialling::Pusher(p) => {
+                        let t = p.open(meta).await?;
+                        self.claim(tname)?;
+                        self.handles
+                            .lock()
+                            .unwrap()
+                            .transfers
+                            .insert(tname.to_string(), t);
+                    }
+                    Dialling::Requester(r) => {
+                        let rname = str_arg(args, "reply")?;
+                        let (t, reply) = r.open(meta).await?;
+                        self.claim(tname)?;
+                        self.claim(rname)?;
+                        let mut h = self.handles.lock().unwrap();
+                        h.transfers.insert(tname.to_string(), t);
+                        h.replies.insert(rname.to_string(), reply);
+                    }
+                }
+                Ok(json!({}))
+            }
+            "write" => {
+                let bytes = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                let chunk = u64_arg(args, "chunk")?.unwrap_or(64 * 1024).max(1) as usize;
+                let (name, mut t) = self.take_transfer(args)?;
+                let mut outcome = Ok(());
+                let mut at = 0;
+                while at < bytes.len() && outcome.is_ok() {
+                    let end = (at + chunk).min(bytes.len());
+                    outcome = t.write(bytes.slice(at..end)).await;
+                    at = end;
+                }
+                // Kept after a failed write too, so a scenario can still cancel it.
+                self.handles.lock().unwrap().transfers.insert(name, t);
+                outcome?;
+                Ok(json!({ "written": bytes.len() }))
+            }
+            "finish" => {
+                let (_, t) = self.take_transfer(args)?;
+                let delivery = t.finish().await?;
+                if bool_arg(args, "delivered", false)? {
+                    delivery.delivered().await?;
+                    Ok(json!({ "delivered": true }))
+                } else {
+                    Ok(json!({}))
+                }
+            }
+            "cancel" => {
+                let (_, t) = self.take_transfer(args)?;
+                t.cancel();
+                Ok(json!({}))
+            }
+            "reply_body" => {
+                let name = str_arg(args, "reply")?;
+                let reply = self.handles.lock().unwrap().replies.remove(name);
+                let reply = reply.ok_or_else(|| missing("pending reply", name))?;
+                Ok(message_json(&reply.body().await?))
+            }
+            "recv" => {
+                let name = str_arg(args, "puller")?;
+                let p = self.handles.lock().unwrap().pullers.get(name).cloned();
+                let p = p.ok_or_else(|| missing("manual puller", name))?;
+                Ok(message_json(&p.recv().await?))
+            }
+            other => Err(Failure::bad(format!("unknown op {other:?}"))),
+        }
+    }
+}
+
+/// `"address"`, `"unverified"` or `{"pinned": ["sha256:…", …]}`.
+fn trust(v: &Value) -> Result<Trust, Failure> {
+    match v {
+        Value::String(s) if s == "address" => Ok(Trust::address()),
+        Value::String(s) if s == "unverified" => Ok(Trust::unverified()),
+        Value::Object(o) => {
+            let pins = o
+                .get("pinned")
+                .and_then(Value::as_array)
+                .ok_or_else(|| Failure::bad("trust object is {\"pinned\": [...]}"))?;
+            let mut fps = Vec::new();
+            for p in pins {
+                let s = p
+                    .as_str()
+                    .ok_or_else(|| Failure::bad("a pin is a string"))?;
+                fps.push(s.parse::<Fingerprint>()?);
+            }
+            Ok(Trust::pinned(fps))
+        }
+        _ => Err(Failure::bad(format!("unknown trust {v}"))),
+    }
+}
+
+/// Limits from `{"idle_timeout_ms": …, "keep_alive_ms": null, "endpoint_queue": …, …}`.
+fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
+    let mut l = Limits::default();
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(l);
+    };
+    let o = v
+        .as_object()
+        .ok_or_else(|| Failure::bad("limits is an object"))?;
+    for (k, val) in o {
+        let n = || {
+            val.as_u64()
+                .ok_or_else(|| Failure::bad(format!("limits.{k} is a non-negative integer")))
+        };
+        match k.as_str() {
+            "stream_receive_window" => l.stream_receive_window = n()?,
+            "connection_receive_window" => l.connection_receive_window = n()?,
+            "send_window" => l.send_window = n()?,
+            "max_concurrent_uni_streams" => l.max_concurrent_uni_streams = n()?,
+            "max_concurrent_bidi_streams" => l.max_concurrent_bidi_streams = n()?,
+            "max_local_streams" => l.max_local_streams = n()?,
+            "endpoint_queue" => l.endpoint_queue = n()? as usize,
+            "max_header_size" => l.max_header_size = n()?,
+            "max_collected_body" => l.max_collected_body = n()?,
+            "idle_timeout_ms" => l.idle_timeout = Duration::from_millis(n()?),
+            "keep_alive_ms" => {
+                l.keep_alive = if val.is_null() {
+                    None
+                } else {
+                    Some(Duration::from_millis(n()?))
+                }
+            }
+            other => return Err(Failure::bad(format!("unknown limit {other:?}"))),
+        }
+    }
+    Ok(l)
+}
