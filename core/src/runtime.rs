@@ -1302,6 +1302,11 @@ impl Runtime {
         })
     }
 
+    /// The identity this runtime presents (for `bind_with`, e.g. with `require_client`).
+    pub fn identity(&self) -> crate::Identity {
+        self.shared.config.identity.clone()
+    }
+
     /// The fingerprint of the key this runtime presents.
     pub fn fingerprint(&self) -> crate::Fingerprint {
         self.shared.config.identity.fingerprint()

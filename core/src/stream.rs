@@ -556,32 +556,41 @@ impl Exchange {
         self.request.shared.clone()
     }
 
+    /// The reply half, once: an exchange is answered by exactly one reply or error.
+    fn take_reply(&mut self) -> Result<SendHalf> {
+        self.reply
+            .take()
+            .ok_or_else(|| Error::InvalidConfig("this exchange was already answered".into()))
+    }
+
     /// Replies with `body` and finishes the reply half.
     pub async fn reply(self, body: impl Into<Bytes>) -> Result<()> {
         self.reply_with(Metadata::new(), body).await
     }
 
     /// Replies with metadata and `body`.
-    pub async fn reply_with(self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
+    pub async fn reply_with(mut self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
         let t = self.start_reply(meta, Some(body.into())).await?;
         t.finish().await?;
         Ok(())
     }
 
-    /// Opens the reply half as a stream, for a reply written in parts.
-    pub async fn open_reply(self, meta: Metadata) -> Result<OutgoingTransfer> {
+    /// Opens the reply half as a stream, for a reply written in parts. Takes `&mut self`: the
+    /// request can still be read while the reply is written (a replier may answer before the
+    /// request ends). The exchange is answered by this; `reply`/`fail` after it are `Closed`.
+    pub async fn open_reply(&mut self, meta: Metadata) -> Result<OutgoingTransfer> {
         self.start_reply(meta, None).await
     }
 
     /// Writes the reply's status and header, with `body` in the same write when given.
     async fn start_reply(
-        mut self,
+        &mut self,
         meta: Metadata,
         body: Option<Bytes>,
     ) -> Result<OutgoingTransfer> {
         let shared = self.shared();
         let path: Arc<str> = self.request.meta.path.as_str().into();
-        let mut send = self.reply.take().expect("present until answered");
+        let mut send = self.take_reply()?;
         let mut head = vec![ReplyStatus::Ok.to_byte()];
         Header {
             meta,
@@ -613,7 +622,7 @@ impl Exchange {
             Error::Rejected(s) | Error::Unsupported(s) => s.clone(),
             other => other.to_string(),
         };
-        let send = self.reply.take().expect("present until answered");
+        let send = self.take_reply()?;
         write_error_reply(send, code, &message).await;
         Ok(())
     }

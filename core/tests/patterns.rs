@@ -99,3 +99,34 @@ async fn raw_body(t: Transport) {
     assert_eq!(&reply.body().await.unwrap().body[..], b"answer");
 }
 on_every_transport!(acceptor_receives_both_stream_kinds, raw_body);
+
+async fn streaming_overlap_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/upper").unwrap();
+    tokio::spawn(async move {
+        let mut ex = replier.accept().await.unwrap();
+        // The reply streams while the request is still being read.
+        let mut out = ex.open_reply(Metadata::new()).await.unwrap();
+        while let Some(chunk) = ex.read_chunk().await.unwrap() {
+            out.write(Bytes::from(chunk.to_ascii_uppercase()))
+                .await
+                .unwrap();
+        }
+        out.finish().await.unwrap();
+    });
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/upper").unwrap().to_string())
+        .await
+        .unwrap();
+    let (mut body, reply) = req.open(Metadata::new()).await.unwrap();
+    let reading = tokio::spawn(async move { reply.body().await });
+    for part in ["abc", "def", "ghi"] {
+        body.write(part.as_bytes().to_vec()).await.unwrap();
+    }
+    body.finish().await.unwrap();
+    assert_eq!(&reading.await.unwrap().unwrap().body[..], b"ABCDEFGHI");
+}
+on_every_transport!(
+    streaming_overlap_a_reply_streams_while_the_request_is_read,
+    streaming_overlap_body
+);

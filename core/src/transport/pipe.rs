@@ -152,6 +152,14 @@ impl Writer {
         if st.fin {
             return;
         }
+        // On a dead connection a reset carries nothing: the reader learns the loss, as it
+        // would over QUIC, where a connection's end ends every stream on it.
+        if let Some(cause) = lost(&self.shared.reader_life) {
+            st.lost = Some(cause);
+            drop(st);
+            self.shared.readable.notify_one();
+            return;
+        }
         st.reset = Some(code);
         st.queue.clear();
         st.queued = 0;
