@@ -140,7 +140,7 @@ impl Finished {
 
 /// The per-event-loop end of the bridge: registered with `loop.add_reader` on first use in
 /// that loop. Internal.
-#[pyclass(frozen, module = "weida._weida")]
+#[pyclass(frozen, name = "_Bridge", module = "weida._weida")]
 pub(crate) struct Bridge {
     finished: Arc<Finished>,
     read: UnixStream,

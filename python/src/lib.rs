@@ -3,10 +3,11 @@
 //! re-exports (docs/BINDINGS.md).
 //!
 //! One file per core module it projects (`runtime`, `patterns`, `stream`, `error`, `config`,
-//! `identity`, `trust`), plus `aio`, the bridge from the I/O thread's futures to asyncio.
+//! `identity`, `trust`, `address`), plus `aio`, the bridge from the I/O thread's futures to asyncio.
 
 use pyo3::prelude::*;
 
+mod address;
 mod aio;
 mod config;
 mod error;
@@ -20,6 +21,7 @@ mod trust;
 #[pymodule]
 fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<aio::Bridge>()?;
+    m.add_class::<address::Address>()?;
     m.add_function(wrap_pyfunction!(aio::after_fork, m)?)?;
     m.add_class::<config::Limits>()?;
     m.add_class::<identity::Identity>()?;

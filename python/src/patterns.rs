@@ -112,10 +112,15 @@ impl Pusher {
 
     /// Sends each body as its own message, in one crossing. On failure the exception's
     /// `sent` attribute says how many bodies were sent before it.
-    fn send_many<'py>(&self, py: Python<'py>, bodies: Vec<Body>) -> PyResult<Bound<'py, PyAny>> {
+    fn send_many<'py>(
+        &self,
+        py: Python<'py>,
+        bodies: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let p = self.p.get(py)?;
+        let bodies = crate::stream::bodies(bodies)?;
         spawn(py, async move {
-            match p.send_many(bodies.into_iter().map(|b| b.0)).await {
+            match p.send_many(bodies).await {
                 (_, Ok(())) => Ok(()),
                 (sent, Err(error)) => Err(Fail::Batch { sent, error }),
             }

@@ -55,6 +55,15 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Body {
     }
 }
 
+/// Bodies from any iterable of bytes-like objects.
+pub(crate) fn bodies(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Bytes>> {
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for b in obj.try_iter()? {
+        out.push(b?.extract::<Body>()?.0);
+    }
+    Ok(out)
+}
+
 /// A metadata value: bytes-like, or `str` (sent as UTF-8).
 fn meta_value(v: &Bound<'_, PyAny>) -> PyResult<Bytes> {
     if let Ok(s) = v.cast::<PyString>() {
@@ -392,8 +401,12 @@ impl OutgoingTransfer {
     }
 
     /// Writes several bodies in order, as one write where the transport allows.
-    fn write_chunks<'py>(&self, py: Python<'py>, bodies: Vec<Body>) -> PyResult<Bound<'py, PyAny>> {
-        let chunks: Vec<Bytes> = bodies.into_iter().map(|b| b.0).collect();
+    fn write_chunks<'py>(
+        &self,
+        py: Python<'py>,
+        bodies: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let chunks = self::bodies(bodies)?;
         self.with(py, move |mut t| async move {
             let r = t.write_chunks(chunks).await;
             (Some(t), r.map_err(Fail::from))

@@ -25,11 +25,11 @@ impl Trust {
 
     /// Accept these keys (`sha256:<hex>` fingerprints) besides an address pin.
     #[staticmethod]
-    fn pinned(py: Python<'_>, fingerprints: Vec<String>) -> PyResult<Trust> {
-        let pins = fingerprints
-            .iter()
-            .map(|f| parse_fingerprint(py, f))
-            .collect::<PyResult<Vec<_>>>()?;
+    fn pinned(py: Python<'_>, fingerprints: &Bound<'_, PyAny>) -> PyResult<Trust> {
+        let mut pins = Vec::new();
+        for f in fingerprints.try_iter()? {
+            pins.push(parse_fingerprint(py, &f?.extract::<String>()?)?);
+        }
         Ok(Trust {
             inner: weida::Trust::pinned(pins),
         })
@@ -37,10 +37,14 @@ impl Trust {
 
     /// Accept certificate chains that validate to one of these CA certificates (DER).
     #[staticmethod]
-    fn anchors(ca_ders: Vec<Vec<u8>>) -> Trust {
-        Trust {
-            inner: weida::Trust::anchors(ca_ders),
+    fn anchors(ca_ders: &Bound<'_, PyAny>) -> PyResult<Trust> {
+        let mut ders = Vec::new();
+        for d in ca_ders.try_iter()? {
+            ders.push(d?.extract::<crate::stream::Body>()?.0.to_vec());
         }
+        Ok(Trust {
+            inner: weida::Trust::anchors(ders),
+        })
     }
 
     /// `anchors` from PEM (one or more CERTIFICATE sections).

@@ -38,6 +38,7 @@ from ._errors import (
 )
 from ._weida import (
     Acceptor,
+    Address,
     Counters,
     Delivery,
     Drained,
@@ -70,6 +71,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Acceptor",
+    "Address",
     "Canceled",
     "Closed",
     "ConnectionLost",

@@ -91,7 +91,9 @@ class Untrusted(WeidaError):
 
     code = "UNTRUSTED"
 
-    def __init__(self, message: str = "", *, fingerprint: str = "", expected: str | None = None) -> None:
+    def __init__(
+        self, message: str = "", *, fingerprint: str = "", expected: str | None = None
+    ) -> None:
         super().__init__(message)
         self.fingerprint = fingerprint
         self.expected = expected
