@@ -178,16 +178,46 @@ impl Bridge {
     }
 }
 
-/// Aborts the operation's task when its asyncio future is done (a no-op unless cancelled:
-/// a finished task ignores an abort).
+/// What to do when an operation's asyncio future is cancelled, besides dropping its future.
+pub(crate) type OnCancel = Box<dyn FnOnce() + Send>;
+
+/// Aborts the operation's task when its asyncio future is done (a no-op unless cancelled: a
+/// finished task ignores an abort), and runs its cancel action if it was cancelled: the
+/// operation may have finished on the I/O thread meanwhile, and a cancelled write must still
+/// cancel its transfer.
 #[pyclass(frozen)]
-struct AbortOnDone(tokio::task::AbortHandle);
+struct AbortOnDone {
+    task: tokio::task::AbortHandle,
+    on_cancel: Mutex<Option<OnCancel>>,
+}
 
 #[pymethods]
 impl AbortOnDone {
-    fn __call__(&self, _future: &Bound<'_, PyAny>) {
-        self.0.abort();
+    fn __call__(&self, future: &Bound<'_, PyAny>) {
+        self.task.abort();
+        let action = self
+            .on_cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(action) = action {
+            if future
+                .call_method0("cancelled")
+                .and_then(|b| b.is_truthy())
+                .unwrap_or(false)
+            {
+                let _g = enter();
+                action();
+            }
+        }
     }
+}
+
+/// Operations in a row that may complete without yielding to the event loop.
+const MAX_READY_STREAK: u32 = 16;
+
+thread_local! {
+    static READY_STREAK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -251,6 +281,19 @@ where
     F: Future<Output = Outcome<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    spawn_or_cancel(py, fut, None)
+}
+
+/// [`spawn`], running `on_cancel` (on the loop thread) if the asyncio future is cancelled.
+pub(crate) fn spawn_or_cancel<'py, F, T>(
+    py: Python<'py>,
+    fut: F,
+    on_cancel: Option<OnCancel>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Outcome<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
     let (lp, bridge) = running(py).map_err(|e| {
         if e.is_instance_of::<PyRuntimeError>(py) {
             PyRuntimeError::new_err("weida operations must be awaited inside a running event loop")
@@ -260,11 +303,30 @@ where
     })?;
     let future = lp.call_method0(pyo3::intern!(py, "create_future"))?;
     let mut fut = Box::pin(fut);
-    let first = py.detach(|| {
-        let _g = enter();
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        fut.as_mut().poll(&mut cx)
+    // Awaiting a resolved future does not yield to the event loop: after a streak of
+    // operations that completed at once, the next one takes the I/O thread's path, which does,
+    // so a stream of ready messages cannot starve other tasks (or cancellation callbacks).
+    let eager = READY_STREAK.with(|n| {
+        let streak = n.get();
+        n.set(if streak >= MAX_READY_STREAK {
+            0
+        } else {
+            streak + 1
+        });
+        streak < MAX_READY_STREAK
     });
+    let first = if eager {
+        py.detach(|| {
+            let _g = enter();
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            fut.as_mut().poll(&mut cx)
+        })
+    } else {
+        std::task::Poll::Pending
+    };
+    if first.is_pending() {
+        READY_STREAK.with(|n| n.set(0));
+    }
     if let std::task::Poll::Ready(r) = first {
         match convert(py, r) {
             Ok(v) => future.call_method1(pyo3::intern!(py, "set_result"), (v,))?,
@@ -285,7 +347,10 @@ where
     });
     future.call_method1(
         pyo3::intern!(py, "add_done_callback"),
-        (AbortOnDone(task.abort_handle()),),
+        (AbortOnDone {
+            task: task.abort_handle(),
+            on_cancel: Mutex::new(on_cancel),
+        },),
     )?;
     Ok(future)
 }

@@ -16,7 +16,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 use weida::Error;
 
-use crate::aio::{self, spawn, Fail, Outcome, Rooted};
+use crate::aio::{self, spawn, spawn_or_cancel, Fail, Outcome, Rooted};
 use crate::error;
 
 /// From this size up a `bytes` body is kept alive and sent without a copy.
@@ -317,6 +317,17 @@ const OPEN: u8 = 0;
 const FINISHED: u8 = 1;
 const CANCELED: u8 = 2;
 
+/// Marks a transfer cancelled when an operation that owned it is dropped midway.
+struct CancelOnDrop<'a>(&'a AtomicU8);
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
 /// An outgoing stream's state shared with the operations running on the I/O thread.
 struct Writer {
     transfer: tokio::sync::Mutex<Option<weida::OutgoingTransfer>>,
@@ -329,6 +340,21 @@ impl Writer {
         match self.state.load(Ordering::Acquire) {
             CANCELED => Fail::Weida(Error::Canceled),
             _ => consumed(),
+        }
+    }
+
+    /// Cancels the transfer: at once if no operation holds it, else through that operation.
+    fn cancel(&self) {
+        if self
+            .state
+            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        self.cancel.notify_waiters();
+        if let Some(t) = self.transfer.try_lock().ok().and_then(|mut s| s.take()) {
+            t.cancel();
         }
     }
 
@@ -376,17 +402,27 @@ impl OutgoingTransfer {
         T: for<'a> IntoPyObject<'a> + Send + 'static,
     {
         let w = Arc::clone(&self.w);
-        spawn(py, async move {
-            let mut slot = w.transfer.lock().await;
-            let t = slot.take().ok_or_else(|| w.gone())?;
-            tokio::select! {
-                (back, r) = op(t) => {
-                    *slot = back;
-                    r
-                }
-                () = w.canceled() => Err(Fail::Weida(Error::Canceled)),
-            }
-        })
+        let on_cancel = Arc::clone(&self.w);
+        spawn_or_cancel(
+            py,
+            async move {
+                let mut slot = w.transfer.lock().await;
+                let t = slot.take().ok_or_else(|| w.gone())?;
+                // Dropped before the operation ends (asyncio cancelled it): the transfer, owned by
+                // the operation, is reset, and later calls say Canceled.
+                let mark = CancelOnDrop(&w.state);
+                let r = tokio::select! {
+                    (back, r) = op(t) => {
+                        *slot = back;
+                        r
+                    }
+                    () = w.canceled() => Err(Fail::Weida(Error::Canceled)),
+                };
+                std::mem::forget(mark);
+                r
+            },
+            Some(Box::new(move || on_cancel.cancel())),
+        )
     }
 }
 
@@ -425,22 +461,10 @@ impl OutgoingTransfer {
 
     /// Abandons the transfer: the reader sees `Canceled`. Also interrupts a pending write.
     fn cancel(&self, py: Python<'_>) {
-        let w = &self.w;
-        if w.state
-            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
-        }
-        w.cancel.notify_waiters();
-        if let Ok(mut slot) = w.transfer.try_lock() {
-            if let Some(t) = slot.take() {
-                py.detach(|| {
-                    let _g = aio::enter();
-                    t.cancel();
-                });
-            }
-        }
+        py.detach(|| {
+            let _g = aio::enter();
+            self.w.cancel();
+        });
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {

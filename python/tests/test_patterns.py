@@ -114,7 +114,13 @@ async def test_bodies_accept_bytes_bytearray_and_memoryview(pair: Pair) -> None:
     pusher = pair.client.pusher()
     await pusher.connect(puller.address)
     big = payload(100_000)
-    for body in [b"bytes", bytearray(b"bytearray"), memoryview(b"xmemoryviewx")[1:-1], big]:
+    kinds: list[bytes | bytearray | memoryview] = [
+        b"bytes",
+        bytearray(b"bytearray"),
+        memoryview(b"xmemoryviewx")[1:-1],
+        big,
+    ]
+    for body in kinds:
         await pusher.send(body)
         assert (await puller.recv()).body == bytes(body)
     # A large bytes body is kept alive, not copied: it arrives intact after the caller drops it.
