@@ -517,7 +517,7 @@ impl Delivery {
     fn delivered<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let d = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         spawn(py, async move {
-            d.ok_or_else(|| consumed())?.delivered().await?;
+            d.ok_or_else(consumed)?.delivered().await?;
             Ok(())
         })
     }
@@ -549,11 +549,7 @@ impl IncomingTransfer {
         let t = Arc::clone(&self.t);
         spawn(py, async move {
             let mut slot = t.lock().await;
-            let c = slot
-                .as_mut()
-                .ok_or_else(|| consumed())?
-                .read_chunk()
-                .await?;
+            let c = slot.as_mut().ok_or_else(consumed)?.read_chunk().await?;
             match c {
                 Some(c) => Ok(Some(BytesOut(c))),
                 None if end => Err(Fail::End),
@@ -584,7 +580,7 @@ impl IncomingTransfer {
         let t = Arc::clone(&self.t);
         spawn(py, async move {
             let mut slot = t.lock().await;
-            let mut owned = slot.take().ok_or_else(|| consumed())?;
+            let mut owned = slot.take().ok_or_else(consumed)?;
             let r = owned.collect(max).await;
             *slot = Some(owned);
             Ok(BytesOut(r?))
@@ -638,7 +634,7 @@ impl Exchange {
     {
         let x = Arc::clone(&self.x);
         spawn(py, async move {
-            let owned = x.lock().await.take().ok_or_else(|| consumed())?;
+            let owned = x.lock().await.take().ok_or_else(consumed)?;
             op(owned).await
         })
     }
@@ -659,11 +655,7 @@ impl Exchange {
         let x = Arc::clone(&self.x);
         spawn(py, async move {
             let mut slot = x.lock().await;
-            let c = slot
-                .as_mut()
-                .ok_or_else(|| consumed())?
-                .read_chunk()
-                .await?;
+            let c = slot.as_mut().ok_or_else(consumed)?.read_chunk().await?;
             Ok(c.map(BytesOut))
         })
     }
@@ -675,7 +667,7 @@ impl Exchange {
         let x = Arc::clone(&self.x);
         spawn(py, async move {
             let mut slot = x.lock().await;
-            let mut owned = slot.take().ok_or_else(|| consumed())?;
+            let mut owned = slot.take().ok_or_else(consumed)?;
             let r = match max {
                 Some(m) => owned.take_body_capped(m).await,
                 None => owned.take_body().await,
@@ -757,7 +749,7 @@ impl PendingReply {
     fn reply<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let r = self.take();
         spawn(py, async move {
-            let t = r.ok_or_else(|| consumed())?.reply().await?;
+            let t = r.ok_or_else(consumed)?.reply().await?;
             Ok(IncomingTransfer::new(t))
         })
     }
@@ -766,7 +758,7 @@ impl PendingReply {
     fn body<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let r = self.take();
         spawn(py, async move {
-            let m = r.ok_or_else(|| consumed())?.body().await?;
+            let m = r.ok_or_else(consumed)?.body().await?;
             Ok(MessageOut(m))
         })
     }
