@@ -796,10 +796,12 @@ impl Drop for Inbox {
     }
 }
 
-/// An endpoint's queue, and a message a cancelled `recv` was collecting (resumed by the next).
+/// An endpoint's queue, a message a cancelled `recv` was collecting (resumed by the next), and
+/// the error of a message `recv_many` met after its first (returned by the next receive).
 pub(crate) struct InboxRx {
     rx: mpsc::Receiver<Incoming>,
     pub(crate) partial: Option<crate::stream::Partial>,
+    pub(crate) deferred: Option<Error>,
 }
 
 impl InboxRx {
@@ -881,7 +883,11 @@ impl Listener {
         let id = NEXT_ROUTE.fetch_add(1, Ordering::Relaxed);
         routes.insert(path.to_string(), Route { kind, tx, id });
         Ok(Inbox {
-            rx: tokio::sync::Mutex::new(InboxRx { rx, partial: None }),
+            rx: tokio::sync::Mutex::new(InboxRx {
+                rx,
+                partial: None,
+                deferred: None,
+            }),
             routes: self.inner.routes.clone(),
             path: path.to_string(),
             id,

@@ -130,3 +130,62 @@ on_every_transport!(
     streaming_overlap_a_reply_streams_while_the_request_is_read,
     streaming_overlap_body
 );
+
+async fn batches_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let (sent, r) = pusher
+        .send_many((0..200u32).map(|i| i.to_be_bytes().to_vec()))
+        .await;
+    r.unwrap();
+    assert_eq!(sent, 200);
+    let mut seen = Vec::new();
+    while seen.len() < 200 {
+        let batch = puller.recv_many(64).await.unwrap();
+        assert!(!batch.is_empty() && batch.len() <= 64);
+        seen.extend(
+            batch
+                .iter()
+                .map(|m| u32::from_be_bytes(m.body[..].try_into().unwrap())),
+        );
+    }
+    seen.sort();
+    assert_eq!(seen, (0..200).collect::<Vec<_>>());
+}
+on_every_transport!(
+    send_many_and_recv_many_move_every_message_in_batches,
+    batches_body
+);
+
+async fn batch_error_body(t: Transport) {
+    let limits = weida::Limits {
+        max_collected_body: 1000,
+        ..weida::Limits::default()
+    };
+    let (_s, listener, client) = common::pair_with(t, limits).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let (sent, r) = pusher
+        .send_many([payload(10), payload(1001), payload(20), payload(30)])
+        .await;
+    r.unwrap();
+    assert_eq!(sent, 4);
+    // Whatever the batches, every message and the one refusal come out exactly once.
+    let (mut bodies, mut errors) = (Vec::new(), Vec::new());
+    while bodies.len() + errors.len() < 4 {
+        match puller.recv_many(10).await {
+            Ok(batch) => bodies.extend(batch.into_iter().map(|m| m.body.len())),
+            Err(e) => errors.push(e.code()),
+        }
+    }
+    bodies.sort();
+    assert_eq!(bodies, vec![10, 20, 30]);
+    assert_eq!(errors, vec![weida::ErrorCode::LimitExceeded]);
+}
+on_every_transport!(
+    an_error_inside_a_batch_is_returned_by_the_next_receive,
+    batch_error_body
+);

@@ -62,6 +62,24 @@ impl Pusher {
         Ok(())
     }
 
+    /// Sends each body as its own message, in order, as [`Pusher::send`] does: one call for a
+    /// batch of small messages (one crossing for a binding). Stops at the first error and
+    /// returns it with how many bodies were sent before it.
+    pub async fn send_many<I>(&self, bodies: I) -> (usize, Result<()>)
+    where
+        I: IntoIterator,
+        I::Item: Into<Bytes>,
+    {
+        let mut sent = 0;
+        for b in bodies {
+            if let Err(e) = self.send(b).await {
+                return (sent, Err(e));
+            }
+            sent += 1;
+        }
+        (sent, Ok(()))
+    }
+
     /// Opens a streamed message; `finish()` returns the [`crate::Delivery`] for its receipt.
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
         let header = Header {
@@ -93,6 +111,9 @@ impl Puller {
     pub async fn recv(&self) -> Result<Message> {
         let max = self.inbox.shared.limits.max_collected_body;
         let mut rx = self.inbox.rx.lock().await;
+        if let Some(e) = rx.deferred.take() {
+            return Err(e);
+        }
         if rx.partial.is_none() {
             let t = match rx.next().await? {
                 Incoming::Stream(t) => t,
@@ -106,6 +127,28 @@ impl Puller {
         let r = rx.partial.as_mut().expect("set above").read_all(max).await;
         let p = rx.partial.take().expect("set above");
         r.map(|()| p.into_message())
+    }
+
+    /// Up to `max` whole messages: waits for the first as [`Puller::recv`] does, then takes
+    /// those that are ready without waiting (one call for a batch of small messages, one
+    /// crossing for a binding). An error met after the first message ends the batch and is
+    /// returned by the next receive, so no message and no error is lost. Cancel-safe.
+    pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
+        use futures_util::FutureExt;
+        let mut out = vec![self.recv().await?];
+        while out.len() < max {
+            match self.recv().now_or_never() {
+                Some(Ok(m)) => out.push(m),
+                // Nothing ready (the partial message, if any, is kept), or the endpoint is
+                // closed, which the next receive reports again.
+                None | Some(Err(Error::Closed)) => break,
+                Some(Err(e)) => {
+                    self.inbox.rx.lock().await.deferred = Some(e);
+                    break;
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The next message as a stream, for bodies read in parts. Cancel-safe.

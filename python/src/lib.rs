@@ -1,0 +1,50 @@
+//! `weida._weida`: the native half of the Python binding. It only converts: every behaviour is
+//! in the `weida` crate. The hand-written `weida` package beside it adds the exceptions and
+//! re-exports (docs/BINDINGS.md).
+//!
+//! One file per core module it projects (`runtime`, `patterns`, `stream`, `error`, `config`,
+//! `identity`, `trust`, `address`), plus `aio`, the bridge from the I/O thread's futures to asyncio.
+
+use pyo3::prelude::*;
+
+mod address;
+mod aio;
+mod config;
+mod error;
+mod identity;
+mod patterns;
+mod runtime;
+mod stream;
+mod trust;
+
+/// The module `weida._weida`.
+#[pymodule]
+fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<aio::Bridge>()?;
+    m.add_class::<address::Address>()?;
+    m.add_function(wrap_pyfunction!(aio::after_fork, m)?)?;
+    m.add_class::<config::Limits>()?;
+    m.add_class::<identity::Identity>()?;
+    m.add_function(wrap_pyfunction!(identity::fingerprint_of_certificate, m)?)?;
+    m.add_class::<trust::Trust>()?;
+    m.add_class::<runtime::Runtime>()?;
+    m.add_class::<runtime::Listener>()?;
+    m.add_class::<runtime::Counters>()?;
+    m.add_class::<runtime::Drained>()?;
+    m.add_class::<patterns::Pusher>()?;
+    m.add_class::<patterns::Puller>()?;
+    m.add_class::<patterns::Requester>()?;
+    m.add_class::<patterns::Replier>()?;
+    m.add_class::<patterns::Peer>()?;
+    m.add_class::<patterns::Acceptor>()?;
+    m.add_class::<stream::Message>()?;
+    m.add_class::<stream::IncomingMeta>()?;
+    m.add_class::<stream::PeerKey>()?;
+    m.add_class::<stream::PeerLocal>()?;
+    m.add_class::<stream::OutgoingTransfer>()?;
+    m.add_class::<stream::Delivery>()?;
+    m.add_class::<stream::IncomingTransfer>()?;
+    m.add_class::<stream::Exchange>()?;
+    m.add_class::<stream::PendingReply>()?;
+    Ok(())
+}

@@ -1,0 +1,114 @@
+"""weida: ZeroMQ's idea on QUIC, asyncio-native.
+
+Req/Rep, Push/Pull and raw streams over QUIC (``weida://``), in process (``weida+inproc://``)
+and AF_UNIX (``weida+unix://``), with peers named by the SHA-256 fingerprint of their key.
+Every operation that waits is awaited; cancelling the await cancels the operation.
+
+    async with weida.Runtime() as rt:
+        listener = await rt.bind("weida://127.0.0.1:0")
+        puller = listener.puller("/jobs")
+        pusher = rt.pusher()
+        await pusher.connect(puller.address)
+        await pusher.send(b"hello")
+        msg = await puller.recv()
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._errors import (
+    Canceled,
+    Closed,
+    ConnectionLost,
+    Indeterminate,
+    InvalidAddress,
+    InvalidConfig,
+    IoError,
+    LimitExceeded,
+    NegotiationFailed,
+    NotConnected,
+    ProtocolError,
+    Rejected,
+    Timeout,
+    UnknownEndpoint,
+    Unsupported,
+    Untrusted,
+    WeidaError,
+)
+from ._weida import (
+    Acceptor,
+    Address,
+    Counters,
+    Delivery,
+    Drained,
+    Exchange,
+    Identity,
+    IncomingMeta,
+    IncomingTransfer,
+    Limits,
+    Listener,
+    Message,
+    OutgoingTransfer,
+    Peer,
+    PeerKey,
+    PeerLocal,
+    PendingReply,
+    Puller,
+    Pusher,
+    Replier,
+    Requester,
+    Runtime,
+    Trust,
+    after_fork,
+    fingerprint_of_certificate,
+)
+
+# A forked child starts its own I/O thread on first use (the parent's was not forked).
+os.register_at_fork(after_in_child=after_fork)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Acceptor",
+    "Address",
+    "Canceled",
+    "Closed",
+    "ConnectionLost",
+    "Counters",
+    "Delivery",
+    "Drained",
+    "Exchange",
+    "Identity",
+    "IncomingMeta",
+    "IncomingTransfer",
+    "Indeterminate",
+    "InvalidAddress",
+    "InvalidConfig",
+    "IoError",
+    "LimitExceeded",
+    "Limits",
+    "Listener",
+    "Message",
+    "NegotiationFailed",
+    "NotConnected",
+    "OutgoingTransfer",
+    "Peer",
+    "PeerKey",
+    "PeerLocal",
+    "PendingReply",
+    "ProtocolError",
+    "Puller",
+    "Pusher",
+    "Rejected",
+    "Replier",
+    "Requester",
+    "Runtime",
+    "Timeout",
+    "Trust",
+    "UnknownEndpoint",
+    "Unsupported",
+    "Untrusted",
+    "WeidaError",
+    "fingerprint_of_certificate",
+]

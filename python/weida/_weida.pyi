@@ -1,0 +1,506 @@
+"""Type stubs of the native module ``weida._weida`` (re-exported by ``weida``).
+
+Every method that waits returns an ``asyncio.Future``: ``await`` it, pass it to
+``asyncio.wait_for``/``gather``, or wrap it with ``asyncio.ensure_future``. Cancelling the
+future cancels the operation.
+"""
+
+from asyncio import Future
+from collections.abc import Iterable, Mapping
+from os import PathLike
+from types import TracebackType
+from typing import final
+
+_Buffer = bytes | bytearray | memoryview
+"""A body: ``bytes`` (large ones are sent without a copy), ``bytearray`` or ``memoryview``."""
+_MetaValue = bytes | bytearray | memoryview | str
+"""A metadata value; ``str`` is sent as UTF-8."""
+_Meta = Mapping[str, _MetaValue] | Iterable[tuple[str, _MetaValue]]
+"""Metadata: a mapping, or ``(name, value)`` pairs kept in order (names may repeat)."""
+_StrPath = str | PathLike[str]
+
+@final
+class Address:
+    """A parsed weida address; ``str(address)`` is its canonical text."""
+
+    def __new__(cls, address: str) -> Address: ...
+    def with_path(self, path: str) -> Address:
+        """This address with endpoint path ``path``."""
+    def with_pin(self, fingerprint: str) -> Address:
+        """This address pinning ``fingerprint``."""
+    def without_path(self) -> Address:
+        """This address without its endpoint path."""
+    @property
+    def path(self) -> str | None:
+        """The endpoint path, if any."""
+    @property
+    def pin(self) -> str | None:
+        """The pinned fingerprint, if any."""
+
+@final
+class Limits:
+    """Per-connection bounds, with the core's names and defaults. Durations are seconds."""
+
+    def __new__(
+        cls,
+        *,
+        stream_receive_window: int | None = None,
+        connection_receive_window: int | None = None,
+        send_window: int | None = None,
+        max_concurrent_uni_streams: int | None = None,
+        max_concurrent_bidi_streams: int | None = None,
+        max_local_streams: int | None = None,
+        endpoint_queue: int | None = None,
+        max_header_size: int | None = None,
+        max_collected_body: int | None = None,
+        idle_timeout: float | None = None,
+        keep_alive: float | None = ...,
+    ) -> Limits: ...
+    @property
+    def stream_receive_window(self) -> int:
+        """Bytes a writer may run ahead of the reader on one stream. Default 1 MiB."""
+    @property
+    def connection_receive_window(self) -> int:
+        """Bytes all streams of one connection may run ahead of their readers. Default 8 MiB."""
+    @property
+    def send_window(self) -> int:
+        """Bytes this side may have in flight on one connection. Default 8 MiB."""
+    @property
+    def max_concurrent_uni_streams(self) -> int:
+        """One-way streams the peer may have open toward us at once. Default 256."""
+    @property
+    def max_concurrent_bidi_streams(self) -> int:
+        """Exchanges the peer may have open toward us at once. Default 256."""
+    @property
+    def max_local_streams(self) -> int:
+        """Streams a local socket connection may hold at once. Default 255."""
+    @property
+    def endpoint_queue(self) -> int:
+        """Incoming streams an endpoint holds before its application takes them. Default 32."""
+    @property
+    def max_header_size(self) -> int:
+        """The largest header accepted. Default 16 KiB."""
+    @property
+    def max_collected_body(self) -> int:
+        """The largest body ``recv``/``request``/``take_body`` collect. Default 16 MiB."""
+    @property
+    def idle_timeout(self) -> float:
+        """Seconds without traffic after which a connection is dead. Default 30."""
+    @property
+    def keep_alive(self) -> float | None:
+        """Seconds between keep-alives from the dialling side; None: never. Default 10."""
+
+@final
+class Identity:
+    """The key a runtime presents; peers name it by its fingerprint."""
+
+    @staticmethod
+    def ephemeral() -> Identity:
+        """A fresh P-256 key in a self-signed certificate; nothing is written anywhere."""
+    @staticmethod
+    def load_or_create(dir: _StrPath) -> Identity:
+        """The identity kept in ``dir``, created there on first use."""
+    @staticmethod
+    def load(dir: _StrPath) -> Identity:
+        """The identity kept in ``dir`` (``key.pem`` and ``cert.pem``)."""
+    @staticmethod
+    def from_pem(cert_chain_pem: str, key_pem: str) -> Identity:
+        """An identity from a PEM certificate chain (leaf first) and the leaf's key."""
+    def save(self, dir: _StrPath) -> None:
+        """Writes this identity into ``dir``, replacing what is there."""
+    @property
+    def fingerprint(self) -> str:
+        """``sha256:<64 hex>`` of the public key: what a peer pins."""
+
+def fingerprint_of_certificate(der: bytes) -> str:
+    """The fingerprint (``sha256:<hex>``) of the key in a DER certificate."""
+
+def after_fork() -> None:
+    """Forgets the parent's I/O thread in a forked child (registered at import)."""
+
+@final
+class Trust:
+    """Whom a dialling side accepts, or which clients ``bind(require_client=...)`` lets in."""
+
+    @staticmethod
+    def address() -> Trust:
+        """Only the key the address pins (the default)."""
+    @staticmethod
+    def pinned(fingerprints: Iterable[str]) -> Trust:
+        """These keys (``sha256:<hex>``), besides an address pin."""
+    @staticmethod
+    def anchors(ca_ders: Iterable[bytes]) -> Trust:
+        """Certificate chains that validate to one of these CA certificates (DER)."""
+    @staticmethod
+    def anchors_pem(pem: str) -> Trust:
+        """``anchors`` from PEM."""
+    @staticmethod
+    def unverified() -> Trust:
+        """Any key: for tests and trusted networks only."""
+    def with_pin(self, fingerprint: str) -> Trust:
+        """This trust plus one pinned key."""
+    def with_anchor_der(self, der: bytes) -> Trust:
+        """This trust plus one CA certificate (DER)."""
+    @property
+    def pins(self) -> list[str]:
+        """The pinned fingerprints."""
+
+@final
+class Counters:
+    """Counters, monotonic since the runtime started."""
+
+    streams_opened: int
+    streams_accepted: int
+    streams_refused: int
+    bytes_sent: int
+    bytes_received: int
+    connections_dialled: int
+    connections_accepted: int
+    receipts_delivered: int
+    receipts_failed: int
+
+@final
+class Drained:
+    """What a drain achieved: counts, not a promise."""
+
+    delivered: int
+    outstanding: int
+    def __new__(cls, delivered: int, outstanding: int) -> Drained: ...
+
+@final
+class Runtime:
+    """The process-wide entry point: dials, binds, owns every connection.
+
+    ``async with Runtime() as rt:`` shuts it down on exit.
+    """
+
+    def __new__(
+        cls,
+        *,
+        identity: Identity | None = None,
+        trust: Trust | None = None,
+        limits: Limits | None = None,
+        present_identity: bool = True,
+        send_timeout: float | None = None,
+        udp_buffer: int | None = None,
+    ) -> Runtime: ...
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of the key this runtime presents."""
+    def bind(self, address: str, *, require_client: Trust | None = None) -> Future[Listener]:
+        """Binds ``address`` (no path); endpoints are bound by path on the listener."""
+    def pusher(self) -> Pusher:
+        """A Push endpoint."""
+    def requester(self) -> Requester:
+        """A Req endpoint."""
+    def peer(self) -> Peer:
+        """A raw endpoint."""
+    def counters(self) -> Counters:
+        """The counters."""
+    def drain(self, seconds: float) -> Future[Drained]:
+        """Lets finished transfers arrive for up to ``seconds``, then closes everything."""
+    def shutdown(self) -> None:
+        """Closes every connection now."""
+    def __aenter__(self) -> Future[Runtime]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Listener:
+    """A bound address; endpoints are registered on it by path."""
+
+    @property
+    def address(self) -> str:
+        """The bound address (real port; over QUIC the pin of its key)."""
+    def puller(self, path: str) -> Puller:
+        """Binds a Puller at ``path``."""
+    def replier(self, path: str) -> Replier:
+        """Binds a Replier at ``path``."""
+    def acceptor(self, path: str) -> Acceptor:
+        """Binds a raw Acceptor at ``path``."""
+    def close(self) -> None:
+        """Stops accepting, closes accepted connections, ends its endpoints."""
+    def __aenter__(self) -> Future[Listener]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Pusher:
+    """Sends messages to pullers, one stream each, round-robin."""
+
+    def connect(self, address: str) -> Future[None]:
+        """Dials ``address`` (with its path)."""
+    def disconnect(self, address: str) -> bool:
+        """Removes ``address``; True if it was connected."""
+    @property
+    def peer_count(self) -> int:
+        """Live connections."""
+    def send(self, body: _Buffer, meta: _Meta | None = None) -> Future[None]:
+        """Sends a whole message; returns once its FIN is queued."""
+    def send_many(self, bodies: Iterable[_Buffer]) -> Future[None]:
+        """Sends each body as its own message, in one crossing."""
+    def open(self, meta: _Meta | None = None) -> Future[OutgoingTransfer]:
+        """Opens a streamed message."""
+    def close(self) -> None:
+        """Forgets this endpoint's connections."""
+    def __aenter__(self) -> Future[Pusher]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Puller:
+    """Receives pushed messages at a bound path; ``async for msg in puller``."""
+
+    @property
+    def address(self) -> str:
+        """The address to dial this puller at."""
+    def recv(self) -> Future[Message]:
+        """The next whole message. Cancel-safe."""
+    def recv_many(self, max: int) -> Future[list[Message]]:
+        """Up to ``max`` messages (at least one). Cancel-safe."""
+    def accept(self) -> Future[IncomingTransfer]:
+        """The next message as a stream."""
+    def close(self) -> None:
+        """Releases the path."""
+    def __aiter__(self) -> Puller: ...
+    def __anext__(self) -> Future[Message]: ...
+    def __aenter__(self) -> Future[Puller]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Requester:
+    """Sends requests and awaits replies, round-robin."""
+
+    def connect(self, address: str) -> Future[None]:
+        """Dials ``address`` (with its path)."""
+    def disconnect(self, address: str) -> bool:
+        """Removes ``address``; True if it was connected."""
+    @property
+    def peer_count(self) -> int:
+        """Live connections."""
+    def request(self, body: _Buffer, meta: _Meta | None = None) -> Future[bytes]:
+        """Sends ``body``, returns the reply body."""
+    def request_with(self, body: _Buffer, meta: _Meta) -> Future[Message]:
+        """``request`` with metadata both ways."""
+    def open(self, meta: _Meta | None = None) -> Future[tuple[OutgoingTransfer, PendingReply]]:
+        """Opens a streamed request."""
+    def close(self) -> None:
+        """Forgets this endpoint's connections."""
+    def __aenter__(self) -> Future[Requester]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Replier:
+    """Answers requests at a bound path; ``async for exchange in replier``."""
+
+    @property
+    def address(self) -> str:
+        """The address to dial this replier at."""
+    def accept(self) -> Future[Exchange]:
+        """The next exchange. Cancel-safe."""
+    def close(self) -> None:
+        """Releases the path."""
+    def __aiter__(self) -> Replier: ...
+    def __anext__(self) -> Future[Exchange]: ...
+    def __aenter__(self) -> Future[Replier]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Peer:
+    """Opens raw streams to acceptors: one-way transfers and exchanges."""
+
+    def connect(self, address: str) -> Future[None]:
+        """Dials ``address`` (with its path)."""
+    def disconnect(self, address: str) -> bool:
+        """Removes ``address``; True if it was connected."""
+    @property
+    def peer_count(self) -> int:
+        """Live connections."""
+    def open(self, meta: _Meta | None = None) -> Future[OutgoingTransfer]:
+        """Opens a one-way stream."""
+    def exchange(self, meta: _Meta | None = None) -> Future[tuple[OutgoingTransfer, PendingReply]]:
+        """Opens an exchange."""
+    def close(self) -> None:
+        """Forgets this endpoint's connections."""
+    def __aenter__(self) -> Future[Peer]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Acceptor:
+    """Receives both stream kinds at a bound path."""
+
+    @property
+    def address(self) -> str:
+        """The address to dial this acceptor at."""
+    def accept(self) -> Future[IncomingTransfer | Exchange]:
+        """The next stream. Cancel-safe."""
+    def close(self) -> None:
+        """Releases the path."""
+    def __aiter__(self) -> Acceptor: ...
+    def __anext__(self) -> Future[IncomingTransfer | Exchange]: ...
+    def __aenter__(self) -> Future[Acceptor]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class PeerKey:
+    """A QUIC peer, by the key it proved."""
+
+    fingerprint: str
+    def __new__(cls, fingerprint: str) -> PeerKey: ...
+
+@final
+class PeerLocal:
+    """An AF_UNIX peer, as the kernel reported it."""
+
+    uid: int
+    gid: int
+    pid: int
+    def __new__(cls, uid: int, gid: int, pid: int) -> PeerLocal: ...
+
+@final
+class IncomingMeta:
+    """What arrived with an incoming stream."""
+
+    @property
+    def peer(self) -> PeerKey | PeerLocal | None:
+        """The peer as the transport proved it (None in process or anonymous)."""
+    @property
+    def path(self) -> str:
+        """The endpoint path the stream was addressed to."""
+    @property
+    def metadata(self) -> list[tuple[str, bytes]]:
+        """Application metadata, in order."""
+    def get(self, name: str) -> bytes | None:
+        """The first value of metadata ``name``."""
+    @property
+    def topic(self) -> str | None:
+        """The Pub/Sub topic, when there is one."""
+    @property
+    def sequence(self) -> int | None:
+        """The PerProducer sequence number, when negotiated."""
+    @property
+    def gap(self) -> int | None:
+        """Numbers missed before this one, under PerProducer ordering."""
+
+@final
+class Message:
+    """A whole message."""
+
+    @property
+    def meta(self) -> IncomingMeta:
+        """What arrived with it."""
+    @property
+    def body(self) -> bytes:
+        """The body."""
+
+@final
+class Delivery:
+    """The transport receipt of a finished transfer; dropping it is free."""
+
+    def delivered(self) -> Future[None]:
+        """Resolves when the peer's transport holds every byte and the FIN."""
+
+@final
+class OutgoingTransfer:
+    """An outgoing stream: ``write``, then ``finish()`` or ``cancel()``.
+
+    As an async context manager it finishes on a clean exit and cancels on an exception.
+    """
+
+    def write(self, body: _Buffer) -> Future[None]:
+        """Writes all of ``body``; waits while the peer's window is full."""
+    def write_chunks(self, bodies: Iterable[_Buffer]) -> Future[None]:
+        """Writes several bodies in order."""
+    def finish(self) -> Future[Delivery]:
+        """Queues the FIN; returns the Delivery."""
+    def cancel(self) -> None:
+        """Abandons the transfer: the reader sees Canceled."""
+    def __aenter__(self) -> Future[OutgoingTransfer]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class IncomingTransfer:
+    """An incoming stream; ``async for chunk in transfer``."""
+
+    @property
+    def meta(self) -> IncomingMeta:
+        """What arrived with the stream."""
+    def read_chunk(self) -> Future[bytes | None]:
+        """The next chunk, None after the FIN. Cancel-safe."""
+    def collect(self, max: int) -> Future[bytes]:
+        """The whole body, refusing one above ``max`` bytes."""
+    def refuse(self, code: str, message: str = "") -> None:
+        """Refuses the stream with ``code`` (e.g. ``"REJECTED"``)."""
+    def __aiter__(self) -> IncomingTransfer: ...
+    def __anext__(self) -> Future[bytes]: ...
+
+@final
+class Exchange:
+    """An incoming exchange: the request and the reply half."""
+
+    @property
+    def meta(self) -> IncomingMeta:
+        """What arrived with the request."""
+    def read_chunk(self) -> Future[bytes | None]:
+        """The request's next chunk, None at its end. Cancel-safe."""
+    def take_body(self, max: int | None = None) -> Future[bytes]:
+        """The whole request body."""
+    def reply(self, body: _Buffer, meta: _Meta | None = None) -> Future[None]:
+        """Replies with ``body`` and finishes."""
+    def open_reply(self, meta: _Meta | None = None) -> Future[OutgoingTransfer]:
+        """Opens the reply as a stream."""
+    def reject(self, reason: str) -> Future[None]:
+        """Answers REJECTED with ``reason``."""
+    def fail(self, code: str, message: str) -> Future[None]:
+        """Answers with an error code and message."""
+
+@final
+class PendingReply:
+    """The reply half of an exchange this side opened."""
+
+    def reply(self) -> Future[IncomingTransfer]:
+        """Waits for the reply's start; the body streams."""
+    def body(self) -> Future[Message]:
+        """The whole reply."""
