@@ -119,3 +119,47 @@ on_every_transport!(
     an_exchange_dropped_without_an_answer_is_canceled_for_the_requester,
     unanswered
 );
+
+async fn cancelled_write(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    let incoming;
+    {
+        // A write far beyond every window blocks; once the reader has its first bytes, the
+        // write's future is dropped mid-payload (a binding's cancelled await does this).
+        let piece = Bytes::from(payload(256 << 10));
+        let write = async {
+            for _ in 0..64 {
+                tr.write(piece.clone()).await.unwrap();
+            }
+        };
+        tokio::select! {
+            _ = write => panic!("16 MiB cannot fit in the windows"),
+            first = async {
+                let mut t = puller.accept().await.unwrap();
+                let c = t.read_chunk().await.unwrap();
+                (t, c)
+            } => {
+                assert!(first.1.is_some());
+                incoming = Some(first.0);
+            }
+        }
+    }
+    tr.cancel();
+    let mut incoming: weida::IncomingTransfer = incoming.unwrap();
+    let e = loop {
+        match incoming.read_chunk().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("a cancelled transfer read as complete"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+}
+on_every_transport!(
+    a_write_dropped_mid_payload_then_cancelled_is_canceled_at_the_reader,
+    cancelled_write
+);

@@ -700,7 +700,7 @@ impl Exchange {
         meta: Option<MetaIn>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let meta = meta_or_empty(meta);
-        self.answer(py, move |x| async move {
+        self.answer(py, move |mut x| async move {
             Ok(OutgoingTransfer::new(x.open_reply(meta).await?))
         })
     }

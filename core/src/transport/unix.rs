@@ -31,9 +31,10 @@ const COALESCE: usize = 16 * 1024;
 /// State one socket's writer, reader and pump share.
 struct Sock {
     write: tokio::sync::Mutex<OwnedWriteHalf>,
-    // Set while a chunk is half written: a cancelled write leaves the framing broken, and then
-    // the only honest end is to close (the reader sees EOF without FIN: Canceled).
-    dirty: AtomicBool,
+    // Bytes of the chunk being written that are not written yet. A write cancelled mid-chunk
+    // leaves it above zero; before a RESET can follow, the chunk is completed with padding
+    // (the reader discards it with the reset), so a cancelled write still reads as Canceled.
+    unfinished: AtomicUsize,
     stop: Mutex<Option<Code>>,
     pump_done: AtomicBool,
     events: Notify,
@@ -85,9 +86,17 @@ impl Sock {
     /// Writes what is owed without waiting; false if it would block (the caller then waits).
     fn flush_now(&self, w: &mut OwnedWriteHalf) -> bool {
         let mut p = self.pending.lock().unwrap();
-        if p.is_empty() || self.dirty.load(Ordering::Acquire) {
-            p.clear();
+        if p.is_empty() {
             return true;
+        }
+        while self.unfinished.load(Ordering::Acquire) > 0 {
+            let pad = vec![0u8; self.unfinished.load(Ordering::Acquire)];
+            match w.try_write(&pad) {
+                Ok(n) if n > 0 => {
+                    self.unfinished.fetch_sub(n, Ordering::AcqRel);
+                }
+                _ => return false,
+            }
         }
         match w.try_write(&p) {
             Ok(n) if n == p.len() => {
@@ -127,10 +136,8 @@ impl Sock {
         if owed.is_empty() {
             return;
         }
-        if self.dirty.load(Ordering::Acquire) {
-            // The framing is broken: closing is the only honest end (the reader sees EOF
-            // without FIN, a loss).
-            let _ = w.shutdown().await;
+        let left = self.unfinished.swap(0, Ordering::AcqRel);
+        if left > 0 && w.write_all(&vec![0u8; left]).await.is_err() {
             return;
         }
         let _ = w.write_all(&owed).await;
@@ -180,16 +187,28 @@ impl Writer {
         }
     }
 
+    /// Writes one chunk (prefix and payload parts), counting what is left of it so that a
+    /// cancelled write can be completed with padding before a RESET.
     async fn write_raw(&self, parts: &[&[u8]]) -> io::Result<()> {
         let mut w = self.sock.write.lock().await;
-        if self.sock.dirty.load(Ordering::Acquire) {
+        if self.sock.unfinished.load(Ordering::Acquire) > 0 {
+            // An earlier write of this stream was cancelled mid-chunk: the stream is broken
+            // (OutgoingTransfer::write is not cancel-safe; the transfer must be cancelled).
             return Err(io::ErrorKind::BrokenPipe.into());
         }
-        self.sock.dirty.store(true, Ordering::Release);
+        let total = parts.iter().map(|p| p.len()).sum();
+        self.sock.unfinished.store(total, Ordering::Release);
         for p in parts {
-            w.write_all(p).await?;
+            let mut off = 0;
+            while off < p.len() {
+                let n = w.write(&p[off..]).await?;
+                if n == 0 {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                off += n;
+                self.sock.unfinished.fetch_sub(n, Ordering::AcqRel);
+            }
         }
-        self.sock.dirty.store(false, Ordering::Release);
         Ok(())
     }
 
@@ -284,7 +303,7 @@ fn stream(
     let (rd, wr) = s.into_split();
     let sock = Arc::new(Sock {
         write: tokio::sync::Mutex::new(wr),
-        dirty: AtomicBool::new(false),
+        unfinished: AtomicUsize::new(0),
         stop: Mutex::new(None),
         pump_done: AtomicBool::new(false),
         events: Notify::new(),
