@@ -443,11 +443,13 @@ impl Shared {
         tokio::spawn(async move {
             tokio::select! {
                 code = ctl.drain(None) => {
-                    // The listener's half of the control stream ended: so does the connection.
-                    if let Conn::Unix(u) = &conn {
-                        u.lost(LossCause::PeerClosed);
+                    // The listener's half of the control stream ended: so does the connection,
+                    // and the peer ended it.
+                    match &conn {
+                        Conn::Unix(u) => u.lost(LossCause::PeerClosed),
+                        Conn::Inproc(i) => i.lost(),
+                        Conn::Quic(_) => conn.close(code, "control stream ended"),
                     }
-                    conn.close(code, "control stream ended");
                 }
                 _ = life.dead() => {}
             }
@@ -458,6 +460,11 @@ impl Shared {
     /// Closes every connection and stops every accept loop.
     fn close_all(&self) {
         self.state.store(CLOSED, Ordering::Release);
+        // Connections first: a task woken by the runtime's end must find its connection
+        // already closed, so its peer learns GOING_AWAY, not a half-closed control stream.
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.close(Code::GoingAway, "shutdown");
+        }
         self.life.kill(LossCause::LocallyClosed);
         for (l, r) in self.listeners.lock().unwrap().drain(..) {
             if let Some(l) = l.upgrade() {
@@ -466,9 +473,6 @@ impl Shared {
             if let Some(r) = r.upgrade() {
                 r.write().unwrap().clear();
             }
-        }
-        for c in self.conns.lock().unwrap().drain(..) {
-            c.close(Code::GoingAway, "shutdown");
         }
         self.pool.lock().unwrap().clear();
         if let Some(ep) = self.quic_client.get() {
@@ -781,6 +785,9 @@ pub(crate) struct Inbox {
     id: u64,
     pub(crate) shared: Arc<Shared>,
     pub(crate) address: Address,
+    /// Messages handed back undelivered (a binding whose caller cancelled as the message
+    /// arrived), served before anything else.
+    pub(crate) returned: Mutex<std::collections::VecDeque<crate::stream::Message>>,
     // An endpoint keeps its listener bound: dropping the `Listener` handle while endpoints
     // live does not silently end them (`Listener::close` does, explicitly).
     _listener: Arc<ListenerInner>,
@@ -893,6 +900,7 @@ impl Listener {
             id,
             shared: self.inner.shared.clone(),
             address: self.inner.address.with_path(path)?,
+            returned: Mutex::new(std::collections::VecDeque::new()),
             _listener: self.inner.clone(),
         })
     }

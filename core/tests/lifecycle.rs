@@ -325,3 +325,47 @@ async fn counters(t: Transport) {
     assert_eq!(s.bytes_received, 300);
 }
 on_every_transport!(counters_count_streams_bytes_and_refusals, counters);
+
+async fn recv_cancel_safe(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    // A receive waiting for nothing, dropped.
+    {
+        let waiting = puller.recv();
+        tokio::pin!(waiting);
+        assert!(futures_poll_once(waiting.as_mut()).await.is_none());
+    }
+    // A receive dropped while it collects half a message: the next one resumes it.
+    let mut t1 = pusher.open(Metadata::new()).await.unwrap();
+    t1.write(&b"first half, "[..]).await.unwrap();
+    {
+        let half = puller.recv();
+        tokio::pin!(half);
+        // Poll until the transfer has been taken and is being collected (it cannot finish).
+        for _ in 0..1000 {
+            assert!(futures_poll_once(half.as_mut()).await.is_none());
+            tokio::task::yield_now().await;
+        }
+    }
+    t1.write(&b"second half"[..]).await.unwrap();
+    t1.finish().await.unwrap();
+    assert_eq!(
+        &puller.recv().await.unwrap().body[..],
+        b"first half, second half"
+    );
+}
+on_every_transport!(
+    a_dropped_recv_loses_nothing_and_the_next_resumes_it,
+    recv_cancel_safe
+);
+
+async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Output> {
+    let mut f = f;
+    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut f).poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}

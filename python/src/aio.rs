@@ -110,7 +110,13 @@ impl From<weida::Error> for Fail {
 /// What a spawned operation returns.
 pub(crate) type Outcome<T> = Result<T, Fail>;
 
-type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+/// Converts a finished operation's outcome; `None` when its future was already cancelled, in
+/// which case an undeliverable value goes to the operation's orphan action (if it has one).
+type Convert = Box<dyn FnOnce(Python<'_>, bool) -> Option<PyResult<Py<PyAny>>> + Send>;
+
+/// What to do with a value whose asyncio future was cancelled as it arrived (a received
+/// message goes back to its puller, so a cancelled receive loses nothing).
+pub(crate) type Orphan<T> = Box<dyn FnOnce(T) + Send>;
 
 /// A finished operation waiting for the loop thread.
 struct Done {
@@ -160,14 +166,15 @@ impl Bridge {
             std::mem::take(&mut *self.finished.done.lock().unwrap_or_else(|p| p.into_inner()));
         for d in done {
             let f = d.future.bind(py);
-            // Cancelled meanwhile: its result is dropped here.
-            if f.call_method0(pyo3::intern!(py, "done"))
+            // Cancelled meanwhile: the result is not deliverable (its orphan action runs).
+            let gone = f
+                .call_method0(pyo3::intern!(py, "done"))
                 .and_then(|b| b.is_truthy())
-                .unwrap_or(true)
-            {
+                .unwrap_or(true);
+            let Some(r) = (d.result)(py, gone) else {
                 continue;
-            }
-            let r = match (d.result)(py) {
+            };
+            let r = match r {
                 Ok(v) => f.call_method1(pyo3::intern!(py, "set_result"), (v,)),
                 Err(e) => f.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),)),
             };
@@ -281,7 +288,20 @@ where
     F: Future<Output = Outcome<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    spawn_or_cancel(py, fut, None)
+    spawn_full(py, fut, None, None)
+}
+
+/// [`spawn`], handing a value that arrives after its future was cancelled to `orphan`.
+pub(crate) fn spawn_keeping<'py, F, T>(
+    py: Python<'py>,
+    fut: F,
+    orphan: Orphan<T>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Outcome<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    spawn_full(py, fut, None, Some(orphan))
 }
 
 /// [`spawn`], running `on_cancel` (on the loop thread) if the asyncio future is cancelled.
@@ -289,6 +309,19 @@ pub(crate) fn spawn_or_cancel<'py, F, T>(
     py: Python<'py>,
     fut: F,
     on_cancel: Option<OnCancel>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Outcome<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    spawn_full(py, fut, on_cancel, None)
+}
+
+fn spawn_full<'py, F, T>(
+    py: Python<'py>,
+    fut: F,
+    on_cancel: Option<OnCancel>,
+    orphan: Option<Orphan<T>>,
 ) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Outcome<T>> + Send + 'static,
@@ -342,7 +375,15 @@ where
         let r = fut.await;
         finished.push(Done {
             future: target,
-            result: Box::new(move |py| convert(py, r)),
+            result: Box::new(move |py, gone| {
+                if !gone {
+                    return Some(convert(py, r));
+                }
+                if let (Ok(v), Some(keep)) = (r, orphan) {
+                    keep(v);
+                }
+                None
+            }),
         });
     });
     future.call_method1(

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use weida::Error;
 
-use crate::aio::{self, spawn, Fail, Rooted};
+use crate::aio::{self, spawn, spawn_keeping, Fail, Rooted};
 use crate::error;
 use crate::runtime::Listener;
 use crate::stream::{
@@ -189,7 +189,12 @@ impl Puller {
     /// cancelled raises `Canceled` and the puller goes on. Cancel-safe.
     fn recv<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let p = self.p.get(py)?;
-        spawn(py, async move { Ok(MessageOut(p.recv().await?)) })
+        let back = p.clone();
+        spawn_keeping(
+            py,
+            async move { Ok(MessageOut(p.recv().await?)) },
+            Box::new(move |MessageOut(m)| back.give_back(m)),
+        )
     }
 
     /// Up to `max` messages (at least one): waits for the first, then takes those ready. An

@@ -27,18 +27,6 @@ async def blocked_write(t: weida.OutgoingTransfer) -> asyncio.Future[None]:
     raise AssertionError("no write ever waited")
 
 
-def unix_mid_write_is_a_loss(request: pytest.FixtureRequest, transport: str) -> None:
-    """Over AF_UNIX a write dropped inside a chunk leaves the socket mid-frame, so the core
-    cannot send the RESET and the reader sees ConnectionLost, not Canceled
-    (core/src/transport/unix.rs, Writer::write_raw and its `dirty` flag): a core issue."""
-    if transport == "unix":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True, raises=weida.ConnectionLost, reason="core: unix mid-write cancel"
-            )
-        )
-
-
 async def read_to_end(t: weida.IncomingTransfer | weida.Exchange) -> bytes:
     parts = []
     while (c := await t.read_chunk()) is not None:
@@ -108,7 +96,6 @@ async def test_an_exchange_dropped_without_an_answer_is_canceled_for_the_request
 async def test_an_asyncio_cancelled_write_cancels_the_transfer_at_the_reader(
     pair: Pair, request: pytest.FixtureRequest, transport: str
 ) -> None:
-    unix_mid_write_is_a_loss(request, transport)
     puller = pair.listener.puller("/jobs")
     pusher = pair.client.pusher()
     await pusher.connect(puller.address)
@@ -130,7 +117,6 @@ async def test_an_asyncio_cancelled_write_cancels_the_transfer_at_the_reader(
 async def test_cancel_interrupts_a_pending_write(
     pair: Pair, request: pytest.FixtureRequest, transport: str
 ) -> None:
-    unix_mid_write_is_a_loss(request, transport)
     puller = pair.listener.puller("/jobs")
     pusher = pair.client.pusher()
     await pusher.connect(puller.address)
@@ -149,7 +135,6 @@ async def test_cancel_interrupts_a_pending_write(
 async def test_an_asyncio_cancelled_request_is_canceled_at_the_replier(
     pair: Pair, request: pytest.FixtureRequest, transport: str
 ) -> None:
-    unix_mid_write_is_a_loss(request, transport)
     replier = pair.listener.replier("/rpc")
     req = pair.client.requester()
     await req.connect(replier.address)

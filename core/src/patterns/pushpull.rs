@@ -109,6 +109,9 @@ impl Puller {
     /// cancelled is `Err(Canceled)` (never a short body) and the puller stays usable.
     /// Cancel-safe: a message half collected when the future is dropped is resumed.
     pub async fn recv(&self) -> Result<Message> {
+        if let Some(m) = self.inbox.returned.lock().unwrap().pop_front() {
+            return Ok(m);
+        }
         let max = self.inbox.shared.limits.max_collected_body;
         let mut rx = self.inbox.rx.lock().await;
         if let Some(e) = rx.deferred.take() {
@@ -149,6 +152,13 @@ impl Puller {
             }
         }
         Ok(out)
+    }
+
+    /// Hands back a message a caller received but could not deliver (a binding whose caller
+    /// cancelled the receive as the message arrived on another thread): the next `recv` returns
+    /// it first, so a cancelled receive loses nothing.
+    pub fn give_back(&self, message: Message) {
+        self.inbox.returned.lock().unwrap().push_back(message);
     }
 
     /// The next message as a stream, for bodies read in parts. Cancel-safe.

@@ -218,6 +218,12 @@ impl Conn {
         }
     }
 
+    /// The peer's side ended (its control stream closed): a loss this side did not cause.
+    pub(crate) fn lost(&self) {
+        self.side.my_life.kill(LossCause::PeerClosed);
+        self.side.peer_life.kill(LossCause::LocallyClosed);
+    }
+
     pub(crate) fn close(&self) {
         self.side.my_life.kill(LossCause::LocallyClosed);
         self.side.peer_life.kill(LossCause::PeerClosed);
