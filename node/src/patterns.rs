@@ -9,7 +9,7 @@ use napi_derive::napi;
 use weida::{Error as CoreError, Incoming};
 
 use crate::error::{self, Fail};
-use crate::runtime::{on_io, promise, Cancel};
+use crate::runtime::{on_io, promise, Cancel, Io};
 use crate::stream::{
     message_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer, OutgoingTransfer,
     PendingReply,
@@ -43,6 +43,12 @@ impl<T> Dialing<T> {
     fn close(&self) {
         let t = self.0.lock().unwrap().take();
         on_io(|| drop(t));
+    }
+}
+
+impl<T> Drop for Dialing<T> {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -369,17 +375,17 @@ impl Peer {
 /// Receives pushed messages at a bound path.
 #[napi]
 pub struct Puller {
-    inner: Arc<weida::Puller>,
+    inner: Arc<Io<weida::Puller>>,
     // Keeps the listener open while an endpoint on it is in use (the core closes a listener
     // when its last handle drops, which in JS would be whenever the GC ran).
-    _listener: weida::Listener,
+    _listener: Io<weida::Listener>,
 }
 
 impl Puller {
     pub(crate) fn new(p: weida::Puller, listener: weida::Listener) -> Puller {
         Puller {
-            inner: Arc::new(p),
-            _listener: listener,
+            inner: Arc::new(Io::new(p)),
+            _listener: Io::new(listener),
         }
     }
 }
@@ -427,15 +433,15 @@ impl Puller {
 /// Answers requests at a bound path.
 #[napi]
 pub struct Replier {
-    inner: Arc<weida::Replier>,
-    _listener: weida::Listener,
+    inner: Arc<Io<weida::Replier>>,
+    _listener: Io<weida::Listener>,
 }
 
 impl Replier {
     pub(crate) fn new(r: weida::Replier, listener: weida::Listener) -> Replier {
         Replier {
-            inner: Arc::new(r),
-            _listener: listener,
+            inner: Arc::new(Io::new(r)),
+            _listener: Io::new(listener),
         }
     }
 }
@@ -469,15 +475,15 @@ impl Replier {
 /// Receives both stream kinds at a bound path.
 #[napi]
 pub struct Acceptor {
-    inner: Arc<weida::Acceptor>,
-    _listener: weida::Listener,
+    inner: Arc<Io<weida::Acceptor>>,
+    _listener: Io<weida::Listener>,
 }
 
 impl Acceptor {
     pub(crate) fn new(a: weida::Acceptor, listener: weida::Listener) -> Acceptor {
         Acceptor {
-            inner: Arc::new(a),
-            _listener: listener,
+            inner: Arc::new(Io::new(a)),
+            _listener: Io::new(listener),
         }
     }
 }

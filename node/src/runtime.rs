@@ -3,6 +3,8 @@
 //! threadsafe function, so no JS runs off the main thread and the event loop never blocks.
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
 use futures_util::FutureExt;
@@ -40,6 +42,38 @@ pub(crate) fn io() -> &'static tokio::runtime::Handle {
 pub(crate) fn on_io<T>(f: impl FnOnce() -> T) -> T {
     let _entered = io().enter();
     f()
+}
+
+/// A core value dropped inside the I/O runtime's context. The core's drops may start a task (a
+/// local socket stream owes its peer a STOP or RESET, core/src/transport/unix.rs), and JS drops
+/// a handle whenever its garbage collector runs, on the JS thread.
+pub(crate) struct Io<T>(ManuallyDrop<T>);
+
+impl<T> Io<T> {
+    pub(crate) fn new(t: T) -> Io<T> {
+        Io(ManuallyDrop::new(t))
+    }
+}
+
+impl<T> Deref for Io<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Io<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for Io<T> {
+    fn drop(&mut self) {
+        let _entered = io().enter();
+        // SAFETY: dropped once, here; the value is not used after.
+        unsafe { ManuallyDrop::drop(&mut self.0) }
+    }
 }
 
 /// A cancellation the TypeScript layer ties to an AbortSignal: `cancel()` drops the Rust future
@@ -106,7 +140,7 @@ where
 /// The process-wide entry point: binds listeners, makes the dialling endpoints.
 #[napi]
 pub struct Runtime {
-    pub(crate) inner: weida::Runtime,
+    pub(crate) inner: Io<weida::Runtime>,
     /// What `bind` presents; kept for `bind(address, {requireClient})`.
     identity: weida::Identity,
 }
@@ -134,7 +168,10 @@ impl Runtime {
         .map_err(|e| error::throw(&env, e))?;
         let identity = cfg.identity.clone();
         let inner = on_io(|| weida::Runtime::new(cfg)).map_err(|e| error::throw(&env, e))?;
-        Ok(Runtime { inner, identity })
+        Ok(Runtime {
+            inner: Io::new(inner),
+            identity,
+        })
     }
 
     /// The `sha256:…` fingerprint of the key this runtime presents.
@@ -152,7 +189,7 @@ impl Runtime {
         require_client: Option<&Trust>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let rt = self.inner.clone();
+        let rt = weida::Runtime::clone(&self.inner);
         let tls = require_client
             .map(|t| weida::ServerTls::new(self.identity.clone()).require_client(t.inner.clone()));
         promise(
@@ -164,7 +201,7 @@ impl Runtime {
                     None => rt.bind(&address).await?,
                 })
             },
-            |_, inner| Ok(Listener { inner }),
+            |_, l| Ok(Listener { inner: Io::new(l) }),
         )
     }
 
@@ -187,7 +224,7 @@ impl Runtime {
     /// transport, then closes everything.
     #[napi(ts_return_type = "Promise<{ delivered: bigint; outstanding: bigint }>")]
     pub fn drain<'env>(&self, env: &'env Env, deadline_ms: f64) -> napi::Result<Object<'env>> {
-        let rt = self.inner.clone();
+        let rt = weida::Runtime::clone(&self.inner);
         let deadline = config::duration_ms("deadlineMs", deadline_ms);
         promise(
             env,
@@ -233,7 +270,7 @@ impl Runtime {
 /// A bound address; endpoints are registered on it by path.
 #[napi]
 pub struct Listener {
-    pub(crate) inner: weida::Listener,
+    pub(crate) inner: Io<weida::Listener>,
 }
 
 #[napi]
@@ -247,19 +284,19 @@ impl Listener {
     #[napi]
     pub fn puller(&self, env: Env, path: String) -> napi::Result<Puller> {
         let p = on_io(|| self.inner.puller(&path)).map_err(|e| error::throw(&env, e))?;
-        Ok(Puller::new(p, self.inner.clone()))
+        Ok(Puller::new(p, weida::Listener::clone(&self.inner)))
     }
 
     #[napi]
     pub fn replier(&self, env: Env, path: String) -> napi::Result<Replier> {
         let r = on_io(|| self.inner.replier(&path)).map_err(|e| error::throw(&env, e))?;
-        Ok(Replier::new(r, self.inner.clone()))
+        Ok(Replier::new(r, weida::Listener::clone(&self.inner)))
     }
 
     #[napi]
     pub fn acceptor(&self, env: Env, path: String) -> napi::Result<Acceptor> {
         let a = on_io(|| self.inner.acceptor(&path)).map_err(|e| error::throw(&env, e))?;
-        Ok(Acceptor::new(a, self.inner.clone()))
+        Ok(Acceptor::new(a, weida::Listener::clone(&self.inner)))
     }
 
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.

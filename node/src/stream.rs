@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use weida::{Error as CoreError, IncomingMeta, Metadata, PeerIdentity};
 
 use crate::error::{self, Fail};
-use crate::runtime::{on_io, promise, Cancel};
+use crate::runtime::{on_io, promise, Cancel, Io};
 
 /// Bodies up to this size cross the boundary as a copy, which costs less than a reference into
 /// the other side's heap and its release; larger ones are shared without a copy.
@@ -192,6 +192,13 @@ impl ToNapiValue for Raw {
 pub(crate) struct Slot<T> {
     item: tokio::sync::Mutex<Option<T>>,
     gone: CancellationToken,
+}
+
+impl<T> Drop for Slot<T> {
+    fn drop(&mut self) {
+        let item = self.item.get_mut().take();
+        on_io(|| drop(item));
+    }
 }
 
 impl<T> Slot<T> {
@@ -378,7 +385,7 @@ impl Delivery {
 /// it unread stops the writer.
 #[napi]
 pub struct IncomingTransfer {
-    inner: Arc<tokio::sync::Mutex<weida::IncomingTransfer>>,
+    inner: Arc<Io<tokio::sync::Mutex<weida::IncomingTransfer>>>,
     meta: IncomingMeta,
 }
 
@@ -386,7 +393,7 @@ impl IncomingTransfer {
     pub(crate) fn new(t: weida::IncomingTransfer) -> IncomingTransfer {
         IncomingTransfer {
             meta: t.meta().clone(),
-            inner: Arc::new(tokio::sync::Mutex::new(t)),
+            inner: Arc::new(Io::new(tokio::sync::Mutex::new(t))),
         }
     }
 }
@@ -573,16 +580,15 @@ impl Exchange {
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let slot = self.slot.clone();
-        let e = error::from_code(&code, &message).ok_or_else(|| {
-            error::throw(
-                env,
-                CoreError::InvalidConfig(format!("{code:?} is not a weida error code")),
-            )
-        })?;
         promise(
             env,
             cancel,
-            async move { Ok(slot.take().await?.fail(&e).await?) },
+            async move {
+                let e = error::from_code(&code, &message).ok_or_else(|| {
+                    CoreError::InvalidConfig(format!("{code:?} is not a weida error code"))
+                })?;
+                Ok(slot.take().await?.fail(&e).await?)
+            },
             |_, ()| Ok(()),
         )
     }

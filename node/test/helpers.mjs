@@ -151,3 +151,17 @@ export async function relay(serverAddress) {
     },
   }
 }
+
+/**
+ * The error `p` rejects with; fails the test if it resolves.
+ * @param {Promise<unknown>} p
+ * @returns {Promise<unknown>}
+ */
+export async function rejection(p) {
+  try {
+    await p
+  } catch (e) {
+    return e
+  }
+  throw new Error('expected a rejection, got a value')
+}
