@@ -42,7 +42,7 @@ pub(crate) fn count(what: &str, v: f64) -> Result<u64, Error> {
 
 /// A duration from a JS number of milliseconds (fractions allowed).
 pub(crate) fn duration_ms(what: &str, v: f64) -> Result<Duration, Error> {
-    if v.is_finite() && v >= 0.0 && v <= 9_007_199_254_740_992.0 {
+    if (0.0..=9_007_199_254_740_992.0).contains(&v) {
         Ok(Duration::from_secs_f64(v / 1000.0))
     } else {
         Err(Error::InvalidConfig(format!(

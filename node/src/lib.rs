@@ -7,10 +7,10 @@
 // napi-derive generates the registration code for every exported item.
 #![allow(unreachable_pub)]
 
-mod address;
-mod config;
-mod error;
-mod identity;
-mod patterns;
-mod runtime;
-mod stream;
+pub mod address;
+pub mod config;
+pub mod error;
+pub mod identity;
+pub mod patterns;
+pub mod runtime;
+pub mod stream;

@@ -5,11 +5,13 @@
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
+use std::ptr;
 use std::sync::OnceLock;
+use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt;
 use napi::bindgen_prelude::{BigInt, JsObjectValue, Object, ToNapiValue};
-use napi::{Env, JsValue};
+use napi::{sys, Env, JsValue};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
@@ -101,9 +103,14 @@ impl Cancel {
     }
 }
 
-/// Spawns `fut` on the I/O runtime and returns a promise of `convert(output)`; `convert` runs on
-/// the JS thread. A failure becomes its JS error there ([`error::to_js`]); `cancel` drops the
-/// future and rejects with an AbortError.
+/// Runs `fut` and returns a promise of `convert(output)`; `convert` runs on the JS thread, and a
+/// failure becomes its JS error there ([`error::to_js`]). `cancel` drops the future and rejects
+/// with an AbortError.
+///
+/// The future is polled once here, on the JS thread inside the I/O runtime's context: an
+/// operation that need not wait (a send with room in the window, a receive with a message
+/// queued) settles its promise at once, with no hop to the I/O thread and back. One that would
+/// wait moves to the I/O thread and settles through a threadsafe function.
 pub(crate) fn promise<'env, T, V, F, C>(
     env: &'env Env,
     cancel: Option<&Cancel>,
@@ -116,25 +123,72 @@ where
     F: Future<Output = Result<T, Fail>> + Send + 'static,
     C: FnOnce(&Env, T) -> napi::Result<V> + Send + 'static,
 {
-    let (deferred, promise) = env.create_deferred()?;
     let token = cancel.map(|c| c.token.clone());
-    io().spawn(async move {
+    let mut run = Box::pin(async move {
         let run = std::panic::AssertUnwindSafe(fut).catch_unwind();
-        let out = match token {
+        match token {
             None => run.await,
             Some(t) => tokio::select! {
                 biased;
                 _ = t.cancelled() => Ok(Err(Fail::Aborted)),
                 r = run => r,
             },
-        };
-        deferred.resolve(move |env: Env| match out {
-            Ok(Ok(v)) => convert(&env, v),
-            Ok(Err(f)) => Err(error::to_js(&env, f)),
-            Err(_) => Err(napi::Error::from_reason("weida: a panic in the binding")),
-        });
+        }
+    });
+    let first = {
+        let _entered = io().enter();
+        let mut cx = Context::from_waker(Waker::noop());
+        run.as_mut().poll(&mut cx)
+    };
+    if let Poll::Ready(out) = first {
+        return settled(env, settle(env, out, convert));
+    }
+    let (deferred, promise) = env.create_deferred()?;
+    // The first poll's waker was a no-op: the spawned task polls again, and registers its own.
+    io().spawn(async move {
+        let out = run.await;
+        deferred.resolve(move |env: Env| settle(&env, out, convert));
     });
     Ok(promise)
+}
+
+type Outcome<T> = std::thread::Result<Result<T, Fail>>;
+
+fn settle<T, V>(
+    env: &Env,
+    out: Outcome<T>,
+    convert: impl FnOnce(&Env, T) -> napi::Result<V>,
+) -> napi::Result<V> {
+    match out {
+        Ok(Ok(v)) => convert(env, v),
+        Ok(Err(f)) => Err(error::to_js(env, f)),
+        Err(_) => Err(napi::Error::from_reason("weida: a panic in the binding")),
+    }
+}
+
+/// A promise already settled with `r`.
+fn settled<'env, V: ToNapiValue>(env: &'env Env, r: napi::Result<V>) -> napi::Result<Object<'env>> {
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    // SAFETY: a napi call on the JS thread with its env; the deferred is settled right below.
+    let status = unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::from_reason("could not create a promise"));
+    }
+    // SAFETY: as above; `to_napi_value` makes the value in this env.
+    let status = unsafe {
+        match r.and_then(|v| V::to_napi_value(env.raw(), v)) {
+            Ok(v) => sys::napi_resolve_deferred(env.raw(), deferred, v),
+            Err(e) => {
+                let e = napi::Error::to_napi_value(env.raw(), e)?;
+                sys::napi_reject_deferred(env.raw(), deferred, e)
+            }
+        }
+    };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::from_reason("could not settle a promise"));
+    }
+    Ok(Object::from_raw(env.raw(), promise))
 }
 
 /// The process-wide entry point: binds listeners, makes the dialling endpoints.

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import * as weida from 'weida'
-import { bindAddress, deferred, pair, rejection, runtime, serve, TIMEOUT } from './helpers.mjs'
+import { bindAddress, deferred, keep, pair, rejection, runtime, serve, TIMEOUT } from './helpers.mjs'
 
 const { Runtime, WeidaError, errorClasses, withPath, withPin } = weida
 
@@ -111,6 +111,7 @@ const cases = [
     make: async (ctx) => {
       const { listener, client } = await pair('inproc', ctx)
       const puller = listener.puller('/jobs')
+      keep(ctx, puller)
       const pusher = client.pusher()
       await pusher.connect(puller.address)
       return rejection(pusher.send('x', { blob: 'x'.repeat(20_000) }))
@@ -123,6 +124,7 @@ const cases = [
       const server = runtime(ctx, { limits })
       const listener = await server.bind(bindAddress('inproc'))
       const puller = listener.puller('/jobs')
+      keep(ctx, puller)
       const pusher = runtime(ctx, { limits, sendTimeoutMs: 50 }).pusher()
       await pusher.connect(puller.address)
       await pusher.send('holds the only slot')

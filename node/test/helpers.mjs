@@ -165,3 +165,15 @@ export async function rejection(p) {
   }
   throw new Error('expected a rejection, got a value')
 }
+
+/**
+ * Keeps `endpoints` referenced until the test ends: an endpoint object garbage-collected is
+ * unbound (as a dropped one is in Rust), so one used only for its address must be kept.
+ * @param {TestContext} ctx
+ * @param {...unknown} endpoints
+ */
+export function keep(ctx, ...endpoints) {
+  ctx.after(() => {
+    endpoints.length = 0
+  })
+}

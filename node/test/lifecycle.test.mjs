@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Closed, ConnectionLost, Indeterminate, InvalidAddress, InvalidConfig, NotConnected, Runtime, Timeout, Unsupported, UnknownEndpoint, withPath } from 'weida'
-import { bindAddress, deferred, onEveryTransport, pair, payload, rejection, relay, runtime, serve, TIMEOUT } from './helpers.mjs'
+import { bindAddress, deferred, keep, onEveryTransport, pair, payload, rejection, relay, runtime, serve, TIMEOUT } from './helpers.mjs'
 
 onEveryTransport('a_finished_transfer_needs_no_local_handle_to_arrive', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
@@ -54,6 +54,7 @@ test('an_expired_drain_reports_what_is_outstanding', { timeout: TIMEOUT }, async
   const server = runtime(ctx)
   const listener = await server.bind('weida://127.0.0.1:0')
   const puller = listener.puller('/jobs')
+  keep(ctx, puller)
   const r = await relay(puller.address)
   ctx.after(() => r.close())
   const client = runtime(ctx)
@@ -130,6 +131,7 @@ test('idle_timeout_reports_loss_with_its_cause', { timeout: TIMEOUT }, async (ct
   const { listener, client } = await pair('quic', ctx, { limits })
   const replier = listener.replier('/slow')
   const puller = listener.puller('/jobs')
+  keep(ctx, puller)
   const r = await relay(listener.address)
   ctx.after(() => r.close())
   const req = client.requester()

@@ -4,13 +4,13 @@
 
 import assert from 'node:assert/strict'
 import { LimitExceeded, Rejected, UnknownEndpoint, Unsupported, withPath } from 'weida'
-import { onEveryTransport, pair, payload, rejection, serve } from './helpers.mjs'
+import { keep, onEveryTransport, pair, payload, rejection, serve } from './helpers.mjs'
 
 const BIG = 2 << 20
 
 onEveryTransport('push_to_an_unknown_path_is_reported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
-  listener.puller('/jobs')
+  keep(ctx, listener.puller('/jobs'))
   const pusher = client.pusher()
   await pusher.connect(withPath(listener.address, '/nowhere'))
   const e = await rejection(pusher.send(payload(BIG)))
@@ -20,7 +20,7 @@ onEveryTransport('push_to_an_unknown_path_is_reported', async (t, ctx) => {
 
 onEveryTransport('push_to_rep_path_is_unsupported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
-  listener.replier('/rpc')
+  keep(ctx, listener.replier('/rpc'))
   const pusher = client.pusher()
   await pusher.connect(withPath(listener.address, '/rpc'))
   await assert.rejects(pusher.send(payload(BIG)), Unsupported)
@@ -39,7 +39,7 @@ onEveryTransport('unknown_endpoint_is_reported', async (t, ctx) => {
 
 onEveryTransport('request_to_pull_path_is_unsupported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
-  listener.puller('/jobs')
+  keep(ctx, listener.puller('/jobs'))
   const req = client.requester()
   await req.connect(withPath(listener.address, '/jobs'))
   const e = await rejection(req.request(payload(BIG)))
