@@ -19,7 +19,7 @@ export interface IncomingMeta {
   gap: bigint | null
 }
 
-/** A whole message. */
+/** A whole message: an instance of the class lib/index.ts registers (`meta` made on first read). */
 export interface Message {
   meta: IncomingMeta
   body: Buffer

@@ -19,7 +19,7 @@ export interface IncomingMeta {
   gap: bigint | null
 }
 
-/** A whole message. */
+/** A whole message: an instance of the class lib/index.ts registers (`meta` made on first read). */
 export interface Message {
   meta: IncomingMeta
   body: Buffer
@@ -145,6 +145,15 @@ export declare class Listener {
   acceptor(path: string): Acceptor
   /** Stops accepting connections, closes the ones it accepted, and ends its endpoints. */
   close(): void
+}
+
+/**
+ * What arrived with a received message, made a JS object only when read: building it costs
+ * about as much as the rest of a receive, and many receivers only read the body.
+ */
+export declare class MessageMeta {
+  /** The metadata as a JS object (lib/index.ts reads it once, on first use of `meta`). */
+  value(): IncomingMeta
 }
 
 /**
@@ -316,6 +325,12 @@ export interface LimitsOptions {
  * calls this once when it loads; without it errors are plain `Error`s with the same fields.
  */
 export declare function registerErrorClasses(classes: Record<string, new (message: string) => Error>): void
+
+/**
+ * Registers the class a received message is made as: `new Message(body, meta)`, with `meta` a
+ * [`MessageMeta`]. Without it a message is a plain `{body, meta}` object.
+ */
+export declare function registerMessageClass(messageClass: new (body: Buffer, meta: MessageMeta) => object): void
 
 /** `address` without its endpoint path: what a listener binds. */
 export declare function withoutPath(address: string): string

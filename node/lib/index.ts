@@ -13,11 +13,10 @@ import * as native from '../native.cjs'
 import { AbortError, Closed } from './errors.js'
 
 export * from './errors.js'
-export type { Counters, IncomingMeta, Message, PeerInfo } from '../native.cjs'
+export type { Counters, IncomingMeta, PeerInfo } from '../native.cjs'
 export { Identity, Trust, withPath, withPin, withoutPath } from '../native.cjs'
 
 type IncomingMeta = native.IncomingMeta
-type Message = native.Message
 
 /** A body: a string (sent as UTF-8) or any Uint8Array (a Buffer is one), sent without a copy when large. */
 export type Body = string | Uint8Array
@@ -54,6 +53,25 @@ export interface Drained {
   delivered: bigint
   outstanding: bigint
 }
+
+/** A whole received message: its body, and what arrived with it (made on first read of `meta`). */
+export class Message {
+  readonly body: Buffer
+  #meta: native.MessageMeta | IncomingMeta
+
+  /** @internal */
+  constructor(body: Buffer, meta: native.MessageMeta) {
+    this.body = body
+    this.#meta = meta
+  }
+
+  get meta(): IncomingMeta {
+    if (this.#meta instanceof native.MessageMeta) this.#meta = this.#meta.value()
+    return this.#meta
+  }
+}
+
+native.registerMessageClass(Message)
 
 /** Runs a native call with an optional AbortSignal tied to a native Cancel. */
 function call<T>(signal: AbortSignal | undefined, run: (c: native.Cancel | undefined) => Promise<T>): Promise<T> {
@@ -255,7 +273,7 @@ export class Puller implements AsyncIterable<Message> {
 
   /** The next whole message. A message its sender cancelled rejects with ERR_WEIDA_CANCELED, and the puller goes on. */
   recv(options: CallOptions = {}): Promise<Message> {
-    return call(options.signal, (c) => this.#n.recv(c))
+    return call(options.signal, (c) => this.#n.recv(c) as Promise<Message>)
   }
 
   /** The next message as a stream, for bodies read in parts. */
@@ -313,7 +331,7 @@ export class Requester {
 
   /** {@link Requester.request}, resolving with the whole reply (its metadata too). */
   requestWith(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<Message> {
-    return call(options.signal, (c) => this.#n.requestWith(body, meta, c))
+    return call(options.signal, (c) => this.#n.requestWith(body, meta, c) as Promise<Message>)
   }
 
   /** Opens a streamed request; read the reply concurrently when the request is large. */
@@ -649,6 +667,6 @@ export class PendingReply {
 
   /** The whole reply, bounded by `limits.maxCollectedBody`. */
   body(options: CallOptions = {}): Promise<Message> {
-    return call(options.signal ?? this.#signal, (c) => this.#n.body(c))
+    return call(options.signal ?? this.#signal, (c) => this.#n.body(c) as Promise<Message>)
   }
 }

@@ -1,14 +1,15 @@
 //! The stream types: `OutgoingTransfer` and its `Delivery`, `IncomingTransfer`, `Exchange`,
 //! `PendingReply`; bodies in and out; metadata and `IncomingMeta` as JS values.
 
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use napi::bindgen_prelude::{
-    BigInt, Buffer, BufferSlice, FromNapiValue, JsObjectValue, Null, Object, ToNapiValue, TypeName,
-    ValidateNapiValue,
+    BigInt, Buffer, BufferSlice, FnArgs, FromNapiValue, Function, FunctionRef, JsObjectValue, Null,
+    Object, ToNapiValue, TypeName, ValidateNapiValue,
 };
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
@@ -66,7 +67,7 @@ impl FromNapiValue for BodyIn {
 }
 
 /// A body to JS: a `Buffer`, over the received bytes themselves when large.
-pub(crate) struct BodyOut(pub(crate) Bytes);
+pub struct BodyOut(pub(crate) Bytes);
 
 unsafe extern "C" fn release_bytes(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `hint` is the Box<Bytes> leaked in `to_napi_value`, released once by napi.
@@ -170,12 +171,57 @@ pub(crate) fn meta_out<'env>(env: &'env Env, m: &IncomingMeta) -> napi::Result<O
     Ok(o)
 }
 
-/// A whole message as a JS object `{meta, body}`.
+/// What arrived with a received message, made a JS object only when read: building it costs
+/// about as much as the rest of a receive, and many receivers only read the body.
+#[napi]
+pub struct MessageMeta {
+    meta: IncomingMeta,
+}
+
+#[napi]
+impl MessageMeta {
+    /// The metadata as a JS object (lib/index.ts reads it once, on first use of `meta`).
+    #[napi(ts_return_type = "IncomingMeta")]
+    pub fn value<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        meta_out(env, &self.meta)
+    }
+}
+
+type MessageClass = FunctionRef<FnArgs<(BodyOut, MessageMeta)>, ()>;
+
+thread_local! {
+    // Per JS thread: the `Message` class of lib/index.ts.
+    static MESSAGE: RefCell<Option<MessageClass>> = const { RefCell::new(None) };
+}
+
+/// Registers the class a received message is made as: `new Message(body, meta)`, with `meta` a
+/// [`MessageMeta`]. Without it a message is a plain `{body, meta}` object.
+#[napi]
+pub fn register_message_class(
+    #[napi(ts_arg_type = "new (body: Buffer, meta: MessageMeta) => object")]
+    message_class: Function<FnArgs<(BodyOut, MessageMeta)>, ()>,
+) -> napi::Result<()> {
+    let class = message_class.create_ref()?;
+    MESSAGE.with(|m| *m.borrow_mut() = Some(class));
+    Ok(())
+}
+
+/// A whole message as a JS `Message` (lib/index.ts), or `{meta, body}`.
 pub(crate) fn message_out(env: &Env, m: weida::Message) -> napi::Result<Raw> {
-    let mut o = Object::new(env)?;
-    o.set_named_property("meta", meta_out(env, &m.meta)?)?;
-    o.set_named_property("body", BodyOut(m.body))?;
-    Ok(Raw(o.raw()))
+    let body = BodyOut(m.body);
+    let meta = MessageMeta { meta: m.meta };
+    MESSAGE.with(|c| match &*c.borrow() {
+        Some(class) => {
+            let made = class.borrow_back(env)?.new_instance((body, meta).into())?;
+            Ok(Raw(made.raw()))
+        }
+        None => {
+            let mut o = Object::new(env)?;
+            o.set_named_property("meta", meta_out(env, &meta.meta)?)?;
+            o.set_named_property("body", body)?;
+            Ok(Raw(o.raw()))
+        }
+    })
 }
 
 /// A JS value made on the JS thread, handed back as the value a promise resolves with.
