@@ -147,7 +147,8 @@ test('idle_timeout_reports_loss_with_its_cause', { timeout: TIMEOUT }, async (ct
   const e = await pending
   assert.ok(e instanceof Indeterminate, String(e))
   assert.equal(e.cause, 'idle_timeout')
-  const w = await rejection(unfinished.write('more'))
+  // Its connection idles out too: the receipt of what it had sent reports the loss.
+  const w = await rejection(unfinished.finish().then((d) => d.delivered()))
   assert.ok(w instanceof ConnectionLost, String(w))
   assert.equal(w.cause, 'idle_timeout')
   ex.cancel()
