@@ -795,11 +795,7 @@ pub(crate) struct Inbox {
 
 impl Drop for Inbox {
     fn drop(&mut self) {
-        let mut routes = self.routes.write().unwrap();
-        // Only our own route: after a close the path may be bound again by another endpoint.
-        if routes.get(&self.path).is_some_and(|r| r.id == self.id) {
-            routes.remove(&self.path);
-        }
+        self.close();
     }
 }
 
@@ -823,6 +819,16 @@ impl Inbox {
     /// The next stream. Cancel-safe.
     pub(crate) async fn next(&self) -> Result<Incoming> {
         self.rx.lock().await.next().await
+    }
+
+    /// Unbinds the path: nothing more is dispatched here (a new stream is refused with
+    /// UNKNOWN_ENDPOINT), streams already queued are still handed out, then `Closed`.
+    pub(crate) fn close(&self) {
+        let mut routes = self.routes.write().unwrap();
+        // Only our own route: after a close the path may be bound again by another endpoint.
+        if routes.get(&self.path).is_some_and(|r| r.id == self.id) {
+            routes.remove(&self.path);
+        }
     }
 }
 

@@ -369,3 +369,46 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Ou
     })
     .await
 }
+
+async fn endpoint_close(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = std::sync::Arc::new(listener.puller("/jobs").unwrap());
+    let waiting = tokio::spawn({
+        let puller = puller.clone();
+        async move { puller.recv().await }
+    });
+    puller.close();
+    // A receiver waiting on the empty queue ends, and so does every later one.
+    let e = waiting.await.unwrap().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
+    assert_eq!(puller.recv().await.unwrap_err().code(), ErrorCode::Closed);
+    // The path is unbound: a message sent there is refused.
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let e = pusher
+        .send(Bytes::from(common::payload(2 << 20)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownEndpoint, "{e:?}");
+    // ... and may be bound again.
+    let again = listener.puller("/jobs").unwrap();
+    pusher.send("again").await.unwrap();
+    assert_eq!(&again.recv().await.unwrap().body[..], b"again");
+    // Repliers and acceptors close the same way.
+    let replier = listener.replier("/rpc").unwrap();
+    replier.close();
+    assert_eq!(
+        replier.accept().await.unwrap_err().code(),
+        ErrorCode::Closed
+    );
+    let acceptor = listener.acceptor("/raw").unwrap();
+    acceptor.close();
+    assert_eq!(
+        acceptor.accept().await.unwrap_err().code(),
+        ErrorCode::Closed
+    );
+}
+on_every_transport!(
+    closing_an_endpoint_unbinds_its_path_and_ends_its_receivers,
+    endpoint_close
+);

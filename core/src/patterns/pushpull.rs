@@ -161,6 +161,13 @@ impl Puller {
         self.inbox.returned.lock().unwrap().push_back(message);
     }
 
+    /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and
+    /// once the streams already queued are taken, receiving ends with `Closed` (a receiver
+    /// waiting on an empty queue gets it at once). The path may be bound again.
+    pub fn close(&self) {
+        self.inbox.close();
+    }
+
     /// The next message as a stream, for bodies read in parts. Cancel-safe.
     pub async fn accept(&self) -> Result<IncomingTransfer> {
         match self.inbox.next().await? {

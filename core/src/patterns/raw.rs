@@ -90,6 +90,13 @@ impl Acceptor {
         &self.inbox.address
     }
 
+    /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and
+    /// once the streams already queued are taken, receiving ends with `Closed` (a receiver
+    /// waiting on an empty queue gets it at once). The path may be bound again.
+    pub fn close(&self) {
+        self.inbox.close();
+    }
+
     /// The next stream, of either kind. Cancel-safe.
     pub async fn accept(&self) -> Result<Incoming> {
         self.inbox.next().await

@@ -130,6 +130,13 @@ impl Replier {
         &self.inbox.address
     }
 
+    /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and
+    /// once the streams already queued are taken, receiving ends with `Closed` (a receiver
+    /// waiting on an empty queue gets it at once). The path may be bound again.
+    pub fn close(&self) {
+        self.inbox.close();
+    }
+
     /// The next exchange. Cancel-safe.
     pub async fn accept(&self) -> Result<Exchange> {
         match self.inbox.next().await? {

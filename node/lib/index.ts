@@ -1,0 +1,672 @@
+// The idiomatic layer over the addon (native.cjs, generated from src/*.rs): options objects,
+// AbortSignal, async iterators, Symbol.asyncDispose, Web Streams. It converts and forwards;
+// behaviour lives in the Rust core.
+//
+// Lifetime (what keeps the process alive): only a pending call. A runtime, a listener or a
+// connection alone does not hold Node's event loop open (the I/O runs on the addon's own
+// thread), so there is nothing to `unref`: a script whose calls have all settled exits, and a
+// server stays up while it awaits `recv`/`accept` (as `for await` does). Closing (or aborting)
+// settles what is pending, so a program that closes what it opened exits on its own. A `send`
+// resolves when the message is queued, not delivered: `await runtime.drain(ms)` before exiting.
+
+import * as native from '../native.cjs'
+import { AbortError, Closed } from './errors.js'
+
+export * from './errors.js'
+export type { Counters, IncomingMeta, PeerInfo } from '../native.cjs'
+export { Identity, Trust, withPath, withPin, withoutPath } from '../native.cjs'
+
+type IncomingMeta = native.IncomingMeta
+
+/** A body: a string (sent as UTF-8) or any Uint8Array (a Buffer is one), sent without a copy when large. */
+export type Body = string | Uint8Array
+/** Metadata to send: names to values, kept in this order. */
+export type MetadataInit = Record<string, string | Uint8Array>
+/** Per-connection bounds; an absent field keeps the core's default (docs in core `Limits`). */
+export type Limits = native.LimitsOptions
+
+/** What every call that waits accepts. */
+export interface CallOptions {
+  /** Aborting rejects the call with an {@link AbortError} and cancels it in the core. */
+  signal?: AbortSignal
+}
+
+export interface RuntimeOptions {
+  /** The key this runtime presents. Default: an ephemeral one. */
+  identity?: native.Identity
+  /** Whom a dialled peer must be. Default: only what the address pins. */
+  trust?: native.Trust
+  limits?: Limits
+  /** Whether dialling presents `identity` (default true) or stays anonymous. */
+  presentIdentity?: boolean
+  /** How long `open`/`send`/`request` may wait for a stream slot before ERR_WEIDA_TIMEOUT. Default: unbounded. */
+  sendTimeoutMs?: number
+}
+
+export interface BindOptions extends CallOptions {
+  /** A client must present a key this trust accepts. */
+  requireClient?: native.Trust
+}
+
+/** What a drain achieved. */
+export interface Drained {
+  delivered: bigint
+  outstanding: bigint
+}
+
+/** A whole received message: its body, and what arrived with it (made on first read of `meta`). */
+export class Message {
+  readonly body: Buffer
+  #meta: native.MessageMeta | IncomingMeta
+
+  /** @internal */
+  constructor(body: Buffer, meta: native.MessageMeta) {
+    this.body = body
+    this.#meta = meta
+  }
+
+  get meta(): IncomingMeta {
+    if (this.#meta instanceof native.MessageMeta) this.#meta = this.#meta.value()
+    return this.#meta
+  }
+}
+
+native.registerMessageClass(Message)
+
+/** Runs a native call with an optional AbortSignal tied to a native Cancel. */
+function call<T>(signal: AbortSignal | undefined, run: (c: native.Cancel | undefined) => Promise<T>): Promise<T> {
+  if (signal === undefined) return run(undefined)
+  if (signal.aborted) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
+  const cancel = new native.Cancel()
+  const onAbort = (): void => cancel.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  return run(cancel).then(
+    (v) => {
+      signal.removeEventListener('abort', onAbort)
+      return v
+    },
+    (e: unknown) => {
+      signal.removeEventListener('abort', onAbort)
+      if (e instanceof AbortError) e.cause = signal.reason
+      throw e
+    },
+  )
+}
+
+const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+
+/** Receives until the endpoint is closed: ERR_WEIDA_CLOSED ends the iteration, other errors are thrown. */
+async function* until<T>(next: () => Promise<T>): AsyncGenerator<T, void, undefined> {
+  for (;;) {
+    let item: T
+    try {
+      item = await next()
+    } catch (e) {
+      if (e instanceof Closed) return
+      throw e
+    }
+    yield item
+  }
+}
+
+/** The process-wide entry point: binds listeners, makes the dialling endpoints. */
+export class Runtime {
+  readonly #n: native.Runtime
+
+  constructor(options: RuntimeOptions = {}) {
+    this.#n = new native.Runtime(
+      options.identity,
+      options.trust,
+      options.limits,
+      options.presentIdentity,
+      options.sendTimeoutMs,
+    )
+  }
+
+  /** The `sha256:…` fingerprint of the key this runtime presents. */
+  get fingerprint(): string {
+    return this.#n.fingerprint
+  }
+
+  /** Binds `address` without a path (`weida://127.0.0.1:0`, `weida+unix:///tmp/s.sock`, `weida+inproc://name`). */
+  async bind(address: string, options: BindOptions = {}): Promise<Listener> {
+    const l = await call(options.signal, (c) => this.#n.bind(address, options.requireClient, c))
+    return new Listener(l)
+  }
+
+  pusher(): Pusher {
+    return new Pusher(this.#n.pusher())
+  }
+
+  requester(): Requester {
+    return new Requester(this.#n.requester())
+  }
+
+  peer(): Peer {
+    return new Peer(this.#n.peer())
+  }
+
+  /** Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer, then closes everything. */
+  drain(deadlineMs: number): Promise<Drained> {
+    return this.#n.drain(deadlineMs)
+  }
+
+  /** Closes every connection and listener now: pending calls reject (ERR_WEIDA_CLOSED, or a loss). */
+  shutdown(): void {
+    this.#n.shutdown()
+  }
+
+  /** Same as {@link Runtime.shutdown}. */
+  close(): void {
+    this.#n.shutdown()
+  }
+
+  /** The counters, as BigInts. */
+  counters(): native.Counters {
+    return this.#n.counters()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** A bound address; endpoints are registered on it by path. */
+export class Listener {
+  readonly #n: native.Listener
+
+  /** @internal */
+  constructor(n: native.Listener) {
+    this.#n = n
+  }
+
+  /** The bound address: over QUIC with its real port and the `sha256:` pin of its key. */
+  get address(): string {
+    return this.#n.address
+  }
+
+  puller(path: string): Puller {
+    return new Puller(this.#n.puller(path))
+  }
+
+  replier(path: string): Replier {
+    return new Replier(this.#n.replier(path))
+  }
+
+  acceptor(path: string): Acceptor {
+    return new Acceptor(this.#n.acceptor(path))
+  }
+
+  /** Stops accepting connections, closes those it accepted, and ends its endpoints' receivers. */
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** Sends messages to pullers, one stream each, round-robin per message. */
+export class Pusher {
+  readonly #n: native.Pusher
+
+  /** @internal */
+  constructor(n: native.Pusher) {
+    this.#n = n
+  }
+
+  /** Dials `address` (with its path) and adds it to the round-robin. */
+  connect(address: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, c))
+  }
+
+  /** Removes `address`; true if it was connected. */
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** Live connections. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Sends a whole message; resolves once it is queued (it then arrives with no local handle). */
+  send(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.send(body, meta, c))
+  }
+
+  /** Sends each body as its own message, in order, in one call; the first failure rejects. */
+  sendMany(bodies: Body[], options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.sendMany(bodies, c))
+  }
+
+  /** Opens a streamed message. `signal` governs the whole transfer: aborting it cancels the transfer. */
+  async open(meta?: MetadataInit, options: CallOptions = {}): Promise<OutgoingTransfer> {
+    const t = await call(options.signal, (c) => this.#n.open(meta, c))
+    return new OutgoingTransfer(t, options.signal)
+  }
+
+  /** Lets go of the pusher: later calls reject with ERR_WEIDA_CLOSED; pending ones run on. */
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** Receives pushed messages at a bound path. `for await (const msg of puller)` runs until it is closed. */
+export class Puller implements AsyncIterable<Message> {
+  readonly #n: native.Puller
+
+  /** @internal */
+  constructor(n: native.Puller) {
+    this.#n = n
+  }
+
+  /** The address to dial this puller at. */
+  get address(): string {
+    return this.#n.address
+  }
+
+  /** The next whole message. A message its sender cancelled rejects with ERR_WEIDA_CANCELED, and the puller goes on. */
+  recv(options: CallOptions = {}): Promise<Message> {
+    return call(options.signal, (c) => this.#n.recv(c) as Promise<Message>)
+  }
+
+  /** The next message as a stream, for bodies read in parts. */
+  async accept(options: CallOptions = {}): Promise<IncomingTransfer> {
+    return new IncomingTransfer(await call(options.signal, (c) => this.#n.accept(c)))
+  }
+
+  /** Unbinds the path: messages already queued are still handed out, then receiving ends. */
+  close(): void {
+    this.#n.close()
+  }
+
+  /** Messages until the puller is closed; `signal` aborts the wait for the next one. */
+  messages(options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
+    return until(() => this.recv(options))
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<Message, void, undefined> {
+    return this.messages()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** Sends requests and awaits replies, round-robin over connected repliers. */
+export class Requester {
+  readonly #n: native.Requester
+
+  /** @internal */
+  constructor(n: native.Requester) {
+    this.#n = n
+  }
+
+  connect(address: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, c))
+  }
+
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /**
+   * Sends `body` and resolves with the reply body. A reply lost after the request was sent
+   * whole rejects with {@link Indeterminate}; aborting cancels the exchange (the replier sees Canceled).
+   */
+  request(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<Buffer> {
+    return call(options.signal, (c) => this.#n.request(body, meta, c))
+  }
+
+  /** {@link Requester.request}, resolving with the whole reply (its metadata too). */
+  requestWith(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<Message> {
+    return call(options.signal, (c) => this.#n.requestWith(body, meta, c) as Promise<Message>)
+  }
+
+  /** Opens a streamed request; read the reply concurrently when the request is large. */
+  async open(meta?: MetadataInit, options: CallOptions = {}): Promise<[OutgoingTransfer, PendingReply]> {
+    const [t, r] = await call(options.signal, (c) => this.#n.open(meta, c))
+    return [new OutgoingTransfer(t, options.signal), new PendingReply(r, options.signal)]
+  }
+
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** Answers requests at a bound path. `for await (const ex of replier)` runs until it is closed. */
+export class Replier implements AsyncIterable<Exchange> {
+  readonly #n: native.Replier
+
+  /** @internal */
+  constructor(n: native.Replier) {
+    this.#n = n
+  }
+
+  get address(): string {
+    return this.#n.address
+  }
+
+  async accept(options: CallOptions = {}): Promise<Exchange> {
+    return new Exchange(await call(options.signal, (c) => this.#n.accept(c)))
+  }
+
+  close(): void {
+    this.#n.close()
+  }
+
+  exchanges(options: CallOptions = {}): AsyncGenerator<Exchange, void, undefined> {
+    return until(() => this.accept(options))
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<Exchange, void, undefined> {
+    return this.exchanges()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** Opens raw streams to acceptors: one-way transfers and exchanges. */
+export class Peer {
+  readonly #n: native.Peer
+
+  /** @internal */
+  constructor(n: native.Peer) {
+    this.#n = n
+  }
+
+  connect(address: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, c))
+  }
+
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Opens a one-way stream. `signal` governs the whole transfer. */
+  async open(meta?: MetadataInit, options: CallOptions = {}): Promise<OutgoingTransfer> {
+    const t = await call(options.signal, (c) => this.#n.open(meta, c))
+    return new OutgoingTransfer(t, options.signal)
+  }
+
+  /** Opens an exchange: a request stream and its reply. */
+  async exchange(meta?: MetadataInit, options: CallOptions = {}): Promise<[OutgoingTransfer, PendingReply]> {
+    const [t, r] = await call(options.signal, (c) => this.#n.exchange(meta, c))
+    return [new OutgoingTransfer(t, options.signal), new PendingReply(r, options.signal)]
+  }
+
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** An incoming stream or exchange, as an {@link Acceptor} hands them out (tell them apart by `kind`). */
+export type Incoming = IncomingTransfer | Exchange
+
+/** Receives both stream kinds at a bound path. */
+export class Acceptor implements AsyncIterable<Incoming> {
+  readonly #n: native.Acceptor
+
+  /** @internal */
+  constructor(n: native.Acceptor) {
+    this.#n = n
+  }
+
+  get address(): string {
+    return this.#n.address
+  }
+
+  async accept(options: CallOptions = {}): Promise<Incoming> {
+    const i = await call(options.signal, (c) => this.#n.accept(c))
+    return i instanceof native.Exchange ? new Exchange(i) : new IncomingTransfer(i)
+  }
+
+  close(): void {
+    this.#n.close()
+  }
+
+  incoming(options: CallOptions = {}): AsyncGenerator<Incoming, void, undefined> {
+    return until(() => this.accept(options))
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<Incoming, void, undefined> {
+    return this.incoming()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * An outgoing stream: `write` at your own pace, then `finish` (a commitment: the payload then
+ * arrives with no local handle) or `cancel` (the reader sees ERR_WEIDA_CANCELED, never a
+ * complete payload). The signal it was opened with cancels it; an aborted write cancels it too.
+ * A transfer garbage-collected unfinished is cancelled.
+ */
+export class OutgoingTransfer {
+  readonly #n: native.OutgoingTransfer
+  readonly #signal: AbortSignal | undefined
+  readonly #onAbort: () => void
+  #writable: WritableStream<Body> | undefined
+
+  /** @internal */
+  constructor(n: native.OutgoingTransfer, signal?: AbortSignal) {
+    this.#n = n
+    this.#signal = signal
+    this.#onAbort = () => n.cancel()
+    signal?.addEventListener('abort', this.#onAbort, { once: true })
+  }
+
+  #release(): void {
+    this.#signal?.removeEventListener('abort', this.#onAbort)
+  }
+
+  /** Writes all of `body`; waits while the peer's window is full (backpressure). */
+  write(body: Body, options: CallOptions = {}): Promise<void> {
+    return call(options.signal ?? this.#signal, (c) => this.#n.write(body, c))
+  }
+
+  /** Writes several buffers in order, as one write where the transport allows. */
+  writeChunks(chunks: Body[], options: CallOptions = {}): Promise<void> {
+    return call(options.signal ?? this.#signal, (c) => this.#n.writeChunks(chunks, c))
+  }
+
+  /** Queues the FIN; the {@link Delivery} reports the transport receipt and is free to ignore. */
+  async finish(options: CallOptions = {}): Promise<Delivery> {
+    try {
+      return new Delivery(await call(options.signal ?? this.#signal, (c) => this.#n.finish(c)))
+    } finally {
+      this.#release()
+    }
+  }
+
+  /** Abandons the transfer: the reader sees ERR_WEIDA_CANCELED; pending writes reject with it. */
+  cancel(): void {
+    this.#release()
+    this.#n.cancel()
+  }
+
+  /** The transfer as a Web WritableStream: close() finishes it, abort() cancels it. */
+  get writable(): WritableStream<Body> {
+    this.#writable ??= new WritableStream<Body>({
+      write: (chunk) => this.write(chunk),
+      close: async () => {
+        await this.finish()
+      },
+      abort: () => this.cancel(),
+    })
+    return this.#writable
+  }
+
+  /** Cancels the transfer unless it was finished. */
+  async [asyncDispose](): Promise<void> {
+    this.cancel()
+  }
+}
+
+/** The transport receipt of a finished transfer. */
+export class Delivery {
+  readonly #n: native.Delivery
+
+  /** @internal */
+  constructor(n: native.Delivery) {
+    this.#n = n
+  }
+
+  /** Resolves when the peer's transport holds every byte and the FIN (not when its application read it). */
+  delivered(options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.delivered(c))
+  }
+}
+
+/** An incoming one-way stream (or a reply's body): read it in chunks, iterate it, or collect it. */
+export class IncomingTransfer implements AsyncIterable<Buffer> {
+  readonly kind = 'stream' as const
+  readonly #n: native.IncomingTransfer
+  #meta: IncomingMeta | undefined
+  #readable: ReadableStream<Buffer> | undefined
+
+  /** @internal */
+  constructor(n: native.IncomingTransfer) {
+    this.#n = n
+  }
+
+  /** What arrived with the stream. */
+  get meta(): IncomingMeta {
+    this.#meta ??= this.#n.meta
+    return this.#meta
+  }
+
+  /** The next chunk, `null` after the writer's FIN. A cancelled stream rejects (ERR_WEIDA_CANCELED), never ends early. */
+  readChunk(options: CallOptions = {}): Promise<Buffer | null> {
+    return call(options.signal, (c) => this.#n.readChunk(c))
+  }
+
+  /** The whole body, refusing one above `max` bytes (ERR_WEIDA_LIMIT_EXCEEDED). */
+  collect(max: number, options: CallOptions = {}): Promise<Buffer> {
+    return call(options.signal, (c) => this.#n.collect(max, c))
+  }
+
+  /** The chunks until the writer's FIN. */
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer, void, undefined> {
+    for (let chunk = await this.readChunk(); chunk !== null; chunk = await this.readChunk()) yield chunk
+  }
+
+  /** The transfer as a Web ReadableStream of its chunks. */
+  get readable(): ReadableStream<Buffer> {
+    this.#readable ??= new ReadableStream<Buffer>({
+      pull: async (controller) => {
+        const chunk = await this.readChunk()
+        if (chunk === null) controller.close()
+        else controller.enqueue(chunk)
+      },
+    })
+    return this.#readable
+  }
+}
+
+/** An incoming exchange: the request, and the reply this side owes. Unanswered, the requester sees ERR_WEIDA_CANCELED. */
+export class Exchange implements AsyncIterable<Buffer> {
+  readonly kind = 'exchange' as const
+  readonly #n: native.Exchange
+  #meta: IncomingMeta | undefined
+
+  /** @internal */
+  constructor(n: native.Exchange) {
+    this.#n = n
+  }
+
+  /** What arrived with the request. */
+  get meta(): IncomingMeta {
+    this.#meta ??= this.#n.meta
+    return this.#meta
+  }
+
+  /** The request's next chunk, `null` at its end (the reply may be written before it ends). */
+  readChunk(options: CallOptions = {}): Promise<Buffer | null> {
+    return call(options.signal, (c) => this.#n.readChunk(c))
+  }
+
+  /** The whole request body, bounded by `limits.maxCollectedBody`. */
+  takeBody(options: CallOptions = {}): Promise<Buffer> {
+    return call(options.signal, (c) => this.#n.takeBody(c))
+  }
+
+  /** The request's chunks until its end. */
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer, void, undefined> {
+    for (let chunk = await this.readChunk(); chunk !== null; chunk = await this.readChunk()) yield chunk
+  }
+
+  /** Replies with `body` and metadata, and finishes the reply. */
+  reply(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.reply(body, meta, c))
+  }
+
+  /** Opens the reply as a stream, for a reply written in parts. */
+  async openReply(meta?: MetadataInit, options: CallOptions = {}): Promise<OutgoingTransfer> {
+    return new OutgoingTransfer(await call(options.signal, (c) => this.#n.openReply(meta, c)), options.signal)
+  }
+
+  /** Answers REJECTED: the requester's call rejects with {@link Rejected} and this reason. */
+  reject(reason: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.reject(reason, c))
+  }
+
+  /** Abandons the exchange unanswered: the requester sees ERR_WEIDA_CANCELED. */
+  cancel(): void {
+    this.#n.cancel()
+  }
+
+  /** Answers with an error code (`'REJECTED'`, `'UNSUPPORTED'`, `'LIMIT_EXCEEDED'`, ...) and a message. */
+  fail(code: string, message: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.fail(code, message, c))
+  }
+}
+
+/** The reply half of an exchange this side opened. */
+export class PendingReply {
+  readonly #n: native.PendingReply
+  readonly #signal: AbortSignal | undefined
+
+  /** @internal */
+  constructor(n: native.PendingReply, signal?: AbortSignal) {
+    this.#n = n
+    this.#signal = signal
+  }
+
+  /** The reply's start: its metadata and a streamed body; the peer's error rejects here. */
+  async reply(options: CallOptions = {}): Promise<IncomingTransfer> {
+    return new IncomingTransfer(await call(options.signal ?? this.#signal, (c) => this.#n.reply(c)))
+  }
+
+  /** The whole reply, bounded by `limits.maxCollectedBody`. */
+  body(options: CallOptions = {}): Promise<Message> {
+    return call(options.signal ?? this.#signal, (c) => this.#n.body(c) as Promise<Message>)
+  }
+}

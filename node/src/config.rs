@@ -1,0 +1,134 @@
+//! `RuntimeConfig` and `Limits` from the options a JS caller gives, by the core's names in
+//! camelCase; durations in milliseconds (`idleTimeoutMs`, `keepAliveMs`, `sendTimeoutMs`).
+//! Byte and stream counts are JS numbers: exact up to 2^53, which no bound comes near.
+
+use std::time::Duration;
+
+use napi::bindgen_prelude::{Either, Null};
+use napi_derive::napi;
+use weida::{Error, Limits, RuntimeConfig};
+
+/// Per-connection bounds (core `Limits`); an absent field keeps the core's default.
+#[napi(object, object_to_js = false)]
+pub struct LimitsOptions {
+    pub stream_receive_window: Option<f64>,
+    pub connection_receive_window: Option<f64>,
+    pub send_window: Option<f64>,
+    pub max_concurrent_uni_streams: Option<f64>,
+    pub max_concurrent_bidi_streams: Option<f64>,
+    pub max_local_streams: Option<f64>,
+    pub endpoint_queue: Option<f64>,
+    pub max_header_size: Option<f64>,
+    pub max_collected_body: Option<f64>,
+    pub idle_timeout_ms: Option<f64>,
+    /// `null` sends no keep-alives.
+    pub keep_alive_ms: Option<Either<f64, Null>>,
+}
+
+fn invalid(what: &str, v: f64) -> Error {
+    Error::InvalidConfig(format!(
+        "{what} must be a whole number from 0 to 2^53, not {v}"
+    ))
+}
+
+/// A count from a JS number: a non-negative integer within 2^53.
+pub(crate) fn count(what: &str, v: f64) -> Result<u64, Error> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_992.0 {
+        Ok(v as u64)
+    } else {
+        Err(invalid(what, v))
+    }
+}
+
+/// A duration from a JS number of milliseconds (fractions allowed).
+pub(crate) fn duration_ms(what: &str, v: f64) -> Result<Duration, Error> {
+    if (0.0..=9_007_199_254_740_992.0).contains(&v) {
+        Ok(Duration::from_secs_f64(v / 1000.0))
+    } else {
+        Err(Error::InvalidConfig(format!(
+            "{what} must be a number of milliseconds from 0, not {v}"
+        )))
+    }
+}
+
+fn limits(o: LimitsOptions) -> Result<Limits, Error> {
+    let mut l = Limits::default();
+    let set = |slot: &mut u64, name: &str, v: Option<f64>| -> Result<(), Error> {
+        if let Some(v) = v {
+            *slot = count(name, v)?;
+        }
+        Ok(())
+    };
+    set(
+        &mut l.stream_receive_window,
+        "streamReceiveWindow",
+        o.stream_receive_window,
+    )?;
+    set(
+        &mut l.connection_receive_window,
+        "connectionReceiveWindow",
+        o.connection_receive_window,
+    )?;
+    set(&mut l.send_window, "sendWindow", o.send_window)?;
+    set(
+        &mut l.max_concurrent_uni_streams,
+        "maxConcurrentUniStreams",
+        o.max_concurrent_uni_streams,
+    )?;
+    set(
+        &mut l.max_concurrent_bidi_streams,
+        "maxConcurrentBidiStreams",
+        o.max_concurrent_bidi_streams,
+    )?;
+    set(
+        &mut l.max_local_streams,
+        "maxLocalStreams",
+        o.max_local_streams,
+    )?;
+    set(&mut l.max_header_size, "maxHeaderSize", o.max_header_size)?;
+    set(
+        &mut l.max_collected_body,
+        "maxCollectedBody",
+        o.max_collected_body,
+    )?;
+    if let Some(v) = o.endpoint_queue {
+        l.endpoint_queue =
+            usize::try_from(count("endpointQueue", v)?).map_err(|_| invalid("endpointQueue", v))?;
+    }
+    if let Some(v) = o.idle_timeout_ms {
+        l.idle_timeout = duration_ms("idleTimeoutMs", v)?;
+    }
+    match o.keep_alive_ms {
+        None => {}
+        Some(Either::A(v)) => l.keep_alive = Some(duration_ms("keepAliveMs", v)?),
+        Some(Either::B(Null)) => l.keep_alive = None,
+    }
+    Ok(l)
+}
+
+/// The core configuration a `new Runtime(options)` asks for.
+pub(crate) fn runtime_config(
+    identity: Option<weida::Identity>,
+    trust: Option<weida::Trust>,
+    limit_options: Option<LimitsOptions>,
+    present_identity: Option<bool>,
+    send_timeout_ms: Option<f64>,
+) -> Result<RuntimeConfig, Error> {
+    let mut cfg = RuntimeConfig::default();
+    if let Some(i) = identity {
+        cfg.identity = i;
+    }
+    if let Some(t) = trust {
+        cfg.trust = t;
+    }
+    if let Some(l) = limit_options {
+        cfg.limits = limits(l)?;
+    }
+    if let Some(p) = present_identity {
+        cfg.present_identity = p;
+    }
+    if let Some(ms) = send_timeout_ms {
+        cfg.send_timeout = Some(duration_ms("sendTimeoutMs", ms)?);
+    }
+    Ok(cfg)
+}

@@ -1,0 +1,702 @@
+//! The stream types: `OutgoingTransfer` and its `Delivery`, `IncomingTransfer`, `Exchange`,
+//! `PendingReply`; bodies in and out; metadata and `IncomingMeta` as JS values.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use napi::bindgen_prelude::{
+    BigInt, Buffer, BufferSlice, FnArgs, FromNapiValue, Function, FunctionRef, JsObjectValue, Null,
+    Object, ToNapiValue, TypeName, ValidateNapiValue,
+};
+use napi::{sys, Env, JsValue, ValueType};
+use napi_derive::napi;
+use tokio_util::sync::CancellationToken;
+use weida::{Error as CoreError, IncomingMeta, Metadata, PeerIdentity};
+
+use crate::error::{self, Fail};
+use crate::runtime::{on_io, promise, Cancel, Io};
+
+/// Bodies up to this size cross the boundary as a copy, which costs less than a reference into
+/// the other side's heap and its release; larger ones are shared without a copy.
+const COPY_MAX: usize = 16 * 1024;
+
+/// A body from JS: a string (sent as UTF-8) or any `Uint8Array` (a `Buffer` is one). A large
+/// one is held by reference until the core is done with it: do not modify it meanwhile.
+pub struct BodyIn(pub(crate) Bytes);
+
+impl TypeName for BodyIn {
+    fn type_name() -> &'static str {
+        "string | Uint8Array"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for BodyIn {}
+
+impl FromNapiValue for BodyIn {
+    unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> napi::Result<BodyIn> {
+        let mut ty = 0;
+        // SAFETY: env and v come from napi for this call.
+        unsafe { sys::napi_typeof(env, v, &mut ty) };
+        if ty == sys::ValueType::napi_string {
+            // SAFETY: as above.
+            return Ok(BodyIn(Bytes::from(unsafe {
+                String::from_napi_value(env, v)?
+            })));
+        }
+        // SAFETY: as above; napi_get_buffer_info accepts any ArrayBufferView.
+        let slice = unsafe { BufferSlice::from_napi_value(env, v) }.map_err(|_| {
+            napi::Error::new(
+                napi::Status::InvalidArg,
+                "a body is a string or a Uint8Array (Buffer)",
+            )
+        })?;
+        if slice.len() <= COPY_MAX {
+            Ok(BodyIn(Bytes::copy_from_slice(&slice)))
+        } else {
+            // SAFETY: as above.
+            let held = unsafe { Buffer::from_napi_value(env, v)? };
+            Ok(BodyIn(Bytes::from_owner(held)))
+        }
+    }
+}
+
+/// A body to JS: a `Buffer`, over the received bytes themselves when large.
+pub struct BodyOut(pub(crate) Bytes);
+
+unsafe extern "C" fn release_bytes(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: `hint` is the Box<Bytes> leaked in `to_napi_value`, released once by napi.
+    drop(unsafe { Box::from_raw(hint.cast::<Bytes>()) });
+}
+
+impl ToNapiValue for BodyOut {
+    unsafe fn to_napi_value(env: sys::napi_env, val: BodyOut) -> napi::Result<sys::napi_value> {
+        let bytes = val.0;
+        let len = bytes.len();
+        let mut out = ptr::null_mut();
+        if len > COPY_MAX {
+            let held = Box::new(bytes);
+            let data = held.as_ptr() as *mut c_void;
+            let hint = Box::into_raw(held);
+            // SAFETY: `data` stays valid until `release_bytes` frees `hint`, which owns it.
+            let status = unsafe {
+                sys::napi_create_external_buffer(
+                    env,
+                    len,
+                    data,
+                    Some(release_bytes),
+                    hint.cast(),
+                    &mut out,
+                )
+            };
+            if status == sys::Status::napi_ok {
+                return Ok(out);
+            }
+            // No external buffers here (a sandboxed runtime): copy instead.
+            // SAFETY: napi did not take `hint`.
+            let bytes = *unsafe { Box::from_raw(hint) };
+            return copy_out(env, &bytes);
+        }
+        copy_out(env, &bytes)
+    }
+}
+
+fn copy_out(env: sys::napi_env, b: &[u8]) -> napi::Result<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    // SAFETY: napi copies `b.len()` bytes from `b`.
+    let status = unsafe {
+        sys::napi_create_buffer_copy(env, b.len(), b.as_ptr().cast(), ptr::null_mut(), &mut out)
+    };
+    if status == sys::Status::napi_ok {
+        Ok(out)
+    } else {
+        Err(napi::Error::new(
+            napi::Status::GenericFailure,
+            "could not create a Buffer",
+        ))
+    }
+}
+
+/// Metadata from a JS `Record<string, string | Uint8Array>`, in its key order.
+pub(crate) fn metadata_in(meta: Option<Object>) -> napi::Result<Metadata> {
+    let mut m = Metadata::new();
+    if let Some(o) = meta {
+        for k in Object::keys(&o)? {
+            let v: BodyIn = o.get_named_property_unchecked(&k)?;
+            m.insert(k, v.0);
+        }
+    }
+    Ok(m)
+}
+
+/// Metadata to JS: `Array<[string, Buffer]>`, in the order it arrived.
+fn metadata_out(m: &Metadata) -> Vec<(String, BodyOut)> {
+    m.iter()
+        .map(|(k, v)| (k.to_string(), BodyOut(v.clone())))
+        .collect()
+}
+
+/// `IncomingMeta` as a JS object: `{peer, path, metadata, topic, sequence, gap}`, where `peer`
+/// is `null`, `{kind: 'key', fingerprint}` or `{kind: 'local', uid, gid, pid}`.
+pub(crate) fn meta_out<'env>(env: &'env Env, m: &IncomingMeta) -> napi::Result<Object<'env>> {
+    let mut o = Object::new(env)?;
+    match &m.peer {
+        None => o.set_named_property("peer", Null)?,
+        Some(PeerIdentity::Key(fp)) => {
+            let mut p = Object::new(env)?;
+            p.set_named_property("kind", "key")?;
+            p.set_named_property("fingerprint", fp.to_string())?;
+            o.set_named_property("peer", p)?;
+        }
+        Some(PeerIdentity::Local { uid, gid, pid }) => {
+            let mut p = Object::new(env)?;
+            p.set_named_property("kind", "local")?;
+            p.set_named_property("uid", *uid)?;
+            p.set_named_property("gid", *gid)?;
+            p.set_named_property("pid", *pid)?;
+            o.set_named_property("peer", p)?;
+        }
+        Some(_) => o.set_named_property("peer", Null)?,
+    }
+    o.set_named_property("path", m.path.as_str())?;
+    o.set_named_property("metadata", metadata_out(&m.metadata))?;
+    o.set_named_property("topic", m.topic.clone())?;
+    o.set_named_property("sequence", m.sequence.map(BigInt::from))?;
+    o.set_named_property("gap", m.gap.map(BigInt::from))?;
+    Ok(o)
+}
+
+/// What arrived with a received message, made a JS object only when read: building it costs
+/// about as much as the rest of a receive, and many receivers only read the body.
+#[napi]
+pub struct MessageMeta {
+    meta: IncomingMeta,
+}
+
+#[napi]
+impl MessageMeta {
+    /// The metadata as a JS object (lib/index.ts reads it once, on first use of `meta`).
+    #[napi(ts_return_type = "IncomingMeta")]
+    pub fn value<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        meta_out(env, &self.meta)
+    }
+}
+
+type MessageClass = FunctionRef<FnArgs<(BodyOut, MessageMeta)>, ()>;
+
+thread_local! {
+    // Per JS thread: the `Message` class of lib/index.ts.
+    static MESSAGE: RefCell<Option<MessageClass>> = const { RefCell::new(None) };
+}
+
+/// Registers the class a received message is made as: `new Message(body, meta)`, with `meta` a
+/// [`MessageMeta`]. Without it a message is a plain `{body, meta}` object.
+#[napi]
+pub fn register_message_class(
+    #[napi(ts_arg_type = "new (body: Buffer, meta: MessageMeta) => object")]
+    message_class: Function<FnArgs<(BodyOut, MessageMeta)>, ()>,
+) -> napi::Result<()> {
+    let class = message_class.create_ref()?;
+    MESSAGE.with(|m| *m.borrow_mut() = Some(class));
+    Ok(())
+}
+
+/// A whole message as a JS `Message` (lib/index.ts), or `{meta, body}`.
+pub(crate) fn message_out(env: &Env, m: weida::Message) -> napi::Result<Raw> {
+    let body = BodyOut(m.body);
+    let meta = MessageMeta { meta: m.meta };
+    MESSAGE.with(|c| match &*c.borrow() {
+        Some(class) => {
+            let made = class.borrow_back(env)?.new_instance((body, meta).into())?;
+            Ok(Raw(made.raw()))
+        }
+        None => {
+            let mut o = Object::new(env)?;
+            o.set_named_property("meta", meta_out(env, &meta.meta)?)?;
+            o.set_named_property("body", body)?;
+            Ok(Raw(o.raw()))
+        }
+    })
+}
+
+/// A JS value made on the JS thread, handed back as the value a promise resolves with.
+pub(crate) struct Raw(pub(crate) sys::napi_value);
+
+impl ToNapiValue for Raw {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Raw) -> napi::Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+/// A core object used once (finished, answered, cancelled) from JS, and the token that ends the
+/// calls pending on it when JS cancels it.
+pub(crate) struct Slot<T> {
+    item: tokio::sync::Mutex<Option<T>>,
+    gone: CancellationToken,
+}
+
+impl<T> Drop for Slot<T> {
+    fn drop(&mut self) {
+        let item = self.item.get_mut().take();
+        on_io(|| drop(item));
+    }
+}
+
+impl<T> Slot<T> {
+    fn new(item: T) -> Arc<Slot<T>> {
+        Arc::new(Slot {
+            item: tokio::sync::Mutex::new(Some(item)),
+            gone: CancellationToken::new(),
+        })
+    }
+
+    /// Takes the object out, for a call that consumes it: Canceled after `cancel()`, Closed
+    /// after another call consumed it.
+    async fn take(&self) -> Result<T, Fail> {
+        self.item.lock().await.take().ok_or_else(|| self.used())
+    }
+
+    fn used(&self) -> Fail {
+        Fail::Core(if self.gone.is_cancelled() {
+            CoreError::Canceled
+        } else {
+            CoreError::Closed
+        })
+    }
+}
+
+/// Drops (so cancels) an unfinished transfer unless the write that holds it completed: a write
+/// dropped midway leaves an unknown prefix written, so the core's advice is to cancel.
+struct CancelUnlessDone<'a> {
+    slot: &'a mut Option<weida::OutgoingTransfer>,
+    done: bool,
+}
+
+impl Drop for CancelUnlessDone<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.slot.take();
+        }
+    }
+}
+
+/// An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
+/// no local handle) or `cancel` (the reader sees Canceled, never a complete payload). A
+/// transfer garbage-collected unfinished is cancelled.
+#[napi]
+pub struct OutgoingTransfer {
+    slot: Arc<Slot<weida::OutgoingTransfer>>,
+}
+
+impl OutgoingTransfer {
+    pub(crate) fn new(t: weida::OutgoingTransfer) -> OutgoingTransfer {
+        OutgoingTransfer { slot: Slot::new(t) }
+    }
+}
+
+#[napi]
+impl OutgoingTransfer {
+    /// Writes all of `body`; waits while the peer's window is full. An aborted write cancels
+    /// the transfer.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn write<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move {
+                let mut g = slot.item.lock().await;
+                let mut held = CancelUnlessDone {
+                    slot: &mut g,
+                    done: false,
+                };
+                let t = held.slot.as_mut().ok_or_else(|| slot.used())?;
+                let r = tokio::select! {
+                    r = t.write(body.0) => r,
+                    _ = slot.gone.cancelled() => return Err(Fail::Core(CoreError::Canceled)),
+                };
+                held.done = true;
+                Ok(r?)
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Writes several buffers in order, as one write where the transport allows.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn write_chunks<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "Array<string | Uint8Array>")] chunks: Vec<BodyIn>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        let chunks: Vec<Bytes> = chunks.into_iter().map(|b| b.0).collect();
+        promise(
+            env,
+            cancel,
+            async move {
+                let mut g = slot.item.lock().await;
+                let mut held = CancelUnlessDone {
+                    slot: &mut g,
+                    done: false,
+                };
+                let t = held.slot.as_mut().ok_or_else(|| slot.used())?;
+                let r = tokio::select! {
+                    r = t.write_chunks(chunks) => r,
+                    _ = slot.gone.cancelled() => return Err(Fail::Core(CoreError::Canceled)),
+                };
+                held.done = true;
+                Ok(r?)
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Queues the FIN; the `Delivery` reports the transport receipt.
+    #[napi(ts_return_type = "Promise<Delivery>")]
+    pub fn finish<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move {
+                let t = slot.take().await?;
+                Ok(t.finish().await?)
+            },
+            |_, d| Ok(Delivery::new(d)),
+        )
+    }
+
+    /// Abandons the transfer: the reader sees Canceled; pending writes reject with it.
+    #[napi]
+    pub fn cancel(&self) {
+        self.slot.gone.cancel();
+        // A pending write holds the transfer and drops it when it sees `gone`.
+        if let Ok(mut g) = self.slot.item.try_lock() {
+            if let Some(t) = g.take() {
+                on_io(|| t.cancel());
+            }
+        }
+    }
+}
+
+/// The transport receipt of a finished transfer; free to ignore.
+#[napi]
+pub struct Delivery {
+    slot: Arc<Slot<weida::Delivery>>,
+}
+
+impl Delivery {
+    fn new(d: weida::Delivery) -> Delivery {
+        Delivery { slot: Slot::new(d) }
+    }
+}
+
+#[napi]
+impl Delivery {
+    /// Resolves when the peer's transport holds every byte and the FIN (not when its
+    /// application read it); a refusal that reached this side first is its error.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delivered<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(slot.take().await?.delivered().await?) },
+            |_, ()| Ok(()),
+        )
+    }
+}
+
+/// An incoming one-way stream (or a reply's body): read it in chunks or collect it; dropping
+/// it unread stops the writer.
+#[napi]
+pub struct IncomingTransfer {
+    inner: Arc<Io<tokio::sync::Mutex<weida::IncomingTransfer>>>,
+    meta: IncomingMeta,
+}
+
+impl IncomingTransfer {
+    pub(crate) fn new(t: weida::IncomingTransfer) -> IncomingTransfer {
+        IncomingTransfer {
+            meta: t.meta().clone(),
+            inner: Arc::new(Io::new(tokio::sync::Mutex::new(t))),
+        }
+    }
+}
+
+#[napi]
+impl IncomingTransfer {
+    #[napi(getter, ts_return_type = "IncomingMeta")]
+    pub fn meta<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        meta_out(env, &self.meta)
+    }
+
+    /// The next chunk, `null` after the writer's FIN; a cancelled stream is an error, never
+    /// `null`.
+    #[napi(ts_return_type = "Promise<Buffer | null>")]
+    pub fn read_chunk<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let inner = self.inner.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(inner.lock().await.read_chunk().await?) },
+            |_, c| Ok(c.map(BodyOut)),
+        )
+    }
+
+    /// The whole body, refusing one above `max` bytes (LIMIT_EXCEEDED).
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn collect<'env>(
+        &self,
+        env: &'env Env,
+        max: f64,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let inner = self.inner.clone();
+        promise(
+            env,
+            cancel,
+            async move {
+                let max = crate::config::count("max", max)?;
+                Ok(inner.lock().await.collect(max).await?)
+            },
+            |_, b| Ok(BodyOut(b)),
+        )
+    }
+}
+
+/// An incoming exchange: the request, and the reply half this side answers on. An exchange
+/// garbage-collected unanswered is Canceled for the requester.
+#[napi]
+pub struct Exchange {
+    slot: Arc<Slot<weida::Exchange>>,
+    meta: IncomingMeta,
+}
+
+impl Exchange {
+    pub(crate) fn new(x: weida::Exchange) -> Exchange {
+        Exchange {
+            meta: x.meta().clone(),
+            slot: Slot::new(x),
+        }
+    }
+}
+
+#[napi]
+impl Exchange {
+    #[napi(getter, ts_return_type = "IncomingMeta")]
+    pub fn meta<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        meta_out(env, &self.meta)
+    }
+
+    /// The request's next chunk, `null` at its end.
+    #[napi(ts_return_type = "Promise<Buffer | null>")]
+    pub fn read_chunk<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move {
+                let mut g = slot.item.lock().await;
+                let x = g.as_mut().ok_or_else(|| slot.used())?;
+                tokio::select! {
+                    r = x.read_chunk() => Ok(r?),
+                    _ = slot.gone.cancelled() => Err(Fail::Core(CoreError::Canceled)),
+                }
+            },
+            |_, c| Ok(c.map(BodyOut)),
+        )
+    }
+
+    /// The whole request body, bounded by `limits.maxCollectedBody`.
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn take_body<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move {
+                let mut g = slot.item.lock().await;
+                let x = g.as_mut().ok_or_else(|| slot.used())?;
+                tokio::select! {
+                    r = x.take_body() => Ok(r?),
+                    _ = slot.gone.cancelled() => Err(Fail::Core(CoreError::Canceled)),
+                }
+            },
+            |_, b| Ok(BodyOut(b)),
+        )
+    }
+
+    /// Replies with `body` (and metadata) and finishes the reply.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn reply<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
+        #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
+        meta: Option<Object>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        let meta = metadata_in(meta)?;
+        promise(
+            env,
+            cancel,
+            async move { Ok(slot.take().await?.reply_with(meta, body.0).await?) },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Opens the reply as a stream, for a reply written in parts.
+    #[napi(ts_return_type = "Promise<OutgoingTransfer>")]
+    pub fn open_reply<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
+        meta: Option<Object>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        let meta = metadata_in(meta)?;
+        promise(
+            env,
+            cancel,
+            async move { Ok(slot.take().await?.open_reply(meta).await?) },
+            |_, t| Ok(OutgoingTransfer::new(t)),
+        )
+    }
+
+    /// Answers REJECTED with a reason: the requester's call fails with ERR_WEIDA_REJECTED.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn reject<'env>(
+        &self,
+        env: &'env Env,
+        reason: String,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(slot.take().await?.reject(&reason).await?) },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Answers with an error `code` (`REJECTED`, `UNSUPPORTED`, `LIMIT_EXCEEDED`, ...; the
+    /// `ERR_WEIDA_` prefix optional) and `message`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn fail<'env>(
+        &self,
+        env: &'env Env,
+        code: String,
+        message: String,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move {
+                let e = error::from_code(&code, &message).ok_or_else(|| {
+                    CoreError::InvalidConfig(format!("{code:?} is not a weida error code"))
+                })?;
+                Ok(slot.take().await?.fail(&e).await?)
+            },
+            |_, ()| Ok(()),
+        )
+    }
+}
+
+#[napi]
+impl Exchange {
+    /// Abandons the exchange unanswered (what dropping it does in Rust): the requester sees
+    /// ERR_WEIDA_CANCELED, and calls pending here reject with it.
+    #[napi]
+    pub fn cancel(&self) {
+        self.slot.gone.cancel();
+        if let Ok(mut g) = self.slot.item.try_lock() {
+            let x = g.take();
+            on_io(|| drop(x));
+        }
+    }
+}
+
+/// The reply half of an exchange this side opened.
+#[napi]
+pub struct PendingReply {
+    slot: Arc<Slot<weida::PendingReply>>,
+}
+
+impl PendingReply {
+    pub(crate) fn new(r: weida::PendingReply) -> PendingReply {
+        PendingReply { slot: Slot::new(r) }
+    }
+}
+
+#[napi]
+impl PendingReply {
+    /// The reply's start: its metadata and a streamed body; the peer's error as this side's.
+    #[napi(ts_return_type = "Promise<IncomingTransfer>")]
+    pub fn reply<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(slot.take().await?.reply().await?) },
+            |_, t| Ok(IncomingTransfer::new(t)),
+        )
+    }
+
+    /// The whole reply, bounded by `limits.maxCollectedBody`.
+    #[napi(ts_return_type = "Promise<Message>")]
+    pub fn body<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let slot = self.slot.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(slot.take().await?.body().await?) },
+            message_out,
+        )
+    }
+}

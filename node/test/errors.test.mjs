@@ -1,0 +1,211 @@
+// @ts-check
+// Every error code: each core ErrorCode reaches JS as its own class under WeidaError, with a
+// stable `code`, `definite`, and its fields (docs/BINDINGS.md, "Errors"; mapped once in
+// src/error.rs).
+
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import * as weida from 'weida'
+import { bindAddress, deferred, keep, pair, rejection, runtime, serve, TIMEOUT } from './helpers.mjs'
+
+const { Runtime, WeidaError, errorClasses, withPath, withPin } = weida
+
+/**
+ * An error that `code` must produce, made by `make`.
+ * @typedef {{ code: weida.WeidaErrorCode, make: (ctx: import('node:test').TestContext) => Promise<unknown>, check?: (e: any) => void }} Case
+ */
+
+/**
+ * A requester connected to a replier at `path` whose exchanges `answer` handles.
+ * @param {import('node:test').TestContext} ctx
+ * @param {(ex: weida.Exchange) => Promise<void>} answer
+ */
+async function answered(ctx, answer) {
+  const { listener, client } = await pair('inproc', ctx)
+  const replier = listener.replier('/x')
+  serve(ctx, async () => {
+    for await (const ex of replier) await answer(ex)
+  })
+  const req = client.requester()
+  await req.connect(replier.address)
+  return req
+}
+
+/** @type {Case[]} */
+const cases = [
+  { code: 'ERR_WEIDA_NOT_CONNECTED', make: async (ctx) => rejection(runtime(ctx).pusher().send('x')) },
+  {
+    code: 'ERR_WEIDA_CONNECTION_LOST',
+    make: async (ctx) => {
+      const { server, listener, client } = await pair('inproc', ctx)
+      const replier = listener.replier('/x')
+      const req = client.requester()
+      await req.connect(replier.address)
+      const [body, reply] = await req.open()
+      await body.write('part')
+      await replier.accept()
+      server.shutdown()
+      return rejection(reply.body())
+    },
+    check: (e) => assert.ok(['peer_closed', 'reset', 'locally_closed'].includes(e.cause), e.cause),
+  },
+  {
+    code: 'ERR_WEIDA_INDETERMINATE',
+    make: async (ctx) => {
+      const { server, listener, client } = await pair('inproc', ctx)
+      const replier = listener.replier('/x')
+      /** @type {{ promise: Promise<void>, resolve: (v: void) => void }} */
+      const taken = deferred()
+      serve(ctx, async () => {
+        const ex = await replier.accept()
+        await ex.takeBody()
+        taken.resolve()
+      })
+      const req = client.requester()
+      await req.connect(replier.address)
+      const pending = rejection(req.request('q'))
+      await taken.promise
+      server.shutdown()
+      return pending
+    },
+    check: (e) => {
+      assert.equal(e.definite, false)
+      assert.equal(typeof e.cause, 'string')
+    },
+  },
+  {
+    code: 'ERR_WEIDA_UNTRUSTED',
+    make: async (ctx) => {
+      const server = runtime(ctx)
+      const listener = await server.bind('weida://127.0.0.1:0')
+      listener.acceptor('/a')
+      const other = weida.Identity.ephemeral().fingerprint
+      return rejection(runtime(ctx).peer().connect(withPath(withPin(listener.address, other), '/a')))
+    },
+    check: (e) => {
+      assert.match(e.fingerprint, /^sha256:[0-9a-f]{64}$/)
+      assert.match(e.expected, /^sha256:[0-9a-f]{64}$/)
+    },
+  },
+  {
+    code: 'ERR_WEIDA_UNKNOWN_ENDPOINT',
+    make: async (ctx) => {
+      const { listener, client } = await pair('inproc', ctx)
+      const req = client.requester()
+      await req.connect(withPath(listener.address, '/nowhere'))
+      return rejection(req.request('x'))
+    },
+    check: (e) => assert.equal(e.path, '/nowhere'),
+  },
+  { code: 'ERR_WEIDA_UNSUPPORTED', make: async (ctx) => rejection(runtime(ctx).bind('weida+pipe://name')) },
+  {
+    code: 'ERR_WEIDA_REJECTED',
+    make: async (ctx) => rejection((await answered(ctx, (ex) => ex.reject('no'))).request('x')),
+  },
+  {
+    code: 'ERR_WEIDA_CANCELED',
+    make: async (ctx) => rejection((await answered(ctx, async (ex) => ex.cancel())).request('x')),
+  },
+  {
+    code: 'ERR_WEIDA_LIMIT_EXCEEDED',
+    make: async (ctx) => {
+      const { listener, client } = await pair('inproc', ctx)
+      const puller = listener.puller('/jobs')
+      keep(ctx, puller)
+      const pusher = client.pusher()
+      await pusher.connect(puller.address)
+      return rejection(pusher.send('x', { blob: 'x'.repeat(20_000) }))
+    },
+  },
+  {
+    code: 'ERR_WEIDA_TIMEOUT',
+    make: async (ctx) => {
+      const limits = { maxConcurrentUniStreams: 1, maxLocalStreams: 1 }
+      const server = runtime(ctx, { limits })
+      const listener = await server.bind(bindAddress('inproc'))
+      const puller = listener.puller('/jobs')
+      keep(ctx, puller)
+      const pusher = runtime(ctx, { limits, sendTimeoutMs: 50 }).pusher()
+      await pusher.connect(puller.address)
+      await pusher.send('holds the only slot')
+      return rejection(pusher.send('waits'))
+    },
+  },
+  { code: 'ERR_WEIDA_INVALID_ADDRESS', make: async (ctx) => rejection(runtime(ctx).pusher().connect('http://nope')) },
+  {
+    code: 'ERR_WEIDA_NEGOTIATION_FAILED',
+    make: async (ctx) => rejection((await answered(ctx, (ex) => ex.fail('NEGOTIATION_FAILED', 'no common set'))).request('x')),
+  },
+  {
+    code: 'ERR_WEIDA_PROTOCOL',
+    make: async (ctx) => rejection((await answered(ctx, (ex) => ex.fail('ERR_WEIDA_PROTOCOL', 'bad bytes'))).request('x')),
+  },
+  {
+    code: 'ERR_WEIDA_INVALID_CONFIG',
+    make: async () => {
+      try {
+        new Runtime({ limits: { endpointQueue: 0 } })
+      } catch (e) {
+        return e
+      }
+      throw new Error('no error')
+    },
+  },
+  {
+    code: 'ERR_WEIDA_CLOSED',
+    make: async (ctx) => {
+      const { listener } = await pair('inproc', ctx)
+      const puller = listener.puller('/jobs')
+      puller.close()
+      return rejection(puller.recv())
+    },
+  },
+  {
+    code: 'ERR_WEIDA_IO',
+    make: async (ctx) => {
+      const rt = runtime(ctx)
+      const taken = await rt.bind('weida://127.0.0.1:0')
+      const port = /:(\d+)$/.exec(taken.address)?.[1]
+      return rejection(rt.bind(`weida://127.0.0.1:${port}`))
+    },
+  },
+]
+
+test('every_error_code_has_its_class_and_fields', { timeout: TIMEOUT }, async (ctx) => {
+  assert.deepEqual(cases.map((c) => c.code).sort(), Object.keys(errorClasses).sort())
+  for (const c of cases) {
+    await ctx.test(c.code, async (sub) => {
+      const e = /** @type {any} */ (await c.make(sub))
+      const cls = errorClasses[c.code]
+      assert.ok(e instanceof cls, `${c.code}: ${e}`)
+      assert.ok(e instanceof WeidaError)
+      assert.ok(e instanceof Error)
+      assert.equal(e.code, c.code)
+      assert.equal(e.name, cls.name)
+      assert.equal(e.definite, c.code !== 'ERR_WEIDA_INDETERMINATE')
+      assert.equal(typeof e.message, 'string')
+      assert.ok(e.message.length > 0)
+      assert.equal(typeof e.stack, 'string')
+      c.check?.(e)
+    })
+  }
+})
+
+test('indeterminate_is_not_a_definite_failure_class', () => {
+  // Python keeps Indeterminate apart from the definite failures; here every class is a sibling
+  // under WeidaError, and `definite` tells them apart.
+  assert.ok(!(weida.Indeterminate.prototype instanceof weida.ConnectionLost))
+  assert.ok(weida.Indeterminate.prototype instanceof WeidaError)
+})
+
+test('an_unknown_error_code_cannot_be_answered', { timeout: TIMEOUT }, async (ctx) => {
+  const { listener, client } = await pair('inproc', ctx)
+  const replier = listener.replier('/x')
+  const req = client.requester()
+  await req.connect(replier.address)
+  const asking = rejection(req.request('x'))
+  const ex = await replier.accept()
+  await assert.rejects(ex.fail('NOT_A_CODE', 'x'), weida.InvalidConfig)
+  ex.cancel()
+  assert.ok((await asking) instanceof weida.Canceled)
+})

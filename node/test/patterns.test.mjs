@@ -1,0 +1,118 @@
+// @ts-check
+// One body per pattern over every transport (core/tests/patterns.rs, PATTERNS §2, §3, §5).
+
+import assert from 'node:assert/strict'
+import { withPath } from 'weida'
+import { metaGet, onEveryTransport, pair, payload, serve } from './helpers.mjs'
+
+onEveryTransport('req_rep_echoes_small_and_large_bodies_with_metadata', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const replier = listener.replier('/echo')
+  serve(ctx, async () => {
+    for await (const ex of replier) {
+      const body = await ex.takeBody()
+      await ex.reply(body, { tag: metaGet(ex.meta, 'tag') ?? '' })
+    }
+  })
+  const req = client.requester()
+  await req.connect(withPath(listener.address, '/echo'))
+  assert.equal((await req.request('ping')).toString(), 'ping')
+  const big = payload(3 << 20)
+  const m = await req.requestWith(big, { tag: 't1' })
+  assert.equal(m.body.length, 3 << 20)
+  assert.ok(m.body.equals(big))
+  assert.equal(metaGet(m.meta, 'tag')?.toString(), 't1')
+})
+
+onEveryTransport('push_pull_delivers_every_message_and_a_streamed_one_with_its_receipt', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  for (let i = 0; i < 100; i++) {
+    const b = Buffer.alloc(4)
+    b.writeUInt32BE(i)
+    await pusher.send(b)
+  }
+  const seen = []
+  for (let i = 0; i < 100; i++) {
+    const m = await puller.recv()
+    assert.equal(m.meta.path, '/jobs')
+    seen.push(m.body.readUInt32BE())
+  }
+  seen.sort((a, b) => a - b)
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 100 }, (_, i) => i),
+  )
+  // A streamed message with a receipt.
+  const tr = await pusher.open({ k: 'v' })
+  await tr.write('part1-')
+  await tr.write(Buffer.from('part2'))
+  const delivery = await tr.finish()
+  await delivery.delivered()
+  const m = await puller.recv()
+  assert.equal(m.body.toString(), 'part1-part2')
+  assert.equal(metaGet(m.meta, 'k')?.toString(), 'v')
+})
+
+onEveryTransport('acceptor_receives_both_stream_kinds', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const acceptor = listener.acceptor('/raw')
+  const peer = client.peer()
+  await peer.connect(acceptor.address)
+  const oneWay = await peer.open()
+  await oneWay.write('one-way')
+  await oneWay.finish()
+  const [req, reply] = await peer.exchange()
+  await req.write('question')
+  await req.finish()
+  const kinds = []
+  for (let i = 0; i < 2; i++) {
+    const incoming = await acceptor.accept()
+    if (incoming.kind === 'stream') {
+      assert.equal((await incoming.collect(1 << 20)).toString(), 'one-way')
+    } else {
+      assert.equal((await incoming.takeBody()).toString(), 'question')
+      await incoming.reply('answer')
+    }
+    kinds.push(incoming.kind)
+  }
+  kinds.sort()
+  assert.deepEqual(kinds, ['exchange', 'stream'])
+  assert.equal((await reply.body()).body.toString(), 'answer')
+})
+
+onEveryTransport('a_large_body_streams_through_web_streams_and_async_iteration', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/files')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  const body = payload(5 << 20)
+  const sending = (async () => {
+    const tr = await pusher.open({ name: 'f' })
+    const source = new ReadableStream({
+      start(c) {
+        for (let at = 0; at < body.length; at += 256 << 10) c.enqueue(body.subarray(at, at + (256 << 10)))
+        c.close()
+      },
+    })
+    await source.pipeTo(tr.writable)
+  })()
+  const incoming = await puller.accept()
+  /** @type {Buffer[]} */
+  const parts = []
+  for await (const chunk of incoming.readable) parts.push(chunk)
+  await sending
+  assert.ok(Buffer.concat(parts).equals(body))
+  // The same over an async iterator, and sendMany's messages in order of arrival.
+  await pusher.sendMany(['a', Buffer.from('b'), new Uint8Array([99])])
+  const got = []
+  for (let i = 0; i < 3; i++) {
+    const t = await puller.accept()
+    const chunks = []
+    for await (const c of t) chunks.push(c)
+    got.push(Buffer.concat(chunks).toString())
+  }
+  assert.deepEqual(got.sort(), ['a', 'b', 'c'])
+})
