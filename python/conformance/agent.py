@@ -1,0 +1,763 @@
+"""The Python agent of the conformance suite (conformance/README.md, "The agent protocol").
+
+Reads one JSON request per line on standard input, carries it out with weida's public API and
+writes one JSON response per line on standard output, with events for the background work of
+bound endpoints in between. Every request runs in a task of its own, so a request awaiting a
+reply never blocks reading the next line. The Rust agent (conformance/rust-agent/src) is the
+reference: each op and each background behaviour here mirrors it.
+
+Run from the repository root by the runner, with the venv ``./dev test`` builds:
+
+    target/py-venv/bin/python python/conformance/agent.py
+
+Standard error is for logs; the agent exits 0 once standard input closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import weida
+
+PROTOCOL = 1
+TEXT_IN_SUMMARY = 1024
+"""The longest body whose text a summary carries."""
+SEQ_PERIOD = bytes(range(251))
+"""One period of the ``seq`` pattern: byte i is (offset + i) mod 251."""
+
+Json = dict[str, Any]
+Dialling = weida.Requester | weida.Pusher
+
+
+class BadRequest(Exception):
+    """A request this agent cannot carry out (AGENT_BAD_REQUEST, never expected by a scenario)."""
+
+
+# --- bodies (README §Bodies) ---------------------------------------------------------------
+
+
+def make_body(spec: Any) -> bytes:
+    """The bytes a body spec names: ``{"text"}``, ``{"hex"}`` or ``{"size", "pattern"?,
+    "offset"?}`` (seq: byte i is (offset + i) mod 251)."""
+    if not isinstance(spec, dict):
+        raise BadRequest("a body is an object")
+    if "text" in spec:
+        if not isinstance(spec["text"], str):
+            raise BadRequest("body.text is a string")
+        return spec["text"].encode()
+    if "hex" in spec:
+        if not isinstance(spec["hex"], str):
+            raise BadRequest("body.hex is a string")
+        try:
+            return bytes.fromhex(spec["hex"])
+        except ValueError as e:
+            raise BadRequest(f"body.hex is not hex: {e}") from None
+    size = non_negative(spec.get("size"), "body.size")
+    if size is None:
+        raise BadRequest("a body has text, hex, or size and pattern")
+    offset = non_negative(spec.get("offset"), "body.offset") or 0
+    pattern = spec.get("pattern", "seq")
+    if pattern == "zero":
+        return bytes(size)
+    if pattern == "seq":
+        start = offset % 251
+        return (SEQ_PERIOD * ((start + size) // 251 + 1))[start : start + size]
+    raise BadRequest(f"unknown body pattern {pattern!r}")
+
+
+class Tally:
+    """A running summary of a body read in chunks."""
+
+    def __init__(self) -> None:
+        self.hash = hashlib.sha256()
+        self.size = 0
+        self.head = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.hash.update(chunk)
+        self.size += len(chunk)
+        if len(self.head) <= TEXT_IN_SUMMARY:
+            self.head += chunk[: TEXT_IN_SUMMARY + 1 - len(self.head)]
+
+    def summary(self) -> Json:
+        out: Json = {"size": self.size, "sha256": self.hash.hexdigest()}
+        if self.size <= TEXT_IN_SUMMARY:
+            try:
+                out["text"] = self.head.decode()
+            except UnicodeDecodeError:
+                pass
+        return out
+
+
+def summary(body: bytes) -> Json:
+    """How a received body is reported: size, SHA-256 and, when short UTF-8, its text."""
+    t = Tally()
+    t.add(body)
+    return t.summary()
+
+
+# --- the protocol's vocabulary (README §Errors, §Bodies) -----------------------------------
+
+
+def error_json(e: weida.WeidaError) -> Json:
+    """``{"code", "message", "definite", ...}``, read off the exception's attributes."""
+    out: Json = {"code": e.code, "message": e.message, "definite": e.definite}
+    if isinstance(e, (weida.ConnectionLost, weida.Indeterminate)):
+        out["cause"] = e.cause
+    elif isinstance(e, weida.UnknownEndpoint):
+        out["path"] = e.path
+    elif isinstance(e, weida.Untrusted):
+        out["fingerprint"] = e.fingerprint
+        out["expected"] = e.expected
+    return out
+
+
+def peer_json(peer: weida.PeerKey | weida.PeerLocal | None) -> Json | None:
+    if peer is None:
+        return None
+    if isinstance(peer, weida.PeerKey):
+        return {"kind": "key", "fingerprint": peer.fingerprint}
+    if isinstance(peer, weida.PeerLocal):
+        return {"kind": "local", "uid": peer.uid, "gid": peer.gid, "pid": peer.pid}
+    return {"kind": "other", "text": str(peer)}
+
+
+def metadata_json(pairs: list[tuple[str, bytes]]) -> Json:
+    """Text values as strings, others as ``{"hex": ...}``; the last of repeated names."""
+    out: Json = {}
+    for name, value in pairs:
+        try:
+            out[name] = value.decode()
+        except UnicodeDecodeError:
+            out[name] = {"hex": value.hex()}
+    return out
+
+
+def meta_fields(meta: weida.IncomingMeta) -> Json:
+    return {
+        "path": meta.path,
+        "metadata": metadata_json(meta.metadata),
+        "peer": peer_json(meta.peer),
+    }
+
+
+def message_json(m: weida.Message) -> Json:
+    return {**meta_fields(m.meta), "body": summary(m.body)}
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+
+def str_arg(args: Json, key: str) -> str:
+    v = args.get(key)
+    if not isinstance(v, str):
+        raise BadRequest(f"missing string argument {key!r}")
+    return v
+
+
+def non_negative(v: Any, what: str) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise BadRequest(f"{what} is a non-negative integer")
+    return v
+
+
+def int_arg(args: Json, key: str) -> int | None:
+    return non_negative(args.get(key), f"argument {key!r}")
+
+
+def bool_arg(args: Json, key: str, default: bool) -> bool:
+    v = args.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise BadRequest(f"argument {key!r} is a boolean")
+    return v
+
+
+def metadata_arg(args: Json) -> dict[str, str]:
+    m = args.get("metadata")
+    if m is None:
+        return {}
+    if not isinstance(m, dict) or not all(isinstance(v, str) for v in m.values()):
+        raise BadRequest("metadata is an object of strings")
+    return dict(m)
+
+
+def body_arg(args: Json) -> bytes:
+    return make_body(args.get("body"))
+
+
+def trust_arg(v: Any) -> weida.Trust:
+    """``"address"``, ``"unverified"`` or ``{"pinned": ["sha256:…", …]}``."""
+    if v == "address":
+        return weida.Trust.address()
+    if v == "unverified":
+        return weida.Trust.unverified()
+    if isinstance(v, dict) and isinstance(v.get("pinned"), list):
+        if not all(isinstance(p, str) for p in v["pinned"]):
+            raise BadRequest("a pin is a string")
+        return weida.Trust.pinned(v["pinned"])
+    raise BadRequest(f"unknown trust {v!r}")
+
+
+LIMIT_NAMES = (
+    "stream_receive_window",
+    "connection_receive_window",
+    "send_window",
+    "max_concurrent_uni_streams",
+    "max_concurrent_bidi_streams",
+    "max_local_streams",
+    "endpoint_queue",
+    "max_header_size",
+    "max_collected_body",
+)
+
+
+def limits_arg(v: Any) -> weida.Limits | None:
+    """``weida.Limits`` from ``{"idle_timeout_ms": …, "keep_alive_ms": null, …}``."""
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise BadRequest("limits is an object")
+    kw: dict[str, Any] = {}
+    for k, val in v.items():
+        if k in LIMIT_NAMES:
+            kw[k] = non_negative(val, f"limits.{k}")
+        elif k == "idle_timeout_ms":
+            kw["idle_timeout"] = (non_negative(val, f"limits.{k}") or 0) / 1000
+        elif k == "keep_alive_ms":
+            ms = non_negative(val, f"limits.{k}")
+            kw["keep_alive"] = None if ms is None else ms / 1000
+        else:
+            raise BadRequest(f"unknown limit {k!r}")
+    return weida.Limits(**kw)
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+class Out:
+    """Responses and events, one line each. Written from the event loop's thread only, so lines
+    never interleave."""
+
+    def __init__(self) -> None:
+        self.stream = sys.stdout
+
+    def line(self, obj: Json) -> None:
+        try:
+            self.stream.write(json.dumps(obj, separators=(",", ":")) + "\n")
+            self.stream.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the runner is gone; nothing to tell it
+
+    def event(self, name: str, handle: str, **fields: Any) -> None:
+        self.line({"event": name, "handle": handle, **fields})
+
+    def event_error(self, name: str, handle: str, e: weida.WeidaError) -> None:
+        self.event(name, handle, error=error_json(e))
+
+
+# --- the agent -----------------------------------------------------------------------------
+
+
+class Agent:
+    def __init__(self, out: Out) -> None:
+        self.out = out
+        self.names: set[str] = set()  # every handle name in use: never reused in one agent
+        self.runtimes: dict[str, weida.Runtime] = {}
+        self.listeners: dict[str, weida.Listener] = {}
+        self.dialling: dict[str, Dialling] = {}
+        self.pullers: dict[str, weida.Puller] = {}  # pullers in manual mode, for the recv op
+        self.transfers: dict[str, weida.OutgoingTransfer] = {}
+        self.replies: dict[str, weida.PendingReply] = {}
+        self.held: list[weida.Exchange] = []  # exchanges a `hold` replier keeps, unanswered
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
+        """Runs a background task, keeping a reference so it is not collected midway."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:
+                print(f"agent: {what} failed unexpectedly:", file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+
+        task = asyncio.ensure_future(guarded())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def shutdown_all(self) -> None:
+        for rt in self.runtimes.values():
+            rt.shutdown()
+
+    # handles
+
+    def free(self, name: str) -> str:
+        """Checks that an op may create a handle named ``name`` (before it creates anything)."""
+        if not name or name in self.names:
+            raise BadRequest(f"handle name {name!r} is empty or taken")
+        return name
+
+    def claim(self, name: str) -> None:
+        self.free(name)
+        self.names.add(name)
+
+    def _get(self, table: dict[str, Any], kind: str, args: Json, key: str) -> Any:
+        name = str_arg(args, key)
+        if name not in table:
+            raise BadRequest(f"no {kind} named {name!r} (or it is in use by another op)")
+        return table[name]
+
+    def runtime(self, args: Json) -> weida.Runtime:
+        rt: weida.Runtime = self._get(self.runtimes, "runtime", args, "runtime")
+        return rt
+
+    def listener(self, args: Json) -> weida.Listener:
+        li: weida.Listener = self._get(self.listeners, "listener", args, "listener")
+        return li
+
+    def endpoint(self, args: Json) -> Dialling:
+        d: Dialling = self._get(self.dialling, "requester or pusher", args, "endpoint")
+        return d
+
+    def take_transfer(self, args: Json) -> tuple[str, weida.OutgoingTransfer]:
+        t: weida.OutgoingTransfer = self._get(self.transfers, "transfer", args, "transfer")
+        name = str_arg(args, "transfer")
+        del self.transfers[name]
+        return name, t
+
+    # ops
+
+    async def run(self, op: str, args: Json) -> Json:
+        handler: Callable[[Json], Awaitable[Json]] | None = getattr(self, f"op_{op}", None)
+        if handler is None:
+            raise BadRequest(f"unknown op {op!r}")
+        return await handler(args)
+
+    async def op_hello(self, args: Json) -> Json:
+        return {
+            "protocol": PROTOCOL,
+            "language": "python",
+            "agent": "python/conformance/agent.py",
+            "weida": weida.__version__,
+        }
+
+    async def op_runtime(self, args: Json) -> Json:
+        name = self.free(str_arg(args, "name"))
+        identity = args.get("identity")
+        kw: dict[str, Any] = {}
+        if identity is not None:
+            if not isinstance(identity, dict) or not isinstance(identity.get("dir"), str):
+                raise BadRequest('identity is {"dir": path} or absent (ephemeral)')
+            kw["identity"] = weida.Identity.load_or_create(identity["dir"])
+        if "trust" in args:
+            kw["trust"] = trust_arg(args["trust"])
+        kw["present_identity"] = bool_arg(args, "present_identity", True)
+        limits = limits_arg(args.get("limits"))
+        if limits is not None:
+            kw["limits"] = limits
+        ms = int_arg(args, "send_timeout_ms")
+        if ms is not None:
+            kw["send_timeout"] = ms / 1000
+        rt = weida.Runtime(**kw)
+        self.claim(name)
+        self.runtimes[name] = rt
+        return {"fingerprint": rt.fingerprint}
+
+    async def op_bind(self, args: Json) -> Json:
+        rt = self.runtime(args)
+        name = self.free(str_arg(args, "name"))
+        address = str_arg(args, "address")
+        require_client = args.get("require_client")
+        if require_client is None:
+            listener = await rt.bind(address)
+        else:
+            listener = await rt.bind(address, require_client=trust_arg(require_client))
+        self.claim(name)
+        self.listeners[name] = listener
+        return {"address": listener.address}
+
+    async def op_close(self, args: Json) -> Json:
+        self.listener(args).close()
+        return {}
+
+    async def op_shutdown(self, args: Json) -> Json:
+        self.runtime(args).shutdown()
+        return {}
+
+    async def op_drain(self, args: Json) -> Json:
+        rt = self.runtime(args)
+        ms = int_arg(args, "deadline_ms")
+        if ms is None:
+            raise BadRequest("drain needs deadline_ms")
+        d = await rt.drain(ms / 1000)
+        return {"delivered": d.delivered, "outstanding": d.outstanding}
+
+    async def op_counters(self, args: Json) -> Json:
+        c = self.runtime(args).counters()
+        return {
+            "streams_opened": c.streams_opened,
+            "streams_accepted": c.streams_accepted,
+            "streams_refused": c.streams_refused,
+            "bytes_sent": c.bytes_sent,
+            "bytes_received": c.bytes_received,
+            "connections_dialled": c.connections_dialled,
+            "connections_accepted": c.connections_accepted,
+            "receipts_delivered": c.receipts_delivered,
+            "receipts_failed": c.receipts_failed,
+        }
+
+    async def op_replier(self, args: Json) -> Json:
+        listener = self.listener(args)
+        name = self.free(str_arg(args, "name"))
+        mode = str_arg(args, "mode")
+        if mode not in ("echo", "stream_echo", "hold", "reject", "drop"):
+            raise BadRequest(f"unknown replier mode {mode!r}")
+        reason = args.get("reason")
+        reason = reason if isinstance(reason, str) else "rejected"
+        replier = listener.replier(str_arg(args, "path"))
+        self.claim(name)
+        self.spawn(self.serve_replier(replier, name, mode, reason), f"replier {name}")
+        return {"address": replier.address}
+
+    async def op_puller(self, args: Json) -> Json:
+        listener = self.listener(args)
+        name = self.free(str_arg(args, "name"))
+        mode = str_arg(args, "mode")
+        if mode not in ("recv", "stream", "manual"):
+            raise BadRequest(f"unknown puller mode {mode!r}")
+        puller = listener.puller(str_arg(args, "path"))
+        self.claim(name)
+        if mode == "manual":
+            self.pullers[name] = puller
+        else:
+            self.spawn(self.serve_puller(puller, name, mode), f"puller {name}")
+        return {"address": puller.address}
+
+    async def op_requester(self, args: Json) -> Json:
+        rt = self.runtime(args)
+        name = self.free(str_arg(args, "name"))
+        self.dialling[name] = rt.requester()
+        self.claim(name)
+        return {}
+
+    async def op_pusher(self, args: Json) -> Json:
+        rt = self.runtime(args)
+        name = self.free(str_arg(args, "name"))
+        self.dialling[name] = rt.pusher()
+        self.claim(name)
+        return {}
+
+    async def op_connect(self, args: Json) -> Json:
+        ep = self.endpoint(args)
+        await ep.connect(str_arg(args, "address"))
+        return {"peer_count": ep.peer_count}
+
+    async def op_disconnect(self, args: Json) -> Json:
+        ep = self.endpoint(args)
+        return {"removed": ep.disconnect(str_arg(args, "address"))}
+
+    async def op_peer_count(self, args: Json) -> Json:
+        return {"peer_count": self.endpoint(args).peer_count}
+
+    async def op_request(self, args: Json) -> Json:
+        r = self.endpoint(args)
+        if not isinstance(r, weida.Requester):
+            raise BadRequest("request needs a requester")
+        body, meta = body_arg(args), metadata_arg(args)
+        return message_json(await r.request_with(body, meta))
+
+    async def op_send(self, args: Json) -> Json:
+        p = self.endpoint(args)
+        if not isinstance(p, weida.Pusher):
+            raise BadRequest("send needs a pusher")
+        body, meta = body_arg(args), metadata_arg(args)
+        await p.send(body, meta)
+        return {}
+
+    async def op_open(self, args: Json) -> Json:
+        meta = metadata_arg(args)
+        ep = self.endpoint(args)
+        tname = self.free(str_arg(args, "transfer"))
+        if isinstance(ep, weida.Pusher):
+            t = await ep.open(meta)
+            self.claim(tname)
+            self.transfers[tname] = t
+        else:
+            rname = self.free(str_arg(args, "reply"))
+            t, reply = await ep.open(meta)
+            self.claim(tname)
+            self.claim(rname)
+            self.transfers[tname] = t
+            self.replies[rname] = reply
+        return {}
+
+    async def op_write(self, args: Json) -> Json:
+        body = body_arg(args)
+        chunk = max(int_arg(args, "chunk") or 65536, 1)
+        name, t = self.take_transfer(args)
+        try:
+            for at in range(0, len(body), chunk):
+                await t.write(body[at : at + chunk])
+        finally:
+            # Kept after a failed write too, so a scenario can still cancel it.
+            self.transfers[name] = t
+        return {"written": len(body)}
+
+    async def op_finish(self, args: Json) -> Json:
+        delivered = bool_arg(args, "delivered", False)
+        _, t = self.take_transfer(args)
+        delivery = await t.finish()
+        if delivered:
+            await delivery.delivered()
+            return {"delivered": True}
+        return {}
+
+    async def op_cancel(self, args: Json) -> Json:
+        _, t = self.take_transfer(args)
+        t.cancel()
+        return {}
+
+    async def op_reply_body(self, args: Json) -> Json:
+        reply: weida.PendingReply = self._get(self.replies, "pending reply", args, "reply")
+        del self.replies[str_arg(args, "reply")]
+        return message_json(await reply.body())
+
+    async def op_recv(self, args: Json) -> Json:
+        p: weida.Puller = self._get(self.pullers, "manual puller", args, "puller")
+        return message_json(await p.recv())
+
+    # background behaviours (README §Background behaviours and events)
+
+    async def serve_replier(
+        self, replier: weida.Replier, handle: str, mode: str, reason: str
+    ) -> None:
+        while True:
+            try:
+                ex = await replier.accept()
+            except weida.WeidaError as e:
+                self.out.event_error("closed", handle, e)
+                return
+            self.out.event("accepted", handle, **meta_fields(ex.meta))
+            self.spawn(self.exchange(ex, handle, mode, reason), f"an exchange of {handle}")
+            # The task owns the exchange now: a `drop` must be the last reference going.
+            del ex
+
+    async def exchange(self, ex: weida.Exchange, handle: str, mode: str, reason: str) -> None:
+        out = self.out
+        if mode == "reject":
+            try:
+                await ex.reject(reason)
+            except weida.WeidaError as e:
+                out.event_error("reply_failed", handle, e)
+            else:
+                out.event("rejected", handle)
+            return
+        if mode == "stream_echo":
+            await self.stream_echo(ex, handle)
+            return
+        meta = ex.meta.metadata
+        try:
+            body = await ex.take_body()
+        except weida.WeidaError as e:
+            out.event_error("request_failed", handle, e)
+            return
+        out.event("request", handle, body=summary(body), metadata=metadata_json(meta))
+        if mode == "echo":
+            try:
+                await ex.reply(body, meta)
+            except weida.WeidaError as e:
+                out.event_error("reply_failed", handle, e)
+            else:
+                out.event("replied", handle)
+        elif mode == "hold":
+            self.held.append(ex)  # kept, never answered
+        elif mode == "drop":
+            del ex  # the last reference: the exchange is dropped unanswered
+            out.event("dropped", handle)
+
+    async def stream_echo(self, ex: weida.Exchange, handle: str) -> None:
+        """Reads the request chunk by chunk, then writes the same chunks back through
+        ``open_reply`` (which takes the whole exchange, so the request is read to its end first)."""
+        out = self.out
+        meta = ex.meta.metadata
+        tally = Tally()
+        chunks: list[bytes] = []
+        while True:
+            try:
+                c = await ex.read_chunk()
+            except weida.WeidaError as e:
+                out.event_error("request_failed", handle, e)
+                return
+            if c is None:
+                break
+            if not chunks:
+                out.event("receiving", handle, size=len(c))
+            tally.add(c)
+            chunks.append(c)
+        out.event("request", handle, body=tally.summary(), metadata=metadata_json(meta))
+        try:
+            reply = await ex.open_reply(meta)
+            for c in chunks:
+                await reply.write(c)
+            await reply.finish()
+        except weida.WeidaError as e:
+            out.event_error("reply_failed", handle, e)
+        else:
+            out.event("replied", handle)
+
+    async def serve_puller(self, puller: weida.Puller, handle: str, mode: str) -> None:
+        out = self.out
+        while True:
+            if mode == "recv":
+                try:
+                    m = await puller.recv()
+                except weida.Closed as e:
+                    out.event_error("closed", handle, e)
+                    return
+                except weida.WeidaError as e:
+                    out.event_error("receive_failed", handle, e)
+                    continue
+                out.event("received", handle, **message_json(m))
+            else:
+                try:
+                    t = await puller.accept()
+                except weida.WeidaError as e:
+                    out.event_error("closed", handle, e)
+                    return
+                out.event("accepted", handle, **meta_fields(t.meta))
+                self.spawn(self.read_transfer(t, handle), f"a transfer to {handle}")
+                del t
+
+    async def read_transfer(self, t: weida.IncomingTransfer, handle: str) -> None:
+        tally = Tally()
+        first = True
+        while True:
+            try:
+                c = await t.read_chunk()
+            except weida.WeidaError as e:
+                self.out.event_error("receive_failed", handle, e)
+                return
+            if c is None:
+                break
+            if first:
+                first = False
+                self.out.event("receiving", handle, size=len(c))
+            tally.add(c)
+        self.out.event("received", handle, **meta_fields(t.meta), body=tally.summary())
+
+
+# --- the loop over standard input ----------------------------------------------------------
+
+
+async def answer(agent: Agent, request: Json) -> None:
+    rid = request.get("id")
+    op = request.get("op")
+    args = request.get("args", {})
+    try:
+        if not isinstance(op, str):
+            raise BadRequest("a request has a string op")
+        if not isinstance(args, dict):
+            raise BadRequest("args is an object")
+        result = await agent.run(op, args)
+        response: Json = {"id": rid, "ok": True, "result": result}
+    except weida.WeidaError as e:
+        response = {"id": rid, "ok": False, "error": error_json(e)}
+    except BadRequest as e:
+        response = {
+            "id": rid,
+            "ok": False,
+            "error": {"code": "AGENT_BAD_REQUEST", "message": str(e)},
+        }
+    except (ValueError, TypeError, OverflowError) as e:
+        # The binding refused an argument before doing anything: a malformed request.
+        response = {
+            "id": rid,
+            "ok": False,
+            "error": {"code": "AGENT_BAD_REQUEST", "message": f"{type(e).__name__}: {e}"},
+        }
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and getattr(task, "cancelling", lambda: 0)():
+            raise  # this agent is cancelling the task (it never does before it exits)
+        # The binding cancelled the future it returned instead of raising a weida error.
+        print(f"agent: {op}: the binding's future was cancelled", file=sys.stderr)
+        response = {
+            "id": rid,
+            "ok": False,
+            "error": {"code": "AGENT_BAD_REQUEST", "message": "the binding's future was cancelled"},
+        }
+    except Exception as e:
+        # Not a weida error and not a malformed request: a bug, of this agent or the binding.
+        # Answered (so the cell fails at this step, not at a timeout) and logged in full.
+        print(f"agent: {op} raised {type(e).__name__}:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        response = {
+            "id": rid,
+            "ok": False,
+            "error": {
+                "code": "AGENT_BAD_REQUEST",
+                "message": f"unexpected {type(e).__name__}: {e}",
+            },
+        }
+    agent.out.line(response)
+
+
+async def stdin_lines() -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 24)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
+
+
+async def main() -> None:
+    out = Out()
+    agent = Agent(out)
+    reader = await stdin_lines()
+    while True:
+        try:
+            raw = await reader.readline()
+        except ValueError as e:  # a line above the reader's limit
+            out.line(
+                {"id": None, "ok": False, "error": {"code": "AGENT_BAD_REQUEST", "message": str(e)}}
+            )
+            continue
+        if not raw:
+            break  # standard input closed: the runner is done with this agent
+        line = raw.decode("utf-8", "replace").strip()
+        if not line:
+            continue
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            out.line(
+                {
+                    "id": None,
+                    "ok": False,
+                    "error": {"code": "AGENT_BAD_REQUEST", "message": f"not JSON: {e}"},
+                }
+            )
+            continue
+        agent.spawn(answer(agent, request), f"request {request.get('id')!r}")
+    agent.shutdown_all()
+    # Everything written so far is flushed (each line is); the background tasks may still be
+    # awaiting the closed runtimes, which nobody waits for now: leave at once, status 0.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
