@@ -1,0 +1,770 @@
+// @ts-check
+// The Node agent of the conformance suite (conformance/README.md, "The agent protocol"): reads
+// one JSON request per line on stdin, carries it out with the package's public API (imported
+// as a user imports it: `from 'weida'`), and writes one JSON response per line on stdout, with
+// events for background work in between. Requests run concurrently: a request awaiting a reply
+// does not hold up the next line. The reference is the Rust agent (conformance/rust-agent/src);
+// this file follows it op by op.
+//
+//     node node/conformance/agent.mjs      (from the repository root, after the package's build)
+
+import { createHash } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { createInterface } from 'node:readline'
+import { Identity, Pusher, Requester, Runtime, Trust, WeidaError } from 'weida'
+
+const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
+
+// ---------------------------------------------------------------------------------------------
+// The protocol's vocabulary (rust-agent/src/protocol.rs)
+
+/** A request this agent cannot carry out: answered AGENT_BAD_REQUEST, which no scenario expects. */
+class BadRequest extends Error {}
+
+/** One line on stdout. Writes to a pipe are synchronous on Linux, so lines never interleave. */
+function line(/** @type {object} */ v) {
+  process.stdout.write(JSON.stringify(v) + '\n')
+}
+
+/** An event about the endpoint `handle`: `{"event": name, "handle": handle, ...fields}`. */
+function event(/** @type {string} */ name, /** @type {string} */ handle, fields = {}) {
+  line({ event: name, handle, ...fields })
+}
+
+function eventError(/** @type {string} */ name, /** @type {string} */ handle, /** @type {unknown} */ e) {
+  event(name, handle, { error: errorJson(e) })
+}
+
+const CODE_PREFIX = 'ERR_WEIDA_'
+
+/**
+ * `{code, message, definite, ...}` with the fields docs/BINDINGS.md gives the code, read off
+ * the error the binding raised (never off its message). Anything that is not a WeidaError is
+ * this agent's failure to carry the request out.
+ * @param {unknown} e
+ */
+function errorJson(e) {
+  if (e instanceof BadRequest) return { code: 'AGENT_BAD_REQUEST', message: e.message }
+  if (!(e instanceof WeidaError) || typeof e.code !== 'string' || !e.code.startsWith(CODE_PREFIX)) {
+    const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
+    return { code: 'AGENT_BAD_REQUEST', message: `not a weida error: ${what}` }
+  }
+  const code = e.code.slice(CODE_PREFIX.length)
+  /** @type {Record<string, unknown>} */
+  const m = { code, message: e.message, definite: e.definite }
+  const err = /** @type {any} */ (e)
+  if (code === 'CONNECTION_LOST' || code === 'INDETERMINATE') m.cause = err.cause
+  if (code === 'UNKNOWN_ENDPOINT') m.path = err.path
+  if (code === 'UNTRUSTED') {
+    m.fingerprint = err.fingerprint
+    m.expected = err.expected ?? null
+  }
+  return m
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** The text of `b` if it is UTF-8, else null. @param {Uint8Array} b */
+function text(b) {
+  try {
+    return utf8.decode(b)
+  } catch {
+    return null
+  }
+}
+
+/** @param {import('weida').PeerInfo | null | undefined} p */
+function peerJson(p) {
+  if (p == null) return null
+  if (p.kind === 'key') return { kind: 'key', fingerprint: p.fingerprint }
+  if (p.kind === 'local') return { kind: 'local', uid: p.uid, gid: p.gid, pid: p.pid }
+  return { kind: 'other', text: JSON.stringify(p) }
+}
+
+/** Metadata out: text values as strings, others as `{"hex": ...}`; the last of repeated keys. @param {Array<[string, Buffer]>} m */
+function metadataJson(m) {
+  /** @type {Record<string, unknown>} */
+  const out = {}
+  for (const [k, v] of m) {
+    const t = text(v)
+    out[k] = t === null ? { hex: Buffer.from(v).toString('hex') } : t
+  }
+  return out
+}
+
+/** Metadata as the API takes it again (a reply echoes the request's). @param {Array<[string, Buffer]>} m */
+function metadataInit(m) {
+  return Object.fromEntries(m)
+}
+
+/** Metadata in: `{"key": "text value", ...}`. @param {Record<string, unknown>} args */
+function metadataArg(args) {
+  const m = args.metadata
+  if (m === undefined || m === null) return {}
+  if (typeof m !== 'object' || Array.isArray(m)) throw new BadRequest('metadata is an object')
+  /** @type {Record<string, string>} */
+  const out = {}
+  for (const [k, v] of Object.entries(m)) {
+    if (typeof v !== 'string') throw new BadRequest('metadata values are strings')
+    out[k] = v
+  }
+  return out
+}
+
+/** The fields of an event about an incoming stream. @param {import('weida').IncomingMeta} meta */
+function metaFields(meta) {
+  return { path: meta.path, metadata: metadataJson(meta.metadata), peer: peerJson(meta.peer) }
+}
+
+/** A whole message as an op result. @param {import('weida').Message} m */
+function messageJson(m) {
+  return { ...metaFields(m.meta), body: summary(m.body) }
+}
+
+/** @param {Record<string, unknown>} args @param {string} key */
+function strArg(args, key) {
+  const v = args[key]
+  if (typeof v !== 'string') throw new BadRequest(`missing string argument ${JSON.stringify(key)}`)
+  return v
+}
+
+/** @param {Record<string, unknown>} args @param {string} key @returns {number | undefined} */
+function uintArg(args, key) {
+  const v = args[key]
+  if (v === undefined || v === null) return undefined
+  if (!Number.isSafeInteger(v) || /** @type {number} */ (v) < 0) {
+    throw new BadRequest(`argument ${JSON.stringify(key)} is a non-negative integer`)
+  }
+  return /** @type {number} */ (v)
+}
+
+/** @param {Record<string, unknown>} args @param {string} key @param {boolean} dflt */
+function boolArg(args, key, dflt) {
+  const v = args[key]
+  if (v === undefined || v === null) return dflt
+  if (typeof v !== 'boolean') throw new BadRequest(`argument ${JSON.stringify(key)} is a boolean`)
+  return v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bodies (rust-agent/src/body.rs): made from a spec on the sending side, reported as a summary
+
+/** The longest body whose text a summary carries. */
+const TEXT_IN_SUMMARY = 1024
+
+/**
+ * The bytes a body spec names: `{"text": s}`, `{"hex": s}` or
+ * `{"size": n, "pattern": "seq"|"zero", "offset": k}` (seq: byte i is (offset + i) mod 251).
+ * @param {unknown} spec
+ */
+function makeBody(spec) {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new BadRequest('a body is an object')
+  const s = /** @type {Record<string, unknown>} */ (spec)
+  if ('text' in s) {
+    if (typeof s.text !== 'string') throw new BadRequest('body.text is a string')
+    return Buffer.from(s.text, 'utf8')
+  }
+  if ('hex' in s) {
+    if (typeof s.hex !== 'string') throw new BadRequest('body.hex is a string')
+    if (s.hex.length % 2 !== 0) throw new BadRequest('body.hex has an odd length')
+    if (!/^[0-9a-fA-F]*$/.test(s.hex)) throw new BadRequest('body.hex is not hex')
+    return Buffer.from(s.hex, 'hex')
+  }
+  const size = uintArg(s, 'size')
+  if (size === undefined) throw new BadRequest('a body has text, hex, or size and pattern')
+  const offset = uintArg(s, 'offset') ?? 0
+  const pattern = s.pattern ?? 'seq'
+  if (pattern === 'zero') return Buffer.alloc(size)
+  if (pattern !== 'seq') throw new BadRequest(`unknown body pattern ${JSON.stringify(pattern)}`)
+  // One period of the pattern from the offset, repeated by fill.
+  const period = Buffer.alloc(251)
+  for (let i = 0; i < 251; i++) period[i] = (offset + i) % 251
+  return size === 0 ? Buffer.alloc(0) : Buffer.alloc(size, period)
+}
+
+/** How a received body is reported: its size, its SHA-256 and, when short UTF-8, its text. */
+class Tally {
+  #hash = createHash('sha256')
+  #size = 0
+  /** @type {Buffer[]} */
+  #head = []
+  #headLen = 0
+
+  /** @param {Uint8Array} chunk */
+  add(chunk) {
+    this.#hash.update(chunk)
+    this.#size += chunk.length
+    if (this.#headLen <= TEXT_IN_SUMMARY) {
+      const room = TEXT_IN_SUMMARY + 1 - this.#headLen
+      const part = Buffer.from(chunk.subarray(0, room)) // a copy: the chunk may be the addon's memory
+      this.#head.push(part)
+      this.#headLen += part.length
+    }
+  }
+
+  summary() {
+    /** @type {{size: number, sha256: string, text?: string}} */
+    const m = { size: this.#size, sha256: this.#hash.digest('hex') }
+    if (this.#size <= TEXT_IN_SUMMARY) {
+      const t = text(Buffer.concat(this.#head))
+      if (t !== null) m.text = t
+    }
+    return m
+  }
+}
+
+/** @param {Uint8Array} body */
+function summary(body) {
+  const t = new Tally()
+  t.add(body)
+  return t.summary()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Background behaviours of bound endpoints (rust-agent/src/endpoints.rs)
+
+const REPLIER_MODES = ['echo', 'stream_echo', 'hold', 'reject', 'drop']
+const PULLER_MODES = ['recv', 'stream', 'manual']
+
+/** Exchanges kept by `hold` mode: the replier acted and never answers. @type {Set<import('weida').Exchange>} */
+const held = new Set()
+
+/**
+ * Accepts exchanges in a loop, each handled in a task of its own; `closed` when accepting ends.
+ * @param {import('weida').Replier} replier @param {string} handle @param {string} mode @param {string} reason
+ */
+async function serveReplier(replier, handle, mode, reason) {
+  for (;;) {
+    /** @type {import('weida').Exchange} */
+    let ex
+    try {
+      ex = await replier.accept()
+    } catch (e) {
+      eventError('closed', handle, e)
+      return
+    }
+    event('accepted', handle, metaFields(ex.meta))
+    void exchange(ex, handle, mode, reason)
+  }
+}
+
+/**
+ * Abandons an exchange this side is done with, unanswered: what its drop at the end of the task
+ * does in the Rust agent. Left to the garbage collector, the requester would wait for a
+ * collection to see CANCELED (node/README.md, "Lifetime").
+ * @param {import('weida').Exchange} ex
+ */
+function release(ex) {
+  ex.cancel()
+}
+
+/** @param {import('weida').Exchange} ex @param {string} handle @param {string} mode @param {string} reason */
+async function exchange(ex, handle, mode, reason) {
+  const meta = ex.meta.metadata
+  if (mode === 'reject') {
+    try {
+      await ex.reject(reason)
+      event('rejected', handle)
+    } catch (e) {
+      eventError('reply_failed', handle, e)
+      release(ex)
+    }
+    return
+  }
+  if (mode === 'stream_echo') return streamEcho(ex, handle)
+  /** @type {Buffer} */
+  let body
+  try {
+    body = await ex.takeBody()
+  } catch (e) {
+    eventError('request_failed', handle, e)
+    release(ex)
+    return
+  }
+  event('request', handle, { body: summary(body), metadata: metadataJson(meta) })
+  switch (mode) {
+    case 'echo':
+      try {
+        await ex.reply(body, metadataInit(meta))
+        event('replied', handle)
+      } catch (e) {
+        eventError('reply_failed', handle, e)
+        release(ex)
+      }
+      break
+    case 'hold':
+      // Keep the exchange (a reference, so the GC never cancels it): it is never answered.
+      held.add(ex)
+      break
+    case 'drop':
+      release(ex)
+      event('dropped', handle)
+      break
+  }
+}
+
+/**
+ * Reads the request chunk by chunk, then streams the same chunks back through `openReply`.
+ * @param {import('weida').Exchange} ex @param {string} handle
+ */
+async function streamEcho(ex, handle) {
+  const meta = ex.meta.metadata
+  const tally = new Tally()
+  /** @type {Buffer[]} */
+  const chunks = []
+  try {
+    for await (const c of ex) {
+      if (chunks.length === 0) event('receiving', handle, { size: c.length })
+      tally.add(c)
+      chunks.push(c)
+    }
+  } catch (e) {
+    eventError('request_failed', handle, e)
+    release(ex)
+    return
+  }
+  event('request', handle, { body: tally.summary(), metadata: metadataJson(meta) })
+  try {
+    const reply = await ex.openReply(metadataInit(meta))
+    for (const c of chunks) await reply.write(c)
+    await reply.finish()
+    event('replied', handle)
+  } catch (e) {
+    eventError('reply_failed', handle, e)
+    release(ex)
+  }
+}
+
+/** @param {import('weida').Puller} puller @param {string} handle @param {string} mode */
+async function servePuller(puller, handle, mode) {
+  if (mode === 'recv') {
+    for (;;) {
+      try {
+        const m = await puller.recv()
+        event('received', handle, messageJson(m))
+      } catch (e) {
+        if (e instanceof WeidaError && e.code === 'ERR_WEIDA_CLOSED') {
+          eventError('closed', handle, e)
+          return
+        }
+        eventError('receive_failed', handle, e)
+      }
+    }
+  }
+  if (mode === 'stream') {
+    for (;;) {
+      /** @type {import('weida').IncomingTransfer} */
+      let t
+      try {
+        t = await puller.accept()
+      } catch (e) {
+        eventError('closed', handle, e)
+        return
+      }
+      event('accepted', handle, metaFields(t.meta))
+      void readTransfer(t, handle)
+    }
+  }
+}
+
+/** @param {import('weida').IncomingTransfer} t @param {string} handle */
+async function readTransfer(t, handle) {
+  const tally = new Tally()
+  let first = true
+  try {
+    for await (const c of t) {
+      if (first) event('receiving', handle, { size: c.length })
+      first = false
+      tally.add(c)
+    }
+  } catch (e) {
+    eventError('receive_failed', handle, e)
+    return
+  }
+  event('received', handle, { ...metaFields(t.meta), body: tally.summary() })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ops (rust-agent/src/ops.rs), on handles the runner names
+
+/** Every name in use, whatever it names: a name is never reused within one agent. */
+const names = new Set()
+/** @type {Map<string, Runtime>} */
+const runtimes = new Map()
+/** @type {Map<string, import('weida').Listener>} */
+const listeners = new Map()
+/** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller>} */
+const bound = new Map()
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher>} */
+const dialling = new Map()
+/** Pullers in `manual` mode, for the `recv` op. @type {Map<string, import('weida').Puller>} */
+const manualPullers = new Map()
+/** @type {Map<string, import('weida').OutgoingTransfer>} */
+const transfers = new Map()
+/** @type {Map<string, import('weida').PendingReply>} */
+const replies = new Map()
+
+/** @param {string} kind @param {string} name */
+function missing(kind, name) {
+  return new BadRequest(`no ${kind} named ${JSON.stringify(name)} (or it is in use by another op)`)
+}
+
+/** @param {string} name */
+function claim(name) {
+  if (name === '' || names.has(name)) throw new BadRequest(`handle name ${JSON.stringify(name)} is empty or taken`)
+  names.add(name)
+}
+
+/**
+ * @template T
+ * @param {Map<string, T>} map @param {Record<string, unknown>} args @param {string} key @param {string} kind
+ */
+function get(map, args, key, kind) {
+  const name = strArg(args, key)
+  const v = map.get(name)
+  if (v === undefined) throw missing(kind, name)
+  return v
+}
+
+/** @param {Record<string, unknown>} args */
+function takeTransfer(args) {
+  const name = strArg(args, 'transfer')
+  const t = transfers.get(name)
+  if (t === undefined) throw missing('transfer', name)
+  transfers.delete(name)
+  return /** @type {const} */ ([name, t])
+}
+
+/** `"address"`, `"unverified"` or `{"pinned": ["sha256:…", …]}`. @param {unknown} v */
+function trust(v) {
+  if (v === 'address') return Trust.address()
+  if (v === 'unverified') return Trust.unverified()
+  if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+    const pins = /** @type {Record<string, unknown>} */ (v).pinned
+    if (!Array.isArray(pins)) throw new BadRequest('trust object is {"pinned": [...]}')
+    if (!pins.every((p) => typeof p === 'string')) throw new BadRequest('a pin is a string')
+    return Trust.pinned(pins)
+  }
+  throw new BadRequest(`unknown trust ${JSON.stringify(v)}`)
+}
+
+/** The protocol's limit names and the package's. */
+const LIMITS = {
+  stream_receive_window: 'streamReceiveWindow',
+  connection_receive_window: 'connectionReceiveWindow',
+  send_window: 'sendWindow',
+  max_concurrent_uni_streams: 'maxConcurrentUniStreams',
+  max_concurrent_bidi_streams: 'maxConcurrentBidiStreams',
+  max_local_streams: 'maxLocalStreams',
+  endpoint_queue: 'endpointQueue',
+  max_header_size: 'maxHeaderSize',
+  max_collected_body: 'maxCollectedBody',
+  idle_timeout_ms: 'idleTimeoutMs',
+  keep_alive_ms: 'keepAliveMs',
+}
+
+/** Limits from `{"idle_timeout_ms": …, "keep_alive_ms": null, …}`. @param {unknown} v */
+function limits(v) {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) throw new BadRequest('limits is an object')
+  /** @type {Record<string, number | null>} */
+  const out = {}
+  for (const [k, val] of Object.entries(v)) {
+    const name = /** @type {Record<string, string>} */ (LIMITS)[k]
+    if (name === undefined) throw new BadRequest(`unknown limit ${JSON.stringify(k)}`)
+    if (k === 'keep_alive_ms' && val === null) {
+      out[name] = null
+      continue
+    }
+    if (!Number.isSafeInteger(val) || val < 0) throw new BadRequest(`limits.${k} is a non-negative integer`)
+    out[name] = val
+  }
+  return /** @type {import('weida').Limits} */ (out)
+}
+
+/** `{"delivered": n, ...}` from bigints. @param {Record<string, bigint>} o @param {Record<string, string>} fields */
+function numbers(o, fields) {
+  /** @type {Record<string, number>} */
+  const out = {}
+  for (const [json, js] of Object.entries(fields)) out[json] = Number(o[js])
+  return out
+}
+
+/**
+ * Carries out one op.
+ * @param {string} op @param {Record<string, unknown>} args
+ * @returns {Promise<Record<string, unknown>>}
+ */
+async function run(op, args) {
+  switch (op) {
+    case 'hello':
+      return { protocol: 1, language: 'node', agent: 'node/conformance/agent.mjs', weida: VERSION }
+
+    case 'runtime': {
+      const name = strArg(args, 'name')
+      /** @type {import('weida').RuntimeOptions} */
+      const options = {}
+      if (args.identity !== undefined && args.identity !== null) {
+        const dir = /** @type {any} */ (args.identity).dir
+        if (typeof dir !== 'string') throw new BadRequest('identity is {"dir": path} or absent (ephemeral)')
+        options.identity = Identity.loadOrCreate(dir)
+      }
+      if (args.trust !== undefined) options.trust = trust(args.trust)
+      options.presentIdentity = boolArg(args, 'present_identity', true)
+      const l = limits(args.limits)
+      if (l !== undefined) options.limits = l
+      const sendTimeout = uintArg(args, 'send_timeout_ms')
+      if (sendTimeout !== undefined) options.sendTimeoutMs = sendTimeout
+      const rt = new Runtime(options)
+      const fingerprint = rt.fingerprint
+      try {
+        claim(name)
+      } catch (e) {
+        rt.shutdown()
+        throw e
+      }
+      runtimes.set(name, rt)
+      return { fingerprint }
+    }
+
+    case 'bind': {
+      const rt = get(runtimes, args, 'runtime', 'runtime')
+      const name = strArg(args, 'name')
+      const address = strArg(args, 'address')
+      const requireClient = args.require_client
+      const listener =
+        requireClient === undefined || requireClient === null
+          ? await rt.bind(address)
+          : await rt.bind(address, { requireClient: trust(requireClient) })
+      try {
+        claim(name)
+      } catch (e) {
+        listener.close()
+        throw e
+      }
+      listeners.set(name, listener)
+      return { address: listener.address }
+    }
+
+    case 'close':
+      get(listeners, args, 'listener', 'listener').close()
+      return {}
+
+    case 'shutdown':
+      get(runtimes, args, 'runtime', 'runtime').shutdown()
+      return {}
+
+    case 'drain': {
+      const rt = get(runtimes, args, 'runtime', 'runtime')
+      const ms = uintArg(args, 'deadline_ms')
+      if (ms === undefined) throw new BadRequest('drain needs deadline_ms')
+      const d = await rt.drain(ms)
+      return numbers(/** @type {any} */ (d), { delivered: 'delivered', outstanding: 'outstanding' })
+    }
+
+    case 'counters': {
+      const c = get(runtimes, args, 'runtime', 'runtime').counters()
+      return numbers(/** @type {any} */ (c), {
+        streams_opened: 'streamsOpened',
+        streams_accepted: 'streamsAccepted',
+        streams_refused: 'streamsRefused',
+        bytes_sent: 'bytesSent',
+        bytes_received: 'bytesReceived',
+        connections_dialled: 'connectionsDialled',
+        connections_accepted: 'connectionsAccepted',
+        receipts_delivered: 'receiptsDelivered',
+        receipts_failed: 'receiptsFailed',
+      })
+    }
+
+    case 'replier': {
+      const listener = get(listeners, args, 'listener', 'listener')
+      const name = strArg(args, 'name')
+      const mode = strArg(args, 'mode')
+      if (!REPLIER_MODES.includes(mode)) throw new BadRequest(`unknown replier mode ${JSON.stringify(mode)}`)
+      const reason = typeof args.reason === 'string' ? args.reason : 'rejected'
+      const replier = listener.replier(strArg(args, 'path'))
+      const address = replier.address
+      try {
+        claim(name)
+      } catch (e) {
+        replier.close()
+        throw e
+      }
+      bound.set(name, replier)
+      void serveReplier(replier, name, mode, reason)
+      return { address }
+    }
+
+    case 'puller': {
+      const listener = get(listeners, args, 'listener', 'listener')
+      const name = strArg(args, 'name')
+      const mode = strArg(args, 'mode')
+      if (!PULLER_MODES.includes(mode)) throw new BadRequest(`unknown puller mode ${JSON.stringify(mode)}`)
+      const puller = listener.puller(strArg(args, 'path'))
+      const address = puller.address
+      try {
+        claim(name)
+      } catch (e) {
+        puller.close()
+        throw e
+      }
+      bound.set(name, puller)
+      if (mode === 'manual') manualPullers.set(name, puller)
+      else void servePuller(puller, name, mode)
+      return { address }
+    }
+
+    case 'requester':
+    case 'pusher': {
+      const rt = get(runtimes, args, 'runtime', 'runtime')
+      const name = strArg(args, 'name')
+      claim(name)
+      dialling.set(name, op === 'requester' ? rt.requester() : rt.pusher())
+      return {}
+    }
+
+    case 'connect': {
+      const address = strArg(args, 'address')
+      const d = get(dialling, args, 'endpoint', 'requester or pusher')
+      await d.connect(address)
+      return { peer_count: d.peerCount }
+    }
+
+    case 'disconnect': {
+      const address = strArg(args, 'address')
+      return { removed: get(dialling, args, 'endpoint', 'requester or pusher').disconnect(address) }
+    }
+
+    case 'peer_count':
+      return { peer_count: get(dialling, args, 'endpoint', 'requester or pusher').peerCount }
+
+    case 'request': {
+      const r = get(dialling, args, 'endpoint', 'requester or pusher')
+      if (!(r instanceof Requester)) throw new BadRequest('request needs a requester')
+      const body = makeBody(args.body ?? null)
+      return messageJson(await r.requestWith(body, metadataArg(args)))
+    }
+
+    case 'send': {
+      const p = get(dialling, args, 'endpoint', 'requester or pusher')
+      if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher')
+      const body = makeBody(args.body ?? null)
+      await p.send(body, metadataArg(args))
+      return {}
+    }
+
+    case 'open': {
+      const meta = metadataArg(args)
+      const tname = strArg(args, 'transfer')
+      const d = get(dialling, args, 'endpoint', 'requester or pusher')
+      if (d instanceof Pusher) {
+        const t = await d.open(meta)
+        claim(tname)
+        transfers.set(tname, t)
+      } else {
+        const rname = strArg(args, 'reply')
+        const [t, reply] = await d.open(meta)
+        claim(tname)
+        claim(rname)
+        transfers.set(tname, t)
+        replies.set(rname, reply)
+      }
+      return {}
+    }
+
+    case 'write': {
+      const bytes = makeBody(args.body ?? null)
+      const chunk = Math.max(uintArg(args, 'chunk') ?? 64 * 1024, 1)
+      const [name, t] = takeTransfer(args)
+      try {
+        for (let at = 0; at < bytes.length; at += chunk) {
+          await t.write(bytes.subarray(at, Math.min(at + chunk, bytes.length)))
+        }
+      } finally {
+        // Kept after a failed write too, so a scenario can still cancel it.
+        transfers.set(name, t)
+      }
+      return { written: bytes.length }
+    }
+
+    case 'finish': {
+      const [, t] = takeTransfer(args)
+      const delivery = await t.finish()
+      if (boolArg(args, 'delivered', false)) {
+        await delivery.delivered()
+        return { delivered: true }
+      }
+      return {}
+    }
+
+    case 'cancel': {
+      const [, t] = takeTransfer(args)
+      t.cancel()
+      return {}
+    }
+
+    case 'reply_body': {
+      const name = strArg(args, 'reply')
+      const reply = replies.get(name)
+      if (reply === undefined) throw missing('pending reply', name)
+      replies.delete(name)
+      return messageJson(await reply.body())
+    }
+
+    case 'recv': {
+      const p = get(manualPullers, args, 'puller', 'manual puller')
+      return messageJson(await p.recv())
+    }
+
+    default:
+      throw new BadRequest(`unknown op ${JSON.stringify(op)}`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop over standard input
+
+/** Requests not yet answered, by id: what a slow exit names on stderr. @type {Map<unknown, string>} */
+const pending = new Map()
+
+/** @param {string} text */
+async function handle(text) {
+  /** @type {any} */
+  let request
+  try {
+    request = JSON.parse(text)
+  } catch (e) {
+    line({ id: null, ok: false, error: { code: 'AGENT_BAD_REQUEST', message: `not JSON: ${/** @type {Error} */ (e).message}` } })
+    return
+  }
+  const id = request?.id ?? null
+  const op = typeof request?.op === 'string' ? request.op : ''
+  const args = typeof request?.args === 'object' && request.args !== null ? request.args : {}
+  pending.set(id, op)
+  try {
+    const result = await run(op, args)
+    line({ id, ok: true, result })
+  } catch (e) {
+    line({ id, ok: false, error: errorJson(e) })
+  } finally {
+    pending.delete(id)
+  }
+}
+
+const input = createInterface({ input: process.stdin, crlfDelay: Infinity })
+input.on('line', (text) => {
+  if (text.trim() !== '') void handle(text)
+})
+input.on('close', () => {
+  // Standard input closed: the runner is done with this agent. Shutting every runtime down
+  // settles every pending call, and with nothing pending Node exits on its own (the package's
+  // lifetime rule, node/README.md). A process still alive later says what it waits for.
+  for (const rt of runtimes.values()) rt.shutdown()
+  setTimeout(() => {
+    process.stderr.write(
+      `agent: still running 3 s after stdin closed; unanswered: ${JSON.stringify([...pending])}; ` +
+        `resources: ${JSON.stringify(process.getActiveResourcesInfo())}\n`,
+    )
+  }, 3000).unref()
+})
