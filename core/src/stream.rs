@@ -135,6 +135,19 @@ impl StreamReader {
         wire::varint::get(&mut &v[..n]).map_err(ReadFail::Decode)
     }
 
+    /// A length-prefixed value (`len:varint bytes`), refusing one above `max` bytes.
+    pub(crate) async fn prefixed(&mut self, max: usize) -> std::result::Result<Bytes, ReadFail> {
+        let len = self.varint().await?;
+        if len > max as u64 {
+            return Err(ReadFail::Decode(DecodeError::TooLarge {
+                what: "token",
+                len,
+                limit: max as u64,
+            }));
+        }
+        self.exact(len as usize).await
+    }
+
     /// A DATA header, refusing one above `max` bytes before reading it.
     pub(crate) async fn header(&mut self, max: u64) -> std::result::Result<Header, ReadFail> {
         let len = self.varint().await?;

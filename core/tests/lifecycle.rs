@@ -274,6 +274,7 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
         Runtime::new(bad).unwrap_err().code(),
         ErrorCode::InvalidConfig
     );
+    // PerProducer ordering is implemented; a non-core level of another dimension is not.
     let ordered = RuntimeConfig {
         guarantees: weida::GuaranteeSet {
             ordering: weida::Ordering::Detect,
@@ -281,8 +282,16 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
         },
         ..RuntimeConfig::default()
     };
+    assert!(Runtime::new(ordered).is_ok());
+    let deduplicated = RuntimeConfig {
+        guarantees: weida::GuaranteeSet {
+            other: vec![(weida::wire::control::dimension::DEDUPLICATION, 1)],
+            ..Default::default()
+        },
+        ..RuntimeConfig::default()
+    };
     assert_eq!(
-        Runtime::new(ordered).unwrap_err().code(),
+        Runtime::new(deduplicated).unwrap_err().code(),
         ErrorCode::InvalidConfig
     );
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();

@@ -11,7 +11,7 @@ pub mod reply;
 pub mod varint;
 
 pub use codes::Code;
-pub use control::{ControlFrame, GuaranteeSet, Hello, Ordering};
+pub use control::{ControlFrame, GuaranteeSet, Hello, Ordering, Session, Subscription};
 pub use header::{Header, Metadata};
 pub use reply::ReplyStatus;
 
@@ -58,7 +58,9 @@ pub enum StreamType {
     Exchange,
     /// Reserved: a long-lived lane of framed complete messages (not sent by v0 peers).
     Lane,
-    /// Reserved: a connection a subscriber parks for a local publisher (not sent by v0 peers).
+    /// A connection a local-socket subscriber parks for its publisher to write a copy on
+    /// (PROTOCOL.md §3.7): `04 token_len:varint token`, then the reverse direction carries a
+    /// transfer.
     Parked,
 }
 
