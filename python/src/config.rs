@@ -65,6 +65,7 @@ impl Limits {
                 },
                 // Not given: the core's default; None: never.
                 keep_alive: keep_alive.map(|s| seconds("keep_alive", s)).transpose()?,
+                ..d
             },
         })
     }
