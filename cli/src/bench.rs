@@ -277,6 +277,8 @@ fn table(r: &Value) -> String {
             .map_or_else(|| "-".to_string(), |v| format!("{v:.0}"))
     };
     let f = |k: &str| r[k].as_f64().unwrap_or_default();
+    // As numbers: a JSON value's Display ignores the column width.
+    let n = |k: &str| r[k].as_u64().unwrap_or_default();
     format!(
         "{:<10} {:<9} {:>8} {:>5} {:>7} {:>10} {:>12} {:>9} {:>8} {:>8} {:>8}\n\
          {:<10} {:<9} {:>8} {:>5} {:>7.2} {:>10} {:>12.0} {:>9.2} {:>8} {:>8} {:>8}\n",
@@ -293,10 +295,10 @@ fn table(r: &Value) -> String {
         "p99 us",
         r["pattern"].as_str().unwrap_or_default(),
         r["transport"].as_str().unwrap_or_default(),
-        r["size"],
-        r["concurrency"],
+        n("size"),
+        n("concurrency"),
         f("duration_secs"),
-        r["messages"],
+        n("messages"),
         f("msgs_per_sec"),
         f("mb_per_sec"),
         lat("p50"),

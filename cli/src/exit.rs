@@ -197,9 +197,16 @@ impl Failure {
         for c in &self.context {
             let _ = writeln!(out, "  while {c}");
         }
+        // The core's `Io` message already quotes its source: a cause is printed only when it
+        // adds something to the line before it.
+        let mut shown = top.to_string();
         let mut source = top.source();
         while let Some(s) = source {
-            let _ = writeln!(out, "  caused by: {s}");
+            let text = s.to_string();
+            if !shown.contains(&text) {
+                let _ = writeln!(out, "  caused by: {text}");
+            }
+            shown = text;
             source = s.source();
         }
         if let Kind::Weida(e) = &self.kind {

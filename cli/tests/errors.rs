@@ -111,14 +111,52 @@ fn a_push_to_a_rep_path_is_unsupported() {
 }
 
 #[test]
-fn a_request_past_its_timeout_is_timeout() {
-    let rep = Served::start(&[
+fn a_reply_lost_after_the_request_arrived_is_indeterminate() {
+    // The replier reads the request whole, then dies before answering (its command kills
+    // it). Over AF_UNIX the requester learns at once that the connection is gone.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("weida+unix://{}//x", dir.path().join("s.sock").display());
+    let _rep = Served::start(&[
         "rep",
         "--quiet",
         "--exec",
-        "sleep 30",
-        "weida://127.0.0.1:0/slow",
+        "cat >/dev/null; kill -9 $PPID",
+        &url,
     ]);
+    weida()
+        .args(["req", &url, "charge card 42"])
+        .assert()
+        .code(7)
+        .stderr(contains("error: indeterminate"))
+        .stderr(contains("check before retrying"));
+}
+
+#[test]
+fn a_missing_socket_is_an_io_error_without_a_repeated_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("weida+unix://{}//x", dir.path().join("none.sock").display());
+    let out = weida()
+        .args(["req", &url, "hi"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    let stderr = String::from_utf8(out).unwrap();
+    assert!(stderr.contains("No such file or directory"), "{stderr}");
+    assert!(
+        !stderr.contains("caused by"),
+        "the cause repeats the message: {stderr}"
+    );
+}
+
+/// A command that never answers, and ends with the `rep` that ran it (a plain `sleep` would
+/// outlive a killed `rep`).
+const HANG: &str = "cat >/dev/null; while kill -0 $PPID 2>/dev/null; do sleep 0.05; done";
+
+#[test]
+fn a_request_past_its_timeout_is_timeout() {
+    let rep = Served::start(&["rep", "--quiet", "--exec", HANG, "weida://127.0.0.1:0/slow"]);
     weida()
         .args(["req", &rep.address, "hi", "--timeout", "0.3"])
         .assert()
@@ -192,4 +230,25 @@ fn help_lists_every_exit_status() {
     ] {
         assert!(help.contains(line), "--help lacks {line:?}");
     }
+}
+
+#[test]
+fn ctrl_c_interrupts_a_client_with_status_130() {
+    let mut rep = Served::start(&["rep", "--exec", HANG, "weida://127.0.0.1:0/slow"]);
+    let req = std::process::Command::new(assert_cmd::cargo::cargo_bin("weida"))
+        .args(["req", &rep.address, "waiting"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The replier prints the request once it has it: the client is now waiting for a reply.
+    assert_eq!(rep.next_line().as_deref(), Some("waiting"));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &req.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = req.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: interrupted"));
 }

@@ -154,13 +154,21 @@ fn bench_req_rep_reports_latency_percentiles() {
 }
 
 #[test]
-fn bench_prints_a_table_without_json() {
-    weida()
+fn bench_prints_an_aligned_table_without_json() {
+    let out = weida()
         .args(["bench", "--duration", "0.2", "--transport", "inproc"])
         .assert()
         .success()
-        .stdout(contains("msgs/s"))
-        .stdout(contains("push-pull  inproc"));
+        .get_output()
+        .stdout
+        .clone();
+    let table = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(lines[0].contains("msgs/s") && lines[0].contains("p99 us"));
+    assert!(lines[1].starts_with("push-pull  inproc"), "{table}");
+    // Fixed-width columns: the row is as long as the header, each value under its name.
+    assert_eq!(lines[0].len(), lines[1].len(), "{table}");
 }
 
 #[test]
