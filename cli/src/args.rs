@@ -68,7 +68,7 @@ pub(crate) struct ServeArgs {
     /// so the dialable address stays the same across restarts.
     #[arg(long, value_name = "DIR")]
     pub(crate) identity: Option<PathBuf>,
-    /// Exit after N messages (requests answered, for rep).
+    /// Exit after N messages (requests received whole, for rep).
     #[arg(long, value_name = "N")]
     pub(crate) count: Option<u64>,
     /// How to print each message received on stdout.

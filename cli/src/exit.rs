@@ -150,6 +150,11 @@ impl Failure {
         self
     }
 
+    /// True for [`Failure::interrupted`].
+    pub(crate) fn is_interrupted(&self) -> bool {
+        matches!(self.kind, Kind::Interrupted)
+    }
+
     /// The core error, if this is one.
     pub(crate) fn weida(&self) -> Option<&Error> {
         match &self.kind {

@@ -33,21 +33,25 @@ pub(crate) async fn rep(args: RepArgs, stop: &mut Stop) -> Result<(), Failure> {
     let replier = listener.replier(&path)?;
     announce(replier.address(), s.ready)?;
     let mut answered = 0u64;
-    while s.count.is_none_or(|n| answered < n) {
-        let exchange = match stop.finish(replier.accept(), || replier.close()).await? {
-            Ok(x) => x,
-            Err(Error::Closed) => break,
-            Err(e) => return Err(Failure::from(e).context("accepting a request")),
-        };
-        let answer = answer(exchange, args.exec.as_deref(), s);
-        if stop.finish(answer, || replier.close()).await?? {
-            answered += 1;
+    let served = async {
+        while s.count.is_none_or(|n| answered < n) {
+            let exchange = match stop.finish(replier.accept(), || replier.close()).await? {
+                Ok(x) => x,
+                Err(Error::Closed) => break,
+                Err(e) => return Err(Failure::from(e).context("accepting a request")),
+            };
+            let answer = answer(exchange, args.exec.as_deref(), s);
+            if stop.finish(answer, || replier.close()).await?? {
+                answered += 1;
+            }
         }
+        Ok(())
     }
+    .await;
     replier.close();
-    close(&rt).await;
+    close(&rt, &served).await;
     drop(listener);
-    Ok(())
+    served
 }
 
 /// Answers one exchange. True when its request was read whole (and so counts); a failure of
@@ -134,28 +138,33 @@ pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure>
     let puller = listener.puller(&path)?;
     announce(puller.address(), s.ready)?;
     let mut received = 0u64;
-    while s.count.is_none_or(|n| received < n) {
-        match stop.finish(puller.recv(), || puller.close()).await? {
-            Ok(m) => {
-                received += 1;
-                if !s.quiet {
-                    output::print_message(s.format, &m.meta, &m.body).map_err(Failure::output)?;
+    let served = async {
+        while s.count.is_none_or(|n| received < n) {
+            match stop.finish(puller.recv(), || puller.close()).await? {
+                Ok(m) => {
+                    received += 1;
+                    if !s.quiet {
+                        output::print_message(s.format, &m.meta, &m.body)
+                            .map_err(Failure::output)?;
+                    }
                 }
+                Err(Error::Closed) => break,
+                // A message cancelled by its sender, above --max-body, or cut by a lost
+                // connection: that message is gone, the puller goes on.
+                Err(e) => warn(
+                    "a message could not be received",
+                    &IncomingMeta::default(),
+                    &e,
+                ),
             }
-            Err(Error::Closed) => break,
-            // A message cancelled by its sender, above --max-body, or cut by a lost
-            // connection: that message is gone, the puller goes on.
-            Err(e) => warn(
-                "a message could not be received",
-                &IncomingMeta::default(),
-                &e,
-            ),
         }
+        Ok(())
     }
+    .await;
     puller.close();
-    close(&rt).await;
+    close(&rt, &served).await;
     drop(listener);
-    Ok(())
+    served
 }
 
 /// Ends a serving role's connections from its side.
@@ -165,7 +174,11 @@ pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure>
 /// are sent (quinn's `Endpoint::wait_idle`): so this waits for the acknowledgements, drains
 /// (the replies' receipts), and gives the closes a moment to leave. Fixed waits, bounded,
 /// in place of the facility the core lacks.
-async fn close(rt: &Runtime) {
+/// A role abandoned by a second signal skips it: exiting at once is what was asked.
+async fn close(rt: &Runtime, served: &Result<(), Failure>) {
+    if served.as_ref().is_err_and(Failure::is_interrupted) {
+        return;
+    }
     tokio::time::sleep(ACK_LINGER).await;
     rt.drain(DRAIN).await;
     tokio::time::sleep(CLOSE_FLUSH).await;

@@ -177,3 +177,25 @@ fn over_a_unix_socket_the_peer_is_the_kernels_credentials() {
     assert!(v["peer"]["pid"].as_i64().unwrap() > 0);
     assert_eq!(v["body"], "hi");
 }
+
+#[test]
+fn pull_exits_0_when_its_reader_goes_away() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("weida"))
+        .args(["pull", "--ready", "weida://127.0.0.1:0/jobs"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    out.read_line(&mut ready).unwrap();
+    let address = ready.trim().strip_prefix("READY ").unwrap().to_string();
+    drop(out); // `weida pull | head -1`: the reader is gone
+    weida().args(["push", &address, "x"]).assert().success();
+    // Waited for on a thread, so a pull that never exits fails the test instead of hanging.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait().unwrap()));
+    let status = rx.recv_timeout(common::PATIENCE).expect("pull exits");
+    assert_eq!(status.code(), Some(0));
+}
