@@ -231,7 +231,9 @@ fn source(data: Vec<String>, input: InputArgs, default: Split) -> Source {
 /// How a read input is cut into messages when the command line does not say.
 #[derive(Debug, Clone, Copy)]
 enum Split {
+    /// One message per line.
     Lines,
+    /// The whole input as one streamed message.
     Whole,
 }
 
@@ -252,6 +254,8 @@ fn runtime(d: &DialArgs, max_body: Option<u64>) -> Result<Runtime, Failure> {
     Ok(Runtime::new(config)?)
 }
 
+/// Dials `--url` (the future `connecting`), bounded by `--timeout`, naming the address in
+/// the error.
 async fn connect(
     d: &DialArgs,
     connecting: impl Future<Output = weida::Result<()>>,
@@ -261,6 +265,7 @@ async fn connect(
         .map_err(|e| Failure::from(e).context(format!("connecting to {}", d.url)))
 }
 
+/// The `--meta` entries, in the order given (duplicates kept, as the wire keeps them).
 fn metadata(d: &DialArgs) -> Metadata {
     d.meta.iter().map(|(n, v)| (n.clone(), v.clone())).collect()
 }

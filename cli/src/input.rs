@@ -8,7 +8,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::exit::Failure;
 
-/// How much one read takes: the core's own read chunk, so a write is one stream frame's worth.
+/// How much one read takes: the core's own read chunk (`READ_CHUNK` in core/src/stream.rs),
+/// large enough that a write per chunk costs little, small enough to stream in constant memory.
 const CHUNK: usize = 64 * 1024;
 
 /// An open input.
@@ -30,10 +31,16 @@ impl Input {
                 )),
                 name: p.display().to_string(),
             },
-            None => Input {
-                reader: Box::new(BufReader::with_capacity(CHUNK, tokio::io::stdin())),
-                name: "stdin".into(),
-            },
+            None => {
+                // Waiting on a terminal with no prompt looks like a hang.
+                if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                    eprintln!("reading stdin (end it with Ctrl-D)");
+                }
+                Input {
+                    reader: Box::new(BufReader::with_capacity(CHUNK, tokio::io::stdin())),
+                    name: "stdin".into(),
+                }
+            }
         })
     }
 
