@@ -157,6 +157,12 @@ pub struct RuntimeConfig {
     pub send_timeout: Option<Duration>,
     /// UDP socket buffer size asked of the kernel. Default 4 MiB.
     pub udp_buffer: usize,
+    /// Message lanes (docs/decisions/0001-message-lanes.md): a whole message up to this many
+    /// bytes, handed to `Pusher::send` or `Publisher::publish`, travels as a frame on one
+    /// long-lived stream per connection and path instead of a stream of its own, when the peer
+    /// offers lanes too. `open`, requests and larger bodies keep their own stream. 0 turns
+    /// lanes off (and refuses a peer's lane). Default 16 KiB.
+    pub lane_max_message: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -169,6 +175,7 @@ impl Default for RuntimeConfig {
             guarantees: GuaranteeSet::core(),
             send_timeout: None,
             udp_buffer: 4 << 20,
+            lane_max_message: 16 * 1024,
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod filter;
 mod fingerprint;
 mod hub;
 mod identity;
+mod lane;
 mod ordering;
 mod patterns;
 mod runtime;

@@ -46,11 +46,17 @@ pub struct Counters {
     pub receipts_failed: u64,
     /// Pub/Sub copies queued for subscribers by this runtime's publishers.
     pub copies_published: u64,
+    /// Messages written as frames on message lanes (each also counts in `bytes_sent`).
+    pub lane_messages_sent: u64,
+    /// Messages read from message lanes and handed to an endpoint.
+    pub lane_messages_received: u64,
+    /// Messages queued on a lane that ended before writing them (a refusal or a loss).
+    pub lane_messages_lost: u64,
 }
 
 #[derive(Default)]
 pub(crate) struct Stats {
-    streams_opened: AtomicU64,
+    pub(crate) streams_opened: AtomicU64,
     streams_accepted: AtomicU64,
     streams_refused: AtomicU64,
     bytes_sent: AtomicU64,
@@ -58,6 +64,9 @@ pub(crate) struct Stats {
     connections_dialled: AtomicU64,
     connections_accepted: AtomicU64,
     pub(crate) copies_published: AtomicU64,
+    pub(crate) lane_messages_sent: AtomicU64,
+    pub(crate) lane_messages_received: AtomicU64,
+    pub(crate) lane_messages_lost: AtomicU64,
 }
 
 impl Stats {
@@ -73,7 +82,8 @@ impl Stats {
 /// to wait on (GUARANTEES §3), pruned as they resolve.
 #[derive(Default)]
 pub(crate) struct Receipts {
-    pending: Mutex<Vec<quinn::SendStream>>,
+    /// Each with the number of messages it stands for (a lane carries many).
+    pending: Mutex<Vec<(quinn::SendStream, u64)>>,
     delivered: AtomicU64,
     failed: AtomicU64,
     // Prune when the list reaches this length, then set it to twice what survived: every
@@ -83,16 +93,22 @@ pub(crate) struct Receipts {
 
 impl Receipts {
     pub(crate) fn park(&self, r: Receipt) {
+        self.park_many(r, 1)
+    }
+
+    /// Parks the receipt of a stream that carried `n` messages (a lane): they are delivered,
+    /// or not, together.
+    pub(crate) fn park_many(&self, r: Receipt, n: u64) {
         match r {
             Receipt::Ready(Ok(())) => {
-                self.delivered.fetch_add(1, Ordering::Relaxed);
+                self.delivered.fetch_add(n, Ordering::Relaxed);
             }
             Receipt::Ready(Err(_)) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.failed.fetch_add(n, Ordering::Relaxed);
             }
             Receipt::Quic(s) => {
                 let mut p = self.pending.lock().unwrap();
-                p.push(s);
+                p.push((s, n));
                 // Amortized pruning so resolved receipts do not accumulate; a resolved quinn
                 // receipt answers without waiting.
                 if p.len() >= self.prune_at.load(Ordering::Relaxed).max(256) {
@@ -103,13 +119,13 @@ impl Receipts {
         }
     }
 
-    fn prune(&self, p: &mut Vec<quinn::SendStream>) {
+    fn prune(&self, p: &mut Vec<(quinn::SendStream, u64)>) {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        p.retain(|s| {
+        p.retain(|(s, n)| {
             let f = std::pin::pin!(crate::transport::quic_receipt(s));
             match f.poll(&mut cx) {
                 std::task::Poll::Ready(r) => {
-                    self.count(r);
+                    self.count(r, *n);
                     false
                 }
                 std::task::Poll::Pending => true,
@@ -117,25 +133,31 @@ impl Receipts {
         });
     }
 
-    fn count(&self, r: std::result::Result<(), StreamError>) {
+    fn count(&self, r: std::result::Result<(), StreamError>, n: u64) {
         match r {
-            Ok(()) => self.delivered.fetch_add(1, Ordering::Relaxed),
-            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+            Ok(()) => self.delivered.fetch_add(n, Ordering::Relaxed),
+            Err(_) => self.failed.fetch_add(n, Ordering::Relaxed),
         };
     }
 
     /// Waits for every parked receipt until `deadline`; returns how many are still pending.
     async fn settle(&self, deadline: Duration) -> u64 {
-        let all: Vec<quinn::SendStream> = std::mem::take(&mut *self.pending.lock().unwrap());
-        let mut set: futures_util::stream::FuturesUnordered<_> =
-            all.iter().map(crate::transport::quic_receipt).collect();
-        let total = set.len() as u64;
+        let all: Vec<(quinn::SendStream, u64)> = std::mem::take(&mut *self.pending.lock().unwrap());
+        let mut set: futures_util::stream::FuturesUnordered<_> = all
+            .iter()
+            .map(|(s, n)| {
+                let f = crate::transport::quic_receipt(s);
+                let n = *n;
+                async move { (f.await, n) }
+            })
+            .collect();
+        let total: u64 = all.iter().map(|(_, n)| n).sum();
         let mut done = 0u64;
         let _ = tokio::time::timeout(deadline, async {
             use futures_util::StreamExt;
-            while let Some(r) = set.next().await {
-                self.count(r);
-                done += 1;
+            while let Some((r, n)) = set.next().await {
+                self.count(r, n);
+                done += n;
             }
         })
         .await;
@@ -269,7 +291,11 @@ impl Shared {
     fn hello(&self, session: Option<&Session>) -> Hello {
         Hello {
             max_header_size: self.limits.max_header_size,
-            features: 0,
+            features: if self.config.lane_max_message > 0 {
+                crate::wire::lane::FEATURE_LANES
+            } else {
+                0
+            },
             offered: GuaranteeSet {
                 ordering: crate::wire::Ordering::Reassemble,
                 other: Vec::new(),
@@ -300,6 +326,7 @@ impl Shared {
             if let Some(rt) = self.runtime.get() {
                 let wait = self.limits.idle_timeout;
                 rt.spawn(async move {
+                    link.close_lane().await;
                     link.go_away().await;
                     // Keep the connection (and its control stream) until the listener closes
                     // it: dropping the last handle would close it under unread streams.
@@ -468,8 +495,10 @@ impl Shared {
             peer,
             peer_max_header: theirs.max_header_size,
             control: tokio::sync::Mutex::new(send),
-            opened: AtomicU64::new(0),
+            opened: Arc::new(AtomicU64::new(0)),
             plain_heads: Default::default(),
+            lanes: mine.features & theirs.features & crate::wire::lane::FEATURE_LANES != 0,
+            lane: Mutex::new(None),
             session,
             answers: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
@@ -575,8 +604,12 @@ pub(crate) struct Link {
     // Kept open for the connection's life: closing it would read as going away; GOAWAY (and
     // later SUBSCRIBE) frames ride it.
     control: tokio::sync::Mutex<SendHalf>,
-    /// Streams opened on this connection, announced in GOAWAY.
-    opened: AtomicU64,
+    /// Streams opened on this connection, announced in GOAWAY (a lane's writer counts its own).
+    opened: Arc<AtomicU64>,
+    /// Both HELLOs offered message lanes.
+    pub(crate) lanes: bool,
+    /// The lane toward this link's path, once a small message opened it.
+    lane: Mutex<Option<crate::lane::Lane>>,
     /// The encoded head of a transfer and of an exchange that carry only the path.
     plain_heads: [std::sync::OnceLock<Bytes>; 2],
     /// A local-socket subscriber's reverse-connection session.
@@ -624,6 +657,69 @@ impl Link {
             let _ = slot.set(head.clone());
         }
         Ok(head)
+    }
+
+    /// Sends a whole message as a frame on this link's lane (started on first use). A lane that
+    /// ended early reports why to one sender, then is replaced. Waits while the lane's queue is
+    /// full. Cancel-safe.
+    pub(crate) async fn lane_send(
+        &self,
+        shared: &Arc<Shared>,
+        header: Header,
+        body: Bytes,
+    ) -> Result<()> {
+        shared.check_open()?;
+        let mut head = Vec::with_capacity(16);
+        crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+        let counted = head.len() - crate::wire::varint::len(body.len() as u64);
+        let counted = counted - crate::wire::varint::len_from_first_byte(head[0]);
+        if counted as u64 > self.peer_max_header {
+            return Err(Error::limit(
+                crate::error::Limit::HeaderSize,
+                format!(
+                    "header of {counted} bytes, the peer accepts {}",
+                    self.peer_max_header
+                ),
+            ));
+        }
+        let lane = {
+            let mut slot = self.lane.lock().unwrap();
+            if let Some(l) = slot.as_ref() {
+                if let Some(e) = l.take_failure() {
+                    *slot = None;
+                    return Err(e);
+                }
+            }
+            slot.get_or_insert_with(|| {
+                let mut h = vec![StreamType::Lane.to_byte()];
+                Header::for_path(&self.path).encode(&mut h);
+                crate::lane::Lane::start(
+                    shared.clone(),
+                    self.conn.clone(),
+                    self.path.clone(),
+                    Bytes::from(h),
+                    self.opened.clone(),
+                )
+            })
+            .clone()
+        };
+        // Bounded like a wait for a stream slot (`send_timeout`).
+        let r = shared.within(lane.send(Bytes::from(head), body)).await;
+        if r.is_err() {
+            let mut slot = self.lane.lock().unwrap();
+            if slot.as_ref().is_some_and(|l| l.same(&lane)) {
+                *slot = None;
+            }
+        }
+        r
+    }
+
+    /// Finishes the lane, if any, once what it queued is written (drain, release).
+    pub(crate) async fn close_lane(&self) {
+        let lane = self.lane.lock().unwrap().take();
+        if let Some(l) = lane {
+            l.close().await;
+        }
     }
 
     /// Sends SUBSCRIBE (or UNSUBSCRIBE) for `filter` on this link's path and waits for the
@@ -828,6 +924,7 @@ impl RouteKind {
                 StreamType::Transfer | StreamType::Exchange
             ) | (RouteKind::Replier, StreamType::Exchange)
                 | (RouteKind::Puller, StreamType::Transfer)
+                | (RouteKind::Acceptor | RouteKind::Puller, StreamType::Lane)
         )
     }
 
@@ -850,13 +947,22 @@ pub enum Incoming {
     Exchange(Exchange),
 }
 
+/// What an endpoint's queue holds: a stream, or a whole message that arrived on a lane.
+pub(crate) enum Queued {
+    Incoming(Incoming),
+    Message(crate::stream::Message),
+    /// A lane frame the endpoint refused (above `max_collected_body`): the receive it reaches
+    /// fails, as it would have for a stream of its own, and the endpoint goes on.
+    Refused(Error),
+}
+
 /// The endpoints of one listener, by path.
 type Routes = RwLock<HashMap<String, Route>>;
 
 struct Route {
     kind: RouteKind,
     /// The endpoint's queue (every kind but a publisher).
-    tx: Option<mpsc::Sender<Incoming>>,
+    tx: Option<mpsc::Sender<Queued>>,
     /// A publisher's subscribers.
     hub: Option<Arc<crate::hub::Hub>>,
     id: u64,
@@ -902,7 +1008,7 @@ pub(crate) struct Inbox {
 /// An endpoint's queue, a message a cancelled `recv` was collecting (resumed by the next), and
 /// the error of a message `recv_many` met after its first (returned by the next receive).
 pub(crate) struct InboxRx {
-    rx: mpsc::Receiver<Incoming>,
+    rx: mpsc::Receiver<Queued>,
     pub(crate) partial: Option<crate::stream::Partial>,
     pub(crate) deferred: Option<Error>,
 }
@@ -910,7 +1016,7 @@ pub(crate) struct InboxRx {
 impl InboxRx {
     /// The next stream; `Closed` once the listener or runtime is gone (they drop the routes,
     /// which closes the queue). Cancel-safe.
-    pub(crate) async fn next(&mut self) -> Result<Incoming> {
+    pub(crate) async fn next(&mut self) -> Result<Queued> {
         self.rx.recv().await.ok_or(Error::Closed)
     }
 }
@@ -918,7 +1024,12 @@ impl InboxRx {
 impl Inbox {
     /// The next stream. Cancel-safe.
     pub(crate) async fn next(&self) -> Result<Incoming> {
-        self.rx.lock().await.next().await
+        Ok(match self.rx.lock().await.next().await? {
+            Queued::Incoming(i) => i,
+            // A lane's message, to an endpoint that takes streams: a finished stream of it.
+            Queued::Message(m) => Incoming::Stream(IncomingTransfer::ready(m, self.shared.clone())),
+            Queued::Refused(e) => return Err(e),
+        })
     }
 
     /// Unbinds the path: nothing more is dispatched here (a new stream is refused with
@@ -1002,7 +1113,7 @@ impl Listener {
         &self,
         path: &str,
         kind: RouteKind,
-        tx: Option<mpsc::Sender<Incoming>>,
+        tx: Option<mpsc::Sender<Queued>>,
         hub: Option<Arc<crate::hub::Hub>>,
     ) -> Result<RouteGuard> {
         crate::address::validate_path(path)?;
@@ -1126,6 +1237,14 @@ impl Dispatch {
                 self.park(reader, send.take().unwrap()).await;
                 return;
             }
+            Ok(StreamType::Lane)
+                if self.shared.config.lane_max_message > 0
+                    && !matches!(send, Some(SendHalf::Quic(_)) | Some(SendHalf::Pipe(_))) =>
+            {
+                // A lane is one-way; over a local socket the reverse direction carries STOPs.
+                self.lane(reader, send, peer).await;
+                return;
+            }
             Ok(StreamType::Control) => {
                 // One control stream per connection, and it is the first (PROTOCOL.md §3.2).
                 self.refuse(reader, send, Code::ProtocolError, "a second control stream")
@@ -1220,12 +1339,101 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         // A full queue waits here, holding the stream and so its budget slot: backpressure
         // reaches the opener's `open` (PATTERNS §1.4).
-        if let Err(mpsc::error::SendError(i)) = tx.send(incoming).await {
+        if let Err(mpsc::error::SendError(q)) = tx.send(Queued::Incoming(incoming)).await {
             // The endpoint went away while the stream waited.
-            match i {
-                Incoming::Stream(mut t) => t.stop_reader(Code::UnknownEndpoint),
-                Incoming::Exchange(x) => {
+            match q {
+                Queued::Incoming(Incoming::Stream(mut t)) => t.stop_reader(Code::UnknownEndpoint),
+                Queued::Incoming(Incoming::Exchange(x)) => {
                     let _ = x.fail(&Error::UnknownEndpoint { path }).await;
+                }
+                Queued::Message(_) | Queued::Refused(_) => {}
+            }
+        }
+    }
+
+    /// A message lane: its head names the path once, then every frame is a whole message
+    /// handed to the endpoint's queue in order (PROTOCOL.md §4.1). A frame cut short by the
+    /// lane's end is dropped, as an unfinished stream would be.
+    async fn lane(
+        &self,
+        mut reader: StreamReader,
+        send: Option<SendHalf>,
+        peer: Option<PeerIdentity>,
+    ) {
+        let limits = &self.shared.limits;
+        let head = match reader.header(limits.max_header_size).await {
+            Ok(h) => h,
+            Err(crate::stream::ReadFail::Stream(_)) => return,
+            Err(f) => {
+                let code = f.code();
+                return self.refuse(reader, send, code, "bad lane head").await;
+            }
+        };
+        let Some(path) = head.path else {
+            return self
+                .refuse(reader, send, Code::ProtocolError, "a lane without a path")
+                .await;
+        };
+        let route = self
+            .routes
+            .read()
+            .unwrap()
+            .get(&path)
+            .map(|r| (r.kind, r.tx.clone()));
+        let tx = match route {
+            Some((kind, Some(tx))) if kind.takes(StreamType::Lane) && !tx.is_closed() => tx,
+            Some((kind, _)) if !kind.takes(StreamType::Lane) => {
+                let msg = format!(
+                    "{path:?} is {}, which does not take one-way messages",
+                    kind.name()
+                );
+                return self.refuse(reader, send, Code::Unsupported, &msg).await;
+            }
+            _ => {
+                let msg = format!("nothing is bound at {path:?}");
+                return self.refuse(reader, send, Code::UnknownEndpoint, &msg).await;
+            }
+        };
+        self.shared
+            .stats
+            .streams_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        let path: Arc<str> = path.into();
+        loop {
+            match reader
+                .lane_frame(limits.max_header_size, limits.max_collected_body)
+                .await
+            {
+                Ok(Some((_, Err(len)))) => {
+                    let e = Error::limit(
+                        crate::error::Limit::CollectedBody,
+                        format!("message of {len} bytes above {}", limits.max_collected_body),
+                    );
+                    if tx.send(Queued::Refused(e)).await.is_err() {
+                        reader.stop(Code::UnknownEndpoint);
+                        return;
+                    }
+                }
+                Ok(Some((header, Ok(body)))) => {
+                    self.shared.stats.add_received(body.len() as u64);
+                    self.shared
+                        .stats
+                        .lane_messages_received
+                        .fetch_add(1, Ordering::Relaxed);
+                    let mut meta = IncomingMeta::from_header(header, peer.clone());
+                    meta.path = path.to_string();
+                    let m = crate::stream::Message { meta, body };
+                    // A full queue waits here, so the lane's window holds the sender.
+                    if tx.send(Queued::Message(m)).await.is_err() {
+                        reader.stop(Code::UnknownEndpoint);
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(crate::stream::ReadFail::Stream(_)) => return,
+                Err(f) => {
+                    reader.stop(f.code());
+                    return;
                 }
             }
         }
@@ -1836,6 +2044,9 @@ impl Runtime {
             receipts_delivered: r.delivered.load(Ordering::Relaxed),
             receipts_failed: r.failed.load(Ordering::Relaxed),
             copies_published: s.copies_published.load(Ordering::Relaxed),
+            lane_messages_sent: s.lane_messages_sent.load(Ordering::Relaxed),
+            lane_messages_received: s.lane_messages_received.load(Ordering::Relaxed),
+            lane_messages_lost: s.lane_messages_lost.load(Ordering::Relaxed),
         }
     }
 
@@ -1852,11 +2063,18 @@ impl Runtime {
             self.shared
                 .state
                 .compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
-        let outstanding = self.shared.receipts.settle(deadline).await;
+        // Lanes first: each writes what it queued and finishes, and its receipt joins the rest.
+        let links: Vec<Arc<Link>> = self.shared.pool.lock().unwrap().values().cloned().collect();
+        let _ = tokio::time::timeout_at(
+            until,
+            futures_util::future::join_all(links.iter().map(|l| l.close_lane())),
+        )
+        .await;
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        let outstanding = self.shared.receipts.settle(left).await;
         // Then GOAWAY on every dialled connection, and give each peer until the deadline to
         // take what arrived and close (a close from here would discard streams the peer's
         // transport holds but its application has not taken yet).
-        let links: Vec<Arc<Link>> = self.shared.pool.lock().unwrap().values().cloned().collect();
         for l in &links {
             l.go_away().await;
         }

@@ -135,6 +135,49 @@ impl StreamReader {
         wire::varint::get(&mut &v[..n]).map_err(ReadFail::Decode)
     }
 
+    /// The next lane frame (PROTOCOL.md §4.1): its header and its body (or, for a body above
+    /// `max_body`, its length: the body was skipped), `None` at the lane's FIN. A body is one
+    /// buffer, without a copy when it arrived in one chunk.
+    #[allow(clippy::type_complexity)]
+    pub(crate) async fn lane_frame(
+        &mut self,
+        max_header: u64,
+        max_body: u64,
+    ) -> std::result::Result<Option<(Header, std::result::Result<Bytes, u64>)>, ReadFail> {
+        if self.ahead.is_empty() {
+            match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
+                Some(c) => self.ahead = c,
+                None => return Ok(None),
+            }
+        }
+        let header = self.header(max_header).await?;
+        if header.path.is_some() {
+            return Err(ReadFail::Decode(DecodeError::malformed(
+                "a lane frame carries PATH",
+            )));
+        }
+        let len = self.varint().await?;
+        if len > max_body {
+            // Refused, as a stream above the bound would be, but the lane goes on: the body is
+            // read past without being kept (flow control bounds what that costs).
+            self.skip(len).await?;
+            return Ok(Some((header, Err(len))));
+        }
+        Ok(Some((header, Ok(self.exact(len as usize).await?))))
+    }
+
+    /// Reads past `n` bytes without keeping them.
+    async fn skip(&mut self, mut n: u64) -> std::result::Result<(), ReadFail> {
+        while n > 0 {
+            let want = n.min(READ_CHUNK as u64) as usize;
+            match self.chunk(want).await.map_err(ReadFail::Stream)? {
+                Some(c) => n -= c.len() as u64,
+                None => return Err(ReadFail::Decode(DecodeError::Truncated)),
+            }
+        }
+        Ok(())
+    }
+
     /// A length-prefixed value (`len:varint bytes`), refusing one above `max` bytes.
     pub(crate) async fn prefixed(&mut self, max: usize) -> std::result::Result<Bytes, ReadFail> {
         let len = self.varint().await?;
@@ -413,6 +456,15 @@ pub struct IncomingTransfer {
 }
 
 impl IncomingTransfer {
+    /// A whole message (from a lane) as a finished stream.
+    pub(crate) fn ready(m: Message, shared: Arc<Shared>) -> IncomingTransfer {
+        IncomingTransfer::new(
+            StreamReader::new(RecvHalf::Ready(Some(m.body))),
+            m.meta,
+            shared,
+        )
+    }
+
     pub(crate) fn new(
         reader: StreamReader,
         meta: IncomingMeta,

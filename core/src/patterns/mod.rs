@@ -24,8 +24,8 @@ use crate::wire::{Header, StreamType};
 
 /// The dialling half every connecting endpoint shares: its addresses and their connections.
 pub(crate) struct Dialer {
-    shared: Arc<Shared>,
-    peers: PeerSet,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) peers: PeerSet,
 }
 
 impl Drop for Dialer {

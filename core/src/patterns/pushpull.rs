@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::Dialer;
 use crate::error::{Error, Result};
-use crate::runtime::{Inbox, Incoming, Shared};
+use crate::runtime::{Inbox, Incoming, Queued, Shared};
 use crate::stream::{IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::wire::{Header, Metadata};
 
@@ -47,6 +47,9 @@ impl Pusher {
 
     /// Sends a whole message: fire-and-forget. Returns once the FIN is queued; the receipt is
     /// kept by the runtime for `drain`. Waits for the peer's stream budget (backpressure).
+    /// A body up to `RuntimeConfig::lane_max_message` goes as a frame on the connection's
+    /// message lane when the peer offers lanes (returning once queued there; a lane's queue
+    /// and window are its backpressure), and messages of one lane arrive in order.
     pub async fn send(&self, body: impl Into<Bytes>) -> Result<()> {
         self.send_with(Metadata::new(), body).await
     }
@@ -57,7 +60,15 @@ impl Pusher {
             meta,
             ..Header::default()
         };
-        let t = self.dialer.transfer(header, Some(body.into())).await?;
+        let body = body.into();
+        if body.len() <= self.dialer.shared.config.lane_max_message {
+            self.dialer.shared.check_open()?;
+            let link = self.dialer.peers.pick()?;
+            if link.lanes {
+                return link.lane_send(&self.dialer.shared, header, body).await;
+            }
+        }
+        let t = self.dialer.transfer(header, Some(body)).await?;
         drop(t.finish().await?);
         Ok(())
     }
@@ -119,9 +130,12 @@ impl Puller {
         }
         if rx.partial.is_none() {
             let t = match rx.next().await? {
-                Incoming::Stream(t) => t,
+                Queued::Incoming(Incoming::Stream(t)) => t,
+                // Whole already: a message that came on a lane.
+                Queued::Message(m) => return Ok(m),
+                Queued::Refused(e) => return Err(e),
                 // The route admits only transfers.
-                Incoming::Exchange(_) => {
+                Queued::Incoming(Incoming::Exchange(_)) => {
                     return Err(Error::Protocol("an exchange reached a puller".into()))
                 }
             };
