@@ -294,12 +294,12 @@ def check_prices(prices: Role, shop: Role) -> tuple[bool, str]:
     )
     by_shop = {a["peer"] for a in served["answered"]} == {bought["fingerprint"]}
     n_price = sum(o == "price" for _, o in seen)
-    return (
-        bool(seen) and answered == seen and same_text and from_service and by_shop,
+    ok = bool(seen) and answered == seen and same_text and from_service and by_shop
+    return ok, (
         f"node asked {len(seen)} prices; the python price service answered each ({n_price} "
         f"prices, {len(seen) - n_price} rejected); node saw every answer come from the "
-        "service's pinned key, and python saw node's key ask",
-    )
+        "service's pinned key, and python saw node's key ask"
+    ) + ("" if ok else f" (node saw {bought['asked']}; python answered {served['answered']})")
 
 
 def check_jobs(worker: Role, shop: Role) -> tuple[bool, str]:
@@ -308,11 +308,11 @@ def check_jobs(worker: Role, shop: Role) -> tuple[bool, str]:
     delivered = sorted(int(j) for j in sent["delivered"])
     from_shop = {j["peer"] for j in got["received"]} == {sent["fingerprint"]}
     want = list(range(1, JOBS + 1))
-    return (
-        received == want and delivered == want and from_shop,
+    ok = received == want and delivered == want and from_shop
+    return ok, (
         f"node pushed {JOBS} jobs, each receipt delivered; the python worker received "
-        f"{len(received)} of them, each from node's key",
-    )
+        f"{len(received)} of them, each from node's key"
+    ) + ("" if ok else f" (delivered {delivered}, received {got['received']})")
 
 
 def check_subscriber(subscriber: Role, ticks_at: str) -> tuple[bool, str]:
@@ -322,11 +322,11 @@ def check_subscriber(subscriber: Role, ticks_at: str) -> tuple[bool, str]:
     no_gap = all(m.get("gap") == 0 for m in lines)
     pin = PIN.search(ticks_at)
     from_ticker = {m["peer"]["fingerprint"] for m in lines} == {pin and pin.group(0)}
-    return (
-        received == selected() and in_order and no_gap and from_ticker,
+    ok = received == selected() and in_order and no_gap and from_ticker
+    return ok, (
         f"the rust subscriber got exactly the {len(selected())} of {len(ticks())} ticks "
-        f"{FILTER!r} selects, in order, without a gap, from the ticker's pinned key",
-    )
+        f"{FILTER!r} selects, in order, without a gap, from the ticker's pinned key"
+    ) + ("" if ok else f" (it printed {subscriber.stdout})")
 
 
 def check_ticker(ticker: Role) -> tuple[bool, str]:
@@ -339,11 +339,11 @@ def check_ticker(ticker: Role) -> tuple[bool, str]:
     for t, _ in ticks():
         wanted.setdefault(t, []).append(1 if selects(FILTER, t) else 0)
     summary = ticker.stderr[-1] if ticker.stderr else ""
-    return (
-        queued == wanted and "none dropped" in summary,
+    ok = queued == wanted and "none dropped" in summary
+    return ok, (
         "the rust publisher queued one copy per selected tick and none for the "
-        f"{len(ticks()) - len(selected())} others; none dropped",
-    )
+        f"{len(ticks()) - len(selected())} others; none dropped"
+    ) + ("" if ok else f" (copies by topic: {queued}; {summary!r})")
 
 
 def main() -> int:
