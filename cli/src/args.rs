@@ -31,6 +31,11 @@ pub(crate) enum Command {
     Req(ReqArgs),
     /// Push messages to URL: arguments, a file, or stdin.
     Push(PushArgs),
+    /// Publish messages on TOPIC at URL: binds it, waits for subscribers, then publishes
+    /// arguments, a file, or stdin (Pub/Sub, the bound side).
+    Pub(PubArgs),
+    /// Subscribe to FILTERs at URL and print each message (Pub/Sub, the dialling side).
+    Sub(SubArgs),
     /// Measure a pattern in one process on loopback.
     Bench(BenchArgs),
     /// Print a shell completion script.
@@ -130,7 +135,7 @@ pub(crate) struct DialArgs {
 }
 
 /// Where a client's bodies come from, besides arguments.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct InputArgs {
     /// Read the body (or bodies) from FILE instead.
     #[arg(long, value_name = "FILE")]
@@ -171,6 +176,110 @@ pub(crate) struct PushArgs {
     pub(crate) data: Vec<String>,
     #[command(flatten)]
     pub(crate) input: InputArgs,
+}
+
+/// The ordering a subscriber requires of its publishers (GUARANTEES §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OrderingArg {
+    /// No numbering: copies arrive as their streams do.
+    None,
+    /// PerProducer detect: each copy carries its sequence and the gap before it.
+    Detect,
+    /// PerProducer reassemble: copies are also held and put back in order (bounded).
+    Reassemble,
+}
+
+impl From<OrderingArg> for weida::Ordering {
+    fn from(o: OrderingArg) -> weida::Ordering {
+        match o {
+            OrderingArg::None => weida::Ordering::None,
+            OrderingArg::Detect => weida::Ordering::Detect,
+            OrderingArg::Reassemble => weida::Ordering::Reassemble,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PubArgs {
+    /// The address to bind, with the publisher's path: weida://127.0.0.1:0/feed,
+    /// weida+unix:///tmp/w.sock//feed. Subscribers dial the address it prints.
+    pub(crate) url: String,
+    /// The topic of every message: segments separated by `.` (prices.btc.eur), no wildcards.
+    #[arg(required_unless_present = "keyed")]
+    pub(crate) topic: Option<String>,
+    /// Bodies, one message each; without any (and without --file), stdin is read, one
+    /// message per line unless --whole.
+    #[arg(conflicts_with_all = ["file", "keyed"])]
+    pub(crate) data: Vec<String>,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// Each line of input is `TOPIC BODY` (split at the first space): the topic is per line,
+    /// and no TOPIC argument is given.
+    #[arg(long, conflicts_with_all = ["topic", "whole"])]
+    pub(crate) keyed: bool,
+    /// Present the identity kept in DIR instead of a new ephemeral key, so subscribers' pins
+    /// stay valid across restarts.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// Print `READY <address>` as the first line of stdout once the publisher is bound.
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Publish only once N subscribers are connected with a filter (polled: the core has no
+    /// event for an arrival).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) wait_subscribers: usize,
+    /// Give up the wait for subscribers after SECS, with status 6.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// After the last message, keep serving for at most SECS so the copies queued reach
+    /// their subscribers; ends early once every subscriber has left.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = seconds)]
+    pub(crate) linger: Duration,
+    /// Print, per message, how many copies were queued (on stderr).
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SubArgs {
+    /// The publisher to dial, with its pin and path, as `weida pub` prints it:
+    /// weida://sha256:<hex>@127.0.0.1:4433/feed.
+    pub(crate) url: String,
+    /// What to receive: topics' segments separated by `.`, `*` for one whole segment, a
+    /// trailing `#` for any number (prices.*.eur, alerts.#).
+    #[arg(required = true, value_name = "FILTER")]
+    pub(crate) filters: Vec<String>,
+    /// Present the identity kept in DIR instead of a new ephemeral key.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// Also accept a publisher presenting this key, for an address without a pin (a pin in
+    /// the address decides alone). Repeatable.
+    #[arg(long = "trust-pin", value_name = "sha256:HEX")]
+    pub(crate) trust_pins: Vec<Fingerprint>,
+    /// Give up connecting and installing the filters after SECS, with status 6.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// Exit (status 0) after N messages.
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// How to print each message received on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// The ordering to require of the publisher: `detect` adds each message's sequence and
+    /// gap, `reassemble` also puts them back in order.
+    #[arg(long, value_enum, default_value_t = OrderingArg::None)]
+    pub(crate) ordering: OrderingArg,
+    /// Print `READY <address>` as the first line of stdout once every filter is installed at
+    /// the publisher: what is published after it is selected.
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Do not print the messages received.
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+    /// The largest body collected into memory [default: the core's 16 MiB]; a larger copy is
+    /// refused (the publisher counts it as dropped).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body: Option<u64>,
 }
 
 /// Which pattern `bench` measures.

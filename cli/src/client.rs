@@ -205,7 +205,7 @@ async fn send(
 }
 
 /// What the command line says to send: the arguments, else the input split as asked.
-fn source(data: Vec<String>, input: InputArgs, default: Split) -> Source {
+pub(crate) fn source(data: Vec<String>, input: InputArgs, default: Split) -> Source {
     let stdin_named = data.len() == 1 && data[0] == "-";
     if !data.is_empty() && !stdin_named {
         if input.lines || input.whole {
@@ -230,7 +230,7 @@ fn source(data: Vec<String>, input: InputArgs, default: Split) -> Source {
 
 /// How a read input is cut into messages when the command line does not say.
 #[derive(Debug, Clone, Copy)]
-enum Split {
+pub(crate) enum Split {
     /// One message per line.
     Lines,
     /// The whole input as one streamed message.
@@ -271,7 +271,7 @@ fn metadata(d: &DialArgs) -> Metadata {
 }
 
 /// `f`, or `Timeout` once `timeout` passes (dropping `f`, which cancels what it was doing).
-async fn within<T>(
+pub(crate) async fn within<T>(
     timeout: Option<Duration>,
     f: impl Future<Output = weida::Result<T>>,
 ) -> weida::Result<T> {

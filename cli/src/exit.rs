@@ -32,6 +32,8 @@ pub(crate) const LIMIT_EXCEEDED: u8 = 9;
 pub(crate) const UNSUPPORTED: u8 = 10;
 /// CANCELED: the transfer was cancelled by the other side before it completed.
 pub(crate) const CANCELED: u8 = 11;
+/// INVALID_FILTER: a Pub/Sub filter or topic that breaks the segment grammar.
+pub(crate) const INVALID_FILTER: u8 = 12;
 /// A client role was interrupted (Ctrl-C) before its operation completed: 128 + SIGINT.
 pub(crate) const INTERRUPTED: u8 = 130;
 
@@ -51,7 +53,8 @@ Exit status:
     9    LIMIT_EXCEEDED: a body above a bound (--max-body here, or the peer's)
     10   UNSUPPORTED: that path takes another pattern (push to a rep path, ...)
     11   CANCELED: the other side cancelled the transfer
-    130  interrupted (Ctrl-C) before a client operation completed
+    12   INVALID_FILTER: a Pub/Sub filter or topic breaks the segment grammar
+    130  interrupted (Ctrl-C) before a client operation (or pub's publishing) completed
 
 Addresses: weida://[sha256:<hex>@]host:port/path, weida+unix://<socket>//<path>,
 weida+inproc://name/path. See cli/README.md for formats and examples.";
@@ -68,6 +71,7 @@ pub(crate) fn status_of(code: ErrorCode) -> u8 {
         ErrorCode::LimitExceeded => LIMIT_EXCEEDED,
         ErrorCode::Unsupported => UNSUPPORTED,
         ErrorCode::Canceled => CANCELED,
+        ErrorCode::InvalidFilter => INVALID_FILTER,
         // InvalidAddress, InvalidConfig, Protocol, NegotiationFailed, Io, and codes added
         // after this tool was written.
         _ => OTHER,
@@ -277,6 +281,7 @@ mod tests {
             (LIMIT_EXCEEDED, Some("LIMIT_EXCEEDED")),
             (UNSUPPORTED, Some("UNSUPPORTED")),
             (CANCELED, Some("CANCELED")),
+            (INVALID_FILTER, Some("INVALID_FILTER")),
             (INTERRUPTED, None),
         ] {
             let line = HELP

@@ -1,6 +1,6 @@
-//! `weida`, the command-line tool: serve (`rep`, `pull`), dial (`req`, `push`), measure
-//! (`bench`) and manage identities (`id`). Behaviour lives in the core crate; this binary
-//! parses, prints, and maps errors to exit statuses (cli/README.md).
+//! `weida`, the command-line tool: serve (`rep`, `pull`), dial (`req`, `push`), publish and
+//! subscribe (`pub`, `sub`), measure (`bench`) and manage identities (`id`). Behaviour lives in
+//! the core crate; this binary parses, prints, and maps errors to exit statuses (cli/README.md).
 
 mod args;
 mod bench;
@@ -9,6 +9,7 @@ mod exit;
 mod identity;
 mod input;
 mod output;
+mod pubsub;
 mod serve;
 mod signal;
 
@@ -54,6 +55,8 @@ fn run_async(command: Command) -> Result<(), Failure> {
             Command::Pull(a) => serve::pull(a, &mut stop).await,
             Command::Req(a) => stop.interrupt(client::req(a)).await,
             Command::Push(a) => stop.interrupt(client::push(a)).await,
+            Command::Pub(a) => pubsub::publish(a, &mut stop).await,
+            Command::Sub(a) => pubsub::subscribe(a, &mut stop).await,
             Command::Bench(a) => stop.interrupt(bench::run(a)).await,
             Command::Id(_) | Command::Completions { .. } => unreachable!("run without tokio"),
         }

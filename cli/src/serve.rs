@@ -2,6 +2,7 @@
 //! registers the path, announces the dialable address, and takes messages until `--count`,
 //! or a signal (after which it finishes what it already holds).
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ const DRAIN: Duration = Duration::from_secs(5);
 const ACK_LINGER: Duration = Duration::from_millis(100);
 /// How long the closes are given to leave the socket before the process exits, so peers
 /// learn at once rather than at their idle timeout.
-const CLOSE_FLUSH: Duration = Duration::from_millis(20);
+pub(crate) const CLOSE_FLUSH: Duration = Duration::from_millis(20);
 
 /// `weida rep`: answers each request with its own body (`--echo`) or a command's output
 /// (`--exec`), one at a time, in arrival order.
@@ -187,16 +188,24 @@ async fn close(rt: &Runtime, served: &Result<(), Failure>) {
 /// A runtime presenting `--identity` (or an ephemeral key), bound to the URL without its path,
 /// and the path to register.
 async fn bind(s: &ServeArgs) -> Result<(Runtime, Listener, String), Failure> {
-    let ctx = |e: Error| Failure::from(e).context(format!("binding {}", s.url));
-    let address = Address::parse(&s.url).map_err(ctx)?;
+    bind_url(&s.url, s.identity.as_deref(), s.max_body).await
+}
+
+/// [`bind`] for any serving role: `url` with its path, `--identity DIR`, `--max-body`.
+pub(crate) async fn bind_url(
+    url: &str,
+    identity: Option<&Path>,
+    max_body: Option<u64>,
+) -> Result<(Runtime, Listener, String), Failure> {
+    let ctx = |e: Error| Failure::from(e).context(format!("binding {url}"));
+    let address = Address::parse(url).map_err(ctx)?;
     let path = address.endpoint_path().map_err(ctx)?.to_string();
-    let identity = identity::load_or_ephemeral(s.identity.as_deref())?;
+    let identity = identity::load_or_ephemeral(identity)?;
     // The core's bind takes no pin; one written here would otherwise be silently ignored.
     if let Some(pin) = address.pin() {
         if *pin != identity.fingerprint() {
             return Err(Failure::msg(format!(
-                "{} pins {pin}, but this listener's key is {}",
-                s.url,
+                "{url} pins {pin}, but this listener's key is {}",
                 identity.fingerprint()
             ))
             .hint("bind without a pin, or pass --identity with the directory of that key"));
@@ -206,7 +215,7 @@ async fn bind(s: &ServeArgs) -> Result<(Runtime, Listener, String), Failure> {
     let rt = Runtime::new(RuntimeConfig {
         identity,
         limits: Limits {
-            max_collected_body: s.max_body.unwrap_or(defaults.max_collected_body),
+            max_collected_body: max_body.unwrap_or(defaults.max_collected_body),
             ..defaults
         },
         ..RuntimeConfig::default()
@@ -220,7 +229,7 @@ async fn bind(s: &ServeArgs) -> Result<(Runtime, Listener, String), Failure> {
 
 /// `READY <address>` first on stdout when asked (a script waits for that line, never for a
 /// sleep), and `listening on <address>` on stderr for people.
-fn announce(address: &Address, ready: bool) -> Result<(), Failure> {
+pub(crate) fn announce(address: &Address, ready: bool) -> Result<(), Failure> {
     if ready {
         use std::io::Write;
         let mut out = std::io::stdout().lock();

@@ -226,6 +226,7 @@ fn help_lists_every_exit_status() {
         "9    LIMIT_EXCEEDED",
         "10   UNSUPPORTED",
         "11   CANCELED",
+        "12   INVALID_FILTER",
         "130  interrupted",
     ] {
         assert!(help.contains(line), "--help lacks {line:?}");

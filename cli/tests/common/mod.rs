@@ -24,7 +24,8 @@ pub(crate) fn weida() -> assert_cmd::Command {
     c
 }
 
-/// A serving `weida` (`rep`, `pull`) run with `--ready`; killed on drop.
+/// A `weida` that prints a READY line (`rep`, `pull`, `pub`, `sub`) run with `--ready`; killed
+/// on drop.
 pub(crate) struct Served {
     child: Child,
     /// The dialable address from its READY line.
@@ -37,16 +38,34 @@ pub(crate) struct Served {
 impl Served {
     /// Starts `weida ARGS --ready` and waits for its READY line.
     pub(crate) fn start(args: &[&str]) -> Served {
+        Served::start_with_stdin(args, None)
+    }
+
+    /// [`Served::start`] with `stdin` written to its stdin (then closed) on a thread, or an
+    /// empty stdin for `None`.
+    pub(crate) fn start_with_stdin(args: &[&str], stdin: Option<Vec<u8>>) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr");
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("weida"))
             .args(args)
             .arg("--ready")
-            .stdin(Stdio::null())
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(File::create(&stderr).unwrap())
             .spawn()
             .expect("weida starts");
+        if let Some(bytes) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                // A child that exits early closes the pipe: its status tells the test why.
+                let _ = pipe.write_all(&bytes);
+            });
+        }
         // Lines are read on a thread so every wait can have a deadline.
         let (tx, lines) = mpsc::channel();
         let out = BufReader::new(child.stdout.take().unwrap());
