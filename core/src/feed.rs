@@ -199,6 +199,10 @@ async fn copy(
     let mut reader = StreamReader::new(recv);
     match reader.byte().await.map(StreamType::from_byte) {
         Ok(Ok(StreamType::Transfer)) => {}
+        Ok(Ok(StreamType::Lane)) if shared.config.lane_max_message > 0 => {
+            read_lane(feed, link_id, path, reader, peer, shared).await;
+            return true;
+        }
         Ok(_) => {
             reader.stop(Code::Unsupported);
             return true;
@@ -248,6 +252,69 @@ async fn read_copy(
     let meta = t.meta().clone();
     drop(t);
     feed.arrive((link_id, producer), seq, Message { meta, body });
+}
+
+/// Reads a publisher's lane toward this subscriber: a head naming the publisher's path, then
+/// one whole copy per frame, each taking room before its body is read (PROTOCOL.md §4.1).
+async fn read_lane(
+    feed: Arc<Feed>,
+    link_id: u64,
+    path: Arc<str>,
+    mut reader: StreamReader,
+    peer: Option<PeerIdentity>,
+    shared: Arc<Shared>,
+) {
+    let limits = &shared.limits;
+    match reader.header(limits.max_header_size).await {
+        Ok(h) if h.path.as_deref() == Some(&*path) => {}
+        Ok(_) => return reader.stop(Code::UnknownEndpoint),
+        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(f) => return reader.stop(f.code()),
+    }
+    loop {
+        // Room is taken once a frame starts to arrive, not before: an idle lane holds none.
+        match reader.wait_data().await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => return,
+        }
+        let Ok(permit) = feed.room.acquire().await else {
+            return reader.stop(Code::Canceled);
+        };
+        permit.forget();
+        let frame = reader
+            .lane_frame(limits.max_header_size, limits.max_collected_body)
+            .await;
+        let (header, body) = match frame {
+            Ok(Some((h, Ok(body)))) if h.topic.is_some() => (h, body),
+            // Above max_collected_body: skipped, and a gap under PerProducer ordering.
+            Ok(Some((h, Err(_)))) if h.topic.is_some() => {
+                feed.room.add_permits(1);
+                continue;
+            }
+            Ok(Some(_)) => {
+                feed.room.add_permits(1);
+                return reader.stop(Code::ProtocolError);
+            }
+            Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => {
+                feed.room.add_permits(1);
+                return;
+            }
+            Err(f) => {
+                feed.room.add_permits(1);
+                return reader.stop(f.code());
+            }
+        };
+        shared.stats.add_received(body.len() as u64);
+        shared
+            .stats
+            .lane_messages_received
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seq = header.sequence;
+        let producer = header.producer.clone().unwrap_or_default();
+        let mut meta = IncomingMeta::from_header(header, peer.clone());
+        meta.path = path.to_string();
+        feed.arrive((link_id, producer), seq, Message { meta, body });
+    }
 }
 
 /// Runs `fut` inline until it first waits, then as a task: most copies arrive whole in one

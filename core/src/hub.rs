@@ -305,6 +305,8 @@ pub(crate) struct Sub {
     id: u64,
     /// Copies carry a sequence number (the connection agreed PerProducer ordering).
     number: bool,
+    /// Small whole copies go as frames on a lane (both sides offered lanes).
+    lanes: bool,
     next_seq: AtomicU64,
     queue: Mutex<Queue>,
     wake: Notify,
@@ -379,6 +381,24 @@ impl Sub {
         }
     }
 
+    /// More whole copies of at most `max` bytes from the front of the queue, up to `frames`
+    /// and `bytes` in all: what one coalesced lane write carries.
+    fn take_lane_batch(&self, max: usize, frames: usize, bytes: usize) -> Vec<Job> {
+        let mut q = self.queue.lock().unwrap();
+        let mut out = Vec::new();
+        let mut total = 0;
+        while out.len() < frames && total < bytes {
+            match q.jobs.front() {
+                Some(Job::Whole { body, .. }) if body.len() <= max => {
+                    total += body.len();
+                    out.push(q.jobs.pop_front().expect("front exists"));
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
     fn written(&self, len: usize) {
         let mut q = self.queue.lock().unwrap();
         q.bytes = q.bytes.saturating_sub(len);
@@ -403,6 +423,7 @@ pub(crate) struct Hub {
 pub(crate) struct SubscriberConn {
     pub(crate) reverse: Reverse,
     pub(crate) number: bool,
+    pub(crate) lanes: bool,
 }
 
 impl Hub {
@@ -454,6 +475,7 @@ impl Hub {
                 let sub = Arc::new(Sub {
                     id: sid,
                     number: conn.number,
+                    lanes: conn.lanes,
                     next_seq: AtomicU64::new(1),
                     queue: Mutex::new(Queue::default()),
                     wake: Notify::new(),
@@ -581,6 +603,10 @@ impl Hub {
                 });
             }
         }
+        self.shared
+            .stats
+            .copies_published
+            .fetch_add(copies.len() as u64, Ordering::Relaxed);
         Ok((topic, copies))
     }
 
@@ -613,8 +639,20 @@ pub(crate) struct StreamCopy {
 /// A subscriber's writer: takes its queue in order and writes each copy on a stream of its
 /// own, so a subscriber that stops reading stalls only this task (PATTERNS §4).
 async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
+    let mut lane: Option<SendHalf> = None;
     while let Some(job) = sub.next_job().await {
         let Some(h) = hub.upgrade() else { return };
+        let lane_max = h.shared.config.lane_max_message;
+        if let (true, Job::Whole { body, .. }) = (sub.lanes, &job) {
+            if body.len() <= lane_max {
+                let mut batch = vec![job];
+                batch.extend(sub.take_lane_batch(lane_max, 128, 256 * 1024));
+                if !write_lane(&h, &sub, &mut lane, batch).await {
+                    return;
+                }
+                continue;
+            }
+        }
         let topic = job.topic().clone();
         let len = job.len();
         let send = match sub.reverse.open().await {
@@ -652,6 +690,78 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
                 h.remove(sub.id);
                 return;
             }
+        }
+    }
+}
+
+/// Writes whole copies as frames on the subscriber's lane (opened on first use, PROTOCOL.md
+/// §4.1) in one write. False when the subscriber is gone.
+async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<Job>) -> bool {
+    let mut bufs = Vec::with_capacity(batch.len() * 2 + 1);
+    let mut total = 0;
+    if lane.is_none() {
+        match &sub.reverse {
+            Reverse::Conn(c) => match c.open_uni().await {
+                Ok(s) => {
+                    let mut head = vec![StreamType::Lane.to_byte()];
+                    Header::for_path(&h.path).encode(&mut head);
+                    bufs.push(Bytes::from(head));
+                    *lane = Some(s);
+                }
+                Err(_) => {
+                    for j in &batch {
+                        h.count(j.topic(), DropCause::DeadSubscriber);
+                    }
+                    h.remove(sub.id);
+                    return false;
+                }
+            },
+            Reverse::Parked(_) => unreachable!("no lanes over parked connections"),
+        }
+    }
+    let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
+    for j in batch {
+        if let Job::Whole { topic, seq, body } = j {
+            let header = Header {
+                topic: Some(topic.to_string()),
+                sequence: seq,
+                producer: seq.map(|_| h.producer.clone()),
+                ..Header::default()
+            };
+            let mut head = Vec::with_capacity(24 + topic.len());
+            crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+            total += body.len();
+            bufs.push(Bytes::from(head));
+            bufs.push(body);
+        }
+    }
+    let r = lane
+        .as_mut()
+        .expect("opened above")
+        .write_all(&mut bufs)
+        .await;
+    sub.written(total);
+    match r {
+        Ok(()) => {
+            h.shared
+                .stats
+                .lane_messages_sent
+                .fetch_add(topics.len() as u64, Ordering::Relaxed);
+            true
+        }
+        Err(e) => {
+            *lane = None;
+            let (cause, gone) = match e {
+                StreamError::Stopped(_) => (DropCause::Refused, false),
+                _ => (DropCause::DeadSubscriber, true),
+            };
+            for t in &topics {
+                h.count(t, cause);
+            }
+            if gone {
+                h.remove(sub.id);
+            }
+            !gone
         }
     }
 }

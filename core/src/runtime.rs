@@ -751,6 +751,10 @@ impl Link {
         };
         match answer {
             Some((Code::NoError, _)) => Ok(()),
+            // The one bound a publisher answers LIMIT_EXCEEDED for.
+            Some((Code::LimitExceeded, reason)) if subscribe => {
+                Err(Error::limit(crate::error::Limit::Filters, reason))
+            }
             Some((code, reason)) => Err(code.into_error(&self.path, &reason)),
             None => Err(lost()),
         }
@@ -1003,6 +1007,8 @@ pub(crate) struct Inbox {
     /// Messages handed back undelivered (a binding whose caller cancelled as the message
     /// arrived), served before anything else.
     pub(crate) returned: Mutex<std::collections::VecDeque<crate::stream::Message>>,
+    /// Wakes a receive waiting while a message is handed back.
+    pub(crate) handed_back: tokio::sync::Notify,
 }
 
 /// An endpoint's queue, a message a cancelled `recv` was collecting (resumed by the next), and
@@ -1090,6 +1096,8 @@ struct ConnSubs {
     reverse: Option<crate::hub::Reverse>,
     /// The connection agreed PerProducer ordering: copies are numbered.
     number: bool,
+    /// Both HELLOs offered message lanes: small copies go as lane frames.
+    lanes: bool,
     subs: HashMap<String, (Arc<crate::hub::Hub>, Option<u64>)>,
 }
 
@@ -1149,6 +1157,7 @@ impl Listener {
             shared: self.inner.shared.clone(),
             address,
             returned: Mutex::new(std::collections::VecDeque::new()),
+            handed_back: tokio::sync::Notify::new(),
         })
     }
 
@@ -1614,6 +1623,7 @@ impl Dispatch {
         let conn = crate::hub::SubscriberConn {
             reverse,
             number: subs.number,
+            lanes: subs.lanes,
         };
         hub.subscribe(&mut entry.1, &conn, &s.filter)
     }
@@ -1675,7 +1685,12 @@ impl Dispatch {
             reverse: pool
                 .as_ref()
                 .map(|(_, p)| crate::hub::Reverse::Parked(p.clone())),
-            number: agreed.ordering >= crate::wire::Ordering::Detect,
+            // Numbered only for a subscriber that asked for ordering: the others would carry
+            // sequence bytes for nothing.
+            number: agreed.ordering >= crate::wire::Ordering::Detect
+                && theirs.required.ordering >= crate::wire::Ordering::Detect,
+            // Copies over AF_UNIX travel on parked connections, one each: no lanes.
+            lanes: false,
             subs: HashMap::new(),
         };
         // A local session's streams are OS connections of their own that outlive it, and
@@ -1731,7 +1746,7 @@ impl Dispatch {
             return;
         }
         let mut ctl = ControlReader::with_reader(reader);
-        let Some((_, agreed)) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
+        let Some((theirs, agreed)) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
             return;
         };
         self.shared
@@ -1743,7 +1758,12 @@ impl Dispatch {
         let tracker = Tracker::new();
         let mut subs = ConnSubs {
             reverse: Some(crate::hub::Reverse::Conn(conn.clone())),
-            number: agreed.ordering >= crate::wire::Ordering::Detect,
+            number: agreed.ordering >= crate::wire::Ordering::Detect
+                && theirs.required.ordering >= crate::wire::Ordering::Detect,
+            lanes: self.shared.hello(None).features
+                & theirs.features
+                & crate::wire::lane::FEATURE_LANES
+                != 0,
             subs: HashMap::new(),
         };
         let accept = async {

@@ -26,7 +26,8 @@ pub struct IncomingMeta {
     pub metadata: Metadata,
     /// Pub/Sub topic, when there is one.
     pub topic: Option<String>,
-    /// PerProducer sequence number, when negotiated.
+    /// PerProducer sequence number: present on a Pub/Sub copy when this subscriber requires
+    /// PerProducer ordering (detect or reassemble) and the publisher agreed.
     pub sequence: Option<u64>,
     /// How many numbers were missed before this one, under PerProducer ordering.
     pub gap: Option<u64>,
@@ -164,6 +165,20 @@ impl StreamReader {
             return Ok(Some((header, Err(len))));
         }
         Ok(Some((header, Ok(self.exact(len as usize).await?))))
+    }
+
+    /// Waits until a byte is there to read: true, or false at the FIN.
+    pub(crate) async fn wait_data(&mut self) -> std::result::Result<bool, ReadFail> {
+        if !self.ahead.is_empty() {
+            return Ok(true);
+        }
+        match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
+            Some(c) => {
+                self.ahead = c;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Reads past `n` bytes without keeping them.

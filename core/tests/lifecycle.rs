@@ -433,3 +433,22 @@ on_every_transport!(
     closing_an_endpoint_unbinds_its_path_and_ends_its_receivers,
     endpoint_close
 );
+
+async fn give_back_wakes(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send("kept").await.unwrap();
+    let m = puller.recv().await.unwrap();
+    // A receive already waiting gets a message handed back, not only the next receive.
+    let (got, ()) = tokio::join!(puller.recv(), async {
+        tokio::task::yield_now().await;
+        puller.give_back(m);
+    });
+    assert_eq!(&got.unwrap().body[..], b"kept");
+}
+on_every_transport!(
+    a_message_handed_back_wakes_a_waiting_receive,
+    give_back_wakes
+);

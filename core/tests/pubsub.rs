@@ -65,7 +65,8 @@ on_every_transport!(subscribe_filters_topics_by_segment, |t| async move {
     assert_eq!(topics, expected);
     for m in &got {
         assert_eq!(m.meta.path, "/feed");
-        assert_eq!(m.meta.gap, None, "no ordering negotiated: no gap");
+        assert_eq!(m.meta.gap, None, "no ordering required: no gap");
+        assert_eq!(m.meta.sequence, None, "and no numbering either");
         match t {
             Transport::Quic => assert!(matches!(m.meta.peer, Some(PeerIdentity::Key(_)))),
             Transport::Unix => assert!(matches!(m.meta.peer, Some(PeerIdentity::Local { .. }))),
@@ -178,10 +179,13 @@ on_every_transport!(a_publisher_path_refuses_inbound_transfers, |t| async move {
 /// Publishes `n` copies to a fast and a stalled subscriber: the fast one gets every copy, the
 /// publisher never waits, and the stalled one's losses are counted.
 async fn slow_subscriber(t: Transport) {
+    // Small windows, so a stalled subscriber's lane (or its streams) fills them soon.
     let limits = Limits {
         endpoint_queue: 4,
         max_concurrent_uni_streams: 4,
         max_parked_reverse: 2,
+        stream_receive_window: 16 * 1024,
+        connection_receive_window: 32 * 1024,
         ..Limits::default()
     };
     let (_s, listener, client) = pair_with(t, limits).await;
@@ -196,8 +200,10 @@ async fn slow_subscriber(t: Transport) {
     let n = 300usize;
     for i in 0..n {
         // Never blocks, whatever the stalled subscriber does; paced by the fast one.
-        assert!(publisher.publish("t", format!("{i}")).unwrap() >= 1);
-        assert_eq!(fast.recv().await.unwrap().body, Bytes::from(format!("{i}")));
+        let mut body = format!("{i}:").into_bytes();
+        body.resize(512, b'.');
+        assert!(publisher.publish("t", body.clone()).unwrap() >= 1);
+        assert_eq!(fast.recv().await.unwrap().body, Bytes::from(body));
     }
     let stalled = publisher.dropped_on("t");
     assert!(stalled.total() > 0, "{stalled:?}");
@@ -446,6 +452,8 @@ async fn dead_subscriber(t: Transport) {
     let client = Runtime::new(config(Limits {
         endpoint_queue: 2,
         max_concurrent_uni_streams: 2,
+        stream_receive_window: 16 * 1024,
+        connection_receive_window: 32 * 1024,
         ..Limits::default()
     }))
     .unwrap();
@@ -460,10 +468,10 @@ async fn dead_subscriber(t: Transport) {
     while sub.queued() < 2 {
         tick.tick().await;
     }
-    // Its queue is full: two more streams wait unread in its two stream slots, the writer
-    // waits for a third, and the publisher's queue holds the rest.
-    for _ in 0..10 {
-        assert_eq!(publisher.publish("t", "y").unwrap(), 1);
+    // Its queue is full: what follows waits unread in its stream slots or its lane's window
+    // until the writer waits too, and the publisher's queue holds the rest.
+    for _ in 0..20 {
+        assert_eq!(publisher.publish("t", vec![b'y'; 4096]).unwrap(), 1);
     }
     // The subscriber goes without unsubscribing.
     client.shutdown();
