@@ -1,11 +1,14 @@
-//! The patterns' endpoints: `Pusher`/`Puller`, `Requester`/`Replier`, `Peer`/`Acceptor`.
-//! Every endpoint is an async context manager (`close()` on exit); the receiving ones are
-//! async iterators that end when their listener closes.
+//! The patterns' endpoints: `Pusher`/`Puller`, `Requester`/`Replier`, `Peer`/`Acceptor`, and
+//! `Publisher`/`Subscriber` in `pubsub` (the core's `patterns/pubsub.rs`). Every endpoint is an
+//! async context manager (`close()` on exit); the receiving ones are async iterators that end
+//! when their listener (a subscriber: itself) closes.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use weida::Error;
+
+pub(crate) mod pubsub;
 
 use crate::aio::{self, spawn, spawn_keeping, Fail, Rooted};
 use crate::error;
