@@ -196,7 +196,9 @@ class Drained:
 class Runtime:
     """The process-wide entry point: dials, binds, owns every connection.
 
-    ``async with Runtime() as rt:`` shuts it down on exit.
+    ``async with Runtime() as rt:`` shuts it down on exit. ``ordering`` is the ordering level
+    it requires of its connections; its subscribers receive under it (``"detect"``: gaps in
+    ``msg.meta.gap``; ``"reassemble"``: reordered too).
     """
 
     def __new__(
