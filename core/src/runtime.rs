@@ -1025,6 +1025,15 @@ impl InboxRx {
     pub(crate) async fn next(&mut self) -> Result<Queued> {
         self.rx.recv().await.ok_or(Error::Closed)
     }
+
+    /// The next item if one is queued now.
+    pub(crate) fn try_next(&mut self) -> Option<Result<Queued>> {
+        match self.rx.try_recv() {
+            Ok(q) => Some(Ok(q)),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(Err(Error::Closed)),
+        }
+    }
 }
 
 impl Inbox {
