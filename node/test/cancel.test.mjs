@@ -165,3 +165,44 @@ onEveryTransport('aborting_a_streamed_request_is_canceled_at_the_replier', async
   await assert.rejects(waiting, AbortError)
   await assert.rejects(ex.takeBody(), Canceled)
 })
+
+onEveryTransport('an_aborted_puller_recv_loses_nothing', async (t, ctx) => {
+  const { server, listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  const cell = new Int32Array(new SharedArrayBuffer(4))
+  for (const body of ['first', 'second']) {
+    const accepted = server.counters().streamsAccepted
+    const ac = new AbortController()
+    const pending = puller.recv({ signal: ac.signal })
+    await pusher.send(body)
+    // Block the JS thread until the message reached the puller (the pending receive takes it on
+    // the I/O thread), and a little longer: the abort then lands after the message and before
+    // the receive's promise can settle here, so the binding hands the message back.
+    const deadline = Date.now() + 10_000
+    while (server.counters().streamsAccepted === accepted) {
+      assert.ok(Date.now() < deadline, 'the message never arrived')
+      Atomics.wait(cell, 0, 0, 1)
+    }
+    Atomics.wait(cell, 0, 0, 50)
+    ac.abort()
+    const e = await rejection(pending)
+    assert.ok(e instanceof AbortError, String(e))
+    const m = await puller.recv({ signal: AbortSignal.timeout(5_000) })
+    assert.equal(m.body.toString(), body, 'the next receive gets it')
+  }
+  // recvMany the same way.
+  const accepted = server.counters().streamsAccepted
+  const ac = new AbortController()
+  const pending = puller.recvMany(10, { signal: ac.signal })
+  await pusher.sendMany(['a', 'b', 'c'])
+  while (server.counters().streamsAccepted < accepted + 3n) Atomics.wait(cell, 0, 0, 1)
+  Atomics.wait(cell, 0, 0, 50)
+  ac.abort()
+  await assert.rejects(pending, AbortError)
+  /** @type {string[]} */
+  const got = []
+  while (got.length < 3) got.push(...(await puller.recvMany(10, { signal: AbortSignal.timeout(5_000) })).map((m) => m.body.toString()))
+  assert.deepEqual(got.sort(), ['a', 'b', 'c'])
+})
