@@ -176,7 +176,9 @@ onEveryTransport('an_aborted_puller_recv_loses_nothing', async (t, ctx) => {
     const accepted = server.counters().streamsAccepted
     const ac = new AbortController()
     const pending = puller.recv({ signal: ac.signal })
-    await pusher.send(body)
+    // Not awaited: the JS thread must not run its event loop (where the receive could settle)
+    // before the abort; the send goes on on the I/O thread.
+    const sent = pusher.send(body)
     // Block the JS thread until the message reached the puller (the pending receive takes it on
     // the I/O thread), and a little longer: the abort then lands after the message and before
     // the receive's promise can settle here, so the binding hands the message back.
@@ -187,7 +189,9 @@ onEveryTransport('an_aborted_puller_recv_loses_nothing', async (t, ctx) => {
     }
     Atomics.wait(cell, 0, 0, 50)
     ac.abort()
-    const e = await rejection(pending)
+    const rejected = rejection(pending)
+    await sent
+    const e = await rejected
     assert.ok(e instanceof AbortError, String(e))
     const m = await puller.recv({ signal: AbortSignal.timeout(5_000) })
     assert.equal(m.body.toString(), body, 'the next receive gets it')
@@ -196,11 +200,17 @@ onEveryTransport('an_aborted_puller_recv_loses_nothing', async (t, ctx) => {
   const accepted = server.counters().streamsAccepted
   const ac = new AbortController()
   const pending = puller.recvMany(10, { signal: ac.signal })
-  await pusher.sendMany(['a', 'b', 'c'])
-  while (server.counters().streamsAccepted < accepted + 3n) Atomics.wait(cell, 0, 0, 1)
+  const sent = pusher.sendMany(['a', 'b', 'c'])
+  const deadline = Date.now() + 10_000
+  while (server.counters().streamsAccepted < accepted + 3n) {
+    assert.ok(Date.now() < deadline, 'the messages never arrived')
+    Atomics.wait(cell, 0, 0, 1)
+  }
   Atomics.wait(cell, 0, 0, 50)
   ac.abort()
-  await assert.rejects(pending, AbortError)
+  const rejected = assert.rejects(pending, AbortError)
+  await sent
+  await rejected
   /** @type {string[]} */
   const got = []
   while (got.length < 3) got.push(...(await puller.recvMany(10, { signal: AbortSignal.timeout(5_000) })).map((m) => m.body.toString()))
