@@ -155,7 +155,15 @@ onEveryTransport('a_publisher_path_refuses_inbound_transfers', async (t, ctx) =>
 })
 
 onEveryTransport('slow_subscriber_drops_not_blocks', async (t, ctx) => {
-  const limits = { endpointQueue: 4, maxConcurrentUniStreams: 4, maxParkedReverse: 2 }
+  // Small windows, so a stalled subscriber's streams (or a lane, where the core has them) fill
+  // them soon.
+  const limits = {
+    endpointQueue: 4,
+    maxConcurrentUniStreams: 4,
+    maxParkedReverse: 2,
+    streamReceiveWindow: 16 * 1024,
+    connectionReceiveWindow: 32 * 1024,
+  }
   const { listener, client } = await pair(t, ctx, { limits })
   const publisher = listener.publisher('/feed')
   const fast = client.subscriber()
@@ -167,8 +175,9 @@ onEveryTransport('slow_subscriber_drops_not_blocks', async (t, ctx) => {
   const n = 300
   for (let i = 0; i < n; i++) {
     // Never blocks (publish is synchronous), whatever the stalled subscriber does; paced by the fast one.
-    assert.ok(publisher.publish('t', `${i}`) >= 1)
-    assert.equal((await fast.recv()).body.toString(), `${i}`)
+    const body = `${i}:`.padEnd(512, '.')
+    assert.ok(publisher.publish('t', body) >= 1)
+    assert.equal((await fast.recv()).body.toString(), body)
   }
   const stalled = publisher.droppedOn('t')
   assert.ok(stalled.total > 0n, JSON.stringify(stalled, (_, v) => (typeof v === 'bigint' ? Number(v) : v)))
