@@ -152,6 +152,10 @@ const cases = [
     },
   },
   {
+    code: 'ERR_WEIDA_INVALID_FILTER',
+    make: async (ctx) => rejection(runtime(ctx).subscriber().subscribe('a..b')),
+  },
+  {
     code: 'ERR_WEIDA_CLOSED',
     make: async (ctx) => {
       const { listener } = await pair('inproc', ctx)
