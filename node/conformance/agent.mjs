@@ -583,6 +583,8 @@ async function run(op, args) {
         if (typeof o !== 'string' || !ORDERINGS.includes(o)) throw new BadRequest(`unknown ordering ${JSON.stringify(o)}`)
         options.ordering = /** @type {import('weida').Ordering} */ (o)
       }
+      const lanes = uintArg(args, 'lane_max_message')
+      if (lanes !== undefined) options.laneMaxMessage = lanes
       const rt = new Runtime(options)
       const fingerprint = rt.fingerprint
       try {

@@ -49,6 +49,11 @@ export interface RuntimeOptions {
   sendTimeoutMs?: number
   /** The ordering level this runtime requires of every connection. Default `'none'`. */
   ordering?: Ordering
+  /**
+   * The largest body `send`/`publish` write as a frame on a message lane (one long-lived stream
+   * for many small messages) when the peer offers lanes. 0 turns lanes off. Default 16 KiB.
+   */
+  laneMaxMessage?: number
 }
 
 export interface BindOptions extends CallOptions {
@@ -129,6 +134,7 @@ export class Runtime {
       options.presentIdentity,
       options.sendTimeoutMs,
       options.ordering,
+      options.laneMaxMessage,
     )
   }
 

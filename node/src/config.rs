@@ -142,6 +142,7 @@ pub(crate) fn runtime_config(
     present_identity: Option<bool>,
     send_timeout_ms: Option<f64>,
     ordering: Option<String>,
+    lane_max_message: Option<f64>,
 ) -> Result<RuntimeConfig, Error> {
     let mut cfg = RuntimeConfig::default();
     if let Some(i) = identity {
@@ -161,6 +162,14 @@ pub(crate) fn runtime_config(
     }
     if let Some(o) = ordering {
         cfg.guarantees.ordering = self::ordering(&o)?;
+    }
+    if let Some(n) = lane_max_message {
+        if !(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64) {
+            return Err(Error::InvalidConfig(format!(
+                "laneMaxMessage must be a byte count >= 0, not {n}"
+            )));
+        }
+        cfg.lane_max_message = n as usize;
     }
     Ok(cfg)
 }

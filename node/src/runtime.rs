@@ -251,7 +251,8 @@ pub struct Runtime {
 
 #[napi]
 impl Runtime {
-    /// `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering})`,
+    /// `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering,
+    /// laneMaxMessage})`,
     /// spelled out by position here (lib/index.ts takes the options object).
     #[napi(constructor)]
     pub fn new(
@@ -263,6 +264,7 @@ impl Runtime {
         send_timeout_ms: Option<f64>,
         #[napi(ts_arg_type = "'none' | 'detect' | 'reassemble' | undefined | null")]
         ordering: Option<String>,
+        lane_max_message: Option<f64>,
     ) -> napi::Result<Runtime> {
         let cfg = config::runtime_config(
             identity.map(|i| i.inner.clone()),
@@ -271,6 +273,7 @@ impl Runtime {
             present_identity,
             send_timeout_ms,
             ordering,
+            lane_max_message,
         )
         .map_err(|e| error::throw(&env, e))?;
         let identity = cfg.identity.clone();
