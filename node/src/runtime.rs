@@ -255,6 +255,7 @@ impl Runtime {
     /// laneMaxMessage})`,
     /// spelled out by position here (lib/index.ts takes the options object).
     #[napi(constructor)]
+    #[allow(clippy::too_many_arguments)] // one argument per option, as napi spells them
     pub fn new(
         env: Env,
         identity: Option<&Identity>,
