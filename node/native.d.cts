@@ -317,10 +317,11 @@ export declare class Requester {
 /** The process-wide entry point: binds listeners, makes the dialling endpoints. */
 export declare class Runtime {
   /**
-   * `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering})`,
+   * `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering,
+   * laneMaxMessage})`,
    * spelled out by position here (lib/index.ts takes the options object).
    */
-  constructor(identity?: Identity | undefined | null, trust?: Trust | undefined | null, limits?: LimitsOptions | undefined | null, presentIdentity?: boolean | undefined | null, sendTimeoutMs?: number | undefined | null, ordering?: 'none' | 'detect' | 'reassemble' | undefined | null)
+  constructor(identity?: Identity | undefined | null, trust?: Trust | undefined | null, limits?: LimitsOptions | undefined | null, presentIdentity?: boolean | undefined | null, sendTimeoutMs?: number | undefined | null, ordering?: 'none' | 'detect' | 'reassemble' | undefined | null, laneMaxMessage?: number | undefined | null)
   /** The `sha256:…` fingerprint of the key this runtime presents. */
   get fingerprint(): string
   /** Binds `address` (no path); `requireClient` makes a client key mandatory. */
