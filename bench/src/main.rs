@@ -9,6 +9,7 @@
 mod cases;
 mod filters;
 mod meter;
+mod one;
 mod rawquic;
 mod report;
 
@@ -94,6 +95,8 @@ pub(crate) struct Options {
     pub(crate) only_bench: Option<Bench>,
     pub(crate) only_size: Option<usize>,
     pub(crate) only_system: Option<System>,
+    /// `--one`: the subject of the single case (see `one.rs`).
+    pub(crate) one: Option<one::Subject>,
     pub(crate) args: Vec<String>,
 }
 
@@ -111,10 +114,17 @@ usage: cargo run --release -p weida-bench -- [options]
   --bench B          only push_pull, req_rep or flavour (for profiling one case)
   --size N           only bodies of N bytes (for profiling)
   --system S         only weida or substrate (for profiling; no ratios then)
+  --one              one case, no tables: JSON lines on stdout, one per rep (bench/suite);
+                     needs --bench push_pull|req_rep; --system may also be quinn-long (one
+                     long framed QUIC stream) or tcp (framed loopback TCP); see bench/README.md
   -h, --help         this text";
 
 fn parse_args() -> Result<Options, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    parse(args)
+}
+
+fn parse(args: Vec<String>) -> Result<Options, String> {
     let quick = args.iter().any(|a| a == "--quick");
     let mut o = Options {
         quick,
@@ -130,6 +140,7 @@ fn parse_args() -> Result<Options, String> {
         only_bench: None,
         only_size: None,
         only_system: None,
+        one: None,
         args: args.clone(),
     };
     let mut it = args.into_iter();
@@ -193,15 +204,31 @@ fn parse_args() -> Result<Options, String> {
                 );
             }
             "--system" => {
-                o.only_system = Some(match value("--system")?.as_str() {
-                    "weida" => System::Weida,
-                    "substrate" => System::Substrate,
-                    other => return Err(format!("--system is weida or substrate, not {other:?}")),
-                })
+                let v = value("--system")?;
+                match v.as_str() {
+                    "weida" => o.only_system = Some(System::Weida),
+                    "substrate" => o.only_system = Some(System::Substrate),
+                    "quinn-long" => o.one = Some(one::Subject::QuinnLong),
+                    "tcp" => o.one = Some(one::Subject::Tcp),
+                    other => {
+                        return Err(format!(
+                            "--system is weida, substrate, quinn-long or tcp, not {other:?}"
+                        ))
+                    }
+                }
             }
+            "--one" => {}
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if args_have(&o.args, "--one") {
+        o.one = Some(one::subject(&o)?);
+        if !args_have(&o.args, "--reps") {
+            o.reps = 1;
+        }
+    } else if o.one.is_some() {
+        return Err("--system quinn-long and tcp are for --one only".into());
     }
     if o.transports.is_empty() {
         o.transports = Transport::ALL.to_vec();
@@ -209,9 +236,13 @@ fn parse_args() -> Result<Options, String> {
     Ok(o)
 }
 
+fn args_have(args: &[String], flag: &str) -> bool {
+    args.iter().any(|a| a == flag)
+}
+
 /// Runs one measurement on a fresh tokio runtime of `flavour`, so no task or socket of one
 /// measurement outlives it into the next.
-fn run_on<T>(flavour: Flavour, f: impl Future<Output = BoxResult<T>>) -> BoxResult<T> {
+pub(crate) fn run_on<T>(flavour: Flavour, f: impl Future<Output = BoxResult<T>>) -> BoxResult<T> {
     let rt = match flavour {
         Flavour::Current => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -297,6 +328,9 @@ fn main() {
             std::process::exit(if e.is_empty() { 0 } else { 2 });
         }
     };
+    if let Some(subject) = o.one {
+        std::process::exit(one::run(&o, subject));
+    }
     let machine = report::Machine::probe();
     print!("{}", report::header(&o, &machine));
 
