@@ -608,6 +608,12 @@ def overview(table: list[Row]) -> list[str]:
 # ---------------------------------------------------------------- plots
 
 
+def row_order(k: tuple[str, str]) -> tuple[int, int]:
+    """Systems in SYSTEMS order, and their transports in the order each lists them."""
+    s = BY_KEY[k[0]]
+    return [x.key for x in SYSTEMS].index(s.key), s.transports.index(k[1])
+
+
 def plots(table: list[Row], out: Path, title: str) -> list[str]:
     import matplotlib
 
@@ -615,10 +621,23 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     made = []
-    colours: dict[str, Any] = {}
-    cmap = plt.get_cmap("tab20")
-    for i, s in enumerate(SYSTEMS):
-        colours[s.key] = cmap(i % 20)
+    colours = {
+        "quinn-stream": "dimgray",
+        "quinn-long": "black",
+        "framed-tcp": "black",
+        "framed-unix": "black",
+        "tokio-mpsc": "black",
+        "weida": "tab:red",
+        "weida-py": "tab:orange",
+        "weida-py batch": "gold",
+        "weida-node": "tab:green",
+        "weida-node window": "yellowgreen",
+        "pyzmq": "tab:blue",
+        "pyzmq asyncio": "lightskyblue",
+        "zeromq.js": "tab:purple",
+        "pynng": "tab:brown",
+        "zenoh": "tab:cyan",
+    }
     styles = {"substrate": ":", "weida": "-", "other": "--"}
 
     def yerr(rs: list[Row], scale: Callable[[Row], float]) -> list[list[float]]:
@@ -652,7 +671,7 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
                     ys,
                     yerr=yerr(rs, scale),
                     label=f"{sk} ({t})",
-                    color=colours[sk],
+                    color=colours.get(sk, "gray"),
                     linestyle=styles[BY_KEY[sk].kind],
                     marker="o",
                     capsize=3,
@@ -681,7 +700,7 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
             ys,
             [r.value["median"] for r in rr],
             xerr=yerr(rr, lambda r: 1.0),
-            color=[colours[r.system.key] for r in rr],
+            color=[colours.get(r.system.key, "gray") for r in rr],
             capsize=3,
             label="p50",
         )
@@ -711,10 +730,10 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
     if ps:
         keys = sorted(
             {(r.system.key, r.transport) for r in ps},
-            key=lambda k: ([s.key for s in SYSTEMS].index(k[0]), k[1]),
+            key=row_order,
         )
         pcases = sorted({r.case for r in ps}, key=lambda c: (c.size, c.width))
-        fig, ax = plt.subplots(figsize=(12, 5))
+        fig, ax = plt.subplots(figsize=(14, 6))
         width = 0.8 / max(1, len(pcases))
         by = {(r.case, r.system.key, r.transport): r for r in ps}
         for i, c in enumerate(pcases):
@@ -728,8 +747,10 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
             )
         ax.set_xticks(
             [k + 0.4 - width / 2 for k in range(len(keys))],
-            [f"{k[0]}\n{k[1]}" for k in keys],
+            [f"{k[0]} ({k[1]})" for k in keys],
             fontsize=8,
+            rotation=45,
+            ha="right",
         )
         ax.set_yscale("log")
         ax.set_ylabel("copies/s (log)")
@@ -746,20 +767,25 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
     if wr:
         keys = sorted(
             {(r.system.key, r.transport) for r in wr},
-            key=lambda k: ([s.key for s in SYSTEMS].index(k[0]), k[1]),
+            key=row_order,
         )
-        fig, ax = plt.subplots(figsize=(12, 5))
+        fig, ax = plt.subplots(figsize=(14, 6))
         width = 0.8 / len(SIZES)
         by = {(r.case.size, r.system.key, r.transport): r for r in wr}
         for i, size in enumerate(SIZES):
             xs = [k + i * width for k in range(len(keys))]
-            vals = [by[(size, *k)].vs_ceiling["median"] if (size, *k) in by else 0 for k in keys]  # type: ignore[index]
+            vals = [
+                (by[(size, *k)].vs_ceiling or {}).get("median", 0) if (size, *k) in by else 0
+                for k in keys
+            ]
             ax.bar(xs, vals, width, label=size_name(size))
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(
             [k + 0.4 - width / 2 for k in range(len(keys))],
-            [f"{k[0]}\n{k[1]}" for k in keys],
+            [f"{k[0]} ({k[1]})" for k in keys],
             fontsize=8,
+            rotation=45,
+            ha="right",
         )
         ax.set_yscale("log")
         ax.set_ylabel("msgs/s ÷ ceiling (log; 1 = the bare substrate)")
