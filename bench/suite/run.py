@@ -214,6 +214,8 @@ def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=SUITE)
     except subprocess.TimeoutExpired:
         return {"error": f"worker killed after {limit:.0f} s", "cmd": shlex.join(cmd)}
+    except OSError as e:
+        return {"error": f"cannot start the worker: {e}", "cmd": shlex.join(cmd)}
     wall = time.perf_counter() - began
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if not lines:
