@@ -7,6 +7,7 @@
 //! See bench/README.md for what each row measures and how to read the ratios.
 
 mod cases;
+mod fanout;
 mod filters;
 mod meter;
 mod one;
@@ -318,6 +319,11 @@ fn measure(c: Case, system: System, w: Window) -> Result<Outcome, String> {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--pubsub-memory") {
+        let n = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(256);
+        fanout::memory_probe(n);
+    }
     let o = match parse_args() {
         Ok(o) => o,
         Err(e) => {
@@ -371,8 +377,18 @@ fn main() {
     let elapsed = began.elapsed();
     let tables = report::Tables::build(&o, &records);
     print!("{}", tables.markdown(&o));
+    let mut pubsub_failed = false;
     if o.only_bench.is_none() {
         print!("{}", filters::table(o.reps.max(3)));
+        if o.transports.contains(&Transport::Quic) {
+            match fanout::table(o.reps, o.window, o.quick) {
+                Ok(t) => print!("{t}"),
+                Err(e) => {
+                    eprintln!("weida-bench: Pub/Sub table failed: {e}");
+                    pubsub_failed = true;
+                }
+            }
+        }
     }
     println!(
         "\nTotal measuring time {:.0} s; load average at end {}.",
@@ -392,7 +408,7 @@ fn main() {
             }
         }
     }
-    if records.iter().any(|r| r.outcome.is_err()) {
+    if pubsub_failed || records.iter().any(|r| r.outcome.is_err()) {
         eprintln!("weida-bench: some measurements failed (see the tables)");
         std::process::exit(1);
     }

@@ -38,7 +38,7 @@ RESULT_FIELDS = {
                  "receipts_delivered", "receipts_failed"),
 }
 # Ops that create a handle named by args.name: their result is kept under that name.
-CREATES = ("runtime", "bind", "replier", "puller", "requester", "pusher")
+CREATES = ("runtime", "bind", "replier", "puller", "requester", "pusher", "publisher", "subscriber")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

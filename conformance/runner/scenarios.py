@@ -15,7 +15,7 @@ from schema_check import Validator
 TRANSPORTS = ("quic", "unix", "inproc")
 # Step arguments whose values are handle names: the runner qualifies them with the role
 # ("server/rt"), so roles sharing one agent process never share a handle.
-HANDLE_ARGS = ("name", "runtime", "listener", "endpoint", "transfer", "reply", "puller")
+HANDLE_ARGS = ("name", "runtime", "listener", "endpoint", "transfer", "reply", "puller", "subscriber", "fanout")
 
 
 class ScenarioError(Exception):
@@ -202,8 +202,14 @@ def body_summary(spec: dict) -> dict:
 def match(expected: Any, actual: Any, at: str = "") -> list[str]:
     """Mismatches of `actual` against `expected`: objects match on the keys they name, a `body`
     spec by size and SHA-256, `{"$one_of": [...]}` any of its values, `{"$contains": s}` a
-    string containing s, `{"$absent": true}` a missing or null field; the rest by equality."""
+    string containing s, `{"$at_least": n}` a number no smaller than n, `{"$absent": true}` a
+    missing or null field; the rest by equality."""
     if isinstance(expected, dict):
+        if "$at_least" in expected:
+            n = expected["$at_least"]
+            if isinstance(actual, int) and not isinstance(actual, bool) and actual >= n:
+                return []
+            return [f"{at or 'value'}: {_show(actual)} is not a number of at least {n}"]
         if "$one_of" in expected:
             options = expected["$one_of"]
             if any(not match(o, actual, at) for o in options):

@@ -248,6 +248,9 @@ class Scenarios(unittest.TestCase):
         self.assertTrue(match({"a": None}, {"a": 0}))
         self.assertEqual(match({"m": {"$contains": "week"}}, {"m": "not on a weekend"}), [])
         self.assertEqual(match({"c": {"$one_of": ["X", "Y"]}}, {"c": "Y"}), [])
+        self.assertEqual(match({"n": {"$at_least": 2}}, {"n": 3}), [])
+        self.assertTrue(match({"n": {"$at_least": 2}}, {"n": 1}))
+        self.assertTrue(match({"n": {"$at_least": 0}}, {"n": True}))
         self.assertTrue(match({"body": {"text": "a"}}, {"body": body_summary({"text": "b"})}))
         self.assertEqual(match({"body": {"$one_of": [{"text": "a"}, {"text": "b"}]}},
                                {"body": body_summary({"text": "b"})}), [])

@@ -1,7 +1,8 @@
-//! The demo the README's first command runs: services on loopback with ephemeral, pinned
-//! identities and no server to install. A price service answers requests, a worker pool pulls
-//! jobs, and a client drives both; every side prints what it sees, and the run ends by itself
-//! with a summary (exit code 1 if any side missed something).
+//! The Req/Rep and Push/Pull half of the demo, in one Rust process (`./dev demo` runs the
+//! polyglot one, demo/run.py): services on loopback with ephemeral, pinned identities and no
+//! server to install. A price service answers requests, a worker pool pulls jobs, and a client
+//! drives both; every side prints what it sees, and the run ends by itself with a summary (exit
+//! code 1 if any side missed something). `cargo run -p weida --example demo`.
 
 use std::time::Duration;
 

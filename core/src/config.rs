@@ -48,6 +48,28 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// How often the dialling side sends keep-alives (`None`: never). Default 10 s.
     pub keep_alive: Option<Duration>,
+    /// Pub/Sub: payload bytes a publisher holds queued for one subscriber. A copy that would
+    /// pass it is dropped for that subscriber and counted (`ByteBudget`); a body above it is
+    /// refused to the publisher (`LimitExceeded`), and it bounds one chunk of a `FanOut`.
+    /// With `endpoint_queue` it sets the crossover `subscriber_buffer_bytes / endpoint_queue`
+    /// (32 KiB at the defaults) below which the queue bound refuses first. Default 1 MiB.
+    pub subscriber_buffer_bytes: usize,
+    /// Pub/Sub under PerProducer reassemble: out-of-order copies a subscriber holds per
+    /// producer; at the bound the oldest is released with its gap. 0 holds nothing (detect).
+    /// Default 256.
+    pub max_reorder_hold: usize,
+    /// Pub/Sub over AF_UNIX: reverse connections a subscriber parks with each publisher in
+    /// advance (a publisher cannot dial a local subscriber, PATTERNS §4), at most
+    /// `max_local_streams - 1` (parked connections are streams). 0 parks none, and such a
+    /// subscriber is refused at subscribe. Default 8.
+    pub max_parked_reverse: usize,
+    /// Pub/Sub: filters one subscriber may hold on one publisher; one more is refused with
+    /// LIMIT_EXCEEDED. Default 1024.
+    pub max_filters: usize,
+    /// Pub/Sub: how long `FanOut::write` waits for a subscriber's backlog to make room for a
+    /// chunk before that subscriber's copy is dropped (`FanOut::write_now` never waits).
+    /// Default 1 s.
+    pub fanout_wait: Duration,
 }
 
 impl Default for Limits {
@@ -64,6 +86,11 @@ impl Default for Limits {
             max_collected_body: 16 << 20,
             idle_timeout: Duration::from_secs(30),
             keep_alive: Some(Duration::from_secs(10)),
+            subscriber_buffer_bytes: 1 << 20,
+            max_reorder_hold: 256,
+            max_parked_reverse: 8,
+            max_filters: 1024,
+            fanout_wait: Duration::from_secs(1),
         }
     }
 }
@@ -86,6 +113,9 @@ impl Limits {
         }
         if self.max_header_size < 64 {
             return bad("max_header_size below 64 bytes cannot carry a path");
+        }
+        if self.subscriber_buffer_bytes == 0 {
+            return bad("subscriber_buffer_bytes must be above zero");
         }
         if self.idle_timeout.is_zero() {
             return bad("idle_timeout must be above zero");
@@ -117,13 +147,22 @@ pub struct RuntimeConfig {
     pub present_identity: bool,
     /// Per-connection bounds, for dialled and accepted connections alike.
     pub limits: Limits,
-    /// The guarantee set this runtime offers and requires (one setting, GUARANTEES §4).
+    /// The guarantee set this runtime requires of every connection (GUARANTEES §4). It offers
+    /// every level it implements (ordering up to PerProducer reassemble), so two weida
+    /// runtimes agree on any level either requires. A subscriber receives at the ordering
+    /// level it requires: gaps under `Detect`, held and reordered copies under `Reassemble`.
     pub guarantees: GuaranteeSet,
     /// How long `open`/`send`/`request` may wait for a stream slot before `Timeout`.
     /// Default: unbounded, as ZeroMQ's ZMQ_SNDTIMEO.
     pub send_timeout: Option<Duration>,
     /// UDP socket buffer size asked of the kernel. Default 4 MiB.
     pub udp_buffer: usize,
+    /// Message lanes (docs/decisions/0001-message-lanes.md): a whole message up to this many
+    /// bytes, handed to `Pusher::send` or `Publisher::publish`, travels as a frame on one
+    /// long-lived stream per connection and path instead of a stream of its own, when the peer
+    /// offers lanes too. `open`, requests and larger bodies keep their own stream. 0 turns
+    /// lanes off (and refuses a peer's lane). Default 16 KiB.
+    pub lane_max_message: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -136,6 +175,7 @@ impl Default for RuntimeConfig {
             guarantees: GuaranteeSet::core(),
             send_timeout: None,
             udp_buffer: 4 << 20,
+            lane_max_message: 16 * 1024,
         }
     }
 }

@@ -85,6 +85,8 @@ pub enum Limit {
     ByteBudget,
     /// A queue bound.
     Queue,
+    /// `Limits::max_filters` (filters of one subscriber on one publisher).
+    Filters,
 }
 
 impl fmt::Display for Limit {
@@ -95,6 +97,7 @@ impl fmt::Display for Limit {
             Limit::Remote => "the peer's limit",
             Limit::ByteBudget => "byte budget",
             Limit::Queue => "queue bound",
+            Limit::Filters => "max_filters",
         })
     }
 }
@@ -132,6 +135,8 @@ pub enum ErrorCode {
     Protocol,
     /// See [`Error::InvalidConfig`].
     InvalidConfig,
+    /// See [`Error::InvalidFilter`].
+    InvalidFilter,
     /// See [`Error::Closed`].
     Closed,
     /// See [`Error::Io`].
@@ -156,13 +161,14 @@ impl ErrorCode {
             ErrorCode::NegotiationFailed => "NEGOTIATION_FAILED",
             ErrorCode::Protocol => "PROTOCOL",
             ErrorCode::InvalidConfig => "INVALID_CONFIG",
+            ErrorCode::InvalidFilter => "INVALID_FILTER",
             ErrorCode::Closed => "CLOSED",
             ErrorCode::Io => "IO",
         }
     }
 
     /// Every code, for bindings that build one class per code.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::NotConnected,
         ErrorCode::ConnectionLost,
         ErrorCode::Indeterminate,
@@ -177,6 +183,7 @@ impl ErrorCode {
         ErrorCode::NegotiationFailed,
         ErrorCode::Protocol,
         ErrorCode::InvalidConfig,
+        ErrorCode::InvalidFilter,
         ErrorCode::Closed,
         ErrorCode::Io,
     ];
@@ -260,6 +267,10 @@ pub enum Error {
     /// A configuration was refused before any traffic (GUARANTEES §4).
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+    /// A Pub/Sub filter or topic that breaks the segment grammar (PATTERNS §4): refused,
+    /// never widened. Says which part is wrong.
+    #[error("{0}")]
+    InvalidFilter(#[from] crate::filter::FilterError),
     /// The runtime, listener or endpoint was closed or is draining.
     #[error("closed")]
     Closed,
@@ -293,6 +304,7 @@ impl Error {
             Error::NegotiationFailed(_) => ErrorCode::NegotiationFailed,
             Error::Protocol(_) => ErrorCode::Protocol,
             Error::InvalidConfig(_) => ErrorCode::InvalidConfig,
+            Error::InvalidFilter(_) => ErrorCode::InvalidFilter,
             Error::Closed => ErrorCode::Closed,
             Error::Io(_) => ErrorCode::Io,
         }

@@ -1,6 +1,6 @@
 //! # weida
 //!
-//! ZeroMQ's idea on QUIC: messaging patterns (Req/Rep, Push/Pull, raw streams) over QUIC,
+//! ZeroMQ's idea on QUIC: messaging patterns (Req/Rep, Push/Pull, Pub/Sub, raw streams) over QUIC,
 //! in process and over AF_UNIX, with peers named by the SHA-256 fingerprint of their key.
 //! A stream per message is the unit of delivery, receipt, cancel and backpressure.
 //!
@@ -26,9 +26,13 @@
 pub mod address;
 mod config;
 mod error;
+mod feed;
 pub mod filter;
 mod fingerprint;
+mod hub;
 mod identity;
+mod lane;
+mod ordering;
 mod patterns;
 mod runtime;
 mod stream;
@@ -42,7 +46,10 @@ pub use config::{Limits, RuntimeConfig};
 pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
 pub use fingerprint::Fingerprint;
 pub use identity::{fingerprint_of_certificate, Identity};
-pub use patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
+pub use patterns::{
+    Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Replier, Requester,
+    Subscriber,
+};
 pub use runtime::{Counters, Drained, Incoming, Listener, Runtime};
 pub use stream::{
     Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply,

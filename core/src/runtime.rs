@@ -20,7 +20,7 @@ use crate::transport::{
     StreamError,
 };
 use crate::trust::{ClientTls, ServerTls};
-use crate::wire::{Code, ControlFrame, Header, Hello, StreamType};
+use crate::wire::{Code, ControlFrame, GuaranteeSet, Header, Hello, Session, StreamType};
 
 /// Counters a user can read without a metrics stack. Monotonic since the runtime started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,17 +44,29 @@ pub struct Counters {
     pub receipts_delivered: u64,
     /// ... that resolved with a refusal or a loss.
     pub receipts_failed: u64,
+    /// Pub/Sub copies queued for subscribers by this runtime's publishers.
+    pub copies_published: u64,
+    /// Messages written as frames on message lanes (each also counts in `bytes_sent`).
+    pub lane_messages_sent: u64,
+    /// Messages read from message lanes and handed to an endpoint.
+    pub lane_messages_received: u64,
+    /// Messages queued on a lane that ended before writing them (a refusal or a loss).
+    pub lane_messages_lost: u64,
 }
 
 #[derive(Default)]
 pub(crate) struct Stats {
-    streams_opened: AtomicU64,
+    pub(crate) streams_opened: AtomicU64,
     streams_accepted: AtomicU64,
     streams_refused: AtomicU64,
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
     connections_dialled: AtomicU64,
     connections_accepted: AtomicU64,
+    pub(crate) copies_published: AtomicU64,
+    pub(crate) lane_messages_sent: AtomicU64,
+    pub(crate) lane_messages_received: AtomicU64,
+    pub(crate) lane_messages_lost: AtomicU64,
 }
 
 impl Stats {
@@ -70,7 +82,8 @@ impl Stats {
 /// to wait on (GUARANTEES §3), pruned as they resolve.
 #[derive(Default)]
 pub(crate) struct Receipts {
-    pending: Mutex<Vec<quinn::SendStream>>,
+    /// Each with the number of messages it stands for (a lane carries many).
+    pending: Mutex<Vec<(quinn::SendStream, u64)>>,
     delivered: AtomicU64,
     failed: AtomicU64,
     // Prune when the list reaches this length, then set it to twice what survived: every
@@ -80,16 +93,22 @@ pub(crate) struct Receipts {
 
 impl Receipts {
     pub(crate) fn park(&self, r: Receipt) {
+        self.park_many(r, 1)
+    }
+
+    /// Parks the receipt of a stream that carried `n` messages (a lane): they are delivered,
+    /// or not, together.
+    pub(crate) fn park_many(&self, r: Receipt, n: u64) {
         match r {
             Receipt::Ready(Ok(())) => {
-                self.delivered.fetch_add(1, Ordering::Relaxed);
+                self.delivered.fetch_add(n, Ordering::Relaxed);
             }
             Receipt::Ready(Err(_)) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.failed.fetch_add(n, Ordering::Relaxed);
             }
             Receipt::Quic(s) => {
                 let mut p = self.pending.lock().unwrap();
-                p.push(s);
+                p.push((s, n));
                 // Amortized pruning so resolved receipts do not accumulate; a resolved quinn
                 // receipt answers without waiting.
                 if p.len() >= self.prune_at.load(Ordering::Relaxed).max(256) {
@@ -100,13 +119,13 @@ impl Receipts {
         }
     }
 
-    fn prune(&self, p: &mut Vec<quinn::SendStream>) {
+    fn prune(&self, p: &mut Vec<(quinn::SendStream, u64)>) {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        p.retain(|s| {
+        p.retain(|(s, n)| {
             let f = std::pin::pin!(crate::transport::quic_receipt(s));
             match f.poll(&mut cx) {
                 std::task::Poll::Ready(r) => {
-                    self.count(r);
+                    self.count(r, *n);
                     false
                 }
                 std::task::Poll::Pending => true,
@@ -114,25 +133,31 @@ impl Receipts {
         });
     }
 
-    fn count(&self, r: std::result::Result<(), StreamError>) {
+    fn count(&self, r: std::result::Result<(), StreamError>, n: u64) {
         match r {
-            Ok(()) => self.delivered.fetch_add(1, Ordering::Relaxed),
-            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+            Ok(()) => self.delivered.fetch_add(n, Ordering::Relaxed),
+            Err(_) => self.failed.fetch_add(n, Ordering::Relaxed),
         };
     }
 
     /// Waits for every parked receipt until `deadline`; returns how many are still pending.
     async fn settle(&self, deadline: Duration) -> u64 {
-        let all: Vec<quinn::SendStream> = std::mem::take(&mut *self.pending.lock().unwrap());
-        let mut set: futures_util::stream::FuturesUnordered<_> =
-            all.iter().map(crate::transport::quic_receipt).collect();
-        let total = set.len() as u64;
+        let all: Vec<(quinn::SendStream, u64)> = std::mem::take(&mut *self.pending.lock().unwrap());
+        let mut set: futures_util::stream::FuturesUnordered<_> = all
+            .iter()
+            .map(|(s, n)| {
+                let f = crate::transport::quic_receipt(s);
+                let n = *n;
+                async move { (f.await, n) }
+            })
+            .collect();
+        let total: u64 = all.iter().map(|(_, n)| n).sum();
         let mut done = 0u64;
         let _ = tokio::time::timeout(deadline, async {
             use futures_util::StreamExt;
-            while let Some(r) = set.next().await {
-                self.count(r);
-                done += 1;
+            while let Some((r, n)) = set.next().await {
+                self.count(r, n);
+                done += n;
             }
         })
         .await;
@@ -261,13 +286,22 @@ impl Shared {
         }
     }
 
-    fn hello(&self) -> Hello {
+    /// This runtime's HELLO: it offers every level it implements and requires its
+    /// configuration's (PROTOCOL.md §3.3).
+    fn hello(&self, session: Option<&Session>) -> Hello {
         Hello {
             max_header_size: self.limits.max_header_size,
-            features: 0,
-            offered: self.config.guarantees.clone(),
+            features: if self.config.lane_max_message > 0 {
+                crate::wire::lane::FEATURE_LANES
+            } else {
+                0
+            },
+            offered: GuaranteeSet {
+                ordering: crate::wire::Ordering::Reassemble,
+                other: Vec::new(),
+            },
             required: self.config.guarantees.clone(),
-            session: None,
+            session: session.map(Session::encode),
         }
     }
 
@@ -292,6 +326,7 @@ impl Shared {
             if let Some(rt) = self.runtime.get() {
                 let wait = self.limits.idle_timeout;
                 rt.spawn(async move {
+                    link.close_lane().await;
                     link.go_away().await;
                     // Keep the connection (and its control stream) until the listener closes
                     // it: dropping the last handle would close it under unread streams.
@@ -329,12 +364,38 @@ impl Shared {
             }
         }
         let span = tracing::debug_span!("dial", %address);
-        let link = self.dial(address, path).instrument(span).await?;
+        let link = self.dial(address, path, None).instrument(span).await?;
         self.pool.lock().unwrap().insert(key, link.clone());
         Ok(link)
     }
 
-    async fn dial(self: &Arc<Self>, address: &Address, path: Arc<str>) -> Result<Arc<Link>> {
+    /// A connection of its own for a subscriber (never pooled: a subscriber is what its
+    /// publisher counts and bounds). Over AF_UNIX it announces the reverse connections it
+    /// parks (PROTOCOL.md §3.7).
+    pub(crate) async fn dial_subscriber(self: &Arc<Self>, address: &Address) -> Result<Arc<Link>> {
+        self.check_open()?;
+        let _ = self.runtime.set(tokio::runtime::Handle::current());
+        let path: Arc<str> = address.endpoint_path()?.into();
+        let session = match address.target() {
+            Target::Unix(_) if self.limits.max_parked_reverse > 0 => Some(Session {
+                // Parked connections are streams: leave one for the rest.
+                parked: (self.limits.max_parked_reverse as u64)
+                    .min(self.limits.max_local_streams.saturating_sub(1))
+                    .max(1),
+                token: Bytes::copy_from_slice(&rand::random::<[u8; 16]>()),
+            }),
+            _ => None,
+        };
+        let span = tracing::debug_span!("dial", %address, subscriber = true);
+        self.dial(address, path, session).instrument(span).await
+    }
+
+    async fn dial(
+        self: &Arc<Self>,
+        address: &Address,
+        path: Arc<str>,
+        session: Option<Session>,
+    ) -> Result<Arc<Link>> {
         let (conn, mut send, recv) = match address.target() {
             Target::Quic { host, port } => {
                 let ip = match host {
@@ -388,7 +449,7 @@ impl Shared {
         self.track(&conn);
         // HELLO: ours first, then the peer's (PROTOCOL.md §3.2).
         let mut out = vec![StreamType::Control.to_byte()];
-        let mine = self.hello();
+        let mine = self.hello(session.as_ref());
         ControlFrame::Hello(mine.clone()).encode(&mut out);
         if let Err(e) = send.write(Bytes::from(out)).await {
             return Err(closed_error(&conn, e.into_write_error("")));
@@ -434,15 +495,44 @@ impl Shared {
             peer,
             peer_max_header: theirs.max_header_size,
             control: tokio::sync::Mutex::new(send),
-            opened: AtomicU64::new(0),
+            opened: Arc::new(AtomicU64::new(0)),
             plain_heads: Default::default(),
+            lanes: mine.features & theirs.features & crate::wire::lane::FEATURE_LANES != 0,
+            lane: Mutex::new(None),
+            session,
+            answers: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(1),
         });
         // The control stream ends with the connection; over a local socket it is how the loss
-        // is learned.
+        // is learned. Weak: the pool's count of a link's users must not include this task.
         let life = self.life.clone();
+        let weak = Arc::downgrade(&link);
         tokio::spawn(async move {
+            let answers = async {
+                loop {
+                    match ctl.next().await {
+                        Ok(Some(ControlFrame::Answer {
+                            request,
+                            code,
+                            reason,
+                        })) => {
+                            if let Some(l) = weak.upgrade() {
+                                let tx = l.answers.lock().unwrap().remove(&request);
+                                if let Some(tx) = tx {
+                                    let _ = tx.send((code, reason));
+                                }
+                            }
+                        }
+                        Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Code::NoError,
+                        Ok(Some(_)) => {}
+                        Err(Error::Protocol(_)) => return Code::ProtocolError,
+                        Err(_) => return Code::NoError,
+                    }
+                }
+            };
             tokio::select! {
-                code = ctl.drain(None) => {
+                _ = conn.closed() => {}
+                code = answers => {
                     // The listener's half of the control stream ended: so does the connection,
                     // and the peer ended it.
                     match &conn {
@@ -514,10 +604,19 @@ pub(crate) struct Link {
     // Kept open for the connection's life: closing it would read as going away; GOAWAY (and
     // later SUBSCRIBE) frames ride it.
     control: tokio::sync::Mutex<SendHalf>,
-    /// Streams opened on this connection, announced in GOAWAY.
-    opened: AtomicU64,
+    /// Streams opened on this connection, announced in GOAWAY (a lane's writer counts its own).
+    opened: Arc<AtomicU64>,
+    /// Both HELLOs offered message lanes.
+    pub(crate) lanes: bool,
+    /// The lane toward this link's path, once a small message opened it.
+    lane: Mutex<Option<crate::lane::Lane>>,
     /// The encoded head of a transfer and of an exchange that carry only the path.
     plain_heads: [std::sync::OnceLock<Bytes>; 2],
+    /// A local-socket subscriber's reverse-connection session.
+    pub(crate) session: Option<Session>,
+    /// SUBSCRIBE/UNSUBSCRIBE requests waiting for their ANSWER.
+    answers: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<(Code, String)>>>,
+    next_request: AtomicU64,
 }
 
 impl Link {
@@ -558,6 +657,107 @@ impl Link {
             let _ = slot.set(head.clone());
         }
         Ok(head)
+    }
+
+    /// Sends a whole message as a frame on this link's lane (started on first use). A lane that
+    /// ended early reports why to one sender, then is replaced. Waits while the lane's queue is
+    /// full. Cancel-safe.
+    pub(crate) async fn lane_send(
+        &self,
+        shared: &Arc<Shared>,
+        header: Header,
+        body: Bytes,
+    ) -> Result<()> {
+        shared.check_open()?;
+        let mut head = Vec::with_capacity(16);
+        crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+        let counted = head.len() - crate::wire::varint::len(body.len() as u64);
+        let counted = counted - crate::wire::varint::len_from_first_byte(head[0]);
+        if counted as u64 > self.peer_max_header {
+            return Err(Error::limit(
+                crate::error::Limit::HeaderSize,
+                format!(
+                    "header of {counted} bytes, the peer accepts {}",
+                    self.peer_max_header
+                ),
+            ));
+        }
+        let lane = {
+            let mut slot = self.lane.lock().unwrap();
+            if let Some(l) = slot.as_ref() {
+                if let Some(e) = l.take_failure() {
+                    *slot = None;
+                    return Err(e);
+                }
+            }
+            slot.get_or_insert_with(|| {
+                let mut h = vec![StreamType::Lane.to_byte()];
+                Header::for_path(&self.path).encode(&mut h);
+                crate::lane::Lane::start(
+                    shared.clone(),
+                    self.conn.clone(),
+                    self.path.clone(),
+                    Bytes::from(h),
+                    self.opened.clone(),
+                )
+            })
+            .clone()
+        };
+        // Bounded like a wait for a stream slot (`send_timeout`).
+        let r = shared.within(lane.send(Bytes::from(head), body)).await;
+        if r.is_err() {
+            let mut slot = self.lane.lock().unwrap();
+            if slot.as_ref().is_some_and(|l| l.same(&lane)) {
+                *slot = None;
+            }
+        }
+        r
+    }
+
+    /// Finishes the lane, if any, once what it queued is written (drain, release).
+    pub(crate) async fn close_lane(&self) {
+        let lane = self.lane.lock().unwrap().take();
+        if let Some(l) = lane {
+            l.close().await;
+        }
+    }
+
+    /// Sends SUBSCRIBE (or UNSUBSCRIBE) for `filter` on this link's path and waits for the
+    /// publisher's ANSWER, or the end of the connection.
+    pub(crate) async fn ask(&self, subscribe: bool, filter: &str) -> Result<()> {
+        let request = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.answers.lock().unwrap().insert(request, tx);
+        let s = crate::wire::Subscription {
+            request,
+            path: self.path.to_string(),
+            filter: filter.to_string(),
+        };
+        let mut out = Vec::new();
+        if subscribe {
+            ControlFrame::Subscribe(s).encode(&mut out);
+        } else {
+            ControlFrame::Unsubscribe(s).encode(&mut out);
+        }
+        let lost = || Error::ConnectionLost(self.conn.loss().unwrap_or(LossCause::PeerClosed));
+        let written = self.control.lock().await.write(Bytes::from(out)).await;
+        if written.is_err() {
+            self.answers.lock().unwrap().remove(&request);
+            return Err(lost());
+        }
+        let answer = tokio::select! {
+            a = rx => a.ok(),
+            c = self.conn.closed() => return Err(Error::ConnectionLost(c)),
+        };
+        match answer {
+            Some((Code::NoError, _)) => Ok(()),
+            // The one bound a publisher answers LIMIT_EXCEEDED for.
+            Some((Code::LimitExceeded, reason)) if subscribe => {
+                Err(Error::limit(crate::error::Limit::Filters, reason))
+            }
+            Some((code, reason)) => Err(code.into_error(&self.path, &reason)),
+            None => Err(lost()),
+        }
     }
 
     /// Announces that no more streams come, and how many did.
@@ -704,27 +904,6 @@ impl ControlReader {
             }
         }
     }
-
-    /// Reads frames until the stream ends; GOAWAY goes to `tracker` (others are ignored in v0).
-    /// Returns the code the connection should close with: NO_ERROR after a FIN (or a CLOSE),
-    /// PROTOCOL_ERROR after a malformed frame.
-    async fn drain(&mut self, tracker: Option<&Tracker>) -> Code {
-        loop {
-            match self.next().await {
-                Ok(Some(f)) => {
-                    tracing::trace!(?f, "control frame");
-                    match (f, tracker) {
-                        (ControlFrame::GoAway { opened }, Some(t)) => t.go_away(opened),
-                        (ControlFrame::Close { .. }, _) => return Code::NoError,
-                        _ => {}
-                    }
-                }
-                Ok(None) => return Code::NoError,
-                Err(Error::Protocol(_)) => return Code::ProtocolError,
-                Err(_) => return Code::NoError,
-            }
-        }
-    }
 }
 
 /// What a path is bound to, and which streams it takes.
@@ -736,6 +915,8 @@ pub(crate) enum RouteKind {
     Replier,
     /// Push/Pull: one-way transfers only.
     Puller,
+    /// Pub/Sub: takes no stream; subscribers reach it with SUBSCRIBE.
+    Publisher,
 }
 
 impl RouteKind {
@@ -747,6 +928,7 @@ impl RouteKind {
                 StreamType::Transfer | StreamType::Exchange
             ) | (RouteKind::Replier, StreamType::Exchange)
                 | (RouteKind::Puller, StreamType::Transfer)
+                | (RouteKind::Acceptor | RouteKind::Puller, StreamType::Lane)
         )
     }
 
@@ -755,6 +937,7 @@ impl RouteKind {
             RouteKind::Acceptor => "an acceptor",
             RouteKind::Replier => "a replier",
             RouteKind::Puller => "a puller",
+            RouteKind::Publisher => "a publisher",
         }
     }
 }
@@ -768,41 +951,70 @@ pub enum Incoming {
     Exchange(Exchange),
 }
 
+/// What an endpoint's queue holds: a stream, or a whole message that arrived on a lane.
+pub(crate) enum Queued {
+    Incoming(Incoming),
+    Message(crate::stream::Message),
+    /// A lane frame the endpoint refused (above `max_collected_body`): the receive it reaches
+    /// fails, as it would have for a stream of its own, and the endpoint goes on.
+    Refused(Error),
+}
+
 /// The endpoints of one listener, by path.
 type Routes = RwLock<HashMap<String, Route>>;
 
 struct Route {
     kind: RouteKind,
-    tx: mpsc::Sender<Incoming>,
+    /// The endpoint's queue (every kind but a publisher).
+    tx: Option<mpsc::Sender<Queued>>,
+    /// A publisher's subscribers.
+    hub: Option<Arc<crate::hub::Hub>>,
     id: u64,
 }
 
-/// The receiving side of a bound endpoint: its queue, and its route that goes when it drops.
-pub(crate) struct Inbox {
-    pub(crate) rx: tokio::sync::Mutex<InboxRx>,
+/// A bound path: the route goes when its endpoint drops (or closes).
+pub(crate) struct RouteGuard {
     routes: Arc<RwLock<HashMap<String, Route>>>,
     path: String,
     id: u64,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) address: Address,
-    /// Messages handed back undelivered (a binding whose caller cancelled as the message
-    /// arrived), served before anything else.
-    pub(crate) returned: Mutex<std::collections::VecDeque<crate::stream::Message>>,
     // An endpoint keeps its listener bound: dropping the `Listener` handle while endpoints
     // live does not silently end them (`Listener::close` does, explicitly).
     _listener: Arc<ListenerInner>,
 }
 
-impl Drop for Inbox {
+impl RouteGuard {
+    /// Unbinds the path, if it is still this endpoint's (it may have been bound again).
+    pub(crate) fn close(&self) {
+        let mut routes = self.routes.write().unwrap();
+        if routes.get(&self.path).is_some_and(|r| r.id == self.id) {
+            routes.remove(&self.path);
+        }
+    }
+}
+
+impl Drop for RouteGuard {
     fn drop(&mut self) {
         self.close();
     }
 }
 
+/// The receiving side of a bound endpoint: its queue, and its route that goes when it drops.
+pub(crate) struct Inbox {
+    pub(crate) rx: tokio::sync::Mutex<InboxRx>,
+    route: RouteGuard,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) address: Address,
+    /// Messages handed back undelivered (a binding whose caller cancelled as the message
+    /// arrived), served before anything else.
+    pub(crate) returned: Mutex<std::collections::VecDeque<crate::stream::Message>>,
+    /// Wakes a receive waiting while a message is handed back.
+    pub(crate) handed_back: tokio::sync::Notify,
+}
+
 /// An endpoint's queue, a message a cancelled `recv` was collecting (resumed by the next), and
 /// the error of a message `recv_many` met after its first (returned by the next receive).
 pub(crate) struct InboxRx {
-    rx: mpsc::Receiver<Incoming>,
+    rx: mpsc::Receiver<Queued>,
     pub(crate) partial: Option<crate::stream::Partial>,
     pub(crate) deferred: Option<Error>,
 }
@@ -810,7 +1022,7 @@ pub(crate) struct InboxRx {
 impl InboxRx {
     /// The next stream; `Closed` once the listener or runtime is gone (they drop the routes,
     /// which closes the queue). Cancel-safe.
-    pub(crate) async fn next(&mut self) -> Result<Incoming> {
+    pub(crate) async fn next(&mut self) -> Result<Queued> {
         self.rx.recv().await.ok_or(Error::Closed)
     }
 }
@@ -818,17 +1030,18 @@ impl InboxRx {
 impl Inbox {
     /// The next stream. Cancel-safe.
     pub(crate) async fn next(&self) -> Result<Incoming> {
-        self.rx.lock().await.next().await
+        Ok(match self.rx.lock().await.next().await? {
+            Queued::Incoming(i) => i,
+            // A lane's message, to an endpoint that takes streams: a finished stream of it.
+            Queued::Message(m) => Incoming::Stream(IncomingTransfer::ready(m, self.shared.clone())),
+            Queued::Refused(e) => return Err(e),
+        })
     }
 
     /// Unbinds the path: nothing more is dispatched here (a new stream is refused with
     /// UNKNOWN_ENDPOINT), streams already queued are still handed out, then `Closed`.
     pub(crate) fn close(&self) {
-        let mut routes = self.routes.write().unwrap();
-        // Only our own route: after a close the path may be bound again by another endpoint.
-        if routes.get(&self.path).is_some_and(|r| r.id == self.id) {
-            routes.remove(&self.path);
-        }
+        self.route.close();
     }
 }
 
@@ -874,6 +1087,28 @@ struct Dispatch {
     routes: Arc<RwLock<HashMap<String, Route>>>,
     /// The listener's own life: a closed listener ends its local sessions too.
     life: Arc<Life>,
+    /// Local-socket subscriber sessions by token: where their parked connections go.
+    sessions: Arc<Mutex<HashMap<Bytes, Arc<crate::hub::ParkedPool>>>>,
+}
+
+/// The subscriptions of one accepted connection (or local session), by publisher path.
+struct ConnSubs {
+    reverse: Option<crate::hub::Reverse>,
+    /// The connection agreed PerProducer ordering: copies are numbered.
+    number: bool,
+    /// Both HELLOs offered message lanes: small copies go as lane frames.
+    lanes: bool,
+    subs: HashMap<String, (Arc<crate::hub::Hub>, Option<u64>)>,
+}
+
+impl Drop for ConnSubs {
+    fn drop(&mut self) {
+        for (hub, id) in self.subs.values() {
+            if let Some(id) = id {
+                hub.remove(*id);
+            }
+        }
+    }
 }
 
 impl Listener {
@@ -882,7 +1117,13 @@ impl Listener {
         &self.inner.address
     }
 
-    fn register(&self, path: &str, kind: RouteKind) -> Result<Inbox> {
+    fn route(
+        &self,
+        path: &str,
+        kind: RouteKind,
+        tx: Option<mpsc::Sender<Queued>>,
+        hub: Option<Arc<crate::hub::Hub>>,
+    ) -> Result<RouteGuard> {
         crate::address::validate_path(path)?;
         let mut routes = self.inner.routes.write().unwrap();
         if routes.contains_key(path) {
@@ -891,24 +1132,41 @@ impl Listener {
                 self.inner.address
             )));
         }
-        let (tx, rx) = mpsc::channel(self.inner.shared.limits.endpoint_queue);
         static NEXT_ROUTE: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ROUTE.fetch_add(1, Ordering::Relaxed);
-        routes.insert(path.to_string(), Route { kind, tx, id });
+        routes.insert(path.to_string(), Route { kind, tx, hub, id });
+        Ok(RouteGuard {
+            routes: self.inner.routes.clone(),
+            path: path.to_string(),
+            id,
+            _listener: self.inner.clone(),
+        })
+    }
+
+    fn register(&self, path: &str, kind: RouteKind) -> Result<Inbox> {
+        let address = self.inner.address.with_path(path)?;
+        let (tx, rx) = mpsc::channel(self.inner.shared.limits.endpoint_queue);
+        let route = self.route(path, kind, Some(tx), None)?;
         Ok(Inbox {
             rx: tokio::sync::Mutex::new(InboxRx {
                 rx,
                 partial: None,
                 deferred: None,
             }),
-            routes: self.inner.routes.clone(),
-            path: path.to_string(),
-            id,
+            route,
             shared: self.inner.shared.clone(),
-            address: self.inner.address.with_path(path)?,
+            address,
             returned: Mutex::new(std::collections::VecDeque::new()),
-            _listener: self.inner.clone(),
+            handed_back: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Binds a [`crate::Publisher`] at `path`: subscribers dial it and install filters.
+    pub fn publisher(&self, path: &str) -> Result<crate::Publisher> {
+        let address = self.inner.address.with_path(path)?;
+        let hub = crate::hub::Hub::new(self.inner.shared.clone(), path);
+        let route = self.route(path, RouteKind::Publisher, None, Some(hub.clone()))?;
+        Ok(crate::Publisher::new(hub, address, route))
     }
 
     /// Binds a raw [`crate::Acceptor`] at `path`.
@@ -984,6 +1242,18 @@ impl Dispatch {
                 return;
             }
             Ok(t @ (StreamType::Transfer | StreamType::Exchange)) => t,
+            Ok(StreamType::Parked) if matches!(send, Some(SendHalf::Unix(_))) => {
+                self.park(reader, send.take().unwrap()).await;
+                return;
+            }
+            Ok(StreamType::Lane)
+                if self.shared.config.lane_max_message > 0
+                    && !matches!(send, Some(SendHalf::Quic(_)) | Some(SendHalf::Pipe(_))) =>
+            {
+                // A lane is one-way; over a local socket the reverse direction carries STOPs.
+                self.lane(reader, send, peer).await;
+                return;
+            }
             Ok(StreamType::Control) => {
                 // One control stream per connection, and it is the first (PROTOCOL.md §3.2).
                 self.refuse(reader, send, Code::ProtocolError, "a second control stream")
@@ -1040,7 +1310,8 @@ impl Dispatch {
             .unwrap()
             .get(&path)
             .map(|r| (r.kind, r.tx.clone()));
-        let Some((kind, tx)) = route.filter(|(_, tx)| !tx.is_closed()) else {
+        let Some((kind, tx)) = route.filter(|(_, tx)| tx.as_ref().is_none_or(|t| !t.is_closed()))
+        else {
             self.refuse(
                 reader,
                 send,
@@ -1050,7 +1321,7 @@ impl Dispatch {
             .await;
             return;
         };
-        if !kind.takes(ty) {
+        let (false, Some(tx)) = (!kind.takes(ty), tx) else {
             let what = if ty == StreamType::Exchange {
                 "a request"
             } else {
@@ -1064,7 +1335,7 @@ impl Dispatch {
             )
             .await;
             return;
-        }
+        };
         let meta = IncomingMeta::from_header(header, peer);
         let transfer = IncomingTransfer::new(reader, meta, self.shared.clone());
         let incoming = match send {
@@ -1077,12 +1348,101 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         // A full queue waits here, holding the stream and so its budget slot: backpressure
         // reaches the opener's `open` (PATTERNS §1.4).
-        if let Err(mpsc::error::SendError(i)) = tx.send(incoming).await {
+        if let Err(mpsc::error::SendError(q)) = tx.send(Queued::Incoming(incoming)).await {
             // The endpoint went away while the stream waited.
-            match i {
-                Incoming::Stream(mut t) => t.stop_reader(Code::UnknownEndpoint),
-                Incoming::Exchange(x) => {
+            match q {
+                Queued::Incoming(Incoming::Stream(mut t)) => t.stop_reader(Code::UnknownEndpoint),
+                Queued::Incoming(Incoming::Exchange(x)) => {
                     let _ = x.fail(&Error::UnknownEndpoint { path }).await;
+                }
+                Queued::Message(_) | Queued::Refused(_) => {}
+            }
+        }
+    }
+
+    /// A message lane: its head names the path once, then every frame is a whole message
+    /// handed to the endpoint's queue in order (PROTOCOL.md §4.1). A frame cut short by the
+    /// lane's end is dropped, as an unfinished stream would be.
+    async fn lane(
+        &self,
+        mut reader: StreamReader,
+        send: Option<SendHalf>,
+        peer: Option<PeerIdentity>,
+    ) {
+        let limits = &self.shared.limits;
+        let head = match reader.header(limits.max_header_size).await {
+            Ok(h) => h,
+            Err(crate::stream::ReadFail::Stream(_)) => return,
+            Err(f) => {
+                let code = f.code();
+                return self.refuse(reader, send, code, "bad lane head").await;
+            }
+        };
+        let Some(path) = head.path else {
+            return self
+                .refuse(reader, send, Code::ProtocolError, "a lane without a path")
+                .await;
+        };
+        let route = self
+            .routes
+            .read()
+            .unwrap()
+            .get(&path)
+            .map(|r| (r.kind, r.tx.clone()));
+        let tx = match route {
+            Some((kind, Some(tx))) if kind.takes(StreamType::Lane) && !tx.is_closed() => tx,
+            Some((kind, _)) if !kind.takes(StreamType::Lane) => {
+                let msg = format!(
+                    "{path:?} is {}, which does not take one-way messages",
+                    kind.name()
+                );
+                return self.refuse(reader, send, Code::Unsupported, &msg).await;
+            }
+            _ => {
+                let msg = format!("nothing is bound at {path:?}");
+                return self.refuse(reader, send, Code::UnknownEndpoint, &msg).await;
+            }
+        };
+        self.shared
+            .stats
+            .streams_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        let path: Arc<str> = path.into();
+        loop {
+            match reader
+                .lane_frame(limits.max_header_size, limits.max_collected_body)
+                .await
+            {
+                Ok(Some((_, Err(len)))) => {
+                    let e = Error::limit(
+                        crate::error::Limit::CollectedBody,
+                        format!("message of {len} bytes above {}", limits.max_collected_body),
+                    );
+                    if tx.send(Queued::Refused(e)).await.is_err() {
+                        reader.stop(Code::UnknownEndpoint);
+                        return;
+                    }
+                }
+                Ok(Some((header, Ok(body)))) => {
+                    self.shared.stats.add_received(body.len() as u64);
+                    self.shared
+                        .stats
+                        .lane_messages_received
+                        .fetch_add(1, Ordering::Relaxed);
+                    let mut meta = IncomingMeta::from_header(header, peer.clone());
+                    meta.path = path.to_string();
+                    let m = crate::stream::Message { meta, body };
+                    // A full queue waits here, so the lane's window holds the sender.
+                    if tx.send(Queued::Message(m)).await.is_err() {
+                        reader.stop(Code::UnknownEndpoint);
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(crate::stream::ReadFail::Stream(_)) => return,
+                Err(f) => {
+                    reader.stop(f.code());
+                    return;
                 }
             }
         }
@@ -1107,32 +1467,34 @@ impl Dispatch {
     }
 
     /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
-    /// meet. Returns false when the connection is refused.
+    /// meet. Returns the peer's HELLO and the agreed set, or None when the connection is
+    /// refused.
     async fn handshake(
         &self,
         ctl: &mut ControlReader,
         send: &mut SendHalf,
         conn: Option<&Conn>,
-    ) -> bool {
+    ) -> Option<(Hello, GuaranteeSet)> {
         // A dialler that never says HELLO is not waited for longer than an idle connection.
         let first = tokio::time::timeout(self.shared.limits.idle_timeout, ctl.next()).await;
-        let negotiated = match first {
-            Ok(Ok(Some(ControlFrame::Hello(theirs)))) => self.shared.hello().negotiate(&theirs),
-            Ok(Err(Error::NegotiationFailed(why))) => Err(why),
+        let mine = self.shared.hello(None);
+        let (negotiated, theirs) = match first {
+            Ok(Ok(Some(ControlFrame::Hello(theirs)))) => (mine.negotiate(&theirs), Some(theirs)),
+            Ok(Err(Error::NegotiationFailed(why))) => (Err(why), None),
             _ => {
                 tracing::debug!("a peer opened no HELLO");
                 if let Some(c) = conn {
                     c.close(Code::ProtocolError, "expected HELLO");
                 }
-                return false;
+                return None;
             }
         };
-        let mine = self.shared.hello();
         match negotiated {
-            Ok(_) => {
+            Ok(agreed) => {
                 let mut out = Vec::new();
                 ControlFrame::Hello(mine).encode(&mut out);
-                send.write(Bytes::from(out)).await.is_ok()
+                send.write(Bytes::from(out)).await.ok()?;
+                Some((theirs.expect("negotiated with a HELLO"), agreed))
             }
             Err(why) => {
                 tracing::debug!(%why, "negotiation failed");
@@ -1146,29 +1508,206 @@ impl Dispatch {
                 if let Some(c) = conn {
                     c.close(Code::NegotiationFailed, &why);
                 }
-                false
+                None
             }
+        }
+    }
+
+    /// Reads the dialler's control frames until its half ends: GOAWAY, and the Pub/Sub
+    /// SUBSCRIBE/UNSUBSCRIBE requests, each answered in order. Returns the code the connection
+    /// closes with (NO_ERROR after a FIN or CLOSE, PROTOCOL_ERROR after a malformed frame).
+    async fn control(
+        &self,
+        ctl: &mut ControlReader,
+        send: &mut SendHalf,
+        tracker: &Tracker,
+        subs: &mut ConnSubs,
+    ) -> Code {
+        loop {
+            match ctl.next().await {
+                Ok(Some(ControlFrame::GoAway { opened })) => tracker.go_away(opened),
+                Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Code::NoError,
+                Ok(Some(ControlFrame::Subscribe(s))) => {
+                    let (code, reason) = match self.subscribe(subs, &s).await {
+                        Ok(()) => (Code::NoError, String::new()),
+                        Err(e) => e,
+                    };
+                    let mut out = Vec::new();
+                    ControlFrame::Answer {
+                        request: s.request,
+                        code,
+                        reason,
+                    }
+                    .encode(&mut out);
+                    if send.write(Bytes::from(out)).await.is_err() {
+                        return Code::NoError;
+                    }
+                }
+                Ok(Some(ControlFrame::Unsubscribe(s))) => {
+                    if let Some((hub, id)) = subs.subs.get(&s.path) {
+                        hub.unsubscribe(*id, &s.filter);
+                    }
+                    let mut out = Vec::new();
+                    ControlFrame::Answer {
+                        request: s.request,
+                        code: Code::NoError,
+                        reason: String::new(),
+                    }
+                    .encode(&mut out);
+                    if send.write(Bytes::from(out)).await.is_err() {
+                        return Code::NoError;
+                    }
+                }
+                Ok(Some(f)) => tracing::trace!(?f, "control frame"),
+                Err(Error::Protocol(_)) => return Code::ProtocolError,
+                Err(_) => return Code::NoError,
+            }
+        }
+    }
+
+    /// Installs one filter for this connection at the publisher on `s.path`.
+    async fn subscribe(
+        &self,
+        subs: &mut ConnSubs,
+        s: &crate::wire::Subscription,
+    ) -> std::result::Result<(), (Code, String)> {
+        let route = self
+            .routes
+            .read()
+            .unwrap()
+            .get(&s.path)
+            .map(|r| (r.kind, r.hub.clone()));
+        let hub = match route {
+            Some((_, Some(hub))) => hub,
+            Some((kind, None)) => {
+                return Err((
+                    Code::Unsupported,
+                    format!("{:?} is {}, not a publisher", s.path, kind.name()),
+                ))
+            }
+            None => {
+                return Err((
+                    Code::UnknownEndpoint,
+                    format!("nothing is bound at {:?}", s.path),
+                ))
+            }
+        };
+        let Some(reverse) = subs.reverse.clone() else {
+            return Err((
+                Code::Unsupported,
+                "a subscriber over a local socket must park reverse connections \
+                 (it announced none in its HELLO)"
+                    .into(),
+            ));
+        };
+        if let crate::hub::Reverse::Parked(pool) = &reverse {
+            // Answer once its parked connections are here, so the first copy finds one.
+            if !pool.ready(self.shared.limits.idle_timeout).await {
+                return Err((
+                    Code::Unsupported,
+                    "no parked reverse connection arrived".into(),
+                ));
+            }
+        }
+        let entry = subs
+            .subs
+            .entry(s.path.clone())
+            .or_insert_with(|| (hub.clone(), None));
+        if !Arc::ptr_eq(&entry.0, &hub) {
+            // The path was bound again by another publisher since: start over there.
+            if let Some(id) = entry.1 {
+                entry.0.remove(id);
+            }
+            *entry = (hub.clone(), None);
+        }
+        let conn = crate::hub::SubscriberConn {
+            reverse,
+            number: subs.number,
+            lanes: subs.lanes,
+        };
+        hub.subscribe(&mut entry.1, &conn, &s.filter)
+    }
+
+    /// A parked connection of a local-socket subscriber: `04 token`, then it waits in its
+    /// session's pool for a copy.
+    async fn park(&self, mut reader: StreamReader, send: SendHalf) {
+        let token = match reader
+            .prefixed(crate::wire::control::MAX_SESSION_TOKEN)
+            .await
+        {
+            Ok(t) => t,
+            Err(f) => {
+                let code = f.code();
+                return self
+                    .refuse(reader, None, code, "bad parked connection")
+                    .await;
+            }
+        };
+        let pool = self.sessions.lock().unwrap().get(&token).cloned();
+        let Some(pool) = pool else {
+            return self
+                .refuse(reader, None, Code::UnknownEndpoint, "no such session")
+                .await;
+        };
+        let bound = self.shared.limits.max_parked_reverse;
+        // `park` hands the connection over, or returns it when the pool is full.
+        if let Err((send, reader)) = pool.park(send, reader, bound) {
+            drop(send);
+            self.refuse(reader, None, Code::LimitExceeded, "parked pool full")
+                .await;
         }
     }
 
     /// A local socket session: its control connection, alive until the peer goes.
     async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
-        if self.handshake(&mut ctl, &mut send, None).await {
-            self.shared
-                .stats
-                .connections_accepted
-                .fetch_add(1, Ordering::Relaxed);
-            // A local session's streams are OS connections of their own that outlive it, and
-            // the kernel already holds what they carried: GOAWAY ends the session at once.
-            let tracker = Tracker::new();
-            tracker.accepted.store(u64::MAX - 1, Ordering::Release);
-            tokio::select! {
-                _ = ctl.drain(Some(&tracker)) => {}
-                _ = tracker.drained() => {}
-                _ = self.life.dead() => {}
-                _ = self.shared.life.dead() => {}
-            }
+        let Some((theirs, agreed)) = self.handshake(&mut ctl, &mut send, None).await else {
+            return;
+        };
+        self.shared
+            .stats
+            .connections_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        // A subscriber's session: where its parked connections are pooled.
+        let session = theirs
+            .session
+            .as_deref()
+            .and_then(|v| Session::decode(v).ok())
+            .filter(|s| s.parked > 0);
+        let pool = session.map(|s| {
+            let pool = crate::hub::ParkedPool::new(s.parked);
+            self.sessions
+                .lock()
+                .unwrap()
+                .insert(s.token.clone(), pool.clone());
+            (s.token, pool)
+        });
+        let mut subs = ConnSubs {
+            reverse: pool
+                .as_ref()
+                .map(|(_, p)| crate::hub::Reverse::Parked(p.clone())),
+            // Numbered only for a subscriber that asked for ordering: the others would carry
+            // sequence bytes for nothing.
+            number: agreed.ordering >= crate::wire::Ordering::Detect
+                && theirs.required.ordering >= crate::wire::Ordering::Detect,
+            // Copies over AF_UNIX travel on parked connections, one each: no lanes.
+            lanes: false,
+            subs: HashMap::new(),
+        };
+        // A local session's streams are OS connections of their own that outlive it, and
+        // the kernel already holds what they carried: GOAWAY ends the session at once.
+        let tracker = Tracker::new();
+        tracker.accepted.store(u64::MAX - 1, Ordering::Release);
+        tokio::select! {
+            _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {}
+            _ = tracker.drained() => {}
+            _ = self.life.dead() => {}
+            _ = self.shared.life.dead() => {}
         }
+        if let Some((token, pool)) = pool {
+            self.sessions.lock().unwrap().remove(&token);
+            pool.close();
+        }
+        drop(subs);
     }
 
     /// An accepted QUIC or in-process connection: handshake, then its streams.
@@ -1207,9 +1746,9 @@ impl Dispatch {
             return;
         }
         let mut ctl = ControlReader::with_reader(reader);
-        if !self.handshake(&mut ctl, &mut send, Some(&conn)).await {
+        let Some((theirs, agreed)) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
             return;
-        }
+        };
         self.shared
             .stats
             .connections_accepted
@@ -1217,6 +1756,16 @@ impl Dispatch {
         let peer = conn.peer();
         tracing::debug!(?peer, "accepted");
         let tracker = Tracker::new();
+        let mut subs = ConnSubs {
+            reverse: Some(crate::hub::Reverse::Conn(conn.clone())),
+            number: agreed.ordering >= crate::wire::Ordering::Detect
+                && theirs.required.ordering >= crate::wire::Ordering::Detect,
+            lanes: self.shared.hello(None).features
+                & theirs.features
+                & crate::wire::lane::FEATURE_LANES
+                != 0,
+            subs: HashMap::new(),
+        };
         let accept = async {
             match &conn {
                 Conn::Quic(c) => {
@@ -1254,12 +1803,16 @@ impl Dispatch {
         tokio::select! {
             _ = accept => {}
             // The dialler's half of the control stream ended (or broke): so does the connection.
-            code = ctl.drain(Some(&tracker)) => conn.close(code, "control stream ended"),
+            code = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {
+                conn.close(code, "control stream ended")
+            }
             _ = tracker.drained() => conn.close(Code::NoError, "drained"),
             _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
             _ = self.shared.life.dead() => {}
         }
-        // Keep the control stream's send half until the connection ends.
+        // The subscriptions end with the connection; keep the control stream's send half
+        // until then.
+        drop(subs);
         drop(send);
     }
 }
@@ -1294,10 +1847,11 @@ impl Runtime {
     /// Its tasks run on the tokio runtime of the caller of each async method.
     pub fn new(config: RuntimeConfig) -> Result<Runtime> {
         config.limits.validate()?;
-        if !config.guarantees.is_core() {
-            return Err(Error::InvalidConfig(
-                "only the core guarantee set is implemented: PerProducer ordering arrives with Pub/Sub".into(),
-            ));
+        if !config.guarantees.other.is_empty() {
+            return Err(Error::InvalidConfig(format!(
+                "only the ordering dimension has non-core levels here; cannot honour {:?}",
+                config.guarantees.other
+            )));
         }
         let client_tls = if config.present_identity {
             ClientTls::new(config.identity.clone(), config.trust.clone())
@@ -1362,6 +1916,7 @@ impl Runtime {
             shared: self.shared.clone(),
             routes: routes.clone(),
             life: life.clone(),
+            sessions: Arc::default(),
         };
         let limits = self.shared.limits.clone();
         let (bound_address, quic_ep) = match addr.target() {
@@ -1474,6 +2029,11 @@ impl Runtime {
         })
     }
 
+    /// A [`crate::Subscriber`]: connect it to publishers, then subscribe.
+    pub fn subscriber(&self) -> crate::Subscriber {
+        crate::Subscriber::new(self.shared.clone())
+    }
+
     /// A raw [`crate::Peer`].
     pub fn peer(&self) -> crate::Peer {
         crate::Peer::new(self.shared.clone())
@@ -1503,6 +2063,10 @@ impl Runtime {
             connections_accepted: s.connections_accepted.load(Ordering::Relaxed),
             receipts_delivered: r.delivered.load(Ordering::Relaxed),
             receipts_failed: r.failed.load(Ordering::Relaxed),
+            copies_published: s.copies_published.load(Ordering::Relaxed),
+            lane_messages_sent: s.lane_messages_sent.load(Ordering::Relaxed),
+            lane_messages_received: s.lane_messages_received.load(Ordering::Relaxed),
+            lane_messages_lost: s.lane_messages_lost.load(Ordering::Relaxed),
         }
     }
 
@@ -1519,11 +2083,18 @@ impl Runtime {
             self.shared
                 .state
                 .compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
-        let outstanding = self.shared.receipts.settle(deadline).await;
+        // Lanes first: each writes what it queued and finishes, and its receipt joins the rest.
+        let links: Vec<Arc<Link>> = self.shared.pool.lock().unwrap().values().cloned().collect();
+        let _ = tokio::time::timeout_at(
+            until,
+            futures_util::future::join_all(links.iter().map(|l| l.close_lane())),
+        )
+        .await;
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        let outstanding = self.shared.receipts.settle(left).await;
         // Then GOAWAY on every dialled connection, and give each peer until the deadline to
         // take what arrived and close (a close from here would discard streams the peer's
         // transport holds but its application has not taken yet).
-        let links: Vec<Arc<Link>> = self.shared.pool.lock().unwrap().values().cloned().collect();
         for l in &links {
             l.go_away().await;
         }

@@ -26,7 +26,8 @@ pub struct IncomingMeta {
     pub metadata: Metadata,
     /// Pub/Sub topic, when there is one.
     pub topic: Option<String>,
-    /// PerProducer sequence number, when negotiated.
+    /// PerProducer sequence number: present on a Pub/Sub copy when this subscriber requires
+    /// PerProducer ordering (detect or reassemble) and the publisher agreed.
     pub sequence: Option<u64>,
     /// How many numbers were missed before this one, under PerProducer ordering.
     pub gap: Option<u64>,
@@ -133,6 +134,76 @@ impl StreamReader {
             v[1..n].copy_from_slice(&self.exact(n - 1).await?);
         }
         wire::varint::get(&mut &v[..n]).map_err(ReadFail::Decode)
+    }
+
+    /// The next lane frame (PROTOCOL.md §4.1): its header and its body (or, for a body above
+    /// `max_body`, its length: the body was skipped), `None` at the lane's FIN. A body is one
+    /// buffer, without a copy when it arrived in one chunk.
+    #[allow(clippy::type_complexity)]
+    pub(crate) async fn lane_frame(
+        &mut self,
+        max_header: u64,
+        max_body: u64,
+    ) -> std::result::Result<Option<(Header, std::result::Result<Bytes, u64>)>, ReadFail> {
+        if self.ahead.is_empty() {
+            match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
+                Some(c) => self.ahead = c,
+                None => return Ok(None),
+            }
+        }
+        let header = self.header(max_header).await?;
+        if header.path.is_some() {
+            return Err(ReadFail::Decode(DecodeError::malformed(
+                "a lane frame carries PATH",
+            )));
+        }
+        let len = self.varint().await?;
+        if len > max_body {
+            // Refused, as a stream above the bound would be, but the lane goes on: the body is
+            // read past without being kept (flow control bounds what that costs).
+            self.skip(len).await?;
+            return Ok(Some((header, Err(len))));
+        }
+        Ok(Some((header, Ok(self.exact(len as usize).await?))))
+    }
+
+    /// Waits until a byte is there to read: true, or false at the FIN.
+    pub(crate) async fn wait_data(&mut self) -> std::result::Result<bool, ReadFail> {
+        if !self.ahead.is_empty() {
+            return Ok(true);
+        }
+        match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
+            Some(c) => {
+                self.ahead = c;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Reads past `n` bytes without keeping them.
+    async fn skip(&mut self, mut n: u64) -> std::result::Result<(), ReadFail> {
+        while n > 0 {
+            let want = n.min(READ_CHUNK as u64) as usize;
+            match self.chunk(want).await.map_err(ReadFail::Stream)? {
+                Some(c) => n -= c.len() as u64,
+                None => return Err(ReadFail::Decode(DecodeError::Truncated)),
+            }
+        }
+        Ok(())
+    }
+
+    /// A length-prefixed value (`len:varint bytes`), refusing one above `max` bytes.
+    pub(crate) async fn prefixed(&mut self, max: usize) -> std::result::Result<Bytes, ReadFail> {
+        let len = self.varint().await?;
+        if len > max as u64 {
+            return Err(ReadFail::Decode(DecodeError::TooLarge {
+                what: "token",
+                len,
+                limit: max as u64,
+            }));
+        }
+        self.exact(len as usize).await
     }
 
     /// A DATA header, refusing one above `max` bytes before reading it.
@@ -400,6 +471,15 @@ pub struct IncomingTransfer {
 }
 
 impl IncomingTransfer {
+    /// A whole message (from a lane) as a finished stream.
+    pub(crate) fn ready(m: Message, shared: Arc<Shared>) -> IncomingTransfer {
+        IncomingTransfer::new(
+            StreamReader::new(RecvHalf::Ready(Some(m.body))),
+            m.meta,
+            shared,
+        )
+    }
+
     pub(crate) fn new(
         reader: StreamReader,
         meta: IncomingMeta,

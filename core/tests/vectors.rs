@@ -264,8 +264,13 @@ fn parse_control(v: &Value) -> ControlFrame {
             required: parse_set(field(v, "required")),
             session: opt_hex(v, "session_hex"),
         }),
-        "subscribe" => ControlFrame::Subscribe(str_of(v, "filter").into()),
-        "unsubscribe" => ControlFrame::Unsubscribe(str_of(v, "filter").into()),
+        "subscribe" => ControlFrame::Subscribe(parse_subscription(v)),
+        "unsubscribe" => ControlFrame::Unsubscribe(parse_subscription(v)),
+        "answer" => ControlFrame::Answer {
+            request: u64_of(v, "request"),
+            code: Code::from_u64(u64_of(v, "code")),
+            reason: str_of(v, "reason").into(),
+        },
         "goaway" => ControlFrame::GoAway {
             opened: u64_of(v, "opened"),
         },
@@ -275,6 +280,14 @@ fn parse_control(v: &Value) -> ControlFrame {
         },
         "unknown" => ControlFrame::Unknown(u64_of(v, "type")),
         other => panic!("frame {other:?}"),
+    }
+}
+
+fn parse_subscription(v: &Value) -> weida::wire::Subscription {
+    weida::wire::Subscription {
+        request: u64_of(v, "request"),
+        path: str_of(v, "path").into(),
+        filter: str_of(v, "filter").into(),
     }
 }
 

@@ -124,12 +124,29 @@ fn code() -> impl Strategy<Value = Code> {
 fn control_frame() -> impl Strategy<Value = ControlFrame> {
     prop_oneof![
         hello().prop_map(ControlFrame::Hello),
-        text().prop_map(ControlFrame::Subscribe),
-        text().prop_map(ControlFrame::Unsubscribe),
+        (any::<u64>(), text(), text()).prop_map(|(r, p, f)| ControlFrame::Subscribe(
+            weida::wire::Subscription {
+                request: r % (1 << 62),
+                path: p,
+                filter: f
+            }
+        )),
+        (any::<u64>(), text(), text()).prop_map(|(r, p, f)| ControlFrame::Unsubscribe(
+            weida::wire::Subscription {
+                request: r % (1 << 62),
+                path: p,
+                filter: f
+            }
+        )),
+        (any::<u64>(), 0u64..12, text()).prop_map(|(r, c, reason)| ControlFrame::Answer {
+            request: r % (1 << 62),
+            code: weida::wire::Code::from_u64(c),
+            reason
+        }),
         varint_value().prop_map(|opened| ControlFrame::GoAway { opened }),
         (code(), text()).prop_map(|(code, reason)| ControlFrame::Close { code, reason }),
         varint_value()
-            .prop_filter("an unknown type", |t| *t > frame_type::CLOSE)
+            .prop_filter("an unknown type", |t| *t > frame_type::ANSWER)
             .prop_map(ControlFrame::Unknown),
     ]
 }

@@ -11,6 +11,11 @@ Run from the repository root by the runner, with the venv ``./dev test`` builds:
     target/py-venv/bin/python python/conformance/agent.py
 
 Standard error is for logs; the agent exits 0 once standard input closes.
+
+A subscriber in ``recv`` mode receives only while it has been connected: ``recv`` raises at once
+before any connect (NOT_CONNECTED) and after every connection ended (CONNECTION_LOST), so the
+background loop reports such an error once as ``receive_failed`` and then waits for the next
+successful ``connect`` instead of spinning.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ SEQ_PERIOD = bytes(range(251))
 """One period of the ``seq`` pattern: byte i is (offset + i) mod 251."""
 
 Json = dict[str, Any]
-Dialling = weida.Requester | weida.Pusher
+Dialling = weida.Requester | weida.Pusher | weida.Subscriber
+ORDERINGS = ("none", "detect", "reassemble")
 
 
 class BadRequest(Exception):
@@ -152,6 +158,13 @@ def message_json(m: weida.Message) -> Json:
     return {**meta_fields(m.meta), "body": summary(m.body)}
 
 
+def copy_json(m: weida.Message) -> Json:
+    """A message a subscriber received: ``message_json`` with ``topic``, ``sequence`` and
+    ``gap`` (null when absent)."""
+    meta = m.meta
+    return {**message_json(m), "topic": meta.topic, "sequence": meta.sequence, "gap": meta.gap}
+
+
 # --- arguments -----------------------------------------------------------------------------
 
 
@@ -219,6 +232,10 @@ LIMIT_NAMES = (
     "endpoint_queue",
     "max_header_size",
     "max_collected_body",
+    "subscriber_buffer_bytes",
+    "max_reorder_hold",
+    "max_parked_reverse",
+    "max_filters",
 )
 
 
@@ -237,6 +254,8 @@ def limits_arg(v: Any) -> weida.Limits | None:
         elif k == "keep_alive_ms":
             ms = non_negative(val, f"limits.{k}")
             kw["keep_alive"] = None if ms is None else ms / 1000
+        elif k == "fanout_wait_ms":
+            kw["fanout_wait"] = (non_negative(val, f"limits.{k}") or 0) / 1000
         else:
             raise BadRequest(f"unknown limit {k!r}")
     return weida.Limits(**kw)
@@ -280,6 +299,11 @@ class Agent:
         self.transfers: dict[str, weida.OutgoingTransfer] = {}
         self.replies: dict[str, weida.PendingReply] = {}
         self.held: list[weida.Exchange] = []  # exchanges a `hold` replier keeps, unanswered
+        self.publishers: dict[str, weida.Publisher] = {}
+        self.fanouts: dict[str, weida.FanOut] = {}
+        self.receiving: dict[str, weida.Subscriber] = {}  # subscribers in manual mode
+        # Set by a successful connect: a `recv` mode subscriber's loop waits for it.
+        self.connected: dict[weida.Subscriber, asyncio.Event] = {}
         self.tasks: set[asyncio.Task[None]] = set()
 
     def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
@@ -327,8 +351,18 @@ class Agent:
         return li
 
     def endpoint(self, args: Json) -> Dialling:
-        d: Dialling = self._get(self.dialling, "requester or pusher", args, "endpoint")
+        d: Dialling = self._get(self.dialling, "requester, pusher or subscriber", args, "endpoint")
         return d
+
+    def subscriber_of(self, args: Json, key: str) -> weida.Subscriber:
+        s = self._get(self.dialling, "subscriber", args, key)
+        if not isinstance(s, weida.Subscriber):
+            raise BadRequest(f"{args[key]!r} is not a subscriber")
+        return s
+
+    def publisher(self, args: Json) -> weida.Publisher:
+        p: weida.Publisher = self._get(self.publishers, "publisher", args, "endpoint")
+        return p
 
     def take_transfer(self, args: Json) -> tuple[str, weida.OutgoingTransfer]:
         t: weida.OutgoingTransfer = self._get(self.transfers, "transfer", args, "transfer")
@@ -369,6 +403,10 @@ class Agent:
         ms = int_arg(args, "send_timeout_ms")
         if ms is not None:
             kw["send_timeout"] = ms / 1000
+        ordering = args.get("ordering", "none")
+        if ordering not in ORDERINGS:
+            raise BadRequest(f"ordering is one of {ORDERINGS}, not {ordering!r}")
+        kw["ordering"] = ordering
         rt = weida.Runtime(**kw)
         self.claim(name)
         self.runtimes[name] = rt
@@ -415,6 +453,7 @@ class Agent:
             "connections_accepted": c.connections_accepted,
             "receipts_delivered": c.receipts_delivered,
             "receipts_failed": c.receipts_failed,
+            "copies_published": c.copies_published,
         }
 
     async def op_replier(self, args: Json) -> Json:
@@ -461,6 +500,8 @@ class Agent:
     async def op_connect(self, args: Json) -> Json:
         ep = self.endpoint(args)
         await ep.connect(str_arg(args, "address"))
+        if isinstance(ep, weida.Subscriber) and ep in self.connected:
+            self.connected[ep].set()
         return {"peer_count": ep.peer_count}
 
     async def op_disconnect(self, args: Json) -> Json:
@@ -488,6 +529,8 @@ class Agent:
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
+        if isinstance(ep, weida.Subscriber):
+            raise BadRequest("open needs a pusher or a requester")
         tname = self.free(str_arg(args, "transfer"))
         if isinstance(ep, weida.Pusher):
             t = await ep.open(meta)
@@ -536,6 +579,102 @@ class Agent:
     async def op_recv(self, args: Json) -> Json:
         p: weida.Puller = self._get(self.pullers, "manual puller", args, "puller")
         return message_json(await p.recv())
+
+    # Pub/Sub
+
+    async def op_publisher(self, args: Json) -> Json:
+        listener = self.listener(args)
+        name = self.free(str_arg(args, "name"))
+        publisher = listener.publisher(str_arg(args, "path"))
+        self.claim(name)
+        self.publishers[name] = publisher
+        return {"address": publisher.address}
+
+    async def op_subscriber(self, args: Json) -> Json:
+        rt = self.runtime(args)
+        name = self.free(str_arg(args, "name"))
+        mode = str_arg(args, "mode")
+        if mode not in ("recv", "manual"):
+            raise BadRequest(f"unknown subscriber mode {mode!r}")
+        sub = rt.subscriber()
+        self.claim(name)
+        self.dialling[name] = sub
+        if mode == "manual":
+            self.receiving[name] = sub
+        else:
+            self.connected[sub] = asyncio.Event()
+            self.spawn(self.serve_subscriber(sub, name), f"subscriber {name}")
+        return {}
+
+    async def op_subscribe(self, args: Json) -> Json:
+        await self.subscriber_of(args, "endpoint").subscribe(str_arg(args, "filter"))
+        return {}
+
+    async def op_unsubscribe(self, args: Json) -> Json:
+        sub = self.subscriber_of(args, "endpoint")
+        return {"removed": await sub.unsubscribe(str_arg(args, "filter"))}
+
+    async def op_receive(self, args: Json) -> Json:
+        sub: weida.Subscriber = self._get(self.receiving, "manual subscriber", args, "subscriber")
+        return copy_json(await sub.recv())
+
+    async def op_queued(self, args: Json) -> Json:
+        return {"queued": self.subscriber_of(args, "subscriber").queued}
+
+    async def op_publish(self, args: Json) -> Json:
+        p = self.publisher(args)
+        return {"queued": p.publish(str_arg(args, "topic"), body_arg(args))}
+
+    async def op_dropped(self, args: Json) -> Json:
+        p = self.publisher(args)
+        topic = args.get("topic")
+        if topic is not None and not isinstance(topic, str):
+            raise BadRequest("topic is a string or absent")
+        d = p.dropped() if topic is None else p.dropped_on(topic)
+        return {
+            "queue_full": d.queue_full,
+            "byte_budget": d.byte_budget,
+            "reverse_pool_empty": d.reverse_pool_empty,
+            "dead_subscriber": d.dead_subscriber,
+            "refused": d.refused,
+            "total": d.total,
+        }
+
+    async def op_subscriber_count(self, args: Json) -> Json:
+        return {"subscriber_count": self.publisher(args).subscriber_count}
+
+    async def op_fanout(self, args: Json) -> Json:
+        p = self.publisher(args)
+        name = self.free(str_arg(args, "fanout"))
+        fan = p.open(str_arg(args, "topic"))
+        self.claim(name)
+        self.fanouts[name] = fan
+        return {"copies": fan.copies}
+
+    def take_fanout(self, args: Json) -> tuple[str, weida.FanOut]:
+        fan: weida.FanOut = self._get(self.fanouts, "fan-out", args, "fanout")
+        name = str_arg(args, "fanout")
+        del self.fanouts[name]
+        return name, fan
+
+    async def op_fanout_write(self, args: Json) -> Json:
+        body = body_arg(args)
+        chunk = max(int_arg(args, "chunk") or 65536, 1)
+        now = bool_arg(args, "now", False)
+        name, fan = self.take_fanout(args)
+        try:
+            for at in range(0, len(body), chunk):
+                if now:
+                    fan.write_now(body[at : at + chunk])
+                else:
+                    await fan.write(body[at : at + chunk])
+        finally:
+            self.fanouts[name] = fan
+        return {"copies": fan.copies}
+
+    async def op_fanout_finish(self, args: Json) -> Json:
+        _, fan = self.take_fanout(args)
+        return {"copies": fan.finish()}
 
     # background behaviours (README §Background behaviours and events)
 
@@ -638,6 +777,27 @@ class Agent:
                 out.event("accepted", handle, **meta_fields(t.meta))
                 self.spawn(self.read_transfer(t, handle), f"a transfer to {handle}")
                 del t
+
+    async def serve_subscriber(self, sub: weida.Subscriber, handle: str) -> None:
+        out = self.out
+        connected = self.connected[sub]
+        while True:
+            await connected.wait()
+            try:
+                m = await sub.recv()
+            except weida.Closed as e:
+                out.event_error("closed", handle, e)
+                return
+            except (weida.NotConnected, weida.ConnectionLost) as e:
+                # Raised at once until the next connect (module docstring).
+                if sub.peer_count == 0:
+                    connected.clear()
+                out.event_error("receive_failed", handle, e)
+                continue
+            except weida.WeidaError as e:
+                out.event_error("receive_failed", handle, e)
+                continue
+            out.event("received", handle, **copy_json(m))
 
     async def read_transfer(self, t: weida.IncomingTransfer, handle: str) -> None:
         tally = Tally()

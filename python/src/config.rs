@@ -15,6 +15,19 @@ pub(crate) fn seconds(name: &str, s: f64) -> PyResult<Duration> {
     })
 }
 
+/// The ordering level a `Runtime(ordering=...)` requires (`RuntimeConfig::guarantees`):
+/// `"none"`, `"detect"` or `"reassemble"`.
+pub(crate) fn ordering(level: &str) -> PyResult<weida::Ordering> {
+    match level {
+        "none" => Ok(weida::Ordering::None),
+        "detect" => Ok(weida::Ordering::Detect),
+        "reassemble" => Ok(weida::Ordering::Reassemble),
+        other => Err(PyValueError::new_err(format!(
+            "ordering is \"none\", \"detect\" or \"reassemble\", not {other:?}"
+        ))),
+    }
+}
+
 /// Per-connection bounds (the core's `Limits`); every argument defaults to the core's default.
 #[pyclass(frozen, from_py_object, module = "weida._weida")]
 #[derive(Clone)]
@@ -29,7 +42,9 @@ impl Limits {
         send_window=None, max_concurrent_uni_streams=None, max_concurrent_bidi_streams=None,
         max_local_streams=None, endpoint_queue=None, max_header_size=None,
         max_collected_body=None, idle_timeout=None,
-        keep_alive=weida::Limits::default().keep_alive.map(|d| d.as_secs_f64())))]
+        keep_alive=weida::Limits::default().keep_alive.map(|d| d.as_secs_f64()),
+        subscriber_buffer_bytes=None, max_reorder_hold=None, max_parked_reverse=None,
+        max_filters=None, fanout_wait=None))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per core field
     fn new(
         stream_receive_window: Option<u64>,
@@ -43,6 +58,11 @@ impl Limits {
         max_collected_body: Option<u64>,
         idle_timeout: Option<f64>,
         keep_alive: Option<f64>,
+        subscriber_buffer_bytes: Option<usize>,
+        max_reorder_hold: Option<usize>,
+        max_parked_reverse: Option<usize>,
+        max_filters: Option<usize>,
+        fanout_wait: Option<f64>,
     ) -> PyResult<Limits> {
         let d = weida::Limits::default();
         Ok(Limits {
@@ -65,6 +85,15 @@ impl Limits {
                 },
                 // Not given: the core's default; None: never.
                 keep_alive: keep_alive.map(|s| seconds("keep_alive", s)).transpose()?,
+                subscriber_buffer_bytes: subscriber_buffer_bytes
+                    .unwrap_or(d.subscriber_buffer_bytes),
+                max_reorder_hold: max_reorder_hold.unwrap_or(d.max_reorder_hold),
+                max_parked_reverse: max_parked_reverse.unwrap_or(d.max_parked_reverse),
+                max_filters: max_filters.unwrap_or(d.max_filters),
+                fanout_wait: match fanout_wait {
+                    Some(s) => seconds("fanout_wait", s)?,
+                    None => d.fanout_wait,
+                },
             },
         })
     }
@@ -123,6 +152,37 @@ impl Limits {
     #[getter]
     fn keep_alive(&self) -> Option<f64> {
         self.inner.keep_alive.map(|d| d.as_secs_f64())
+    }
+    /// Pub/Sub: payload bytes a publisher holds queued for one subscriber; a copy that would
+    /// pass it is dropped for that subscriber (`byte_budget`), a body above it is refused to
+    /// the publisher (`LimitExceeded`), and it bounds one `FanOut` chunk. Default 1 MiB.
+    #[getter]
+    fn subscriber_buffer_bytes(&self) -> usize {
+        self.inner.subscriber_buffer_bytes
+    }
+    /// Pub/Sub under `ordering="reassemble"`: out-of-order copies a subscriber holds per
+    /// producer; at the bound the oldest is released with its gap. Default 256.
+    #[getter]
+    fn max_reorder_hold(&self) -> usize {
+        self.inner.max_reorder_hold
+    }
+    /// Pub/Sub over AF_UNIX: reverse connections a subscriber parks with each publisher; 0
+    /// parks none, and such a subscriber is refused at subscribe (`Unsupported`). Default 8.
+    #[getter]
+    fn max_parked_reverse(&self) -> usize {
+        self.inner.max_parked_reverse
+    }
+    /// Pub/Sub: filters one subscriber may hold on one publisher; one more is refused with
+    /// `LimitExceeded`. Default 1024.
+    #[getter]
+    fn max_filters(&self) -> usize {
+        self.inner.max_filters
+    }
+    /// Pub/Sub: seconds `FanOut.write` waits for a subscriber's backlog to make room before
+    /// that subscriber's copy is dropped (`write_now` never waits). Default 1.
+    #[getter]
+    fn fanout_wait(&self) -> f64 {
+        self.inner.fanout_wait.as_secs_f64()
     }
 
     fn __repr__(&self) -> String {

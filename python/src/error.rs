@@ -1,6 +1,7 @@
 //! The one mapping from `weida::Error` to the Python exceptions of `weida/_errors.py`
 //! (docs/BINDINGS.md, "Errors"): the class is chosen by `ErrorCode`, and the fields the core
-//! keeps (loss cause, fingerprints, path, limit, address part, OS error) become attributes.
+//! keeps (loss cause, fingerprints, path, limit, address part, filter, OS error) become
+//! attributes.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -42,6 +43,7 @@ fn limit_name(l: &Limit) -> &'static str {
         Limit::Remote => "remote",
         Limit::ByteBudget => "byte_budget",
         Limit::Queue => "queue",
+        Limit::Filters => "max_filters",
         _ => "other",
     }
 }
@@ -76,6 +78,11 @@ fn build(py: Python<'_>, e: Error) -> PyResult<PyErr> {
         Error::InvalidAddress { part, reason } => {
             kwargs.set_item("part", part.to_string())?;
             kwargs.set_item("reason", reason)?;
+        }
+        Error::InvalidFilter(f) => {
+            kwargs.set_item("what", f.what)?;
+            kwargs.set_item("text", &f.text)?;
+            kwargs.set_item("reason", &f.reason)?;
         }
         Error::Rejected(r) | Error::Unsupported(r) => kwargs.set_item("reason", r)?,
         Error::Io(io) => kwargs.set_item("errno", io.raw_os_error())?,

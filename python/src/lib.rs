@@ -37,6 +37,10 @@ fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<patterns::Replier>()?;
     m.add_class::<patterns::Peer>()?;
     m.add_class::<patterns::Acceptor>()?;
+    m.add_class::<patterns::pubsub::Publisher>()?;
+    m.add_class::<patterns::pubsub::FanOut>()?;
+    m.add_class::<patterns::pubsub::Subscriber>()?;
+    m.add_class::<patterns::pubsub::Dropped>()?;
     m.add_class::<stream::Message>()?;
     m.add_class::<stream::IncomingMeta>()?;
     m.add_class::<stream::PeerKey>()?;

@@ -1,11 +1,14 @@
-//! The patterns' endpoints: `Pusher`/`Puller`, `Requester`/`Replier`, `Peer`/`Acceptor`.
-//! Every endpoint is an async context manager (`close()` on exit); the receiving ones are
-//! async iterators that end when their listener closes.
+//! The patterns' endpoints: `Pusher`/`Puller`, `Requester`/`Replier`, `Peer`/`Acceptor`, and
+//! `Publisher`/`Subscriber` in `pubsub` (the core's `patterns/pubsub.rs`). Every endpoint is an
+//! async context manager (`close()` on exit); the receiving ones are async iterators that end
+//! when their listener (a subscriber: itself) closes.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use weida::Error;
+
+pub(crate) mod pubsub;
 
 use crate::aio::{self, spawn, spawn_keeping, Fail, Rooted};
 use crate::error;
@@ -201,10 +204,19 @@ impl Puller {
     /// error met after the first is raised by the next receive. Cancel-safe.
     fn recv_many<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
         let p = self.p.get(py)?;
-        spawn(py, async move {
-            let batch = p.recv_many(max).await?;
-            Ok(batch.into_iter().map(MessageOut).collect::<Vec<_>>())
-        })
+        let back = p.clone();
+        spawn_keeping(
+            py,
+            async move {
+                let batch = p.recv_many(max).await?;
+                Ok(batch.into_iter().map(MessageOut).collect::<Vec<_>>())
+            },
+            Box::new(move |batch: Vec<MessageOut>| {
+                for MessageOut(m) in batch {
+                    back.give_back(m);
+                }
+            }),
+        )
     }
 
     /// The next message as a stream (`IncomingTransfer`), for bodies read in parts.
@@ -225,16 +237,21 @@ impl Puller {
         slf
     }
 
-    /// The next message; the iteration ends when the listener closes.
+    /// The next message; the iteration ends when the listener closes. Cancel-safe.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let p = self.p.get(py)?;
-        spawn(py, async move {
-            match p.recv().await {
-                Ok(m) => Ok(MessageOut(m)),
-                Err(Error::Closed) => Err(Fail::End),
-                Err(e) => Err(e.into()),
-            }
-        })
+        let back = p.clone();
+        spawn_keeping(
+            py,
+            async move {
+                match p.recv().await {
+                    Ok(m) => Ok(MessageOut(m)),
+                    Err(Error::Closed) => Err(Fail::End),
+                    Err(e) => Err(e.into()),
+                }
+            },
+            Box::new(move |MessageOut(m)| back.give_back(m)),
+        )
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {

@@ -6,12 +6,14 @@ use crate::aio::{self, spawn, Rooted};
 use crate::config::{seconds, Limits};
 use crate::error;
 use crate::identity::Identity;
+use crate::patterns::pubsub::{Publisher, Subscriber};
 use crate::patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
 use crate::trust::Trust;
 
 /// The process-wide entry point: dials addresses, binds listeners, owns every connection.
 /// `async with Runtime() as rt:` shuts it down on exit (`await rt.drain(seconds)` first to let
-/// finished transfers arrive).
+/// finished transfers arrive). `ordering` is the ordering level this runtime requires of its
+/// connections (`RuntimeConfig::guarantees`): its subscribers receive under it.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Runtime {
     rt: Rooted<weida::Runtime>,
@@ -22,7 +24,8 @@ pub(crate) struct Runtime {
 impl Runtime {
     #[new]
     #[pyo3(signature = (*, identity=None, trust=None, limits=None, present_identity=true,
-        send_timeout=None, udp_buffer=None))]
+        send_timeout=None, udp_buffer=None, ordering="none"))]
+    #[allow(clippy::too_many_arguments)] // one keyword argument per configuration field
     fn new(
         py: Python<'_>,
         identity: Option<Identity>,
@@ -31,10 +34,12 @@ impl Runtime {
         present_identity: bool,
         send_timeout: Option<f64>,
         udp_buffer: Option<usize>,
+        ordering: &str,
     ) -> PyResult<Runtime> {
         let send_timeout = send_timeout
             .map(|s| seconds("send_timeout", s))
             .transpose()?;
+        let ordering = crate::config::ordering(ordering)?;
         let r = py.detach(|| {
             let mut config = weida::RuntimeConfig::default();
             if let Some(i) = identity {
@@ -51,6 +56,7 @@ impl Runtime {
             }
             config.present_identity = present_identity;
             config.send_timeout = send_timeout;
+            config.guarantees.ordering = ordering;
             let identity = config.identity.clone();
             weida::Runtime::new(config).map(|rt| (rt, identity))
         });
@@ -100,6 +106,12 @@ impl Runtime {
         Requester::new(self.rt.requester())
     }
 
+    /// A Sub endpoint: `connect` it to publishers and `subscribe` to topics (in either
+    /// order), then `recv`.
+    fn subscriber(&self) -> Subscriber {
+        Subscriber::new(self.rt.subscriber())
+    }
+
     /// A raw endpoint: `connect` it to acceptors, then `open` transfers or `exchange`s.
     fn peer(&self) -> Peer {
         Peer::new(self.rt.peer())
@@ -118,6 +130,7 @@ impl Runtime {
             connections_accepted: c.connections_accepted,
             receipts_delivered: c.receipts_delivered,
             receipts_failed: c.receipts_failed,
+            copies_published: c.copies_published,
         }
     }
 
@@ -200,6 +213,16 @@ impl Listener {
         Ok(Replier::new(r, slf.clone().unbind()))
     }
 
+    /// Binds a `Publisher` at `path`.
+    fn publisher(slf: &Bound<'_, Self>, path: &str) -> PyResult<Publisher> {
+        let p = slf
+            .get()
+            .inner
+            .publisher(path)
+            .map_err(|e| error::to_py(slf.py(), e))?;
+        Ok(Publisher::new(p, slf.clone().unbind()))
+    }
+
     /// Binds a raw `Acceptor` at `path`.
     fn acceptor(slf: &Bound<'_, Self>, path: &str) -> PyResult<Acceptor> {
         let a = slf
@@ -261,6 +284,8 @@ pub(crate) struct Counters {
     receipts_delivered: u64,
     /// ... that resolved with a refusal or a loss.
     receipts_failed: u64,
+    /// Pub/Sub copies queued for subscribers by this runtime's publishers.
+    copies_published: u64,
 }
 
 #[pymethods]
@@ -269,7 +294,7 @@ impl Counters {
         format!(
             "Counters(streams_opened={}, streams_accepted={}, streams_refused={}, bytes_sent={}, \
              bytes_received={}, connections_dialled={}, connections_accepted={}, \
-             receipts_delivered={}, receipts_failed={})",
+             receipts_delivered={}, receipts_failed={}, copies_published={})",
             self.streams_opened,
             self.streams_accepted,
             self.streams_refused,
@@ -278,7 +303,8 @@ impl Counters {
             self.connections_dialled,
             self.connections_accepted,
             self.receipts_delivered,
-            self.receipts_failed
+            self.receipts_failed,
+            self.copies_published
         )
     }
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 from conftest import Pair, payload
@@ -175,6 +177,33 @@ async def test_an_asyncio_cancelled_recv_loses_nothing(pair: Pair) -> None:
     await t.write(b"second half")
     await t.finish()
     assert (await puller.recv()).body == b"first half, second half"
+
+
+async def test_a_receive_cancelled_as_its_message_arrives_hands_it_back(pair: Pair) -> None:
+    puller = pair.listener.puller("/jobs")
+    pusher = pair.client.pusher()
+    await pusher.connect(puller.address)
+    receives: list[Callable[[], Awaitable[object]]] = [
+        puller.recv,
+        lambda: puller.recv_many(8),
+        puller.__anext__,
+    ]
+    for i in range(30):
+        pending = asyncio.ensure_future(receives[i % 3]())
+        await asyncio.sleep(0)
+        # The loop thread is held while the I/O thread receives it: the loop sees the
+        # cancellation first, then the message, which goes back to the puller.
+        sent = pusher.send(str(i).encode())
+        time.sleep(0.005)  # noqa: ASYNC251 - holds the loop while the I/O thread receives it
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        await sent
+        # Puller::give_back does not wake a receive already waiting (core/src/patterns/
+        # pushpull.rs): let the loop hand the message back before the next receive starts.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert (await asyncio.wait_for(puller.recv(), 5)).body == str(i).encode()
 
 
 async def test_leaving_async_with_on_an_exception_cancels_the_transfer(pair: Pair) -> None:

@@ -20,6 +20,7 @@ CODES = [
     "NEGOTIATION_FAILED",
     "PROTOCOL",
     "INVALID_CONFIG",
+    "INVALID_FILTER",
     "CLOSED",
     "IO",
 ]

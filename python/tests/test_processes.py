@@ -1,6 +1,6 @@
 """Across processes: the examples run as scripts, a Python server and client in two processes
-over QUIC with key pinning, a Python peer talking to the Rust core's example peer, uvloop,
-and a forked child."""
+over QUIC with key pinning, a Python peer talking to the Rust core's example peer (and
+subscribed to its publisher), uvloop, and a forked child."""
 
 from __future__ import annotations
 
@@ -27,6 +27,16 @@ REPO = HERE.parent.parent
         ("push_pull.py", ["got job 4", "got report.csv", "outstanding: 0"]),
         ("req_rep.py", ["b'HELLO'", "failed: REJECTED", "b'AGAIN'"]),
         ("raw_streams.py", ["stream b'feed' 000000000101010102020202", "answer b'three'"]),
+        (
+            "pubsub.py",
+            [
+                "published prices.btc.usd: 0 copies",
+                "eur got prices.btc.eur 42000",
+                "alert alerts.exchange.down kraken",
+                "alert part 0;part 1;part 2;",
+                "dropped: 0",
+            ],
+        ),
     ],
 )
 def test_every_example_runs(script: str, expected: list[str]) -> None:
@@ -58,6 +68,11 @@ class Child:
     def line(self) -> str:
         assert self.proc.stdout is not None
         return self.proc.stdout.readline().strip()
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -131,6 +146,33 @@ async def test_a_python_peer_talks_to_the_rust_peer(bind: str, tmp_path: Path) -
             assert await asyncio.to_thread(child.line) == f"JOB {len(body)} {body[:16].hex()}"
             drained = await rt.drain(10)
             assert drained.outstanding == 0
+    finally:
+        child.stop()
+
+
+@pytest.mark.parametrize("bind", ["weida://127.0.0.1:0", "unix"])
+async def test_a_python_subscriber_receives_from_the_rust_publisher(
+    bind: str, tmp_path: Path
+) -> None:
+    if bind == "unix":
+        bind = f"weida+unix://{tmp_path}/rust.sock"
+    child = Child([*rust_peer(), bind])
+    try:
+        feed = str(weida.Address(child.address).with_path("/feed"))
+        async with weida.Runtime(ordering="detect") as rt:
+            sub = rt.subscriber()
+            await sub.connect(feed)
+            await sub.subscribe("sensors.*.temp")
+            for topic, text in [("sensors.hall.temp", "21.5"), ("sensors.hall.rh", "40")]:
+                child.send(f"PUB {topic} {text}")
+                expected = 1 if topic.endswith("temp") else 0
+                assert await asyncio.to_thread(child.line) == f"PUBLISHED {expected}"
+            m = await sub.recv()
+            assert (m.meta.topic, m.body, m.meta.path) == ("sensors.hall.temp", b"21.5", "/feed")
+            assert (m.meta.sequence, m.meta.gap) == (1, 0)
+            assert await sub.unsubscribe("sensors.*.temp")
+            child.send("PUB sensors.hall.temp 22")
+            assert await asyncio.to_thread(child.line) == "PUBLISHED 0"
     finally:
         child.stop()
 

@@ -1,7 +1,8 @@
 """weida: ZeroMQ's idea on QUIC, asyncio-native.
 
-Req/Rep, Push/Pull and raw streams over QUIC (``weida://``), in process (``weida+inproc://``)
-and AF_UNIX (``weida+unix://``), with peers named by the SHA-256 fingerprint of their key.
+Req/Rep, Push/Pull, Pub/Sub and raw streams over QUIC (``weida://``), in process
+(``weida+inproc://``) and AF_UNIX (``weida+unix://``), with peers named by the SHA-256
+fingerprint of their key.
 Every operation that waits is awaited; cancelling the await cancels the operation.
 
     async with weida.Runtime() as rt:
@@ -11,6 +12,13 @@ Every operation that waits is awaited; cancelling the await cancels the operatio
         await pusher.connect(puller.address)
         await pusher.send(b"hello")
         msg = await puller.recv()
+
+        publisher = listener.publisher("/prices")
+        sub = rt.subscriber()
+        await sub.connect(publisher.address)
+        await sub.subscribe("prices.*.eur")
+        publisher.publish("prices.btc.eur", b"42000")
+        msg = await sub.recv()  # msg.meta.topic == "prices.btc.eur"
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from ._errors import (
     Indeterminate,
     InvalidAddress,
     InvalidConfig,
+    InvalidFilter,
     IoError,
     LimitExceeded,
     NegotiationFailed,
@@ -42,7 +51,9 @@ from ._weida import (
     Counters,
     Delivery,
     Drained,
+    Dropped,
     Exchange,
+    FanOut,
     Identity,
     IncomingMeta,
     IncomingTransfer,
@@ -54,11 +65,13 @@ from ._weida import (
     PeerKey,
     PeerLocal,
     PendingReply,
+    Publisher,
     Puller,
     Pusher,
     Replier,
     Requester,
     Runtime,
+    Subscriber,
     Trust,
     after_fork,
     fingerprint_of_certificate,
@@ -78,13 +91,16 @@ __all__ = [
     "Counters",
     "Delivery",
     "Drained",
+    "Dropped",
     "Exchange",
+    "FanOut",
     "Identity",
     "IncomingMeta",
     "IncomingTransfer",
     "Indeterminate",
     "InvalidAddress",
     "InvalidConfig",
+    "InvalidFilter",
     "IoError",
     "LimitExceeded",
     "Limits",
@@ -98,12 +114,14 @@ __all__ = [
     "PeerLocal",
     "PendingReply",
     "ProtocolError",
+    "Publisher",
     "Puller",
     "Pusher",
     "Rejected",
     "Replier",
     "Requester",
     "Runtime",
+    "Subscriber",
     "Timeout",
     "Trust",
     "UnknownEndpoint",

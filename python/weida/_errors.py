@@ -17,6 +17,7 @@ __all__ = [
     "Indeterminate",
     "InvalidAddress",
     "InvalidConfig",
+    "InvalidFilter",
     "IoError",
     "LimitExceeded",
     "NegotiationFailed",
@@ -137,7 +138,8 @@ class Canceled(WeidaError):
 
 class LimitExceeded(WeidaError):
     """A configured bound was exceeded; ``limit`` names it (``max_header_size``,
-    ``max_collected_body``, ``remote``, ...) and ``detail`` says what exceeded it.
+    ``max_collected_body``, ``remote``, ``byte_budget``, ``queue``, ``max_filters``) and
+    ``detail`` says what exceeded it.
     """
 
     code = "LIMIT_EXCEEDED"
@@ -183,6 +185,24 @@ class InvalidConfig(WeidaError):
     code = "INVALID_CONFIG"
 
 
+class InvalidFilter(WeidaError):
+    """A Pub/Sub filter or topic that breaks the segment grammar: refused, never widened.
+
+    ``what`` is ``"filter"`` or ``"topic"``, ``text`` the text as given, ``reason`` why (e.g.
+    ``"has an empty segment"``).
+    """
+
+    code = "INVALID_FILTER"
+
+    def __init__(
+        self, message: str = "", *, what: str = "", text: str = "", reason: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.what = what
+        self.text = text
+        self.reason = reason
+
+
 class Closed(WeidaError):
     """The runtime, listener, endpoint or handle was closed (or already consumed)."""
 
@@ -216,6 +236,7 @@ BY_CODE: dict[str, type[WeidaError]] = {
         NegotiationFailed,
         ProtocolError,
         InvalidConfig,
+        InvalidFilter,
         Closed,
         IoError,
     )

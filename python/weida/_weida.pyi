@@ -9,7 +9,7 @@ from asyncio import Future
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from types import TracebackType
-from typing import final
+from typing import Literal, final
 
 _Buffer = bytes | bytearray | memoryview
 """A body: ``bytes`` (large ones are sent without a copy), ``bytearray`` or ``memoryview``."""
@@ -18,6 +18,10 @@ _MetaValue = bytes | bytearray | memoryview | str
 _Meta = Mapping[str, _MetaValue] | Iterable[tuple[str, _MetaValue]]
 """Metadata: a mapping, or ``(name, value)`` pairs kept in order (names may repeat)."""
 _StrPath = str | PathLike[str]
+_Ordering = Literal["none", "detect", "reassemble"]
+"""An ordering level (``RuntimeConfig::guarantees``): ``"detect"`` numbers each publisher's
+messages and reports gaps; ``"reassemble"`` also holds out-of-order ones
+(``Limits.max_reorder_hold``)."""
 
 @final
 class Address:
@@ -55,6 +59,11 @@ class Limits:
         max_collected_body: int | None = None,
         idle_timeout: float | None = None,
         keep_alive: float | None = ...,
+        subscriber_buffer_bytes: int | None = None,
+        max_reorder_hold: int | None = None,
+        max_parked_reverse: int | None = None,
+        max_filters: int | None = None,
+        fanout_wait: float | None = None,
     ) -> Limits: ...
     @property
     def stream_receive_window(self) -> int:
@@ -89,6 +98,21 @@ class Limits:
     @property
     def keep_alive(self) -> float | None:
         """Seconds between keep-alives from the dialling side; None: never. Default 10."""
+    @property
+    def subscriber_buffer_bytes(self) -> int:
+        """Pub/Sub: bytes a publisher holds queued for one subscriber. Default 1 MiB."""
+    @property
+    def max_reorder_hold(self) -> int:
+        """Pub/Sub, ``ordering="reassemble"``: copies held per producer. Default 256."""
+    @property
+    def max_parked_reverse(self) -> int:
+        """Pub/Sub over AF_UNIX: reverse connections parked per publisher. Default 8."""
+    @property
+    def max_filters(self) -> int:
+        """Pub/Sub: filters one subscriber may hold on one publisher. Default 1024."""
+    @property
+    def fanout_wait(self) -> float:
+        """Pub/Sub: seconds ``FanOut.write`` waits for a slow subscriber. Default 1."""
 
 @final
 class Identity:
@@ -158,6 +182,7 @@ class Counters:
     connections_accepted: int
     receipts_delivered: int
     receipts_failed: int
+    copies_published: int
 
 @final
 class Drained:
@@ -171,7 +196,9 @@ class Drained:
 class Runtime:
     """The process-wide entry point: dials, binds, owns every connection.
 
-    ``async with Runtime() as rt:`` shuts it down on exit.
+    ``async with Runtime() as rt:`` shuts it down on exit. ``ordering`` is the ordering level
+    it requires of its connections; its subscribers receive under it (``"detect"``: gaps in
+    ``msg.meta.gap``; ``"reassemble"``: reordered too).
     """
 
     def __new__(
@@ -183,6 +210,7 @@ class Runtime:
         present_identity: bool = True,
         send_timeout: float | None = None,
         udp_buffer: int | None = None,
+        ordering: _Ordering = "none",
     ) -> Runtime: ...
     @property
     def fingerprint(self) -> str:
@@ -193,6 +221,8 @@ class Runtime:
         """A Push endpoint."""
     def requester(self) -> Requester:
         """A Req endpoint."""
+    def subscriber(self) -> Subscriber:
+        """A Sub endpoint: ``connect`` and ``subscribe`` (in either order), then ``recv``."""
     def peer(self) -> Peer:
         """A raw endpoint."""
     def counters(self) -> Counters:
@@ -220,6 +250,8 @@ class Listener:
         """Binds a Puller at ``path``."""
     def replier(self, path: str) -> Replier:
         """Binds a Replier at ``path``."""
+    def publisher(self, path: str) -> Publisher:
+        """Binds a Publisher at ``path``."""
     def acceptor(self, path: str) -> Acceptor:
         """Binds a raw Acceptor at ``path``."""
     def close(self) -> None:
@@ -371,6 +403,128 @@ class Acceptor:
     def __aiter__(self) -> Acceptor: ...
     def __anext__(self) -> Future[IncomingTransfer | Exchange]: ...
     def __aenter__(self) -> Future[Acceptor]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Dropped:
+    """Copies a publisher dropped, by cause. A refusal raised by ``publish`` is not a drop."""
+
+    queue_full: int
+    byte_budget: int
+    reverse_pool_empty: int
+    dead_subscriber: int
+    refused: int
+    def __new__(
+        cls,
+        *,
+        queue_full: int = 0,
+        byte_budget: int = 0,
+        reverse_pool_empty: int = 0,
+        dead_subscriber: int = 0,
+        refused: int = 0,
+    ) -> Dropped: ...
+    @property
+    def total(self) -> int:
+        """Every drop, whatever its cause."""
+
+@final
+class Publisher:
+    """Publishes messages by topic to the subscribers whose filters select it.
+
+    ``publish`` never waits: a subscriber that cannot take a copy loses it, counted in
+    ``dropped()``.
+    """
+
+    @property
+    def address(self) -> str:
+        """The address subscribers dial."""
+    def publish(self, topic: str, body: _Buffer) -> int:
+        """Queues ``body`` for every subscriber ``topic`` selects; returns the copies queued."""
+    def open(self, topic: str) -> FanOut:
+        """Opens a streamed message to the subscribers ``topic`` selects now."""
+    def dropped(self) -> Dropped:
+        """Copies dropped since the publisher was bound, by cause."""
+    def dropped_on(self, topic: str) -> Dropped:
+        """Copies of ``topic`` dropped, by cause."""
+    @property
+    def subscriber_count(self) -> int:
+        """Subscribers connected now (with at least one filter)."""
+    def close(self) -> None:
+        """Unbinds the path and ends every subscription."""
+    def __aenter__(self) -> Future[Publisher]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class FanOut:
+    """A message streamed to every subscriber ``Publisher.open`` matched.
+
+    ``write``/``write_now`` chunks, then ``finish()`` or ``cancel()``. As an async context
+    manager it finishes on a clean exit and cancels on an exception.
+    """
+
+    @property
+    def copies(self) -> int:
+        """Copies still attached; after ``finish()``, those it was finished for."""
+    def write(self, chunk: _Buffer) -> Future[int]:
+        """Writes ``chunk`` to every copy, waiting up to ``Limits.fanout_wait`` for room."""
+    def write_now(self, chunk: _Buffer) -> int:
+        """Writes ``chunk`` to every copy without waiting; returns the copies attached."""
+    def finish(self) -> int:
+        """Ends the message; returns the copies still attached."""
+    def cancel(self) -> None:
+        """Cancels every copy: subscribers never see half a message."""
+    def __aenter__(self) -> Future[FanOut]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Subscriber:
+    """Receives what its filters select from the publishers it connects to.
+
+    ``async for msg in subscriber``; ``msg.meta.topic``, ``sequence`` and ``gap`` say what
+    it is and what was missed.
+    """
+
+    def connect(self, address: str) -> Future[None]:
+        """Dials the publisher at ``address`` and installs every filter held there."""
+    def disconnect(self, address: str) -> bool:
+        """Closes the connection to ``address``; True if it was connected."""
+    @property
+    def peer_count(self) -> int:
+        """Live connections."""
+    def subscribe(self, filter: str) -> Future[None]:
+        """Adds ``filter``; returns once every connected publisher installed it."""
+    def unsubscribe(self, filter: str) -> Future[bool]:
+        """Removes one entry of ``filter``; False if it was not held."""
+    @property
+    def filters(self) -> list[str]:
+        """The filters held, in the order given."""
+    def recv(self) -> Future[Message]:
+        """The next message. Cancel-safe."""
+    def recv_many(self, max: int) -> Future[list[Message]]:
+        """Up to ``max`` messages (at least one). Cancel-safe."""
+    @property
+    def queued(self) -> int:
+        """Messages received and waiting for ``recv``."""
+    def close(self) -> None:
+        """Closes every connection; receiving returns what is queued, then ``Closed``."""
+    def __aiter__(self) -> Subscriber: ...
+    def __anext__(self) -> Future[Message]: ...
+    def __aenter__(self) -> Future[Subscriber]: ...
     def __aexit__(
         self,
         exc_type: type[BaseException] | None,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use weida::{Error, Exchange, IncomingTransfer, Puller, Replier};
+use weida::{Error, Exchange, IncomingTransfer, Puller, Replier, Subscriber};
 
 use crate::body::{summary, Tally};
 use crate::protocol::{meta_fields, metadata_json, Failure, Out};
@@ -221,5 +221,36 @@ fn size_field(n: usize) -> Map<String, Value> {
 pub(crate) fn message_json(m: &weida::Message) -> Value {
     let mut f = meta_fields(&m.meta);
     f.insert("body".into(), summary(&m.body));
+    json!(f)
+}
+
+/// A subscriber in `recv` mode, from its first connect: `recv()` in a loop, each copy a
+/// `received` event; the loop ends with `closed` or, once no publisher is left, with
+/// `receive_failed`.
+pub(crate) fn serve_subscriber(sub: Arc<Subscriber>, handle: String, out: Out) {
+    tokio::spawn(async move {
+        loop {
+            match sub.recv().await {
+                Ok(m) => {
+                    let Value::Object(f) = copy_json(&m) else {
+                        unreachable!("an object")
+                    };
+                    out.event("received", &handle, f);
+                }
+                Err(Error::Closed) => return out.event_error("closed", &handle, &Error::Closed),
+                Err(e) => return out.event_error("receive_failed", &handle, &e),
+            }
+        }
+    });
+}
+
+/// A Pub/Sub copy as an op result or event: a message's fields with its topic, sequence and
+/// gap (null when absent).
+pub(crate) fn copy_json(m: &weida::Message) -> Value {
+    let mut f = meta_fields(&m.meta);
+    f.insert("body".into(), summary(&m.body));
+    f.insert("topic".into(), json!(m.meta.topic));
+    f.insert("sequence".into(), json!(m.meta.sequence));
+    f.insert("gap".into(), json!(m.meta.gap));
     json!(f)
 }

@@ -7,12 +7,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use weida::{
-    Fingerprint, Identity, Limits, Listener, OutgoingTransfer, PendingReply, Puller, Pusher,
-    Requester, Runtime, RuntimeConfig, ServerTls, Trust,
+    Dropped, FanOut, Fingerprint, GuaranteeSet, Identity, Limits, Listener, Ordering,
+    OutgoingTransfer, PendingReply, Publisher, Puller, Pusher, Requester, Runtime, RuntimeConfig,
+    ServerTls, Subscriber, Trust,
 };
 
 use crate::body;
-use crate::endpoints::{message_json, serve_puller, serve_replier, PullerMode, ReplierMode};
+use crate::endpoints::{
+    copy_json, message_json, serve_puller, serve_replier, serve_subscriber, PullerMode, ReplierMode,
+};
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
 
 /// A dialling endpoint.
@@ -20,6 +23,7 @@ use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
 enum Dialling {
     Requester(Arc<Requester>),
     Pusher(Arc<Pusher>),
+    Subscriber(Arc<Subscriber>),
 }
 
 #[derive(Default)]
@@ -34,6 +38,10 @@ struct Handles {
     pullers: HashMap<String, Arc<Puller>>,
     transfers: HashMap<String, OutgoingTransfer>,
     replies: HashMap<String, PendingReply>,
+    publishers: HashMap<String, Arc<Publisher>>,
+    /// Subscribers in `recv` mode whose loop starts at their first connect.
+    unserved: HashSet<String>,
+    fanouts: HashMap<String, FanOut>,
 }
 
 pub(crate) struct Agent {
@@ -101,7 +109,26 @@ impl Agent {
             .dialling
             .get(name)
             .cloned()
-            .ok_or_else(|| missing("requester or pusher", name))
+            .ok_or_else(|| missing("requester, pusher or subscriber", name))
+    }
+
+    fn publisher(&self, args: &Value) -> Result<Arc<Publisher>, Failure> {
+        let name = str_arg(args, "endpoint")?;
+        self.handles
+            .lock()
+            .unwrap()
+            .publishers
+            .get(name)
+            .cloned()
+            .ok_or_else(|| missing("publisher", name))
+    }
+
+    fn subscriber(&self, args: &Value, key: &str) -> Result<Arc<Subscriber>, Failure> {
+        let name = str_arg(args, key)?;
+        match self.handles.lock().unwrap().dialling.get(name) {
+            Some(Dialling::Subscriber(s)) => Ok(s.clone()),
+            _ => Err(missing("subscriber", name)),
+        }
     }
 
     fn take_transfer(&self, args: &Value) -> Result<(String, OutgoingTransfer), Failure> {
@@ -138,6 +165,15 @@ impl Agent {
                 cfg.present_identity = bool_arg(args, "present_identity", true)?;
                 cfg.limits = limits(args.get("limits"))?;
                 cfg.send_timeout = u64_arg(args, "send_timeout_ms")?.map(Duration::from_millis);
+                cfg.guarantees = GuaranteeSet {
+                    ordering: match args.get("ordering").and_then(Value::as_str) {
+                        None | Some("none") => Ordering::None,
+                        Some("detect") => Ordering::Detect,
+                        Some("reassemble") => Ordering::Reassemble,
+                        Some(o) => return Err(Failure::bad(format!("unknown ordering {o:?}"))),
+                    },
+                    ..GuaranteeSet::default()
+                };
                 let identity = cfg.identity.clone();
                 let rt = Runtime::new(cfg)?;
                 let fingerprint = rt.fingerprint().to_string();
@@ -196,6 +232,7 @@ impl Agent {
                     "connections_accepted": c.connections_accepted,
                     "receipts_delivered": c.receipts_delivered,
                     "receipts_failed": c.receipts_failed,
+                    "copies_published": c.copies_published,
                 }))
             }
             "replier" => {
@@ -258,6 +295,14 @@ impl Agent {
                         p.connect(address).await?;
                         p.peer_count()
                     }
+                    Dialling::Subscriber(s) => {
+                        s.connect(address).await?;
+                        let name = str_arg(args, "endpoint")?;
+                        if self.handles.lock().unwrap().unserved.remove(name) {
+                            serve_subscriber(s.clone(), name.to_string(), self.out.clone());
+                        }
+                        s.peer_count()
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -266,6 +311,7 @@ impl Agent {
                 let removed = match self.dialling(args)? {
                     Dialling::Requester(r) => r.disconnect(address)?,
                     Dialling::Pusher(p) => p.disconnect(address)?,
+                    Dialling::Subscriber(s) => s.disconnect(address)?,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -273,6 +319,7 @@ impl Agent {
                 let count = match self.dialling(args)? {
                     Dialling::Requester(r) => r.peer_count(),
                     Dialling::Pusher(p) => p.peer_count(),
+                    Dialling::Subscriber(s) => s.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -304,6 +351,9 @@ impl Agent {
                             .unwrap()
                             .transfers
                             .insert(tname.to_string(), t);
+                    }
+                    Dialling::Subscriber(_) => {
+                        return Err(Failure::bad("open needs a pusher or requester"))
                     }
                     Dialling::Requester(r) => {
                         let rname = str_arg(args, "reply")?;
@@ -360,9 +410,131 @@ impl Agent {
                 let p = p.ok_or_else(|| missing("manual puller", name))?;
                 Ok(message_json(&p.recv().await?))
             }
+            "publisher" => {
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let p = listener.publisher(str_arg(args, "path")?)?;
+                let address = p.address().to_string();
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .publishers
+                    .insert(name.to_string(), Arc::new(p));
+                Ok(json!({ "address": address }))
+            }
+            "subscriber" => {
+                let (rt, _) = self.runtime(args)?;
+                let name = str_arg(args, "name")?;
+                let manual = match str_arg(args, "mode")? {
+                    "recv" => false,
+                    "manual" => true,
+                    m => return Err(Failure::bad(format!("unknown subscriber mode {m:?}"))),
+                };
+                self.claim(name)?;
+                let s = Arc::new(rt.subscriber());
+                let mut h = self.handles.lock().unwrap();
+                if !manual {
+                    h.unserved.insert(name.to_string());
+                }
+                h.dialling.insert(name.to_string(), Dialling::Subscriber(s));
+                Ok(json!({}))
+            }
+            "subscribe" => {
+                let s = self.subscriber(args, "endpoint")?;
+                s.subscribe(str_arg(args, "filter")?).await?;
+                Ok(json!({}))
+            }
+            "unsubscribe" => {
+                let s = self.subscriber(args, "endpoint")?;
+                let removed = s.unsubscribe(str_arg(args, "filter")?).await?;
+                Ok(json!({ "removed": removed }))
+            }
+            "receive" => {
+                let s = self.subscriber(args, "subscriber")?;
+                Ok(copy_json(&s.recv().await?))
+            }
+            "queued" => {
+                let s = self.subscriber(args, "subscriber")?;
+                Ok(json!({ "queued": s.queued() }))
+            }
+            "publish" => {
+                let p = self.publisher(args)?;
+                let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                let queued = p.publish(str_arg(args, "topic")?, body)?;
+                Ok(json!({ "queued": queued }))
+            }
+            "dropped" => {
+                let p = self.publisher(args)?;
+                let d = match args.get("topic").and_then(Value::as_str) {
+                    Some(t) => p.dropped_on(t),
+                    None => p.dropped(),
+                };
+                Ok(dropped_json(&d))
+            }
+            "subscriber_count" => {
+                let p = self.publisher(args)?;
+                Ok(json!({ "subscriber_count": p.subscriber_count() }))
+            }
+            "fanout" => {
+                let p = self.publisher(args)?;
+                let name = str_arg(args, "fanout")?;
+                let f = p.open(str_arg(args, "topic")?)?;
+                let copies = f.copies();
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .fanouts
+                    .insert(name.to_string(), f);
+                Ok(json!({ "copies": copies }))
+            }
+            "fanout_write" => {
+                let name = str_arg(args, "fanout")?;
+                let bytes = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                let chunk = u64_arg(args, "chunk")?.unwrap_or(64 * 1024).max(1) as usize;
+                let now = bool_arg(args, "now", false)?;
+                let f = self.handles.lock().unwrap().fanouts.remove(name);
+                let mut f = f.ok_or_else(|| missing("fan-out", name))?;
+                let mut outcome = Ok(f.copies());
+                let mut at = 0;
+                while at < bytes.len() && outcome.is_ok() {
+                    let end = (at + chunk).min(bytes.len());
+                    let c = bytes.slice(at..end);
+                    outcome = if now {
+                        f.write_now(c)
+                    } else {
+                        f.write(c).await
+                    };
+                    at = end;
+                }
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .fanouts
+                    .insert(name.to_string(), f);
+                Ok(json!({ "copies": outcome? }))
+            }
+            "fanout_finish" => {
+                let name = str_arg(args, "fanout")?;
+                let f = self.handles.lock().unwrap().fanouts.remove(name);
+                let f = f.ok_or_else(|| missing("fan-out", name))?;
+                Ok(json!({ "copies": f.finish() }))
+            }
             other => Err(Failure::bad(format!("unknown op {other:?}"))),
         }
     }
+}
+
+fn dropped_json(d: &Dropped) -> Value {
+    json!({
+        "queue_full": d.queue_full,
+        "byte_budget": d.byte_budget,
+        "reverse_pool_empty": d.reverse_pool_empty,
+        "dead_subscriber": d.dead_subscriber,
+        "refused": d.refused,
+        "total": d.total(),
+    })
 }
 
 /// `"address"`, `"unverified"` or `{"pinned": ["sha256:…", …]}`.
@@ -413,6 +585,11 @@ fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
             "max_header_size" => l.max_header_size = n()?,
             "max_collected_body" => l.max_collected_body = n()?,
             "idle_timeout_ms" => l.idle_timeout = Duration::from_millis(n()?),
+            "subscriber_buffer_bytes" => l.subscriber_buffer_bytes = n()? as usize,
+            "max_reorder_hold" => l.max_reorder_hold = n()? as usize,
+            "max_parked_reverse" => l.max_parked_reverse = n()? as usize,
+            "max_filters" => l.max_filters = n()? as usize,
+            "fanout_wait_ms" => l.fanout_wait = Duration::from_millis(n()?),
             "keep_alive_ms" => {
                 l.keep_alive = if val.is_null() {
                     None

@@ -1,10 +1,12 @@
 //! The patterns: thin wrappers over streams (PATTERNS.md §2, §3, §5). Dialling endpoints share
 //! [`Dialer`]; bound endpoints share the runtime's `Inbox`.
 
+mod pubsub;
 mod pushpull;
 mod raw;
 mod reqrep;
 
+pub use pubsub::{DropCause, Dropped, FanOut, Publisher, Subscriber};
 pub use pushpull::{Puller, Pusher};
 pub use raw::{Acceptor, Peer};
 pub use reqrep::{Replier, Requester};
@@ -22,8 +24,8 @@ use crate::wire::{Header, StreamType};
 
 /// The dialling half every connecting endpoint shares: its addresses and their connections.
 pub(crate) struct Dialer {
-    shared: Arc<Shared>,
-    peers: PeerSet,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) peers: PeerSet,
 }
 
 impl Drop for Dialer {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::Dialer;
 use crate::error::{Error, Result};
-use crate::runtime::{Inbox, Incoming, Shared};
+use crate::runtime::{Inbox, Incoming, Queued, Shared};
 use crate::stream::{IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::wire::{Header, Metadata};
 
@@ -47,6 +47,9 @@ impl Pusher {
 
     /// Sends a whole message: fire-and-forget. Returns once the FIN is queued; the receipt is
     /// kept by the runtime for `drain`. Waits for the peer's stream budget (backpressure).
+    /// A body up to `RuntimeConfig::lane_max_message` goes as a frame on the connection's
+    /// message lane when the peer offers lanes (returning once queued there; a lane's queue
+    /// and window are its backpressure), and messages of one lane arrive in order.
     pub async fn send(&self, body: impl Into<Bytes>) -> Result<()> {
         self.send_with(Metadata::new(), body).await
     }
@@ -57,7 +60,15 @@ impl Pusher {
             meta,
             ..Header::default()
         };
-        let t = self.dialer.transfer(header, Some(body.into())).await?;
+        let body = body.into();
+        if body.len() <= self.dialer.shared.config.lane_max_message {
+            self.dialer.shared.check_open()?;
+            let link = self.dialer.peers.pick()?;
+            if link.lanes {
+                return link.lane_send(&self.dialer.shared, header, body).await;
+            }
+        }
+        let t = self.dialer.transfer(header, Some(body)).await?;
         drop(t.finish().await?);
         Ok(())
     }
@@ -109,27 +120,45 @@ impl Puller {
     /// cancelled is `Err(Canceled)` (never a short body) and the puller stays usable.
     /// Cancel-safe: a message half collected when the future is dropped is resumed.
     pub async fn recv(&self) -> Result<Message> {
-        if let Some(m) = self.inbox.returned.lock().unwrap().pop_front() {
-            return Ok(m);
-        }
-        let max = self.inbox.shared.limits.max_collected_body;
-        let mut rx = self.inbox.rx.lock().await;
-        if let Some(e) = rx.deferred.take() {
-            return Err(e);
-        }
-        if rx.partial.is_none() {
-            let t = match rx.next().await? {
-                Incoming::Stream(t) => t,
-                // The route admits only transfers.
-                Incoming::Exchange(_) => {
-                    return Err(Error::Protocol("an exchange reached a puller".into()))
-                }
+        loop {
+            // A message handed back (by a binding whose caller cancelled) wakes a waiting
+            // receive: it is served first.
+            let handed_back = self.inbox.handed_back.notified();
+            tokio::pin!(handed_back);
+            handed_back.as_mut().enable();
+            if let Some(m) = self.inbox.returned.lock().unwrap().pop_front() {
+                return Ok(m);
+            }
+            let max = self.inbox.shared.limits.max_collected_body;
+            let mut rx = tokio::select! {
+                rx = self.inbox.rx.lock() => rx,
+                _ = &mut handed_back => continue,
             };
-            rx.partial = Some(Partial::new(t));
+            if let Some(e) = rx.deferred.take() {
+                return Err(e);
+            }
+            if rx.partial.is_none() {
+                let q = tokio::select! {
+                    biased;
+                    _ = &mut handed_back => continue,
+                    q = rx.next() => q?,
+                };
+                let t = match q {
+                    Queued::Incoming(Incoming::Stream(t)) => t,
+                    // Whole already: a message that came on a lane.
+                    Queued::Message(m) => return Ok(m),
+                    Queued::Refused(e) => return Err(e),
+                    // The route admits only transfers.
+                    Queued::Incoming(Incoming::Exchange(_)) => {
+                        return Err(Error::Protocol("an exchange reached a puller".into()))
+                    }
+                };
+                rx.partial = Some(Partial::new(t));
+            }
+            let r = rx.partial.as_mut().expect("set above").read_all(max).await;
+            let p = rx.partial.take().expect("set above");
+            return r.map(|()| p.into_message());
         }
-        let r = rx.partial.as_mut().expect("set above").read_all(max).await;
-        let p = rx.partial.take().expect("set above");
-        r.map(|()| p.into_message())
     }
 
     /// Up to `max` whole messages: waits for the first as [`Puller::recv`] does, then takes
@@ -159,6 +188,7 @@ impl Puller {
     /// it first, so a cancelled receive loses nothing.
     pub fn give_back(&self, message: Message) {
         self.inbox.returned.lock().unwrap().push_back(message);
+        self.inbox.handed_back.notify_waiters();
     }
 
     /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and

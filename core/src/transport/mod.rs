@@ -239,6 +239,9 @@ pub(crate) enum RecvHalf {
     Quic(quinn::RecvStream),
     Pipe(pipe::Reader),
     Unix(unix::Reader),
+    /// A body already whole (a message that arrived as a lane frame), read as a finished
+    /// stream: its bytes, then FIN.
+    Ready(Option<Bytes>),
 }
 
 impl RecvHalf {
@@ -251,6 +254,10 @@ impl RecvHalf {
             },
             RecvHalf::Pipe(r) => r.read_chunk(max).await,
             RecvHalf::Unix(r) => r.read_chunk(max).await,
+            RecvHalf::Ready(b) => Ok(match b {
+                Some(rest) if rest.len() > max => Some(rest.split_to(max)),
+                other => other.take(),
+            }),
         }
     }
 
@@ -264,6 +271,7 @@ impl RecvHalf {
             }
             RecvHalf::Pipe(r) => r.stop(code),
             RecvHalf::Unix(r) => r.stop(code),
+            RecvHalf::Ready(b) => *b = None,
         }
     }
 }

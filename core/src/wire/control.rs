@@ -13,9 +13,10 @@ use super::{fields, put_field, put_varint_field, varint, varint_value, Code, Dec
 pub mod frame_type {
     /// HELLO: the first frame each side sends.
     pub const HELLO: u64 = 0x01;
-    /// SUBSCRIBE: a Pub/Sub filter (UTF-8).
+    /// SUBSCRIBE: a subscriber adds a filter on a path: `request:varint path_len:varint path
+    /// filter` (path and filter UTF-8; the filter runs to the end of the payload).
     pub const SUBSCRIBE: u64 = 0x02;
-    /// UNSUBSCRIBE: a filter to remove (UTF-8).
+    /// UNSUBSCRIBE: a subscriber removes a filter; the payload is SUBSCRIBE's.
     pub const UNSUBSCRIBE: u64 = 0x03;
     /// GOAWAY: the sender opens no new streams (drain); payload: how many streams it opened on
     /// this connection, the control stream excluded (varint).
@@ -23,6 +24,9 @@ pub mod frame_type {
     /// CLOSE: the connection ends with a code and reason (local transports; QUIC uses
     /// CONNECTION_CLOSE).
     pub const CLOSE: u64 = 0x05;
+    /// ANSWER: the listener's answer to a SUBSCRIBE or UNSUBSCRIBE: `request:varint
+    /// code:varint reason` (the reason UTF-8, to the end of the payload; code 0 = done).
+    pub const ANSWER: u64 = 0x06;
 }
 
 /// HELLO field keys.
@@ -35,7 +39,8 @@ pub mod hello_key {
     pub const OFFERED: u64 = 0x03;
     /// The guarantee set the sender requires.
     pub const REQUIRED: u64 = 0x04;
-    /// An opaque session token (reserved: parked reverse connections on local sockets).
+    /// A local-socket subscriber's session: `parked:varint token` — how many reverse
+    /// connections it parks in advance, and the token each of them carries (PROTOCOL.md §3.7).
     pub const SESSION: u64 = 0x05;
 }
 
@@ -305,10 +310,19 @@ impl Hello {
 pub enum ControlFrame {
     /// HELLO.
     Hello(Hello),
-    /// SUBSCRIBE with a filter.
-    Subscribe(String),
-    /// UNSUBSCRIBE with a filter.
-    Unsubscribe(String),
+    /// SUBSCRIBE: add `filter` on `path`.
+    Subscribe(Subscription),
+    /// UNSUBSCRIBE: remove `filter` on `path`.
+    Unsubscribe(Subscription),
+    /// The answer to the SUBSCRIBE or UNSUBSCRIBE numbered `request`.
+    Answer {
+        /// The request it answers.
+        request: u64,
+        /// NO_ERROR when done; otherwise why not.
+        code: Code,
+        /// Human-readable reason.
+        reason: String,
+    },
     /// GOAWAY: the sender opens no more streams; it opened `opened` of them (control excluded),
     /// so the receiver can close once it has taken and finished every one.
     GoAway {
@@ -326,6 +340,48 @@ pub enum ControlFrame {
     Unknown(u64),
 }
 
+/// The payload of SUBSCRIBE and UNSUBSCRIBE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// Numbers the request so its ANSWER can name it; chosen by the subscriber.
+    pub request: u64,
+    /// The publisher's endpoint path.
+    pub path: String,
+    /// The filter, as text (its grammar is checked by the publisher, not by the codec).
+    pub filter: String,
+}
+
+impl Subscription {
+    fn encode(&self) -> Vec<u8> {
+        let mut p = Vec::with_capacity(4 + self.path.len() + self.filter.len());
+        varint::put(&mut p, self.request);
+        varint::put(&mut p, self.path.len() as u64);
+        p.extend_from_slice(self.path.as_bytes());
+        p.extend_from_slice(self.filter.as_bytes());
+        p
+    }
+
+    fn decode(mut p: &[u8]) -> Result<Subscription, DecodeError> {
+        let bad = |what: &str| DecodeError::malformed(format!("SUBSCRIBE: {what}"));
+        let request = varint::get(&mut p).map_err(|_| bad("truncated request"))?;
+        let len = varint::get(&mut p).map_err(|_| bad("truncated path length"))?;
+        if len > p.len() as u64 {
+            return Err(bad("path longer than the payload"));
+        }
+        let (path, filter) = p.split_at(len as usize);
+        let text = |b: &[u8]| {
+            std::str::from_utf8(b)
+                .map(str::to_string)
+                .map_err(|_| bad("text is not UTF-8"))
+        };
+        Ok(Subscription {
+            request,
+            path: text(path)?,
+            filter: text(filter)?,
+        })
+    }
+}
+
 /// The largest control frame payload a v0 reader accepts.
 pub const MAX_CONTROL_FRAME: u64 = 64 * 1024;
 
@@ -334,8 +390,19 @@ impl ControlFrame {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let (ty, payload) = match self {
             ControlFrame::Hello(h) => (frame_type::HELLO, h.encode_payload()),
-            ControlFrame::Subscribe(f) => (frame_type::SUBSCRIBE, f.as_bytes().to_vec()),
-            ControlFrame::Unsubscribe(f) => (frame_type::UNSUBSCRIBE, f.as_bytes().to_vec()),
+            ControlFrame::Subscribe(s) => (frame_type::SUBSCRIBE, s.encode()),
+            ControlFrame::Unsubscribe(s) => (frame_type::UNSUBSCRIBE, s.encode()),
+            ControlFrame::Answer {
+                request,
+                code,
+                reason,
+            } => {
+                let mut p = Vec::new();
+                varint::put(&mut p, *request);
+                varint::put(&mut p, code.to_u64());
+                p.extend_from_slice(reason.as_bytes());
+                (frame_type::ANSWER, p)
+            }
             ControlFrame::GoAway { opened } => {
                 let mut p = Vec::new();
                 varint::put(&mut p, *opened);
@@ -385,8 +452,20 @@ impl ControlFrame {
         };
         let f = match ty {
             frame_type::HELLO => ControlFrame::Hello(Hello::decode_payload(p)?),
-            frame_type::SUBSCRIBE => ControlFrame::Subscribe(text(p)?),
-            frame_type::UNSUBSCRIBE => ControlFrame::Unsubscribe(text(p)?),
+            frame_type::SUBSCRIBE => ControlFrame::Subscribe(Subscription::decode(p)?),
+            frame_type::UNSUBSCRIBE => ControlFrame::Unsubscribe(Subscription::decode(p)?),
+            frame_type::ANSWER => {
+                let mut c = p;
+                let request = varint::get(&mut c)
+                    .map_err(|_| DecodeError::malformed("ANSWER without a request"))?;
+                let code = varint::get(&mut c)
+                    .map_err(|_| DecodeError::malformed("ANSWER without a code"))?;
+                ControlFrame::Answer {
+                    request,
+                    code: Code::from_u64(code),
+                    reason: text(c)?,
+                }
+            }
             frame_type::GOAWAY => ControlFrame::GoAway {
                 opened: varint_value(frame_type::GOAWAY, p)?,
             },
@@ -402,5 +481,53 @@ impl ControlFrame {
             other => ControlFrame::Unknown(other),
         };
         Ok(Some((f, used)))
+    }
+}
+
+/// The value of HELLO's SESSION field: a local-socket subscriber's reverse-connection session
+/// (PROTOCOL.md §3.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// How many reverse connections the subscriber parks in advance.
+    pub parked: u64,
+    /// The token every parked connection of this session carries.
+    pub token: Bytes,
+}
+
+/// The largest session token a reader accepts.
+pub const MAX_SESSION_TOKEN: usize = 64;
+
+impl Session {
+    /// The SESSION field value.
+    pub fn encode(&self) -> Bytes {
+        let mut v = Vec::with_capacity(2 + self.token.len());
+        varint::put(&mut v, self.parked);
+        v.extend_from_slice(&self.token);
+        Bytes::from(v)
+    }
+
+    /// Reads a SESSION field value.
+    pub fn decode(mut v: &[u8]) -> Result<Session, DecodeError> {
+        let parked = varint::get(&mut v)
+            .map_err(|_| DecodeError::malformed("SESSION without a parked count"))?;
+        if v.is_empty() || v.len() > MAX_SESSION_TOKEN {
+            return Err(DecodeError::malformed(format!(
+                "SESSION token of {} bytes (1 to {MAX_SESSION_TOKEN})",
+                v.len()
+            )));
+        }
+        Ok(Session {
+            parked,
+            token: Bytes::copy_from_slice(v),
+        })
+    }
+
+    /// What a parked connection writes first: its stream type and this session's token,
+    /// `04 token_len:varint token`.
+    pub fn parked_head(&self) -> Bytes {
+        let mut v = vec![super::StreamType::Parked.to_byte()];
+        varint::put(&mut v, self.token.len() as u64);
+        v.extend_from_slice(&self.token);
+        Bytes::from(v)
     }
 }

@@ -7,11 +7,12 @@ pub mod chunk;
 pub mod codes;
 pub mod control;
 pub mod header;
+pub mod lane;
 pub mod reply;
 pub mod varint;
 
 pub use codes::Code;
-pub use control::{ControlFrame, GuaranteeSet, Hello, Ordering};
+pub use control::{ControlFrame, GuaranteeSet, Hello, Ordering, Session, Subscription};
 pub use header::{Header, Metadata};
 pub use reply::ReplyStatus;
 
@@ -56,9 +57,11 @@ pub enum StreamType {
     Transfer,
     /// The request half of an exchange; the reply half answers with a status byte.
     Exchange,
-    /// Reserved: a long-lived lane of framed complete messages (not sent by v0 peers).
+    /// A message lane: a long-lived one-way stream of framed complete messages (`lane`).
     Lane,
-    /// Reserved: a connection a subscriber parks for a local publisher (not sent by v0 peers).
+    /// A connection a local-socket subscriber parks for its publisher to write a copy on
+    /// (PROTOCOL.md §3.7): `04 token_len:varint token`, then the reverse direction carries a
+    /// transfer.
     Parked,
 }
 

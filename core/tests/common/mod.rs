@@ -30,9 +30,23 @@ pub fn bind_address(t: Transport) -> String {
     }
 }
 
+/// `WEIDA_TEST_LANE_MAX` sets `RuntimeConfig::lane_max_message` for every test runtime made
+/// here: `./dev test` runs the pattern tests with lanes on (the default) and off (`0`).
+pub fn lane_max() -> usize {
+    std::env::var("WEIDA_TEST_LANE_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(RuntimeConfig::default().lane_max_message)
+}
+
+pub fn lanes_on() -> bool {
+    lane_max() > 0
+}
+
 pub fn config(limits: Limits) -> RuntimeConfig {
     RuntimeConfig {
         limits,
+        lane_max_message: lane_max(),
         ..RuntimeConfig::default()
     }
 }

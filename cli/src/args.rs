@@ -1,0 +1,380 @@
+//! The command line: every subcommand and option, as clap parses them. Behaviour lives in
+//! the modules named after the roles (serve, client, bench, identity).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use weida::Fingerprint;
+
+use crate::exit;
+use crate::output::Format;
+
+/// weida: messaging patterns over QUIC, AF_UNIX and in process, from the shell.
+#[derive(Debug, Parser)]
+#[command(name = "weida", version, after_help = exit::HELP)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create or show an identity: a key kept in a directory, named by its fingerprint.
+    #[command(subcommand)]
+    Id(IdCommand),
+    /// Answer requests at URL (Req/Rep, the bound side).
+    Rep(RepArgs),
+    /// Receive pushed messages at URL and print them (Push/Pull, the bound side).
+    Pull(PullArgs),
+    /// Send a request to URL and print its reply.
+    Req(ReqArgs),
+    /// Push messages to URL: arguments, a file, or stdin.
+    Push(PushArgs),
+    /// Publish messages on TOPIC at URL: binds it, waits for subscribers, then publishes
+    /// arguments, a file, or stdin (Pub/Sub, the bound side).
+    Pub(PubArgs),
+    /// Subscribe to FILTERs at URL and print each message (Pub/Sub, the dialling side).
+    Sub(SubArgs),
+    /// Measure a pattern in one process on loopback.
+    Bench(BenchArgs),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum IdCommand {
+    /// Create an identity in DIR (mode 0700) and print its fingerprint.
+    New {
+        /// Where to keep it [default: $XDG_CONFIG_HOME/weida/identity, else
+        /// ~/.config/weida/identity].
+        dir: Option<PathBuf>,
+        /// Replace an identity (or anything) already in DIR: its key is lost for good.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the fingerprint of the identity in DIR (what a peer pins).
+    Show {
+        /// Where it is kept [default: as for `id new`].
+        dir: Option<PathBuf>,
+    },
+}
+
+/// What both serving roles take.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to bind, with the endpoint's path: weida://127.0.0.1:0/jobs,
+    /// weida+unix:///tmp/w.sock//jobs. Port 0 picks a free port.
+    pub(crate) url: String,
+    /// Present the identity kept in DIR (`weida id new DIR`) instead of a new ephemeral key,
+    /// so the dialable address stays the same across restarts.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// Exit after N messages (requests received whole, for rep).
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// How to print each message received on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// Print `READY <address>` as the first line of stdout once the endpoint is bound (for
+    /// scripts and tests; `listening on <address>` always goes to stderr).
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Do not print the messages received.
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+    /// The largest body collected into memory [default: the core's 16 MiB]; a larger one is
+    /// refused with LIMIT_EXCEEDED.
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("answer").required(true).args(["echo", "exec"])))]
+pub(crate) struct RepArgs {
+    #[command(flatten)]
+    pub(crate) serve: ServeArgs,
+    /// Reply with the request's body and metadata.
+    #[arg(long)]
+    pub(crate) echo: bool,
+    /// Run CMD (with `sh -c`) per request, the body on its stdin; reply with its stdout. A
+    /// non-zero exit rejects the request with its stderr. WEIDA_PATH and WEIDA_PEER are set.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) exec: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PullArgs {
+    #[command(flatten)]
+    pub(crate) serve: ServeArgs,
+}
+
+/// What both client roles take.
+#[derive(Debug, Args)]
+pub(crate) struct DialArgs {
+    /// The endpoint to dial, with the listener's pin and the path, as `rep`/`pull` print it:
+    /// weida://sha256:<hex>@127.0.0.1:4433/jobs.
+    pub(crate) url: String,
+    /// Present the identity kept in DIR instead of a new ephemeral key.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// Also accept a listener presenting this key, for an address without a pin (a pin in
+    /// the address decides alone). Repeatable.
+    #[arg(long = "trust-pin", value_name = "sha256:HEX")]
+    pub(crate) trust_pins: Vec<Fingerprint>,
+    /// Give up after SECS: bounds connecting, each request until its whole reply, and each
+    /// wait for the peer's stream budget.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// Metadata sent with each message. Repeatable.
+    #[arg(short = 'm', long = "meta", value_name = "NAME=VALUE", value_parser = name_value)]
+    pub(crate) meta: Vec<(String, String)>,
+}
+
+/// Where a client's bodies come from, besides arguments.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct InputArgs {
+    /// Read the body (or bodies) from FILE instead.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) file: Option<PathBuf>,
+    /// One message per line of input (the newline is not sent).
+    #[arg(long, conflicts_with = "whole")]
+    pub(crate) lines: bool,
+    /// The whole input as one message, streamed as it is read (never held whole).
+    #[arg(long)]
+    pub(crate) whole: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReqArgs {
+    #[command(flatten)]
+    pub(crate) dial: DialArgs,
+    /// The request body; `-` or nothing reads stdin (whole, unless --lines).
+    #[arg(conflicts_with = "file")]
+    pub(crate) data: Option<String>,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// How to print the reply [default: raw, or text with --lines].
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// The largest reply collected into memory for text, hex and json [default: 16 MiB]
+    /// (raw replies are streamed).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PushArgs {
+    #[command(flatten)]
+    pub(crate) dial: DialArgs,
+    /// Bodies, one message each; without any (and without --file), stdin is read, one
+    /// message per line unless --whole.
+    #[arg(conflicts_with = "file")]
+    pub(crate) data: Vec<String>,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+}
+
+/// The ordering a subscriber requires of its publishers (GUARANTEES §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OrderingArg {
+    /// No numbering: copies arrive as their streams do.
+    None,
+    /// PerProducer detect: each copy carries its sequence and the gap before it.
+    Detect,
+    /// PerProducer reassemble: copies are also held and put back in order (bounded).
+    Reassemble,
+}
+
+impl From<OrderingArg> for weida::Ordering {
+    fn from(o: OrderingArg) -> weida::Ordering {
+        match o {
+            OrderingArg::None => weida::Ordering::None,
+            OrderingArg::Detect => weida::Ordering::Detect,
+            OrderingArg::Reassemble => weida::Ordering::Reassemble,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PubArgs {
+    /// The address to bind, with the publisher's path: weida://127.0.0.1:0/feed,
+    /// weida+unix:///tmp/w.sock//feed. Subscribers dial the address it prints.
+    pub(crate) url: String,
+    /// The topic of every message: segments separated by `.` (prices.btc.eur), no wildcards.
+    #[arg(required_unless_present = "keyed")]
+    pub(crate) topic: Option<String>,
+    /// Bodies, one message each; without any (and without --file), stdin is read, one
+    /// message per line unless --whole.
+    #[arg(conflicts_with_all = ["file", "keyed"])]
+    pub(crate) data: Vec<String>,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// Each line of input is `TOPIC BODY` (split at the first space): the topic is per line,
+    /// and no TOPIC argument is given.
+    #[arg(long, conflicts_with_all = ["topic", "whole"])]
+    pub(crate) keyed: bool,
+    /// Present the identity kept in DIR instead of a new ephemeral key, so subscribers' pins
+    /// stay valid across restarts.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// Print `READY <address>` as the first line of stdout once the publisher is bound.
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Publish only once N subscribers are connected with a filter (polled: the core has no
+    /// event for an arrival).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) wait_subscribers: usize,
+    /// Give up the wait for subscribers after SECS, with status 6.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// After the last message, keep serving for at most SECS so the copies queued reach
+    /// their subscribers; ends early once every subscriber has left.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = seconds)]
+    pub(crate) linger: Duration,
+    /// Print, per message, how many copies were queued (on stderr).
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SubArgs {
+    /// The publisher to dial, with its pin and path, as `weida pub` prints it:
+    /// weida://sha256:<hex>@127.0.0.1:4433/feed.
+    pub(crate) url: String,
+    /// What to receive: topics' segments separated by `.`, `*` for one whole segment, a
+    /// trailing `#` for any number (prices.*.eur, alerts.#).
+    #[arg(required = true, value_name = "FILTER")]
+    pub(crate) filters: Vec<String>,
+    /// Present the identity kept in DIR instead of a new ephemeral key.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// Also accept a publisher presenting this key, for an address without a pin (a pin in
+    /// the address decides alone). Repeatable.
+    #[arg(long = "trust-pin", value_name = "sha256:HEX")]
+    pub(crate) trust_pins: Vec<Fingerprint>,
+    /// Give up connecting and installing the filters after SECS, with status 6.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// Exit (status 0) after N messages.
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// How to print each message received on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// The ordering to require of the publisher: `detect` adds each message's sequence and
+    /// gap, `reassemble` also puts them back in order.
+    #[arg(long, value_enum, default_value_t = OrderingArg::None)]
+    pub(crate) ordering: OrderingArg,
+    /// Print `READY <address>` as the first line of stdout once every filter is installed at
+    /// the publisher: what is published after it is selected.
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Do not print the messages received.
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+    /// The largest body collected into memory [default: the core's 16 MiB]; a larger copy is
+    /// refused (the publisher counts it as dropped).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body: Option<u64>,
+}
+
+/// Which pattern `bench` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchPattern {
+    /// One-way messages: rate received.
+    PushPull,
+    /// Request and echoed reply: rate and latency.
+    ReqRep,
+}
+
+/// Which transport `bench` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchTransport {
+    /// weida:// on 127.0.0.1.
+    Quic,
+    /// weida+unix:// in a temporary directory.
+    Unix,
+    /// weida+inproc://, no socket at all.
+    Inproc,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// The pattern to measure.
+    #[arg(long, value_enum, default_value_t = BenchPattern::PushPull)]
+    pub(crate) pattern: BenchPattern,
+    /// The transport to measure.
+    #[arg(long, value_enum, default_value_t = BenchTransport::Quic)]
+    pub(crate) transport: BenchTransport,
+    /// Body size in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    pub(crate) size: usize,
+    /// How long to measure, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "3", value_parser = positive_seconds)]
+    pub(crate) duration: Duration,
+    /// Senders (or requesters) running at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) concurrency: u32,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No live rate line on stderr (it is also hidden when stderr is not a terminal).
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+}
+
+/// Reports a command line that clap accepted but that makes no sense, as clap reports its
+/// own (status 2, the usage line), and exits.
+pub(crate) fn usage_error(message: &str) -> ! {
+    use clap::CommandFactory;
+    let e = Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message);
+    let _ = e.print();
+    std::process::exit(exit::USAGE.into())
+}
+
+/// Seconds as a decimal number (`0.5`, `30`).
+fn seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
+}
+
+fn positive_seconds(s: &str) -> Result<Duration, String> {
+    let d = seconds(s)?;
+    if d.is_zero() {
+        return Err("the duration must be above zero".into());
+    }
+    Ok(d)
+}
+
+fn name_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!("{s:?} is not NAME=VALUE")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_and_metadata_parse() {
+        assert_eq!(seconds("0.25"), Ok(Duration::from_millis(250)));
+        assert!(seconds("-1").is_err() && seconds("x").is_err());
+        assert!(positive_seconds("0").is_err());
+        assert_eq!(name_value("a=b=c"), Ok(("a".into(), "b=c".into())));
+        assert!(name_value("=b").is_err() && name_value("ab").is_err());
+    }
+}

@@ -1,0 +1,373 @@
+//! The Pub/Sub roles. `weida pub` binds a path, waits for subscribers if asked, publishes what
+//! it reads to those whose filters select the topic, and reports the copies queued and dropped;
+//! `weida sub` dials a publisher, installs its filters, and prints what arrives.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use weida::filter::{validate_topic, Filter};
+use weida::{
+    Error, GuaranteeSet, Limits, LossCause, Publisher, Runtime, RuntimeConfig, Subscriber, Trust,
+};
+
+use crate::args::{PubArgs, SubArgs};
+use crate::client::{self, Split};
+use crate::exit::Failure;
+use crate::identity;
+use crate::input::{Bodies, Input, Source};
+use crate::output;
+use crate::serve;
+use crate::signal::Stop;
+
+/// How often `pub` looks at its subscriber count: the core has no event for a subscriber's
+/// arrival or departure, so `--wait-subscribers` and the end of `--linger` poll it.
+const POLL: Duration = Duration::from_millis(10);
+
+/// `weida pub`: every message of the input on its topic, then the linger, then the drops.
+pub(crate) async fn publish(args: PubArgs, stop: &mut Stop) -> Result<(), Failure> {
+    // A malformed topic is refused before anything is bound.
+    if let Some(topic) = &args.topic {
+        validate_topic(topic).map_err(|e| Failure::from(Error::from(e)))?;
+    }
+    let source = client::source(args.data.clone(), args.input.clone(), Split::Lines);
+    let (rt, listener, path) = serve::bind_url(&args.url, args.identity.as_deref(), None).await?;
+    let publisher = listener.publisher(&path)?;
+    serve::announce(publisher.address(), args.ready)?;
+
+    let mut tally = Tally::default();
+    let published = stop
+        .interrupt(async {
+            wait_for_subscribers(&publisher, args.wait_subscribers, args.timeout).await?;
+            publish_source(&publisher, &args, source, &mut tally).await
+        })
+        .await;
+    if published.is_ok() {
+        linger(&publisher, args.linger, stop).await;
+    }
+    // Copies still queued now are dropped by the close, and counted: report after it.
+    publisher.close();
+    let dropped = publisher.dropped();
+    eprintln!("{}", tally.summary(&dropped));
+    rt.shutdown();
+    // Let the closes leave the socket, so subscribers learn at once, not at their idle timeout.
+    tokio::time::sleep(serve::CLOSE_FLUSH).await;
+    drop(listener);
+    published
+}
+
+/// What `pub` sent, for its summary.
+#[derive(Debug, Default)]
+struct Tally {
+    messages: u64,
+    copies: u64,
+}
+
+impl Tally {
+    fn summary(&self, dropped: &weida::Dropped) -> String {
+        let mut s = format!(
+            "published {} {}, {} {} queued; ",
+            self.messages,
+            plural(self.messages, "message", "messages"),
+            self.copies,
+            plural(self.copies, "copy", "copies"),
+        );
+        if dropped.total() == 0 {
+            s.push_str("none dropped");
+            return s;
+        }
+        let causes: Vec<String> = [
+            ("queue_full", dropped.queue_full),
+            ("byte_budget", dropped.byte_budget),
+            ("reverse_pool_empty", dropped.reverse_pool_empty),
+            ("dead_subscriber", dropped.dead_subscriber),
+            ("refused", dropped.refused),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(cause, n)| format!("{cause} {n}"))
+        .collect();
+        s.push_str(&format!(
+            "{} dropped ({})",
+            dropped.total(),
+            causes.join(", ")
+        ));
+        s
+    }
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+fn bytes(n: usize) -> String {
+    format!("{n} {}", plural(n as u64, "byte", "bytes"))
+}
+
+/// Polls until `n` subscribers hold a filter here, at most `timeout`.
+///
+/// A subscriber counts from its first filter: one that installs several may not have its
+/// later ones yet. Its `READY` line (`weida sub --ready`) is the exact signal.
+async fn wait_for_subscribers(
+    publisher: &Publisher,
+    n: usize,
+    timeout: Option<Duration>,
+) -> Result<(), Failure> {
+    if n == 0 || publisher.subscriber_count() >= n {
+        return Ok(());
+    }
+    eprintln!(
+        "waiting for {n} {}",
+        plural(n as u64, "subscriber", "subscribers")
+    );
+    let arrived = async {
+        let mut tick = tokio::time::interval(POLL);
+        while publisher.subscriber_count() < n {
+            tick.tick().await;
+        }
+    };
+    match timeout {
+        Some(t) => tokio::time::timeout(t, arrived).await.map_err(|_| {
+            Failure::from(Error::Timeout).context(format!(
+                "waiting for {n} {} ({} arrived)",
+                plural(n as u64, "subscriber", "subscribers"),
+                publisher.subscriber_count()
+            ))
+        }),
+        None => {
+            arrived.await;
+            Ok(())
+        }
+    }
+}
+
+/// Publishes the arguments, lines or the whole input.
+async fn publish_source(
+    publisher: &Publisher,
+    args: &PubArgs,
+    source: Source,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let mut bodies = match source {
+        Source::Whole(file) => {
+            let topic = args.topic.as_deref().expect("clap: --whole needs a topic");
+            let input = Input::open(file.as_deref()).await?;
+            return publish_whole(publisher, topic, input, args.verbose, tally).await;
+        }
+        Source::Args(a) => Bodies::Args(a.into_iter()),
+        Source::Lines(file) => Bodies::Lines(Input::open(file.as_deref()).await?),
+    };
+    while let Some(line) = bodies.next().await? {
+        let (topic, body) = match &args.topic {
+            Some(t) => (t.clone(), line),
+            None => keyed(line)?,
+        };
+        let copies = publisher.publish(&topic, body.clone()).map_err(|e| {
+            let f = Failure::from(e).context(format!(
+                "publishing message {} on {topic}",
+                tally.messages + 1
+            ));
+            match f.weida() {
+                Some(Error::LimitExceeded { .. }) => f.hint(
+                    "a body above the subscribers' byte budget (subscriber_buffer_bytes) \
+                     cannot be queued whole: --whole streams it",
+                ),
+                _ => f,
+            }
+        })?;
+        tally.messages += 1;
+        tally.copies += copies as u64;
+        if args.verbose {
+            eprintln!(
+                "published {topic} ({}): {copies} {} queued",
+                bytes(body.len()),
+                plural(copies as u64, "copy", "copies")
+            );
+        }
+        // `publish` never waits: give the subscribers' writers a turn to take their copies
+        // off the queues (this runtime has one thread), so a burst from the arguments or a
+        // file is not dropped at a full queue for want of it.
+        tokio::task::yield_now().await;
+    }
+    Ok(())
+}
+
+/// A `--keyed` line: `TOPIC BODY`, split at the first space (no space: an empty body).
+fn keyed(line: Bytes) -> Result<(String, Bytes), Failure> {
+    let space = line.iter().position(|&b| b == b' ');
+    let (topic, body) = match space {
+        Some(i) => (line.slice(..i), line.slice(i + 1..)),
+        None => (line.clone(), Bytes::new()),
+    };
+    let topic = String::from_utf8(topic.to_vec())
+        .map_err(|_| Failure::msg("a --keyed line's topic is not UTF-8"))?;
+    Ok((topic, body))
+}
+
+/// The whole input as one message, streamed chunk by chunk to the subscribers matched when
+/// it opens: a failed read drops the `FanOut`, which cancels every copy (no subscriber sees
+/// a short body).
+async fn publish_whole(
+    publisher: &Publisher,
+    topic: &str,
+    mut input: Input,
+    verbose: bool,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let ctx = |e: Error| Failure::from(e).context(format!("publishing on {topic}"));
+    let mut fan = publisher.open(topic).map_err(ctx)?;
+    let opened = fan.copies();
+    let mut size = 0usize;
+    while let Some(chunk) = input.chunk().await? {
+        size += chunk.len();
+        // Waits (bounded by the core's fanout_wait) for room at each subscriber; one still
+        // full then loses its copy, counted as a drop.
+        fan.write(chunk).await.map_err(ctx)?;
+    }
+    let kept = fan.finish();
+    tally.messages += 1;
+    tally.copies += opened as u64;
+    if verbose {
+        eprintln!(
+            "published {topic} ({}, streamed): {kept} of {opened} {} kept to the end",
+            bytes(size),
+            plural(opened as u64, "copy", "copies")
+        );
+    }
+    Ok(())
+}
+
+/// Keeps the publisher up after the last message so the copies queued reach their
+/// subscribers: at most `linger`, less once every subscriber has left, or at a signal.
+///
+/// The core has no event for "every queued copy is written" (copies are fire-and-forget,
+/// GUARANTEES §6), so this is bounded by time; a subscriber that leaves (`weida sub
+/// --count`) has taken what it wanted, so the linger ends when none is left.
+async fn linger(publisher: &Publisher, linger: Duration, stop: &mut Stop) {
+    if publisher.subscriber_count() == 0 || linger.is_zero() {
+        return;
+    }
+    let gone = async {
+        let mut tick = tokio::time::interval(POLL);
+        while publisher.subscriber_count() > 0 {
+            tick.tick().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(linger, gone) => {}
+        _ = stop.next() => {}
+    }
+}
+
+/// `weida sub`: the filters checked, the publisher dialled and every filter installed there,
+/// then each message printed until `--count`, a signal, or the publisher's close.
+pub(crate) async fn subscribe(args: SubArgs, stop: &mut Stop) -> Result<(), Failure> {
+    // Checked here, before any dial: a malformed filter is refused, never widened.
+    for f in &args.filters {
+        f.parse::<Filter>()
+            .map_err(|e| Failure::from(Error::from(e)))?;
+    }
+    let rt = runtime(&args)?;
+    let subscriber = rt.subscriber();
+    stop.interrupt(install(&subscriber, &args)).await?;
+    announce_subscribed(&args, args.ready)?;
+
+    let mut received = 0u64;
+    let outcome = async {
+        while args.count.is_none_or(|n| received < n) {
+            match stop
+                .finish(subscriber.recv(), || subscriber.close())
+                .await?
+            {
+                Ok(m) => {
+                    received += 1;
+                    if let (Some(gap @ 1..), Some(seq)) = (m.meta.gap, m.meta.sequence) {
+                        eprintln!(
+                            "warning: {gap} {} missed before sequence {seq} (dropped by the publisher)",
+                            plural(gap, "message", "messages")
+                        );
+                    }
+                    if !args.quiet {
+                        output::print_message(args.format, &m.meta, &m.body)
+                            .map_err(Failure::output)?;
+                    }
+                }
+                // Our own close, after a signal: what was queued has been printed.
+                Err(Error::Closed) => break,
+                // The publisher ended the feed: done, unless --count asked for more.
+                Err(Error::ConnectionLost(LossCause::PeerClosed)) if args.count.is_none() => {
+                    eprintln!("the publisher closed");
+                    break;
+                }
+                Err(e) => {
+                    let what = match args.count {
+                        Some(n) => format!("receiving from {} ({received} of {n})", args.url),
+                        None => format!("receiving from {}", args.url),
+                    };
+                    return Err(Failure::from(e).context(what));
+                }
+            }
+        }
+        Ok(())
+    }
+    .await;
+    // Leave at once: the publisher learns (its linger can end) rather than at its idle timeout.
+    subscriber.close();
+    if !outcome.as_ref().is_err_and(Failure::is_interrupted) {
+        tokio::time::sleep(serve::CLOSE_FLUSH).await;
+    }
+    rt.shutdown();
+    outcome
+}
+
+/// `READY <address>` first on stdout when asked, once every filter is installed, and what
+/// was subscribed to on stderr.
+fn announce_subscribed(args: &SubArgs, ready: bool) -> Result<(), Failure> {
+    if ready {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "READY {}", args.url)
+            .and_then(|()| out.flush())
+            .map_err(Failure::output)?;
+    }
+    eprintln!("subscribed to {} at {}", args.filters.join(" "), args.url);
+    Ok(())
+}
+
+/// Dials the publisher and installs every filter there, each bounded by `--timeout`.
+async fn install(subscriber: &Subscriber, args: &SubArgs) -> Result<(), Failure> {
+    client::within(args.timeout, subscriber.connect(&args.url))
+        .await
+        .map_err(|e| Failure::from(e).context(format!("connecting to {}", args.url)))?;
+    for f in &args.filters {
+        // Returns once the publisher installed it: what is published after is selected.
+        client::within(args.timeout, subscriber.subscribe(f))
+            .await
+            .map_err(|e| {
+                Failure::from(e).context(format!("subscribing to {f:?} at {}", args.url))
+            })?;
+    }
+    Ok(())
+}
+
+/// A runtime presenting `--identity`, trusting the address's pin and `--trust-pin`, and
+/// requiring `--ordering` of its publishers.
+fn runtime(args: &SubArgs) -> Result<Runtime, Failure> {
+    let defaults = Limits::default();
+    Ok(Runtime::new(RuntimeConfig {
+        identity: identity::load_or_ephemeral(args.identity.as_deref())?,
+        trust: Trust::pinned(args.trust_pins.iter().copied()),
+        guarantees: GuaranteeSet {
+            ordering: args.ordering.into(),
+            ..GuaranteeSet::default()
+        },
+        limits: Limits {
+            max_collected_body: args.max_body.unwrap_or(defaults.max_collected_body),
+            ..defaults
+        },
+        ..RuntimeConfig::default()
+    })?)
+}

@@ -1,0 +1,257 @@
+//! The serving roles: `weida rep` and `weida pull`. Each binds the address without its path,
+//! registers the path, announces the dialable address, and takes messages until `--count`,
+//! or a signal (after which it finishes what it already holds).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::AsyncWriteExt;
+use weida::{Address, Error, Exchange, IncomingMeta, Limits, Listener, Runtime, RuntimeConfig};
+
+use crate::args::{PullArgs, RepArgs, ServeArgs};
+use crate::exit::Failure;
+use crate::identity;
+use crate::output;
+use crate::signal::Stop;
+
+/// How long a stopping `rep` gives its last replies to reach their requesters.
+const DRAIN: Duration = Duration::from_secs(5);
+/// How long a stopping role waits before closing, so that QUIC acknowledges what it received
+/// (quinn delays an ACK by at most 25 ms): a pusher's receipt needs that ACK, and without it
+/// the pusher would report a message this side printed as lost.
+const ACK_LINGER: Duration = Duration::from_millis(100);
+/// How long the closes are given to leave the socket before the process exits, so peers
+/// learn at once rather than at their idle timeout.
+pub(crate) const CLOSE_FLUSH: Duration = Duration::from_millis(20);
+
+/// `weida rep`: answers each request with its own body (`--echo`) or a command's output
+/// (`--exec`), one at a time, in arrival order.
+pub(crate) async fn rep(args: RepArgs, stop: &mut Stop) -> Result<(), Failure> {
+    let s = &args.serve;
+    let (rt, listener, path) = bind(s).await?;
+    let replier = listener.replier(&path)?;
+    announce(replier.address(), s.ready)?;
+    let mut answered = 0u64;
+    let served = async {
+        while s.count.is_none_or(|n| answered < n) {
+            let exchange = match stop.finish(replier.accept(), || replier.close()).await? {
+                Ok(x) => x,
+                Err(Error::Closed) => break,
+                Err(e) => return Err(Failure::from(e).context("accepting a request")),
+            };
+            let answer = answer(exchange, args.exec.as_deref(), s);
+            if stop.finish(answer, || replier.close()).await?? {
+                answered += 1;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    replier.close();
+    close(&rt, &served).await;
+    drop(listener);
+    served
+}
+
+/// Answers one exchange. True when its request was read whole (and so counts); a failure of
+/// this one exchange is reported on stderr and the replier goes on.
+async fn answer(mut ex: Exchange, exec: Option<&str>, s: &ServeArgs) -> Result<bool, Failure> {
+    let meta = ex.meta().clone();
+    let body = match ex.take_body().await {
+        Ok(b) => b,
+        Err(e) => {
+            warn("a request could not be read", &meta, &e);
+            // Tell the requester why (LIMIT_EXCEEDED for a body above --max-body); when the
+            // request was cancelled or its connection lost, nobody hears it, harmlessly.
+            let _ = ex.fail(&e).await;
+            return Ok(false);
+        }
+    };
+    if !s.quiet {
+        output::print_message(s.format, &meta, &body).map_err(Failure::output)?;
+    }
+    let sent = match exec {
+        None => ex.reply_with(meta.metadata.clone(), body).await,
+        Some(cmd) => match run(cmd, &meta, body).await {
+            Ok(stdout) => ex.reply(stdout).await,
+            Err(reason) => ex.reject(&reason).await,
+        },
+    };
+    if let Err(e) = sent {
+        warn("a reply could not be sent", &meta, &e);
+    }
+    Ok(true)
+}
+
+/// Runs `cmd` with `sh -c`, the request body on its stdin. Its stdout is the reply; a failure
+/// is the reason the request is rejected with (its stderr, and its exit status).
+async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, String> {
+    let peer = meta
+        .peer
+        .as_ref()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .env("WEIDA_PATH", &meta.path)
+        .env("WEIDA_PEER", peer)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // An exchange abandoned by a second Ctrl-C takes its command with it.
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: cannot run sh -c {cmd:?}: {e}");
+            return Err("the command could not be started".into());
+        }
+    };
+    let mut stdin = child.stdin.take().expect("piped");
+    // Fed while its output is read, so a command that writes before it has read all of its
+    // input cannot deadlock on a full pipe. One that never reads its input is fine: the
+    // broken pipe is ignored.
+    let feed = async move {
+        let _ = stdin.write_all(&body).await;
+    };
+    let (_, output) = tokio::join!(feed, child.wait_with_output());
+    let output = output.map_err(|e| format!("the command could not be waited for: {e}"))?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr.trim();
+    Err(if stderr.is_empty() {
+        format!("the command failed ({})", output.status)
+    } else {
+        format!("{stderr} ({})", output.status)
+    })
+}
+
+/// `weida pull`: prints each message as it arrives.
+pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure> {
+    let s = &args.serve;
+    let (rt, listener, path) = bind(s).await?;
+    let puller = listener.puller(&path)?;
+    announce(puller.address(), s.ready)?;
+    let mut received = 0u64;
+    let served = async {
+        while s.count.is_none_or(|n| received < n) {
+            match stop.finish(puller.recv(), || puller.close()).await? {
+                Ok(m) => {
+                    received += 1;
+                    if !s.quiet {
+                        output::print_message(s.format, &m.meta, &m.body)
+                            .map_err(Failure::output)?;
+                    }
+                }
+                Err(Error::Closed) => break,
+                // A message cancelled by its sender, above --max-body, or cut by a lost
+                // connection: that message is gone, the puller goes on.
+                Err(e) => warn(
+                    "a message could not be received",
+                    &IncomingMeta::default(),
+                    &e,
+                ),
+            }
+        }
+        Ok(())
+    }
+    .await;
+    puller.close();
+    close(&rt, &served).await;
+    drop(listener);
+    served
+}
+
+/// Ends a serving role's connections from its side.
+///
+/// A dialler's drain is graceful by protocol (GOAWAY, then the listener closes once it took
+/// every stream), but the core has no such close for a listener, nor a wait until its closes
+/// are sent (quinn's `Endpoint::wait_idle`): so this waits for the acknowledgements, drains
+/// (the replies' receipts), and gives the closes a moment to leave. Fixed waits, bounded,
+/// in place of the facility the core lacks.
+/// A role abandoned by a second signal skips it: exiting at once is what was asked.
+async fn close(rt: &Runtime, served: &Result<(), Failure>) {
+    if served.as_ref().is_err_and(Failure::is_interrupted) {
+        return;
+    }
+    tokio::time::sleep(ACK_LINGER).await;
+    rt.drain(DRAIN).await;
+    tokio::time::sleep(CLOSE_FLUSH).await;
+}
+
+/// A runtime presenting `--identity` (or an ephemeral key), bound to the URL without its path,
+/// and the path to register.
+async fn bind(s: &ServeArgs) -> Result<(Runtime, Listener, String), Failure> {
+    bind_url(&s.url, s.identity.as_deref(), s.max_body).await
+}
+
+/// [`bind`] for any serving role: `url` with its path, `--identity DIR`, `--max-body`.
+pub(crate) async fn bind_url(
+    url: &str,
+    identity: Option<&Path>,
+    max_body: Option<u64>,
+) -> Result<(Runtime, Listener, String), Failure> {
+    let ctx = |e: Error| Failure::from(e).context(format!("binding {url}"));
+    let address = Address::parse(url).map_err(ctx)?;
+    let path = address.endpoint_path().map_err(ctx)?.to_string();
+    let identity = identity::load_or_ephemeral(identity)?;
+    // The core's bind takes no pin; one written here would otherwise be silently ignored.
+    if let Some(pin) = address.pin() {
+        if *pin != identity.fingerprint() {
+            return Err(Failure::msg(format!(
+                "{url} pins {pin}, but this listener's key is {}",
+                identity.fingerprint()
+            ))
+            .hint("bind without a pin, or pass --identity with the directory of that key"));
+        }
+    }
+    let defaults = Limits::default();
+    let rt = Runtime::new(RuntimeConfig {
+        identity,
+        limits: Limits {
+            max_collected_body: max_body.unwrap_or(defaults.max_collected_body),
+            ..defaults
+        },
+        ..RuntimeConfig::default()
+    })?;
+    let listener = rt
+        .bind(&address.without_path().to_string())
+        .await
+        .map_err(ctx)?;
+    Ok((rt, listener, path))
+}
+
+/// `READY <address>` first on stdout when asked (a script waits for that line, never for a
+/// sleep), and `listening on <address>` on stderr for people.
+pub(crate) fn announce(address: &Address, ready: bool) -> Result<(), Failure> {
+    if ready {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "READY {address}")
+            .and_then(|()| out.flush())
+            .map_err(Failure::output)?;
+    }
+    eprintln!("listening on {address}");
+    Ok(())
+}
+
+/// One message or exchange failed; the role goes on.
+fn warn(what: &str, meta: &IncomingMeta, e: &Error) {
+    let from = meta
+        .peer
+        .as_ref()
+        .map(|p| format!(" from {p}"))
+        .unwrap_or_default();
+    let path = if meta.path.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", meta.path)
+    };
+    eprintln!("warning: {what}{path}{from}: {e}");
+}

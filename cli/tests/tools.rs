@@ -1,0 +1,183 @@
+//! `weida id`, `weida bench` and `weida completions`.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{weida, Served};
+use predicates::str::contains;
+
+fn fingerprint_of(out: &[u8]) -> String {
+    let s = std::str::from_utf8(out).unwrap().trim().to_string();
+    assert!(
+        s.len() == 7 + 64 && s.starts_with("sha256:"),
+        "{s:?} is not a fingerprint"
+    );
+    s
+}
+
+fn id(args: &[&str], dir: &Path) -> String {
+    let out = weida()
+        .arg("id")
+        .args(args)
+        .arg(dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    fingerprint_of(&out)
+}
+
+#[test]
+fn id_new_makes_an_owner_only_identity_that_show_reads_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("nested").join("identity");
+    let made = id(&["new"], &dir);
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "mode {mode:o}");
+    assert_eq!(id(&["show"], &dir), made);
+    assert_eq!(id(&["show"], &dir), made, "stable across shows");
+}
+
+#[test]
+fn id_new_refuses_an_existing_identity_unless_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("identity");
+    let first = id(&["new"], &dir);
+    weida()
+        .args(["id", "new"])
+        .arg(&dir)
+        .assert()
+        .code(1)
+        .stderr(contains(format!("holds the identity {first}")))
+        .stderr(contains("--force"));
+    assert_eq!(id(&["show"], &dir), first, "a refused new changes nothing");
+    let second = id(&["new", "--force"], &dir);
+    assert_ne!(second, first);
+    assert_eq!(id(&["show"], &dir), second);
+}
+
+#[test]
+fn id_default_directory_is_under_xdg_config_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = weida()
+        .args(["id", "new"])
+        .env("XDG_CONFIG_HOME", tmp.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(
+        id(&["show"], &tmp.path().join("weida/identity")),
+        fingerprint_of(&made)
+    );
+}
+
+#[test]
+fn id_show_of_a_missing_directory_says_how_to_make_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("none");
+    weida()
+        .args(["id", "show"])
+        .arg(&dir)
+        .assert()
+        .code(1)
+        .stderr(contains(format!(
+            "loading the identity in {}",
+            dir.display()
+        )))
+        .stderr(contains("weida id new"));
+}
+
+#[test]
+fn a_listener_with_an_identity_is_pinned_to_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("identity");
+    let fp = id(&["new"], &dir);
+    let rep = Served::start(&[
+        "rep",
+        "--echo",
+        "--identity",
+        dir.to_str().unwrap(),
+        "weida://127.0.0.1:0/echo",
+    ]);
+    assert_eq!(rep.pin(), fp);
+}
+
+fn bench(args: &[&str]) -> serde_json::Value {
+    let out = weida()
+        .args(["bench", "--duration", "0.3", "--json"])
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("one JSON object")
+}
+
+#[test]
+fn bench_push_pull_reports_a_positive_rate() {
+    let v = bench(&["--size", "100"]);
+    assert_eq!(v["pattern"], "push-pull");
+    assert_eq!(v["transport"], "quic");
+    assert_eq!(v["size"], 100);
+    assert_eq!(v["concurrency"], 1);
+    let messages = v["messages"].as_u64().unwrap();
+    assert!(messages > 0);
+    assert_eq!(v["bytes"].as_u64().unwrap(), messages * 100);
+    assert!(v["msgs_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(v["mb_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(v["duration_secs"].as_f64().unwrap() >= 0.3);
+    assert!(v["latency_us"].is_null());
+}
+
+#[test]
+fn bench_req_rep_reports_latency_percentiles() {
+    let v = bench(&[
+        "--pattern",
+        "req-rep",
+        "--transport",
+        "unix",
+        "--concurrency",
+        "2",
+    ]);
+    assert_eq!(v["pattern"], "req-rep");
+    assert_eq!(v["transport"], "unix");
+    assert_eq!(v["concurrency"], 2);
+    assert!(v["msgs_per_sec"].as_f64().unwrap() > 0.0);
+    let p = |q: &str| v["latency_us"][q].as_f64().unwrap();
+    assert!(p("p50") > 0.0 && p("p50") <= p("p90") && p("p90") <= p("p99"));
+}
+
+#[test]
+fn bench_prints_an_aligned_table_without_json() {
+    let out = weida()
+        .args(["bench", "--duration", "0.2", "--transport", "inproc"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let table = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(lines[0].contains("msgs/s") && lines[0].contains("p99 us"));
+    assert!(lines[1].starts_with("push-pull  inproc"), "{table}");
+    // Fixed-width columns: the row is as long as the header, each value under its name.
+    assert_eq!(lines[0].len(), lines[1].len(), "{table}");
+}
+
+#[test]
+fn completions_for_bash() {
+    weida()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(contains("_weida()"))
+        .stdout(contains("complete -F _weida"))
+        .stdout(contains("--trust-pin"));
+}

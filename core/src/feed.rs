@@ -1,0 +1,393 @@
+//! The subscriber's side of Pub/Sub (PATTERNS §4): the copies its publishers open toward it,
+//! checked, collected, filtered again locally, put in order at the level it requires, and
+//! queued for `recv`. The public face is `patterns::pubsub`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use crate::error::{Error, LossCause, Result};
+use crate::filter::{Filter, FilterSet};
+use crate::ordering::{Orderer, Release};
+use crate::runtime::{Link, Shared};
+use crate::stream::{IncomingMeta, IncomingTransfer, Message, StreamReader};
+use crate::transport::{Conn, PeerIdentity, RecvHalf};
+use crate::wire::{Code, Ordering, Session, StreamType};
+
+/// Where every copy a subscriber receives ends up.
+pub(crate) struct Feed {
+    pub(crate) shared: Arc<Shared>,
+    level: Ordering,
+    state: Mutex<FeedState>,
+    readable: Notify,
+    /// Room in the ready queue (`Limits::endpoint_queue`), taken in arrival order: a fair
+    /// semaphore keeps copies in the order they arrived while they wait for `recv`.
+    room: tokio::sync::Semaphore,
+    /// The subscriber's filters, checked again on arrival: after `unsubscribe` returns nothing
+    /// it no longer selects is delivered, whatever was in flight.
+    filters: RwLock<FilterSet<u8>>,
+}
+
+#[derive(Default)]
+struct FeedState {
+    ready: VecDeque<Message>,
+    /// Handed back by a binding whose caller cancelled as the message arrived.
+    returned: VecDeque<Message>,
+    /// Per (connection, producer): numbering restarts with a new producer.
+    orderers: HashMap<(u64, Bytes), Orderer<Message>>,
+    /// The error a batch receive met after its first message, for the next receive.
+    deferred: Option<Error>,
+    /// Messages in `ready` beyond the room taken for them (a reassembly hold released several
+    /// at once): `recv` pays these back before it gives room again.
+    debt: usize,
+    links: usize,
+    live: usize,
+    last_loss: Option<LossCause>,
+    closed: bool,
+}
+
+impl Feed {
+    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Feed> {
+        Arc::new(Feed {
+            level: shared.config.guarantees.ordering,
+            shared: shared.clone(),
+            state: Mutex::new(FeedState::default()),
+            readable: Notify::new(),
+            room: tokio::sync::Semaphore::new(shared.limits.endpoint_queue),
+            filters: RwLock::new(FilterSet::new()),
+        })
+    }
+
+    pub(crate) fn add_filter(&self, f: &Filter) {
+        self.filters.write().unwrap().insert(f, 0);
+    }
+
+    pub(crate) fn remove_filter(&self, f: &Filter) -> bool {
+        self.filters.write().unwrap().remove(f, 0)
+    }
+
+    fn wanted(&self, topic: &str) -> bool {
+        let mut out = Vec::new();
+        self.filters.read().unwrap().matches(topic, &mut out);
+        !out.is_empty()
+    }
+
+    pub(crate) fn link_added(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.links += 1;
+        s.live += 1;
+    }
+
+    /// A connection ended (or was disconnected): its numbering goes, and a receiver waiting
+    /// on a subscriber with no live connection left learns it.
+    pub(crate) fn link_ended(&self, link_id: u64, cause: Option<LossCause>, removed: bool) {
+        let mut s = self.state.lock().unwrap();
+        s.live = s.live.saturating_sub(1);
+        if removed {
+            s.links = s.links.saturating_sub(1);
+        }
+        if cause.is_some() {
+            s.last_loss = cause;
+        }
+        s.orderers.retain(|(l, _), _| *l != link_id);
+        drop(s);
+        self.readable.notify_waiters();
+    }
+
+    pub(crate) fn close(&self) {
+        self.state.lock().unwrap().closed = true;
+        self.readable.notify_waiters();
+        self.room.close();
+    }
+
+    /// The next message. Cancel-safe: nothing is taken until it is returned.
+    pub(crate) async fn recv(&self) -> Result<Message> {
+        loop {
+            let n = self.readable.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if let Some(r) = self.try_recv() {
+                return r;
+            }
+            n.await;
+        }
+    }
+
+    /// A message or an error if one is there without waiting.
+    pub(crate) fn try_recv(&self) -> Option<Result<Message>> {
+        let mut s = self.state.lock().unwrap();
+        if let Some(m) = s.returned.pop_front() {
+            return Some(Ok(m));
+        }
+        if let Some(e) = s.deferred.take() {
+            return Some(Err(e));
+        }
+        if let Some(m) = s.ready.pop_front() {
+            if s.debt > 0 {
+                s.debt -= 1;
+            } else {
+                self.room.add_permits(1);
+            }
+            return Some(Ok(m));
+        }
+        if s.closed {
+            return Some(Err(Error::Closed));
+        }
+        if s.links == 0 {
+            return Some(Err(Error::NotConnected));
+        }
+        if s.live == 0 {
+            return Some(Err(Error::ConnectionLost(
+                s.last_loss.clone().unwrap_or(LossCause::PeerClosed),
+            )));
+        }
+        None
+    }
+
+    /// Messages ready for `recv` now.
+    pub(crate) fn queued(&self) -> usize {
+        let s = self.state.lock().unwrap();
+        s.ready.len() + s.returned.len()
+    }
+
+    pub(crate) fn defer(&self, e: Error) {
+        self.state.lock().unwrap().deferred = Some(e);
+    }
+
+    pub(crate) fn give_back(&self, m: Message) {
+        self.state.lock().unwrap().returned.push_back(m);
+        self.readable.notify_waiters();
+    }
+
+    /// Takes a whole copy for which room was taken.
+    fn arrive(&self, key: (u64, Bytes), seq: Option<u64>, m: Message) {
+        let wanted = m.meta.topic.as_deref().is_some_and(|t| self.wanted(t));
+        let mut out = VecDeque::new();
+        {
+            let mut s = self.state.lock().unwrap();
+            let (level, hold) = (self.level, self.shared.limits.max_reorder_hold);
+            s.orderers
+                .entry(key)
+                .or_insert_with(|| Orderer::new(level, hold))
+                .push(seq, m, wanted, &mut out);
+            match out.len() {
+                // Held (or not wanted): the room goes back.
+                0 => self.room.add_permits(1),
+                n => s.debt += n - 1,
+            }
+            for Release { mut item, gap } in out {
+                item.meta.gap = gap;
+                s.ready.push_back(item);
+            }
+        }
+        self.readable.notify_waiters();
+    }
+}
+
+/// Reads one copy a publisher opened toward this subscriber and queues it. False when the
+/// stream ended before its type byte (a parked connection the publisher refused).
+async fn copy(
+    feed: Arc<Feed>,
+    link_id: u64,
+    path: Arc<str>,
+    recv: RecvHalf,
+    peer: Option<PeerIdentity>,
+) -> bool {
+    let shared = feed.shared.clone();
+    let mut reader = StreamReader::new(recv);
+    match reader.byte().await.map(StreamType::from_byte) {
+        Ok(Ok(StreamType::Transfer)) => {}
+        Ok(Ok(StreamType::Lane)) if shared.config.lane_max_message > 0 => {
+            read_lane(feed, link_id, path, reader, peer, shared).await;
+            return true;
+        }
+        Ok(_) => {
+            reader.stop(Code::Unsupported);
+            return true;
+        }
+        Err(_) => return false,
+    }
+    read_copy(feed, link_id, path, reader, peer, shared).await;
+    true
+}
+
+async fn read_copy(
+    feed: Arc<Feed>,
+    link_id: u64,
+    path: Arc<str>,
+    mut reader: StreamReader,
+    peer: Option<PeerIdentity>,
+    shared: Arc<Shared>,
+) {
+    let header = match reader.header(shared.limits.max_header_size).await {
+        Ok(h) => h,
+        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(f) => return reader.stop(f.code()),
+    };
+    if header.path.as_deref() != Some(&*path) {
+        return reader.stop(Code::UnknownEndpoint);
+    }
+    if header.topic.is_none() {
+        return reader.stop(Code::ProtocolError);
+    }
+    let seq = header.sequence;
+    let producer = header.producer.clone().unwrap_or_default();
+    // Room first, in arrival order, then the body: a subscriber that stops reading holds at
+    // most `endpoint_queue` collected copies, and the rest wait unread in the transport, so
+    // the publisher's writer for this subscriber (and only it) stalls.
+    let Ok(permit) = feed.room.acquire().await else {
+        return reader.stop(Code::Canceled);
+    };
+    permit.forget();
+    let meta = IncomingMeta::from_header(header, peer);
+    let mut t = IncomingTransfer::new(reader, meta, shared.clone());
+    // A copy that does not arrive whole (cancelled, lost, above the bound) is not delivered;
+    // under PerProducer ordering its number is then a gap, which is what it is.
+    let Ok(body) = t.collect(shared.limits.max_collected_body).await else {
+        feed.room.add_permits(1);
+        return;
+    };
+    let meta = t.meta().clone();
+    drop(t);
+    feed.arrive((link_id, producer), seq, Message { meta, body });
+}
+
+/// Reads a publisher's lane toward this subscriber: a head naming the publisher's path, then
+/// one whole copy per frame, each taking room before its body is read (PROTOCOL.md §4.1).
+async fn read_lane(
+    feed: Arc<Feed>,
+    link_id: u64,
+    path: Arc<str>,
+    mut reader: StreamReader,
+    peer: Option<PeerIdentity>,
+    shared: Arc<Shared>,
+) {
+    let limits = &shared.limits;
+    match reader.header(limits.max_header_size).await {
+        Ok(h) if h.path.as_deref() == Some(&*path) => {}
+        Ok(_) => return reader.stop(Code::UnknownEndpoint),
+        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(f) => return reader.stop(f.code()),
+    }
+    loop {
+        // Room is taken once a frame starts to arrive, not before: an idle lane holds none.
+        match reader.wait_data().await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => return,
+        }
+        let Ok(permit) = feed.room.acquire().await else {
+            return reader.stop(Code::Canceled);
+        };
+        permit.forget();
+        let frame = reader
+            .lane_frame(limits.max_header_size, limits.max_collected_body)
+            .await;
+        let (header, body) = match frame {
+            Ok(Some((h, Ok(body)))) if h.topic.is_some() => (h, body),
+            // Above max_collected_body: skipped, and a gap under PerProducer ordering.
+            Ok(Some((h, Err(_)))) if h.topic.is_some() => {
+                feed.room.add_permits(1);
+                continue;
+            }
+            Ok(Some(_)) => {
+                feed.room.add_permits(1);
+                return reader.stop(Code::ProtocolError);
+            }
+            Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => {
+                feed.room.add_permits(1);
+                return;
+            }
+            Err(f) => {
+                feed.room.add_permits(1);
+                return reader.stop(f.code());
+            }
+        };
+        shared.stats.add_received(body.len() as u64);
+        shared
+            .stats
+            .lane_messages_received
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seq = header.sequence;
+        let producer = header.producer.clone().unwrap_or_default();
+        let mut meta = IncomingMeta::from_header(header, peer.clone());
+        meta.path = path.to_string();
+        feed.arrive((link_id, producer), seq, Message { meta, body });
+    }
+}
+
+/// Runs `fut` inline until it first waits, then as a task: most copies arrive whole in one
+/// read, and a task per message is measurable.
+fn admit(fut: impl std::future::Future<Output = ()> + Send + 'static) {
+    let mut fut = Box::pin(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if fut.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(fut);
+    }
+}
+
+/// Accepts the copies of one connection until it ends.
+pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
+    let path = link.path.clone();
+    let peer = link.peer.clone();
+    match &link.conn {
+        Conn::Quic(c) => {
+            while let Ok(r) = c.accept_uni().await {
+                let (f, p, pe) = (feed.clone(), path.clone(), peer.clone());
+                admit(async move {
+                    copy(f, link_id, p, RecvHalf::Quic(r), pe).await;
+                });
+            }
+        }
+        Conn::Inproc(c) => {
+            while let Some(raw) = c.accept().await {
+                let (f, p) = (feed.clone(), path.clone());
+                admit(async move {
+                    copy(f, link_id, p, raw.recv, None).await;
+                });
+            }
+        }
+        Conn::Unix(_) => {
+            let Some(session) = link.session.clone() else {
+                return;
+            };
+            let parkers: Vec<_> = (0..session.parked)
+                .map(|_| tokio::spawn(park(feed.clone(), link.clone(), session.clone(), link_id)))
+                .collect();
+            link.conn.closed().await;
+            for p in parkers {
+                p.abort();
+            }
+        }
+    }
+}
+
+/// Keeps one reverse connection parked with a local publisher: when a copy has been read on
+/// it, parks the next (PROTOCOL.md §3.7).
+async fn park(feed: Arc<Feed>, link: Arc<Link>, session: Session, link_id: u64) {
+    let head = session.parked_head();
+    while link.conn.loss().is_none() {
+        let Ok((mut send, recv)) = link.conn.open_bi().await else {
+            return;
+        };
+        if send.write(head.clone()).await.is_err() {
+            continue;
+        }
+        let got = copy(
+            feed.clone(),
+            link_id,
+            link.path.clone(),
+            recv,
+            link.peer.clone(),
+        )
+        .await;
+        // Our half carried only the token; it closes with the copy.
+        drop(send);
+        if !got {
+            // The publisher refused the connection (its pool is full, or the session ended):
+            // this slot is not parked again.
+            return;
+        }
+    }
+}

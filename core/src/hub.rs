@@ -1,0 +1,810 @@
+//! The publisher's side of Pub/Sub (PATTERNS §4): the filters of every subscriber, a writer per
+//! subscriber with its two bounds, the reverse streams copies travel on, and drops counted by
+//! cause. The public face is `patterns::pubsub`; the wire is PROTOCOL.md §3.7.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, Notify};
+
+use crate::error::{Error, Limit, Result};
+use crate::filter::{Filter, FilterSet};
+use crate::runtime::Shared;
+use crate::stream::StreamReader;
+use crate::transport::{Conn, SendHalf, StreamError};
+use crate::wire::{Code, Header, StreamType};
+
+/// Why a copy did not reach a subscriber's transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DropCause {
+    /// The subscriber's queue held `Limits::endpoint_queue` copies.
+    QueueFull,
+    /// The copy would have passed the subscriber's `Limits::subscriber_buffer_bytes`.
+    ByteBudget,
+    /// Over AF_UNIX: no parked reverse connection was left for the copy.
+    ReversePoolEmpty,
+    /// The subscriber's connection ended with the copy still queued or in flight.
+    DeadSubscriber,
+    /// The subscriber refused the copy (its own bound, e.g. `max_collected_body`).
+    Refused,
+}
+
+impl DropCause {
+    const ALL: [DropCause; 5] = [
+        DropCause::QueueFull,
+        DropCause::ByteBudget,
+        DropCause::ReversePoolEmpty,
+        DropCause::DeadSubscriber,
+        DropCause::Refused,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The cause as bindings and the conformance suite spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropCause::QueueFull => "queue_full",
+            DropCause::ByteBudget => "byte_budget",
+            DropCause::ReversePoolEmpty => "reverse_pool_empty",
+            DropCause::DeadSubscriber => "dead_subscriber",
+            DropCause::Refused => "refused",
+        }
+    }
+}
+
+/// Copies a publisher dropped, by cause (`Publisher::dropped`, `Publisher::dropped_on`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Dropped at a full queue.
+    pub queue_full: u64,
+    /// Dropped at the byte budget.
+    pub byte_budget: u64,
+    /// Dropped for want of a parked reverse connection (AF_UNIX).
+    pub reverse_pool_empty: u64,
+    /// Lost with a subscriber whose connection ended.
+    pub dead_subscriber: u64,
+    /// Refused by the subscriber.
+    pub refused: u64,
+}
+
+impl Dropped {
+    /// Every drop, whatever its cause.
+    pub fn total(&self) -> u64 {
+        self.queue_full
+            + self.byte_budget
+            + self.reverse_pool_empty
+            + self.dead_subscriber
+            + self.refused
+    }
+
+    /// The count for one cause.
+    pub fn of(&self, cause: DropCause) -> u64 {
+        match cause {
+            DropCause::QueueFull => self.queue_full,
+            DropCause::ByteBudget => self.byte_budget,
+            DropCause::ReversePoolEmpty => self.reverse_pool_empty,
+            DropCause::DeadSubscriber => self.dead_subscriber,
+            DropCause::Refused => self.refused,
+        }
+    }
+
+    fn from_counts(c: [u64; 5]) -> Dropped {
+        Dropped {
+            queue_full: c[0],
+            byte_budget: c[1],
+            reverse_pool_empty: c[2],
+            dead_subscriber: c[3],
+            refused: c[4],
+        }
+    }
+}
+
+/// The most topics whose drops are kept apart; beyond it a topic's drops count in the total
+/// only (a publisher with unbounded topic names must not grow without bound here).
+pub(crate) const MAX_TOPICS_TRACKED: usize = 10_000;
+
+#[derive(Default)]
+struct DropBook {
+    total: [AtomicU64; 5],
+    per_topic: Mutex<HashMap<Arc<str>, [u64; 5]>>,
+}
+
+impl DropBook {
+    fn count(&self, topic: &Arc<str>, cause: DropCause, n: u64) {
+        self.total[cause.index()].fetch_add(n, Ordering::Relaxed);
+        let mut m = self.per_topic.lock().unwrap();
+        if let Some(c) = m.get_mut(topic) {
+            c[cause.index()] += n;
+        } else if m.len() < MAX_TOPICS_TRACKED {
+            let mut c = [0; 5];
+            c[cause.index()] = n;
+            m.insert(topic.clone(), c);
+        }
+        tracing::debug!(%topic, cause = cause.as_str(), n, "fan-out copy dropped");
+    }
+
+    fn total(&self) -> Dropped {
+        let mut c = [0; 5];
+        for cause in DropCause::ALL {
+            c[cause.index()] = self.total[cause.index()].load(Ordering::Relaxed);
+        }
+        Dropped::from_counts(c)
+    }
+
+    fn on(&self, topic: &str) -> Dropped {
+        Dropped::from_counts(
+            self.per_topic
+                .lock()
+                .unwrap()
+                .get(topic)
+                .copied()
+                .unwrap_or_default(),
+        )
+    }
+}
+
+/// Connections a local-socket subscriber parked for its publisher to write copies on.
+pub(crate) struct ParkedPool {
+    conns: Mutex<VecDeque<(SendHalf, StreamReader)>>,
+    /// How many the subscriber said it parks in advance (its HELLO SESSION).
+    pub(crate) announced: u64,
+    arrived: AtomicU64,
+    notify: Notify,
+    dead: AtomicBool,
+}
+
+impl ParkedPool {
+    pub(crate) fn new(announced: u64) -> Arc<ParkedPool> {
+        Arc::new(ParkedPool {
+            conns: Mutex::new(VecDeque::new()),
+            announced,
+            arrived: AtomicU64::new(0),
+            notify: Notify::new(),
+            dead: AtomicBool::new(false),
+        })
+    }
+
+    /// Takes a parked connection, or hands it back when the pool is at its bound or the
+    /// session ended (the caller refuses it).
+    pub(crate) fn park(
+        &self,
+        send: SendHalf,
+        reader: StreamReader,
+        bound: usize,
+    ) -> std::result::Result<(), (SendHalf, StreamReader)> {
+        let mut c = self.conns.lock().unwrap();
+        if c.len() >= bound.max(1) || self.dead.load(Ordering::Acquire) {
+            return Err((send, reader));
+        }
+        c.push_back((send, reader));
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        drop(c);
+        self.notify.notify_waiters();
+        Ok(())
+    }
+
+    /// Waits until as many connections as the session announced have arrived (so a first
+    /// publish after SUBSCRIBE is answered finds them), at most `wait`.
+    pub(crate) async fn ready(&self, wait: std::time::Duration) -> bool {
+        let need = self.announced.max(1);
+        let fut = async {
+            loop {
+                let n = self.notify.notified();
+                tokio::pin!(n);
+                n.as_mut().enable();
+                if self.arrived.load(Ordering::Acquire) >= need {
+                    return;
+                }
+                n.await;
+            }
+        };
+        tokio::time::timeout(wait, fut).await.is_ok()
+    }
+
+    fn take(&self) -> Option<SendHalf> {
+        // Its reader (the subscriber's half, which carries nothing after the token) goes with
+        // the copy: dropping it would stop the subscriber's half, which is harmless, but the
+        // socket should close only once the copy is written, so it is dropped by the writer.
+        self.conns.lock().unwrap().pop_front().map(|(s, _r)| s)
+    }
+
+    pub(crate) fn close(&self) {
+        self.dead.store(true, Ordering::Release);
+        self.conns.lock().unwrap().clear();
+    }
+}
+
+/// How a publisher reaches one subscriber with a new stream.
+#[derive(Clone)]
+pub(crate) enum Reverse {
+    /// QUIC and in process: the listener opens a one-way stream on the subscriber's connection.
+    Conn(Conn),
+    /// AF_UNIX: a connection the subscriber parked in advance.
+    Parked(Arc<ParkedPool>),
+}
+
+enum OpenFail {
+    PoolEmpty,
+    Lost,
+}
+
+impl Reverse {
+    async fn open(&self) -> std::result::Result<SendHalf, OpenFail> {
+        match self {
+            Reverse::Conn(c) => c.open_uni().await.map_err(|_| OpenFail::Lost),
+            Reverse::Parked(p) => {
+                if p.dead.load(Ordering::Acquire) {
+                    return Err(OpenFail::Lost);
+                }
+                p.take().ok_or(OpenFail::PoolEmpty)
+            }
+        }
+    }
+}
+
+/// What a streamed copy's writer receives from its `FanOut`.
+pub(crate) enum Chunk {
+    Data(Bytes),
+    Fin,
+    Reset,
+}
+
+/// A streamed copy's backlog, shared by its `FanOut` and its writer.
+#[derive(Default)]
+pub(crate) struct Backlog {
+    pub(crate) bytes: AtomicUsize,
+    pub(crate) room: Notify,
+    /// The writer failed (and counted the drop): the `FanOut` stops feeding it.
+    pub(crate) failed: AtomicBool,
+}
+
+enum Job {
+    Whole {
+        topic: Arc<str>,
+        seq: Option<u64>,
+        body: Bytes,
+    },
+    Streamed {
+        topic: Arc<str>,
+        seq: Option<u64>,
+        chunks: mpsc::UnboundedReceiver<Chunk>,
+        backlog: Arc<Backlog>,
+    },
+}
+
+impl Job {
+    fn topic(&self) -> &Arc<str> {
+        match self {
+            Job::Whole { topic, .. } | Job::Streamed { topic, .. } => topic,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Job::Whole { body, .. } => body.len(),
+            Job::Streamed { .. } => 0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Payload bytes queued or being written.
+    bytes: usize,
+    dead: bool,
+}
+
+/// One subscriber of one publisher: its filters, its queue and its writer.
+pub(crate) struct Sub {
+    id: u64,
+    /// Copies carry a sequence number (the connection agreed PerProducer ordering).
+    number: bool,
+    /// Small whole copies go as frames on a lane (both sides offered lanes).
+    lanes: bool,
+    next_seq: AtomicU64,
+    queue: Mutex<Queue>,
+    wake: Notify,
+    reverse: Reverse,
+    filters: Mutex<Vec<Filter>>,
+}
+
+impl Sub {
+    /// Queues a copy, or says why not.
+    fn offer(&self, hub: &Hub, topic: &Arc<str>, make: impl FnOnce(Option<u64>) -> Job) -> bool {
+        let limits = &hub.shared.limits;
+        let mut q = self.queue.lock().unwrap();
+        // Numbered before the bounds are checked: a copy dropped here is a number the
+        // subscriber never sees, which is how it learns of the drop (its gap).
+        let seq = self
+            .number
+            .then(|| self.next_seq.fetch_add(1, Ordering::Relaxed));
+        let job = make(seq);
+        let cause = if q.dead {
+            Some(DropCause::DeadSubscriber)
+        } else if q.jobs.len() >= limits.endpoint_queue {
+            Some(DropCause::QueueFull)
+        } else if q.bytes + job.len() > limits.subscriber_buffer_bytes {
+            Some(DropCause::ByteBudget)
+        } else {
+            None
+        };
+        if let Some(cause) = cause {
+            drop(q);
+            hub.drops.count(topic, cause, 1);
+            return false;
+        }
+        q.bytes += job.len();
+        q.jobs.push_back(job);
+        drop(q);
+        self.wake.notify_one();
+        true
+    }
+
+    /// The subscriber is gone: what it still had queued is dropped and counted.
+    fn kill(&self, hub: &Hub) {
+        let jobs = {
+            let mut q = self.queue.lock().unwrap();
+            q.dead = true;
+            q.bytes = 0;
+            std::mem::take(&mut q.jobs)
+        };
+        for j in jobs {
+            hub.drops.count(j.topic(), DropCause::DeadSubscriber, 1);
+        }
+        if let Reverse::Parked(p) = &self.reverse {
+            p.close();
+        }
+        self.wake.notify_one();
+    }
+
+    async fn next_job(&self) -> Option<Job> {
+        loop {
+            let n = self.wake.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            {
+                let mut q = self.queue.lock().unwrap();
+                if q.dead {
+                    return None;
+                }
+                if let Some(j) = q.jobs.pop_front() {
+                    return Some(j);
+                }
+            }
+            n.await;
+        }
+    }
+
+    /// More whole copies of at most `max` bytes from the front of the queue, up to `frames`
+    /// and `bytes` in all: what one coalesced lane write carries.
+    fn take_lane_batch(&self, max: usize, frames: usize, bytes: usize) -> Vec<Job> {
+        let mut q = self.queue.lock().unwrap();
+        let mut out = Vec::new();
+        let mut total = 0;
+        while out.len() < frames && total < bytes {
+            match q.jobs.front() {
+                Some(Job::Whole { body, .. }) if body.len() <= max => {
+                    total += body.len();
+                    out.push(q.jobs.pop_front().expect("front exists"));
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    fn written(&self, len: usize) {
+        let mut q = self.queue.lock().unwrap();
+        q.bytes = q.bytes.saturating_sub(len);
+    }
+}
+
+/// A bound publisher path: its subscribers and their filters.
+pub(crate) struct Hub {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) path: String,
+    /// Names this publisher in the PRODUCER key: numbering restarts with a new producer, so a
+    /// restarted publisher is not read as a gap.
+    producer: Bytes,
+    filters: RwLock<FilterSet<u64>>,
+    subs: RwLock<HashMap<u64, Arc<Sub>>>,
+    drops: DropBook,
+    next_id: AtomicU64,
+    closed: AtomicBool,
+}
+
+/// Where a subscriber's copies go, as its connection handler knows it.
+pub(crate) struct SubscriberConn {
+    pub(crate) reverse: Reverse,
+    pub(crate) number: bool,
+    pub(crate) lanes: bool,
+}
+
+impl Hub {
+    pub(crate) fn new(shared: Arc<Shared>, path: &str) -> Arc<Hub> {
+        // Distinctness, not secrecy: a producer name only has to differ between publishers.
+        let producer: [u8; 8] = rand::random();
+        Arc::new(Hub {
+            shared,
+            path: path.to_string(),
+            producer: Bytes::copy_from_slice(&producer),
+            filters: RwLock::new(FilterSet::new()),
+            subs: RwLock::new(HashMap::new()),
+            drops: DropBook::default(),
+            next_id: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn dropped(&self) -> Dropped {
+        self.drops.total()
+    }
+
+    pub(crate) fn dropped_on(&self, topic: &str) -> Dropped {
+        self.drops.on(topic)
+    }
+
+    pub(crate) fn subscribers(&self) -> usize {
+        self.subs.read().unwrap().len()
+    }
+
+    /// Adds `filter` for the subscriber `id` (made on its first filter), answering the code to
+    /// send back.
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        id: &mut Option<u64>,
+        conn: &SubscriberConn,
+        filter: &str,
+    ) -> std::result::Result<(), (Code, String)> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err((Code::UnknownEndpoint, "the publisher closed".into()));
+        }
+        let f: Filter = filter
+            .parse()
+            .map_err(|e: crate::filter::FilterError| (Code::ProtocolError, e.to_string()))?;
+        let sub = match id.and_then(|i| self.subs.read().unwrap().get(&i).cloned()) {
+            Some(s) => s,
+            None => {
+                let sid = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let sub = Arc::new(Sub {
+                    id: sid,
+                    number: conn.number,
+                    lanes: conn.lanes,
+                    next_seq: AtomicU64::new(1),
+                    queue: Mutex::new(Queue::default()),
+                    wake: Notify::new(),
+                    reverse: conn.reverse.clone(),
+                    filters: Mutex::new(Vec::new()),
+                });
+                self.subs.write().unwrap().insert(sid, sub.clone());
+                *id = Some(sid);
+                tokio::spawn(writer(Arc::downgrade(self), sub.clone()));
+                sub
+            }
+        };
+        {
+            let mut fs = sub.filters.lock().unwrap();
+            if fs.len() >= self.shared.limits.max_filters {
+                return Err((
+                    Code::LimitExceeded,
+                    format!(
+                        "a subscriber holds at most {} filters (max_filters)",
+                        self.shared.limits.max_filters
+                    ),
+                ));
+            }
+            fs.push(f.clone());
+        }
+        self.filters.write().unwrap().insert(&f, sub.id);
+        Ok(())
+    }
+
+    /// Removes one `filter` entry of subscriber `id`; removing one it does not hold is done.
+    pub(crate) fn unsubscribe(&self, id: Option<u64>, filter: &str) {
+        let (Some(id), Ok(f)) = (id, filter.parse::<Filter>()) else {
+            return;
+        };
+        let Some(sub) = self.subs.read().unwrap().get(&id).cloned() else {
+            return;
+        };
+        let mut fs = sub.filters.lock().unwrap();
+        if let Some(i) = fs.iter().position(|x| x == &f) {
+            fs.swap_remove(i);
+            self.filters.write().unwrap().remove(&f, id);
+        }
+    }
+
+    /// The subscriber's connection ended.
+    pub(crate) fn remove(&self, id: u64) {
+        let sub = self.subs.write().unwrap().remove(&id);
+        self.filters.write().unwrap().remove_key(id);
+        if let Some(s) = sub {
+            s.kill(self);
+        }
+    }
+
+    /// Ends every subscription (the publisher was closed or dropped).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let subs: Vec<_> = self.subs.write().unwrap().drain().collect();
+        *self.filters.write().unwrap() = FilterSet::new();
+        for (_, s) in subs {
+            s.kill(self);
+        }
+    }
+
+    fn matched(&self, topic: &str) -> Vec<Arc<Sub>> {
+        let mut ids = Vec::new();
+        self.filters.read().unwrap().matches(topic, &mut ids);
+        ids.dedup();
+        let subs = self.subs.read().unwrap();
+        ids.iter().filter_map(|i| subs.get(i).cloned()).collect()
+    }
+
+    fn check(&self, topic: &str, len: usize) -> Result<Arc<str>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        crate::filter::validate_topic(topic)?;
+        let budget = self.shared.limits.subscriber_buffer_bytes;
+        if len > budget {
+            // Nobody could queue it: one refusal to the publisher, not a drop per subscriber.
+            return Err(Error::limit(
+                Limit::ByteBudget,
+                format!("{len} bytes, subscriber_buffer_bytes is {budget}"),
+            ));
+        }
+        Ok(topic.into())
+    }
+
+    /// Queues `body` for every subscriber whose filters select `topic`; returns how many.
+    pub(crate) fn publish(&self, topic: &str, body: Bytes) -> Result<usize> {
+        let topic = self.check(topic, body.len())?;
+        let mut queued = 0;
+        for s in self.matched(&topic) {
+            let ok = s.offer(self, &topic, |seq| Job::Whole {
+                topic: topic.clone(),
+                seq,
+                body: body.clone(),
+            });
+            queued += ok as usize;
+        }
+        self.shared
+            .stats
+            .copies_published
+            .fetch_add(queued as u64, Ordering::Relaxed);
+        Ok(queued)
+    }
+
+    /// The streamed copies of one message, for `FanOut`.
+    pub(crate) fn open(&self, topic: &str) -> Result<(Arc<str>, Vec<StreamCopy>)> {
+        let topic = self.check(topic, 0)?;
+        let mut copies = Vec::new();
+        for s in self.matched(&topic) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let backlog = Arc::new(Backlog::default());
+            let (b, t) = (backlog.clone(), topic.clone());
+            if s.offer(self, &topic, move |seq| Job::Streamed {
+                topic: t,
+                seq,
+                chunks: rx,
+                backlog: b,
+            }) {
+                copies.push(StreamCopy {
+                    tx,
+                    backlog,
+                    attached: true,
+                });
+            }
+        }
+        self.shared
+            .stats
+            .copies_published
+            .fetch_add(copies.len() as u64, Ordering::Relaxed);
+        Ok((topic, copies))
+    }
+
+    pub(crate) fn count(&self, topic: &Arc<str>, cause: DropCause) {
+        self.drops.count(topic, cause, 1);
+    }
+
+    fn head(&self, topic: &str, seq: Option<u64>) -> Bytes {
+        let header = Header {
+            path: Some(self.path.clone()),
+            topic: Some(topic.to_string()),
+            sequence: seq,
+            producer: seq.map(|_| self.producer.clone()),
+            ..Header::default()
+        };
+        let mut head = Vec::with_capacity(32 + self.path.len() + topic.len());
+        head.push(StreamType::Transfer.to_byte());
+        header.encode(&mut head);
+        Bytes::from(head)
+    }
+}
+
+/// One subscriber's copy of a streamed message, held by its `FanOut`.
+pub(crate) struct StreamCopy {
+    pub(crate) tx: mpsc::UnboundedSender<Chunk>,
+    pub(crate) backlog: Arc<Backlog>,
+    pub(crate) attached: bool,
+}
+
+/// A subscriber's writer: takes its queue in order and writes each copy on a stream of its
+/// own, so a subscriber that stops reading stalls only this task (PATTERNS §4).
+async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
+    let mut lane: Option<SendHalf> = None;
+    while let Some(job) = sub.next_job().await {
+        let Some(h) = hub.upgrade() else { return };
+        let lane_max = h.shared.config.lane_max_message;
+        if let (true, Job::Whole { body, .. }) = (sub.lanes, &job) {
+            if body.len() <= lane_max {
+                let mut batch = vec![job];
+                batch.extend(sub.take_lane_batch(lane_max, 128, 256 * 1024));
+                if !write_lane(&h, &sub, &mut lane, batch).await {
+                    return;
+                }
+                continue;
+            }
+        }
+        let topic = job.topic().clone();
+        let len = job.len();
+        let send = match sub.reverse.open().await {
+            Ok(s) => s,
+            Err(OpenFail::PoolEmpty) => {
+                sub.written(len);
+                if let Job::Streamed { backlog, .. } = &job {
+                    backlog.failed.store(true, Ordering::Release);
+                }
+                h.count(&topic, DropCause::ReversePoolEmpty);
+                continue;
+            }
+            Err(OpenFail::Lost) => {
+                h.count(&topic, DropCause::DeadSubscriber);
+                h.remove(sub.id);
+                return;
+            }
+        };
+        let outcome = match job {
+            Job::Whole { seq, body, .. } => write_whole(send, h.head(&topic, seq), body).await,
+            Job::Streamed {
+                seq,
+                chunks,
+                backlog,
+                ..
+            } => write_streamed(send, h.head(&topic, seq), chunks, &backlog).await,
+        };
+        sub.written(len);
+        match outcome {
+            Ok(()) => {}
+            Err(StreamError::Stopped(_)) => h.count(&topic, DropCause::Refused),
+            Err(StreamError::Reset(_)) => {}
+            Err(StreamError::Lost(_)) => {
+                h.count(&topic, DropCause::DeadSubscriber);
+                h.remove(sub.id);
+                return;
+            }
+        }
+    }
+}
+
+/// Writes whole copies as frames on the subscriber's lane (opened on first use, PROTOCOL.md
+/// §4.1) in one write. False when the subscriber is gone.
+async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<Job>) -> bool {
+    let mut bufs = Vec::with_capacity(batch.len() * 2 + 1);
+    let mut total = 0;
+    if lane.is_none() {
+        match &sub.reverse {
+            Reverse::Conn(c) => match c.open_uni().await {
+                Ok(s) => {
+                    let mut head = vec![StreamType::Lane.to_byte()];
+                    Header::for_path(&h.path).encode(&mut head);
+                    bufs.push(Bytes::from(head));
+                    *lane = Some(s);
+                }
+                Err(_) => {
+                    for j in &batch {
+                        h.count(j.topic(), DropCause::DeadSubscriber);
+                    }
+                    h.remove(sub.id);
+                    return false;
+                }
+            },
+            Reverse::Parked(_) => unreachable!("no lanes over parked connections"),
+        }
+    }
+    let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
+    for j in batch {
+        if let Job::Whole { topic, seq, body } = j {
+            let header = Header {
+                topic: Some(topic.to_string()),
+                sequence: seq,
+                producer: seq.map(|_| h.producer.clone()),
+                ..Header::default()
+            };
+            let mut head = Vec::with_capacity(24 + topic.len());
+            crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+            total += body.len();
+            bufs.push(Bytes::from(head));
+            bufs.push(body);
+        }
+    }
+    let r = lane
+        .as_mut()
+        .expect("opened above")
+        .write_all(&mut bufs)
+        .await;
+    sub.written(total);
+    match r {
+        Ok(()) => {
+            h.shared
+                .stats
+                .lane_messages_sent
+                .fetch_add(topics.len() as u64, Ordering::Relaxed);
+            true
+        }
+        Err(e) => {
+            *lane = None;
+            let (cause, gone) = match e {
+                StreamError::Stopped(_) => (DropCause::Refused, false),
+                _ => (DropCause::DeadSubscriber, true),
+            };
+            for t in &topics {
+                h.count(t, cause);
+            }
+            if gone {
+                h.remove(sub.id);
+            }
+            !gone
+        }
+    }
+}
+
+async fn write_whole(
+    mut send: SendHalf,
+    head: Bytes,
+    body: Bytes,
+) -> std::result::Result<(), StreamError> {
+    send.write_all(&mut [head, body]).await?;
+    // The receipt is not awaited: a copy is fire-and-forget (GUARANTEES §6).
+    send.finish().await.map(drop)
+}
+
+async fn write_streamed(
+    mut send: SendHalf,
+    head: Bytes,
+    mut chunks: mpsc::UnboundedReceiver<Chunk>,
+    backlog: &Backlog,
+) -> std::result::Result<(), StreamError> {
+    let r = async {
+        send.write(head).await?;
+        loop {
+            match chunks.recv().await {
+                Some(Chunk::Data(b)) => {
+                    let n = b.len();
+                    send.write(b).await?;
+                    backlog.bytes.fetch_sub(n, Ordering::AcqRel);
+                    backlog.room.notify_waiters();
+                }
+                Some(Chunk::Fin) => return send.finish().await.map(drop),
+                // The FanOut was dropped unfinished, or dropped this copy at its budget.
+                Some(Chunk::Reset) | None => {
+                    send.reset(Code::Canceled);
+                    return Err(StreamError::Reset(Code::Canceled));
+                }
+            }
+        }
+    }
+    .await;
+    if matches!(r, Err(StreamError::Stopped(_)) | Err(StreamError::Lost(_))) {
+        backlog.failed.store(true, Ordering::Release);
+        backlog.room.notify_waiters();
+    }
+    r
+}

@@ -1,0 +1,224 @@
+//! PerProducer ordering at a receiver (GUARANTEES §3, PATTERNS §4): copies numbered by their
+//! producer are delivered with the gap they reveal (detect), or held until the missing numbers
+//! arrive, bounded (reassemble). Pure: no I/O, so every rule is a unit test.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::wire::Ordering;
+
+/// One producer's numbering as one receiver sees it.
+#[derive(Debug)]
+pub(crate) struct Orderer<T> {
+    level: Ordering,
+    max_hold: usize,
+    /// The next number expected; producers number from 1.
+    expected: u64,
+    /// Held copies by number (reassemble); a repeated number held twice stays twice.
+    hold: BTreeMap<u64, Vec<Arrival<T>>>,
+    held: usize,
+}
+
+#[derive(Debug)]
+struct Arrival<T> {
+    item: T,
+    /// False for a copy the receiver no longer wants (its filter went away in flight): it
+    /// still advances the numbering, so it is not mistaken for a drop, but is not delivered.
+    wanted: bool,
+}
+
+/// What leaves the orderer: the item and the gap before it (`None` when the level is None).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Release<T> {
+    pub(crate) item: T,
+    pub(crate) gap: Option<u64>,
+}
+
+impl<T> Orderer<T> {
+    pub(crate) fn new(level: Ordering, max_hold: usize) -> Orderer<T> {
+        Orderer {
+            level,
+            max_hold,
+            expected: 1,
+            hold: BTreeMap::new(),
+            held: 0,
+        }
+    }
+
+    /// Takes one arrival numbered `seq` and appends what may now be delivered to `out`.
+    /// An arrival is never refused: a repeat or a late number is delivered (gap 0), not
+    /// suppressed, because deduplication is not what this level promises.
+    pub(crate) fn push(
+        &mut self,
+        seq: Option<u64>,
+        item: T,
+        wanted: bool,
+        out: &mut VecDeque<Release<T>>,
+    ) {
+        let Some(seq) = seq.filter(|_| self.level != Ordering::None) else {
+            if wanted {
+                out.push_back(Release { item, gap: None });
+            }
+            return;
+        };
+        let a = Arrival { item, wanted };
+        if seq < self.expected {
+            self.emit(a, 0, out);
+            return;
+        }
+        match self.level {
+            Ordering::Reassemble if seq > self.expected => {
+                self.hold.entry(seq).or_default().push(a);
+                self.held += 1;
+                while self.held > self.max_hold {
+                    // The bound: release the oldest held number with the gap it waited for.
+                    let (&first, _) = self.hold.iter().next().expect("held > 0");
+                    let gap = first - self.expected;
+                    self.expected = first;
+                    self.release_at_expected(gap, out);
+                }
+            }
+            _ => {
+                let gap = seq - self.expected;
+                self.expected = seq + 1;
+                self.emit(a, gap, out);
+                self.release_run(out);
+            }
+        }
+    }
+
+    fn emit(&self, a: Arrival<T>, gap: u64, out: &mut VecDeque<Release<T>>) {
+        if a.wanted {
+            out.push_back(Release {
+                item: a.item,
+                gap: Some(gap),
+            });
+        }
+    }
+
+    /// Releases everything held at `expected` (the first with `gap`), then the run after it.
+    fn release_at_expected(&mut self, gap: u64, out: &mut VecDeque<Release<T>>) {
+        if let Some(v) = self.hold.remove(&self.expected) {
+            self.held -= v.len();
+            self.expected += 1;
+            let mut gap = gap;
+            for a in v {
+                self.emit(a, gap, out);
+                gap = 0;
+            }
+        }
+        self.release_run(out);
+    }
+
+    /// Releases the held copies that now follow on without a gap.
+    fn release_run(&mut self, out: &mut VecDeque<Release<T>>) {
+        while let Some(v) = self.hold.remove(&self.expected) {
+            self.held -= v.len();
+            self.expected += 1;
+            for a in v {
+                self.emit(a, 0, out);
+            }
+        }
+    }
+
+    /// Copies held now (reassemble).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(level: Ordering, hold: usize, seqs: &[u64]) -> Vec<(u64, Option<u64>)> {
+        let mut o = Orderer::new(level, hold);
+        let mut out = VecDeque::new();
+        for &s in seqs {
+            o.push(Some(s), s, true, &mut out);
+        }
+        out.into_iter().map(|r| (r.item, r.gap)).collect()
+    }
+
+    #[test]
+    fn none_delivers_in_arrival_order_without_gaps() {
+        assert_eq!(run(Ordering::None, 8, &[3, 1]), vec![(3, None), (1, None)]);
+    }
+
+    #[test]
+    fn detect_reports_the_missed_numbers_and_holds_nothing() {
+        assert_eq!(
+            run(Ordering::Detect, 8, &[1, 2, 5, 3, 6]),
+            vec![
+                (1, Some(0)),
+                (2, Some(0)),
+                (5, Some(2)),
+                (3, Some(0)),
+                (6, Some(0))
+            ]
+        );
+    }
+
+    #[test]
+    fn detect_counts_drops_before_the_first_copy() {
+        assert_eq!(run(Ordering::Detect, 8, &[4]), vec![(4, Some(3))]);
+    }
+
+    #[test]
+    fn reassemble_reorders_within_the_hold() {
+        assert_eq!(
+            run(Ordering::Reassemble, 8, &[2, 3, 1, 4]),
+            vec![(1, Some(0)), (2, Some(0)), (3, Some(0)), (4, Some(0))]
+        );
+    }
+
+    #[test]
+    fn a_full_hold_releases_the_oldest_with_the_gap_it_waited_for() {
+        // 2 is lost: with a hold of 2, the third held copy releases 3 with gap 1.
+        let mut o = Orderer::new(Ordering::Reassemble, 2);
+        let mut out = VecDeque::new();
+        for s in [1, 3, 4] {
+            o.push(Some(s), s, true, &mut out);
+        }
+        assert_eq!(o.held(), 2);
+        assert_eq!(out.len(), 1);
+        o.push(Some(5), 5, true, &mut out);
+        let got: Vec<_> = out.into_iter().map(|r| (r.item, r.gap)).collect();
+        assert_eq!(
+            got,
+            vec![(1, Some(0)), (3, Some(1)), (4, Some(0)), (5, Some(0))]
+        );
+        assert_eq!(o.held(), 0);
+    }
+
+    #[test]
+    fn a_repeat_is_delivered_not_suppressed() {
+        assert_eq!(
+            run(Ordering::Reassemble, 8, &[1, 2, 2]),
+            vec![(1, Some(0)), (2, Some(0)), (2, Some(0))]
+        );
+        assert_eq!(
+            run(Ordering::Detect, 8, &[1, 1]),
+            vec![(1, Some(0)), (1, Some(0))]
+        );
+    }
+
+    #[test]
+    fn an_unwanted_copy_advances_the_numbering_without_a_false_gap() {
+        let mut o = Orderer::new(Ordering::Detect, 0);
+        let mut out = VecDeque::new();
+        o.push(Some(1), 1, true, &mut out);
+        o.push(Some(2), 2, false, &mut out);
+        o.push(Some(3), 3, true, &mut out);
+        let got: Vec<_> = out.into_iter().map(|r| (r.item, r.gap)).collect();
+        assert_eq!(got, vec![(1, Some(0)), (3, Some(0))]);
+    }
+
+    #[test]
+    fn a_hold_of_zero_behaves_as_detect() {
+        assert_eq!(
+            run(Ordering::Reassemble, 0, &[1, 3, 2]),
+            vec![(1, Some(0)), (3, Some(1)), (2, Some(0))]
+        );
+    }
+}

@@ -1,0 +1,469 @@
+//! Pub/Sub (PATTERNS §4): a publisher binds a path, subscribers dial it and say what they
+//! want with segmented filters; each copy is a stream of its own, written by a writer per
+//! subscriber, so a subscriber that stops reading costs only its own copies, which are
+//! dropped and counted by cause.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::address::Address;
+use crate::error::{Error, Limit, Result};
+use crate::feed::{run_link, Feed};
+use crate::filter::Filter;
+use crate::hub::{Chunk, Hub, StreamCopy};
+use crate::runtime::{Link, RouteGuard, Shared};
+use crate::stream::Message;
+
+pub use crate::hub::{DropCause, Dropped};
+
+/// Publishes messages by topic to the subscribers whose filters select it.
+///
+/// ```no_run
+/// # async fn f() -> weida::Result<()> {
+/// let rt = weida::Runtime::new(Default::default())?;
+/// let listener = rt.bind("weida://127.0.0.1:0").await?;
+/// let publisher = listener.publisher("/prices")?;
+/// let subscriber = rt.subscriber();
+/// subscriber.connect(&publisher.address().to_string()).await?;
+/// subscriber.subscribe("prices.*.eur").await?; // installed at the publisher when it returns
+/// publisher.publish("prices.btc.eur", "42000")?; // never waits for a subscriber
+/// let m = subscriber.recv().await?;
+/// assert_eq!(m.meta.topic.as_deref(), Some("prices.btc.eur"));
+/// # Ok(()) }
+/// ```
+pub struct Publisher {
+    hub: Arc<Hub>,
+    address: Address,
+    _route: RouteGuard,
+}
+
+impl Publisher {
+    pub(crate) fn new(hub: Arc<Hub>, address: Address, route: RouteGuard) -> Publisher {
+        Publisher {
+            hub,
+            address,
+            _route: route,
+        }
+    }
+
+    /// The address subscribers dial.
+    pub fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// Queues `body` for every subscriber whose filters select `topic`, one shared `Bytes`
+    /// for every copy, and returns how many copies were queued. Never waits: a subscriber
+    /// whose queue is full (`Limits::endpoint_queue`) or whose byte budget
+    /// (`Limits::subscriber_buffer_bytes`) would pass loses this copy, counted in
+    /// [`Publisher::dropped`]. A body above the byte budget is refused here with
+    /// `LimitExceeded` (nobody could queue it); a malformed topic with `InvalidFilter`.
+    pub fn publish(&self, topic: &str, body: impl Into<Bytes>) -> Result<usize> {
+        self.hub.publish(topic, body.into())
+    }
+
+    /// Opens a streamed message to the subscribers whose filters select `topic` now (the set
+    /// is fixed here: one arriving later gets the next message, never a fragment). Chunks are
+    /// shared by every copy; the payload has no ceiling, and each chunk is bounded by the byte
+    /// budget (PATTERNS §4.1).
+    pub fn open(&self, topic: &str) -> Result<FanOut> {
+        let (topic, copies) = self.hub.open(topic)?;
+        Ok(FanOut {
+            hub: self.hub.clone(),
+            topic,
+            copies,
+            finished: false,
+        })
+    }
+
+    /// Copies dropped since the publisher was bound, by cause.
+    pub fn dropped(&self) -> Dropped {
+        self.hub.dropped()
+    }
+
+    /// Copies of `topic` dropped, by cause (the first 10 000 topics with drops are kept apart).
+    pub fn dropped_on(&self, topic: &str) -> Dropped {
+        self.hub.dropped_on(topic)
+    }
+
+    /// Subscribers connected now (with at least one filter).
+    pub fn subscriber_count(&self) -> usize {
+        self.hub.subscribers()
+    }
+
+    /// Unbinds the path and ends every subscription: subscribers' filters go with it.
+    pub fn close(&self) {
+        self.hub.close();
+        self._route.close();
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.hub.close();
+    }
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("address", &self.address)
+            .finish()
+    }
+}
+
+/// A message streamed to every subscriber matched at `Publisher::open`, chunk by chunk.
+/// Dropped unfinished, every copy is cancelled (subscribers never see half a message).
+pub struct FanOut {
+    hub: Arc<Hub>,
+    topic: Arc<str>,
+    copies: Vec<StreamCopy>,
+    finished: bool,
+}
+
+impl FanOut {
+    /// Copies still attached (not dropped).
+    pub fn copies(&self) -> usize {
+        self.copies.iter().filter(|c| c.attached).count()
+    }
+
+    fn budget(&self, len: usize) -> Result<()> {
+        let budget = self.hub.shared.limits.subscriber_buffer_bytes;
+        if len > budget {
+            return Err(Error::limit(
+                Limit::ByteBudget,
+                format!("a chunk of {len} bytes, subscriber_buffer_bytes is {budget}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Hands `chunk` to every attached copy without waiting: a copy whose backlog would pass
+    /// the byte budget is dropped whole (cancelled at the subscriber) and counted. Returns the
+    /// copies still attached.
+    pub fn write_now(&mut self, chunk: impl Into<Bytes>) -> Result<usize> {
+        let chunk = chunk.into();
+        self.budget(chunk.len())?;
+        let budget = self.hub.shared.limits.subscriber_buffer_bytes;
+        for c in self.copies.iter_mut().filter(|c| c.attached) {
+            if c.backlog.failed.load(Ordering::Acquire) {
+                // Its writer failed and counted the drop already.
+                c.attached = false;
+                continue;
+            }
+            let pending = c.backlog.bytes.load(Ordering::Acquire);
+            if pending + chunk.len() > budget {
+                c.attached = false;
+                let _ = c.tx.send(Chunk::Reset);
+                self.hub
+                    .count(&self.topic, crate::hub::DropCause::ByteBudget);
+                continue;
+            }
+            c.backlog.bytes.fetch_add(chunk.len(), Ordering::AcqRel);
+            if c.tx.send(Chunk::Data(chunk.clone())).is_err() {
+                c.attached = false;
+            }
+        }
+        Ok(self.copies())
+    }
+
+    /// Hands `chunk` to every attached copy, first waiting up to `Limits::fanout_wait` for the
+    /// copies whose backlog has no room for it; those still full then are dropped as in
+    /// [`FanOut::write_now`]. Cancel-safe (nothing is written until the wait ends).
+    pub async fn write(&mut self, chunk: impl Into<Bytes>) -> Result<usize> {
+        let chunk = chunk.into();
+        self.budget(chunk.len())?;
+        let budget = self.hub.shared.limits.subscriber_buffer_bytes;
+        let wait = self.hub.shared.limits.fanout_wait;
+        let len = chunk.len();
+        let room = async {
+            for c in self.copies.iter().filter(|c| c.attached) {
+                loop {
+                    let n = c.backlog.room.notified();
+                    tokio::pin!(n);
+                    n.as_mut().enable();
+                    if c.backlog.failed.load(Ordering::Acquire)
+                        || c.backlog.bytes.load(Ordering::Acquire) + len <= budget
+                    {
+                        break;
+                    }
+                    n.await;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(wait, room).await;
+        self.write_now(chunk)
+    }
+
+    /// Ends the message for every attached copy; returns how many were still attached.
+    pub fn finish(mut self) -> usize {
+        self.finished = true;
+        let mut n = 0;
+        for c in self.copies.iter().filter(|c| c.attached) {
+            if !c.backlog.failed.load(Ordering::Acquire) && c.tx.send(Chunk::Fin).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Cancels every copy: subscribers discard what they received of it.
+    pub fn cancel(self) {}
+}
+
+impl Drop for FanOut {
+    fn drop(&mut self) {
+        if !self.finished {
+            for c in self.copies.iter().filter(|c| c.attached) {
+                let _ = c.tx.send(Chunk::Reset);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for FanOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FanOut")
+            .field("topic", &self.topic)
+            .field("copies", &self.copies())
+            .finish()
+    }
+}
+
+struct SubLink {
+    address: Address,
+    link: Arc<Link>,
+    id: u64,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SubLink {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.link
+            .conn
+            .close(crate::wire::Code::NoError, "subscriber closed");
+    }
+}
+
+/// Receives the messages of the publishers it connects to whose topics its filters select.
+/// Each connection is its own (never pooled): a subscriber is what its publisher counts,
+/// bounds and drops for.
+///
+/// ```no_run
+/// # async fn f(rt: weida::Runtime, addr: &str) -> weida::Result<()> {
+/// let sub = rt.subscriber();
+/// sub.connect(addr).await?;
+/// sub.subscribe("sensors.#").await?;
+/// while let Ok(m) = sub.recv().await {
+///     println!("{:?} gap={:?}", m.meta.topic, m.meta.gap);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Subscriber {
+    shared: Arc<Shared>,
+    feed: Arc<Feed>,
+    links: Mutex<Vec<SubLink>>,
+    /// The filters held, in the order given (a filter given twice is held twice).
+    filters: Mutex<Vec<Filter>>,
+    /// Subscribe, unsubscribe and connect run one at a time, so a filter is never half
+    /// installed across publishers.
+    op: tokio::sync::Mutex<()>,
+}
+
+static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
+
+impl Subscriber {
+    pub(crate) fn new(shared: Arc<Shared>) -> Subscriber {
+        Subscriber {
+            feed: Feed::new(shared.clone()),
+            shared,
+            links: Mutex::new(Vec::new()),
+            filters: Mutex::new(Vec::new()),
+            op: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Dials the publisher at `address` (with its path) on a connection of its own, and
+    /// installs every filter this subscriber holds there before returning.
+    pub async fn connect(&self, address: &str) -> Result<()> {
+        let a = Address::parse(address)?;
+        a.endpoint_path()?;
+        let _op = self.op.lock().await;
+        let link = self.shared.dial_subscriber(&a).await?;
+        let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
+        self.feed.link_added();
+        let (feed, l) = (self.feed.clone(), link.clone());
+        let task = tokio::spawn(async move {
+            run_link(feed.clone(), l.clone(), id).await;
+            feed.link_ended(id, Some(l.conn.closed().await), false);
+        });
+        let sl = SubLink {
+            address: a,
+            link,
+            id,
+            task,
+        };
+        let filters = self.filters.lock().unwrap().clone();
+        for f in &filters {
+            if let Err(e) = sl.link.ask(true, f.as_str()).await {
+                self.feed.link_ended(id, None, true);
+                return Err(e);
+            }
+        }
+        self.links.lock().unwrap().push(sl);
+        Ok(())
+    }
+
+    /// Closes the connection to `address`; true if it was connected.
+    pub fn disconnect(&self, address: &str) -> Result<bool> {
+        let a = Address::parse(address)?;
+        let mut links = self.links.lock().unwrap();
+        let Some(i) = links.iter().position(|l| l.address == a) else {
+            return Ok(false);
+        };
+        let l = links.swap_remove(i);
+        drop(links);
+        self.feed.link_ended(l.id, None, true);
+        Ok(true)
+    }
+
+    /// Live connections.
+    pub fn peer_count(&self) -> usize {
+        self.links
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.link.conn.loss().is_none())
+            .count()
+    }
+
+    /// Adds `filter` (segments separated by `.`, `*` for one whole segment, a trailing `#`
+    /// for any number): returns once every connected publisher has installed it, so a message
+    /// published after this returns is selected. A malformed filter is `InvalidFilter`, never
+    /// widened; a publisher that refuses it (unknown path, too many filters) fails the call
+    /// and the filter is installed nowhere. Not cancel-safe: a cancelled call may leave the
+    /// filter installed at some publishers (an `unsubscribe` removes it).
+    pub async fn subscribe(&self, filter: &str) -> Result<()> {
+        let f: Filter = filter.parse()?;
+        let _op = self.op.lock().await;
+        let links: Vec<Arc<Link>> = self.live_links();
+        // Locally first: a copy the publisher sends right after its answer must be kept.
+        self.feed.add_filter(&f);
+        for (i, l) in links.iter().enumerate() {
+            if let Err(e) = l.ask(true, f.as_str()).await {
+                for done in &links[..i] {
+                    let _ = done.ask(false, f.as_str()).await;
+                }
+                self.feed.remove_filter(&f);
+                return Err(e);
+            }
+        }
+        self.filters.lock().unwrap().push(f);
+        Ok(())
+    }
+
+    /// Removes one entry of `filter`; false if it was not held. Returns once every connected
+    /// publisher has removed it; from then on nothing only it selected is delivered.
+    pub async fn unsubscribe(&self, filter: &str) -> Result<bool> {
+        let f: Filter = filter.parse()?;
+        let _op = self.op.lock().await;
+        {
+            let mut fs = self.filters.lock().unwrap();
+            let Some(i) = fs.iter().position(|x| x == &f) else {
+                return Ok(false);
+            };
+            fs.remove(i);
+        }
+        self.feed.remove_filter(&f);
+        let mut first_err = None;
+        for l in self.live_links() {
+            if let Err(e) = l.ask(false, f.as_str()).await {
+                first_err.get_or_insert(e);
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// The filters held, in the order given.
+    pub fn filters(&self) -> Vec<String> {
+        self.filters
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().to_string())
+            .collect()
+    }
+
+    fn live_links(&self) -> Vec<Arc<Link>> {
+        self.links
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.link.conn.loss().is_none())
+            .map(|l| l.link.clone())
+            .collect()
+    }
+
+    /// The next message, with its topic, the publisher's identity and, under PerProducer
+    /// ordering, its sequence and gap. `NotConnected` before any connect; `ConnectionLost`
+    /// when every connection has ended and nothing is left to read; `Closed` after `close`.
+    /// Cancel-safe.
+    pub async fn recv(&self) -> Result<Message> {
+        self.feed.recv().await
+    }
+
+    /// Up to `max` messages: waits for the first, then takes those already queued. An error
+    /// met after the first is returned by the next receive. Cancel-safe.
+    pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
+        let mut out = vec![self.feed.recv().await?];
+        while out.len() < max {
+            match self.feed.try_recv() {
+                Some(Ok(m)) => out.push(m),
+                None | Some(Err(Error::Closed)) => break,
+                Some(Err(e)) => {
+                    self.feed.defer(e);
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Messages received and waiting for `recv` (at most `Limits::endpoint_queue`, plus what a
+    /// reassembly hold released at once).
+    pub fn queued(&self) -> usize {
+        self.feed.queued()
+    }
+
+    /// Hands back a message a binding received but could not deliver; the next receive
+    /// returns it first.
+    pub fn give_back(&self, message: Message) {
+        self.feed.give_back(message);
+    }
+
+    /// Closes every connection; receiving returns what is queued, then `Closed`.
+    pub fn close(&self) {
+        let links = std::mem::take(&mut *self.links.lock().unwrap());
+        drop(links);
+        self.feed.close();
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.feed.close();
+    }
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("filters", &self.filters())
+            .finish()
+    }
+}

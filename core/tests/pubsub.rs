@@ -1,0 +1,566 @@
+//! Pub/Sub (PATTERNS §4, §4.1): filters end to end, isolation of a slow subscriber, drops by
+//! cause, PerProducer ordering with gaps, the streamed fan-out, and the reverse pool of the
+//! local socket transport. Each test runs over every transport it applies to.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{bind_address, config, pair, pair_with, payload, Transport};
+use weida::{
+    DropCause, Error, ErrorCode, GuaranteeSet, Limits, Ordering, PeerIdentity, Runtime,
+    RuntimeConfig,
+};
+
+fn ordered(limits: Limits, ordering: Ordering) -> RuntimeConfig {
+    RuntimeConfig {
+        guarantees: GuaranteeSet {
+            ordering,
+            ..GuaranteeSet::default()
+        },
+        ..config(limits)
+    }
+}
+
+/// Receives until `n` messages arrived, or fails after `within`.
+async fn take(sub: &weida::Subscriber, n: usize) -> Vec<weida::Message> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        out.push(sub.recv().await.unwrap());
+    }
+    out
+}
+
+on_every_transport!(subscribe_filters_topics_by_segment, |t| async move {
+    let (_s, listener, client) = pair(t).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("sensors.*.temp").await.unwrap();
+    sub.subscribe("alerts.#").await.unwrap();
+    // (topic, selected): the grammar's table, end to end.
+    let table = [
+        ("sensors.kitchen.temp", true),
+        ("sensors.temp", false),
+        ("sensors.kitchen.temperature", false),
+        ("sensors.kitchen.temp.max", false),
+        ("alerts", true),
+        ("alerts.fire.kitchen", true),
+        ("alertsx", false),
+        ("other", false),
+    ];
+    let mut expected = Vec::new();
+    for (i, (topic, selected)) in table.iter().enumerate() {
+        let n = publisher.publish(topic, format!("{i}")).unwrap();
+        assert_eq!(n, *selected as usize, "{topic}");
+        if *selected {
+            expected.push(topic.to_string());
+        }
+    }
+    let got = take(&sub, expected.len()).await;
+    let mut topics: Vec<String> = got.iter().map(|m| m.meta.topic.clone().unwrap()).collect();
+    topics.sort();
+    expected.sort();
+    assert_eq!(topics, expected);
+    for m in &got {
+        assert_eq!(m.meta.path, "/feed");
+        assert_eq!(m.meta.gap, None, "no ordering required: no gap");
+        assert_eq!(m.meta.sequence, None, "and no numbering either");
+        match t {
+            Transport::Quic => assert!(matches!(m.meta.peer, Some(PeerIdentity::Key(_)))),
+            Transport::Unix => assert!(matches!(m.meta.peer, Some(PeerIdentity::Local { .. }))),
+            Transport::Inproc => assert_eq!(m.meta.peer, None),
+        }
+    }
+    assert_eq!(publisher.dropped().total(), 0);
+});
+
+on_every_transport!(unsubscribe_stops_delivery_once_it_returns, |t| async move {
+    let (_s, listener, client) = pair(t).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("a.#").await.unwrap();
+    sub.subscribe("b").await.unwrap();
+    assert_eq!(publisher.publish("a.x", "1").unwrap(), 1);
+    assert!(sub.unsubscribe("a.#").await.unwrap());
+    assert!(!sub.unsubscribe("a.#").await.unwrap(), "no longer held");
+    assert_eq!(publisher.publish("a.x", "2").unwrap(), 0);
+    publisher.publish("b", "3").unwrap();
+    // "1" may or may not have been delivered before the unsubscribe; "2" never is.
+    loop {
+        let m = sub.recv().await.unwrap();
+        assert_ne!(&m.body[..], b"2");
+        if &m.body[..] == b"3" {
+            break;
+        }
+    }
+    assert_eq!(sub.filters(), vec!["b".to_string()]);
+});
+
+on_every_transport!(
+    a_filter_given_before_connect_is_installed_by_connect,
+    |t| async move {
+        let (_s, listener, client) = pair(t).await;
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        assert!(matches!(sub.recv().await, Err(Error::NotConnected)));
+        sub.subscribe("x").await.unwrap();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        assert_eq!(publisher.subscriber_count(), 1);
+        assert_eq!(publisher.publish("x", "hello").unwrap(), 1);
+        assert_eq!(&sub.recv().await.unwrap().body[..], b"hello");
+    }
+);
+
+on_every_transport!(refusals_are_typed, |t| async move {
+    let limits = Limits {
+        max_filters: 2,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    // A malformed filter is refused locally, never widened.
+    let sub = client.subscriber();
+    for bad in ["", "a..b", "a.#.b", "a*", "#x"] {
+        let e = sub.subscribe(bad).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidFilter, "{bad:?}: {e}");
+    }
+    // Nothing bound there / not a publisher.
+    let base = listener.address().to_string();
+    let unknown = client.subscriber();
+    let at = |p: &str| match t {
+        Transport::Unix => format!("{base}/{p}"),
+        _ => format!("{base}{p}"),
+    };
+    unknown.subscribe("x").await.unwrap();
+    let e = unknown.connect(&at("/nothing")).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownEndpoint, "{e}");
+    let e = unknown
+        .connect(&puller.address().to_string())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
+    // max_filters.
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("a").await.unwrap();
+    sub.subscribe("b").await.unwrap();
+    let e = sub.subscribe("c").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e}");
+    assert_eq!(sub.filters(), vec!["a".to_string(), "b".to_string()]);
+    // The publisher: a malformed topic, a body above the byte budget.
+    assert_eq!(
+        publisher.publish("a.", "x").unwrap_err().code(),
+        ErrorCode::InvalidFilter
+    );
+    let big = Bytes::from(payload(Limits::default().subscriber_buffer_bytes + 1));
+    assert_eq!(
+        publisher.publish("a", big).unwrap_err().code(),
+        ErrorCode::LimitExceeded
+    );
+    assert_eq!(publisher.dropped().total(), 0, "a refusal is not a drop");
+});
+
+on_every_transport!(a_publisher_path_refuses_inbound_transfers, |t| async move {
+    let (_s, listener, client) = pair(t).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let pusher = client.pusher();
+    pusher
+        .connect(&publisher.address().to_string())
+        .await
+        .unwrap();
+    // 2 MiB: beyond the stream window, so the refusal (not the receipt) decides the outcome.
+    let e = pusher.send(payload(2 << 20)).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
+});
+
+/// Publishes `n` copies to a fast and a stalled subscriber: the fast one gets every copy, the
+/// publisher never waits, and the stalled one's losses are counted.
+async fn slow_subscriber(t: Transport) {
+    // Small windows, so a stalled subscriber's lane (or its streams) fills them soon.
+    let limits = Limits {
+        endpoint_queue: 4,
+        max_concurrent_uni_streams: 4,
+        max_parked_reverse: 2,
+        stream_receive_window: 16 * 1024,
+        connection_receive_window: 32 * 1024,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let addr = publisher.address().to_string();
+    let fast = client.subscriber();
+    fast.connect(&addr).await.unwrap();
+    fast.subscribe("t").await.unwrap();
+    let slow = client.subscriber();
+    slow.connect(&addr).await.unwrap();
+    slow.subscribe("t").await.unwrap();
+    let n = 300usize;
+    for i in 0..n {
+        // Never blocks, whatever the stalled subscriber does; paced by the fast one.
+        let mut body = format!("{i}:").into_bytes();
+        body.resize(512, b'.');
+        assert!(publisher.publish("t", body.clone()).unwrap() >= 1);
+        assert_eq!(fast.recv().await.unwrap().body, Bytes::from(body));
+    }
+    let stalled = publisher.dropped_on("t");
+    assert!(stalled.total() > 0, "{stalled:?}");
+    assert_eq!(stalled.dead_subscriber, 0);
+    // Now the stalled one reads: what it gets and what was dropped add up to every copy.
+    let mut received = 0u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    while received + publisher.dropped_on("t").total() < n as u64 {
+        tokio::select! {
+            m = slow.recv() => { m.unwrap(); received += 1; }
+            // Drops on the writer's side (an empty reverse pool) have no event to wait on.
+            _ = tick.tick() => {}
+        }
+    }
+    assert_eq!(received + publisher.dropped_on("t").total(), n as u64);
+    assert!(
+        received >= 4,
+        "the stalled subscriber still got its queue: {received}"
+    );
+}
+
+on_every_transport!(slow_subscriber_drops_not_blocks, slow_subscriber);
+
+/// A copy dropped at the byte budget is a number the subscriber never sees: a gap.
+async fn gap_under_detect(t: Transport) {
+    let limits = Limits {
+        subscriber_buffer_bytes: 1000,
+        ..Limits::default()
+    };
+    let server = Runtime::new(config(limits.clone())).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let client = Runtime::new(ordered(limits, Ordering::Detect)).unwrap();
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    // One synchronous burst: the writer cannot run in between (a current-thread runtime).
+    assert_eq!(publisher.publish("t", payload(600)).unwrap(), 1);
+    assert_eq!(publisher.publish("t", payload(600)).unwrap(), 0);
+    assert_eq!(publisher.publish("t", payload(100)).unwrap(), 1);
+    assert_eq!(publisher.dropped_on("t").of(DropCause::ByteBudget), 1);
+    let got = take(&sub, 2).await;
+    assert_eq!((got[0].meta.sequence, got[0].meta.gap), (Some(1), Some(0)));
+    assert_eq!((got[1].meta.sequence, got[1].meta.gap), (Some(3), Some(1)));
+    assert_eq!(got[1].body.len(), 100);
+}
+
+on_every_transport!(a_dropped_copy_shows_up_as_a_gap, gap_under_detect);
+
+async fn full_hold(t: Transport) {
+    let limits = Limits {
+        subscriber_buffer_bytes: 1000,
+        max_reorder_hold: 2,
+        ..Limits::default()
+    };
+    let server = Runtime::new(config(limits.clone())).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let client = Runtime::new(ordered(limits, Ordering::Reassemble)).unwrap();
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    publisher.publish("t", payload(600)).unwrap(); // 1
+    assert_eq!(publisher.publish("t", payload(600)).unwrap(), 0); // 2: dropped
+    for _ in 0..3 {
+        publisher.publish("t", payload(100)).unwrap(); // 3, 4, 5
+    }
+    let got = take(&sub, 4).await;
+    let seen: Vec<_> = got
+        .iter()
+        .map(|m| (m.meta.sequence.unwrap(), m.meta.gap.unwrap()))
+        .collect();
+    // 3 and 4 wait for 2; the third held copy passes the hold of 2, which releases 3 with
+    // the gap it was waiting for.
+    assert_eq!(seen, vec![(1, 0), (3, 1), (4, 0), (5, 0)]);
+}
+
+on_every_transport!(a_full_hold_reports_the_drop_it_was_waiting_for, full_hold);
+
+on_every_transport!(
+    a_subscriber_that_requires_ordering_negotiates_it,
+    |t| async move {
+        // The publisher's runtime requires nothing; it offers every level it implements.
+        let (_s, listener, _c) = pair(t).await;
+        let publisher = listener.publisher("/feed").unwrap();
+        let client = Runtime::new(ordered(Limits::default(), Ordering::Reassemble)).unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("#").await.unwrap();
+        let mut got = Vec::new();
+        for i in 0..20 {
+            publisher.publish("x.y", format!("{i}")).unwrap();
+            got.push(sub.recv().await.unwrap());
+        }
+        for (i, m) in got.iter().enumerate() {
+            assert_eq!(m.meta.sequence, Some(i as u64 + 1));
+            assert_eq!(m.meta.gap, Some(0));
+            assert_eq!(m.body, Bytes::from(format!("{i}")));
+        }
+    }
+);
+
+async fn streamed(t: Transport) {
+    let limits = Limits {
+        subscriber_buffer_bytes: 64 * 1024,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let publisher = listener.publisher("/video").unwrap();
+    let addr = publisher.address().to_string();
+    let a = client.subscriber();
+    a.connect(&addr).await.unwrap();
+    a.subscribe("frames.#").await.unwrap();
+    let b = client.subscriber();
+    b.connect(&addr).await.unwrap();
+    b.subscribe("frames.hd").await.unwrap();
+    // 1.25 MiB: twenty times the byte budget, which `publish` refuses.
+    let body = payload(40 * 32 * 1024);
+    assert_eq!(
+        publisher
+            .publish("frames.hd", body.clone())
+            .unwrap_err()
+            .code(),
+        ErrorCode::LimitExceeded
+    );
+    let mut f = publisher.open("frames.hd").unwrap();
+    assert_eq!(f.copies(), 2);
+    let send = async {
+        for c in body.chunks(32 * 1024) {
+            assert_eq!(f.write(Bytes::copy_from_slice(c)).await.unwrap(), 2);
+        }
+        f.finish()
+    };
+    let (attached, ma, mb) = tokio::join!(send, a.recv(), b.recv());
+    assert_eq!(attached, 2);
+    for m in [ma.unwrap(), mb.unwrap()] {
+        assert_eq!(m.meta.topic.as_deref(), Some("frames.hd"));
+        assert_eq!(m.body.len(), body.len());
+        assert!(m.body == body, "byte-exact");
+    }
+    assert_eq!(publisher.dropped().total(), 0);
+}
+
+on_every_transport!(
+    a_streamed_publish_carries_a_payload_no_publish_could_take,
+    streamed
+);
+
+async fn streamed_stall(t: Transport) {
+    let limits = Limits {
+        subscriber_buffer_bytes: 64 * 1024,
+        endpoint_queue: 1,
+        stream_receive_window: 64 * 1024,
+        connection_receive_window: 128 * 1024,
+        max_concurrent_uni_streams: 4,
+        fanout_wait: Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let publisher = listener.publisher("/video").unwrap();
+    let addr = publisher.address().to_string();
+    let reader = client.subscriber();
+    reader.connect(&addr).await.unwrap();
+    reader.subscribe("f").await.unwrap();
+    let stalled = client.subscriber();
+    stalled.connect(&addr).await.unwrap();
+    stalled.subscribe("f").await.unwrap();
+    // The stalled subscriber's queue is full (it never reads from here on).
+    publisher.publish("f", "first").unwrap();
+    assert_eq!(&reader.recv().await.unwrap().body[..], b"first");
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    while stalled.queued() < 1 {
+        tick.tick().await;
+    }
+    let body = payload(4 << 20);
+    let mut f = publisher.open("f").unwrap();
+    assert_eq!(f.copies(), 2);
+    let send = async {
+        for c in body.chunks(32 * 1024) {
+            f.write(Bytes::copy_from_slice(c)).await.unwrap();
+        }
+        f.finish()
+    };
+    let (attached, m) = tokio::join!(send, reader.recv());
+    let m = m.unwrap();
+    assert!(
+        m.body == body,
+        "the reading subscriber got the whole payload"
+    );
+    assert_eq!(
+        attached, 1,
+        "the stalled copy was dropped, the reader's kept"
+    );
+    let d = publisher.dropped_on("f");
+    assert_eq!(d.byte_budget, 1, "{d:?}");
+    // The stalled subscriber never sees a fragment: what it has is the first message only.
+    assert_eq!(&stalled.recv().await.unwrap().body[..], b"first");
+    assert_eq!(stalled.queued(), 0);
+}
+
+on_every_transport!(
+    a_streamed_publish_keeps_the_reader_when_another_stalls,
+    streamed_stall
+);
+
+/// The two ceilings of a stalled subscriber: below `subscriber_buffer_bytes / endpoint_queue`
+/// the queue refuses first, above it the byte budget.
+async fn ceilings(t: Transport) {
+    let limits = Limits {
+        endpoint_queue: 4,
+        subscriber_buffer_bytes: 64 * 1024, // crossover 16 KiB
+        max_concurrent_uni_streams: 2,
+        stream_receive_window: 16 * 1024,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("#").await.unwrap();
+    // Synchronous bursts (current-thread runtime: the writer runs only when we await), so
+    // which bound refuses is a function of the payload alone.
+    for _ in 0..20 {
+        publisher.publish("small", payload(1024)).unwrap();
+    }
+    let small = publisher.dropped_on("small");
+    assert_eq!(small.queue_full, 16, "{small:?}");
+    assert_eq!(small.byte_budget, 0, "{small:?}");
+    // Let the writer take the small ones off the queue (the subscriber holds them).
+    let got = take(&sub, 4).await;
+    assert_eq!(got.len(), 4);
+    for _ in 0..20 {
+        publisher.publish("large", payload(30 * 1024)).unwrap();
+    }
+    let large = publisher.dropped_on("large");
+    assert_eq!(large.queue_full, 0, "{large:?}");
+    assert_eq!(large.byte_budget, 18, "{large:?}");
+}
+
+on_every_transport!(stalled_subscriber_ceilings_follow_the_payload, ceilings);
+
+/// A subscriber that goes with copies still queued for it: they are counted, not kept.
+async fn dead_subscriber(t: Transport) {
+    let server = Runtime::new(config(Limits::default())).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let client = Runtime::new(config(Limits {
+        endpoint_queue: 2,
+        max_concurrent_uni_streams: 2,
+        stream_receive_window: 16 * 1024,
+        connection_receive_window: 32 * 1024,
+        ..Limits::default()
+    }))
+    .unwrap();
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(publisher.publish("t", "x").unwrap(), 1);
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    while sub.queued() < 2 {
+        tick.tick().await;
+    }
+    // Its queue is full: what follows waits unread in its stream slots or its lane's window
+    // until the writer waits too, and the publisher's queue holds the rest.
+    for _ in 0..20 {
+        assert_eq!(publisher.publish("t", vec![b'y'; 4096]).unwrap(), 1);
+    }
+    // The subscriber goes without unsubscribing.
+    client.shutdown();
+    while publisher.subscriber_count() > 0 {
+        tick.tick().await;
+    }
+    assert_eq!(
+        publisher.publish("t", "z").unwrap(),
+        0,
+        "gone from the filters"
+    );
+    let d = publisher.dropped_on("t");
+    assert!(d.dead_subscriber >= 1, "{d:?}");
+}
+
+#[tokio::test]
+async fn a_dead_subscriber_loses_its_queue_counted_quic() {
+    common::bounded(dead_subscriber(Transport::Quic)).await
+}
+
+#[tokio::test]
+async fn a_dead_subscriber_loses_its_queue_counted_inproc() {
+    common::bounded(dead_subscriber(Transport::Inproc)).await
+}
+
+#[tokio::test]
+async fn a_local_subscriber_that_parks_nothing_is_refused_at_subscribe() {
+    common::bounded(async {
+        let server = Runtime::new(config(Limits::default())).unwrap();
+        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+        let publisher = listener.publisher("/feed").unwrap();
+        let client = Runtime::new(config(Limits {
+            max_parked_reverse: 0,
+            ..Limits::default()
+        }))
+        .unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        let e = sub.subscribe("t").await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
+        assert!(sub.filters().is_empty());
+        assert_eq!(publisher.subscriber_count(), 0);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
+    common::bounded(async {
+        let limits = Limits {
+            max_parked_reverse: 2,
+            endpoint_queue: 2,
+            ..Limits::default()
+        };
+        let server = Runtime::new(config(Limits::default())).unwrap();
+        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+        let client = Runtime::new(config(limits)).unwrap();
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("t").await.unwrap();
+        for i in 0..50 {
+            publisher.publish("t", format!("{i}")).unwrap();
+            // The writer takes each copy off the queue: the pool, not the queue, runs out.
+            tokio::task::yield_now().await;
+        }
+        // The writer takes every copy off the queue at once; beyond the two parked
+        // connections (and what re-parks meanwhile) they find the pool empty.
+        let mut tick = tokio::time::interval(Duration::from_millis(10));
+        let mut received = 0u64;
+        while received + publisher.dropped_on("t").total() < 50 {
+            tokio::select! {
+                m = sub.recv() => { m.unwrap(); received += 1; }
+                _ = tick.tick() => {}
+            }
+        }
+        let d = publisher.dropped_on("t");
+        assert!(d.reverse_pool_empty > 0, "{d:?}");
+        assert_eq!(received + d.total(), 50);
+        // The subscription survives: once connections are parked again, copies arrive.
+        let mut n = 0;
+        loop {
+            publisher.publish("t", "again").unwrap();
+            n += 1;
+            tokio::select! {
+                m = sub.recv() => { assert_eq!(&m.unwrap().body[..], b"again"); break; }
+                _ = tick.tick() => assert!(n < 500, "no copy arrived after the pool emptied"),
+            }
+        }
+    })
+    .await
+}
