@@ -3,6 +3,7 @@
 //! tears them down; it runs inside a fresh tokio runtime (see `main::run_on`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -553,4 +554,67 @@ async fn mpsc_reqrep(size: usize, w: Window) -> BoxResult<Latency> {
     echo.abort();
     r?;
     rec.latency().ok_or_else(|| "no samples".into())
+}
+
+/// Pub/Sub copies/s (the suite's rows, `--one --bench pub_sub`): a publisher on one runtime,
+/// `width` subscribers on another, each subscribed to everything the publisher sends. The
+/// publisher publishes flat out, as the other systems' rows do, and yields to the runtime
+/// every 32 messages so the subscribers' tasks run; `publish` never waits, so a subscriber
+/// that falls behind loses copies, and the rate counts the copies received (each
+/// subscriber's `recv_many` of up to 256), read before and after the window.
+pub(crate) async fn pub_sub(t: Transport, width: usize, size: usize, w: Window) -> BoxResult<Rate> {
+    let (server, listener, client, file) = weida_pair(t).await?;
+    let publisher = Arc::new(listener.publisher("/feed")?);
+    let addr = publisher.address().to_string();
+    let got = Arc::new(AtomicU64::new(0));
+    let mut readers = Vec::with_capacity(width);
+    for _ in 0..width {
+        let s = client.subscriber();
+        s.connect(&addr).await?;
+        s.subscribe("bench.#").await?;
+        let got = got.clone();
+        readers.push(tokio::spawn(async move {
+            while let Ok(batch) = s.recv_many(256).await {
+                for m in &batch {
+                    if m.body.len() != size {
+                        return;
+                    }
+                }
+                got.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            }
+        }));
+    }
+    let body = payload(size);
+    let publishing = {
+        let publisher = publisher.clone();
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while publisher.publish("bench.tick", body.clone()).is_ok() {
+                n += 1;
+                if n % 32 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        })
+    };
+    let r = bounded(w, async {
+        tokio::time::sleep(w.warmup).await;
+        let (t0, n0) = (Instant::now(), got.load(Ordering::Relaxed));
+        tokio::time::sleep(w.measure).await;
+        let (t1, n1) = (Instant::now(), got.load(Ordering::Relaxed));
+        if n1 == n0 {
+            return Err("no copy received in the window".into());
+        }
+        Ok(Rate {
+            messages: n1 - n0,
+            elapsed: t1 - t0,
+        })
+    })
+    .await;
+    publishing.abort();
+    for r in readers {
+        r.abort();
+    }
+    weida_teardown(&server, &client, file);
+    r
 }

@@ -61,6 +61,9 @@ pub(crate) enum Bench {
     ReqRep,
     /// Push/Pull over QUIC, weida and quinn, on each runtime flavour.
     Flavour,
+    /// Pub/Sub copies/s at a width (`--one` only: the suite's rows; the fan-out table is
+    /// `fanout.rs`).
+    PubSub,
 }
 
 /// What one measurement produced.
@@ -98,6 +101,8 @@ pub(crate) struct Options {
     pub(crate) only_system: Option<System>,
     /// `--one`: the subject of the single case (see `one.rs`).
     pub(crate) one: Option<one::Subject>,
+    /// `--width`: subscribers of `--one --bench pub_sub`.
+    pub(crate) width: usize,
     pub(crate) args: Vec<String>,
 }
 
@@ -117,7 +122,8 @@ usage: cargo run --release -p weida-bench -- [options]
   --system S         only weida or substrate (for profiling; no ratios then)
   --one              one case, no tables: JSON lines on stdout, one per rep (bench/suite);
                      needs --bench push_pull|req_rep; --system may also be quinn-long (one
-                     long framed QUIC stream) or tcp (framed loopback TCP); see bench/README.md
+                     long framed QUIC stream) or tcp (framed loopback TCP); --bench pub_sub
+                     --width N (weida only) publishes flat out to N subscribers, copies/s
   -h, --help         this text";
 
 fn parse_args() -> Result<Options, String> {
@@ -142,6 +148,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         only_size: None,
         only_system: None,
         one: None,
+        width: 1,
         args: args.clone(),
     };
     let mut it = args.into_iter();
@@ -190,12 +197,21 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                     "push_pull" => Bench::PushPull,
                     "req_rep" => Bench::ReqRep,
                     "flavour" => Bench::Flavour,
+                    "pub_sub" => Bench::PubSub,
                     other => {
                         return Err(format!(
-                            "--bench is push_pull, req_rep or flavour, not {other:?}"
+                            "--bench is push_pull, req_rep, flavour or pub_sub, not {other:?}"
                         ))
                     }
                 })
+            }
+            "--width" => {
+                let v = value("--width")?;
+                o.width = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--width takes a positive count, not {v:?}"))?;
             }
             "--size" => {
                 let v = value("--size")?;
@@ -308,6 +324,7 @@ fn plan(o: &Options) -> Vec<Case> {
 
 fn measure(c: Case, system: System, w: Window) -> Result<Outcome, String> {
     let r = match c.bench {
+        Bench::PubSub => Err("pub_sub runs with --one only".into()),
         Bench::PushPull | Bench::Flavour => {
             run_on(c.flavour, cases::push_pull(c.transport, system, c.size, w)).map(Outcome::Rate)
         }

@@ -55,8 +55,14 @@ impl Subject {
 
 /// The subject named by `--system` and `--transport`, checked for `--one`.
 pub(crate) fn subject(o: &Options) -> Result<Subject, String> {
-    if !matches!(o.only_bench, Some(Bench::PushPull | Bench::ReqRep)) {
-        return Err("--one needs --bench push_pull or --bench req_rep".into());
+    if !matches!(
+        o.only_bench,
+        Some(Bench::PushPull | Bench::ReqRep | Bench::PubSub)
+    ) {
+        return Err("--one needs --bench push_pull, req_rep or pub_sub".into());
+    }
+    if o.only_bench == Some(Bench::PubSub) && !matches!(o.only_system, Some(System::Weida)) {
+        return Err("--bench pub_sub has weida rows only".into());
     }
     if o.only_bench == Some(Bench::PushPull) && o.only_size.is_none() {
         return Err("--one --bench push_pull needs --size".into());
@@ -83,6 +89,10 @@ pub(crate) fn subject(o: &Options) -> Result<Subject, String> {
 fn measure(o: &Options, s: Subject, bench: Bench, size: usize) -> Result<Outcome, String> {
     let (w, f) = (o.window, o.flavour);
     let r = match (bench, s) {
+        (Bench::PubSub, Subject::Weida(t)) => {
+            crate::run_on(f, cases::pub_sub(t, o.width, size, w)).map(Outcome::Rate)
+        }
+        (Bench::PubSub, _) => return Err("--bench pub_sub has weida rows only".into()),
         (Bench::ReqRep, Subject::Weida(t)) => {
             crate::run_on(f, cases::req_rep(t, System::Weida, size, w)).map(Outcome::Latency)
         }
@@ -118,7 +128,12 @@ pub(crate) fn run(o: &Options, s: Subject) -> i32 {
         let mut v = json!({
             "system": s.key(),
             "language": "rust",
-            "pattern": match bench { Bench::ReqRep => "req_rep", _ => "push_pull" },
+            "pattern": match bench {
+                Bench::ReqRep => "req_rep",
+                Bench::PubSub => "pub_sub",
+                _ => "push_pull",
+            },
+            "width": if bench == Bench::PubSub { o.width } else { 1 },
             "transport": s.transport(),
             "size": size,
             "rep": rep,
@@ -130,7 +145,7 @@ pub(crate) fn run(o: &Options, s: Subject) -> i32 {
             Ok(Outcome::Rate(x)) => json!({
                 "messages": x.messages,
                 "seconds": x.elapsed.as_secs_f64(),
-                "msgs_per_s": x.per_second(),
+                (if bench == Bench::PubSub { "copies_per_s" } else { "msgs_per_s" }): x.per_second(),
                 "mb_per_s": x.per_second() * size as f64 / 1e6,
             }),
             Ok(Outcome::Latency(l)) => {

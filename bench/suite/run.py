@@ -75,9 +75,9 @@ SYSTEMS: tuple[System, ...] = (
     System("tokio-mpsc", "rust", "substrate", ("inproc",), (PP, RR),
            rust=("--system", "substrate", "--transport", "inproc")),
     # weida.
-    System("weida", "rust", "weida", WEIDA, (PP, RR),
+    System("weida", "rust", "weida", WEIDA, (PP, RR, PS),
            rust=("--system", "weida", "--transport", "{t}")),
-    System("weida-py", "python", "weida", WEIDA, (PP, RR), "workers/weida_worker.py", "single"),
+    System("weida-py", "python", "weida", WEIDA, (PP, RR, PS), "workers/weida_worker.py", "single"),
     System("weida-py batch", "python", "weida", WEIDA, (PP,), "workers/weida_worker.py", "batch",
            sizes=SMALL),
     System("weida-node", "node", "weida", WEIDA, (PP, RR), "node/weida_worker.mjs", "await"),
@@ -112,9 +112,9 @@ WHAT = {
     "zenoh": "zenoh-python, peer sessions: put/subscriber (BLOCK), querier/queryable, "
     "publisher (DROP)",
 }
-# Pub/Sub has no weida rows yet: weida's Publisher/Subscriber are not in the core. To add them,
-# give "weida", "weida-py" and "weida-node" the pattern PS above once their workers have it
-# (bench/README.md, "Adding weida's Pub/Sub rows").
+# Pub/Sub has no weida-node row yet: the Node binding has no Publisher/Subscriber. To add it,
+# give "weida-node" the pattern PS above once its worker has pubSub (bench/README.md, "Adding
+# weida's Pub/Sub rows").
 BY_KEY = {s.key: s for s in SYSTEMS}
 
 
@@ -186,6 +186,8 @@ def argv(j: Job, a: argparse.Namespace) -> list[str]:
     s = j.system
     if s.language == "rust":
         rust = [x.replace("{t}", j.transport) for x in s.rust]
+        if j.case.pattern == PS:
+            rust += ["--width", str(j.case.width)]
         return [
             str(a.bench_bin),
             "--one",
@@ -510,8 +512,8 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
             if pattern == PS:
                 out += [
                     f"{c.width} subscriber(s), each subscribed to everything; copies/s is the "
-                    "messages received per second summed over the subscribers. No weida rows: "
-                    "weida's Publisher/Subscriber are not in the core yet.",
+                    "messages received per second summed over the subscribers. No weida-node "
+                    "row: the Node binding has no Publisher/Subscriber yet.",
                     "",
                 ]
             sel = [r for r in table if r.case == c]
@@ -531,8 +533,9 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                     )
             elif pattern == PS:
                 out += [
-                    "| system | lang | transport | copies/s | range | MB/s | per subscriber |",
-                    "|---|---|---|---:|---:|---:|---:|",
+                    "| system | lang | transport | copies/s | range | MB/s | per subscriber "
+                    "| weida ÷ this |",
+                    "|---|---|---|---:|---:|---:|---:|---:|",
                 ]
                 for r in sel:
                     a, ar = cell(r.value, si)
@@ -540,7 +543,7 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                     each = si(r.value["median"] / c.width) if r.value else ""
                     out.append(
                         f"| {label(r)} | {r.system.language} | {r.transport} "
-                        f"| {a} | {ar} | {mb} | {each} |"
+                        f"| {a} | {ar} | {mb} | {each} | {rcell(r.vs_weida)} |"
                     )
             else:
                 out += [
@@ -756,7 +759,7 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
         )
         ax.set_yscale("log")
         ax.set_ylabel("copies/s (log)")
-        ax.set_title(f"Pub/Sub copies/s, medians (weida: not in the core yet) ({title})")
+        ax.set_title(f"Pub/Sub copies/s, medians (weida-node: not in the binding yet) ({title})")
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         fig.tight_layout()

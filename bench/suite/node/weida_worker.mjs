@@ -10,8 +10,8 @@
 // `for await (const m of puller)`. Variant "window" (Push/Pull only): 64 sends and 64 receives
 // in flight, so the binding's cross-thread wakeups overlap.
 //
-// Pub/Sub: weida's Publisher/Subscriber are not in the core yet. When they land, write
-// `pubSub(a)` here (a publisher on the server runtime, `a.width` subscribers on the client
+// Pub/Sub: the core and the Python binding have it, the Node binding not yet. When it does,
+// write `pubSub(a)` here (a publisher on the server runtime, `a.width` subscribers on the client
 // runtime, copies received per second summed over them, `meter.result(true)`), add it to the
 // cases below, and list ("weida-node", "pub_sub") in bench/suite/run.py's SYSTEMS.
 

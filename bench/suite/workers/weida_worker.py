@@ -6,10 +6,11 @@ Variant "single" (the default) awaits every send and receive; "batch" (Push/Pull
 with send_many and receives with recv_many, 256 a call, which pays the binding's cross-thread
 wakeup once per batch instead of once per message.
 
-Pub/Sub: weida's Publisher/Subscriber are not in the core yet. When they land, write
-`pub_sub(a)` here (a publisher on the server runtime, `a.width` subscribers on the client
-runtime, copies received per second summed over them, `common.Meter(..., copies=True)`), add
-it to CASES, and list ("weida-py", "pub_sub") in bench/suite/run.py's SYSTEMS.
+Pub/Sub: a Publisher on the server runtime, `width` Subscribers on the client runtime, each
+subscribed to everything ("bench.#") and receiving with recv_many (256 a call). `publish`
+never waits, so the publisher publishes flat out, as the other systems' rows do, and yields
+to the loop every 32 messages so the subscribers run; a subscriber that falls behind loses
+copies, and the rate counts the copies received.
 """
 
 from __future__ import annotations
@@ -102,7 +103,54 @@ async def req_rep_async(a: argparse.Namespace) -> dict[str, Any]:
             task.cancel()
 
 
-CASES = {"push_pull": push_pull, "req_rep": req_rep}
+def pub_sub(a: argparse.Namespace) -> dict[str, Any]:
+    return asyncio.run(asyncio.wait_for(pub_sub_async(a), a.warmup + 4 * a.secs + 10))
+
+
+async def pub_sub_async(a: argparse.Namespace) -> dict[str, Any]:
+    async with weida.Runtime() as server, weida.Runtime() as client:
+        listener = await server.bind(bind_address(a.transport))
+        publisher = listener.publisher("/feed")
+        subs = []
+        for _ in range(a.width):
+            s = client.subscriber()
+            await s.connect(publisher.address)
+            await s.subscribe("bench.#")  # installed at the publisher when it returns
+            subs.append(s)
+        data = common.body(a.size)
+        meter = common.Meter(a.warmup, a.secs, a.size)
+        done = asyncio.get_running_loop().create_future()
+
+        async def receive(s: weida.Subscriber) -> None:
+            while not done.done():
+                ms = await s.recv_many(BATCH)
+                for m in ms:
+                    common.check(len(m.body), a.size)
+                if meter.tick(len(ms)) and not done.done():
+                    done.set_result(None)
+
+        async def publish() -> None:
+            n = 0
+            while True:
+                publisher.publish("bench.tick", data)
+                n += 1
+                if n % 32 == 0:
+                    await asyncio.sleep(0)
+
+        tasks = [asyncio.ensure_future(receive(s)) for s in subs]
+        tasks.append(asyncio.ensure_future(publish()))
+        try:
+            await asyncio.wait([done, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            for t in tasks:
+                if t.done() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+            return meter.result(a.size, copies=True)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+
+CASES = {"push_pull": push_pull, "req_rep": req_rep, "pub_sub": pub_sub}
 
 if __name__ == "__main__":
     args = common.parse("weida-py", ("quic", "unix", "inproc"), ("single", "batch"))
