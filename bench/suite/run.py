@@ -116,6 +116,7 @@ WHAT = {
 # give "weida-node" the pattern PS above once its worker has pubSub (bench/README.md, "Adding
 # weida's Pub/Sub rows").
 BY_KEY = {s.key: s for s in SYSTEMS}
+NO_PUBSUB_YET = {"weida-node"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -596,7 +597,7 @@ def overview(table: list[Row]) -> list[str]:
         for c, name in cols:
             r = by.get((c, sk, t))
             if r is None:
-                cells.append("–" if c.pattern != PS or BY_KEY[sk].kind != "weida" else "not yet")
+                cells.append("not yet" if c.pattern == PS and sk in NO_PUBSUB_YET else "–")
             elif name.endswith("MB/s"):
                 cells.append(fixed(r.value["median"] * c.size / 1e6) if r.value else "failed")
             elif name.endswith("p99 µs"):
@@ -810,6 +811,75 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
 # ---------------------------------------------------------------- main
 
 
+def write(
+    meta: dict[str, Any], records: list[dict[str, Any]], jobs: list[Job], reps: int, out: Path
+) -> None:
+    """results.md, results.json and the plots in `out`, from the measurements."""
+    table = rows(records, jobs, reps)
+    title = f"{meta['date']}, {meta['machine']['nproc']} cores"
+    title += ", smoke run" if meta["settings"]["smoke"] else ""
+    meta["plots"] = plots(table, out, title)
+    md = markdown(meta, table, jobs)
+    (out / "results.md").write_text(md)
+    doc = {
+        **meta,
+        "records": [
+            {k: v for k, v in r.items() if not k.startswith("_")}
+            | {
+                "rep": r["_rep"],
+                "row": r["_system"],
+                "pattern": r["_case"].pattern,
+                "size": r["_case"].size,
+                "width": r["_case"].width,
+                "transport": r["_transport"],
+            }
+            for r in records
+        ],
+        "rows": [
+            {
+                "pattern": r.case.pattern,
+                "size": r.case.size,
+                "width": r.case.width,
+                "system": r.system.key,
+                "language": r.system.language,
+                "transport": r.transport,
+                "family": FAMILY[r.transport],
+                "value": r.value,
+                "p99_us": r.p99,
+                "weida_over_this": r.vs_weida,
+                "this_over_ceiling": r.vs_ceiling,
+                "this_over_quinn_stream": r.vs_stream,
+                "errors": r.errors,
+            }
+            for r in table
+        ],
+    }
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(md)
+    print(
+        f"\nwrote {out}/results.md, results.json, {', '.join(meta['plots'])} "
+        f"({meta['measurements']} worker runs in {meta['elapsed_s']:.0f} s)"
+    )
+
+
+def rerender(path: Path) -> int:
+    """--from-json: the report of a committed run again, with this file's report code."""
+    doc = json.loads(path.read_text())
+    meta = {k: v for k, v in doc.items() if k not in ("records", "rows", "plots")}
+    records, jobs, seen = [], [], set()
+    for r in doc["records"]:
+        case = Case(r["pattern"], int(r["size"]), int(r.get("width", 1)))
+        key = (case, r["row"], r["transport"])
+        r = {**r, "_case": case, "_system": r["row"], "_transport": r["transport"]}
+        r["_rep"] = r["rep"]
+        records.append(r)
+        if key not in seen:
+            seen.add(key)
+            jobs.append(Job(case, BY_KEY[r["row"]], r["transport"]))
+    write(meta, records, jobs, int(meta["settings"]["reps"]), path.parent)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -838,7 +908,15 @@ def main() -> int:
     ap.add_argument(
         "--list", action="store_true", help="print the planned worker commands and exit"
     )
+    ap.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="measure nothing: write results.md and the plots again from a results.json",
+    )
     a = ap.parse_args()
+    if a.from_json:
+        return rerender(a.from_json)
     a.reps = a.reps or (1 if a.smoke else 3)
     a.secs = a.secs or (0.1 if a.smoke else 1.0)
     a.warmup = a.warmup if a.warmup is not None else (0.05 if a.smoke else 0.3)
@@ -901,43 +979,7 @@ def main() -> int:
     meta["elapsed_s"] = time.perf_counter() - began
     meta["loadavg_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     meta["measurements"] = len(records)
-    table = rows(records, jobs, a.reps)
-    title = f"{today}, {meta['machine']['nproc']} cores" + (", smoke run" if a.smoke else "")
-    meta["plots"] = plots(table, out, title)
-    md = markdown(meta, table, jobs)
-    (out / "results.md").write_text(md)
-    doc = {
-        **meta,
-        "records": [
-            {k: v for k, v in r.items() if not k.startswith("_")}
-            | {"rep": r["_rep"], "row": r["_system"]}
-            for r in records
-        ],
-        "rows": [
-            {
-                "pattern": r.case.pattern,
-                "size": r.case.size,
-                "width": r.case.width,
-                "system": r.system.key,
-                "language": r.system.language,
-                "transport": r.transport,
-                "family": FAMILY[r.transport],
-                "value": r.value,
-                "p99_us": r.p99,
-                "weida_over_this": r.vs_weida,
-                "this_over_ceiling": r.vs_ceiling,
-                "this_over_quinn_stream": r.vs_stream,
-                "errors": r.errors,
-            }
-            for r in table
-        ],
-    }
-    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
-    print(md)
-    print(
-        f"\nwrote {out}/results.md, results.json, {', '.join(meta['plots'])} "
-        f"in {meta['elapsed_s']:.0f} s"
-    )
+    write(meta, records, jobs, a.reps, out)
     failures = [r for r in records if "error" in r]
     if failures:
         print(
