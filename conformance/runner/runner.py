@@ -187,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=ROOT, help="where agent commands run (the repository root)")
     ap.add_argument("--check", action="store_true", help="only check the scenarios and the registry")
     ap.add_argument("--quiet", action="store_true", help="no line per cell as it runs")
+    ap.add_argument("--lane-max", type=int, default=None,
+                    help="give every runtime op this lane_max_message unless the scenario sets one "
+                         "(0: message lanes off; default: each agent's default, lanes on)")
     a = ap.parse_args(argv)
 
     try:
@@ -194,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as e:
         print(e, file=sys.stderr)
         return 2
+    if a.lane_max is not None:
+        for s in scenarios:
+            for step in s.data["steps"]:
+                if step.get("op") == "runtime":
+                    step["args"].setdefault("lane_max_message", a.lane_max)
     if a.scenario:
         # A full name selects that scenario alone; anything else, every name containing it.
         scenarios = [s for s in scenarios

@@ -40,7 +40,7 @@ import hashlib, json, os, sys
 
 vectors, corpus = sys.argv[1], sys.argv[2]
 seeds = {"header": ["header.json"], "control": ["hello.json"], "reply": ["reply.json"],
-         "chunk": ["chunk.json"]}
+         "chunk": ["chunk.json"], "lane": ["lane.json"]}
 addresses = [
     "weida://127.0.0.1:4433/jobs",
     "weida://sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff@[::1]:0",

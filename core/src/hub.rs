@@ -697,15 +697,13 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
 /// Writes whole copies as frames on the subscriber's lane (opened on first use, PROTOCOL.md
 /// §4.1) in one write. False when the subscriber is gone.
 async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<Job>) -> bool {
-    let mut bufs = Vec::with_capacity(batch.len() * 2 + 1);
-    let mut total = 0;
+    let mut prefix = Vec::new();
     if lane.is_none() {
         match &sub.reverse {
             Reverse::Conn(c) => match c.open_uni().await {
                 Ok(s) => {
-                    let mut head = vec![StreamType::Lane.to_byte()];
-                    Header::for_path(&h.path).encode(&mut head);
-                    bufs.push(Bytes::from(head));
+                    prefix.push(StreamType::Lane.to_byte());
+                    Header::for_path(&h.path).encode(&mut prefix);
                     *lane = Some(s);
                 }
                 Err(_) => {
@@ -720,6 +718,8 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
         }
     }
     let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
+    let mut out = crate::lane::Batch::new(Bytes::from(prefix));
+    let mut head = Vec::with_capacity(64);
     for j in batch {
         if let Job::Whole { topic, seq, body } = j {
             let header = Header {
@@ -728,13 +728,13 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
                 producer: seq.map(|_| h.producer.clone()),
                 ..Header::default()
             };
-            let mut head = Vec::with_capacity(24 + topic.len());
+            head.clear();
             crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
-            total += body.len();
-            bufs.push(Bytes::from(head));
-            bufs.push(body);
+            out.push_parts(&head, body);
         }
     }
+    let total = out.body_bytes as usize;
+    let mut bufs = out.finish();
     let r = lane
         .as_mut()
         .expect("opened above")

@@ -1025,6 +1025,15 @@ impl InboxRx {
     pub(crate) async fn next(&mut self) -> Result<Queued> {
         self.rx.recv().await.ok_or(Error::Closed)
     }
+
+    /// The next item if one is queued now.
+    pub(crate) fn try_next(&mut self) -> Option<Result<Queued>> {
+        match self.rx.try_recv() {
+            Ok(q) => Some(Ok(q)),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(Err(Error::Closed)),
+        }
+    }
 }
 
 impl Inbox {
@@ -1089,6 +1098,9 @@ struct Dispatch {
     life: Arc<Life>,
     /// Local-socket subscriber sessions by token: where their parked connections go.
     sessions: Arc<Mutex<HashMap<Bytes, Arc<crate::hub::ParkedPool>>>>,
+    /// The dialler's MAX_HEADER_SIZE, for reply headers (per connection; unknown, so
+    /// unbounded, for an AF_UNIX data connection, which carries no session: Open point 3).
+    peer_max_header: u64,
 }
 
 /// The subscriptions of one accepted connection (or local session), by publisher path.
@@ -1339,7 +1351,7 @@ impl Dispatch {
         let meta = IncomingMeta::from_header(header, peer);
         let transfer = IncomingTransfer::new(reader, meta, self.shared.clone());
         let incoming = match send {
-            Some(s) => Incoming::Exchange(Exchange::new(transfer, s)),
+            Some(s) => Incoming::Exchange(Exchange::new(transfer, s, self.peer_max_header)),
             None => Incoming::Stream(transfer),
         };
         self.shared
@@ -1755,6 +1767,10 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         let peer = conn.peer();
         tracing::debug!(?peer, "accepted");
+        let this = Dispatch {
+            peer_max_header: theirs.max_header_size,
+            ..self.clone()
+        };
         let tracker = Tracker::new();
         let mut subs = ConnSubs {
             reverse: Some(crate::hub::Reverse::Conn(conn.clone())),
@@ -1771,7 +1787,7 @@ impl Dispatch {
                 Conn::Quic(c) => {
                     let uni = async {
                         while let Ok(r) = c.accept_uni().await {
-                            self.admit(IncomingRaw {
+                            this.admit(IncomingRaw {
                                 recv: RecvHalf::Quic(r),
                                 send: None,
                                 peer: peer.clone(),
@@ -1781,7 +1797,7 @@ impl Dispatch {
                     };
                     let bi = async {
                         while let Ok((s, r)) = c.accept_bi().await {
-                            self.admit(IncomingRaw {
+                            this.admit(IncomingRaw {
                                 recv: RecvHalf::Quic(r),
                                 send: Some(SendHalf::Quic(s)),
                                 peer: peer.clone(),
@@ -1794,7 +1810,7 @@ impl Dispatch {
                 Conn::Inproc(c) => {
                     while let Some(mut raw) = c.accept().await {
                         raw.live = Some(tracker.admit());
-                        self.admit(raw);
+                        this.admit(raw);
                     }
                 }
                 Conn::Unix(_) => {}
@@ -1917,6 +1933,7 @@ impl Runtime {
             routes: routes.clone(),
             life: life.clone(),
             sessions: Arc::default(),
+            peer_max_header: u64::MAX,
         };
         let limits = self.shared.limits.clone();
         let (bound_address, quic_ep) = match addr.target() {

@@ -601,13 +601,20 @@ pub struct Message {
 pub struct Exchange {
     request: IncomingTransfer,
     reply: Option<SendHalf>,
+    /// The largest reply header the requester accepts (its HELLO's MAX_HEADER_SIZE).
+    peer_max_header: u64,
 }
 
 impl Exchange {
-    pub(crate) fn new(request: IncomingTransfer, reply: SendHalf) -> Exchange {
+    pub(crate) fn new(
+        request: IncomingTransfer,
+        reply: SendHalf,
+        peer_max_header: u64,
+    ) -> Exchange {
         Exchange {
             request,
             reply: Some(reply),
+            peer_max_header,
         }
     }
 
@@ -670,13 +677,25 @@ impl Exchange {
     ) -> Result<OutgoingTransfer> {
         let shared = self.shared();
         let path: Arc<str> = self.request.meta.path.as_str().into();
-        let mut send = self.take_reply()?;
         let mut head = vec![ReplyStatus::Ok.to_byte()];
         Header {
             meta,
             ..Header::default()
         }
         .encode(&mut head);
+        // Checked before the reply half is taken: a replier refused here can still answer
+        // with less metadata, or fail.
+        let counted = head.len() - 1 - wire::varint::len_from_first_byte(head[1]);
+        if counted as u64 > self.peer_max_header {
+            return Err(Error::limit(
+                Limit::HeaderSize,
+                format!(
+                    "reply header of {counted} bytes, the requester accepts {}",
+                    self.peer_max_header
+                ),
+            ));
+        }
+        let mut send = self.take_reply()?;
         let r = match body {
             Some(b) => {
                 let n = b.len() as u64;

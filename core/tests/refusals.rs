@@ -153,3 +153,43 @@ on_every_transport!(
     a_body_above_max_collected_body_is_limit_exceeded_and_the_puller_goes_on,
     collected_limit
 );
+
+/// A reply header above the requester's MAX_HEADER_SIZE is refused at the replier, before
+/// anything is written, and the exchange can still be answered.
+async fn reply_header_bound(t: common::Transport) {
+    let server = weida::Runtime::new(common::config(weida::Limits::default())).unwrap();
+    let listener = server.bind(&common::bind_address(t)).await.unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    let client = weida::Runtime::new(common::config(weida::Limits {
+        max_header_size: 64,
+        ..weida::Limits::default()
+    }))
+    .unwrap();
+    let requester = client.requester();
+    requester
+        .connect(&replier.address().to_string())
+        .await
+        .unwrap();
+    let serve = async {
+        let mut ex = replier.accept().await.unwrap();
+        ex.take_body().await.unwrap();
+        let big = weida::Metadata::new().with("k", vec![b'v'; 200]);
+        let e = ex.open_reply(big).await.unwrap_err();
+        assert_eq!(e.code(), weida::ErrorCode::LimitExceeded, "{e}");
+        ex.reply_with(weida::Metadata::new().with("k", "v"), "ok")
+            .await
+            .unwrap();
+    };
+    let (reply, ()) = tokio::join!(requester.request("hi"), serve);
+    assert_eq!(&reply.unwrap()[..], b"ok");
+}
+
+#[tokio::test]
+async fn a_reply_header_above_the_requesters_bound_is_refused_at_the_replier_quic() {
+    common::bounded(reply_header_bound(common::Transport::Quic)).await
+}
+
+#[tokio::test]
+async fn a_reply_header_above_the_requesters_bound_is_refused_at_the_replier_inproc() {
+    common::bounded(reply_header_bound(common::Transport::Inproc)).await
+}

@@ -16,8 +16,9 @@ use weida::wire::{
 };
 
 /// Every file the directory must hold, and nothing else but README.md.
-const FILES: [&str; 6] = [
+const FILES: [&str; 7] = [
     "varint.json",
+    "lane.json",
     "header.json",
     "hello.json",
     "reply.json",
@@ -235,6 +236,49 @@ fn header_vectors() {
         Header::decode(b, max)
     });
     assert!(counts.0 >= 10 && counts.1 >= 10, "{counts:?}");
+}
+
+// ---- lane.json (message lane frames) ----
+
+#[derive(Debug, PartialEq)]
+struct LaneFrame {
+    header: Header,
+    body: Vec<u8>,
+}
+
+#[test]
+fn lane_frame_vectors() {
+    let counts = run(
+        "lane.json",
+        |v| LaneFrame {
+            header: parse_header(&{
+                let mut v = v.clone();
+                v["path"] = Value::Null;
+                v
+            }),
+            body: hex::decode(str_of(v, "body_hex")).unwrap(),
+        },
+        |f| {
+            let mut out = Vec::new();
+            weida::wire::lane::encode_frame_head(&f.header, f.body.len(), &mut out);
+            out.extend_from_slice(&f.body);
+            out
+        },
+        |b, v| {
+            let max = bound(v, "max_body").unwrap_or(u64::MAX);
+            match weida::wire::lane::decode_frame(b, usize::MAX, max)? {
+                Some((f, used)) => Ok((
+                    LaneFrame {
+                        header: f.header,
+                        body: b[f.body].to_vec(),
+                    },
+                    used,
+                )),
+                None => Err(DecodeError::Truncated),
+            }
+        },
+    );
+    assert!(counts.0 >= 5 && counts.1 >= 5, "{counts:?}");
 }
 
 // ---- hello.json (control frames) ----

@@ -407,6 +407,9 @@ class Agent:
         if ordering not in ORDERINGS:
             raise BadRequest(f"ordering is one of {ORDERINGS}, not {ordering!r}")
         kw["ordering"] = ordering
+        lanes = int_arg(args, "lane_max_message")
+        if lanes is not None:
+            kw["lane_max_message"] = lanes
         rt = weida.Runtime(**kw)
         self.claim(name)
         self.runtimes[name] = rt

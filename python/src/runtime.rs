@@ -14,6 +14,8 @@ use crate::trust::Trust;
 /// `async with Runtime() as rt:` shuts it down on exit (`await rt.drain(seconds)` first to let
 /// finished transfers arrive). `ordering` is the ordering level this runtime requires of its
 /// connections (`RuntimeConfig::guarantees`): its subscribers receive under it.
+/// `lane_max_message` is the largest body `send`/`publish` write as a frame on a message lane
+/// (0: lanes off; default 16 KiB).
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Runtime {
     rt: Rooted<weida::Runtime>,
@@ -24,7 +26,7 @@ pub(crate) struct Runtime {
 impl Runtime {
     #[new]
     #[pyo3(signature = (*, identity=None, trust=None, limits=None, present_identity=true,
-        send_timeout=None, udp_buffer=None, ordering="none"))]
+        send_timeout=None, udp_buffer=None, ordering="none", lane_max_message=None))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per configuration field
     fn new(
         py: Python<'_>,
@@ -35,6 +37,7 @@ impl Runtime {
         send_timeout: Option<f64>,
         udp_buffer: Option<usize>,
         ordering: &str,
+        lane_max_message: Option<usize>,
     ) -> PyResult<Runtime> {
         let send_timeout = send_timeout
             .map(|s| seconds("send_timeout", s))
@@ -57,6 +60,9 @@ impl Runtime {
             config.present_identity = present_identity;
             config.send_timeout = send_timeout;
             config.guarantees.ordering = ordering;
+            if let Some(n) = lane_max_message {
+                config.lane_max_message = n;
+            }
             let identity = config.identity.clone();
             weida::Runtime::new(config).map(|rt| (rt, identity))
         });

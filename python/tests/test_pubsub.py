@@ -150,7 +150,14 @@ async def test_a_publisher_path_refuses_inbound_transfers(pair: Pair) -> None:
 
 
 async def test_slow_subscriber_drops_not_blocks(transport: str) -> None:
-    limits = weida.Limits(endpoint_queue=4, max_concurrent_uni_streams=4, max_parked_reverse=2)
+    # Small windows, so a stalled subscriber's lane (or its streams) fills them soon.
+    limits = weida.Limits(
+        endpoint_queue=4,
+        max_concurrent_uni_streams=4,
+        max_parked_reverse=2,
+        stream_receive_window=16 * 1024,
+        connection_receive_window=32 * 1024,
+    )
     p = await make_pair(transport, limits)
     publisher = p.listener.publisher("/feed")
     fast = p.client.subscriber()
@@ -162,8 +169,9 @@ async def test_slow_subscriber_drops_not_blocks(transport: str) -> None:
     n = 300
     for i in range(n):
         # Never blocks, whatever the stalled subscriber does; paced by the fast one.
-        assert publisher.publish("t", str(i).encode()) >= 1
-        assert (await fast.recv()).body == str(i).encode()
+        body = f"{i}:".encode().ljust(512, b".")
+        assert publisher.publish("t", body) >= 1
+        assert (await fast.recv()).body == body
     stalled = publisher.dropped_on("t")
     assert stalled.total > 0, stalled
     assert stalled.dead_subscriber == 0
@@ -318,7 +326,14 @@ async def test_a_streamed_publish_keeps_the_reader_when_another_stalls(transport
 async def test_a_dead_subscriber_loses_its_queue_counted(transport: str) -> None:
     async with (
         weida.Runtime() as server,
-        weida.Runtime(limits=weida.Limits(endpoint_queue=2, max_concurrent_uni_streams=2)) as c,
+        weida.Runtime(
+            limits=weida.Limits(
+                endpoint_queue=2,
+                max_concurrent_uni_streams=2,
+                stream_receive_window=16 * 1024,
+                connection_receive_window=32 * 1024,
+            )
+        ) as c,
     ):
         listener = await server.bind(bind_address(transport))
         publisher = listener.publisher("/feed")
@@ -328,8 +343,8 @@ async def test_a_dead_subscriber_loses_its_queue_counted(transport: str) -> None
         for _ in range(2):
             assert publisher.publish("t", b"x") == 1
         await until(lambda: sub.queued >= 2, "the subscriber's queue is full")
-        for _ in range(10):
-            assert publisher.publish("t", b"y") == 1
+        for _ in range(20):
+            assert publisher.publish("t", b"y" * 4096) == 1
         c.shutdown()  # the subscriber goes without unsubscribing
         await until(lambda: publisher.subscriber_count == 0, "the publisher sees it go")
         assert publisher.publish("t", b"z") == 0, "gone from the filters"

@@ -198,7 +198,8 @@ class Runtime:
 
     ``async with Runtime() as rt:`` shuts it down on exit. ``ordering`` is the ordering level
     it requires of its connections; its subscribers receive under it (``"detect"``: gaps in
-    ``msg.meta.gap``; ``"reassemble"``: reordered too).
+    ``msg.meta.gap``; ``"reassemble"``: reordered too). ``lane_max_message`` is the largest
+    body ``send``/``publish`` write as a frame on a message lane (0: off; default 16 KiB).
     """
 
     def __new__(
@@ -211,6 +212,7 @@ class Runtime:
         send_timeout: float | None = None,
         udp_buffer: int | None = None,
         ordering: _Ordering = "none",
+        lane_max_message: int | None = None,
     ) -> Runtime: ...
     @property
     def fingerprint(self) -> str:

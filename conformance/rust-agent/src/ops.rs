@@ -165,6 +165,9 @@ impl Agent {
                 cfg.present_identity = bool_arg(args, "present_identity", true)?;
                 cfg.limits = limits(args.get("limits"))?;
                 cfg.send_timeout = u64_arg(args, "send_timeout_ms")?.map(Duration::from_millis);
+                if let Some(n) = u64_arg(args, "lane_max_message")? {
+                    cfg.lane_max_message = n as usize;
+                }
                 cfg.guarantees = GuaranteeSet {
                     ordering: match args.get("ordering").and_then(Value::as_str) {
                         None | Some("none") => Ordering::None,

@@ -120,6 +120,26 @@ impl Puller {
     /// cancelled is `Err(Canceled)` (never a short body) and the puller stays usable.
     /// Cancel-safe: a message half collected when the future is dropped is resumed.
     pub async fn recv(&self) -> Result<Message> {
+        // The common case under load, without the waiting machinery: nothing handed back or
+        // half read, and a whole message (a lane's) already queued.
+        if let Ok(mut rx) = self.inbox.rx.try_lock() {
+            if rx.partial.is_none()
+                && rx.deferred.is_none()
+                && self.inbox.returned.lock().unwrap().is_empty()
+            {
+                match rx.try_next() {
+                    Some(Ok(Queued::Message(m))) => return Ok(m),
+                    Some(Ok(Queued::Refused(e))) | Some(Err(e)) => return Err(e),
+                    Some(Ok(Queued::Incoming(Incoming::Stream(t)))) => {
+                        rx.partial = Some(Partial::new(t))
+                    }
+                    Some(Ok(Queued::Incoming(Incoming::Exchange(_)))) => {
+                        return Err(Error::Protocol("an exchange reached a puller".into()))
+                    }
+                    None => {}
+                }
+            }
+        }
         loop {
             // A message handed back (by a binding whose caller cancelled) wakes a waiting
             // receive: it is served first.

@@ -1,0 +1,233 @@
+//! Message lanes (docs/decisions/0001-message-lanes.md): small complete messages as frames on
+//! one long-lived stream per connection and path. Every other pattern test runs with lanes on
+//! and off (`WEIDA_TEST_LANE_MAX`); these are the behaviours only lanes have.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{bind_address, config, Transport};
+use weida::{ErrorCode, Limits, Runtime, RuntimeConfig};
+
+fn with_lanes(limits: Limits, lane_max_message: usize) -> RuntimeConfig {
+    RuntimeConfig {
+        lane_max_message,
+        ..config(limits)
+    }
+}
+
+async fn fifo(t: Transport) {
+    let server = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let client = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for i in 0..2000u32 {
+        pusher.send(i.to_be_bytes().to_vec()).await.unwrap();
+    }
+    // A lane is one stream: its messages arrive in the order they were sent.
+    let mut got = Vec::new();
+    while got.len() < 2000 {
+        for m in puller.recv_many(256).await.unwrap() {
+            got.push(u32::from_be_bytes(m.body[..].try_into().unwrap()));
+        }
+    }
+    assert_eq!(got, (0..2000).collect::<Vec<_>>());
+    let c = client.counters();
+    assert_eq!(c.lane_messages_sent, 2000, "{c:?}");
+    assert_eq!(c.streams_opened, 1, "one lane carried them all: {c:?}");
+    assert_eq!(server.counters().lane_messages_received, 2000);
+}
+on_every_transport!(a_lane_carries_small_messages_in_order_on_one_stream, fifo);
+
+async fn larger_bodies_keep_their_stream(t: Transport) {
+    let server = Runtime::new(with_lanes(Limits::default(), 1024)).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let client = Runtime::new(with_lanes(Limits::default(), 1024)).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send(vec![1u8; 1024]).await.unwrap();
+    pusher.send(vec![2u8; 1025]).await.unwrap();
+    let mut sizes = vec![
+        puller.recv().await.unwrap().body.len(),
+        puller.recv().await.unwrap().body.len(),
+    ];
+    sizes.sort();
+    assert_eq!(sizes, vec![1024, 1025]);
+    let c = client.counters();
+    assert_eq!(c.lane_messages_sent, 1, "{c:?}");
+    assert_eq!(
+        c.streams_opened, 2,
+        "the lane and the larger message's own stream"
+    );
+}
+on_every_transport!(
+    a_body_above_lane_max_message_keeps_its_own_stream,
+    larger_bodies_keep_their_stream
+);
+
+async fn refused(t: Transport) {
+    let (_s, listener, client) = common::pair(t).await;
+    if !common::lanes_on() {
+        return;
+    }
+    let replier = listener.replier("/rpc").unwrap();
+    let pusher = client.pusher();
+    pusher
+        .connect(&replier.address().to_string())
+        .await
+        .unwrap();
+    // The first sends are queued on the lane before its refusal comes back; the refusal is then
+    // reported, once, to the next send, as a stream's refusal is when it wins the race.
+    let mut sent = 0;
+    let e = loop {
+        match pusher.send("hello").await {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent < 100_000, "the refusal never came back");
+        if sent % 64 == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
+    assert!(client.counters().lane_messages_lost + client.counters().lane_messages_sent >= sent);
+    drop(replier);
+}
+on_every_transport!(
+    a_lane_refused_by_the_peer_is_reported_to_the_sender,
+    refused
+);
+
+async fn stalled_path(t: Transport) {
+    let limits = Limits {
+        endpoint_queue: 2,
+        stream_receive_window: 8 * 1024,
+        connection_receive_window: 1 << 20,
+        ..Limits::default()
+    };
+    let server = Runtime::new(config(limits.clone())).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let stalled = listener.puller("/stalled").unwrap();
+    let reading = listener.puller("/reading").unwrap();
+    let client = Runtime::new(RuntimeConfig {
+        send_timeout: Some(Duration::from_millis(200)),
+        ..config(limits)
+    })
+    .unwrap();
+    let to_stalled = client.pusher();
+    to_stalled
+        .connect(&stalled.address().to_string())
+        .await
+        .unwrap();
+    let to_reading = client.pusher();
+    to_reading
+        .connect(&reading.address().to_string())
+        .await
+        .unwrap();
+    // Nobody reads /stalled: its lane (or its streams) backs up until send waits.
+    let body = Bytes::from(vec![0u8; 1000]);
+    let mut accepted = 0;
+    let e = loop {
+        match to_stalled.send(body.clone()).await {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted < 100_000, "a stalled path never pushed back");
+    };
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
+    // Another path of the same peer is not stalled by it.
+    for i in 0..200u32 {
+        to_reading.send(i.to_be_bytes().to_vec()).await.unwrap();
+        let m = reading.recv().await.unwrap();
+        assert_eq!(m.body, Bytes::from(i.to_be_bytes().to_vec()));
+    }
+    drop(stalled);
+}
+on_every_transport!(a_stalled_lane_does_not_stall_another_path, stalled_path);
+
+async fn mixed(t: Transport, server_lanes: usize, client_lanes: usize) {
+    let server = Runtime::new(with_lanes(Limits::default(), server_lanes)).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let publisher = listener.publisher("/feed").unwrap();
+    let client = Runtime::new(with_lanes(Limits::default(), client_lanes)).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    for i in 0..50u32 {
+        pusher.send(i.to_be_bytes().to_vec()).await.unwrap();
+        publisher.publish("t", i.to_be_bytes().to_vec()).unwrap();
+        assert_eq!(sub.recv().await.unwrap().body.len(), 4);
+    }
+    let mut n = 0;
+    while n < 50 {
+        n += puller.recv_many(64).await.unwrap().len();
+    }
+    // Lanes are used only when both offered them.
+    let used = server_lanes > 0 && client_lanes > 0;
+    assert_eq!(client.counters().lane_messages_sent > 0, used);
+    // A publisher writes a lane to each subscriber, except over AF_UNIX, where each copy rides
+    // a parked connection of its own.
+    assert_eq!(
+        server.counters().lane_messages_sent > 0,
+        used && t != Transport::Unix
+    );
+}
+
+#[tokio::test]
+async fn a_peer_without_lanes_interoperates() {
+    common::bounded(async {
+        for t in [Transport::Quic, Transport::Inproc, Transport::Unix] {
+            mixed(t, 0, 16 * 1024).await;
+            mixed(t, 16 * 1024, 0).await;
+            mixed(t, 16 * 1024, 16 * 1024).await;
+        }
+    })
+    .await
+}
+
+async fn lost_mid_lane(t: Transport) {
+    let (server, listener, client) = common::pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    // Fewer than the stream budget and the lane's queue: the sends do not wait for a reader.
+    for i in 0..200u32 {
+        pusher.send(i.to_be_bytes().to_vec()).await.unwrap();
+    }
+    let first = puller.recv().await.unwrap();
+    // The listener's side goes away with the lane mid-way: what arrived is whole, and (on a
+    // lane) a prefix of what was sent, in order; nothing is delivered twice or in part.
+    server.shutdown();
+    let mut got = vec![u32::from_be_bytes(first.body[..].try_into().unwrap())];
+    while let Ok(m) = puller.recv().await {
+        assert_eq!(m.body.len(), 4);
+        got.push(u32::from_be_bytes(m.body[..].try_into().unwrap()));
+    }
+    if common::lanes_on() {
+        assert_eq!(got, (0..got.len() as u32).collect::<Vec<_>>());
+    } else {
+        let mut s = got.clone();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), got.len(), "nothing twice");
+    }
+    // The sender learns of the loss at its next send.
+    let e = loop {
+        if let Err(e) = pusher.send("after").await {
+            break e;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(matches!(e.code(), ErrorCode::ConnectionLost), "{e:?}");
+}
+on_every_transport!(
+    a_connection_lost_mid_lane_loses_only_what_was_unread,
+    lost_mid_lane
+);
