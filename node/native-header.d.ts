@@ -36,4 +36,6 @@ export interface Counters {
   connectionsAccepted: bigint
   receiptsDelivered: bigint
   receiptsFailed: bigint
+  /** Pub/Sub copies queued for subscribers by this runtime's publishers. */
+  copiesPublished: bigint
 }

@@ -36,6 +36,8 @@ export interface Counters {
   connectionsAccepted: bigint
   receiptsDelivered: bigint
   receiptsFailed: bigint
+  /** Pub/Sub copies queued for subscribers by this runtime's publishers. */
+  copiesPublished: bigint
 }
 
 /**
@@ -102,6 +104,30 @@ export declare class Exchange {
   cancel(): void
 }
 
+/**
+ * A message streamed to every subscriber matched at `Publisher.open`, chunk by chunk. One
+ * garbage-collected unfinished is cancelled (subscribers never see half a message).
+ */
+export declare class FanOut {
+  /** Copies still attached (not dropped). */
+  get copies(): number
+  /**
+   * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for room;
+   * resolves with the copies still attached. Aborting it writes nothing (the fan-out goes
+   * on); `cancel()` while it waits rejects it with ERR_WEIDA_CANCELED.
+   */
+  write(chunk: string | Uint8Array, cancel?: Cancel | undefined | null): Promise<number>
+  /**
+   * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped);
+   * returns the copies still attached.
+   */
+  writeNow(chunk: string | Uint8Array): number
+  /** Ends the message for every attached copy; returns how many were still attached. */
+  finish(): number
+  /** Cancels every copy: subscribers discard what they received of it. A no-op once finished. */
+  cancel(): void
+}
+
 /** A key and its certificate; peers pin its fingerprint. */
 export declare class Identity {
   /** A fresh key, kept nowhere. */
@@ -143,6 +169,7 @@ export declare class Listener {
   puller(path: string): Puller
   replier(path: string): Replier
   acceptor(path: string): Acceptor
+  publisher(path: string): Publisher
   /** Stops accepting connections, closes the ones it accepted, and ends its endpoints. */
   close(): void
 }
@@ -195,15 +222,43 @@ export declare class PendingReply {
   body(cancel?: Cancel | undefined | null): Promise<Message>
 }
 
+/** Publishes messages by topic to the subscribers whose filters select them, never waiting. */
+export declare class Publisher {
+  /** The address subscribers dial. */
+  get address(): string
+  /**
+   * Queues `body` for every subscriber whose filters select `topic` and returns how many
+   * copies were queued; never waits. A body above `subscriberBufferBytes` throws
+   * ERR_WEIDA_LIMIT_EXCEEDED, a malformed topic ERR_WEIDA_INVALID_FILTER.
+   */
+  publish(topic: string, body: string | Uint8Array): number
+  /** Opens a streamed message to the subscribers whose filters select `topic` now. */
+  open(topic: string): FanOut
+  /** Copies dropped since the publisher was bound, by cause. */
+  dropped(): Dropped
+  /** Copies of `topic` dropped, by cause. */
+  droppedOn(topic: string): Dropped
+  /** Subscribers connected now (with at least one filter). */
+  get subscriberCount(): number
+  /** Unbinds the path and ends every subscription. */
+  close(): void
+}
+
 /** Receives pushed messages at a bound path. */
 export declare class Puller {
   /** The address to dial this puller at. */
   get address(): string
   /**
    * The next whole message `{meta, body}`. A message its sender cancelled rejects with
-   * ERR_WEIDA_CANCELED and the puller goes on; after `close()`, ERR_WEIDA_CLOSED.
+   * ERR_WEIDA_CANCELED and the puller goes on; after `close()`, ERR_WEIDA_CLOSED. Aborted
+   * as the message arrived, the message goes back to the puller (`give_back`).
    */
   recv(cancel?: Cancel | undefined | null): Promise<Message>
+  /**
+   * Up to `max` whole messages: waits for the first, then takes those ready; an error met
+   * after the first rejects the next receive. Aborted as they arrived, they go back.
+   */
+  recvMany(max: number, cancel?: Cancel | undefined | null): Promise<Message[]>
   /** The next message as a stream, for bodies read in parts. */
   accept(cancel?: Cancel | undefined | null): Promise<IncomingTransfer>
   /** Unbinds the path; receiving ends with ERR_WEIDA_CLOSED once the queue is taken. */
@@ -262,10 +317,10 @@ export declare class Requester {
 /** The process-wide entry point: binds listeners, makes the dialling endpoints. */
 export declare class Runtime {
   /**
-   * `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs})`, spelled out
-   * by position here (lib/index.ts takes the options object).
+   * `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering})`,
+   * spelled out by position here (lib/index.ts takes the options object).
    */
-  constructor(identity?: Identity | undefined | null, trust?: Trust | undefined | null, limits?: LimitsOptions | undefined | null, presentIdentity?: boolean | undefined | null, sendTimeoutMs?: number | undefined | null)
+  constructor(identity?: Identity | undefined | null, trust?: Trust | undefined | null, limits?: LimitsOptions | undefined | null, presentIdentity?: boolean | undefined | null, sendTimeoutMs?: number | undefined | null, ordering?: 'none' | 'detect' | 'reassemble' | undefined | null)
   /** The `sha256:…` fingerprint of the key this runtime presents. */
   get fingerprint(): string
   /** Binds `address` (no path); `requireClient` makes a client key mandatory. */
@@ -273,6 +328,7 @@ export declare class Runtime {
   pusher(): Pusher
   requester(): Requester
   peer(): Peer
+  subscriber(): Subscriber
   /**
    * Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer's
    * transport, then closes everything.
@@ -282,6 +338,43 @@ export declare class Runtime {
   shutdown(): void
   /** The counters, as BigInts (monotonic since the runtime started). */
   counters(): Counters
+}
+
+/** Receives the messages of the publishers it connects to whose topics its filters select. */
+export declare class Subscriber {
+  /** Dials the publisher at `address` and installs every filter held there. */
+  connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
+  /** Closes the connection to `address`; true if it was connected. */
+  disconnect(address: string): boolean
+  /** Live connections. */
+  get peerCount(): number
+  /**
+   * Adds `filter`: resolves once every connected publisher installed it. A malformed filter
+   * rejects with ERR_WEIDA_INVALID_FILTER. Not cancel-safe: aborted, the filter may be left
+   * installed at some publishers (`unsubscribe` removes it).
+   */
+  subscribe(filter: string, cancel?: Cancel | undefined | null): Promise<void>
+  /**
+   * Removes one entry of `filter`: resolves with false if it was not held, else once every
+   * connected publisher removed it.
+   */
+  unsubscribe(filter: string, cancel?: Cancel | undefined | null): Promise<boolean>
+  /** The filters held, in the order given. */
+  get filters(): Array<string>
+  /**
+   * The next message, with its `meta.topic` (and `sequence`, `gap` under PerProducer
+   * ordering). Aborted as the message arrived, the message goes back to the subscriber.
+   */
+  recv(cancel?: Cancel | undefined | null): Promise<Message>
+  /**
+   * Up to `max` messages: waits for the first, then takes those queued; an error met after
+   * the first rejects the next receive. Aborted as they arrived, they go back.
+   */
+  recvMany(max: number, cancel?: Cancel | undefined | null): Promise<Message[]>
+  /** Messages received and waiting for `recv`. */
+  get queued(): number
+  /** Closes every connection; receiving returns what is queued, then ERR_WEIDA_CLOSED. */
+  close(): void
 }
 
 /**
@@ -303,6 +396,16 @@ export declare class Trust {
   get pins(): Array<string>
 }
 
+/** Copies a publisher dropped, by cause (core `Dropped`), and their `total`. */
+export interface Dropped {
+  queueFull: bigint
+  byteBudget: bigint
+  reversePoolEmpty: bigint
+  deadSubscriber: bigint
+  refused: bigint
+  total: bigint
+}
+
 /** Per-connection bounds (core `Limits`); an absent field keeps the core's default. */
 export interface LimitsOptions {
   streamReceiveWindow?: number
@@ -317,6 +420,11 @@ export interface LimitsOptions {
   idleTimeoutMs?: number
   /** `null` sends no keep-alives. */
   keepAliveMs?: number | null
+  subscriberBufferBytes?: number
+  maxReorderHold?: number
+  maxParkedReverse?: number
+  maxFilters?: number
+  fanoutWaitMs?: number
 }
 
 /**

@@ -1415,6 +1415,12 @@ impl Dispatch {
                 return self.refuse(reader, send, Code::UnknownEndpoint, &msg).await;
             }
         };
+        // Weak between frames: a lane must not keep a closed endpoint's queue open (its
+        // receive ends with `Closed` once the queue is taken), and a frame after the close is
+        // refused as a stream would be.
+        let weak = tx.downgrade();
+        drop(tx);
+        let tx = weak;
         self.shared
             .stats
             .streams_accepted
@@ -1430,6 +1436,10 @@ impl Dispatch {
                         crate::error::Limit::CollectedBody,
                         format!("message of {len} bytes above {}", limits.max_collected_body),
                     );
+                    let Some(tx) = tx.upgrade() else {
+                        reader.stop(Code::UnknownEndpoint);
+                        return;
+                    };
                     if tx.send(Queued::Refused(e)).await.is_err() {
                         reader.stop(Code::UnknownEndpoint);
                         return;
@@ -1445,6 +1455,10 @@ impl Dispatch {
                     meta.path = path.to_string();
                     let m = crate::stream::Message { meta, body };
                     // A full queue waits here, so the lane's window holds the sender.
+                    let Some(tx) = tx.upgrade() else {
+                        reader.stop(Code::UnknownEndpoint);
+                        return;
+                    };
                     if tx.send(Queued::Message(m)).await.is_err() {
                         reader.stop(Code::UnknownEndpoint);
                         return;

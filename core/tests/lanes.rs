@@ -231,3 +231,36 @@ on_every_transport!(
     a_connection_lost_mid_lane_loses_only_what_was_unread,
     lost_mid_lane
 );
+
+async fn close_with_a_lane(t: Transport) {
+    let (_s, listener, client) = common::pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for i in 0..3u8 {
+        pusher.send(vec![i]).await.unwrap();
+    }
+    for _ in 0..3 {
+        puller.recv().await.unwrap();
+    }
+    // A lane still open toward the path does not keep a closed puller's queue alive.
+    puller.close();
+    let e = puller.recv().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed);
+    if !common::lanes_on() {
+        // Small streams lose the refusal race to their FIN (PATTERNS §1.6): nothing to check.
+        return;
+    }
+    // On a lane, what is sent after the close is refused, and the refusal reaches a sender.
+    let e = loop {
+        if let Err(e) = pusher.send("late").await {
+            break e;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(e.code(), ErrorCode::UnknownEndpoint, "{e}");
+}
+on_every_transport!(
+    a_closed_puller_ends_its_receive_with_a_lane_open,
+    close_with_a_lane
+);

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Identity, Pusher, Requester, Runtime, Trust, WeidaError } from 'weida'
+import { Identity, Pusher, Requester, Runtime, Subscriber, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -121,6 +121,16 @@ function messageJson(m) {
   return { ...metaFields(m.meta), body: summary(m.body) }
 }
 
+/** A bigint the protocol carries as a JSON number, or null. @param {bigint | null} v */
+function numberOrNull(v) {
+  return v === null ? null : Number(v)
+}
+
+/** A Pub/Sub copy as an op result or event: a message's fields with its topic, sequence and gap (null when absent). @param {import('weida').Message} m */
+function copyJson(m) {
+  return { ...messageJson(m), topic: m.meta.topic, sequence: numberOrNull(m.meta.sequence), gap: numberOrNull(m.meta.gap) }
+}
+
 /** @param {Record<string, unknown>} args @param {string} key */
 function strArg(args, key) {
   const v = args[key]
@@ -225,6 +235,7 @@ function summary(body) {
 
 const REPLIER_MODES = ['echo', 'stream_echo', 'hold', 'reject', 'drop']
 const PULLER_MODES = ['recv', 'stream', 'manual']
+const SUBSCRIBER_MODES = ['recv', 'manual']
 
 /** Exchanges kept by `hold` mode: the replier acted and never answers. @type {Set<import('weida').Exchange>} */
 const held = new Set()
@@ -367,6 +378,24 @@ async function servePuller(puller, handle, mode) {
   }
 }
 
+/**
+ * A subscriber in `recv` mode, from its first successful connect (before it, a receive would
+ * fail NOT_CONNECTED at once): `recv()` in a loop, each copy a `received` event; the loop ends
+ * with `closed`, or with `receive_failed` once no publisher is left.
+ * @param {import('weida').Subscriber} sub @param {string} handle
+ */
+async function serveSubscriber(sub, handle) {
+  for (;;) {
+    try {
+      event('received', handle, copyJson(await sub.recv()))
+    } catch (e) {
+      if (e instanceof WeidaError && e.code === 'ERR_WEIDA_CLOSED') eventError('closed', handle, e)
+      else eventError('receive_failed', handle, e)
+      return
+    }
+  }
+}
+
 /** @param {import('weida').IncomingTransfer} t @param {string} handle */
 async function readTransfer(t, handle) {
   const tally = new Tally()
@@ -395,8 +424,14 @@ const runtimes = new Map()
 const listeners = new Map()
 /** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber>} */
 const dialling = new Map()
+/** Subscribers in `recv` mode whose loop starts at their first connect. @type {Set<string>} */
+const unserved = new Set()
+/** Publishers, kept referenced (a collected one is unbound). @type {Map<string, import('weida').Publisher>} */
+const publishers = new Map()
+/** @type {Map<string, import('weida').FanOut>} */
+const fanouts = new Map()
 /** Pullers in `manual` mode, for the `recv` op. @type {Map<string, import('weida').Puller>} */
 const manualPullers = new Map()
 /** @type {Map<string, import('weida').OutgoingTransfer>} */
@@ -461,7 +496,15 @@ const LIMITS = {
   max_collected_body: 'maxCollectedBody',
   idle_timeout_ms: 'idleTimeoutMs',
   keep_alive_ms: 'keepAliveMs',
+  subscriber_buffer_bytes: 'subscriberBufferBytes',
+  max_reorder_hold: 'maxReorderHold',
+  max_parked_reverse: 'maxParkedReverse',
+  max_filters: 'maxFilters',
+  fanout_wait_ms: 'fanoutWaitMs',
 }
+
+/** The ordering levels a runtime may require. */
+const ORDERINGS = ['none', 'detect', 'reassemble']
 
 /** Limits from `{"idle_timeout_ms": …, "keep_alive_ms": null, …}`. @param {unknown} v */
 function limits(v) {
@@ -480,6 +523,26 @@ function limits(v) {
     out[name] = val
   }
   return /** @type {import('weida').Limits} */ (out)
+}
+
+/** A subscriber named by `args[key]`. @param {Record<string, unknown>} args @param {string} key */
+function subscriber(args, key) {
+  const name = strArg(args, key)
+  const s = dialling.get(name)
+  if (!(s instanceof Subscriber)) throw missing('subscriber', name)
+  return s
+}
+
+/** The copies a publisher dropped, by cause, as the protocol spells them. @param {import('weida').Dropped} d */
+function droppedJson(d) {
+  return numbers(/** @type {any} */ (d), {
+    queue_full: 'queueFull',
+    byte_budget: 'byteBudget',
+    reverse_pool_empty: 'reversePoolEmpty',
+    dead_subscriber: 'deadSubscriber',
+    refused: 'refused',
+    total: 'total',
+  })
 }
 
 /** `{"delivered": n, ...}` from bigints. @param {Record<string, bigint>} o @param {Record<string, string>} fields */
@@ -515,6 +578,13 @@ async function run(op, args) {
       if (l !== undefined) options.limits = l
       const sendTimeout = uintArg(args, 'send_timeout_ms')
       if (sendTimeout !== undefined) options.sendTimeoutMs = sendTimeout
+      if (args.ordering !== undefined && args.ordering !== null) {
+        const o = args.ordering
+        if (typeof o !== 'string' || !ORDERINGS.includes(o)) throw new BadRequest(`unknown ordering ${JSON.stringify(o)}`)
+        options.ordering = /** @type {import('weida').Ordering} */ (o)
+      }
+      const lanes = uintArg(args, 'lane_max_message')
+      if (lanes !== undefined) options.laneMaxMessage = lanes
       const rt = new Runtime(options)
       const fingerprint = rt.fingerprint
       try {
@@ -574,6 +644,7 @@ async function run(op, args) {
         connections_accepted: 'connectionsAccepted',
         receipts_delivered: 'receiptsDelivered',
         receipts_failed: 'receiptsFailed',
+        copies_published: 'copiesPublished',
       })
     }
 
@@ -626,28 +697,30 @@ async function run(op, args) {
 
     case 'connect': {
       const address = strArg(args, 'address')
-      const d = get(dialling, args, 'endpoint', 'requester or pusher')
+      const d = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
       await d.connect(address)
+      const name = strArg(args, 'endpoint')
+      if (d instanceof Subscriber && unserved.delete(name)) void serveSubscriber(d, name)
       return { peer_count: d.peerCount }
     }
 
     case 'disconnect': {
       const address = strArg(args, 'address')
-      return { removed: get(dialling, args, 'endpoint', 'requester or pusher').disconnect(address) }
+      return { removed: get(dialling, args, 'endpoint', 'requester, pusher or subscriber').disconnect(address) }
     }
 
     case 'peer_count':
-      return { peer_count: get(dialling, args, 'endpoint', 'requester or pusher').peerCount }
+      return { peer_count: get(dialling, args, 'endpoint', 'requester, pusher or subscriber').peerCount }
 
     case 'request': {
-      const r = get(dialling, args, 'endpoint', 'requester or pusher')
+      const r = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
       if (!(r instanceof Requester)) throw new BadRequest('request needs a requester')
       const body = makeBody(args.body ?? null)
       return messageJson(await r.requestWith(body, metadataArg(args)))
     }
 
     case 'send': {
-      const p = get(dialling, args, 'endpoint', 'requester or pusher')
+      const p = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
       if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher')
       const body = makeBody(args.body ?? null)
       await p.send(body, metadataArg(args))
@@ -657,11 +730,13 @@ async function run(op, args) {
     case 'open': {
       const meta = metadataArg(args)
       const tname = strArg(args, 'transfer')
-      const d = get(dialling, args, 'endpoint', 'requester or pusher')
+      const d = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
       if (d instanceof Pusher) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
+      } else if (d instanceof Subscriber) {
+        throw new BadRequest('open needs a pusher or requester')
       } else {
         const rname = strArg(args, 'reply')
         const [t, reply] = await d.open(meta)
@@ -715,6 +790,110 @@ async function run(op, args) {
     case 'recv': {
       const p = get(manualPullers, args, 'puller', 'manual puller')
       return messageJson(await p.recv())
+    }
+
+    case 'publisher': {
+      const listener = get(listeners, args, 'listener', 'listener')
+      const name = strArg(args, 'name')
+      const publisher = listener.publisher(strArg(args, 'path'))
+      const address = publisher.address
+      try {
+        claim(name)
+      } catch (e) {
+        publisher.close()
+        throw e
+      }
+      publishers.set(name, publisher)
+      return { address }
+    }
+
+    case 'subscriber': {
+      const rt = get(runtimes, args, 'runtime', 'runtime')
+      const name = strArg(args, 'name')
+      const mode = strArg(args, 'mode')
+      if (!SUBSCRIBER_MODES.includes(mode)) throw new BadRequest(`unknown subscriber mode ${JSON.stringify(mode)}`)
+      claim(name)
+      dialling.set(name, rt.subscriber())
+      if (mode === 'recv') unserved.add(name)
+      return {}
+    }
+
+    case 'subscribe': {
+      const filter = strArg(args, 'filter')
+      await subscriber(args, 'endpoint').subscribe(filter)
+      return {}
+    }
+
+    case 'unsubscribe': {
+      const filter = strArg(args, 'filter')
+      return { removed: await subscriber(args, 'endpoint').unsubscribe(filter) }
+    }
+
+    case 'receive':
+      return copyJson(await subscriber(args, 'subscriber').recv())
+
+    case 'queued':
+      return { queued: subscriber(args, 'subscriber').queued }
+
+    case 'publish': {
+      const p = get(publishers, args, 'endpoint', 'publisher')
+      const body = makeBody(args.body ?? null)
+      return { queued: p.publish(strArg(args, 'topic'), body) }
+    }
+
+    case 'dropped': {
+      const p = get(publishers, args, 'endpoint', 'publisher')
+      const topic = args.topic
+      if (topic === undefined || topic === null) return droppedJson(p.dropped())
+      if (typeof topic !== 'string') throw new BadRequest('topic is a string')
+      return droppedJson(p.droppedOn(topic))
+    }
+
+    case 'subscriber_count':
+      return { subscriber_count: get(publishers, args, 'endpoint', 'publisher').subscriberCount }
+
+    case 'fanout': {
+      const p = get(publishers, args, 'endpoint', 'publisher')
+      const name = strArg(args, 'fanout')
+      const f = p.open(strArg(args, 'topic'))
+      const copies = f.copies
+      try {
+        claim(name)
+      } catch (e) {
+        f.cancel()
+        throw e
+      }
+      fanouts.set(name, f)
+      return { copies }
+    }
+
+    case 'fanout_write': {
+      const name = strArg(args, 'fanout')
+      const bytes = makeBody(args.body ?? null)
+      const chunk = Math.max(uintArg(args, 'chunk') ?? 64 * 1024, 1)
+      const now = boolArg(args, 'now', false)
+      const f = fanouts.get(name)
+      if (f === undefined) throw missing('fan-out', name)
+      fanouts.delete(name)
+      try {
+        let copies = f.copies
+        for (let at = 0; at < bytes.length; at += chunk) {
+          const c = bytes.subarray(at, Math.min(at + chunk, bytes.length))
+          copies = now ? f.writeNow(c) : await f.write(c)
+        }
+        return { copies }
+      } finally {
+        // Kept after a failed write too, so a scenario can still finish it.
+        fanouts.set(name, f)
+      }
+    }
+
+    case 'fanout_finish': {
+      const name = strArg(args, 'fanout')
+      const f = fanouts.get(name)
+      if (f === undefined) throw missing('fan-out', name)
+      fanouts.delete(name)
+      return { copies: f.finish() }
     }
 
     default:

@@ -23,6 +23,7 @@ export type WeidaErrorCode =
   | 'ERR_WEIDA_NEGOTIATION_FAILED'
   | 'ERR_WEIDA_PROTOCOL'
   | 'ERR_WEIDA_INVALID_CONFIG'
+  | 'ERR_WEIDA_INVALID_FILTER'
   | 'ERR_WEIDA_CLOSED'
   | 'ERR_WEIDA_IO'
 
@@ -79,6 +80,8 @@ export class NegotiationFailed extends WeidaError {}
 export class ProtocolError extends WeidaError {}
 /** A configuration was refused before any traffic. */
 export class InvalidConfig extends WeidaError {}
+/** A Pub/Sub filter or topic is malformed (refused, never widened); the message says where. */
+export class InvalidFilter extends WeidaError {}
 /** The runtime, listener or endpoint was closed or is draining. */
 export class Closed extends WeidaError {}
 /** An operating-system error. */
@@ -113,6 +116,7 @@ export const errorClasses = {
   ERR_WEIDA_NEGOTIATION_FAILED: NegotiationFailed,
   ERR_WEIDA_PROTOCOL: ProtocolError,
   ERR_WEIDA_INVALID_CONFIG: InvalidConfig,
+  ERR_WEIDA_INVALID_FILTER: InvalidFilter,
   ERR_WEIDA_CLOSED: Closed,
   ERR_WEIDA_IO: IoError,
 } as const satisfies Record<WeidaErrorCode, typeof WeidaError>

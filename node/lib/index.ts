@@ -13,7 +13,7 @@ import * as native from '../native.cjs'
 import { AbortError, Closed } from './errors.js'
 
 export * from './errors.js'
-export type { Counters, IncomingMeta, PeerInfo } from '../native.cjs'
+export type { Counters, Dropped, IncomingMeta, PeerInfo } from '../native.cjs'
 export { Identity, Trust, withPath, withPin, withoutPath } from '../native.cjs'
 
 type IncomingMeta = native.IncomingMeta
@@ -24,6 +24,12 @@ export type Body = string | Uint8Array
 export type MetadataInit = Record<string, string | Uint8Array>
 /** Per-connection bounds; an absent field keeps the core's default (docs in core `Limits`). */
 export type Limits = native.LimitsOptions
+/**
+ * The ordering level a runtime requires (core `Ordering`): `'detect'` numbers a subscriber's
+ * copies per publisher and reports gaps (`meta.sequence`, `meta.gap`); `'reassemble'` also
+ * holds out-of-order copies, up to `limits.maxReorderHold`.
+ */
+export type Ordering = 'none' | 'detect' | 'reassemble'
 
 /** What every call that waits accepts. */
 export interface CallOptions {
@@ -41,6 +47,13 @@ export interface RuntimeOptions {
   presentIdentity?: boolean
   /** How long `open`/`send`/`request` may wait for a stream slot before ERR_WEIDA_TIMEOUT. Default: unbounded. */
   sendTimeoutMs?: number
+  /** The ordering level this runtime requires of every connection. Default `'none'`. */
+  ordering?: Ordering
+  /**
+   * The largest body `send`/`publish` write as a frame on a message lane (one long-lived stream
+   * for many small messages) when the peer offers lanes. 0 turns lanes off. Default 16 KiB.
+   */
+  laneMaxMessage?: number
 }
 
 export interface BindOptions extends CallOptions {
@@ -120,6 +133,8 @@ export class Runtime {
       options.limits,
       options.presentIdentity,
       options.sendTimeoutMs,
+      options.ordering,
+      options.laneMaxMessage,
     )
   }
 
@@ -144,6 +159,11 @@ export class Runtime {
 
   peer(): Peer {
     return new Peer(this.#n.peer())
+  }
+
+  /** A subscriber: connect it to publishers, then subscribe. */
+  subscriber(): Subscriber {
+    return new Subscriber(this.#n.subscriber())
   }
 
   /** Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer, then closes everything. */
@@ -195,6 +215,10 @@ export class Listener {
 
   acceptor(path: string): Acceptor {
     return new Acceptor(this.#n.acceptor(path))
+  }
+
+  publisher(path: string): Publisher {
+    return new Publisher(this.#n.publisher(path))
   }
 
   /** Stops accepting connections, closes those it accepted, and ends its endpoints' receivers. */
@@ -271,9 +295,21 @@ export class Puller implements AsyncIterable<Message> {
     return this.#n.address
   }
 
-  /** The next whole message. A message its sender cancelled rejects with ERR_WEIDA_CANCELED, and the puller goes on. */
+  /**
+   * The next whole message. A message its sender cancelled rejects with ERR_WEIDA_CANCELED, and
+   * the puller goes on. Aborting it loses nothing: a message that arrived as it was aborted goes
+   * back to the puller for the next receive.
+   */
   recv(options: CallOptions = {}): Promise<Message> {
     return call(options.signal, (c) => this.#n.recv(c) as Promise<Message>)
+  }
+
+  /**
+   * Up to `max` whole messages in one call: waits for the first, then takes those ready. An
+   * error met after the first rejects the next receive, so nothing is lost.
+   */
+  recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
+    return call(options.signal, (c) => this.#n.recvMany(max, c) as Promise<Message[]>)
   }
 
   /** The next message as a stream, for bodies read in parts. */
@@ -456,6 +492,197 @@ export class Acceptor implements AsyncIterable<Incoming> {
 
   [Symbol.asyncIterator](): AsyncGenerator<Incoming, void, undefined> {
     return this.incoming()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * Publishes messages by topic to the subscribers whose filters select it. `publish` never
+ * waits: a subscriber that cannot take a copy loses it, counted by cause in `dropped()`.
+ */
+export class Publisher {
+  readonly #n: native.Publisher
+
+  /** @internal */
+  constructor(n: native.Publisher) {
+    this.#n = n
+  }
+
+  /** The address subscribers dial. */
+  get address(): string {
+    return this.#n.address
+  }
+
+  /**
+   * Queues `body` for every subscriber whose filters select `topic`; returns how many copies
+   * were queued. Throws {@link LimitExceeded} for a body above `limits.subscriberBufferBytes`
+   * (stream it with {@link Publisher.open}) and {@link InvalidFilter} for a malformed topic.
+   */
+  publish(topic: string, body: Body): number {
+    return this.#n.publish(topic, body)
+  }
+
+  /** Opens a streamed message to the subscribers whose filters select `topic` now. */
+  open(topic: string): FanOut {
+    return new FanOut(this.#n.open(topic))
+  }
+
+  /** Copies dropped since the publisher was bound, by cause (bigint each, and `total`). */
+  dropped(): native.Dropped {
+    return this.#n.dropped()
+  }
+
+  /** Copies of `topic` dropped, by cause. */
+  droppedOn(topic: string): native.Dropped {
+    return this.#n.droppedOn(topic)
+  }
+
+  /** Subscribers connected now (with at least one filter). */
+  get subscriberCount(): number {
+    return this.#n.subscriberCount
+  }
+
+  /** Unbinds the path and ends every subscription. */
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * A message streamed to every subscriber matched at {@link Publisher.open}: `write` chunks
+ * (each at most `limits.subscriberBufferBytes`), then `finish`, or `cancel` (subscribers never
+ * see part of a message). Garbage-collected unfinished, it is cancelled.
+ */
+export class FanOut {
+  readonly #n: native.FanOut
+
+  /** @internal */
+  constructor(n: native.FanOut) {
+    this.#n = n
+  }
+
+  /** Copies still attached (not dropped). */
+  get copies(): number {
+    return this.#n.copies
+  }
+
+  /**
+   * Hands `chunk` to every attached copy, first waiting up to `limits.fanoutWaitMs` for a slow
+   * subscriber's backlog to make room; a copy still full then is dropped. Resolves with the
+   * copies still attached. Aborting it writes nothing, and the fan-out goes on.
+   */
+  write(chunk: Body, options: CallOptions = {}): Promise<number> {
+    return call(options.signal, (c) => this.#n.write(chunk, c))
+  }
+
+  /** {@link FanOut.write} without waiting: a copy with no room for `chunk` is dropped at once. */
+  writeNow(chunk: Body): number {
+    return this.#n.writeNow(chunk)
+  }
+
+  /** Ends the message for every attached copy; returns how many were still attached. */
+  finish(): number {
+    return this.#n.finish()
+  }
+
+  /** Cancels every copy: subscribers discard what they received of it. A no-op once finished. */
+  cancel(): void {
+    this.#n.cancel()
+  }
+
+  /** Cancels the message unless it was finished. */
+  async [asyncDispose](): Promise<void> {
+    this.cancel()
+  }
+}
+
+/**
+ * Receives the messages of the publishers it connects to whose topics its filters select
+ * (segments separated by `.`, `*` one whole segment, a trailing `#` any number).
+ * `for await (const msg of sub)` runs until it is closed.
+ */
+export class Subscriber implements AsyncIterable<Message> {
+  readonly #n: native.Subscriber
+
+  /** @internal */
+  constructor(n: native.Subscriber) {
+    this.#n = n
+  }
+
+  /** Dials the publisher at `address` (with its path) and installs every filter held there. */
+  connect(address: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, c))
+  }
+
+  /** Closes the connection to `address`; true if it was connected. */
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** Live connections. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /**
+   * Adds `filter`; resolves once every connected publisher installed it, so a message published
+   * after that is selected. A malformed filter rejects with {@link InvalidFilter}, a publisher's
+   * refusal with its error (the filter is then installed nowhere). Aborting it may leave the
+   * filter installed at some publishers: {@link Subscriber.unsubscribe} removes it.
+   */
+  subscribe(filter: string, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.subscribe(filter, c))
+  }
+
+  /** Removes one entry of `filter`; false if it was not held. Resolves once every connected publisher removed it. */
+  unsubscribe(filter: string, options: CallOptions = {}): Promise<boolean> {
+    return call(options.signal, (c) => this.#n.unsubscribe(filter, c))
+  }
+
+  /** The filters held, in the order given. */
+  get filters(): string[] {
+    return this.#n.filters
+  }
+
+  /**
+   * The next message: `meta.topic`, and under a runtime's `ordering` `meta.sequence` and
+   * `meta.gap` (copies missed before it). ERR_WEIDA_NOT_CONNECTED before any connect,
+   * ERR_WEIDA_CONNECTION_LOST once every connection ended and nothing is queued. Aborting it
+   * loses nothing: a message that arrived as it was aborted goes back for the next receive.
+   */
+  recv(options: CallOptions = {}): Promise<Message> {
+    return call(options.signal, (c) => this.#n.recv(c) as Promise<Message>)
+  }
+
+  /** Up to `max` messages in one call: waits for the first, then takes those queued. */
+  recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
+    return call(options.signal, (c) => this.#n.recvMany(max, c) as Promise<Message[]>)
+  }
+
+  /** Messages received and waiting for `recv`. */
+  get queued(): number {
+    return this.#n.queued
+  }
+
+  /** Closes every connection: receiving returns what is queued, then ends (ERR_WEIDA_CLOSED). */
+  close(): void {
+    this.#n.close()
+  }
+
+  /** Messages until the subscriber is closed; `signal` aborts the wait for the next one. */
+  messages(options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
+    return until(() => this.recv(options))
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<Message, void, undefined> {
+    return this.messages()
   }
 
   async [asyncDispose](): Promise<void> {

@@ -1,12 +1,13 @@
 //! `RuntimeConfig` and `Limits` from the options a JS caller gives, by the core's names in
-//! camelCase; durations in milliseconds (`idleTimeoutMs`, `keepAliveMs`, `sendTimeoutMs`).
-//! Byte and stream counts are JS numbers: exact up to 2^53, which no bound comes near.
+//! camelCase; durations in milliseconds (`idleTimeoutMs`, `keepAliveMs`, `fanoutWaitMs`,
+//! `sendTimeoutMs`). Byte and stream counts are JS numbers: exact up to 2^53, which no bound
+//! comes near. The ordering level a runtime requires is `'none'`, `'detect'` or `'reassemble'`.
 
 use std::time::Duration;
 
 use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
-use weida::{Error, Limits, RuntimeConfig};
+use weida::{Error, Limits, Ordering, RuntimeConfig};
 
 /// Per-connection bounds (core `Limits`); an absent field keeps the core's default.
 #[napi(object, object_to_js = false)]
@@ -23,6 +24,11 @@ pub struct LimitsOptions {
     pub idle_timeout_ms: Option<f64>,
     /// `null` sends no keep-alives.
     pub keep_alive_ms: Option<Either<f64, Null>>,
+    pub subscriber_buffer_bytes: Option<f64>,
+    pub max_reorder_hold: Option<f64>,
+    pub max_parked_reverse: Option<f64>,
+    pub max_filters: Option<f64>,
+    pub fanout_wait_ms: Option<f64>,
 }
 
 fn invalid(what: &str, v: f64) -> Error {
@@ -91,12 +97,34 @@ fn limits(o: LimitsOptions) -> Result<Limits, Error> {
         "maxCollectedBody",
         o.max_collected_body,
     )?;
-    if let Some(v) = o.endpoint_queue {
-        l.endpoint_queue =
-            usize::try_from(count("endpointQueue", v)?).map_err(|_| invalid("endpointQueue", v))?;
-    }
+    let size = |slot: &mut usize, name: &str, v: Option<f64>| -> Result<(), Error> {
+        if let Some(v) = v {
+            *slot = usize::try_from(count(name, v)?).map_err(|_| invalid(name, v))?;
+        }
+        Ok(())
+    };
+    size(&mut l.endpoint_queue, "endpointQueue", o.endpoint_queue)?;
+    size(
+        &mut l.subscriber_buffer_bytes,
+        "subscriberBufferBytes",
+        o.subscriber_buffer_bytes,
+    )?;
+    size(
+        &mut l.max_reorder_hold,
+        "maxReorderHold",
+        o.max_reorder_hold,
+    )?;
+    size(
+        &mut l.max_parked_reverse,
+        "maxParkedReverse",
+        o.max_parked_reverse,
+    )?;
+    size(&mut l.max_filters, "maxFilters", o.max_filters)?;
     if let Some(v) = o.idle_timeout_ms {
         l.idle_timeout = duration_ms("idleTimeoutMs", v)?;
+    }
+    if let Some(v) = o.fanout_wait_ms {
+        l.fanout_wait = duration_ms("fanoutWaitMs", v)?;
     }
     match o.keep_alive_ms {
         None => {}
@@ -113,6 +141,8 @@ pub(crate) fn runtime_config(
     limit_options: Option<LimitsOptions>,
     present_identity: Option<bool>,
     send_timeout_ms: Option<f64>,
+    ordering: Option<String>,
+    lane_max_message: Option<f64>,
 ) -> Result<RuntimeConfig, Error> {
     let mut cfg = RuntimeConfig::default();
     if let Some(i) = identity {
@@ -130,5 +160,28 @@ pub(crate) fn runtime_config(
     if let Some(ms) = send_timeout_ms {
         cfg.send_timeout = Some(duration_ms("sendTimeoutMs", ms)?);
     }
+    if let Some(o) = ordering {
+        cfg.guarantees.ordering = self::ordering(&o)?;
+    }
+    if let Some(n) = lane_max_message {
+        if !(n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64) {
+            return Err(Error::InvalidConfig(format!(
+                "laneMaxMessage must be a byte count >= 0, not {n}"
+            )));
+        }
+        cfg.lane_max_message = n as usize;
+    }
     Ok(cfg)
+}
+
+/// The ordering level of `RuntimeConfig::guarantees` by its name.
+fn ordering(name: &str) -> Result<Ordering, Error> {
+    match name {
+        "none" => Ok(Ordering::None),
+        "detect" => Ok(Ordering::Detect),
+        "reassemble" => Ok(Ordering::Reassemble),
+        other => Err(Error::InvalidConfig(format!(
+            "ordering is 'none', 'detect' or 'reassemble', not {other:?}"
+        ))),
+    }
 }

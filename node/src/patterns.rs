@@ -1,19 +1,32 @@
-//! The patterns: `Pusher`/`Puller`, `Requester`/`Replier`, raw `Peer`/`Acceptor`.
+//! The patterns: `Pusher`/`Puller`, `Requester`/`Replier`, raw `Peer`/`Acceptor`,
+//! `Publisher` (with its `FanOut` and `Dropped`)/`Subscriber`.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use napi::bindgen_prelude::{Either, Object};
-use napi::Env;
+use napi::bindgen_prelude::{BigInt, Either, Object};
+use napi::{Env, Status};
 use napi_derive::napi;
 use weida::{Error as CoreError, Incoming};
 
+use crate::config::count;
 use crate::error::{self, Fail};
-use crate::runtime::{on_io, promise, Cancel, Io};
+use crate::runtime::{on_io, promise, promise_keeping, Cancel, Io};
 use crate::stream::{
-    message_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer, OutgoingTransfer,
-    PendingReply,
+    message_out, messages_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer,
+    OutgoingTransfer, PendingReply, Slot,
 };
+
+/// A JS count from a core one (connections, copies, queued messages: far below 2^32).
+fn small(n: usize) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
+}
+
+/// The `max` of a `recvMany`: a whole number (0 is taken as 1, as the core does).
+fn batch(max: f64) -> Result<usize, CoreError> {
+    Ok(usize::try_from(count("max", max)?).unwrap_or(usize::MAX))
+}
 
 /// A dialling endpoint held for JS: `close()` lets go of it (calls already pending run on).
 struct Dialing<T>(Mutex<Option<Arc<T>>>);
@@ -399,7 +412,8 @@ impl Puller {
     }
 
     /// The next whole message `{meta, body}`. A message its sender cancelled rejects with
-    /// ERR_WEIDA_CANCELED and the puller goes on; after `close()`, ERR_WEIDA_CLOSED.
+    /// ERR_WEIDA_CANCELED and the puller goes on; after `close()`, ERR_WEIDA_CLOSED. Aborted
+    /// as the message arrived, the message goes back to the puller (`give_back`).
     #[napi(ts_return_type = "Promise<Message>")]
     pub fn recv<'env>(
         &self,
@@ -407,7 +421,34 @@ impl Puller {
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.clone();
-        promise(env, cancel, async move { Ok(p.recv().await?) }, message_out)
+        let back = self.inner.clone();
+        promise_keeping(
+            env,
+            cancel,
+            async move { Ok(p.recv().await?) },
+            message_out,
+            Box::new(move |m| back.give_back(m)),
+        )
+    }
+
+    /// Up to `max` whole messages: waits for the first, then takes those ready; an error met
+    /// after the first rejects the next receive. Aborted as they arrived, they go back.
+    #[napi(ts_return_type = "Promise<Message[]>")]
+    pub fn recv_many<'env>(
+        &self,
+        env: &'env Env,
+        max: f64,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let p = self.inner.clone();
+        let back = self.inner.clone();
+        promise_keeping(
+            env,
+            cancel,
+            async move { Ok(p.recv_many(batch(max)?).await?) },
+            messages_out,
+            Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
+        )
     }
 
     /// The next message as a stream, for bodies read in parts.
@@ -513,6 +554,365 @@ impl Acceptor {
         })
     }
 
+    #[napi]
+    pub fn close(&self) {
+        on_io(|| self.inner.close());
+    }
+}
+
+/// Copies a publisher dropped, by cause (core `Dropped`), and their `total`.
+#[napi(object, object_from_js = false)]
+pub struct Dropped {
+    pub queue_full: BigInt,
+    pub byte_budget: BigInt,
+    pub reverse_pool_empty: BigInt,
+    pub dead_subscriber: BigInt,
+    pub refused: BigInt,
+    pub total: BigInt,
+}
+
+impl From<weida::Dropped> for Dropped {
+    fn from(d: weida::Dropped) -> Dropped {
+        Dropped {
+            queue_full: d.queue_full.into(),
+            byte_budget: d.byte_budget.into(),
+            reverse_pool_empty: d.reverse_pool_empty.into(),
+            dead_subscriber: d.dead_subscriber.into(),
+            refused: d.refused.into(),
+            total: d.total().into(),
+        }
+    }
+}
+
+/// Publishes messages by topic to the subscribers whose filters select them, never waiting.
+#[napi]
+pub struct Publisher {
+    inner: Io<weida::Publisher>,
+    _listener: Io<weida::Listener>,
+}
+
+impl Publisher {
+    pub(crate) fn new(p: weida::Publisher, listener: weida::Listener) -> Publisher {
+        Publisher {
+            inner: Io::new(p),
+            _listener: Io::new(listener),
+        }
+    }
+}
+
+#[napi]
+impl Publisher {
+    /// The address subscribers dial.
+    #[napi(getter)]
+    pub fn address(&self) -> String {
+        self.inner.address().to_string()
+    }
+
+    /// Queues `body` for every subscriber whose filters select `topic` and returns how many
+    /// copies were queued; never waits. A body above `subscriberBufferBytes` throws
+    /// ERR_WEIDA_LIMIT_EXCEEDED, a malformed topic ERR_WEIDA_INVALID_FILTER.
+    #[napi]
+    pub fn publish(
+        &self,
+        env: Env,
+        topic: String,
+        #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
+    ) -> napi::Result<u32> {
+        on_io(|| self.inner.publish(&topic, body.0))
+            .map(small)
+            .map_err(|e| error::throw(&env, e))
+    }
+
+    /// Opens a streamed message to the subscribers whose filters select `topic` now.
+    #[napi]
+    pub fn open(&self, env: Env, topic: String) -> napi::Result<FanOut> {
+        let f = on_io(|| self.inner.open(&topic)).map_err(|e| error::throw(&env, e))?;
+        Ok(FanOut::new(f))
+    }
+
+    /// Copies dropped since the publisher was bound, by cause.
+    #[napi]
+    pub fn dropped(&self) -> Dropped {
+        self.inner.dropped().into()
+    }
+
+    /// Copies of `topic` dropped, by cause.
+    #[napi]
+    pub fn dropped_on(&self, topic: String) -> Dropped {
+        self.inner.dropped_on(&topic).into()
+    }
+
+    /// Subscribers connected now (with at least one filter).
+    #[napi(getter)]
+    pub fn subscriber_count(&self) -> u32 {
+        small(self.inner.subscriber_count())
+    }
+
+    /// Unbinds the path and ends every subscription.
+    #[napi]
+    pub fn close(&self) {
+        on_io(|| self.inner.close());
+    }
+}
+
+/// A message streamed to every subscriber matched at `Publisher.open`, chunk by chunk. One
+/// garbage-collected unfinished is cancelled (subscribers never see half a message).
+#[napi]
+pub struct FanOut {
+    slot: Arc<Slot<weida::FanOut>>,
+    /// The copies attached after the last call that changed them: what `copies` reads while a
+    /// write holds the fan-out, or once `finish` (its count) or `cancel` (0) consumed it.
+    last: Arc<AtomicU32>,
+}
+
+impl FanOut {
+    fn new(f: weida::FanOut) -> FanOut {
+        FanOut {
+            last: Arc::new(AtomicU32::new(small(f.copies()))),
+            slot: Slot::new(f),
+        }
+    }
+
+    /// The fan-out for a synchronous call: a pending `write` holds it (await it first), and
+    /// `finish` or `cancel` consumed it.
+    fn held<'a>(
+        &'a self,
+        env: &Env,
+    ) -> napi::Result<tokio::sync::MutexGuard<'a, Option<weida::FanOut>>> {
+        let g = self.slot.item.try_lock().map_err(|_| {
+            napi::Error::new(
+                Status::GenericFailure,
+                "a write is pending on this FanOut: await it first",
+            )
+        })?;
+        if g.is_none() {
+            return Err(error::throw(env, self.slot.spent()));
+        }
+        Ok(g)
+    }
+}
+
+#[napi]
+impl FanOut {
+    /// Copies still attached (not dropped).
+    #[napi(getter)]
+    pub fn copies(&self) -> u32 {
+        match self.slot.item.try_lock() {
+            Ok(g) => g
+                .as_ref()
+                .map_or_else(|| self.last.load(Ordering::Relaxed), |f| small(f.copies())),
+            Err(_) => self.last.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for room;
+    /// resolves with the copies still attached. Aborting it writes nothing (the fan-out goes
+    /// on); `cancel()` while it waits rejects it with ERR_WEIDA_CANCELED.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn write<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "string | Uint8Array")] chunk: BodyIn,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let (slot, last) = (self.slot.clone(), self.last.clone());
+        promise(
+            env,
+            cancel,
+            async move {
+                let mut g = slot.item.lock().await;
+                let f = g.as_mut().ok_or_else(|| slot.used())?;
+                let r = tokio::select! {
+                    r = f.write(chunk.0) => Some(r),
+                    _ = slot.gone.cancelled() => None,
+                };
+                let Some(r) = r else {
+                    // `cancel()` found the fan-out held: dropping it cancels every copy.
+                    g.take();
+                    return Err(Fail::Core(CoreError::Canceled));
+                };
+                let n = small(r?);
+                last.store(n, Ordering::Relaxed);
+                Ok(n)
+            },
+            |_, n| Ok(n),
+        )
+    }
+
+    /// Hands `chunk` to every attached copy without waiting (a copy with no room is dropped);
+    /// returns the copies still attached.
+    #[napi]
+    pub fn write_now(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "string | Uint8Array")] chunk: BodyIn,
+    ) -> napi::Result<u32> {
+        let mut g = self.held(&env)?;
+        let f = g.as_mut().expect("held checked it");
+        let n = on_io(|| f.write_now(chunk.0))
+            .map(small)
+            .map_err(|e| error::throw(&env, e))?;
+        self.last.store(n, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Ends the message for every attached copy; returns how many were still attached.
+    #[napi]
+    pub fn finish(&self, env: Env) -> napi::Result<u32> {
+        let f = self.held(&env)?.take().expect("held checked it");
+        let n = small(on_io(|| f.finish()));
+        self.last.store(n, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Cancels every copy: subscribers discard what they received of it. A no-op once finished.
+    #[napi]
+    pub fn cancel(&self) {
+        self.slot.gone.cancel();
+        // A pending write holds the fan-out and drops it when it sees `gone`.
+        if let Ok(mut g) = self.slot.item.try_lock() {
+            if let Some(f) = g.take() {
+                self.last.store(0, Ordering::Relaxed);
+                on_io(|| f.cancel());
+            }
+        }
+    }
+}
+
+/// Receives the messages of the publishers it connects to whose topics its filters select.
+#[napi]
+pub struct Subscriber {
+    inner: Arc<Io<weida::Subscriber>>,
+}
+
+impl Subscriber {
+    pub(crate) fn new(s: weida::Subscriber) -> Subscriber {
+        Subscriber {
+            inner: Arc::new(Io::new(s)),
+        }
+    }
+}
+
+#[napi]
+impl Subscriber {
+    /// Dials the publisher at `address` and installs every filter held there.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn connect<'env>(
+        &self,
+        env: &'env Env,
+        address: String,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let s = self.inner.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(s.connect(&address).await?) },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Closes the connection to `address`; true if it was connected.
+    #[napi]
+    pub fn disconnect(&self, env: Env, address: String) -> napi::Result<bool> {
+        on_io(|| self.inner.disconnect(&address)).map_err(|e| error::throw(&env, e))
+    }
+
+    /// Live connections.
+    #[napi(getter)]
+    pub fn peer_count(&self) -> u32 {
+        small(self.inner.peer_count())
+    }
+
+    /// Adds `filter`: resolves once every connected publisher installed it. A malformed filter
+    /// rejects with ERR_WEIDA_INVALID_FILTER. Not cancel-safe: aborted, the filter may be left
+    /// installed at some publishers (`unsubscribe` removes it).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn subscribe<'env>(
+        &self,
+        env: &'env Env,
+        filter: String,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let s = self.inner.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(s.subscribe(&filter).await?) },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Removes one entry of `filter`: resolves with false if it was not held, else once every
+    /// connected publisher removed it.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn unsubscribe<'env>(
+        &self,
+        env: &'env Env,
+        filter: String,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let s = self.inner.clone();
+        promise(
+            env,
+            cancel,
+            async move { Ok(s.unsubscribe(&filter).await?) },
+            |_, removed| Ok(removed),
+        )
+    }
+
+    /// The filters held, in the order given.
+    #[napi(getter)]
+    pub fn filters(&self) -> Vec<String> {
+        self.inner.filters()
+    }
+
+    /// The next message, with its `meta.topic` (and `sequence`, `gap` under PerProducer
+    /// ordering). Aborted as the message arrived, the message goes back to the subscriber.
+    #[napi(ts_return_type = "Promise<Message>")]
+    pub fn recv<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let s = self.inner.clone();
+        let back = self.inner.clone();
+        promise_keeping(
+            env,
+            cancel,
+            async move { Ok(s.recv().await?) },
+            message_out,
+            Box::new(move |m| back.give_back(m)),
+        )
+    }
+
+    /// Up to `max` messages: waits for the first, then takes those queued; an error met after
+    /// the first rejects the next receive. Aborted as they arrived, they go back.
+    #[napi(ts_return_type = "Promise<Message[]>")]
+    pub fn recv_many<'env>(
+        &self,
+        env: &'env Env,
+        max: f64,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let s = self.inner.clone();
+        let back = self.inner.clone();
+        promise_keeping(
+            env,
+            cancel,
+            async move { Ok(s.recv_many(batch(max)?).await?) },
+            messages_out,
+            Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
+        )
+    }
+
+    /// Messages received and waiting for `recv`.
+    #[napi(getter)]
+    pub fn queued(&self) -> u32 {
+        small(self.inner.queued())
+    }
+
+    /// Closes every connection; receiving returns what is queued, then ERR_WEIDA_CLOSED.
     #[napi]
     pub fn close(&self) {
         on_io(|| self.inner.close());

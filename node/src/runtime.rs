@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{self, LimitsOptions};
 use crate::error::{self, Fail};
 use crate::identity::{Identity, Trust};
-use crate::patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
+use crate::patterns::{Acceptor, Peer, Publisher, Puller, Pusher, Replier, Requester, Subscriber};
 use crate::stream::Raw;
 
 /// The binding's I/O runtime, started on first use. Its thread is not a handle Node waits for:
@@ -123,7 +123,50 @@ where
     F: Future<Output = Result<T, Fail>> + Send + 'static,
     C: FnOnce(&Env, T) -> napi::Result<V> + Send + 'static,
 {
+    start(env, cancel, fut, convert, None)
+}
+
+/// What to do with a value whose call was aborted after the core produced it: a received
+/// message goes back to its endpoint (`give_back`), so an aborted receive loses nothing.
+pub(crate) type Orphan<T> = Box<dyn FnOnce(T) + Send>;
+
+/// [`promise`] for a receive: a value that reaches the JS thread after the call's AbortSignal
+/// fired (it arrived on the I/O thread just as the caller aborted) is handed to `orphan` and
+/// the call rejects with an AbortError, as if it had been aborted before the value arrived.
+/// The abort and this check both run on the JS thread, so every value is either delivered or
+/// handed back (docs/BINDINGS.md, "Threading").
+pub(crate) fn promise_keeping<'env, T, V, F, C>(
+    env: &'env Env,
+    cancel: Option<&Cancel>,
+    fut: F,
+    convert: C,
+    orphan: Orphan<T>,
+) -> napi::Result<Object<'env>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'static,
+    F: Future<Output = Result<T, Fail>> + Send + 'static,
+    C: FnOnce(&Env, T) -> napi::Result<V> + Send + 'static,
+{
+    start(env, cancel, fut, convert, Some(orphan))
+}
+
+fn start<'env, T, V, F, C>(
+    env: &'env Env,
+    cancel: Option<&Cancel>,
+    fut: F,
+    convert: C,
+    orphan: Option<Orphan<T>>,
+) -> napi::Result<Object<'env>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'static,
+    F: Future<Output = Result<T, Fail>> + Send + 'static,
+    C: FnOnce(&Env, T) -> napi::Result<V> + Send + 'static,
+{
     let token = cancel.map(|c| c.token.clone());
+    // Checked on the JS thread when the value is converted: aborted meanwhile, it is handed back.
+    let keep = orphan.and_then(|o| Some((token.clone()?, o)));
     let mut run = Box::pin(async move {
         let run = std::panic::AssertUnwindSafe(fut).catch_unwind();
         match token {
@@ -141,13 +184,13 @@ where
         run.as_mut().poll(&mut cx)
     };
     if let Poll::Ready(out) = first {
-        return settled(env, settle(env, out, convert));
+        return settled(env, settle(env, out, convert, keep));
     }
     let (deferred, promise) = env.create_deferred()?;
     // The first poll's waker was a no-op: the spawned task polls again, and registers its own.
     io().spawn(async move {
         let out = run.await;
-        deferred.resolve(move |env: Env| settle(&env, out, convert));
+        deferred.resolve(move |env: Env| settle(&env, out, convert, keep));
     });
     Ok(promise)
 }
@@ -158,9 +201,16 @@ fn settle<T, V>(
     env: &Env,
     out: Outcome<T>,
     convert: impl FnOnce(&Env, T) -> napi::Result<V>,
+    keep: Option<(CancellationToken, Orphan<T>)>,
 ) -> napi::Result<V> {
     match out {
-        Ok(Ok(v)) => convert(env, v),
+        Ok(Ok(v)) => match keep {
+            Some((token, orphan)) if token.is_cancelled() => {
+                orphan(v);
+                Err(error::to_js(env, Fail::Aborted))
+            }
+            _ => convert(env, v),
+        },
         Ok(Err(f)) => Err(error::to_js(env, f)),
         Err(_) => Err(napi::Error::from_reason("weida: a panic in the binding")),
     }
@@ -201,9 +251,11 @@ pub struct Runtime {
 
 #[napi]
 impl Runtime {
-    /// `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs})`, spelled out
-    /// by position here (lib/index.ts takes the options object).
+    /// `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering,
+    /// laneMaxMessage})`,
+    /// spelled out by position here (lib/index.ts takes the options object).
     #[napi(constructor)]
+    #[allow(clippy::too_many_arguments)] // one argument per option, as napi spells them
     pub fn new(
         env: Env,
         identity: Option<&Identity>,
@@ -211,6 +263,9 @@ impl Runtime {
         limits: Option<LimitsOptions>,
         present_identity: Option<bool>,
         send_timeout_ms: Option<f64>,
+        #[napi(ts_arg_type = "'none' | 'detect' | 'reassemble' | undefined | null")]
+        ordering: Option<String>,
+        lane_max_message: Option<f64>,
     ) -> napi::Result<Runtime> {
         let cfg = config::runtime_config(
             identity.map(|i| i.inner.clone()),
@@ -218,6 +273,8 @@ impl Runtime {
             limits,
             present_identity,
             send_timeout_ms,
+            ordering,
+            lane_max_message,
         )
         .map_err(|e| error::throw(&env, e))?;
         let identity = cfg.identity.clone();
@@ -274,6 +331,11 @@ impl Runtime {
         Peer::new(on_io(|| self.inner.peer()))
     }
 
+    #[napi]
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber::new(on_io(|| self.inner.subscriber()))
+    }
+
     /// Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer's
     /// transport, then closes everything.
     #[napi(ts_return_type = "Promise<{ delivered: bigint; outstanding: bigint }>")]
@@ -314,6 +376,7 @@ impl Runtime {
             ("connectionsAccepted", c.connections_accepted),
             ("receiptsDelivered", c.receipts_delivered),
             ("receiptsFailed", c.receipts_failed),
+            ("copiesPublished", c.copies_published),
         ] {
             o.set_named_property(name, BigInt::from(v))?;
         }
@@ -351,6 +414,12 @@ impl Listener {
     pub fn acceptor(&self, env: Env, path: String) -> napi::Result<Acceptor> {
         let a = on_io(|| self.inner.acceptor(&path)).map_err(|e| error::throw(&env, e))?;
         Ok(Acceptor::new(a, weida::Listener::clone(&self.inner)))
+    }
+
+    #[napi]
+    pub fn publisher(&self, env: Env, path: String) -> napi::Result<Publisher> {
+        let p = on_io(|| self.inner.publisher(&path)).map_err(|e| error::throw(&env, e))?;
+        Ok(Publisher::new(p, weida::Listener::clone(&self.inner)))
     }
 
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.

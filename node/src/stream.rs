@@ -224,6 +224,11 @@ pub(crate) fn message_out(env: &Env, m: weida::Message) -> napi::Result<Raw> {
     })
 }
 
+/// Whole messages as a JS array of `Message`s, in the order received.
+pub(crate) fn messages_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<Vec<Raw>> {
+    ms.into_iter().map(|m| message_out(env, m)).collect()
+}
+
 /// A JS value made on the JS thread, handed back as the value a promise resolves with.
 pub(crate) struct Raw(pub(crate) sys::napi_value);
 
@@ -236,8 +241,8 @@ impl ToNapiValue for Raw {
 /// A core object used once (finished, answered, cancelled) from JS, and the token that ends the
 /// calls pending on it when JS cancels it.
 pub(crate) struct Slot<T> {
-    item: tokio::sync::Mutex<Option<T>>,
-    gone: CancellationToken,
+    pub(crate) item: tokio::sync::Mutex<Option<T>>,
+    pub(crate) gone: CancellationToken,
 }
 
 impl<T> Drop for Slot<T> {
@@ -248,7 +253,7 @@ impl<T> Drop for Slot<T> {
 }
 
 impl<T> Slot<T> {
-    fn new(item: T) -> Arc<Slot<T>> {
+    pub(crate) fn new(item: T) -> Arc<Slot<T>> {
         Arc::new(Slot {
             item: tokio::sync::Mutex::new(Some(item)),
             gone: CancellationToken::new(),
@@ -261,12 +266,17 @@ impl<T> Slot<T> {
         self.item.lock().await.take().ok_or_else(|| self.used())
     }
 
-    fn used(&self) -> Fail {
-        Fail::Core(if self.gone.is_cancelled() {
+    pub(crate) fn used(&self) -> Fail {
+        Fail::Core(self.spent())
+    }
+
+    /// Why the object is gone: Canceled after `cancel()`, Closed after a call consumed it.
+    pub(crate) fn spent(&self) -> CoreError {
+        if self.gone.is_cancelled() {
             CoreError::Canceled
         } else {
             CoreError::Closed
-        })
+        }
     }
 }
 

@@ -165,3 +165,60 @@ onEveryTransport('aborting_a_streamed_request_is_canceled_at_the_replier', async
   await assert.rejects(waiting, AbortError)
   await assert.rejects(ex.takeBody(), Canceled)
 })
+
+onEveryTransport('an_aborted_puller_recv_loses_nothing', async (t, ctx) => {
+  const { server, listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  const cell = new Int32Array(new SharedArrayBuffer(4))
+  // Bodies of 20 000 bytes: above the bound under which a small message may share one stream
+  // with others (the core's message lanes), so each is a stream `streamsAccepted` counts.
+  const big = (/** @type {number} */ n) => Buffer.alloc(20_000, n)
+  for (const body of [big(1), big(2)]) {
+    const accepted = server.counters().streamsAccepted
+    const ac = new AbortController()
+    const pending = puller.recv({ signal: ac.signal })
+    // Not awaited: the JS thread must not run its event loop (where the receive could settle)
+    // before the abort; the send goes on on the I/O thread.
+    const sent = pusher.send(body)
+    // Block the JS thread until the message reached the puller (the pending receive takes it on
+    // the I/O thread), and a little longer: the abort then lands after the message and before
+    // the receive's promise can settle here, so the binding hands the message back.
+    const deadline = Date.now() + 10_000
+    while (server.counters().streamsAccepted === accepted) {
+      assert.ok(Date.now() < deadline, 'the message never arrived')
+      Atomics.wait(cell, 0, 0, 1)
+    }
+    Atomics.wait(cell, 0, 0, 50)
+    ac.abort()
+    const rejected = rejection(pending)
+    await sent
+    const e = await rejected
+    assert.ok(e instanceof AbortError, String(e))
+    const m = await puller.recv({ signal: AbortSignal.timeout(5_000) })
+    assert.ok(m.body.equals(body), 'the next receive gets it')
+  }
+  // recvMany the same way.
+  const accepted = server.counters().streamsAccepted
+  const ac = new AbortController()
+  const pending = puller.recvMany(10, { signal: ac.signal })
+  const sent = pusher.sendMany([big(3), big(4), big(5)])
+  const deadline = Date.now() + 10_000
+  while (server.counters().streamsAccepted < accepted + 3n) {
+    assert.ok(Date.now() < deadline, 'the messages never arrived')
+    Atomics.wait(cell, 0, 0, 1)
+  }
+  Atomics.wait(cell, 0, 0, 50)
+  ac.abort()
+  const rejected = assert.rejects(pending, AbortError)
+  await sent
+  await rejected
+  /** @type {number[]} */
+  const got = []
+  while (got.length < 3) got.push(...(await puller.recvMany(10, { signal: AbortSignal.timeout(5_000) })).map((m) => m.body[0]))
+  assert.deepEqual(
+    got.sort((a, b) => a - b),
+    [3, 4, 5],
+  )
+})

@@ -125,7 +125,8 @@ const cases = [
       const listener = await server.bind(bindAddress('inproc'))
       const puller = listener.puller('/jobs')
       keep(ctx, puller)
-      const pusher = runtime(ctx, { limits, sendTimeoutMs: 50 }).pusher()
+      // A stream per message: the stream slot is what runs out.
+      const pusher = runtime(ctx, { limits, sendTimeoutMs: 50, laneMaxMessage: 0 }).pusher()
       await pusher.connect(puller.address)
       await pusher.send('holds the only slot')
       return rejection(pusher.send('waits'))
@@ -150,6 +151,10 @@ const cases = [
       }
       throw new Error('no error')
     },
+  },
+  {
+    code: 'ERR_WEIDA_INVALID_FILTER',
+    make: async (ctx) => rejection(runtime(ctx).subscriber().subscribe('a..b')),
   },
   {
     code: 'ERR_WEIDA_CLOSED',

@@ -74,7 +74,9 @@ onEveryTransport('the_stream_budget_is_backpressure_not_an_error', async (t, ctx
   const server = runtime(ctx, { limits })
   const listener = await server.bind(bindAddress(t))
   const puller = listener.puller('/jobs')
-  const client = runtime(ctx, { limits, sendTimeoutMs: 300 })
+  // A stream per message (lanes off): with lanes, small sends share one stream, and their
+  // backpressure is the lane's queue and window.
+  const client = runtime(ctx, { limits, sendTimeoutMs: 300, laneMaxMessage: 0 })
   const pusher = client.pusher()
   await pusher.connect(puller.address)
   // Two transfers hold the two slots while nobody reads them.

@@ -2,7 +2,7 @@
 // One body per pattern over every transport (core/tests/patterns.rs, PATTERNS §2, §3, §5).
 
 import assert from 'node:assert/strict'
-import { withPath } from 'weida'
+import { LimitExceeded, withPath } from 'weida'
 import { metaGet, onEveryTransport, pair, payload, serve } from './helpers.mjs'
 
 onEveryTransport('req_rep_echoes_small_and_large_bodies_with_metadata', async (t, ctx) => {
@@ -115,4 +115,56 @@ onEveryTransport('a_large_body_streams_through_web_streams_and_async_iteration',
     got.push(Buffer.concat(chunks).toString())
   }
   assert.deepEqual(got.sort(), ['a', 'b', 'c'])
+})
+
+onEveryTransport('send_many_and_recv_many_move_every_message_in_batches', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  await pusher.sendMany(
+    Array.from({ length: 200 }, (_, i) => {
+      const b = Buffer.alloc(4)
+      b.writeUInt32BE(i)
+      return b
+    }),
+  )
+  /** @type {number[]} */
+  const seen = []
+  while (seen.length < 200) {
+    const batch = await puller.recvMany(64)
+    assert.ok(batch.length >= 1 && batch.length <= 64, `${batch.length}`)
+    seen.push(...batch.map((m) => m.body.readUInt32BE()))
+  }
+  seen.sort((a, b) => a - b)
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 200 }, (_, i) => i),
+  )
+})
+
+onEveryTransport('an_error_inside_a_batch_is_returned_by_the_next_receive', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx, { limits: { maxCollectedBody: 1000 } })
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  await pusher.sendMany([payload(10), payload(1001), payload(20), payload(30)])
+  // Whatever the batches, every message and the one refusal come out exactly once.
+  /** @type {number[]} */
+  const bodies = []
+  /** @type {string[]} */
+  const errors = []
+  while (bodies.length + errors.length < 4) {
+    try {
+      bodies.push(...(await puller.recvMany(10)).map((m) => m.body.length))
+    } catch (e) {
+      if (!(e instanceof LimitExceeded)) throw e
+      errors.push(e.code)
+    }
+  }
+  assert.deepEqual(
+    bodies.sort((a, b) => a - b),
+    [10, 20, 30],
+  )
+  assert.deepEqual(errors, ['ERR_WEIDA_LIMIT_EXCEEDED'])
 })
