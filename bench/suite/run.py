@@ -80,7 +80,7 @@ SYSTEMS: tuple[System, ...] = (
     System("weida-py", "python", "weida", WEIDA, (PP, RR, PS), "workers/weida_worker.py", "single"),
     System("weida-py batch", "python", "weida", WEIDA, (PP,), "workers/weida_worker.py", "batch",
            sizes=SMALL),
-    System("weida-node", "node", "weida", WEIDA, (PP, RR), "node/weida_worker.mjs", "await"),
+    System("weida-node", "node", "weida", WEIDA, (PP, RR, PS), "node/weida_worker.mjs", "await"),
     System("weida-node window", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "window",
            sizes=SMALL),
     # The others.
@@ -112,11 +112,9 @@ WHAT = {
     "zenoh": "zenoh-python, peer sessions: put/subscriber (BLOCK), querier/queryable, "
     "publisher (DROP)",
 }
-# Pub/Sub has no weida-node row yet: the Node binding has no Publisher/Subscriber. To add it,
-# give "weida-node" the pattern PS above once its worker has pubSub (bench/README.md, "Adding
-# weida's Pub/Sub rows").
+# A system without a Pub/Sub row yet, shown as "not yet" in the overview.
 BY_KEY = {s.key: s for s in SYSTEMS}
-NO_PUBSUB_YET = {"weida-node"}
+NO_PUBSUB_YET: set[str] = set()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -513,8 +511,7 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
             if pattern == PS:
                 out += [
                     f"{c.width} subscriber(s), each subscribed to everything; copies/s is the "
-                    "messages received per second summed over the subscribers. No weida-node "
-                    "row: the Node binding has no Publisher/Subscriber yet.",
+                    "messages received per second summed over the subscribers.",
                     "",
                 ]
             sel = [r for r in table if r.case == c]
@@ -760,7 +757,7 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
         )
         ax.set_yscale("log")
         ax.set_ylabel("copies/s (log)")
-        ax.set_title(f"Pub/Sub copies/s, medians (weida-node: not in the binding yet) ({title})")
+        ax.set_title(f"Pub/Sub copies/s, medians ({title})")
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         fig.tight_layout()

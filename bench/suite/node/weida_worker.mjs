@@ -10,13 +10,14 @@
 // `for await (const m of puller)`. Variant "window" (Push/Pull only): 64 sends and 64 receives
 // in flight, so the binding's cross-thread wakeups overlap.
 //
-// Pub/Sub: the core and the Python binding have it, the Node binding not yet. When it does,
-// write `pubSub(a)` here (a publisher on the server runtime, `a.width` subscribers on the client
-// runtime, copies received per second summed over them, `meter.result(true)`), add it to the
-// cases below, and list ("weida-node", "pub_sub") in bench/suite/run.py's SYSTEMS.
+// Pub/Sub: a Publisher on the server runtime, `width` Subscribers on the client runtime, each
+// subscribed to everything ("bench.#") and receiving with recvMany (256 a call). `publish`
+// never waits, so the publisher publishes flat out, as the other systems' rows do, and yields
+// to the event loop every 32 messages so the subscribers run; a subscriber that falls behind
+// loses copies, and the rate counts the copies received.
 
 import { Runtime } from '../../../node/dist/index.js'
-import { Meter, Recorder, body, check, now, parse, run, tmpPath } from './common.mjs'
+import { Meter, Recorder, body, check, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
 
 const WINDOW = 64
 
@@ -100,5 +101,44 @@ function reqRep(a) {
   })
 }
 
+/** @param {import('./common.mjs').Args} a */
+function pubSub(a) {
+  return pair(a.transport, async (listener, client) => {
+    const publisher = listener.publisher('/feed')
+    const subs = []
+    for (let i = 0; i < a.width; i++) {
+      const s = client.subscriber()
+      await s.connect(publisher.address)
+      await s.subscribe('bench.#') // installed at the publisher when it resolves
+      subs.push(s)
+    }
+    const data = body(a.size)
+    const meter = new Meter(a)
+    let stop = false
+    const receiving = subs.map((s) =>
+      (async () => {
+        while (!stop) {
+          const ms = await s.recvMany(256)
+          for (const m of ms) check(m.body.length, a.size)
+          if (meter.tick(ms.length)) stop = true
+        }
+      })(),
+    )
+    const publishing = (async () => {
+      for (let n = 1; !stop; n++) {
+        publisher.publish('bench.tick', data)
+        if (n % 32 === 0) await yieldToLoop()
+      }
+    })()
+    // The first receiver to fail, or the window's end.
+    await Promise.race([...receiving, publishing, new Promise((resolve) => {
+      const poll = () => (stop ? resolve(undefined) : setTimeout(poll, 5))
+      poll()
+    })])
+    stop = true
+    return meter.result(true)
+  })
+}
+
 const a = parse(['quic', 'unix', 'inproc'], ['await', 'window'])
-await run('weida-node', a, a.variant === 'window' ? { push_pull: pushPull } : { push_pull: pushPull, req_rep: reqRep })
+await run('weida-node', a, a.variant === 'window' ? { push_pull: pushPull } : { push_pull: pushPull, req_rep: reqRep, pub_sub: pubSub })
