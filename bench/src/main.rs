@@ -10,6 +10,7 @@ mod cases;
 mod fanout;
 mod filters;
 mod meter;
+mod one;
 mod rawquic;
 mod report;
 
@@ -60,6 +61,9 @@ pub(crate) enum Bench {
     ReqRep,
     /// Push/Pull over QUIC, weida and quinn, on each runtime flavour.
     Flavour,
+    /// Pub/Sub copies/s at a width (`--one` only: the suite's rows; the fan-out table is
+    /// `fanout.rs`).
+    PubSub,
 }
 
 /// What one measurement produced.
@@ -95,6 +99,10 @@ pub(crate) struct Options {
     pub(crate) only_bench: Option<Bench>,
     pub(crate) only_size: Option<usize>,
     pub(crate) only_system: Option<System>,
+    /// `--one`: the subject of the single case (see `one.rs`).
+    pub(crate) one: Option<one::Subject>,
+    /// `--width`: subscribers of `--one --bench pub_sub`.
+    pub(crate) width: usize,
     pub(crate) args: Vec<String>,
 }
 
@@ -112,10 +120,18 @@ usage: cargo run --release -p weida-bench -- [options]
   --bench B          only push_pull, req_rep or flavour (for profiling one case)
   --size N           only bodies of N bytes (for profiling)
   --system S         only weida or substrate (for profiling; no ratios then)
+  --one              one case, no tables: JSON lines on stdout, one per rep (bench/suite);
+                     needs --bench push_pull|req_rep; --system may also be quinn-long (one
+                     long framed QUIC stream) or tcp (framed loopback TCP); --bench pub_sub
+                     --width N (weida only) publishes flat out to N subscribers, copies/s
   -h, --help         this text";
 
 fn parse_args() -> Result<Options, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    parse(args)
+}
+
+fn parse(args: Vec<String>) -> Result<Options, String> {
     let quick = args.iter().any(|a| a == "--quick");
     let mut o = Options {
         quick,
@@ -131,6 +147,8 @@ fn parse_args() -> Result<Options, String> {
         only_bench: None,
         only_size: None,
         only_system: None,
+        one: None,
+        width: 1,
         args: args.clone(),
     };
     let mut it = args.into_iter();
@@ -179,12 +197,21 @@ fn parse_args() -> Result<Options, String> {
                     "push_pull" => Bench::PushPull,
                     "req_rep" => Bench::ReqRep,
                     "flavour" => Bench::Flavour,
+                    "pub_sub" => Bench::PubSub,
                     other => {
                         return Err(format!(
-                            "--bench is push_pull, req_rep or flavour, not {other:?}"
+                            "--bench is push_pull, req_rep, flavour or pub_sub, not {other:?}"
                         ))
                     }
                 })
+            }
+            "--width" => {
+                let v = value("--width")?;
+                o.width = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--width takes a positive count, not {v:?}"))?;
             }
             "--size" => {
                 let v = value("--size")?;
@@ -194,15 +221,31 @@ fn parse_args() -> Result<Options, String> {
                 );
             }
             "--system" => {
-                o.only_system = Some(match value("--system")?.as_str() {
-                    "weida" => System::Weida,
-                    "substrate" => System::Substrate,
-                    other => return Err(format!("--system is weida or substrate, not {other:?}")),
-                })
+                let v = value("--system")?;
+                match v.as_str() {
+                    "weida" => o.only_system = Some(System::Weida),
+                    "substrate" => o.only_system = Some(System::Substrate),
+                    "quinn-long" => o.one = Some(one::Subject::QuinnLong),
+                    "tcp" => o.one = Some(one::Subject::Tcp),
+                    other => {
+                        return Err(format!(
+                            "--system is weida, substrate, quinn-long or tcp, not {other:?}"
+                        ))
+                    }
+                }
             }
+            "--one" => {}
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if args_have(&o.args, "--one") {
+        o.one = Some(one::subject(&o)?);
+        if !args_have(&o.args, "--reps") {
+            o.reps = 1;
+        }
+    } else if o.one.is_some() {
+        return Err("--system quinn-long and tcp are for --one only".into());
     }
     if o.transports.is_empty() {
         o.transports = Transport::ALL.to_vec();
@@ -210,9 +253,13 @@ fn parse_args() -> Result<Options, String> {
     Ok(o)
 }
 
+fn args_have(args: &[String], flag: &str) -> bool {
+    args.iter().any(|a| a == flag)
+}
+
 /// Runs one measurement on a fresh tokio runtime of `flavour`, so no task or socket of one
 /// measurement outlives it into the next.
-fn run_on<T>(flavour: Flavour, f: impl Future<Output = BoxResult<T>>) -> BoxResult<T> {
+pub(crate) fn run_on<T>(flavour: Flavour, f: impl Future<Output = BoxResult<T>>) -> BoxResult<T> {
     let rt = match flavour {
         Flavour::Current => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -277,6 +324,7 @@ fn plan(o: &Options) -> Vec<Case> {
 
 fn measure(c: Case, system: System, w: Window) -> Result<Outcome, String> {
     let r = match c.bench {
+        Bench::PubSub => Err("pub_sub runs with --one only".into()),
         Bench::PushPull | Bench::Flavour => {
             run_on(c.flavour, cases::push_pull(c.transport, system, c.size, w)).map(Outcome::Rate)
         }
@@ -303,6 +351,9 @@ fn main() {
             std::process::exit(if e.is_empty() { 0 } else { 2 });
         }
     };
+    if let Some(subject) = o.one {
+        std::process::exit(one::run(&o, subject));
+    }
     let machine = report::Machine::probe();
     print!("{}", report::header(&o, &machine));
 

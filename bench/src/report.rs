@@ -518,6 +518,7 @@ fn bench_key(b: Bench) -> &'static str {
         Bench::PushPull => "push_pull",
         Bench::ReqRep => "req_rep",
         Bench::Flavour => "flavour",
+        Bench::PubSub => "pub_sub",
     }
 }
 

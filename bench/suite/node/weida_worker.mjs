@@ -1,0 +1,144 @@
+// @ts-check
+// weida's Node binding, worker of the benchmark suite: Push/Pull and Req/Rep over QUIC
+// (weida://127.0.0.1), AF_UNIX and in process, a server Runtime and a client Runtime in this
+// one Node process (the shape of node/bench/bench.mjs). Needs the package built:
+// `cd node && npm ci && npm run build` (bench/suite/setup.sh does it).
+//
+//   node weida_worker.mjs --pattern push_pull --transport quic --size 64 [--variant await|window]
+//
+// Variant "await" (the default): the idiomatic loops, `await pusher.send(body)` and
+// `for await (const m of puller)`. Variant "window" (Push/Pull only): 64 sends and 64 receives
+// in flight, so the binding's cross-thread wakeups overlap.
+//
+// Pub/Sub: a Publisher on the server runtime, `width` Subscribers on the client runtime, each
+// subscribed to everything ("bench.#") and receiving with recvMany (256 a call). `publish`
+// never waits, so the publisher publishes flat out, as the other systems' rows do, and yields
+// to the event loop every 32 messages so the subscribers run; a subscriber that falls behind
+// loses copies, and the rate counts the copies received.
+
+import { Runtime } from '../../../node/dist/index.js'
+import { Meter, Recorder, body, check, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
+
+const WINDOW = 64
+
+/** @param {string} transport */
+const bindAddress = (transport) =>
+  transport === 'quic' ? 'weida://127.0.0.1:0' : transport === 'unix' ? `weida+unix://${tmpPath('w.sock')}` : `weida+inproc://suite-${process.pid}`
+
+/**
+ * @template T
+ * @param {string} transport
+ * @param {(listener: import('../../../node/dist/index.js').Listener, client: Runtime) => Promise<T>} f
+ */
+async function pair(transport, f) {
+  const server = new Runtime()
+  const client = new Runtime()
+  try {
+    return await f(await server.bind(bindAddress(transport)), client)
+  } finally {
+    client.close()
+    server.close()
+  }
+}
+
+/** @param {import('./common.mjs').Args} a */
+function pushPull(a) {
+  return pair(a.transport, async (listener, client) => {
+    const puller = listener.puller('/p')
+    const pusher = client.pusher()
+    await pusher.connect(puller.address)
+    const data = body(a.size)
+    const meter = new Meter(a)
+    let stop = false
+    const lanes = a.variant === 'window' ? WINDOW : 1
+    // Not awaited at the end: a send waiting for a stream slot the puller no longer frees
+    // would never resolve; closing the runtimes ends it.
+    for (let i = 0; i < lanes; i++) {
+      ;(async () => {
+        while (!stop) await pusher.send(data)
+      })().catch(() => {})
+    }
+    if (a.variant === 'window') {
+      await Promise.all(
+        Array.from({ length: WINDOW }, async () => {
+          while (!meter.end) {
+            const m = await puller.recv()
+            check(m.body.length, a.size)
+            meter.tick()
+          }
+        }),
+      )
+    } else {
+      for await (const m of puller) {
+        check(m.body.length, a.size)
+        if (meter.tick()) break
+      }
+    }
+    stop = true
+    return meter.result()
+  })
+}
+
+/** @param {import('./common.mjs').Args} a */
+function reqRep(a) {
+  return pair(a.transport, async (listener, client) => {
+    const replier = listener.replier('/r')
+    const serving = (async () => {
+      for await (const ex of replier) await ex.reply(await ex.takeBody())
+    })().catch(() => {})
+    const req = client.requester()
+    await req.connect(replier.address)
+    const data = body(a.size)
+    const rec = new Recorder(a)
+    for (;;) {
+      const began = now()
+      check((await req.request(data)).length, a.size)
+      if (rec.record(began)) break
+    }
+    replier.close()
+    await serving
+    return rec.result()
+  })
+}
+
+/** @param {import('./common.mjs').Args} a */
+function pubSub(a) {
+  return pair(a.transport, async (listener, client) => {
+    const publisher = listener.publisher('/feed')
+    const subs = []
+    for (let i = 0; i < a.width; i++) {
+      const s = client.subscriber()
+      await s.connect(publisher.address)
+      await s.subscribe('bench.#') // installed at the publisher when it resolves
+      subs.push(s)
+    }
+    const data = body(a.size)
+    const meter = new Meter(a)
+    let stop = false
+    const receiving = subs.map((s) =>
+      (async () => {
+        while (!stop) {
+          const ms = await s.recvMany(256)
+          for (const m of ms) check(m.body.length, a.size)
+          if (meter.tick(ms.length)) stop = true
+        }
+      })(),
+    )
+    const publishing = (async () => {
+      for (let n = 1; !stop; n++) {
+        publisher.publish('bench.tick', data)
+        if (n % 32 === 0) await yieldToLoop()
+      }
+    })()
+    // The first receiver to fail, or the window's end.
+    await Promise.race([...receiving, publishing, new Promise((resolve) => {
+      const poll = () => (stop ? resolve(undefined) : setTimeout(poll, 5))
+      poll()
+    })])
+    stop = true
+    return meter.result(true)
+  })
+}
+
+const a = parse(['quic', 'unix', 'inproc'], ['await', 'window'])
+await run('weida-node', a, a.variant === 'window' ? { push_pull: pushPull } : { push_pull: pushPull, req_rep: reqRep, pub_sub: pubSub })

@@ -1,0 +1,991 @@
+"""The benchmark suite: weida (Rust core, Python binding, Node binding) next to ZeroMQ (pyzmq,
+zeromq.js), NNG (pynng) and Zenoh (zenoh-python), and the bare substrate (raw quinn, framed
+tcp and AF_UNIX, a tokio channel), in one run on loopback (bench/README.md, "The suite").
+
+    ./dev bench-suite [--smoke] [--reps N] [--secs S] [--only SYSTEM[/PATTERN]] ...
+
+Every measurement is one worker process running one case, both ends in that process, printing
+one JSON line. The run goes repetition after repetition, every case and system inside each, so
+drift on a shared machine falls on every system alike. Output: results.md, results.json and PNG
+plots in bench/results/<date>/ (or --out). Stdlib and matplotlib only; run it with the suite's
+venv (bench/suite/setup.sh makes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SUITE = Path(__file__).resolve().parent
+ROOT = SUITE.parent.parent
+SIZES = (64, 1024, 64 * 1024, 1 << 20)
+REQ_SIZE = 64
+PUBSUB = ((1, 64), (64, 64), (1, 1024), (64, 1024))  # (width, size)
+FAMILY = {"quic": "QUIC", "tcp": "TCP", "unix": "AF_UNIX", "ipc": "AF_UNIX", "inproc": "in process"}
+FAMILIES = ("QUIC", "TCP", "AF_UNIX", "in process")
+# The substrate each family is divided by, and the weida transport a family is compared with.
+CEILING = {
+    "QUIC": "quinn-long",
+    "TCP": "framed-tcp",
+    "AF_UNIX": "framed-unix",
+    "in process": "tokio-mpsc",
+}
+CEILING_TRANSPORT = {"QUIC": "quic", "TCP": "tcp", "AF_UNIX": "unix", "in process": "inproc"}
+WEIDA_TRANSPORT = {"QUIC": "quic", "TCP": "quic", "AF_UNIX": "unix", "in process": "inproc"}
+WEIDA_OF = {"rust": "weida", "python": "weida-py", "node": "weida-node"}
+
+
+@dataclasses.dataclass(frozen=True)
+class System:
+    key: str
+    language: str  # rust | python | node
+    kind: str  # substrate | weida | other
+    transports: tuple[str, ...]
+    patterns: tuple[str, ...]
+    program: str = ""  # worker file (python, node)
+    variant: str | None = None
+    rust: tuple[str, ...] = ()  # weida-bench --system arguments ("{t}" is the transport)
+    sizes: tuple[int, ...] = SIZES  # Push/Pull sizes
+
+
+PP, RR, PS = "push_pull", "req_rep", "pub_sub"
+ZMQ, WEIDA = ("tcp", "ipc", "inproc"), ("quic", "unix", "inproc")
+SMALL = (64, 1024)
+SYSTEMS: tuple[System, ...] = (
+    # The bare substrate, the ceilings: weida-bench --one (bench/src/one.rs).
+    System("quinn-stream", "rust", "substrate", ("quic",), (PP, RR),
+           rust=("--system", "substrate", "--transport", "quic")),
+    System("quinn-long", "rust", "substrate", ("quic",), (PP, RR), rust=("--system", "quinn-long")),
+    System("framed-tcp", "rust", "substrate", ("tcp",), (PP, RR), rust=("--system", "tcp")),
+    System("framed-unix", "rust", "substrate", ("unix",), (PP, RR),
+           rust=("--system", "substrate", "--transport", "unix")),
+    System("tokio-mpsc", "rust", "substrate", ("inproc",), (PP, RR),
+           rust=("--system", "substrate", "--transport", "inproc")),
+    # weida.
+    System("weida", "rust", "weida", WEIDA, (PP, RR, PS),
+           rust=("--system", "weida", "--transport", "{t}")),
+    System("weida-py", "python", "weida", WEIDA, (PP, RR, PS), "workers/weida_worker.py", "single"),
+    System("weida-py batch", "python", "weida", WEIDA, (PP,), "workers/weida_worker.py", "batch",
+           sizes=SMALL),
+    System("weida-node", "node", "weida", WEIDA, (PP, RR, PS), "node/weida_worker.mjs", "await"),
+    System("weida-node window", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "window",
+           sizes=SMALL),
+    # The others.
+    System("pyzmq", "python", "other", ZMQ, (PP, RR, PS), "workers/pyzmq_worker.py", "sync"),
+    System("pyzmq asyncio", "python", "other", ZMQ, (PP,), "workers/pyzmq_worker.py", "asyncio"),
+    System("zeromq.js", "node", "other", ZMQ, (PP, RR, PS), "node/zeromq_worker.mjs"),
+    System("pynng", "python", "other", ZMQ, (PP, RR, PS), "workers/pynng_worker.py"),
+    System("zenoh", "python", "other", ("tcp", "quic", "unix"), (PP, RR, PS),
+           "workers/zenoh_worker.py"),
+)  # fmt: skip
+# What each row runs, for the report's legend.
+WHAT = {
+    "quinn-stream": "raw quinn, a uni stream per message (a bidi stream per request): "
+    "weida's design on bare quinn",
+    "quinn-long": "raw quinn, one long stream of u32-length-prefixed frames (Push/Pull: gathered "
+    "into 64 KiB writes)",
+    "framed-tcp": "one tokio TcpStream (Nagle off), u32-length-prefixed frames",
+    "framed-unix": "one tokio UnixStream, u32-length-prefixed frames",
+    "tokio-mpsc": "a tokio mpsc::channel<Bytes>(256) (mpsc + oneshot for Req/Rep)",
+    "weida": "weida's Rust core: Pusher.send / Puller.recv, Requester.request / Replier (echo)",
+    "weida-py": "weida's Python binding (asyncio), one await per send and per receive",
+    "weida-py batch": "weida's Python binding, send_many / recv_many of 256",
+    "weida-node": "weida's Node binding, one await per send and per receive",
+    "weida-node window": "weida's Node binding, 64 sends and 64 receives in flight",
+    "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",
+    "pyzmq asyncio": "pyzmq's zmq.asyncio on one event loop",
+    "zeromq.js": "zeromq.js v6 (libzmq), await send / for await",
+    "pynng": "pynng (NNG), blocking API, the sending side on a thread",
+    "zenoh": "zenoh-python, peer sessions: put/subscriber (BLOCK), querier/queryable, "
+    "publisher (DROP)",
+}
+# A system without a Pub/Sub row yet, shown as "not yet" in the overview.
+BY_KEY = {s.key: s for s in SYSTEMS}
+NO_PUBSUB_YET: set[str] = set()
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    pattern: str
+    size: int
+    width: int = 1
+
+    def name(self) -> str:
+        if self.pattern == PS:
+            return f"pub_sub {size_name(self.size)} ×{self.width}"
+        return f"{self.pattern} {size_name(self.size)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    case: Case
+    system: System
+    transport: str
+
+
+def size_name(n: int) -> str:
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} B"
+
+
+def target_dir() -> Path:
+    t = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
+    return t if t.is_absolute() else ROOT / t
+
+
+def cases(smoke: bool) -> list[Case]:
+    if smoke:
+        return [Case(PP, 1024), Case(RR, REQ_SIZE), Case(PS, 64, 2)]
+    return [Case(PP, s) for s in SIZES] + [Case(RR, REQ_SIZE)] + [Case(PS, s, w) for w, s in PUBSUB]
+
+
+def selected(s: System, pattern: str, only: list[str]) -> bool:
+    if not only:
+        return True
+    for o in only:
+        sys_part, _, pat = o.partition("/")
+        if sys_part in ("*", s.key) and pat in ("", pattern):
+            return True
+    return False
+
+
+def plan(a: argparse.Namespace) -> list[Job]:
+    jobs = []
+    for c in cases(a.smoke):
+        for s in SYSTEMS:
+            if c.pattern not in s.patterns or not selected(s, c.pattern, a.only):
+                continue
+            if c.pattern == PP and c.size not in s.sizes and not a.smoke:
+                continue
+            # The smoke run: every system and transport once for Push/Pull, the first transport
+            # for the rest.
+            transports = s.transports if (c.pattern == PP or not a.smoke) else s.transports[:1]
+            jobs += [Job(c, s, t) for t in transports]
+    return jobs
+
+
+def argv(j: Job, a: argparse.Namespace) -> list[str]:
+    window = ["--secs", str(a.secs), "--warmup", str(a.warmup)]
+    s = j.system
+    if s.language == "rust":
+        rust = [x.replace("{t}", j.transport) for x in s.rust]
+        if j.case.pattern == PS:
+            rust += ["--width", str(j.case.width)]
+        return [
+            str(a.bench_bin),
+            "--one",
+            "--bench",
+            j.case.pattern,
+            "--size",
+            str(j.case.size),
+            *rust,
+            *window,
+        ]
+    common = ["--pattern", j.case.pattern, "--transport", j.transport, "--size", str(j.case.size)]
+    common += ["--width", str(j.case.width), *window]
+    if s.variant:
+        common += ["--variant", s.variant]
+    if s.language == "python":
+        return [sys.executable, str(SUITE / s.program), *common]
+    return ["node", str(SUITE / s.program), *common]
+
+
+def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
+    """Runs one worker; its JSON line, or an error."""
+    cmd = argv(j, a)
+    limit = a.warmup + 4 * a.secs + 40
+    began = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=SUITE)
+    except subprocess.TimeoutExpired:
+        return {"error": f"worker killed after {limit:.0f} s", "cmd": shlex.join(cmd)}
+    except OSError as e:
+        return {"error": f"cannot start the worker: {e}", "cmd": shlex.join(cmd)}
+    wall = time.perf_counter() - began
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        return {
+            "error": f"exit {p.returncode}, no result: {' | '.join(tail)}",
+            "cmd": shlex.join(cmd),
+        }
+    r: dict[str, Any] = json.loads(lines[-1])
+    if p.returncode != 0 and "error" not in r:
+        r["error"] = f"exit {p.returncode}"
+    if "error" in r:
+        r["stderr_tail"] = p.stderr.strip().splitlines()[-5:]
+    r["wall_s"] = wall
+    r["cmd"] = shlex.join(cmd)
+    return r
+
+
+def figure(r: dict[str, Any], pattern: str) -> str:
+    if "error" in r:
+        return f"FAILED {r['error']}"
+    if pattern == RR:
+        return f"p50 {r['p50_us']:.1f} µs p99 {r['p99_us']:.1f} µs"
+    key = "copies_per_s" if pattern == PS else "msgs_per_s"
+    return f"{si(r[key])} {'copies' if pattern == PS else 'msgs'}/s"
+
+
+# ---------------------------------------------------------------- the machine and versions
+
+
+def sh(cmd: list[str], cwd: Path | None = None) -> str:
+    try:
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=30, cwd=cwd
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "cpu": cpu,
+        "memory": sh(["sh", "-c", "free -h | awk '/Mem:/ {print $2}'"]),
+        "loadavg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "hostname": platform.node(),
+    }
+
+
+def pkg(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cargo_lock(name: str) -> str:
+    try:
+        text = (ROOT / "Cargo.lock").read_text()
+    except OSError:
+        return "unknown"
+    blocks = text.split("[[package]]")
+    found = [b for b in blocks if f'name = "{name}"\n' in b]
+    return ", ".join(b.split('version = "')[1].split('"')[0] for b in found) or "unknown"
+
+
+def versions() -> dict[str, str]:
+    py = sys.executable
+    node_dir = SUITE / "node"
+    zjs = sh(
+        ["node", "-e", "const z=require('zeromq/package.json');console.log(z.version)"], node_dir
+    )
+    libzmq_js = sh(
+        [
+            "node",
+            "--input-type=module",
+            "-e",
+            "import * as z from 'zeromq'; console.log(z.version)",
+        ],
+        node_dir,
+    )
+    return {
+        "weida": cargo_lock("weida"),
+        "git commit": sh(["git", "-C", str(ROOT), "describe", "--always", "--dirty"]),
+        "rustc": sh(["rustc", "--version"]),
+        "quinn": cargo_lock("quinn"),
+        "quinn-proto": cargo_lock("quinn-proto"),
+        "rustls": cargo_lock("rustls"),
+        "tokio": cargo_lock("tokio"),
+        "python": platform.python_version(),
+        "weida (Python wheel)": pkg("weida"),
+        "pyzmq": pkg("pyzmq"),
+        "libzmq (pyzmq)": sh([py, "-c", "import zmq; print(zmq.zmq_version())"]),
+        "pynng": pkg("pynng"),
+        "eclipse-zenoh": pkg("eclipse-zenoh"),
+        "matplotlib": pkg("matplotlib"),
+        "node": sh(["node", "--version"]),
+        "zeromq.js": zjs,
+        "libzmq (zeromq.js)": libzmq_js,
+        "openssl (zenoh's quic certificate)": sh(["openssl", "version"]),
+    }
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def si(v: float) -> str:
+    if v >= 1e6:
+        return f"{v / 1e6:.2f}M"
+    if v >= 1e4:
+        return f"{v / 1e3:.1f}k"
+    if v >= 1e3:
+        return f"{v / 1e3:.2f}k"
+    return f"{v:.0f}"
+
+
+def fixed(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def ratio(v: float) -> str:
+    return f"{v:.2f}" if v >= 0.1 else f"{v:.3f}" if v >= 0.01 else f"{v:.4f}"
+
+
+Summary = dict[str, float]  # median, min, max, n
+
+
+def summary(values: list[float | None]) -> Summary | None:
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    return {"median": statistics.median(v), "min": v[0], "max": v[-1], "n": len(v)}
+
+
+def paired(a: list[float | None], b: list[float | None]) -> list[float | None]:
+    return [x / y if x is not None and y else None for x, y in zip(a, b, strict=True)]
+
+
+Series = dict[tuple[Case, str, str], list[float | None]]  # (case, system, transport) -> per rep
+
+
+def series(records: list[dict[str, Any]], reps: int, metric: str) -> Series:
+    out: Series = {}
+    for r in records:
+        k = (r["_case"], r["_system"], r["_transport"])
+        out.setdefault(k, [None] * reps)
+        if "error" not in r and metric in r:
+            out[k][r["_rep"]] = float(r[metric])
+    return out
+
+
+def metric_of(pattern: str) -> str:
+    return {PP: "msgs_per_s", PS: "copies_per_s", RR: "p50_us"}[pattern]
+
+
+@dataclasses.dataclass
+class Row:
+    case: Case
+    system: System
+    transport: str
+    value: Summary | None  # msgs/s, copies/s, or p50
+    p99: Summary | None
+    vs_weida: Summary | None  # weida ÷ this, paired per rep
+    vs_ceiling: Summary | None  # this ÷ the family's ceiling
+    vs_stream: Summary | None  # this ÷ quinn-stream (QUIC rows)
+    errors: list[str]
+
+
+def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]:
+    main = {p: series(records, reps, metric_of(p)) for p in (PP, RR, PS)}
+    p99 = series(records, reps, "p99_us")
+    out = []
+    seen = set()
+    for j in jobs:
+        key = (j.case, j.system.key, j.transport)
+        if key in seen:
+            continue
+        seen.add(key)
+        mine = main[j.case.pattern].setdefault(key, [None] * reps)
+        fam = FAMILY[j.transport]
+
+        def against(other: tuple[str, str], weida_first: bool, j: Job = j) -> Summary | None:
+            """Per-rep ratios of this row and `other` (system, transport) in the same case."""
+            them = main[j.case.pattern].get((j.case, *other))
+            if them is None or other[0] == j.system.key:
+                return None
+            mine = main[j.case.pattern][(j.case, j.system.key, j.transport)]
+            return summary(paired(them, mine) if weida_first else paired(mine, them))
+
+        weida = (WEIDA_OF[j.system.language], WEIDA_TRANSPORT[fam])
+        vs_weida = against(weida, True) if j.system.kind == "other" else None
+        vs_ceiling = against((CEILING[fam], CEILING_TRANSPORT[fam]), False)
+        on_quic = fam == "QUIC" and j.system.kind != "substrate"
+        vs_stream = against(("quinn-stream", "quic"), False) if on_quic else None
+        errors = [
+            str(r["error"])
+            for r in records
+            if (r["_case"], r["_system"], r["_transport"]) == key and "error" in r
+        ]
+        out.append(
+            Row(
+                j.case,
+                j.system,
+                j.transport,
+                summary(mine),
+                summary(p99.get(key, [None] * reps)) if j.case.pattern == RR else None,
+                vs_weida,
+                vs_ceiling,
+                vs_stream,
+                errors,
+            )
+        )
+    order = {k: i for i, k in enumerate(s.key for s in SYSTEMS)}
+    out.sort(key=lambda r: (FAMILIES.index(FAMILY[r.transport]), order[r.system.key], r.transport))
+    return out
+
+
+# ---------------------------------------------------------------- the report
+
+
+def cell(s: Summary | None, f: Callable[[float], str]) -> tuple[str, str]:
+    if s is None:
+        return "failed", ""
+    return f(s["median"]), f"{f(s['min'])}–{f(s['max'])}"
+
+
+def rcell(s: Summary | None) -> str:
+    if s is None:
+        return ""
+    return f"{ratio(s['median'])} [{ratio(s['min'])}–{ratio(s['max'])}]"
+
+
+def label(r: Row) -> str:
+    return f"{r.system.key}" if r.system.kind != "weida" else f"**{r.system.key}**"
+
+
+LEGEND = """\
+Each measurement is one worker process with both ends of the case in it, on loopback. A cell is
+the median over the repetitions, with the min–max range beside it. Ratios are computed per
+repetition from measurements taken in the same repetition, then summarized the same way.
+
+- **weida ÷ this**: weida's row of the same language and case on the matching transport (QUIC
+  for QUIC and TCP rows, AF_UNIX for ipc/unix rows, in process for in-process rows) divided by
+  this row. For msgs/s and copies/s **below 1 means weida is slower**; for latency **above 1
+  means weida is slower**.
+- **÷ ceiling**: this row divided by the bare substrate of its transport family: raw quinn with
+  one long framed stream (QUIC), a framed tokio TcpStream (TCP), a framed tokio UnixStream
+  (AF_UNIX), a tokio mpsc (in process). **÷ quinn stream/msg**: a QUIC row divided by raw quinn
+  with a stream per message, weida's own design on bare quinn.
+- Bold rows are weida. The workers, what each system's pattern maps to, and how to reproduce:
+  bench/README.md; what the numbers mean: docs/PERFORMANCE.md."""
+
+
+def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
+    out = [f"# weida benchmark suite, {meta['date']}", ""]
+    if meta["settings"]["smoke"]:
+        out += ["**A smoke run: it proves the harness works. These are not numbers to quote.**", ""]
+    m, v, st = meta["machine"], meta["versions"], meta["settings"]
+    out += [
+        f"- command: `{meta['command']}`",
+        f"- machine: {m['nproc']} cores, {m['kernel']}, {m['cpu']}, {m['memory']} memory; "
+        f"load average at start {m['loadavg_at_start']}, at end {meta['loadavg_at_end']}",
+        f"- settings: {st['reps']} repetition(s), {st['secs']} s measured after {st['warmup']} s "
+        f"warmup per measurement; {meta['measurements']} worker runs in "
+        f"{meta['elapsed_s'] / 60:.1f} min",
+        "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
+        "",
+        *LEGEND.splitlines(),
+        "",
+    ]
+    out += ["## Overview (medians)", ""]
+    out += overview(table)
+    for pattern, title in (
+        (PP, "Push/Pull throughput"),
+        (RR, "Req/Rep latency"),
+        (PS, "Pub/Sub fan-out"),
+    ):
+        case_list = sorted(
+            {r.case for r in table if r.case.pattern == pattern}, key=lambda c: (c.size, c.width)
+        )
+        for c in case_list:
+            out += ["", f"## {title}: {c.name()}", ""]
+            if pattern == PS:
+                out += [
+                    f"{c.width} subscriber(s), each subscribed to everything; copies/s is the "
+                    "messages received per second summed over the subscribers.",
+                    "",
+                ]
+            sel = [r for r in table if r.case == c]
+            if pattern == RR:
+                out += [
+                    "| system | lang | transport | p50 µs | p50 range | p99 µs | p99 range "
+                    "| weida ÷ this (p50) | ÷ ceiling (p50) | ÷ quinn stream/msg (p50) |",
+                    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+                ]
+                for r in sel:
+                    a, ar = cell(r.value, fixed)
+                    b, br = cell(r.p99, fixed)
+                    out.append(
+                        f"| {label(r)} | {r.system.language} | {r.transport} "
+                        f"| {a} | {ar} | {b} | {br} | "
+                        f"{rcell(r.vs_weida)} | {rcell(r.vs_ceiling)} | {rcell(r.vs_stream)} |"
+                    )
+            elif pattern == PS:
+                out += [
+                    "| system | lang | transport | copies/s | range | MB/s | per subscriber "
+                    "| weida ÷ this |",
+                    "|---|---|---|---:|---:|---:|---:|---:|",
+                ]
+                for r in sel:
+                    a, ar = cell(r.value, si)
+                    mb = fixed(r.value["median"] * c.size / 1e6) if r.value else ""
+                    each = si(r.value["median"] / c.width) if r.value else ""
+                    out.append(
+                        f"| {label(r)} | {r.system.language} | {r.transport} "
+                        f"| {a} | {ar} | {mb} | {each} | {rcell(r.vs_weida)} |"
+                    )
+            else:
+                out += [
+                    "| system | lang | transport | msgs/s | range | MB/s | weida ÷ this "
+                    "| ÷ ceiling | ÷ quinn stream/msg |",
+                    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+                ]
+                for r in sel:
+                    a, ar = cell(r.value, si)
+                    mb = fixed(r.value["median"] * c.size / 1e6) if r.value else ""
+                    out.append(
+                        f"| {label(r)} | {r.system.language} | {r.transport} "
+                        f"| {a} | {ar} | {mb} | "
+                        f"{rcell(r.vs_weida)} | {rcell(r.vs_ceiling)} | {rcell(r.vs_stream)} |"
+                    )
+    failed = [r for r in table if r.errors]
+    if failed:
+        out += ["", "## Failures", ""]
+        for r in failed:
+            errors = "; ".join(sorted(set(r.errors)))
+            out.append(f"- {r.case.name()} {r.system.key} {r.transport}: {errors}")
+    out += ["", "## Systems", "", "| system | language | what the row runs |", "|---|---|---|"]
+    used = {j.system.key for j in jobs}
+    out += [f"| {s.key} | {s.language} | {WHAT[s.key]} |" for s in SYSTEMS if s.key in used]
+    out += ["", "Plots: " + ", ".join(f"[{p}]({p})" for p in meta.get("plots", [])), ""]
+    return "\n".join(out)
+
+
+def overview(table: list[Row]) -> list[str]:
+    cols: list[tuple[Case, str]] = [(Case(PP, s), f"P/P {size_name(s)} msgs/s") for s in SIZES]
+    cols += [
+        (Case(PP, 1 << 20), "P/P 1 MiB MB/s"),
+        (Case(RR, REQ_SIZE), "R/R p50 µs"),
+        (Case(RR, REQ_SIZE), "R/R p99 µs"),
+    ]
+    cols += [(Case(PS, s, w), f"P/S {size_name(s)} ×{w} copies/s") for w, s in PUBSUB]
+    present = {r.case for r in table}
+    cols = [c for c in cols if c[0] in present]
+    by = {(r.case, r.system.key, r.transport): r for r in table}
+    keys = []
+    for r in table:
+        k = (r.system.key, r.transport)
+        if k not in keys:
+            keys.append(k)
+    keys.sort(key=lambda k: (FAMILIES.index(FAMILY[k[1]]), [s.key for s in SYSTEMS].index(k[0])))
+    out = ["| system | transport | " + " | ".join(c[1] for c in cols) + " |"]
+    out.append("|---|---|" + "---:|" * len(cols))
+    for sk, t in keys:
+        cells = []
+        for c, name in cols:
+            r = by.get((c, sk, t))
+            if r is None:
+                cells.append("not yet" if c.pattern == PS and sk in NO_PUBSUB_YET else "–")
+            elif name.endswith("MB/s"):
+                cells.append(fixed(r.value["median"] * c.size / 1e6) if r.value else "failed")
+            elif name.endswith("p99 µs"):
+                cells.append(fixed(r.p99["median"]) if r.p99 else "failed")
+            elif c.pattern == RR:
+                cells.append(fixed(r.value["median"]) if r.value else "failed")
+            else:
+                cells.append(si(r.value["median"]) if r.value else "failed")
+        name = f"**{sk}**" if BY_KEY[sk].kind == "weida" else sk
+        out.append(f"| {name} | {t} | " + " | ".join(cells) + " |")
+    return out
+
+
+# ---------------------------------------------------------------- plots
+
+
+def row_order(k: tuple[str, str]) -> tuple[int, int]:
+    """Systems in SYSTEMS order, and their transports in the order each lists them."""
+    s = BY_KEY[k[0]]
+    return [x.key for x in SYSTEMS].index(s.key), s.transports.index(k[1])
+
+
+def plots(table: list[Row], out: Path, title: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    colours = {
+        "quinn-stream": "dimgray",
+        "quinn-long": "black",
+        "framed-tcp": "black",
+        "framed-unix": "black",
+        "tokio-mpsc": "black",
+        "weida": "tab:red",
+        "weida-py": "tab:orange",
+        "weida-py batch": "gold",
+        "weida-node": "tab:green",
+        "weida-node window": "yellowgreen",
+        "pyzmq": "tab:blue",
+        "pyzmq asyncio": "lightskyblue",
+        "zeromq.js": "tab:purple",
+        "pynng": "tab:brown",
+        "zenoh": "tab:cyan",
+    }
+    styles = {"substrate": ":", "weida": "-", "other": "--"}
+
+    def yerr(rs: list[Row], scale: Callable[[Row], float]) -> list[list[float]]:
+        lo = [(r.value["median"] - r.value["min"]) * scale(r) if r.value else 0 for r in rs]
+        hi = [(r.value["max"] - r.value["median"]) * scale(r) if r.value else 0 for r in rs]
+        return [lo, hi]
+
+    # Push/Pull: msgs/s and MB/s against size, one panel per transport family.
+    pp = [r for r in table if r.case.pattern == PP and r.value]
+    for unit, scale, fname in (
+        ("msgs/s", lambda r: 1.0, "push_pull_msgs.png"),
+        ("MB/s", lambda r: r.case.size / 1e6, "push_pull_mbps.png"),
+    ):
+        if not pp:
+            break
+        fig, axes = plt.subplots(2, 2, figsize=(14, 10), sharex=True)
+        for ax, fam in zip(axes.flat, FAMILIES, strict=True):
+            lines = sorted(
+                {(r.system.key, r.transport) for r in pp if FAMILY[r.transport] == fam},
+                key=lambda k: [s.key for s in SYSTEMS].index(k[0]),
+            )
+            for sk, t in lines:
+                rs = sorted(
+                    (r for r in pp if (r.system.key, r.transport) == (sk, t)),
+                    key=lambda r: r.case.size,
+                )
+                xs = [r.case.size for r in rs]
+                ys = [r.value["median"] * scale(r) for r in rs if r.value]
+                ax.errorbar(
+                    xs,
+                    ys,
+                    yerr=yerr(rs, scale),
+                    label=f"{sk} ({t})",
+                    color=colours.get(sk, "gray"),
+                    linestyle=styles[BY_KEY[sk].kind],
+                    marker="o",
+                    capsize=3,
+                    linewidth=2 if BY_KEY[sk].kind == "weida" else 1.2,
+                )
+            ax.set_title(f"Push/Pull over {fam}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(list(SIZES), [size_name(s) for s in SIZES])
+            ax.set_ylabel(unit)
+            ax.grid(True, which="both", alpha=0.3)
+            if lines:
+                ax.legend(fontsize=7)
+        fig.suptitle(f"Push/Pull {unit}, median and min–max over the repetitions ({title})")
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=90)
+        plt.close(fig)
+        made.append(fname)
+
+    # Req/Rep: p50 bars, p99 markers.
+    rr = [r for r in table if r.case.pattern == RR and r.value]
+    if rr:
+        fig, ax = plt.subplots(figsize=(11, max(4, 0.32 * len(rr) + 1)))
+        ys = list(range(len(rr)))
+        ax.barh(
+            ys,
+            [r.value["median"] for r in rr],
+            xerr=yerr(rr, lambda r: 1.0),
+            color=[colours.get(r.system.key, "gray") for r in rr],
+            capsize=3,
+            label="p50",
+        )
+        ax.scatter(
+            [r.p99["median"] if r.p99 else 0 for r in rr],
+            ys,
+            marker="|",
+            s=200,
+            color="black",
+            label="p99",
+            zorder=3,
+        )
+        ax.set_yticks(ys, [f"{r.system.key} ({r.transport})" for r in rr], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("round trip, µs (log)")
+        ax.set_title(f"Req/Rep 64 B: p50 (bars, min–max) and p99 (|) ({title})")
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "req_rep.png", dpi=90)
+        plt.close(fig)
+        made.append("req_rep.png")
+
+    # Pub/Sub: copies/s per system and transport, one bar per case.
+    ps = [r for r in table if r.case.pattern == PS]
+    if ps:
+        keys = sorted(
+            {(r.system.key, r.transport) for r in ps},
+            key=row_order,
+        )
+        pcases = sorted({r.case for r in ps}, key=lambda c: (c.size, c.width))
+        fig, ax = plt.subplots(figsize=(14, 6))
+        width = 0.8 / max(1, len(pcases))
+        by = {(r.case, r.system.key, r.transport): r for r in ps}
+        for i, c in enumerate(pcases):
+            xs = [k + i * width for k in range(len(keys))]
+            rs = [by.get((c, *k)) for k in keys]
+            ax.bar(
+                xs,
+                [r.value["median"] if r and r.value else 0 for r in rs],
+                width,
+                label=c.name().removeprefix("pub_sub "),
+            )
+        ax.set_xticks(
+            [k + 0.4 - width / 2 for k in range(len(keys))],
+            [f"{k[0]} ({k[1]})" for k in keys],
+            fontsize=8,
+            rotation=45,
+            ha="right",
+        )
+        ax.set_yscale("log")
+        ax.set_ylabel("copies/s (log)")
+        ax.set_title(f"Pub/Sub copies/s, medians ({title})")
+        ax.legend(fontsize=8)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "pub_sub.png", dpi=90)
+        plt.close(fig)
+        made.append("pub_sub.png")
+
+    # weida ÷ its ceiling, every weida row.
+    wr = [r for r in table if r.system.kind == "weida" and r.case.pattern == PP and r.vs_ceiling]
+    if wr:
+        keys = sorted(
+            {(r.system.key, r.transport) for r in wr},
+            key=row_order,
+        )
+        fig, ax = plt.subplots(figsize=(14, 6))
+        width = 0.8 / len(SIZES)
+        by = {(r.case.size, r.system.key, r.transport): r for r in wr}
+        for i, size in enumerate(SIZES):
+            xs = [k + i * width for k in range(len(keys))]
+            vals = [
+                (by[(size, *k)].vs_ceiling or {}).get("median", 0) if (size, *k) in by else 0
+                for k in keys
+            ]
+            ax.bar(xs, vals, width, label=size_name(size))
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(
+            [k + 0.4 - width / 2 for k in range(len(keys))],
+            [f"{k[0]} ({k[1]})" for k in keys],
+            fontsize=8,
+            rotation=45,
+            ha="right",
+        )
+        ax.set_yscale("log")
+        ax.set_ylabel("msgs/s ÷ ceiling (log; 1 = the bare substrate)")
+        ax.set_title(
+            "Push/Pull: weida ÷ its substrate ceiling (quinn long stream, framed unix, "
+            f"tokio mpsc) ({title})"
+        )
+        ax.legend(fontsize=8)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "weida_vs_ceiling.png", dpi=90)
+        plt.close(fig)
+        made.append("weida_vs_ceiling.png")
+    return made
+
+
+# ---------------------------------------------------------------- main
+
+
+def write(
+    meta: dict[str, Any], records: list[dict[str, Any]], jobs: list[Job], reps: int, out: Path
+) -> None:
+    """results.md, results.json and the plots in `out`, from the measurements."""
+    table = rows(records, jobs, reps)
+    title = f"{meta['date']}, {meta['machine']['nproc']} cores"
+    title += ", smoke run" if meta["settings"]["smoke"] else ""
+    meta["plots"] = plots(table, out, title)
+    md = markdown(meta, table, jobs)
+    (out / "results.md").write_text(md)
+    doc = {
+        **meta,
+        "records": [
+            {k: v for k, v in r.items() if not k.startswith("_")}
+            | {
+                "rep": r["_rep"],
+                "row": r["_system"],
+                "pattern": r["_case"].pattern,
+                "size": r["_case"].size,
+                "width": r["_case"].width,
+                "transport": r["_transport"],
+            }
+            for r in records
+        ],
+        "rows": [
+            {
+                "pattern": r.case.pattern,
+                "size": r.case.size,
+                "width": r.case.width,
+                "system": r.system.key,
+                "language": r.system.language,
+                "transport": r.transport,
+                "family": FAMILY[r.transport],
+                "value": r.value,
+                "p99_us": r.p99,
+                "weida_over_this": r.vs_weida,
+                "this_over_ceiling": r.vs_ceiling,
+                "this_over_quinn_stream": r.vs_stream,
+                "errors": r.errors,
+            }
+            for r in table
+        ],
+    }
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(md)
+    print(
+        f"\nwrote {out}/results.md, results.json, {', '.join(meta['plots'])} "
+        f"({meta['measurements']} worker runs in {meta['elapsed_s']:.0f} s)"
+    )
+
+
+def rerender(path: Path) -> int:
+    """--from-json: the report of a committed run again, with this file's report code."""
+    doc = json.loads(path.read_text())
+    meta = {k: v for k, v in doc.items() if k not in ("records", "rows", "plots")}
+    records, jobs, seen = [], [], set()
+    for r in doc["records"]:
+        case = Case(r["pattern"], int(r["size"]), int(r.get("width", 1)))
+        key = (case, r["row"], r["transport"])
+        r = {**r, "_case": case, "_system": r["row"], "_transport": r["transport"]}
+        r["_rep"] = r["rep"]
+        records.append(r)
+        if key not in seen:
+            seen.add(key)
+            jobs.append(Job(case, BY_KEY[r["row"]], r["transport"]))
+    write(meta, records, jobs, int(meta["settings"]["reps"]), path.parent)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--smoke", action="store_true", help="tiny windows, 1 rep, a few cases (CI; < 2 min)"
+    )
+    ap.add_argument("--reps", type=int, help="repetitions (default 3; smoke 1)")
+    ap.add_argument(
+        "--secs", type=float, help="measured window per measurement, s (default 1; smoke 0.1)"
+    )
+    ap.add_argument(
+        "--warmup", type=float, help="warmup per measurement, s (default 0.3; smoke 0.05)"
+    )
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="SYSTEM[/PATTERN]",
+        help="only these rows, e.g. pyzmq, zenoh/pub_sub, '*/req_rep' (repeatable)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="output directory (default bench/results/<date>; smoke: under the target dir)",
+    )
+    ap.add_argument("--bench-bin", type=Path, default=target_dir() / "release" / "weida-bench")
+    ap.add_argument(
+        "--list", action="store_true", help="print the planned worker commands and exit"
+    )
+    ap.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="measure nothing: write results.md and the plots again from a results.json",
+    )
+    a = ap.parse_args()
+    if a.from_json:
+        return rerender(a.from_json)
+    a.reps = a.reps or (1 if a.smoke else 3)
+    a.secs = a.secs or (0.1 if a.smoke else 1.0)
+    a.warmup = a.warmup if a.warmup is not None else (0.05 if a.smoke else 0.3)
+    for o in a.only:
+        if o.partition("/")[0] not in ("*", *BY_KEY):
+            ap.error(f"--only: no system {o.partition('/')[0]!r}; systems: {', '.join(BY_KEY)}")
+    jobs = plan(a)
+    if a.list:
+        for j in jobs:
+            print(shlex.join(argv(j, a)))
+        return 0
+    if not jobs:
+        ap.error("--only selected nothing")
+    today = datetime.date.today().isoformat()
+    out = a.out or (
+        target_dir() / "bench-suite-smoke" if a.smoke else ROOT / "bench" / "results" / today
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    command = (
+        "./dev bench-suite " + shlex.join(sys.argv[1:])
+        if os.environ.get("WEIDA_DEV")
+        else shlex.join([sys.executable, *sys.argv])
+    )
+    meta: dict[str, Any] = {
+        "date": today,
+        "command": command.strip(),
+        "machine": machine(),
+        "versions": versions(),
+        "settings": {
+            "smoke": a.smoke,
+            "reps": a.reps,
+            "secs": a.secs,
+            "warmup": a.warmup,
+            "only": a.only,
+        },
+    }
+    print(f"# weida benchmark suite, {today}")
+    print(f"command: {meta['command']}")
+    print("machine: " + json.dumps(meta["machine"]))
+    print("versions: " + json.dumps(meta["versions"]))
+    total = len(jobs) * a.reps
+    print(
+        f"{len(jobs)} measurements × {a.reps} rep(s) = {total} worker runs, "
+        f"{a.secs} s + {a.warmup} s warmup each",
+        flush=True,
+    )
+    records: list[dict[str, Any]] = []
+    began = time.perf_counter()
+    for rep in range(a.reps):
+        for j in jobs:
+            r = measure(j, a)
+            r.update(_case=j.case, _system=j.system.key, _transport=j.transport, _rep=rep)
+            records.append(r)
+            print(
+                f"[{len(records):>4}/{total} {time.perf_counter() - began:6.0f}s] rep {rep + 1} "
+                f"{j.case.name():<20} {j.system.key} {j.transport}: {figure(r, j.case.pattern)}",
+                file=sys.stderr,
+                flush=True,
+            )
+    meta["elapsed_s"] = time.perf_counter() - began
+    meta["loadavg_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    meta["measurements"] = len(records)
+    write(meta, records, jobs, a.reps, out)
+    failures = [r for r in records if "error" in r]
+    if failures:
+        print(
+            f"bench-suite: {len(failures)} of {len(records)} worker runs failed (see Failures)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
