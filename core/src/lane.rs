@@ -20,8 +20,34 @@ const BATCH_BYTES: usize = 256 * 1024;
 const BATCH_FRAMES: usize = 128;
 
 struct Frame {
-    head: Bytes,
+    head: FrameHead,
     body: Bytes,
+}
+
+/// A frame's header and body length: inline for the common header with no fields (no
+/// allocation per message), else encoded.
+pub(crate) enum FrameHead {
+    Inline([u8; 10], u8),
+    Encoded(Vec<u8>),
+}
+
+impl FrameHead {
+    /// The head of a frame whose header has no field (`01 00`) and a body of `len` bytes.
+    pub(crate) fn plain(len: usize) -> FrameHead {
+        let mut b = [0u8; 10];
+        b[0] = 0x01;
+        let n = crate::wire::varint::len(len as u64);
+        // A varint is at most 8 bytes: it fits after the two header bytes.
+        crate::wire::varint::put(&mut &mut b[2..2 + n], len as u64);
+        FrameHead::Inline(b, (2 + n) as u8)
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            FrameHead::Inline(b, n) => &b[..*n as usize],
+            FrameHead::Encoded(v) => v,
+        }
+    }
 }
 
 /// What a lane's writer reports to its senders.
@@ -69,7 +95,7 @@ impl Lane {
 
     /// Queues a frame (its header bytes and its body): waits while the lane's queue is full.
     /// Cancel-safe: a cancelled send queued nothing.
-    pub(crate) async fn send(&self, head: Bytes, body: Bytes) -> Result<()> {
+    pub(crate) async fn send(&self, head: FrameHead, body: Bytes) -> Result<()> {
         self.tx.send(Frame { head, body }).await.map_err(|_| {
             self.take_failure()
                 .unwrap_or(Error::ConnectionLost(LossCause::PeerClosed))
@@ -121,7 +147,7 @@ impl Batch {
     }
 
     fn push(&mut self, f: Frame) {
-        self.push_parts(&f.head, f.body);
+        self.push_parts(f.head.as_slice(), f.body);
     }
 
     pub(crate) fn push_parts(&mut self, head: &[u8], body: Bytes) {
@@ -225,5 +251,19 @@ async fn write_lane(
             Ok(())
         }
         Err(e) => Err((e.into_write_error(path), 0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameHead;
+
+    #[test]
+    fn a_plain_head_is_what_the_codec_writes_for_an_empty_header() {
+        for len in [0usize, 5, 63, 64, 16_383, 16_384, 1 << 30] {
+            let mut enc = Vec::new();
+            crate::wire::lane::encode_frame_head(&crate::wire::Header::default(), len, &mut enc);
+            assert_eq!(FrameHead::plain(len).as_slice(), &enc[..], "{len}");
+        }
     }
 }

@@ -669,10 +669,27 @@ impl Link {
         body: Bytes,
     ) -> Result<()> {
         shared.check_open()?;
-        let mut head = Vec::with_capacity(16);
-        crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
-        let counted = head.len() - crate::wire::varint::len(body.len() as u64);
-        let counted = counted - crate::wire::varint::len_from_first_byte(head[0]);
+        let plain = header.path.is_none()
+            && header.meta.is_empty()
+            && header.topic.is_none()
+            && header.sequence.is_none()
+            && header.producer.is_none();
+        let head = if plain {
+            crate::lane::FrameHead::plain(body.len())
+        } else {
+            let mut head = Vec::with_capacity(16);
+            crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+            crate::lane::FrameHead::Encoded(head)
+        };
+        let counted = match &head {
+            // One version byte: within any bound a HELLO may announce.
+            crate::lane::FrameHead::Inline(..) => 1,
+            crate::lane::FrameHead::Encoded(h) => {
+                h.len()
+                    - crate::wire::varint::len(body.len() as u64)
+                    - crate::wire::varint::len_from_first_byte(h[0])
+            }
+        };
         if counted as u64 > self.peer_max_header {
             return Err(Error::limit(
                 crate::error::Limit::HeaderSize,
@@ -704,7 +721,7 @@ impl Link {
             .clone()
         };
         // Bounded like a wait for a stream slot (`send_timeout`).
-        let r = shared.within(lane.send(Bytes::from(head), body)).await;
+        let r = shared.within(lane.send(head, body)).await;
         if r.is_err() {
             let mut slot = self.lane.lock().unwrap();
             if slot.as_ref().is_some_and(|l| l.same(&lane)) {
