@@ -1444,24 +1444,14 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         let path: Arc<str> = path.into();
         loop {
-            match reader
+            let item = match reader
                 .lane_frame(limits.max_header_size, limits.max_collected_body)
                 .await
             {
-                Ok(Some((_, Err(len)))) => {
-                    let e = Error::limit(
-                        crate::error::Limit::CollectedBody,
-                        format!("message of {len} bytes above {}", limits.max_collected_body),
-                    );
-                    let Some(tx) = tx.upgrade() else {
-                        reader.stop(Code::UnknownEndpoint);
-                        return;
-                    };
-                    if tx.send(Queued::Refused(e)).await.is_err() {
-                        reader.stop(Code::UnknownEndpoint);
-                        return;
-                    }
-                }
+                Ok(Some((_, Err(len)))) => Queued::Refused(Error::limit(
+                    crate::error::Limit::CollectedBody,
+                    format!("message of {len} bytes above {}", limits.max_collected_body),
+                )),
                 Ok(Some((header, Ok(body)))) => {
                     self.shared.stats.add_received(body.len() as u64);
                     self.shared
@@ -1470,23 +1460,19 @@ impl Dispatch {
                         .fetch_add(1, Ordering::Relaxed);
                     let mut meta = IncomingMeta::from_header(header, peer.clone());
                     meta.path = path.to_string();
-                    let m = crate::stream::Message { meta, body };
-                    // A full queue waits here, so the lane's window holds the sender.
-                    let Some(tx) = tx.upgrade() else {
-                        reader.stop(Code::UnknownEndpoint);
-                        return;
-                    };
-                    if tx.send(Queued::Message(m)).await.is_err() {
-                        reader.stop(Code::UnknownEndpoint);
-                        return;
-                    }
+                    Queued::Message(crate::stream::Message { meta, body })
                 }
-                Ok(None) => return,
-                Err(crate::stream::ReadFail::Stream(_)) => return,
-                Err(f) => {
-                    reader.stop(f.code());
-                    return;
-                }
+                Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => return,
+                Err(f) => return reader.stop(f.code()),
+            };
+            // A full queue waits here, so the lane's window holds the sender; an endpoint gone
+            // since the last frame refuses the lane.
+            let delivered = match tx.upgrade() {
+                Some(tx) => tx.send(item).await.is_ok(),
+                None => false,
+            };
+            if !delivered {
+                return reader.stop(Code::UnknownEndpoint);
             }
         }
     }
