@@ -96,6 +96,14 @@ impl Feed {
         self.readable.notify_waiters();
     }
 
+    /// `Closed` once the subscriber was closed.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.state.lock().unwrap().closed {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
     pub(crate) fn close(&self) {
         self.state.lock().unwrap().closed = true;
         self.readable.notify_waiters();

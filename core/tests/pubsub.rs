@@ -564,3 +564,23 @@ async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
     })
     .await
 }
+
+on_every_transport!(a_closed_subscriber_refuses_more_work, |t| async move {
+    let (_s, listener, client) = pair(t).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    assert!(
+        sub.recv_many(0).await.unwrap().is_empty(),
+        "up to 0 is none"
+    );
+    sub.close();
+    assert_eq!(sub.recv().await.unwrap_err().code(), ErrorCode::Closed);
+    let again = sub.connect(&publisher.address().to_string()).await;
+    assert_eq!(again.unwrap_err().code(), ErrorCode::Closed);
+    assert_eq!(
+        sub.subscribe("u").await.unwrap_err().code(),
+        ErrorCode::Closed
+    );
+});

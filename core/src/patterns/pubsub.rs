@@ -288,6 +288,7 @@ impl Subscriber {
     /// Dials the publisher at `address` (with its path) on a connection of its own, and
     /// installs every filter this subscriber holds there before returning.
     pub async fn connect(&self, address: &str) -> Result<()> {
+        self.feed.check_open()?;
         let a = Address::parse(address)?;
         a.endpoint_path()?;
         let _op = self.op.lock().await;
@@ -346,6 +347,7 @@ impl Subscriber {
     /// and the filter is installed nowhere. Not cancel-safe: a cancelled call may leave the
     /// filter installed at some publishers (an `unsubscribe` removes it).
     pub async fn subscribe(&self, filter: &str) -> Result<()> {
+        self.feed.check_open()?;
         let f: Filter = filter.parse()?;
         let _op = self.op.lock().await;
         let links: Vec<Arc<Link>> = self.live_links();
@@ -420,6 +422,9 @@ impl Subscriber {
     /// Up to `max` messages: waits for the first, then takes those already queued. An error
     /// met after the first is returned by the next receive. Cancel-safe.
     pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
         let mut out = vec![self.feed.recv().await?];
         while out.len() < max {
             match self.feed.try_recv() {
@@ -446,7 +451,8 @@ impl Subscriber {
         self.feed.give_back(message);
     }
 
-    /// Closes every connection; receiving returns what is queued, then `Closed`.
+    /// Closes every connection; receiving returns what is queued, then `Closed`, and
+    /// `connect`/`subscribe` fail `Closed`.
     pub fn close(&self) {
         let links = std::mem::take(&mut *self.links.lock().unwrap());
         drop(links);

@@ -187,6 +187,9 @@ impl Puller {
     /// returned by the next receive, so no message and no error is lost. Cancel-safe.
     pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
         use futures_util::FutureExt;
+        if max == 0 {
+            return Ok(Vec::new());
+        }
         let mut out = vec![self.recv().await?];
         while out.len() < max {
             match self.recv().now_or_never() {
