@@ -264,3 +264,30 @@ on_every_transport!(
     a_closed_puller_ends_its_receive_with_a_lane_open,
     close_with_a_lane
 );
+
+async fn round_robin_without_peer_lanes(t: Transport) {
+    // The pullers' runtime does not offer lanes, the pusher's does: one pick per message
+    // still alternates between the two.
+    let server = Runtime::new(with_lanes(Limits::default(), 0)).unwrap();
+    let a_listener = server.bind(&bind_address(t)).await.unwrap();
+    let b_listener = server.bind(&bind_address(t)).await.unwrap();
+    let a = a_listener.puller("/jobs").unwrap();
+    let b = b_listener.puller("/jobs").unwrap();
+    let client = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&a.address().to_string()).await.unwrap();
+    pusher.connect(&b.address().to_string()).await.unwrap();
+    for i in 0..10u8 {
+        pusher.send(vec![i]).await.unwrap();
+    }
+    for p in [&a, &b] {
+        for _ in 0..5 {
+            p.recv().await.unwrap();
+        }
+    }
+    assert_eq!(client.counters().lane_messages_sent, 0);
+}
+on_every_transport!(
+    a_pusher_with_lanes_round_robins_pullers_without_them,
+    round_robin_without_peer_lanes
+);

@@ -67,6 +67,17 @@ impl Dialer {
     async fn transfer(&self, header: Header, body: Option<Bytes>) -> Result<OutgoingTransfer> {
         self.shared.check_open()?;
         let link = self.peers.pick()?;
+        self.transfer_on(&link, header, body).await
+    }
+
+    /// Opens a one-way transfer on `link` (already picked: one pick per message keeps the
+    /// round-robin fair).
+    async fn transfer_on(
+        &self,
+        link: &crate::runtime::Link,
+        header: Header,
+        body: Option<Bytes>,
+    ) -> Result<OutgoingTransfer> {
         let (send, _) = link
             .open(&self.shared, StreamType::Transfer, header, body)
             .await?;

@@ -61,14 +61,12 @@ impl Pusher {
             ..Header::default()
         };
         let body = body.into();
-        if body.len() <= self.dialer.shared.config.lane_max_message {
-            self.dialer.shared.check_open()?;
-            let link = self.dialer.peers.pick()?;
-            if link.lanes {
-                return link.lane_send(&self.dialer.shared, header, body).await;
-            }
+        self.dialer.shared.check_open()?;
+        let link = self.dialer.peers.pick()?;
+        if link.lanes && body.len() <= self.dialer.shared.config.lane_max_message {
+            return link.lane_send(&self.dialer.shared, header, body).await;
         }
-        let t = self.dialer.transfer(header, Some(body)).await?;
+        let t = self.dialer.transfer_on(&link, header, Some(body)).await?;
         drop(t.finish().await?);
         Ok(())
     }
