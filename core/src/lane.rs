@@ -50,11 +50,21 @@ impl FrameHead {
     }
 }
 
+/// Why [`Lane::try_send`] queued nothing.
+pub(crate) enum TrySend {
+    /// The queue is full: the frame, to send with waiting.
+    Full(FrameHead, Bytes),
+    /// The lane ended, and why.
+    Ended(Error),
+}
+
 /// What a lane's writer reports to its senders.
 #[derive(Default)]
 struct LaneState {
     /// Why the lane ended early (a refusal, a loss), until a sender takes it.
     failed: Mutex<Option<Error>>,
+    /// Set once `failed` was: a sender checks it without the lock.
+    failing: std::sync::atomic::AtomicBool,
     ended: tokio::sync::Notify,
     done: std::sync::atomic::AtomicBool,
 }
@@ -90,7 +100,28 @@ impl Lane {
     /// The failure the writer met, once: the sender that takes it reports it, and the next
     /// one opens a new lane.
     pub(crate) fn take_failure(&self) -> Option<Error> {
+        if !self.state.failing.load(Ordering::Acquire) {
+            return None;
+        }
         self.state.failed.lock().unwrap().take()
+    }
+
+    /// Queues a frame if the lane's queue has room, without waiting: the common case, with
+    /// no clone of the lane and no timer. Gives the frame back when the queue is full; the
+    /// lane's failure when it ended.
+    pub(crate) fn try_send(
+        &self,
+        head: FrameHead,
+        body: Bytes,
+    ) -> std::result::Result<(), TrySend> {
+        match self.tx.try_send(Frame { head, body }) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(f)) => Err(TrySend::Full(f.head, f.body)),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(TrySend::Ended(
+                self.take_failure()
+                    .unwrap_or(Error::ConnectionLost(LossCause::PeerClosed)),
+            )),
+        }
     }
 
     /// Queues a frame (its header bytes and its body): waits while the lane's queue is full.
@@ -182,6 +213,10 @@ async fn writer(
 ) {
     let outcome = write_lane(&shared, &conn, &path, head, &mut rx, &opened).await;
     if let Err((e, lost)) = outcome {
+        tracing::debug!(%path, error = %e, "lane ended");
+        // Set before the queue closes: a sender that finds it closed finds why.
+        *state.failed.lock().unwrap() = Some(e);
+        state.failing.store(true, Ordering::Release);
         // Frames still queued are lost with the lane, as unfinished streams would be.
         let mut lost = lost;
         rx.close();
@@ -192,8 +227,6 @@ async fn writer(
             .stats
             .lane_messages_lost
             .fetch_add(lost, Ordering::Relaxed);
-        tracing::debug!(%path, error = %e, lost, "lane ended");
-        *state.failed.lock().unwrap() = Some(e);
     }
     state.done.store(true, Ordering::Release);
     state.ended.notify_waiters();

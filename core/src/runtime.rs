@@ -707,7 +707,7 @@ impl Link {
                     return Err(e);
                 }
             }
-            slot.get_or_insert_with(|| {
+            let lane = slot.get_or_insert_with(|| {
                 let mut h = vec![StreamType::Lane.to_byte()];
                 Header::for_path(&self.path).encode(&mut h);
                 crate::lane::Lane::start(
@@ -717,9 +717,17 @@ impl Link {
                     Bytes::from(h),
                     self.opened.clone(),
                 )
-            })
-            .clone()
+            });
+            match lane.try_send(head, body) {
+                Ok(()) => return Ok(()),
+                Err(crate::lane::TrySend::Ended(e)) => {
+                    *slot = None;
+                    return Err(e);
+                }
+                Err(crate::lane::TrySend::Full(head, body)) => (lane.clone(), head, body),
+            }
         };
+        let (lane, head, body) = lane;
         // Bounded like a wait for a stream slot (`send_timeout`).
         let r = shared.within(lane.send(head, body)).await;
         if r.is_err() {
@@ -970,7 +978,9 @@ pub enum Incoming {
 
 /// What an endpoint's queue holds: a stream, or a whole message that arrived on a lane.
 pub(crate) enum Queued {
-    Incoming(Incoming),
+    /// Boxed: a stream's handles are larger than a whole message, and every item of the queue
+    /// is moved at the size of the largest (lane messages are the many).
+    Incoming(Box<Incoming>),
     Message(crate::stream::Message),
     /// A lane frame the endpoint refused (above `max_collected_body`): the receive it reaches
     /// fails, as it would have for a stream of its own, and the endpoint goes on.
@@ -1057,7 +1067,7 @@ impl Inbox {
     /// The next stream. Cancel-safe.
     pub(crate) async fn next(&self) -> Result<Incoming> {
         Ok(match self.rx.lock().await.next().await? {
-            Queued::Incoming(i) => i,
+            Queued::Incoming(i) => *i,
             // A lane's message, to an endpoint that takes streams: a finished stream of it.
             Queued::Message(m) => Incoming::Stream(IncomingTransfer::ready(m, self.shared.clone())),
             Queued::Refused(e) => return Err(e),
@@ -1377,14 +1387,15 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         // A full queue waits here, holding the stream and so its budget slot: backpressure
         // reaches the opener's `open` (PATTERNS §1.4).
-        if let Err(mpsc::error::SendError(q)) = tx.send(Queued::Incoming(incoming)).await {
+        if let Err(mpsc::error::SendError(Queued::Incoming(i))) =
+            tx.send(Queued::Incoming(Box::new(incoming))).await
+        {
             // The endpoint went away while the stream waited.
-            match q {
-                Queued::Incoming(Incoming::Stream(mut t)) => t.stop_reader(Code::UnknownEndpoint),
-                Queued::Incoming(Incoming::Exchange(x)) => {
+            match *i {
+                Incoming::Stream(mut t) => t.stop_reader(Code::UnknownEndpoint),
+                Incoming::Exchange(x) => {
                     let _ = x.fail(&Error::UnknownEndpoint { path }).await;
                 }
-                Queued::Message(_) | Queued::Refused(_) => {}
             }
         }
     }
@@ -1468,7 +1479,11 @@ impl Dispatch {
             // A full queue waits here, so the lane's window holds the sender; an endpoint gone
             // since the last frame refuses the lane.
             let delivered = match tx.upgrade() {
-                Some(tx) => tx.send(item).await.is_ok(),
+                Some(tx) => match tx.try_send(item) {
+                    Ok(()) => true,
+                    Err(mpsc::error::TrySendError::Full(item)) => tx.send(item).await.is_ok(),
+                    Err(mpsc::error::TrySendError::Closed(_)) => false,
+                },
                 None => false,
             };
             if !delivered {

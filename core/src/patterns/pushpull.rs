@@ -128,12 +128,7 @@ impl Puller {
                 match rx.try_next() {
                     Some(Ok(Queued::Message(m))) => return Ok(m),
                     Some(Ok(Queued::Refused(e))) | Some(Err(e)) => return Err(e),
-                    Some(Ok(Queued::Incoming(Incoming::Stream(t)))) => {
-                        rx.partial = Some(Partial::new(t))
-                    }
-                    Some(Ok(Queued::Incoming(Incoming::Exchange(_)))) => {
-                        return Err(Error::Protocol("an exchange reached a puller".into()))
-                    }
+                    Some(Ok(Queued::Incoming(i))) => rx.partial = Some(Partial::new(transfer(*i)?)),
                     None => {}
                 }
             }
@@ -162,14 +157,10 @@ impl Puller {
                     q = rx.next() => q?,
                 };
                 let t = match q {
-                    Queued::Incoming(Incoming::Stream(t)) => t,
+                    Queued::Incoming(i) => transfer(*i)?,
                     // Whole already: a message that came on a lane.
                     Queued::Message(m) => return Ok(m),
                     Queued::Refused(e) => return Err(e),
-                    // The route admits only transfers.
-                    Queued::Incoming(Incoming::Exchange(_)) => {
-                        return Err(Error::Protocol("an exchange reached a puller".into()))
-                    }
                 };
                 rx.partial = Some(Partial::new(t));
             }
@@ -221,9 +212,14 @@ impl Puller {
 
     /// The next message as a stream, for bodies read in parts. Cancel-safe.
     pub async fn accept(&self) -> Result<IncomingTransfer> {
-        match self.inbox.next().await? {
-            Incoming::Stream(t) => Ok(t),
-            Incoming::Exchange(_) => Err(Error::Protocol("an exchange reached a puller".into())),
-        }
+        transfer(self.inbox.next().await?)
+    }
+}
+
+/// A puller's route admits only transfers.
+fn transfer(i: Incoming) -> Result<IncomingTransfer> {
+    match i {
+        Incoming::Stream(t) => Ok(t),
+        Incoming::Exchange(_) => Err(Error::Protocol("an exchange reached a puller".into())),
     }
 }
