@@ -12,6 +12,9 @@ use crate::wire::{self, reply, Code, DecodeError, Header, Metadata, ReplyStatus}
 
 /// The most bytes one read hands back.
 const READ_CHUNK: usize = 64 * 1024;
+/// The most of a lane frame cut across chunks that is joined to the next chunk before the
+/// frame is read field by field instead (a large frame is then copied once, not per chunk).
+const CARRY_MAX: usize = 8 * 1024;
 
 /// What arrived with an incoming stream.
 #[derive(Debug, Clone, Default)]
@@ -151,8 +154,32 @@ impl StreamReader {
                 None => return Ok(None),
             }
         }
-        if let Some((header, body)) = self.lane_frame_ahead(max_header, max_body) {
-            return Ok(Some((header, Ok(body))));
+        loop {
+            match self.lane_frame_ahead(max_header, max_body) {
+                Ahead::Frame(header, body) => return Ok(Some((header, Ok(body)))),
+                Ahead::Short if !self.ended && self.ahead.len() < CARRY_MAX => {}
+                Ahead::Short | Ahead::General => break,
+            }
+            // A frame cut across chunks (a 1 KiB frame mostly is, a QUIC packet being about
+            // as large): what is left is joined to the next chunk, one copy of both, so that
+            // this frame and those after it in the chunk parse in place.
+            match self.recv.read_chunk(usize::MAX).await {
+                Ok(Some(c)) => {
+                    let mut joined = BytesMut::with_capacity(self.ahead.len() + c.len());
+                    joined.extend_from_slice(&self.ahead);
+                    joined.extend_from_slice(&c);
+                    self.ahead = joined.freeze();
+                }
+                // The general path below reports the end (a frame cut short) or the error.
+                Ok(None) => {
+                    self.ended = true;
+                    break;
+                }
+                Err(e) => {
+                    self.ended = true;
+                    return Err(ReadFail::Stream(e));
+                }
+            }
         }
         let header = self.header(max_header).await?;
         if header.path.is_some() {
@@ -172,27 +199,43 @@ impl StreamReader {
 
     /// A lane frame that lies whole in what was read ahead, parsed from the buffer with one
     /// split for its body: the common case, as a batch of frames arrives in one chunk (the
-    /// byte-by-byte path costs a shared-buffer clone per field). None for anything else (a
-    /// frame cut across chunks, a bound exceeded, a malformed field): the general path reads
-    /// it and reports what is wrong.
-    fn lane_frame_ahead(&mut self, max_header: u64, max_body: u64) -> Option<(Header, Bytes)> {
+    /// byte-by-byte path costs a shared-buffer clone per field). `Short` when the buffer ends
+    /// inside a well-formed frame; `General` for anything else (a bound exceeded, a malformed
+    /// field), which the field-by-field path reads and reports.
+    fn lane_frame_ahead(&mut self, max_header: u64, max_body: u64) -> Ahead {
         let mut cur = &self.ahead[..];
-        let header_len = wire::varint::get(&mut cur).ok()?;
-        if header_len > max_header || (cur.len() as u64) < header_len {
-            return None;
+        let header_len = match wire::varint::get(&mut cur) {
+            Ok(n) => n,
+            Err(DecodeError::Truncated) => return Ahead::Short,
+            Err(_) => return Ahead::General,
+        };
+        if header_len > max_header {
+            return Ahead::General;
+        }
+        if (cur.len() as u64) < header_len {
+            return Ahead::Short;
         }
         let (header_bytes, mut cur) = cur.split_at(header_len as usize);
-        let header = Header::decode_body(header_bytes).ok()?;
+        let Ok(header) = Header::decode_body(header_bytes) else {
+            return Ahead::General;
+        };
         if header.path.is_some() {
-            return None;
+            return Ahead::General;
         }
-        let len = wire::varint::get(&mut cur).ok()?;
-        if len > max_body || (cur.len() as u64) < len {
-            return None;
+        let len = match wire::varint::get(&mut cur) {
+            Ok(n) => n,
+            Err(DecodeError::Truncated) => return Ahead::Short,
+            Err(_) => return Ahead::General,
+        };
+        if len > max_body {
+            return Ahead::General;
+        }
+        if (cur.len() as u64) < len {
+            return Ahead::Short;
         }
         let used = self.ahead.len() - cur.len();
         bytes::Buf::advance(&mut self.ahead, used);
-        Some((header, self.ahead.split_to(len as usize)))
+        Ahead::Frame(header, self.ahead.split_to(len as usize))
     }
 
     /// Waits until a byte is there to read: true, or false at the FIN.
@@ -286,6 +329,15 @@ pub(crate) fn concat(mut parts: Vec<Bytes>) -> Bytes {
             b.freeze()
         }
     }
+}
+
+/// What the read-ahead buffer holds of the next lane frame.
+enum Ahead {
+    Frame(Header, Bytes),
+    /// The buffer ends inside the frame.
+    Short,
+    /// Something the field-by-field path must read (and may report).
+    General,
 }
 
 /// Why reading a framed part of a stream failed.
@@ -1004,6 +1056,28 @@ mod tests {
         }
         let bytewise = (0..all.len()).map(|i| all.slice(i..i + 1)).collect();
         assert_eq!(read_back(bytewise, u64::MAX).await, want);
+    }
+
+    /// A malformed frame is reported as soon as it is read, not when more bytes arrive: the
+    /// writer here stays open and sends nothing more.
+    #[tokio::test]
+    async fn a_malformed_frame_is_reported_without_waiting_for_more() {
+        for bad in [
+            &[0x01, 0x07][..],
+            &[0x02, 0x00, 0x01, 0x41, 0x00, 0x00, 0x00],
+        ] {
+            let (mut w, r) = pipe(1 << 20, None, None, None);
+            w.write(Bytes::copy_from_slice(bad)).await.unwrap();
+            let mut reader = StreamReader::new(RecvHalf::Pipe(r));
+            let got = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                reader.lane_frame(1024, u64::MAX),
+            )
+            .await
+            .expect("the malformed frame was reported");
+            assert!(matches!(got, Err(ReadFail::Decode(_))), "{bad:?}: {got:?}");
+            drop(w);
+        }
     }
 
     /// A body above the bound is reported by its length on either path, and the lane goes on.
