@@ -707,17 +707,7 @@ impl Link {
                     return Err(e);
                 }
             }
-            let lane = slot.get_or_insert_with(|| {
-                let mut h = vec![StreamType::Lane.to_byte()];
-                Header::for_path(&self.path).encode(&mut h);
-                crate::lane::Lane::start(
-                    shared.clone(),
-                    self.conn.clone(),
-                    self.path.clone(),
-                    Bytes::from(h),
-                    self.opened.clone(),
-                )
-            });
+            let lane = slot.get_or_insert_with(|| self.start_lane(shared));
             match lane.try_send(head, body) {
                 Ok(()) => return Ok(()),
                 Err(crate::lane::TrySend::Ended(e)) => {
@@ -737,6 +727,40 @@ impl Link {
             }
         }
         r
+    }
+
+    /// Queues a whole message with no header field on this link's lane if that can be done
+    /// now: `Ok(None)` queued, `Ok(Some(body))` not (the lane's queue is full), an error as
+    /// [`Link::lane_send`] would return it. The caller checked `lanes` and the size.
+    pub(crate) fn lane_try_send(&self, shared: &Arc<Shared>, body: Bytes) -> Result<Option<Bytes>> {
+        let mut slot = self.lane.lock().unwrap();
+        if let Some(l) = slot.as_ref() {
+            if let Some(e) = l.take_failure() {
+                *slot = None;
+                return Err(e);
+            }
+        }
+        let lane = slot.get_or_insert_with(|| self.start_lane(shared));
+        match lane.try_send(crate::lane::FrameHead::plain(body.len()), body) {
+            Ok(()) => Ok(None),
+            Err(crate::lane::TrySend::Full(_, body)) => Ok(Some(body)),
+            Err(crate::lane::TrySend::Ended(e)) => {
+                *slot = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn start_lane(&self, shared: &Arc<Shared>) -> crate::lane::Lane {
+        let mut h = vec![StreamType::Lane.to_byte()];
+        Header::for_path(&self.path).encode(&mut h);
+        crate::lane::Lane::start(
+            shared.clone(),
+            self.conn.clone(),
+            self.path.clone(),
+            Bytes::from(h),
+            self.opened.clone(),
+        )
     }
 
     /// Finishes the lane, if any, once what it queued is written (drain, release).
@@ -865,6 +889,32 @@ impl PeerSet {
             .iter()
             .filter(|(_, l)| l.conn.loss().is_none())
             .count()
+    }
+
+    /// Offers the next live link, round-robin, to `f`; the turn passes on only if `f` took
+    /// it (returned Some), so a caller that then falls back to [`PeerSet::pick`] picks the
+    /// same link. Errors as `pick` does.
+    pub(crate) fn try_pick<R>(&self, f: impl FnOnce(&Arc<Link>) -> Option<R>) -> Result<Option<R>> {
+        let l = self.links.lock().unwrap();
+        if l.is_empty() {
+            return Err(Error::NotConnected);
+        }
+        let start = self.next.load(Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..l.len() {
+            let link = &l[(start + i) % l.len()].1;
+            match link.conn.loss() {
+                None => {
+                    let r = f(link);
+                    if r.is_some() {
+                        self.next.fetch_add(i + 1, Ordering::Relaxed);
+                    }
+                    return Ok(r);
+                }
+                Some(c) => last = Some(c),
+            }
+        }
+        Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed)))
     }
 
     /// The next live link, round-robin. `NotConnected` when nothing was ever connected; the

@@ -291,3 +291,135 @@ on_every_transport!(
     a_pusher_with_lanes_round_robins_pullers_without_them,
     round_robin_without_peer_lanes
 );
+
+async fn try_send_and_try_recv(t: Transport) {
+    let (_server, listener, client) = common::pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    // Nothing connected: the error `send` would return (from `send` itself when lanes are
+    // off and the body comes back).
+    let e = match pusher.try_send(Bytes::from_static(b"x")) {
+        Err(e) => e,
+        Ok(back) => pusher.send(back.unwrap()).await.unwrap_err(),
+    };
+    assert_eq!(e.code(), ErrorCode::NotConnected, "{e}");
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    assert!(puller.try_recv().is_none(), "nothing sent yet");
+    // Fewer than the stream budget and the endpoint queue: with lanes off each is a stream,
+    // and nobody reads until all are sent.
+    let mut queued_at_once = 0;
+    for i in 0..50u32 {
+        let body = Bytes::from(i.to_be_bytes().to_vec());
+        match pusher.try_send(body).unwrap() {
+            None => queued_at_once += 1,
+            Some(body) => pusher.send(body).await.unwrap(),
+        }
+    }
+    if common::lanes_on() {
+        assert!(
+            queued_at_once > 0,
+            "a lane with room takes a message at once"
+        );
+    } else {
+        assert_eq!(
+            queued_at_once, 0,
+            "without lanes every body comes back for send"
+        );
+    }
+    // Received in order whichever way each went out (one lane, or one stream each in order
+    // of sending on one connection when lanes are off: compare as a set then).
+    let mut got = Vec::new();
+    while got.len() < 50 {
+        let m = match puller.try_recv() {
+            Some(r) => r.unwrap(),
+            None => puller.recv().await.unwrap(),
+        };
+        got.push(u32::from_be_bytes(m.body[..].try_into().unwrap()));
+    }
+    if !common::lanes_on() {
+        got.sort();
+    }
+    assert_eq!(got, (0..50).collect::<Vec<_>>());
+    assert!(puller.try_recv().is_none());
+    // A body larger than a lane takes comes back untouched.
+    let big = Bytes::from(vec![5u8; 64 * 1024]);
+    assert_eq!(pusher.try_send(big.clone()).unwrap(), Some(big));
+    // After close, the receive error is there at once.
+    puller.close();
+    assert_eq!(
+        puller.try_recv().unwrap().unwrap_err().code(),
+        ErrorCode::Closed
+    );
+}
+on_every_transport!(
+    try_send_queues_at_once_or_gives_the_body_back_and_try_recv_takes_what_is_ready,
+    try_send_and_try_recv
+);
+
+async fn try_send_never_waits(t: Transport) {
+    let limits = Limits {
+        endpoint_queue: 2,
+        stream_receive_window: 8 * 1024,
+        connection_receive_window: 1 << 20,
+        ..Limits::default()
+    };
+    let server = Runtime::new(with_lanes(limits.clone(), 16 * 1024)).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let stalled = listener.puller("/stalled").unwrap();
+    let client = Runtime::new(with_lanes(limits, 16 * 1024)).unwrap();
+    let pusher = client.pusher();
+    pusher
+        .connect(&stalled.address().to_string())
+        .await
+        .unwrap();
+    // Nobody reads: the lane fills, and try_send hands the body back instead of waiting.
+    let body = Bytes::from(vec![0u8; 1000]);
+    let mut queued = 0;
+    let back = loop {
+        match pusher.try_send(body.clone()).unwrap() {
+            None => queued += 1,
+            Some(b) => break b,
+        }
+        assert!(queued < 100_000, "a full lane never gave the body back");
+        // Let the writer run, as time passing would.
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(back, body);
+    assert!(queued >= 2, "{queued}");
+}
+on_every_transport!(
+    a_full_lane_gives_the_body_back_to_try_send,
+    try_send_never_waits
+);
+
+async fn try_send_round_robin(t: Transport) {
+    // Bodies try_send gives back (too large for a lane) go to the peer whose turn it was:
+    // the fallback to send does not skip a puller.
+    let server = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let a_listener = server.bind(&bind_address(t)).await.unwrap();
+    let b_listener = server.bind(&bind_address(t)).await.unwrap();
+    let a = a_listener.puller("/jobs").unwrap();
+    let b = b_listener.puller("/jobs").unwrap();
+    let client = Runtime::new(with_lanes(Limits::default(), 16)).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&a.address().to_string()).await.unwrap();
+    pusher.connect(&b.address().to_string()).await.unwrap();
+    for i in 0..10u8 {
+        let body = Bytes::from(vec![i; 100]);
+        let back = pusher
+            .try_send(body)
+            .unwrap()
+            .expect("above lane_max_message");
+        pusher.send(back).await.unwrap();
+    }
+    for p in [&a, &b] {
+        for _ in 0..5 {
+            p.recv().await.unwrap();
+        }
+        assert!(p.try_recv().is_none());
+    }
+}
+on_every_transport!(
+    bodies_try_send_gives_back_keep_the_round_robin,
+    try_send_round_robin
+);

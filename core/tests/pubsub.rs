@@ -584,3 +584,40 @@ on_every_transport!(a_closed_subscriber_refuses_more_work, |t| async move {
         ErrorCode::Closed
     );
 });
+
+on_every_transport!(
+    try_recv_takes_what_is_ready_without_waiting,
+    |t| async move {
+        let (_s, listener, client) = pair(t).await;
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        // Not connected: the error `recv` would return at once.
+        assert_eq!(
+            sub.try_recv().unwrap().unwrap_err().code(),
+            weida::ErrorCode::NotConnected
+        );
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("a.#").await.unwrap();
+        assert!(sub.try_recv().is_none(), "nothing published yet");
+        // No more than the parked reverse connections over AF_UNIX (one copy each).
+        for i in 0..5u8 {
+            publisher.publish("a.b", vec![i]).unwrap();
+        }
+        let mut got = Vec::new();
+        while got.len() < 5 {
+            let m = match sub.try_recv() {
+                Some(r) => r.unwrap(),
+                None => sub.recv().await.unwrap(),
+            };
+            assert_eq!(m.meta.topic.as_deref(), Some("a.b"));
+            got.push(m.body[0]);
+        }
+        assert_eq!(got, (0..5).collect::<Vec<_>>());
+        assert!(sub.try_recv().is_none());
+        sub.close();
+        assert_eq!(
+            sub.try_recv().unwrap().unwrap_err().code(),
+            weida::ErrorCode::Closed
+        );
+    }
+);

@@ -419,6 +419,13 @@ impl Subscriber {
         self.feed.recv().await
     }
 
+    /// The next message if one is there now, without waiting, or the error the next `recv`
+    /// would return at once; None when nothing is ready. For a caller on another event loop
+    /// (a binding), a receive with no crossing to the runtime's thread.
+    pub fn try_recv(&self) -> Option<Result<Message>> {
+        self.feed.try_recv()
+    }
+
     /// Up to `max` messages: waits for the first, then takes those already queued. An error
     /// met after the first is returned by the next receive. Cancel-safe.
     pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {

@@ -71,6 +71,48 @@ impl Pusher {
         Ok(())
     }
 
+    /// Sends a whole message without waiting, when that can be done now: a body of at most
+    /// `RuntimeConfig::lane_max_message` toward a peer that offers lanes, whose lane has room.
+    /// `Ok(None)`: queued, exactly as [`Pusher::send`] would have. `Ok(Some(body))`: nothing
+    /// was sent (the lane is full, the body is larger, or the peer takes no lanes); the body
+    /// comes back for `send`, which is then sent to the same peer in the round-robin. An
+    /// error is what `send` would have returned. For a caller on another event loop (a
+    /// binding), this is a send with no crossing to the runtime's thread.
+    ///
+    /// ```no_run
+    /// # async fn f(pusher: weida::Pusher) -> weida::Result<()> {
+    /// if let Some(body) = pusher.try_send("job".into())? {
+    ///     pusher.send(body).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn try_send(&self, body: Bytes) -> Result<Option<Bytes>> {
+        let shared = &self.dialer.shared;
+        shared.check_open()?;
+        if body.len() > shared.config.lane_max_message {
+            return Ok(Some(body));
+        }
+        let mut body = Some(body);
+        let sent = self.dialer.peers.try_pick(|link| {
+            if !link.lanes {
+                return None;
+            }
+            match link.lane_try_send(shared, body.take().expect("offered once")) {
+                Ok(None) => Some(Ok(())),
+                Ok(Some(b)) => {
+                    body = Some(b);
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            }
+        });
+        match sent {
+            Ok(Some(Ok(()))) => Ok(None),
+            Ok(Some(Err(e))) | Err(e) => Err(e),
+            Ok(None) => Ok(Some(body.expect("given back"))),
+        }
+    }
+
     /// Sends each body as its own message, in order, as [`Pusher::send`] does: one call for a
     /// batch of small messages (one crossing for a binding). Stops at the first error and
     /// returns it with how many bodies were sent before it.
@@ -118,20 +160,9 @@ impl Puller {
     /// cancelled is `Err(Canceled)` (never a short body) and the puller stays usable.
     /// Cancel-safe: a message half collected when the future is dropped is resumed.
     pub async fn recv(&self) -> Result<Message> {
-        // The common case under load, without the waiting machinery: nothing handed back or
-        // half read, and a whole message (a lane's) already queued.
-        if let Ok(mut rx) = self.inbox.rx.try_lock() {
-            if rx.partial.is_none()
-                && rx.deferred.is_none()
-                && self.inbox.returned.lock().unwrap().is_empty()
-            {
-                match rx.try_next() {
-                    Some(Ok(Queued::Message(m))) => return Ok(m),
-                    Some(Ok(Queued::Refused(e))) | Some(Err(e)) => return Err(e),
-                    Some(Ok(Queued::Incoming(i))) => rx.partial = Some(Partial::new(transfer(*i)?)),
-                    None => {}
-                }
-            }
+        // The common case under load, without the waiting machinery.
+        if let Some(r) = self.try_recv() {
+            return r;
         }
         loop {
             // A message handed back (by a binding whose caller cancelled) wakes a waiting
@@ -167,6 +198,45 @@ impl Puller {
             let r = rx.partial.as_mut().expect("set above").read_all(max).await;
             let p = rx.partial.take().expect("set above");
             return r.map(|()| p.into_message());
+        }
+    }
+
+    /// The next whole message if one is there now, without waiting: a message handed back,
+    /// or one that arrived whole (on a lane); or the error the next `recv` would return at
+    /// once (a refused frame, `Closed`). None when nothing is ready, or when the next message
+    /// is a stream still to be read, which `recv` collects. For a caller on another event
+    /// loop (a binding), a receive with no crossing to the runtime's thread.
+    ///
+    /// ```no_run
+    /// # async fn f(puller: weida::Puller) -> weida::Result<()> {
+    /// let m = match puller.try_recv() {
+    ///     Some(r) => r?,
+    ///     None => puller.recv().await?,
+    /// };
+    /// # Ok(()) }
+    /// ```
+    pub fn try_recv(&self) -> Option<Result<Message>> {
+        if let Some(m) = self.inbox.returned.lock().unwrap().pop_front() {
+            return Some(Ok(m));
+        }
+        // Held by a waiting `recv` (or a half-read stream): that receive goes first.
+        let mut rx = self.inbox.rx.try_lock().ok()?;
+        if rx.partial.is_some() {
+            return None;
+        }
+        if let Some(e) = rx.deferred.take() {
+            return Some(Err(e));
+        }
+        match rx.try_next()? {
+            Ok(Queued::Message(m)) => Some(Ok(m)),
+            Ok(Queued::Refused(e)) | Err(e) => Some(Err(e)),
+            Ok(Queued::Incoming(i)) => match transfer(*i) {
+                Ok(t) => {
+                    rx.partial = Some(Partial::new(t));
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            },
         }
     }
 
