@@ -255,6 +255,11 @@ export declare class Puller {
    */
   recv(cancel?: Cancel | undefined | null): Promise<Message>
   /**
+   * The next whole message if one is ready now, else null; throws what `recv` would reject
+   * with at once (ERR_WEIDA_CLOSED after `close()`).
+   */
+  tryRecv(): Message | null
+  /**
    * Up to `max` whole messages: waits for the first, then takes those ready; an error met
    * after the first rejects the next receive. Aborted as they arrived, they go back.
    */
@@ -278,6 +283,12 @@ export declare class Pusher {
    * handle). Waits for the peer's stream budget (backpressure).
    */
   send(body: string | Uint8Array, meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<void>
+  /**
+   * Sends a whole message now if it can go without waiting (a small body on a lane with
+   * room): true, sent exactly as `send` would have; false, nothing was sent and `send`
+   * sends it (to the same peer in the round-robin). Throws what `send` would reject with.
+   */
+  trySend(body: string | Uint8Array): boolean
   /**
    * Sends each body as its own message, in order, in one call across the boundary; the
    * first failure rejects (the bodies before it were sent).
@@ -367,6 +378,11 @@ export declare class Subscriber {
    * ordering). Aborted as the message arrived, the message goes back to the subscriber.
    */
   recv(cancel?: Cancel | undefined | null): Promise<Message>
+  /**
+   * The next message if one is ready now, else null; throws what `recv` would reject with
+   * at once.
+   */
+  tryRecv(): Message | null
   /**
    * Up to `max` messages: waits for the first, then takes those queued; an error met after
    * the first rejects the next receive. Aborted as they arrived, they go back.

@@ -106,6 +106,39 @@ function call<T>(signal: AbortSignal | undefined, run: (c: native.Cancel | undef
   )
 }
 
+/**
+ * How many operations in a row may complete at once (a send onto a lane with room, a message
+ * already queued) before one takes the waiting path, which yields to the event loop: a loop
+ * that always finds work ready runs as microtasks, and would otherwise starve timers and I/O.
+ */
+const READY_STREAK = 64
+
+/**
+ * Runs `ready` (a synchronous attempt: a value, or null when it must wait) unless the streak
+ * is spent or the signal already aborted, and `wait` otherwise. A synchronous throw becomes
+ * the rejection, as the waiting path would report it.
+ */
+class Streak {
+  #n = 0
+
+  run<T>(signal: AbortSignal | undefined, ready: () => T | null, wait: () => Promise<T>): Promise<T> {
+    if (this.#n < READY_STREAK && signal?.aborted !== true) {
+      let v: T | null
+      try {
+        v = ready()
+      } catch (e) {
+        return Promise.reject(e)
+      }
+      if (v !== null) {
+        this.#n++
+        return Promise.resolve(v)
+      }
+    }
+    this.#n = 0
+    return wait()
+  }
+}
+
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
 
 /** Receives until the endpoint is closed: ERR_WEIDA_CLOSED ends the iteration, other errors are thrown. */
@@ -234,6 +267,7 @@ export class Listener {
 /** Sends messages to pullers, one stream each, round-robin per message. */
 export class Pusher {
   readonly #n: native.Pusher
+  readonly #streak = new Streak()
 
   /** @internal */
   constructor(n: native.Pusher) {
@@ -255,9 +289,25 @@ export class Pusher {
     return this.#n.peerCount
   }
 
-  /** Sends a whole message; resolves once it is queued (it then arrives with no local handle). */
+  /**
+   * Sends a whole message; resolves once it is queued (it then arrives with no local handle).
+   * A small body toward a peer with a lane that has room is queued at once, without a round
+   * trip to the I/O thread.
+   */
   send(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<void> {
-    return call(options.signal, (c) => this.#n.send(body, meta, c))
+    return this.#streak.run(
+      options.signal,
+      () => (meta == null && this.#n.trySend(body) ? undefined : null),
+      () => call(options.signal, (c) => this.#n.send(body, meta, c)),
+    )
+  }
+
+  /**
+   * Sends a whole message only if that can be done now (a small body on a lane with room):
+   * true, sent as `send` would have; false, nothing was sent. Throws what `send` would reject with.
+   */
+  trySend(body: Body): boolean {
+    return this.#n.trySend(body)
   }
 
   /** Sends each body as its own message, in order, in one call; the first failure rejects. */
@@ -284,6 +334,7 @@ export class Pusher {
 /** Receives pushed messages at a bound path. `for await (const msg of puller)` runs until it is closed. */
 export class Puller implements AsyncIterable<Message> {
   readonly #n: native.Puller
+  readonly #streak = new Streak()
 
   /** @internal */
   constructor(n: native.Puller) {
@@ -301,7 +352,16 @@ export class Puller implements AsyncIterable<Message> {
    * back to the puller for the next receive.
    */
   recv(options: CallOptions = {}): Promise<Message> {
-    return call(options.signal, (c) => this.#n.recv(c) as Promise<Message>)
+    return this.#streak.run(
+      options.signal,
+      () => this.#n.tryRecv() as Message | null,
+      () => call(options.signal, (c) => this.#n.recv(c) as Promise<Message>),
+    )
+  }
+
+  /** The next message if one is ready now, else null; throws what `recv` would reject with at once. */
+  tryRecv(): Message | null {
+    return this.#n.tryRecv() as Message | null
   }
 
   /**
@@ -610,6 +670,7 @@ export class FanOut {
  */
 export class Subscriber implements AsyncIterable<Message> {
   readonly #n: native.Subscriber
+  readonly #streak = new Streak()
 
   /** @internal */
   constructor(n: native.Subscriber) {
@@ -658,7 +719,16 @@ export class Subscriber implements AsyncIterable<Message> {
    * loses nothing: a message that arrived as it was aborted goes back for the next receive.
    */
   recv(options: CallOptions = {}): Promise<Message> {
-    return call(options.signal, (c) => this.#n.recv(c) as Promise<Message>)
+    return this.#streak.run(
+      options.signal,
+      () => this.#n.tryRecv() as Message | null,
+      () => call(options.signal, (c) => this.#n.recv(c) as Promise<Message>),
+    )
+  }
+
+  /** The next message if one is ready now, else null; throws what `recv` would reject with at once. */
+  tryRecv(): Message | null {
+    return this.#n.tryRecv() as Message | null
   }
 
   /** Up to `max` messages in one call: waits for the first, then takes those queued. */

@@ -15,7 +15,7 @@ use crate::error::{self, Fail};
 use crate::runtime::{on_io, promise, promise_keeping, Cancel, Io};
 use crate::stream::{
     message_out, messages_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer,
-    OutgoingTransfer, PendingReply, Slot,
+    OutgoingTransfer, PendingReply, Raw, Slot,
 };
 
 /// A JS count from a core one (connections, copies, queued messages: far below 2^32).
@@ -132,6 +132,23 @@ impl Pusher {
             async move { Ok(p?.send_with(meta, body.0).await?) },
             |_, ()| Ok(()),
         )
+    }
+
+    /// Sends a whole message now if it can go without waiting (a small body on a lane with
+    /// room): true, sent exactly as `send` would have; false, nothing was sent and `send`
+    /// sends it (to the same peer in the round-robin). Throws what `send` would reject with.
+    #[napi]
+    pub fn try_send(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
+    ) -> napi::Result<bool> {
+        let p = self.inner.sync(&env)?;
+        match on_io(|| p.try_send(body.0)) {
+            Ok(None) => Ok(true),
+            Ok(Some(_)) => Ok(false),
+            Err(e) => Err(error::throw(&env, e)),
+        }
     }
 
     /// Sends each body as its own message, in order, in one call across the boundary; the
@@ -429,6 +446,17 @@ impl Puller {
             message_out,
             Box::new(move |m| back.give_back(m)),
         )
+    }
+
+    /// The next whole message if one is ready now, else null; throws what `recv` would reject
+    /// with at once (ERR_WEIDA_CLOSED after `close()`).
+    #[napi(ts_return_type = "Message | null")]
+    pub fn try_recv(&self, env: Env) -> napi::Result<Option<Raw>> {
+        match on_io(|| self.inner.try_recv()) {
+            None => Ok(None),
+            Some(Ok(m)) => Ok(Some(message_out(&env, m)?)),
+            Some(Err(e)) => Err(error::throw(&env, e)),
+        }
     }
 
     /// Up to `max` whole messages: waits for the first, then takes those ready; an error met
@@ -884,6 +912,17 @@ impl Subscriber {
             message_out,
             Box::new(move |m| back.give_back(m)),
         )
+    }
+
+    /// The next message if one is ready now, else null; throws what `recv` would reject with
+    /// at once.
+    #[napi(ts_return_type = "Message | null")]
+    pub fn try_recv(&self, env: Env) -> napi::Result<Option<Raw>> {
+        match on_io(|| self.inner.try_recv()) {
+            None => Ok(None),
+            Some(Ok(m)) => Ok(Some(message_out(&env, m)?)),
+            Some(Err(e)) => Err(error::throw(&env, e)),
+        }
     }
 
     /// Up to `max` messages: waits for the first, then takes those queued; an error met after

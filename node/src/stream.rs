@@ -230,7 +230,7 @@ pub(crate) fn messages_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<V
 }
 
 /// A JS value made on the JS thread, handed back as the value a promise resolves with.
-pub(crate) struct Raw(pub(crate) sys::napi_value);
+pub struct Raw(pub(crate) sys::napi_value);
 
 impl ToNapiValue for Raw {
     unsafe fn to_napi_value(_env: sys::napi_env, val: Raw) -> napi::Result<sys::napi_value> {

@@ -168,3 +168,66 @@ onEveryTransport('an_error_inside_a_batch_is_returned_by_the_next_receive', asyn
   )
   assert.deepEqual(errors, ['ERR_WEIDA_LIMIT_EXCEEDED'])
 })
+
+onEveryTransport('try_send_queues_at_once_or_returns_false_and_try_recv_takes_what_is_ready', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  // Nothing connected: what send would reject with, thrown.
+  assert.throws(() => pusher.trySend('x'), { code: 'ERR_WEIDA_NOT_CONNECTED' })
+  await pusher.connect(puller.address)
+  assert.equal(puller.tryRecv(), null)
+  let atOnce = 0
+  for (let i = 0; i < 50; i++) {
+    const b = Buffer.alloc(4)
+    b.writeUInt32BE(i)
+    if (pusher.trySend(b)) atOnce++
+    else await pusher.send(b)
+  }
+  // The runtime offers lanes by default: a lane with room takes a small body at once.
+  assert.ok(atOnce > 0, `${atOnce}`)
+  // A body larger than a lane takes is not sent.
+  assert.equal(pusher.trySend(payload(64 * 1024)), false)
+  const seen = []
+  while (seen.length < 50) {
+    const m = puller.tryRecv() ?? (await puller.recv())
+    seen.push(m.body.readUInt32BE())
+  }
+  // One lane: in order.
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 50 }, (_, i) => i),
+  )
+  assert.equal(puller.tryRecv(), null)
+  puller.close()
+  assert.throws(() => puller.tryRecv(), { code: 'ERR_WEIDA_CLOSED' })
+  await assert.rejects(puller.recv(), { code: 'ERR_WEIDA_CLOSED' })
+})
+
+onEveryTransport('send_and_recv_complete_at_once_when_ready_yet_yield_to_the_event_loop', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  // A timer set now must fire while a loop keeps finding messages ready: the ready path
+  // gives way to the event loop every so often.
+  let fired = false
+  const timer = setTimeout(() => {
+    fired = true
+  }, 0)
+  let sent = 0
+  let received = 0
+  while (!fired) {
+    await pusher.send('m')
+    sent++
+    const m = puller.tryRecv()
+    if (m !== null) received++
+    assert.ok(sent < 1_000_000, 'the timer never fired')
+  }
+  clearTimeout(timer)
+  while (received < sent) {
+    await puller.recv()
+    received++
+  }
+  assert.equal(puller.tryRecv(), null)
+})

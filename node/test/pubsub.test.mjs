@@ -435,3 +435,25 @@ onEveryTransport('recv_many_takes_what_is_queued_up_to_max', async (t, ctx) => {
   assert.equal((await sub.recvMany(10))[0].body.toString(), 'queued')
   await assert.rejects(sub.recvMany(10), { code: 'ERR_WEIDA_CLOSED' })
 })
+
+onEveryTransport('try_recv_takes_what_is_ready_without_waiting', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const publisher = listener.publisher('/feed')
+  const sub = client.subscriber()
+  assert.throws(() => sub.tryRecv(), { code: 'ERR_WEIDA_NOT_CONNECTED' })
+  await sub.connect(publisher.address)
+  await sub.subscribe('a.#')
+  assert.equal(sub.tryRecv(), null)
+  // No more than the parked reverse connections over AF_UNIX (one copy each).
+  for (let i = 0; i < 5; i++) publisher.publish('a.b', Buffer.from([i]))
+  const got = []
+  while (got.length < 5) {
+    const m = sub.tryRecv() ?? (await sub.recv())
+    assert.equal(m.meta.topic, 'a.b')
+    got.push(m.body[0])
+  }
+  assert.deepEqual(got, [0, 1, 2, 3, 4])
+  assert.equal(sub.tryRecv(), null)
+  sub.close()
+  assert.throws(() => sub.tryRecv(), { code: 'ERR_WEIDA_CLOSED' })
+})
