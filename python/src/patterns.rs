@@ -113,6 +113,18 @@ impl Pusher {
         })
     }
 
+    /// Sends a whole message only if that can be done now (a small body on a lane with room):
+    /// True, sent as `send` would have; False, nothing was sent (`send` sends it, to the same
+    /// peer in the round-robin). Raises what `send` would.
+    fn try_send(&self, py: Python<'_>, body: Body) -> PyResult<bool> {
+        let p = self.p.get(py)?;
+        let r = py.detach(|| {
+            let _g = crate::aio::enter();
+            p.try_send(body.0).map(|back| back.is_none())
+        });
+        r.map_err(|e| error::to_py(py, e))
+    }
+
     /// Sends each body as its own message, in one crossing. On failure the exception's
     /// `sent` attribute says how many bodies were sent before it.
     fn send_many<'py>(
@@ -198,6 +210,17 @@ impl Puller {
             async move { Ok(MessageOut(p.recv().await?)) },
             Box::new(move |MessageOut(m)| back.give_back(m)),
         )
+    }
+
+    /// The next whole message if one is ready now, else None; raises what `recv` would at
+    /// once (`Closed` after `close()`).
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Option<MessageOut>> {
+        let p = self.p.get(py)?;
+        match p.try_recv() {
+            None => Ok(None),
+            Some(Ok(m)) => Ok(Some(MessageOut(m))),
+            Some(Err(e)) => Err(error::to_py(py, e)),
+        }
     }
 
     /// Up to `max` messages (at least one): waits for the first, then takes those ready. An

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from conftest import Pair, make_pair, payload
 
 import weida
@@ -181,3 +182,36 @@ async def test_a_streamed_reply_and_chunked_reads(pair: Pair) -> None:
     got = b"".join([c async for c in reply])
     assert got == b"x" * 10 + b"y" * 10 + b"z" * 10
     await server
+
+
+async def test_try_send_queues_at_once_or_returns_false_and_try_recv_takes_what_is_ready(
+    pair: Pair,
+) -> None:
+    puller = pair.listener.puller("/jobs")
+    pusher = pair.client.pusher()
+    # Nothing connected: what send would raise.
+    with pytest.raises(weida.NotConnected):
+        pusher.try_send(b"x")
+    await pusher.connect(puller.address)
+    assert puller.try_recv() is None
+    at_once = 0
+    for i in range(50):
+        body = i.to_bytes(4, "big")
+        if pusher.try_send(body):
+            at_once += 1
+        else:
+            await pusher.send(body)
+    # The runtime offers lanes by default: a lane with room takes a small body at once.
+    assert at_once > 0
+    # A body larger than a lane takes is not sent.
+    assert pusher.try_send(payload(64 * 1024)) is False
+    seen: list[int] = []
+    while len(seen) < 50:
+        ready = puller.try_recv()
+        m = ready if ready is not None else await puller.recv()
+        seen.append(int.from_bytes(m.body, "big"))
+    assert seen == list(range(50))  # one lane: in order
+    assert puller.try_recv() is None
+    puller.close()
+    with pytest.raises(weida.Closed):
+        puller.try_recv()

@@ -560,3 +560,27 @@ def test_limits_ordering_and_dropped_convert_both_ways() -> None:
     assert (x.total, x.byte_budget) == (3, 0)
     assert x == weida.Dropped(refused=2, queue_full=1) and x != weida.Dropped()
     assert "refused=2" in repr(x)
+
+
+async def test_try_recv_takes_what_is_ready_without_waiting(pair: Pair) -> None:
+    publisher = pair.listener.publisher("/feed")
+    sub = pair.client.subscriber()
+    with pytest.raises(weida.NotConnected):
+        sub.try_recv()
+    await sub.connect(publisher.address)
+    await sub.subscribe("a.#")
+    assert sub.try_recv() is None
+    # No more than the parked reverse connections over AF_UNIX (one copy each).
+    for i in range(5):
+        publisher.publish("a.b", bytes([i]))
+    got: list[int] = []
+    while len(got) < 5:
+        ready = sub.try_recv()
+        m = ready if ready is not None else await sub.recv()
+        assert m.meta.topic == "a.b"
+        got.append(m.body[0])
+    assert got == [0, 1, 2, 3, 4]
+    assert sub.try_recv() is None
+    sub.close()
+    with pytest.raises(weida.Closed):
+        sub.try_recv()

@@ -279,6 +279,8 @@ class Pusher:
         """Live connections."""
     def send(self, body: _Buffer, meta: _Meta | None = None) -> Future[None]:
         """Sends a whole message; returns once its FIN is queued."""
+    def try_send(self, body: _Buffer) -> bool:
+        """Sends a whole message only if that can be done now: True if sent, False if not."""
     def send_many(self, bodies: Iterable[_Buffer]) -> Future[None]:
         """Sends each body as its own message, in one crossing."""
     def open(self, meta: _Meta | None = None) -> Future[OutgoingTransfer]:
@@ -302,6 +304,8 @@ class Puller:
         """The address to dial this puller at."""
     def recv(self) -> Future[Message]:
         """The next whole message. Cancel-safe."""
+    def try_recv(self) -> Message | None:
+        """The next whole message if one is ready now, else None."""
     def recv_many(self, max: int) -> Future[list[Message]]:
         """Up to ``max`` messages (at least one). Cancel-safe."""
     def accept(self) -> Future[IncomingTransfer]:
@@ -517,6 +521,8 @@ class Subscriber:
         """The filters held, in the order given."""
     def recv(self) -> Future[Message]:
         """The next message. Cancel-safe."""
+    def try_recv(self) -> Message | None:
+        """The next message if one is ready now, else None."""
     def recv_many(self, max: int) -> Future[list[Message]]:
         """Up to ``max`` messages (at least one). Cancel-safe."""
     @property

@@ -562,6 +562,15 @@ impl Subscriber {
         )
     }
 
+    /// The next message if one is ready now, else None; raises what `recv` would at once.
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Option<MessageOut>> {
+        match self.handle().try_recv() {
+            None => Ok(None),
+            Some(Ok(m)) => Ok(Some(MessageOut(m))),
+            Some(Err(e)) => Err(error::to_py(py, e)),
+        }
+    }
+
     /// Up to `max` messages (at least one): waits for the first, then takes those queued. An
     /// error met after the first is raised by the next receive. Cancel-safe.
     fn recv_many<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
