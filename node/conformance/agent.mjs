@@ -727,6 +727,12 @@ async function run(op, args) {
       return {}
     }
 
+    case 'try_send': {
+      const p = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
+      if (!(p instanceof Pusher)) throw new BadRequest('try_send needs a pusher')
+      return { sent: p.trySend(makeBody(args.body ?? null)) }
+    }
+
     case 'open': {
       const meta = metadataArg(args)
       const tname = strArg(args, 'transfer')

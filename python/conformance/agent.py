@@ -529,6 +529,12 @@ class Agent:
         await p.send(body, meta)
         return {}
 
+    async def op_try_send(self, args: Json) -> Json:
+        p = self.endpoint(args)
+        if not isinstance(p, weida.Pusher):
+            raise BadRequest("try_send needs a pusher")
+        return {"sent": p.try_send(body_arg(args))}
+
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)

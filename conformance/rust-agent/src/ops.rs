@@ -342,6 +342,13 @@ impl Agent {
                 p.send_with(metadata_arg(args)?, body).await?;
                 Ok(json!({}))
             }
+            "try_send" => {
+                let Dialling::Pusher(p) = self.dialling(args)? else {
+                    return Err(Failure::bad("try_send needs a pusher"));
+                };
+                let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                Ok(json!({"sent": p.try_send(body)?.is_none()}))
+            }
             "open" => {
                 let meta = metadata_arg(args)?;
                 let tname = str_arg(args, "transfer")?;
