@@ -137,6 +137,21 @@ class Streak {
     this.#n = 0
     return wait()
   }
+
+  /** A receive on `n`: a message ready now settles at once, else it waits. */
+  recv(n: NativeReceiver, signal: AbortSignal | undefined): Promise<Message> {
+    return this.run(
+      signal,
+      () => n.tryRecv() as Message | null,
+      () => call(signal, (c) => n.recv(c) as Promise<Message>),
+    )
+  }
+}
+
+/** The native receive pair a puller and a subscriber share. */
+interface NativeReceiver {
+  tryRecv(): unknown
+  recv(cancel?: native.Cancel | null): Promise<unknown>
 }
 
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -352,11 +367,7 @@ export class Puller implements AsyncIterable<Message> {
    * back to the puller for the next receive.
    */
   recv(options: CallOptions = {}): Promise<Message> {
-    return this.#streak.run(
-      options.signal,
-      () => this.#n.tryRecv() as Message | null,
-      () => call(options.signal, (c) => this.#n.recv(c) as Promise<Message>),
-    )
+    return this.#streak.recv(this.#n, options.signal)
   }
 
   /** The next message if one is ready now, else null; throws what `recv` would reject with at once. */
@@ -719,11 +730,7 @@ export class Subscriber implements AsyncIterable<Message> {
    * loses nothing: a message that arrived as it was aborted goes back for the next receive.
    */
   recv(options: CallOptions = {}): Promise<Message> {
-    return this.#streak.run(
-      options.signal,
-      () => this.#n.tryRecv() as Message | null,
-      () => call(options.signal, (c) => this.#n.recv(c) as Promise<Message>),
-    )
+    return this.#streak.recv(this.#n, options.signal)
   }
 
   /** The next message if one is ready now, else null; throws what `recv` would reject with at once. */

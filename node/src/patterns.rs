@@ -28,6 +28,18 @@ fn batch(max: f64) -> Result<usize, CoreError> {
     Ok(usize::try_from(count("max", max)?).unwrap_or(usize::MAX))
 }
 
+/// What a core `try_recv` found, for JS: the message, null, or the error thrown.
+fn ready_message(
+    env: &Env,
+    r: Option<Result<weida::Message, CoreError>>,
+) -> napi::Result<Option<Raw>> {
+    match r {
+        None => Ok(None),
+        Some(Ok(m)) => Ok(Some(message_out(env, m)?)),
+        Some(Err(e)) => Err(error::throw(env, e)),
+    }
+}
+
 /// A dialling endpoint held for JS: `close()` lets go of it (calls already pending run on).
 struct Dialing<T>(Mutex<Option<Arc<T>>>);
 
@@ -452,11 +464,7 @@ impl Puller {
     /// with at once (ERR_WEIDA_CLOSED after `close()`).
     #[napi(ts_return_type = "Message | null")]
     pub fn try_recv(&self, env: Env) -> napi::Result<Option<Raw>> {
-        match on_io(|| self.inner.try_recv()) {
-            None => Ok(None),
-            Some(Ok(m)) => Ok(Some(message_out(&env, m)?)),
-            Some(Err(e)) => Err(error::throw(&env, e)),
-        }
+        ready_message(&env, on_io(|| self.inner.try_recv()))
     }
 
     /// Up to `max` whole messages: waits for the first, then takes those ready; an error met
@@ -918,11 +926,7 @@ impl Subscriber {
     /// at once.
     #[napi(ts_return_type = "Message | null")]
     pub fn try_recv(&self, env: Env) -> napi::Result<Option<Raw>> {
-        match on_io(|| self.inner.try_recv()) {
-            None => Ok(None),
-            Some(Ok(m)) => Ok(Some(message_out(&env, m)?)),
-            Some(Err(e)) => Err(error::throw(&env, e)),
-        }
+        ready_message(&env, on_io(|| self.inner.try_recv()))
     }
 
     /// Up to `max` messages: waits for the first, then takes those queued; an error met after
