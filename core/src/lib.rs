@@ -34,6 +34,7 @@ mod identity;
 mod lane;
 mod ordering;
 mod patterns;
+mod queue;
 mod runtime;
 mod stream;
 mod tls;

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::address::{Address, Host, Target};
@@ -1043,7 +1042,7 @@ type Routes = RwLock<HashMap<String, Route>>;
 struct Route {
     kind: RouteKind,
     /// The endpoint's queue (every kind but a publisher).
-    tx: Option<mpsc::Sender<Queued>>,
+    tx: Option<crate::queue::Sender<Queued>>,
     /// A publisher's subscribers.
     hub: Option<Arc<crate::hub::Hub>>,
     id: u64,
@@ -1091,7 +1090,7 @@ pub(crate) struct Inbox {
 /// An endpoint's queue, a message a cancelled `recv` was collecting (resumed by the next), and
 /// the error of a message `recv_many` met after its first (returned by the next receive).
 pub(crate) struct InboxRx {
-    rx: mpsc::Receiver<Queued>,
+    rx: crate::queue::Receiver<Queued>,
     pub(crate) partial: Option<crate::stream::Partial>,
     pub(crate) deferred: Option<Error>,
 }
@@ -1107,8 +1106,8 @@ impl InboxRx {
     pub(crate) fn try_next(&mut self) -> Option<Result<Queued>> {
         match self.rx.try_recv() {
             Ok(q) => Some(Ok(q)),
-            Err(mpsc::error::TryRecvError::Empty) => None,
-            Err(mpsc::error::TryRecvError::Disconnected) => Some(Err(Error::Closed)),
+            Err(crate::queue::TryRecvError::Empty) => None,
+            Err(crate::queue::TryRecvError::Disconnected) => Some(Err(Error::Closed)),
         }
     }
 }
@@ -1210,7 +1209,7 @@ impl Listener {
         &self,
         path: &str,
         kind: RouteKind,
-        tx: Option<mpsc::Sender<Queued>>,
+        tx: Option<crate::queue::Sender<Queued>>,
         hub: Option<Arc<crate::hub::Hub>>,
     ) -> Result<RouteGuard> {
         crate::address::validate_path(path)?;
@@ -1234,7 +1233,7 @@ impl Listener {
 
     fn register(&self, path: &str, kind: RouteKind) -> Result<Inbox> {
         let address = self.inner.address.with_path(path)?;
-        let (tx, rx) = mpsc::channel(self.inner.shared.limits.endpoint_queue);
+        let (tx, rx) = crate::queue::channel(self.inner.shared.limits.endpoint_queue);
         let route = self.route(path, kind, Some(tx), None)?;
         Ok(Inbox {
             rx: tokio::sync::Mutex::new(InboxRx {
@@ -1437,9 +1436,7 @@ impl Dispatch {
             .fetch_add(1, Ordering::Relaxed);
         // A full queue waits here, holding the stream and so its budget slot: backpressure
         // reaches the opener's `open` (PATTERNS §1.4).
-        if let Err(mpsc::error::SendError(Queued::Incoming(i))) =
-            tx.send(Queued::Incoming(Box::new(incoming))).await
-        {
+        if let Err(Queued::Incoming(i)) = tx.send(Queued::Incoming(Box::new(incoming))).await {
             // The endpoint went away while the stream waited.
             match *i {
                 Incoming::Stream(mut t) => t.stop_reader(Code::UnknownEndpoint),
@@ -1531,8 +1528,8 @@ impl Dispatch {
             let delivered = match tx.upgrade() {
                 Some(tx) => match tx.try_send(item) {
                     Ok(()) => true,
-                    Err(mpsc::error::TrySendError::Full(item)) => tx.send(item).await.is_ok(),
-                    Err(mpsc::error::TrySendError::Closed(_)) => false,
+                    Err(crate::queue::TrySendError::Full(item)) => tx.send(item).await.is_ok(),
+                    Err(crate::queue::TrySendError::Closed(_)) => false,
                 },
                 None => false,
             };
