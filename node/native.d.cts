@@ -284,9 +284,10 @@ export declare class Pusher {
    */
   send(body: string | Uint8Array, meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<void>
   /**
-   * Sends a whole message now if it can go without waiting (a small body on a lane with
-   * room): true, sent exactly as `send` would have; false, nothing was sent and `send`
-   * sends it (to the same peer in the round-robin). Throws what `send` would reject with.
+   * Sends a whole message now if it can go without waiting (a small body on an open lane
+   * with room; the first `send` opens it): true, sent exactly as `send` would have; false,
+   * nothing was sent and `send` sends it (to the same peer in the round-robin). Throws what
+   * `send` would reject with.
    */
   trySend(body: string | Uint8Array): boolean
   /**

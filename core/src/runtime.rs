@@ -729,17 +729,19 @@ impl Link {
     }
 
     /// Queues a whole message with no header field on this link's lane if that can be done
-    /// now: `Ok(None)` queued, `Ok(Some(body))` not (the lane's queue is full), an error as
-    /// [`Link::lane_send`] would return it. The caller checked `lanes` and the size.
-    pub(crate) fn lane_try_send(&self, shared: &Arc<Shared>, body: Bytes) -> Result<Option<Bytes>> {
+    /// now: `Ok(None)` queued, `Ok(Some(body))` not (no lane is open, or its queue is full),
+    /// an error as [`Link::lane_send`] would return it. Never starts a lane: that spawns its
+    /// writer, which a synchronous caller outside the runtime could not do. The caller
+    /// checked `lanes` and the size.
+    pub(crate) fn lane_try_send(&self, body: Bytes) -> Result<Option<Bytes>> {
         let mut slot = self.lane.lock().unwrap();
-        if let Some(l) = slot.as_ref() {
-            if let Some(e) = l.take_failure() {
-                *slot = None;
-                return Err(e);
-            }
+        let Some(lane) = slot.as_ref() else {
+            return Ok(Some(body));
+        };
+        if let Some(e) = lane.take_failure() {
+            *slot = None;
+            return Err(e);
         }
-        let lane = slot.get_or_insert_with(|| self.start_lane(shared));
         match lane.try_send(crate::lane::FrameHead::plain(body.len()), body) {
             Ok(()) => Ok(None),
             Err(crate::lane::TrySend::Full(_, body)) => Ok(Some(body)),

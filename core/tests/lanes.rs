@@ -372,8 +372,10 @@ async fn try_send_never_waits(t: Transport) {
         .connect(&stalled.address().to_string())
         .await
         .unwrap();
-    // Nobody reads: the lane fills, and try_send hands the body back instead of waiting.
+    // Nobody reads: the lane (opened by a send) fills, and try_send hands the body back
+    // instead of waiting.
     let body = Bytes::from(vec![0u8; 1000]);
+    pusher.send(body.clone()).await.unwrap();
     let mut queued = 0;
     let back = loop {
         match pusher.try_send(body.clone()).unwrap() {
@@ -422,4 +424,31 @@ async fn try_send_round_robin(t: Transport) {
 on_every_transport!(
     bodies_try_send_gives_back_keep_the_round_robin,
     try_send_round_robin
+);
+
+async fn try_send_off_the_runtime(t: Transport) {
+    let server = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let client = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    // From a thread with no runtime: nothing is started there, so before any lane is open
+    // the body comes back (and nothing panics for want of a runtime).
+    let off = |body: &'static [u8]| {
+        std::thread::scope(|s| {
+            s.spawn(|| pusher.try_send(Bytes::from_static(body)).unwrap())
+                .join()
+                .unwrap()
+        })
+    };
+    assert_eq!(off(b"first"), Some(Bytes::from_static(b"first")));
+    pusher.send("opens the lane").await.unwrap();
+    assert_eq!(off(b"queued off the runtime"), None);
+    assert_eq!(puller.recv().await.unwrap().body, "opens the lane");
+    assert_eq!(puller.recv().await.unwrap().body, "queued off the runtime");
+}
+on_every_transport!(
+    try_send_from_a_thread_off_the_runtime_queues_on_an_open_lane,
+    try_send_off_the_runtime
 );

@@ -318,7 +318,7 @@ export class Pusher {
   }
 
   /**
-   * Sends a whole message only if that can be done now (a small body on a lane with room):
+   * Sends a whole message only if that can be done now (a small body on an open lane with room):
    * true, sent as `send` would have; false, nothing was sent. Throws what `send` would reject with.
    */
   trySend(body: Body): boolean {

@@ -146,9 +146,10 @@ impl Pusher {
         )
     }
 
-    /// Sends a whole message now if it can go without waiting (a small body on a lane with
-    /// room): true, sent exactly as `send` would have; false, nothing was sent and `send`
-    /// sends it (to the same peer in the round-robin). Throws what `send` would reject with.
+    /// Sends a whole message now if it can go without waiting (a small body on an open lane
+    /// with room; the first `send` opens it): true, sent exactly as `send` would have; false,
+    /// nothing was sent and `send` sends it (to the same peer in the round-robin). Throws what
+    /// `send` would reject with.
     #[napi]
     pub fn try_send(
         &self,

@@ -113,7 +113,7 @@ impl Pusher {
         })
     }
 
-    /// Sends a whole message only if that can be done now (a small body on a lane with room):
+    /// Sends a whole message only if that can be done now (a small body on an open lane with room):
     /// True, sent as `send` would have; False, nothing was sent (`send` sends it, to the same
     /// peer in the round-robin). Raises what `send` would.
     fn try_send(&self, py: Python<'_>, body: Body) -> PyResult<bool> {

@@ -72,12 +72,14 @@ impl Pusher {
     }
 
     /// Sends a whole message without waiting, when that can be done now: a body of at most
-    /// `RuntimeConfig::lane_max_message` toward a peer that offers lanes, whose lane has room.
-    /// `Ok(None)`: queued, exactly as [`Pusher::send`] would have. `Ok(Some(body))`: nothing
-    /// was sent (the lane is full, the body is larger, or the peer takes no lanes); the body
-    /// comes back for `send`, which is then sent to the same peer in the round-robin. An
-    /// error is what `send` would have returned. For a caller on another event loop (a
-    /// binding), this is a send with no crossing to the runtime's thread.
+    /// `RuntimeConfig::lane_max_message` toward a peer whose lane is open (the first `send`
+    /// of a small body opens it) and has room. `Ok(None)`: queued, exactly as
+    /// [`Pusher::send`] would have. `Ok(Some(body))`: nothing was sent (no lane yet, the lane
+    /// is full, the body is larger, or the peer takes no lanes); the body comes back for
+    /// `send`, which then sends it to the same peer in the round-robin. An error is what
+    /// `send` would have returned. It starts nothing, so it may be called from any thread;
+    /// for a caller on another event loop (a binding) it is a send with no crossing to the
+    /// runtime's thread.
     ///
     /// ```no_run
     /// # async fn f(pusher: weida::Pusher) -> weida::Result<()> {
@@ -97,7 +99,7 @@ impl Pusher {
             if !link.lanes {
                 return None;
             }
-            match link.lane_try_send(shared, body.take().expect("offered once")) {
+            match link.lane_try_send(body.take().expect("offered once")) {
                 Ok(None) => Some(Ok(())),
                 Ok(Some(b)) => {
                     body = Some(b);
