@@ -102,13 +102,18 @@ on_every_transport!(
     refused
 );
 
-async fn stalled_path(t: Transport) {
-    let limits = Limits {
+/// Small bounds, so that a path nobody reads backs up quickly.
+fn stalling_limits() -> Limits {
+    Limits {
         endpoint_queue: 2,
         stream_receive_window: 8 * 1024,
         connection_receive_window: 1 << 20,
         ..Limits::default()
-    };
+    }
+}
+
+async fn stalled_path(t: Transport) {
+    let limits = stalling_limits();
     let server = Runtime::new(config(limits.clone())).unwrap();
     let listener = server.bind(&bind_address(t)).await.unwrap();
     let stalled = listener.puller("/stalled").unwrap();
@@ -357,12 +362,7 @@ on_every_transport!(
 );
 
 async fn try_send_never_waits(t: Transport) {
-    let limits = Limits {
-        endpoint_queue: 2,
-        stream_receive_window: 8 * 1024,
-        connection_receive_window: 1 << 20,
-        ..Limits::default()
-    };
+    let limits = stalling_limits();
     let server = Runtime::new(with_lanes(limits.clone(), 16 * 1024)).unwrap();
     let listener = server.bind(&bind_address(t)).await.unwrap();
     let stalled = listener.puller("/stalled").unwrap();
