@@ -1,6 +1,7 @@
 //! The patterns: `Pusher`/`Puller`, `Requester`/`Replier`, raw `Peer`/`Acceptor`,
 //! `Publisher` (with its `FanOut` and `Dropped`)/`Subscriber`.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -26,6 +27,80 @@ fn small(n: usize) -> u32 {
 /// The `max` of a `recvMany`: a whole number (0 is taken as 1, as the core does).
 fn batch(max: f64) -> Result<usize, CoreError> {
     Ok(usize::try_from(count("max", max)?).unwrap_or(usize::MAX))
+}
+
+/// What a puller and a subscriber share: whole messages, and a hand-back for one whose
+/// receive was aborted as it arrived. Their projections to JS are written once, below.
+trait Receiving: Send + Sync + 'static {
+    fn recv(&self) -> impl Future<Output = Result<weida::Message, CoreError>> + Send;
+    fn recv_many(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<weida::Message>, CoreError>> + Send;
+    fn give_back(&self, m: weida::Message);
+}
+
+impl Receiving for weida::Puller {
+    fn recv(&self) -> impl Future<Output = Result<weida::Message, CoreError>> + Send {
+        weida::Puller::recv(self)
+    }
+    fn recv_many(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<weida::Message>, CoreError>> + Send {
+        weida::Puller::recv_many(self, max)
+    }
+    fn give_back(&self, m: weida::Message) {
+        weida::Puller::give_back(self, m)
+    }
+}
+
+impl Receiving for weida::Subscriber {
+    fn recv(&self) -> impl Future<Output = Result<weida::Message, CoreError>> + Send {
+        weida::Subscriber::recv(self)
+    }
+    fn recv_many(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<weida::Message>, CoreError>> + Send {
+        weida::Subscriber::recv_many(self, max)
+    }
+    fn give_back(&self, m: weida::Message) {
+        weida::Subscriber::give_back(self, m)
+    }
+}
+
+/// `recv` for JS: an aborted receive hands its message back.
+fn recv_one<'env, R: Receiving>(
+    env: &'env Env,
+    cancel: Option<&Cancel>,
+    r: &Arc<Io<R>>,
+) -> napi::Result<Object<'env>> {
+    let (r, back) = (r.clone(), r.clone());
+    promise_keeping(
+        env,
+        cancel,
+        async move { Ok(r.recv().await?) },
+        message_out,
+        Box::new(move |m| back.give_back(m)),
+    )
+}
+
+/// `recvMany` for JS: an aborted receive hands its messages back.
+fn recv_batch<'env, R: Receiving>(
+    env: &'env Env,
+    cancel: Option<&Cancel>,
+    r: &Arc<Io<R>>,
+    max: f64,
+) -> napi::Result<Object<'env>> {
+    let (r, back) = (r.clone(), r.clone());
+    promise_keeping(
+        env,
+        cancel,
+        async move { Ok(r.recv_many(batch(max)?).await?) },
+        messages_out,
+        Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
+    )
 }
 
 /// What a core `try_recv` found, for JS: the message, null, or the error thrown.
@@ -450,15 +525,7 @@ impl Puller {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let p = self.inner.clone();
-        let back = self.inner.clone();
-        promise_keeping(
-            env,
-            cancel,
-            async move { Ok(p.recv().await?) },
-            message_out,
-            Box::new(move |m| back.give_back(m)),
-        )
+        recv_one(env, cancel, &self.inner)
     }
 
     /// The next whole message if one is ready now, else null; throws what `recv` would reject
@@ -477,15 +544,7 @@ impl Puller {
         max: f64,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let p = self.inner.clone();
-        let back = self.inner.clone();
-        promise_keeping(
-            env,
-            cancel,
-            async move { Ok(p.recv_many(batch(max)?).await?) },
-            messages_out,
-            Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
-        )
+        recv_batch(env, cancel, &self.inner, max)
     }
 
     /// The next message as a stream, for bodies read in parts.
@@ -912,15 +971,7 @@ impl Subscriber {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        let back = self.inner.clone();
-        promise_keeping(
-            env,
-            cancel,
-            async move { Ok(s.recv().await?) },
-            message_out,
-            Box::new(move |m| back.give_back(m)),
-        )
+        recv_one(env, cancel, &self.inner)
     }
 
     /// The next message if one is ready now, else null; throws what `recv` would reject with
@@ -939,15 +990,7 @@ impl Subscriber {
         max: f64,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        let back = self.inner.clone();
-        promise_keeping(
-            env,
-            cancel,
-            async move { Ok(s.recv_many(batch(max)?).await?) },
-            messages_out,
-            Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
-        )
+        recv_batch(env, cancel, &self.inner, max)
     }
 
     /// Messages received and waiting for `recv`.
