@@ -3,6 +3,7 @@
 //! async context manager (`close()` on exit); the receiving ones are async iterators that end
 //! when their listener (a subscriber: itself) closes.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -58,6 +59,90 @@ fn to_tuple(
     (t, r): (weida::OutgoingTransfer, weida::PendingReply),
 ) -> (OutgoingTransfer, PendingReply) {
     (OutgoingTransfer::new(t), PendingReply::new(r))
+}
+
+/// What a puller and a subscriber share: whole messages, and a hand-back for one whose
+/// receive was cancelled as it arrived. Their projections to Python are written once, below.
+pub(crate) trait Receiving: Send + Sync + 'static {
+    fn recv(&self) -> impl Future<Output = Result<weida::Message, Error>> + Send;
+    fn recv_many(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<weida::Message>, Error>> + Send;
+    fn give_back(&self, m: weida::Message);
+}
+
+impl Receiving for weida::Puller {
+    fn recv(&self) -> impl Future<Output = Result<weida::Message, Error>> + Send {
+        weida::Puller::recv(self)
+    }
+    fn recv_many(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<weida::Message>, Error>> + Send {
+        weida::Puller::recv_many(self, max)
+    }
+    fn give_back(&self, m: weida::Message) {
+        weida::Puller::give_back(self, m)
+    }
+}
+
+impl Receiving for weida::Subscriber {
+    fn recv(&self) -> impl Future<Output = Result<weida::Message, Error>> + Send {
+        weida::Subscriber::recv(self)
+    }
+    fn recv_many(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<weida::Message>, Error>> + Send {
+        weida::Subscriber::recv_many(self, max)
+    }
+    fn give_back(&self, m: weida::Message) {
+        weida::Subscriber::give_back(self, m)
+    }
+}
+
+/// `recv` for Python: a cancelled receive hands its message back.
+pub(crate) fn recv_one<R: Receiving>(py: Python<'_>, r: Arc<R>) -> PyResult<Bound<'_, PyAny>> {
+    let back = r.clone();
+    spawn_keeping(
+        py,
+        async move { Ok(MessageOut(r.recv().await?)) },
+        Box::new(move |MessageOut(m)| back.give_back(m)),
+    )
+}
+
+/// `recv_many` for Python: a cancelled receive hands its messages back.
+pub(crate) fn recv_batch<R: Receiving>(
+    py: Python<'_>,
+    r: Arc<R>,
+    max: usize,
+) -> PyResult<Bound<'_, PyAny>> {
+    let back = r.clone();
+    spawn_keeping(
+        py,
+        async move {
+            let batch = r.recv_many(max).await?;
+            Ok(batch.into_iter().map(MessageOut).collect::<Vec<_>>())
+        },
+        Box::new(move |batch: Vec<MessageOut>| {
+            for MessageOut(m) in batch {
+                back.give_back(m);
+            }
+        }),
+    )
+}
+
+/// What a core `try_recv` found, for Python: the message, None, or the error raised.
+pub(crate) fn ready_message(
+    py: Python<'_>,
+    r: Option<Result<weida::Message, Error>>,
+) -> PyResult<Option<MessageOut>> {
+    match r {
+        None => Ok(None),
+        Some(Ok(m)) => Ok(Some(MessageOut(m))),
+        Some(Err(e)) => Err(error::to_py(py, e)),
+    }
 }
 
 /// Sends messages to pullers, one stream each, round-robin per message.
@@ -203,43 +288,19 @@ impl Puller {
     /// The next whole message (bounded by `Limits.max_collected_body`). A message its sender
     /// cancelled raises `Canceled` and the puller goes on. Cancel-safe.
     fn recv<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        let back = p.clone();
-        spawn_keeping(
-            py,
-            async move { Ok(MessageOut(p.recv().await?)) },
-            Box::new(move |MessageOut(m)| back.give_back(m)),
-        )
+        recv_one(py, self.p.get(py)?)
     }
 
     /// The next whole message if one is ready now, else None; raises what `recv` would at
     /// once (`Closed` after `close()`).
     fn try_recv(&self, py: Python<'_>) -> PyResult<Option<MessageOut>> {
-        let p = self.p.get(py)?;
-        match p.try_recv() {
-            None => Ok(None),
-            Some(Ok(m)) => Ok(Some(MessageOut(m))),
-            Some(Err(e)) => Err(error::to_py(py, e)),
-        }
+        ready_message(py, self.p.get(py)?.try_recv())
     }
 
     /// Up to `max` messages (at least one): waits for the first, then takes those ready. An
     /// error met after the first is raised by the next receive. Cancel-safe.
     fn recv_many<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        let back = p.clone();
-        spawn_keeping(
-            py,
-            async move {
-                let batch = p.recv_many(max).await?;
-                Ok(batch.into_iter().map(MessageOut).collect::<Vec<_>>())
-            },
-            Box::new(move |batch: Vec<MessageOut>| {
-                for MessageOut(m) in batch {
-                    back.give_back(m);
-                }
-            }),
-        )
+        recv_batch(py, self.p.get(py)?, max)
     }
 
     /// The next message as a stream (`IncomingTransfer`), for bodies read in parts.

@@ -554,39 +554,18 @@ impl Subscriber {
     /// `ConnectionLost` once every connection has ended and nothing is queued, `Closed` after
     /// `close()`. Cancel-safe: a message that arrives as it is cancelled is kept for the next.
     fn recv<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let (s, back) = (self.handle(), self.handle());
-        spawn_keeping(
-            py,
-            async move { Ok(MessageOut(s.recv().await?)) },
-            Box::new(move |MessageOut(m)| back.give_back(m)),
-        )
+        super::recv_one(py, self.handle())
     }
 
     /// The next message if one is ready now, else None; raises what `recv` would at once.
     fn try_recv(&self, py: Python<'_>) -> PyResult<Option<MessageOut>> {
-        match self.handle().try_recv() {
-            None => Ok(None),
-            Some(Ok(m)) => Ok(Some(MessageOut(m))),
-            Some(Err(e)) => Err(error::to_py(py, e)),
-        }
+        super::ready_message(py, self.handle().try_recv())
     }
 
     /// Up to `max` messages (at least one): waits for the first, then takes those queued. An
     /// error met after the first is raised by the next receive. Cancel-safe.
     fn recv_many<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
-        let (s, back) = (self.handle(), self.handle());
-        spawn_keeping(
-            py,
-            async move {
-                let batch = s.recv_many(max).await?;
-                Ok(batch.into_iter().map(MessageOut).collect::<Vec<_>>())
-            },
-            Box::new(move |batch: Vec<MessageOut>| {
-                for MessageOut(m) in batch {
-                    back.give_back(m);
-                }
-            }),
-        )
+        super::recv_batch(py, self.handle(), max)
     }
 
     /// Messages received and waiting for `recv`.
