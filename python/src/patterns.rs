@@ -202,12 +202,12 @@ impl Pusher {
     /// True, sent as `send` would have; False, nothing was sent (`send` sends it, to the same
     /// peer in the round-robin). Raises what `send` would.
     fn try_send(&self, py: Python<'_>, body: Body) -> PyResult<bool> {
-        let p = self.p.get(py)?;
-        let r = py.detach(|| {
-            let _g = crate::aio::enter();
-            p.try_send(body.0).map(|back| back.is_none())
-        });
-        r.map_err(|e| error::to_py(py, e))
+        // It starts nothing and waits for nothing: no runtime context, and the GIL may stay.
+        self.p
+            .get(py)?
+            .try_send(body.0)
+            .map(|back| back.is_none())
+            .map_err(|e| error::to_py(py, e))
     }
 
     /// Sends each body as its own message, in one crossing. On failure the exception's
