@@ -443,6 +443,8 @@ export interface LimitsOptions {
   maxParkedReverse?: number
   maxFilters?: number
   fanoutWaitMs?: number
+  /** QUIC: the largest UDP payload accepted and the ceiling of path MTU discovery. */
+  maxUdpPayload?: number
 }
 
 /**

@@ -57,28 +57,19 @@ fn force_buffers(s: &socket2::Socket, buffer: usize) {
     }
 }
 
-/// The transport parameters weida derives from its default `Limits`.
+/// The transport parameters weida derives from its default `Limits` for a loopback peer.
 fn transport_config(dialling: bool) -> quinn::TransportConfig {
-    let l = weida::Limits::default();
-    let v = |n: u64| quinn::VarInt::from_u64(n).expect("small");
-    let mut t = quinn::TransportConfig::default();
-    t.max_concurrent_uni_streams(v(l.max_concurrent_uni_streams));
-    t.max_concurrent_bidi_streams(v(l.max_concurrent_bidi_streams));
-    t.stream_receive_window(v(l.stream_receive_window));
-    t.receive_window(v(l.connection_receive_window));
-    t.send_window(l.send_window);
-    t.max_idle_timeout(Some(
-        quinn::IdleTimeout::try_from(l.idle_timeout).expect("in range"),
-    ));
-    t.keep_alive_interval(if dialling { l.keep_alive } else { None });
-    t
+    weida::quinn_transport_config(&weida::Limits::default(), dialling, true).expect("defaults")
 }
 
 fn endpoint(socket: UdpSocket, server: Option<quinn::ServerConfig>) -> BoxResult<quinn::Endpoint> {
-    Ok(quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
+    let mut config = quinn::EndpointConfig::default();
+    config.max_udp_payload_size(weida::Limits::default().max_udp_payload as u16)?;
+    // weida's socket, so both run with the same send batches (core/src/transport/udp.rs).
+    Ok(quinn::Endpoint::new_with_abstract_socket(
+        config,
         server,
-        socket,
+        weida::quinn_socket(socket)?,
         Arc::new(quinn::TokioRuntime),
     )?)
 }

@@ -70,6 +70,16 @@ pub struct Limits {
     /// chunk before that subscriber's copy is dropped (`FanOut::write_now` never waits).
     /// Default 1 s.
     pub fanout_wait: Duration,
+    /// QUIC: the largest UDP payload this side accepts (the `max_udp_payload_size` transport
+    /// parameter) and sends. A connection to a loopback address starts at it, within the
+    /// loopback interface's MTU: 64 KiB datagrams carry many lane frames each, and fan-out to
+    /// hundreds of local subscribers or a large transfer runs two to three times faster than
+    /// at Ethernet's 1452 bytes (docs/PERFORMANCE.md). Any other path starts at 1200 bytes and
+    /// path MTU discovery probes upward to it; a probe larger than the local interface carries
+    /// is refused by the kernel before it leaves, so on Ethernet the search settles at 1452
+    /// after a few seconds of failed probes (1452 here gives quinn's own search). From 1200 to
+    /// 65527. Default 65527.
+    pub max_udp_payload: u64,
 }
 
 impl Default for Limits {
@@ -91,6 +101,7 @@ impl Default for Limits {
             max_parked_reverse: 8,
             max_filters: 1024,
             fanout_wait: Duration::from_secs(1),
+            max_udp_payload: 65527,
         }
     }
 }
@@ -116,6 +127,9 @@ impl Limits {
         }
         if self.subscriber_buffer_bytes == 0 {
             return bad("subscriber_buffer_bytes must be above zero");
+        }
+        if !(1200..=65527).contains(&self.max_udp_payload) {
+            return bad("max_udp_payload must be from 1200 (QUIC's minimum) to 65527 bytes");
         }
         if self.idle_timeout.is_zero() {
             return bad("idle_timeout must be above zero");

@@ -56,5 +56,7 @@ pub use stream::{
     Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply,
 };
 pub use transport::PeerIdentity;
+#[doc(hidden)]
+pub use transport::{quic::transport_config as quinn_transport_config, udp::quinn_socket};
 pub use trust::{ClientTls, ServerTls, Trust};
 pub use wire::{GuaranteeSet, Metadata, Ordering};

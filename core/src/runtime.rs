@@ -347,7 +347,9 @@ impl Shared {
 
     async fn quic_client(&self) -> Result<&quinn::Endpoint> {
         self.quic_client
-            .get_or_try_init(|| async { quic::client_endpoint(self.config.udp_buffer) })
+            .get_or_try_init(|| async {
+                quic::client_endpoint(self.config.udp_buffer, &self.limits)
+            })
             .await
     }
 
@@ -2029,12 +2031,13 @@ impl Runtime {
                         })?
                         .ip(),
                 };
-                let ep = quic::server_endpoint(
+                let server = quic::server_endpoint(
                     std::net::SocketAddr::new(ip, *port),
                     &tls,
                     &limits,
                     self.shared.config.udp_buffer,
                 )?;
+                let ep = server.endpoint.clone();
                 let local = ep.local_addr()?;
                 let bound = Address::parse(&format!(
                     "weida://{}@{}",
@@ -2044,18 +2047,18 @@ impl Runtime {
                         v4 => v4.to_string(),
                     }
                 ))?;
-                let (ep2, life2, d) = (ep.clone(), life.clone(), dispatch.clone());
+                let (life2, d) = (life.clone(), dispatch.clone());
                 tokio::spawn(async move {
                     loop {
                         let incoming = tokio::select! {
-                            i = ep2.accept() => i,
+                            i = server.endpoint.accept() => i,
                             _ = life2.dead() => break,
                             _ = d.shared.life.dead() => break,
                         };
                         let Some(incoming) = incoming else { break };
-                        let (d, life) = (d.clone(), life2.clone());
+                        let (d, life, server) = (d.clone(), life2.clone(), server.clone());
                         tokio::spawn(async move {
-                            match incoming.await {
+                            match server.accept(incoming).await {
                                 Ok(c) => {
                                     let span = tracing::debug_span!("connection", remote = %c.remote_address());
                                     d.connection(Conn::Quic(c), life).instrument(span).await

@@ -266,17 +266,26 @@ async fn an_endpoint_never_connected_is_not_connected() {
 
 #[tokio::test]
 async fn configurations_that_cannot_be_honoured_are_refused() {
-    let bad = RuntimeConfig {
-        limits: Limits {
+    for limits in [
+        Limits {
             endpoint_queue: 0,
             ..Limits::default()
         },
-        ..RuntimeConfig::default()
-    };
-    assert_eq!(
-        Runtime::new(bad).unwrap_err().code(),
-        ErrorCode::InvalidConfig
-    );
+        // Below QUIC's 1200-byte minimum datagram.
+        Limits {
+            max_udp_payload: 1199,
+            ..Limits::default()
+        },
+    ] {
+        let bad = RuntimeConfig {
+            limits,
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(
+            Runtime::new(bad).unwrap_err().code(),
+            ErrorCode::InvalidConfig
+        );
+    }
     // PerProducer ordering is implemented; a non-core level of another dimension is not.
     let ordered = RuntimeConfig {
         guarantees: weida::GuaranteeSet {

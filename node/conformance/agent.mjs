@@ -501,6 +501,7 @@ const LIMITS = {
   max_parked_reverse: 'maxParkedReverse',
   max_filters: 'maxFilters',
   fanout_wait_ms: 'fanoutWaitMs',
+  max_udp_payload: 'maxUdpPayload',
 }
 
 /** The ordering levels a runtime may require. */

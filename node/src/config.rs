@@ -29,6 +29,9 @@ pub struct LimitsOptions {
     pub max_parked_reverse: Option<f64>,
     pub max_filters: Option<f64>,
     pub fanout_wait_ms: Option<f64>,
+    /// QUIC: the largest UDP payload accepted and sent (a loopback connection starts there;
+    /// elsewhere path MTU discovery probes up to it). 1200 to 65527; default 65527.
+    pub max_udp_payload: Option<f64>,
 }
 
 fn invalid(what: &str, v: f64) -> Error {
@@ -97,6 +100,7 @@ fn limits(o: LimitsOptions) -> Result<Limits, Error> {
         "maxCollectedBody",
         o.max_collected_body,
     )?;
+    set(&mut l.max_udp_payload, "maxUdpPayload", o.max_udp_payload)?;
     let size = |slot: &mut usize, name: &str, v: Option<f64>| -> Result<(), Error> {
         if let Some(v) = v {
             *slot = usize::try_from(count(name, v)?).map_err(|_| invalid(name, v))?;

@@ -190,6 +190,11 @@ test('an_endpoint_never_connected_is_not_connected', { timeout: TIMEOUT }, async
 test('configurations_that_cannot_be_honoured_are_refused', { timeout: TIMEOUT }, async (ctx) => {
   assert.throws(() => new Runtime({ limits: { endpointQueue: 0 } }), InvalidConfig)
   assert.throws(() => new Runtime({ limits: { sendWindow: -1 } }), InvalidConfig)
+  // Below QUIC's 1200-byte minimum datagram.
+  assert.throws(
+    () => new Runtime({ limits: { maxUdpPayload: 1199 } }),
+    (e) => e instanceof InvalidConfig && /max_udp_payload/.test(e.message),
+  )
   const rt = runtime(ctx)
   await assert.rejects(rt.bind('weida+pipe://name'), Unsupported)
   await assert.rejects(rt.bind('weida://127.0.0.1:0/path'), InvalidAddress)

@@ -236,6 +236,7 @@ LIMIT_NAMES = (
     "max_reorder_hold",
     "max_parked_reverse",
     "max_filters",
+    "max_udp_payload",
 )
 
 

@@ -44,7 +44,7 @@ impl Limits {
         max_collected_body=None, idle_timeout=None,
         keep_alive=weida::Limits::default().keep_alive.map(|d| d.as_secs_f64()),
         subscriber_buffer_bytes=None, max_reorder_hold=None, max_parked_reverse=None,
-        max_filters=None, fanout_wait=None))]
+        max_filters=None, fanout_wait=None, max_udp_payload=None))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per core field
     fn new(
         stream_receive_window: Option<u64>,
@@ -63,6 +63,7 @@ impl Limits {
         max_parked_reverse: Option<usize>,
         max_filters: Option<usize>,
         fanout_wait: Option<f64>,
+        max_udp_payload: Option<u64>,
     ) -> PyResult<Limits> {
         let d = weida::Limits::default();
         Ok(Limits {
@@ -94,6 +95,7 @@ impl Limits {
                     Some(s) => seconds("fanout_wait", s)?,
                     None => d.fanout_wait,
                 },
+                max_udp_payload: max_udp_payload.unwrap_or(d.max_udp_payload),
             },
         })
     }
@@ -183,6 +185,13 @@ impl Limits {
     #[getter]
     fn fanout_wait(&self) -> f64 {
         self.inner.fanout_wait.as_secs_f64()
+    }
+    /// QUIC: the largest UDP payload accepted and sent. A loopback connection starts there
+    /// (within the loopback MTU); elsewhere path MTU discovery probes up to it. 1200 to
+    /// 65527. Default 65527.
+    #[getter]
+    fn max_udp_payload(&self) -> u64 {
+        self.inner.max_udp_payload
     }
 
     fn __repr__(&self) -> String {

@@ -540,22 +540,25 @@ def test_limits_ordering_and_dropped_convert_both_ways() -> None:
         256,
         8,
     )
-    assert (d.max_filters, d.fanout_wait) == (1024, 1.0)
+    assert (d.max_filters, d.fanout_wait, d.max_udp_payload) == (1024, 1.0, 65527)
     l2 = weida.Limits(
         subscriber_buffer_bytes=1000,
         max_reorder_hold=3,
         max_parked_reverse=0,
         max_filters=7,
         fanout_wait=0.25,
+        max_udp_payload=1452,
     )
     assert (l2.subscriber_buffer_bytes, l2.max_reorder_hold, l2.max_parked_reverse) == (1000, 3, 0)
-    assert (l2.max_filters, l2.fanout_wait) == (7, 0.25)
+    assert (l2.max_filters, l2.fanout_wait, l2.max_udp_payload) == (7, 0.25, 1452)
     with pytest.raises(ValueError, match="fanout_wait"):
         weida.Limits(fanout_wait=-1)
     with pytest.raises(ValueError, match="ordering"):
         weida.Runtime(ordering="total")  # type: ignore[arg-type]
     with pytest.raises(weida.InvalidConfig):
         weida.Runtime(limits=weida.Limits(subscriber_buffer_bytes=0))
+    with pytest.raises(weida.InvalidConfig, match="max_udp_payload"):
+        weida.Runtime(limits=weida.Limits(max_udp_payload=1199))
     x = weida.Dropped(queue_full=1, refused=2)
     assert (x.total, x.byte_budget) == (3, 0)
     assert x == weida.Dropped(refused=2, queue_full=1) and x != weida.Dropped()

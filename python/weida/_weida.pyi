@@ -64,6 +64,7 @@ class Limits:
         max_parked_reverse: int | None = None,
         max_filters: int | None = None,
         fanout_wait: float | None = None,
+        max_udp_payload: int | None = None,
     ) -> Limits: ...
     @property
     def stream_receive_window(self) -> int:
@@ -113,6 +114,9 @@ class Limits:
     @property
     def fanout_wait(self) -> float:
         """Pub/Sub: seconds ``FanOut.write`` waits for a slow subscriber. Default 1."""
+    @property
+    def max_udp_payload(self) -> int:
+        """QUIC: the largest UDP payload accepted and sent (MTU discovery's ceiling). Default 65527."""
 
 @final
 class Identity:

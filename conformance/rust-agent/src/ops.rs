@@ -600,6 +600,7 @@ fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
             "max_parked_reverse" => l.max_parked_reverse = n()? as usize,
             "max_filters" => l.max_filters = n()? as usize,
             "fanout_wait_ms" => l.fanout_wait = Duration::from_millis(n()?),
+            "max_udp_payload" => l.max_udp_payload = n()?,
             "keep_alive_ms" => {
                 l.keep_alive = if val.is_null() {
                     None

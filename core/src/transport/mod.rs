@@ -8,6 +8,7 @@
 pub(crate) mod inproc;
 pub(crate) mod pipe;
 pub(crate) mod quic;
+pub(crate) mod udp;
 pub(crate) mod unix;
 
 use std::future::Future;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use quinn::{ConnectionError, ReadError, VarInt, WriteError};
 
+use super::udp::{self, udp_socket};
 use super::StreamError;
 use crate::config::Limits;
 use crate::error::{Error, LossCause};
@@ -18,11 +19,14 @@ fn varint(n: u64) -> VarInt {
     VarInt::from_u64(n.min(crate::wire::varint::MAX)).expect("clamped to the varint range")
 }
 
-/// Transport parameters from a [`Limits`] profile. Only the dialling side sends keep-alives
-/// (PATTERNS §1.8).
-pub(crate) fn transport_config(
+/// Transport parameters from a [`Limits`] profile, for a connection over loopback or not.
+/// Only the dialling side sends keep-alives (PATTERNS §1.8).
+///
+/// Public (hidden) only so that weida-bench's raw quinn baseline runs with the same ones.
+pub fn transport_config(
     limits: &Limits,
     dialling: bool,
+    loopback: bool,
 ) -> Result<quinn::TransportConfig, Error> {
     let mut t = quinn::TransportConfig::default();
     t.max_concurrent_uni_streams(varint(limits.max_concurrent_uni_streams));
@@ -40,72 +44,88 @@ pub(crate) fn transport_config(
         })?,
     ));
     t.keep_alive_interval(if dialling { limits.keep_alive } else { None });
+    let mut mtu = quinn::MtuDiscoveryConfig::default();
+    mtu.upper_bound(udp_payload(limits));
+    if let Some(payload) = loopback.then(|| loopback_payload(limits)).flatten() {
+        // Start where discovery would end, and probe nothing: a probe is padded to its size,
+        // and quinn reads padding a byte at a time, some milliseconds per connection at
+        // 64 KiB. The congestion window starts at ten of these datagrams, as at ten of 1200
+        // bytes elsewhere (RFC 9002 §7.2 caps it lower to spare a shared network; loopback has
+        // none, and a window under two datagrams waits out the peer's ACK delay).
+        t.initial_mtu(payload);
+        mtu.upper_bound(payload);
+        let mut cubic = quinn::congestion::CubicConfig::default();
+        cubic.initial_window(10 * u64::from(payload));
+        t.congestion_controller_factory(Arc::new(cubic));
+    }
+    t.mtu_discovery_config(Some(mtu));
     Ok(t)
 }
 
-/// A UDP socket with buffers raised to `buffer` bytes: the 208 KiB default drops packets on a
-/// busy loopback. As root the kernel's rmem_max/wmem_max cap is bypassed with the FORCE options.
-pub(crate) fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let domain = if addr.is_ipv6() {
-        Domain::IPV6
-    } else {
-        Domain::IPV4
-    };
-    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
-    if addr.is_ipv6() {
-        // A dual-stack socket so one client endpoint reaches IPv4 and IPv6 peers.
-        let _ = s.set_only_v6(false);
-    }
-    if buffer > 0 {
-        let _ = s.set_recv_buffer_size(buffer);
-        let _ = s.set_send_buffer_size(buffer);
-        force_buffers(&s, buffer);
-    }
-    s.bind(&addr.into())?;
-    tracing::debug!(
-        recv = s.recv_buffer_size().unwrap_or(0),
-        send = s.send_buffer_size().unwrap_or(0),
-        %addr,
-        "udp socket"
-    );
-    Ok(s.into())
+/// `Limits::max_udp_payload`, which `Limits::validate` keeps within QUIC's range.
+fn udp_payload(limits: &Limits) -> u16 {
+    limits.max_udp_payload.clamp(1200, 65527) as u16
 }
 
-fn force_buffers(s: &socket2::Socket, buffer: usize) {
-    use std::os::fd::AsRawFd;
-    let v: libc::c_int = buffer.min(i32::MAX as usize) as libc::c_int;
-    for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
-        // SAFETY: setsockopt with a valid fd, a c_int value and its size.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                &v as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
+/// Whether `addr` is a loopback address (an IPv4 one mapped into IPv6 included).
+pub(crate) fn is_loopback(addr: SocketAddr) -> bool {
+    addr.ip().to_canonical().is_loopback()
+}
+
+/// The UDP payload a loopback path carries within `max_udp_payload`: the loopback interface's
+/// MTU less an IPv6 and a UDP header (the larger pair). None where the MTU cannot be read;
+/// discovery finds it then.
+fn loopback_payload(limits: &Limits) -> Option<u16> {
+    static MTU: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let mtu = (*MTU.get_or_init(udp::loopback_mtu))?;
+    let payload = u64::from(mtu.saturating_sub(40 + 8)).min(limits.max_udp_payload);
+    (payload >= 1200).then_some(payload as u16)
 }
 
 fn endpoint(
     socket: UdpSocket,
     server: Option<quinn::ServerConfig>,
+    limits: &Limits,
 ) -> Result<quinn::Endpoint, Error> {
-    Ok(quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
+    let mut config = quinn::EndpointConfig::default();
+    config
+        .max_udp_payload_size(udp_payload(limits))
+        .map_err(|e| Error::InvalidConfig(format!("max_udp_payload: {e}")))?;
+    Ok(quinn::Endpoint::new_with_abstract_socket(
+        config,
         server,
-        socket,
+        udp::quinn_socket(socket)?,
         Arc::new(quinn::TokioRuntime),
     )?)
 }
 
 /// The dialling endpoint a runtime shares across its connections.
-pub(crate) fn client_endpoint(buffer: usize) -> Result<quinn::Endpoint, Error> {
+pub(crate) fn client_endpoint(buffer: usize, limits: &Limits) -> Result<quinn::Endpoint, Error> {
     let socket = udp_socket("[::]:0".parse().unwrap(), buffer)
         .or_else(|_| udp_socket("0.0.0.0:0".parse().unwrap(), buffer))?;
-    endpoint(socket, None)
+    endpoint(socket, None, limits)
+}
+
+/// A listening endpoint, and the server configuration it accepts loopback peers with.
+#[derive(Clone)]
+pub(crate) struct Server {
+    pub(crate) endpoint: quinn::Endpoint,
+    loopback: Arc<quinn::ServerConfig>,
+}
+
+impl Server {
+    /// Completes the handshake of `incoming`, with the loopback transport parameters when the
+    /// peer is on this host.
+    pub(crate) async fn accept(
+        &self,
+        incoming: quinn::Incoming,
+    ) -> Result<quinn::Connection, ConnectionError> {
+        if is_loopback(incoming.remote_address()) {
+            incoming.accept_with(self.loopback.clone())?.await
+        } else {
+            incoming.await
+        }
+    }
 }
 
 /// A listening endpoint at `addr`.
@@ -114,10 +134,15 @@ pub(crate) fn server_endpoint(
     tls: &ServerTls,
     limits: &Limits,
     buffer: usize,
-) -> Result<quinn::Endpoint, Error> {
+) -> Result<Server, Error> {
     let mut sc = tls::quic_server_config(tls)?;
-    sc.transport_config(Arc::new(transport_config(limits, false)?));
-    endpoint(udp_socket(addr, buffer)?, Some(sc))
+    let mut loopback = sc.clone();
+    sc.transport_config(Arc::new(transport_config(limits, false, false)?));
+    loopback.transport_config(Arc::new(transport_config(limits, false, true)?));
+    Ok(Server {
+        endpoint: endpoint(udp_socket(addr, buffer)?, Some(sc), limits)?,
+        loopback: Arc::new(loopback),
+    })
 }
 
 /// Dials `addr` and completes the handshake. A key outside the terms is `Untrusted`, carrying
@@ -132,7 +157,7 @@ pub(crate) async fn connect(
 ) -> Result<quinn::Connection, Error> {
     let presented = Presented::default();
     let mut cc = tls::quic_client_config(client, pin, presented.clone())?;
-    cc.transport_config(Arc::new(transport_config(limits, true)?));
+    cc.transport_config(Arc::new(transport_config(limits, true, is_loopback(addr))?));
     let connecting = ep
         .connect_with(cc, addr, server_name)
         .map_err(|e| Error::InvalidConfig(format!("cannot dial {addr}: {e}")))?;
@@ -196,6 +221,147 @@ pub(crate) fn read_error(e: ReadError) -> StreamError {
         }
         ReadError::ZeroRttRejected => {
             StreamError::Lost(LossCause::TransportError("0-RTT rejected".into()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::identity::Identity;
+    use crate::trust::Trust;
+
+    /// A client dialling a server over loopback, each with its own `Limits`. `as_remote`: both
+    /// ends use the parameters of a path that is not loopback (so discovery runs).
+    async fn pair(
+        server: &Limits,
+        client: &Limits,
+        as_remote: bool,
+    ) -> (quinn::Connection, quinn::Connection) {
+        let id = Identity::ephemeral();
+        let pin = id.fingerprint();
+        let srv = server_endpoint(
+            "127.0.0.1:0".parse().unwrap(),
+            &ServerTls::new(id),
+            server,
+            1 << 20,
+        )
+        .unwrap();
+        let addr = srv.endpoint.local_addr().unwrap();
+        let client_ep = client_endpoint(1 << 20, client).unwrap();
+        let tls = ClientTls::new(Identity::ephemeral(), Trust::address());
+        let name = tls::server_name("127.0.0.1", &tls, Some(pin));
+        let accepting = tokio::spawn(async move {
+            let incoming = srv.endpoint.accept().await.unwrap();
+            match as_remote {
+                true => incoming.await,
+                false => srv.accept(incoming).await,
+            }
+        });
+        let c = if as_remote {
+            let mut cc = tls::quic_client_config(&tls, Some(pin), Presented::default()).unwrap();
+            cc.transport_config(Arc::new(transport_config(client, true, false).unwrap()));
+            client_ep
+                .connect_with(cc, addr, &name)
+                .unwrap()
+                .await
+                .unwrap()
+        } else {
+            connect(&client_ep, addr, &name, Some(pin), &tls, client)
+                .await
+                .unwrap()
+        };
+        (c, accepting.await.unwrap().unwrap())
+    }
+
+    fn mtu(c: &quinn::Connection) -> u16 {
+        c.stats().path.current_mtu
+    }
+
+    /// The path MTU `conn` sends at once discovery has reached `at_least`. MTU discovery has no
+    /// event to wait on, so this polls the connection's statistics while traffic flows.
+    async fn mtu_reaching(conn: &quinn::Connection, at_least: u16) -> u16 {
+        let wait = async {
+            loop {
+                if mtu(conn) >= at_least {
+                    return mtu(conn);
+                }
+                let mut s = conn.open_uni().await.unwrap();
+                s.write_all(&[0u8; 4096]).await.unwrap();
+                s.finish().unwrap();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .unwrap_or_else(|_| panic!("the path MTU never reached {at_least}"))
+    }
+
+    #[tokio::test]
+    async fn a_loopback_connection_starts_at_the_loopback_datagram_size() {
+        let Some(lo) = udp::loopback_mtu() else {
+            return; // not read on this platform: discovery finds it (tested below)
+        };
+        let (c, s) = pair(&Limits::default(), &Limits::default(), false).await;
+        let want = (lo - 48).min(65527) as u16;
+        assert_eq!((mtu(&c), mtu(&s)), (want, want));
+        // Many datagrams of that size cross at once, none lost (the batches fit a sendmsg).
+        let (written, read) = tokio::join!(
+            async {
+                let mut w = c.open_uni().await.unwrap();
+                w.write_all(&vec![7u8; 8 << 20]).await.unwrap();
+                w.finish().unwrap();
+            },
+            async { s.accept_uni().await.unwrap().read_to_end(16 << 20).await }
+        );
+        let () = written;
+        assert_eq!(read.unwrap().len(), 8 << 20);
+        let stats = c.stats();
+        assert_eq!(stats.path.lost_packets, 0, "{:?}", stats.path);
+        assert_eq!(stats.path.sent_plpmtud_probes, 0, "{:?}", stats.path);
+        assert!(stats.udp_tx.datagrams < 1024, "{:?}", stats.udp_tx);
+    }
+
+    #[tokio::test]
+    async fn max_udp_payload_caps_either_side() {
+        let small = Limits {
+            max_udp_payload: 1452,
+            ..Limits::default()
+        };
+        // Its own ceiling.
+        let (c, _s) = pair(&Limits::default(), &small, false).await;
+        assert!(mtu(&c) <= 1452, "{}", mtu(&c));
+        // The peer's: the transport parameter it advertised bounds what we send.
+        let (c, _s) = pair(&small, &Limits::default(), false).await;
+        assert!(mtu(&c) <= 1452, "{}", mtu(&c));
+    }
+
+    #[tokio::test]
+    async fn elsewhere_discovery_searches_up_to_max_udp_payload() {
+        let (c, _s) = pair(&Limits::default(), &Limits::default(), true).await;
+        assert!(mtu_reaching(&c, 8 * 1024).await <= 65527);
+        let small = Limits {
+            max_udp_payload: 1452,
+            ..Limits::default()
+        };
+        // The first probe of an uncapped search would be far above 1452.
+        let (c, _s) = pair(&Limits::default(), &small, true).await;
+        assert!(mtu_reaching(&c, 1432).await <= 1452);
+    }
+
+    #[test]
+    fn max_udp_payload_outside_quic_range_is_refused() {
+        for bad in [0, 1199, 65528] {
+            let l = Limits {
+                max_udp_payload: bad,
+                ..Limits::default()
+            };
+            assert!(
+                matches!(l.validate(), Err(Error::InvalidConfig(_))),
+                "{bad}"
+            );
         }
     }
 }
