@@ -69,9 +69,7 @@ impl Feed {
     }
 
     fn wanted(&self, topic: &str) -> bool {
-        let mut out = Vec::new();
-        self.filters.read().unwrap().matches(topic, &mut out);
-        !out.is_empty()
+        self.filters.read().unwrap().selects(topic)
     }
 
     pub(crate) fn link_added(&self) {
@@ -172,6 +170,16 @@ impl Feed {
     /// Takes a whole copy for which room was taken.
     fn arrive(&self, key: (u64, Bytes), seq: Option<u64>, m: Message) {
         let wanted = m.meta.topic.as_deref().is_some_and(|t| self.wanted(t));
+        if self.level == Ordering::None {
+            // No numbering to keep: straight to the queue, or the room back.
+            if wanted {
+                self.state.lock().unwrap().ready.push_back(m);
+                self.readable.notify_waiters();
+            } else {
+                self.room.add_permits(1);
+            }
+            return;
+        }
         let mut out = VecDeque::new();
         {
             let mut s = self.state.lock().unwrap();
@@ -285,10 +293,16 @@ async fn read_lane(
             Ok(true) => {}
             Ok(false) | Err(_) => return,
         }
-        let Ok(permit) = feed.room.acquire().await else {
-            return reader.stop(Code::Canceled);
-        };
-        permit.forget();
+        match feed.room.try_acquire() {
+            Ok(permit) => permit.forget(),
+            Err(tokio::sync::TryAcquireError::Closed) => return reader.stop(Code::Canceled),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let Ok(permit) = feed.room.acquire().await else {
+                    return reader.stop(Code::Canceled);
+                };
+                permit.forget();
+            }
+        }
         let frame = reader
             .lane_frame(limits.max_header_size, limits.max_collected_body)
             .await;

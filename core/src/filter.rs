@@ -299,6 +299,26 @@ impl<K: Copy + Eq + Ord> FilterSet<K> {
         self.len -= go(&mut self.root, key);
     }
 
+    /// Whether any filter selects `topic`: [`FilterSet::matches`] without collecting keys, and
+    /// without allocating (a subscriber asks this once per copy).
+    pub fn selects(&self, topic: &str) -> bool {
+        fn go<K>(node: &Node<K>, rest: Option<&str>) -> bool {
+            if !node.hash.is_empty() {
+                return true;
+            }
+            let Some(rest) = rest else {
+                return !node.end.is_empty();
+            };
+            let (segment, tail) = match rest.split_once('.') {
+                Some((s, t)) => (s, Some(t)),
+                None => (rest, None),
+            };
+            node.literal.get(segment).is_some_and(|c| go(c, tail))
+                || node.star.as_deref().is_some_and(|c| go(c, tail))
+        }
+        go(&self.root, Some(topic))
+    }
+
     /// The keys whose filters select `topic`, each once, sorted, into `out` (cleared first).
     pub fn matches(&self, topic: &str, out: &mut Vec<K>) {
         fn go<K: Copy>(node: &Node<K>, t: &[&str], out: &mut Vec<K>) {
@@ -456,6 +476,7 @@ mod tests {
                 set.matches(t, &mut out);
                 let want: Vec<usize> = parsed.iter().enumerate().filter(|(_, f)| f.matches(t)).map(|(i, _)| i).collect();
                 prop_assert_eq!(&out, &want, "topic {}", t);
+                prop_assert_eq!(set.selects(t), !want.is_empty(), "topic {}", t);
             }
         }
 
