@@ -175,6 +175,27 @@ fn memory_in_a_fresh_process(width: usize) -> Result<f64, String> {
         .map_err(|e| format!("memory probe printed no number: {e}"))
 }
 
+/// The `--pubsub-width N SECS` mode: one paced measurement at `N` subscribers, printed.
+pub(crate) fn width_probe(n: usize, secs: f64) -> ! {
+    let w = Window {
+        warmup: Duration::from_millis(300),
+        measure: Duration::from_secs_f64(secs),
+    };
+    match crate::run_on(crate::Flavour::Current, width(n, w)) {
+        Ok(r) => {
+            println!(
+                "width {n}: {:.0} copies/s, {:.0} ns/copy in publish",
+                r.copies_per_sec, r.publish_ns_per_copy
+            );
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// The `--pubsub-memory N` mode: prints bytes per subscriber and exits.
 pub(crate) fn memory_probe(width: usize) -> ! {
     match crate::run_on(crate::Flavour::Current, memory_per_subscriber(width)) {

@@ -341,6 +341,12 @@ fn main() {
         let n = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(256);
         fanout::memory_probe(n);
     }
+    if args.get(1).map(String::as_str) == Some("--pubsub-width") {
+        // The paced fan-out row of one width, alone (for profiling): `--pubsub-width N SECS`.
+        let n = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(256);
+        let secs = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(2.0);
+        fanout::width_probe(n, secs);
+    }
     let o = match parse_args() {
         Ok(o) => o,
         Err(e) => {
