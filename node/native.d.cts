@@ -443,7 +443,10 @@ export interface LimitsOptions {
   maxParkedReverse?: number
   maxFilters?: number
   fanoutWaitMs?: number
-  /** QUIC: the largest UDP payload accepted and the ceiling of path MTU discovery. */
+  /**
+   * QUIC: the largest UDP payload accepted and sent (a loopback connection starts there;
+   * elsewhere path MTU discovery probes up to it). 1200 to 65527; default 65527.
+   */
   maxUdpPayload?: number
 }
 

@@ -116,7 +116,7 @@ class Limits:
         """Pub/Sub: seconds ``FanOut.write`` waits for a slow subscriber. Default 1."""
     @property
     def max_udp_payload(self) -> int:
-        """QUIC: the largest UDP payload accepted and sent (MTU discovery's ceiling). Default 65527."""
+        """QUIC: the largest UDP payload accepted and sent. Default 65527."""
 
 @final
 class Identity:
