@@ -14,7 +14,7 @@ use crate::filter::{Filter, FilterSet};
 use crate::runtime::Shared;
 use crate::stream::StreamReader;
 use crate::transport::{Conn, SendHalf, StreamError};
-use crate::wire::{Code, Header, StreamType};
+use crate::wire::{Code, Header, HeaderRef, StreamType};
 
 /// Why a copy did not reach a subscriber's transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -720,16 +720,18 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
     let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
     let mut out = crate::lane::Batch::new(Bytes::from(prefix));
     let mut head = Vec::with_capacity(64);
+    let no_meta = crate::wire::Metadata::default();
     for j in batch {
         if let Job::Whole { topic, seq, body } = j {
-            let header = Header {
-                topic: Some(topic.to_string()),
+            let header = HeaderRef {
+                path: None,
+                meta: &no_meta,
+                topic: Some(&topic),
                 sequence: seq,
-                producer: seq.map(|_| h.producer.clone()),
-                ..Header::default()
+                producer: seq.map(|_| &h.producer[..]),
             };
             head.clear();
-            crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+            crate::wire::lane::encode_frame_head(header, body.len(), &mut head);
             out.push_parts(&head, body);
         }
     }

@@ -101,6 +101,78 @@ pub struct Header {
     pub producer: Option<Bytes>,
 }
 
+/// A header to encode from borrowed parts: what a sender has at hand, encoded without
+/// allocating (a publisher encodes one per copy).
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderRef<'a> {
+    /// The endpoint path.
+    pub path: Option<&'a str>,
+    /// Application metadata.
+    pub meta: &'a Metadata,
+    /// Pub/Sub topic.
+    pub topic: Option<&'a str>,
+    /// PerProducer sequence number.
+    pub sequence: Option<u64>,
+    /// Stable producer name.
+    pub producer: Option<&'a [u8]>,
+}
+
+impl<'a> From<&'a Header> for HeaderRef<'a> {
+    fn from(h: &'a Header) -> HeaderRef<'a> {
+        HeaderRef {
+            path: h.path.as_deref(),
+            meta: &h.meta,
+            topic: h.topic.as_deref(),
+            sequence: h.sequence,
+            producer: h.producer.as_deref(),
+        }
+    }
+}
+
+impl HeaderRef<'_> {
+    /// Appends the encoded header (length prefix included) to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        fn field(key: u64, len: usize) -> usize {
+            varint::len(key) + varint::len(len as u64) + len
+        }
+        fn meta_value_len(name: &str, value: &[u8]) -> usize {
+            varint::len(name.len() as u64) + name.len() + value.len()
+        }
+        let mut len = 1;
+        len += self.path.map_or(0, |p| field(key::PATH, p.len()));
+        for (name, value) in &self.meta.0 {
+            len += field(key::META, meta_value_len(name, value));
+        }
+        len += self.topic.map_or(0, |t| field(key::TOPIC, t.len()));
+        len += self
+            .sequence
+            .map_or(0, |s| field(key::SEQUENCE, varint::len(s)));
+        len += self.producer.map_or(0, |p| field(key::PRODUCER, p.len()));
+        out.reserve(varint::len(len as u64) + len);
+        varint::put(out, len as u64);
+        out.push(VERSION);
+        if let Some(p) = self.path {
+            put_field(out, key::PATH, p.as_bytes());
+        }
+        for (name, value) in &self.meta.0 {
+            varint::put(out, key::META);
+            varint::put(out, meta_value_len(name, value) as u64);
+            varint::put(out, name.len() as u64);
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(value);
+        }
+        if let Some(t) = self.topic {
+            put_field(out, key::TOPIC, t.as_bytes());
+        }
+        if let Some(s) = self.sequence {
+            put_varint_field(out, key::SEQUENCE, s);
+        }
+        if let Some(p) = self.producer {
+            put_field(out, key::PRODUCER, p);
+        }
+    }
+}
+
 impl Header {
     /// A header naming only a path.
     pub fn for_path(path: &str) -> Header {
@@ -112,30 +184,7 @@ impl Header {
 
     /// Appends the encoded header (length prefix included) to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let mut body = Vec::with_capacity(16 + self.path.as_ref().map_or(0, |p| p.len()));
-        body.push(VERSION);
-        if let Some(p) = &self.path {
-            put_field(&mut body, key::PATH, p.as_bytes());
-        }
-        for (name, value) in &self.meta.0 {
-            let mut v =
-                Vec::with_capacity(varint::len(name.len() as u64) + name.len() + value.len());
-            varint::put(&mut v, name.len() as u64);
-            v.extend_from_slice(name.as_bytes());
-            v.extend_from_slice(value);
-            put_field(&mut body, key::META, &v);
-        }
-        if let Some(t) = &self.topic {
-            put_field(&mut body, key::TOPIC, t.as_bytes());
-        }
-        if let Some(s) = self.sequence {
-            put_varint_field(&mut body, key::SEQUENCE, s);
-        }
-        if let Some(p) = &self.producer {
-            put_field(&mut body, key::PRODUCER, p);
-        }
-        varint::put(out, body.len() as u64);
-        out.extend_from_slice(&body);
+        HeaderRef::from(self).encode(out)
     }
 
     /// The encoded header as bytes.

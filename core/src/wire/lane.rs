@@ -9,15 +9,15 @@
 //! A frame is one whole message; its header carries what a per-message stream's would
 //! (metadata, topic, sequence, producer) except the path, which the head gave once.
 
-use super::{varint, DecodeError, Header};
+use super::{varint, DecodeError, Header, HeaderRef};
 
 /// HELLO FEATURES bit of message lanes.
 pub const FEATURE_LANES: u64 = 1;
 
 /// Appends a frame's header and body length to `out`; the body follows as its own buffer, so
 /// it is never copied.
-pub fn encode_frame_head(header: &Header, body_len: usize, out: &mut Vec<u8>) {
-    header.encode(out);
+pub fn encode_frame_head<'a>(header: impl Into<HeaderRef<'a>>, body_len: usize, out: &mut Vec<u8>) {
+    header.into().encode(out);
     varint::put(out, body_len as u64);
 }
 

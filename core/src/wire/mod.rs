@@ -13,7 +13,7 @@ pub mod varint;
 
 pub use codes::Code;
 pub use control::{ControlFrame, GuaranteeSet, Hello, Ordering, Session, Subscription};
-pub use header::{Header, Metadata};
+pub use header::{Header, HeaderRef, Metadata};
 pub use reply::ReplyStatus;
 
 /// Why bytes could not be decoded. Every decoder returns this and never panics.
