@@ -155,20 +155,43 @@ impl StreamReader {
             }
         }
         loop {
-            match self.lane_frame_ahead(max_header, max_body) {
+            let missing = match self.lane_frame_ahead(max_header, max_body) {
                 Ahead::Frame(header, body) => return Ok(Some((header, Ok(body)))),
-                Ahead::Short if !self.ended && self.ahead.len() < CARRY_MAX => {}
-                Ahead::Short | Ahead::General => break,
-            }
-            // A frame cut across chunks (a 1 KiB frame mostly is, a QUIC packet being about
-            // as large): what is left is joined to the next chunk, one copy of both, so that
-            // this frame and those after it in the chunk parse in place.
+                Ahead::Short(missing) if !self.ended && self.ahead.len() < CARRY_MAX => missing,
+                Ahead::Short(_) | Ahead::General => break,
+            };
+            // A frame cut across chunks (a 1 KiB frame often is): what is left is joined with
+            // the next chunk, so that this frame parses in place. When the frame's length is
+            // known only the bytes that complete it are copied, and the rest of the chunk (up
+            // to 64 KiB on loopback) stays where it is for the frames after it.
             match self.recv.read_chunk(usize::MAX).await {
                 Ok(Some(c)) => {
-                    let mut joined = BytesMut::with_capacity(self.ahead.len() + c.len());
+                    let take = missing.map_or(c.len(), |n| n.min(c.len()));
+                    let mut joined = BytesMut::with_capacity(self.ahead.len() + take);
                     joined.extend_from_slice(&self.ahead);
-                    joined.extend_from_slice(&c);
+                    joined.extend_from_slice(&c[..take]);
                     self.ahead = joined.freeze();
+                    if take < c.len() {
+                        let rest = c.slice(take..);
+                        match self.lane_frame_ahead(max_header, max_body) {
+                            Ahead::Frame(header, body) if self.ahead.is_empty() => {
+                                self.ahead = rest;
+                                return Ok(Some((header, Ok(body))));
+                            }
+                            // Not reached when the length was read; nothing is lost if it is.
+                            Ahead::Frame(header, body) => {
+                                let mut joined = BytesMut::from(&self.ahead[..]);
+                                joined.extend_from_slice(&rest);
+                                self.ahead = joined.freeze();
+                                return Ok(Some((header, Ok(body))));
+                            }
+                            Ahead::Short(_) | Ahead::General => {
+                                let mut joined = BytesMut::from(&self.ahead[..]);
+                                joined.extend_from_slice(&rest);
+                                self.ahead = joined.freeze();
+                            }
+                        }
+                    }
                 }
                 // The general path below reports the end (a frame cut short) or the error.
                 Ok(None) => {
@@ -206,14 +229,14 @@ impl StreamReader {
         let mut cur = &self.ahead[..];
         let header_len = match wire::varint::get(&mut cur) {
             Ok(n) => n,
-            Err(DecodeError::Truncated) => return Ahead::Short,
+            Err(DecodeError::Truncated) => return Ahead::Short(None),
             Err(_) => return Ahead::General,
         };
         if header_len > max_header {
             return Ahead::General;
         }
         if (cur.len() as u64) < header_len {
-            return Ahead::Short;
+            return Ahead::Short(None);
         }
         let (header_bytes, mut cur) = cur.split_at(header_len as usize);
         let Ok(header) = Header::decode_body(header_bytes) else {
@@ -224,14 +247,14 @@ impl StreamReader {
         }
         let len = match wire::varint::get(&mut cur) {
             Ok(n) => n,
-            Err(DecodeError::Truncated) => return Ahead::Short,
+            Err(DecodeError::Truncated) => return Ahead::Short(None),
             Err(_) => return Ahead::General,
         };
         if len > max_body {
             return Ahead::General;
         }
         if (cur.len() as u64) < len {
-            return Ahead::Short;
+            return Ahead::Short(Some((len - cur.len() as u64) as usize));
         }
         let used = self.ahead.len() - cur.len();
         bytes::Buf::advance(&mut self.ahead, used);
@@ -334,8 +357,8 @@ pub(crate) fn concat(mut parts: Vec<Bytes>) -> Bytes {
 /// What the read-ahead buffer holds of the next lane frame.
 enum Ahead {
     Frame(Header, Bytes),
-    /// The buffer ends inside the frame.
-    Short,
+    /// The buffer ends inside the frame: the bytes still missing, once its length was read.
+    Short(Option<usize>),
     /// Something the field-by-field path must read (and may report).
     General,
 }
