@@ -1,9 +1,9 @@
-//! Raw quinn, set up the way weida sets up its own endpoints so the comparison is fair: the
-//! same UDP buffer size (with the FORCE options as root), the same transport parameters (from
-//! `weida::Limits::default()`), TLS 1.3 on rustls *ring* with a self-signed rcgen certificate
+//! Raw quinn, set up the way weida sets up its own endpoints so the comparison is fair: weida's
+//! UDP socket (`weida::udp_socket`, `weida::quinn_socket`: the same buffers, the same send
+//! batches), the same transport parameters (from `weida::Limits::default()`), TLS 1.3 on rustls *ring* with a self-signed rcgen certificate
 //! and a verifier that accepts it.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -17,44 +17,6 @@ const ALPN: &[u8] = b"bench/0";
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A UDP socket with buffers raised to `buffer` bytes, as weida's `transport::quic::udp_socket`.
-fn udp_socket(addr: SocketAddr, buffer: usize) -> BoxResult<UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let domain = if addr.is_ipv6() {
-        Domain::IPV6
-    } else {
-        Domain::IPV4
-    };
-    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
-    if addr.is_ipv6() {
-        let _ = s.set_only_v6(false);
-    }
-    if buffer > 0 {
-        let _ = s.set_recv_buffer_size(buffer);
-        let _ = s.set_send_buffer_size(buffer);
-        force_buffers(&s, buffer);
-    }
-    s.bind(&addr.into())?;
-    Ok(s.into())
-}
-
-fn force_buffers(s: &socket2::Socket, buffer: usize) {
-    use std::os::fd::AsRawFd;
-    let v: libc::c_int = buffer.min(i32::MAX as usize) as libc::c_int;
-    for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
-        // SAFETY: setsockopt with a valid fd, a c_int value and its size.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                &v as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
 }
 
 /// The transport parameters weida derives from its default `Limits` for a loopback peer.
@@ -153,7 +115,7 @@ pub(crate) async fn pair() -> BoxResult<Pair> {
         quinn::crypto::rustls::QuicServerConfig::try_from(server_tls)?,
     ));
     sc.transport_config(Arc::new(transport_config(false)));
-    let server_ep = endpoint(udp_socket("127.0.0.1:0".parse()?, buffer)?, Some(sc))?;
+    let server_ep = endpoint(weida::udp_socket("127.0.0.1:0".parse()?, buffer)?, Some(sc))?;
     let server_addr = server_ep.local_addr()?;
 
     let verifier = Arc::new(AcceptAny {
@@ -171,8 +133,8 @@ pub(crate) async fn pair() -> BoxResult<Pair> {
         quinn::crypto::rustls::QuicClientConfig::try_from(client_tls)?,
     ));
     cc.transport_config(Arc::new(transport_config(true)));
-    let client_socket = udp_socket("[::]:0".parse()?, buffer)
-        .or_else(|_| udp_socket("0.0.0.0:0".parse()?, buffer))?;
+    let client_socket = weida::udp_socket("[::]:0".parse()?, buffer)
+        .or_else(|_| weida::udp_socket(([0, 0, 0, 0], 0).into(), buffer))?;
     let client_ep = endpoint(client_socket, None)?;
 
     let accept = {

@@ -57,6 +57,9 @@ pub use stream::{
 };
 pub use transport::PeerIdentity;
 #[doc(hidden)]
-pub use transport::{quic::transport_config as quinn_transport_config, udp::quinn_socket};
+pub use transport::{
+    quic::transport_config as quinn_transport_config,
+    udp::{quinn_socket, udp_socket},
+};
 pub use trust::{ClientTls, ServerTls, Trust};
 pub use wire::{GuaranteeSet, Metadata, Ordering};

@@ -27,7 +27,9 @@ pub(crate) const MAX_BATCH_BYTES: usize = 65_535 - 20 - 8;
 
 /// A UDP socket with buffers raised to `buffer` bytes: the 208 KiB default drops packets on a
 /// busy loopback. As root the kernel's rmem_max/wmem_max cap is bypassed with the FORCE options.
-pub(crate) fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
+///
+/// Public (hidden) only so that weida-bench's raw quinn baseline runs on the same socket.
+pub fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
     use socket2::{Domain, Protocol, Socket, Type};
     let domain = if addr.is_ipv6() {
         Domain::IPV6
