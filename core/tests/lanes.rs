@@ -17,13 +17,24 @@ fn with_lanes(limits: Limits, lane_max_message: usize) -> RuntimeConfig {
     }
 }
 
-async fn fifo(t: Transport) {
-    let server = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+/// Two runtimes with lanes up to `lane_max_message`, a puller at `/jobs` and a pusher
+/// connected to it. The runtimes are returned to keep them alive.
+async fn lane_pair(
+    t: Transport,
+    limits: Limits,
+    lane_max_message: usize,
+) -> (Runtime, Runtime, weida::Puller, weida::Pusher) {
+    let server = Runtime::new(with_lanes(limits.clone(), lane_max_message)).unwrap();
     let listener = server.bind(&bind_address(t)).await.unwrap();
     let puller = listener.puller("/jobs").unwrap();
-    let client = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
+    let client = Runtime::new(with_lanes(limits, lane_max_message)).unwrap();
     let pusher = client.pusher();
     pusher.connect(&puller.address().to_string()).await.unwrap();
+    (server, client, puller, pusher)
+}
+
+async fn fifo(t: Transport) {
+    let (server, client, puller, pusher) = lane_pair(t, Limits::default(), 16 * 1024).await;
     for i in 0..2000u32 {
         pusher.send(i.to_be_bytes().to_vec()).await.unwrap();
     }
@@ -43,12 +54,7 @@ async fn fifo(t: Transport) {
 on_every_transport!(a_lane_carries_small_messages_in_order_on_one_stream, fifo);
 
 async fn larger_bodies_keep_their_stream(t: Transport) {
-    let server = Runtime::new(with_lanes(Limits::default(), 1024)).unwrap();
-    let listener = server.bind(&bind_address(t)).await.unwrap();
-    let puller = listener.puller("/jobs").unwrap();
-    let client = Runtime::new(with_lanes(Limits::default(), 1024)).unwrap();
-    let pusher = client.pusher();
-    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let (_server, client, puller, pusher) = lane_pair(t, Limits::default(), 1024).await;
     pusher.send(vec![1u8; 1024]).await.unwrap();
     pusher.send(vec![2u8; 1025]).await.unwrap();
     let mut sizes = vec![
@@ -427,12 +433,7 @@ on_every_transport!(
 );
 
 async fn try_send_off_the_runtime(t: Transport) {
-    let server = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
-    let listener = server.bind(&bind_address(t)).await.unwrap();
-    let puller = listener.puller("/jobs").unwrap();
-    let client = Runtime::new(with_lanes(Limits::default(), 16 * 1024)).unwrap();
-    let pusher = client.pusher();
-    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let (_server, _client, puller, pusher) = lane_pair(t, Limits::default(), 16 * 1024).await;
     // From a thread with no runtime: nothing is started there, so before any lane is open
     // the body comes back (and nothing panics for want of a runtime).
     let off = |body: &'static [u8]| {
