@@ -48,8 +48,8 @@ pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
 pub use fingerprint::Fingerprint;
 pub use identity::{fingerprint_of_certificate, Identity};
 pub use patterns::{
-    Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Replier, Requester,
-    Subscriber,
+    Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
+    Requester, Subscriber,
 };
 pub use runtime::{Counters, Drained, Incoming, Listener, Runtime};
 pub use stream::{

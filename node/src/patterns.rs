@@ -1,7 +1,6 @@
 //! The patterns: `Pusher`/`Puller`, `Requester`/`Replier`, raw `Peer`/`Acceptor`,
 //! `Publisher` (with its `FanOut` and `Dropped`)/`Subscriber`.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -9,7 +8,7 @@ use bytes::Bytes;
 use napi::bindgen_prelude::{BigInt, Either, Object};
 use napi::{Env, Status};
 use napi_derive::napi;
-use weida::{Error as CoreError, Incoming};
+use weida::{Error as CoreError, Incoming, Receiving};
 
 use crate::config::count;
 use crate::error::{self, Fail};
@@ -27,47 +26,6 @@ fn small(n: usize) -> u32 {
 /// The `max` of a `recvMany`: a whole number (0 is taken as 1, as the core does).
 fn batch(max: f64) -> Result<usize, CoreError> {
     Ok(usize::try_from(count("max", max)?).unwrap_or(usize::MAX))
-}
-
-/// What a puller and a subscriber share: whole messages, and a hand-back for one whose
-/// receive was aborted as it arrived. Their projections to JS are written once, below.
-trait Receiving: Send + Sync + 'static {
-    fn recv(&self) -> impl Future<Output = Result<weida::Message, CoreError>> + Send;
-    fn recv_many(
-        &self,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<weida::Message>, CoreError>> + Send;
-    fn give_back(&self, m: weida::Message);
-}
-
-impl Receiving for weida::Puller {
-    fn recv(&self) -> impl Future<Output = Result<weida::Message, CoreError>> + Send {
-        weida::Puller::recv(self)
-    }
-    fn recv_many(
-        &self,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<weida::Message>, CoreError>> + Send {
-        weida::Puller::recv_many(self, max)
-    }
-    fn give_back(&self, m: weida::Message) {
-        weida::Puller::give_back(self, m)
-    }
-}
-
-impl Receiving for weida::Subscriber {
-    fn recv(&self) -> impl Future<Output = Result<weida::Message, CoreError>> + Send {
-        weida::Subscriber::recv(self)
-    }
-    fn recv_many(
-        &self,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<weida::Message>, CoreError>> + Send {
-        weida::Subscriber::recv_many(self, max)
-    }
-    fn give_back(&self, m: weida::Message) {
-        weida::Subscriber::give_back(self, m)
-    }
 }
 
 /// `recv` for JS: an aborted receive hands its message back.

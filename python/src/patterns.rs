@@ -3,11 +3,10 @@
 //! async context manager (`close()` on exit); the receiving ones are async iterators that end
 //! when their listener (a subscriber: itself) closes.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use weida::Error;
+use weida::{Error, Receiving};
 
 pub(crate) mod pubsub;
 
@@ -59,47 +58,6 @@ fn to_tuple(
     (t, r): (weida::OutgoingTransfer, weida::PendingReply),
 ) -> (OutgoingTransfer, PendingReply) {
     (OutgoingTransfer::new(t), PendingReply::new(r))
-}
-
-/// What a puller and a subscriber share: whole messages, and a hand-back for one whose
-/// receive was cancelled as it arrived. Their projections to Python are written once, below.
-pub(crate) trait Receiving: Send + Sync + 'static {
-    fn recv(&self) -> impl Future<Output = Result<weida::Message, Error>> + Send;
-    fn recv_many(
-        &self,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<weida::Message>, Error>> + Send;
-    fn give_back(&self, m: weida::Message);
-}
-
-impl Receiving for weida::Puller {
-    fn recv(&self) -> impl Future<Output = Result<weida::Message, Error>> + Send {
-        weida::Puller::recv(self)
-    }
-    fn recv_many(
-        &self,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<weida::Message>, Error>> + Send {
-        weida::Puller::recv_many(self, max)
-    }
-    fn give_back(&self, m: weida::Message) {
-        weida::Puller::give_back(self, m)
-    }
-}
-
-impl Receiving for weida::Subscriber {
-    fn recv(&self) -> impl Future<Output = Result<weida::Message, Error>> + Send {
-        weida::Subscriber::recv(self)
-    }
-    fn recv_many(
-        &self,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<weida::Message>, Error>> + Send {
-        weida::Subscriber::recv_many(self, max)
-    }
-    fn give_back(&self, m: weida::Message) {
-        weida::Subscriber::give_back(self, m)
-    }
 }
 
 /// `recv` for Python: a cancelled receive hands its message back.

@@ -4,11 +4,13 @@
 mod pubsub;
 mod pushpull;
 mod raw;
+mod receiving;
 mod reqrep;
 
 pub use pubsub::{DropCause, Dropped, FanOut, Publisher, Subscriber};
 pub use pushpull::{Puller, Pusher};
 pub use raw::{Acceptor, Peer};
+pub use receiving::Receiving;
 pub use reqrep::{Replier, Requester};
 
 use std::sync::atomic::AtomicBool;
