@@ -16,6 +16,14 @@ const READ_CHUNK: usize = 64 * 1024;
 /// frame is read field by field instead (a large frame is then copied once, not per chunk).
 const CARRY_MAX: usize = 8 * 1024;
 
+/// `a` then `b`, in one new buffer.
+fn joined(a: &[u8], b: &[u8]) -> Bytes {
+    let mut j = BytesMut::with_capacity(a.len() + b.len());
+    j.extend_from_slice(a);
+    j.extend_from_slice(b);
+    j.freeze()
+}
+
 /// What arrived with an incoming stream.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -167,29 +175,17 @@ impl StreamReader {
             match self.recv.read_chunk(usize::MAX).await {
                 Ok(Some(c)) => {
                     let take = missing.map_or(c.len(), |n| n.min(c.len()));
-                    let mut joined = BytesMut::with_capacity(self.ahead.len() + take);
-                    joined.extend_from_slice(&self.ahead);
-                    joined.extend_from_slice(&c[..take]);
-                    self.ahead = joined.freeze();
+                    self.ahead = joined(&self.ahead, &c[..take]);
                     if take < c.len() {
+                        // The frame is whole now (exactly what completes it was taken).
+                        let frame = self.lane_frame_ahead(max_header, max_body);
                         let rest = c.slice(take..);
-                        match self.lane_frame_ahead(max_header, max_body) {
-                            Ahead::Frame(header, body) if self.ahead.is_empty() => {
-                                self.ahead = rest;
-                                return Ok(Some((header, Ok(body))));
-                            }
-                            // Not reached when the length was read; nothing is lost if it is.
-                            Ahead::Frame(header, body) => {
-                                let mut joined = BytesMut::from(&self.ahead[..]);
-                                joined.extend_from_slice(&rest);
-                                self.ahead = joined.freeze();
-                                return Ok(Some((header, Ok(body))));
-                            }
-                            Ahead::Short(_) | Ahead::General => {
-                                let mut joined = BytesMut::from(&self.ahead[..]);
-                                joined.extend_from_slice(&rest);
-                                self.ahead = joined.freeze();
-                            }
+                        self.ahead = match self.ahead.is_empty() {
+                            true => rest,
+                            false => joined(&self.ahead, &rest),
+                        };
+                        if let Ahead::Frame(header, body) = frame {
+                            return Ok(Some((header, Ok(body))));
                         }
                     }
                 }
