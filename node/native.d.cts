@@ -25,6 +25,15 @@ export interface Message {
   body: Buffer
 }
 
+/**
+ * Whole messages received together, as the addon hands them over (node/src/stream.rs,
+ * `batch_out`): `metas.get(i)` is the metadata of the `i`th of `count` messages. Their bodies
+ * are either packed, back to back in one Buffer followed by zeros to a multiple of 4 and then
+ * each body's end offset as a little-endian u32, or `bodies`, one Buffer each (lib/index.ts
+ * makes each a `Message`).
+ */
+export type Batch = [metas: Metas, count: number, packed: Buffer | null, bodies: Buffer[] | null]
+
 /** Monotonic counters since the runtime started. */
 export interface Counters {
   streamsOpened: bigint
@@ -175,12 +184,17 @@ export declare class Listener {
 }
 
 /**
- * What arrived with a received message, made a JS object only when read: building it costs
- * about as much as the rest of a receive, and many receivers only read the body.
+ * What arrived with messages handed to JS together, made a JS object only when read: building
+ * one costs about as much as the rest of a receive, and many receivers only read the body. One
+ * native object per batch, not per message: each wrapped object costs a finalizer and a
+ * reference, ~10 % of a 64 B receive when it was one per message (profiled, docs/BINDINGS.md).
  */
-export declare class MessageMeta {
-  /** The metadata as a JS object (lib/index.ts reads it once, on first use of `meta`). */
-  value(): IncomingMeta
+export declare class Metas {
+  /**
+   * The metadata of the `i`th message as a JS object (lib/index.ts reads it once, on first
+   * use of `meta`).
+   */
+  get(i: number): IncomingMeta
 }
 
 /**
@@ -249,21 +263,14 @@ export declare class Puller {
   /** The address to dial this puller at. */
   get address(): string
   /**
-   * The next whole message `{meta, body}`. A message its sender cancelled rejects with
-   * ERR_WEIDA_CANCELED and the puller goes on; after `close()`, ERR_WEIDA_CLOSED. Aborted
-   * as the message arrived, the message goes back to the puller (`give_back`).
+   * Up to `max` whole messages as `[metas, bodies]` (lib/index.ts makes them `Message`s),
+   * waiting for the first. A message its sender cancelled rejects with ERR_WEIDA_CANCELED
+   * and the puller goes on; an error met after the first message rejects the next receive;
+   * after `close()`, ERR_WEIDA_CLOSED. Aborted as they arrived, they go back to the puller.
    */
-  recv(cancel?: Cancel | undefined | null): Promise<Message>
-  /**
-   * The next whole message if one is ready now, else null; throws what `recv` would reject
-   * with at once (ERR_WEIDA_CLOSED after `close()`).
-   */
-  tryRecv(): Message | null
-  /**
-   * Up to `max` whole messages: waits for the first, then takes those ready; an error met
-   * after the first rejects the next receive. Aborted as they arrived, they go back.
-   */
-  recvMany(max: number, cancel?: Cancel | undefined | null): Promise<Message[]>
+  recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
+  /** What `recvBatch` would give without waiting, or null; throws what it would reject with. */
+  take(max: number): Batch | null
   /** The next message as a stream, for bodies read in parts. */
   accept(cancel?: Cancel | undefined | null): Promise<IncomingTransfer>
   /** Unbinds the path; receiving ends with ERR_WEIDA_CLOSED once the queue is taken. */
@@ -375,20 +382,14 @@ export declare class Subscriber {
   /** The filters held, in the order given. */
   get filters(): Array<string>
   /**
-   * The next message, with its `meta.topic` (and `sequence`, `gap` under PerProducer
-   * ordering). Aborted as the message arrived, the message goes back to the subscriber.
+   * Up to `max` messages as `[metas, bodies]` (lib/index.ts makes them `Message`s, each
+   * with its `meta.topic`, and `sequence` and `gap` under PerProducer ordering), waiting for
+   * the first; an error met after the first rejects the next receive. Aborted as they
+   * arrived, they go back to the subscriber.
    */
-  recv(cancel?: Cancel | undefined | null): Promise<Message>
-  /**
-   * The next message if one is ready now, else null; throws what `recv` would reject with
-   * at once.
-   */
-  tryRecv(): Message | null
-  /**
-   * Up to `max` messages: waits for the first, then takes those queued; an error met after
-   * the first rejects the next receive. Aborted as they arrived, they go back.
-   */
-  recvMany(max: number, cancel?: Cancel | undefined | null): Promise<Message[]>
+  recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
+  /** What `recvBatch` would give without waiting, or null; throws what it would reject with. */
+  take(max: number): Batch | null
   /** Messages received and waiting for `recv`. */
   get queued(): number
   /** Closes every connection; receiving returns what is queued, then ERR_WEIDA_CLOSED. */
@@ -458,10 +459,10 @@ export interface LimitsOptions {
 export declare function registerErrorClasses(classes: Record<string, new (message: string) => Error>): void
 
 /**
- * Registers the class a received message is made as: `new Message(body, meta)`, with `meta` a
- * [`MessageMeta`]. Without it a message is a plain `{body, meta}` object.
+ * Registers the class a whole message is made as: `new Message(body, metas, 0)`. Without it a
+ * message is a plain `{body, meta}` object.
  */
-export declare function registerMessageClass(messageClass: new (body: Buffer, meta: MessageMeta) => object): void
+export declare function registerMessageClass(messageClass: new (body: Buffer, metas: Metas, index: number) => object): void
 
 /** `address` without its endpoint path: what a listener binds. */
 export declare function withoutPath(address: string): string

@@ -70,16 +70,23 @@ export interface Drained {
 /** A whole received message: its body, and what arrived with it (made on first read of `meta`). */
 export class Message {
   readonly body: Buffer
-  #meta: native.MessageMeta | IncomingMeta
+  // The batch's metadata and this message's index in it, until `meta` is first read.
+  #metas: native.Metas | undefined
+  #index: number
+  #meta: IncomingMeta | undefined
 
   /** @internal */
-  constructor(body: Buffer, meta: native.MessageMeta) {
+  constructor(body: Buffer, metas: native.Metas, index: number) {
     this.body = body
-    this.#meta = meta
+    this.#metas = metas
+    this.#index = index
   }
 
   get meta(): IncomingMeta {
-    if (this.#meta instanceof native.MessageMeta) this.#meta = this.#meta.value()
+    if (this.#meta === undefined) {
+      this.#meta = this.#metas!.get(this.#index)
+      this.#metas = undefined
+    }
     return this.#meta
   }
 }
@@ -137,21 +144,155 @@ class Streak {
     this.#n = 0
     return wait()
   }
+}
 
-  /** A receive on `n`: a message ready now settles at once, else it waits. */
-  recv(n: NativeReceiver, signal: AbortSignal | undefined): Promise<Message> {
-    return this.run(
-      signal,
-      () => n.tryRecv() as Message | null,
-      () => call(signal, (c) => n.recv(c) as Promise<Message>),
-    )
-  }
+/**
+ * How many messages one call takes from the addon: every one ready, up to this many. A call
+ * across the boundary, and a wakeup from the I/O thread when it had to wait, then serve up to
+ * this many receives instead of one (docs/BINDINGS.md, "Receiving in batches").
+ */
+const BATCH = 64
+
+/** An error a receive met, kept in its place among the messages taken before and after it. */
+class Failed {
+  constructor(readonly error: unknown) {}
 }
 
 /** The native receive pair a puller and a subscriber share. */
 interface NativeReceiver {
-  tryRecv(): unknown
-  recv(cancel?: native.Cancel | null): Promise<unknown>
+  take(max: number): native.Batch | null
+  recvBatch(max: number, cancel?: native.Cancel | null): Promise<native.Batch>
+}
+
+/** Resolves on the event loop's next check phase, after timers and I/O had their turn. */
+const giveWay = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * The receives of a puller or a subscriber. Messages cross from the addon in batches, and are
+ * handed out one per `recv`, in the order received. What a batch holds belongs to the
+ * endpoint, not to the call that fetched it: it is the endpoint's queue continued on this
+ * side, so a receive aborted, or an iteration stopped, loses nothing, and after `close()`
+ * it is still handed out before ERR_WEIDA_CLOSED.
+ */
+class Inbox {
+  readonly #n: NativeReceiver
+  #items: (Message | Failed)[] = []
+  #head = 0
+  #streak = 0
+
+  constructor(n: NativeReceiver) {
+    this.#n = n
+  }
+
+  /** Messages (and errors) taken from the addon and not yet handed out. */
+  get size(): number {
+    return this.#items.length - this.#head
+  }
+
+  #push([metas, count, packed, bodies]: native.Batch): void {
+    if (packed !== null) {
+      const ends = packed.length - 4 * count
+      let start = 0
+      for (let i = 0; i < count; i++) {
+        const end = packed.readUInt32LE(ends + 4 * i)
+        this.#items.push(new Message(packed.subarray(start, end), metas, i))
+        start = end
+      }
+    } else {
+      for (let i = 0; i < count; i++) this.#items.push(new Message(bodies![i], metas, i))
+    }
+  }
+
+  /** The next item; throws it if it is an error. Only when `size > 0`. */
+  #shift(): Message {
+    const item = this.#items[this.#head++]
+    if (this.#head === this.#items.length) {
+      this.#items.length = 0
+      this.#head = 0
+    } else if (this.#head >= BATCH && 2 * this.#head >= this.#items.length) {
+      // Batches pushed while some were still held (concurrent receives): drop what was served.
+      this.#items = this.#items.slice(this.#head)
+      this.#head = 0
+    }
+    if (item instanceof Failed) throw item.error
+    return item
+  }
+
+  /** Takes what the addon has ready, if nothing is held; false if nothing is there either. */
+  #fill(): boolean {
+    if (this.size > 0) return true
+    const b = this.#n.take(BATCH)
+    if (b === null) return false
+    this.#push(b)
+    return true
+  }
+
+  tryRecv(): Message | null {
+    return this.#fill() ? this.#shift() : null
+  }
+
+  recv(signal: AbortSignal | undefined): Promise<Message> {
+    if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
+    if (this.#streak >= READY_STREAK) {
+      // A loop that always finds a message ready runs as microtasks: give way now and then.
+      this.#streak = 0
+      return giveWay().then(() => this.recv(signal))
+    }
+    try {
+      if (this.#fill()) {
+        this.#streak++
+        return Promise.resolve(this.#shift())
+      }
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    this.#streak = 0
+    return this.#wait(signal, BATCH, () => this.#shift())
+  }
+
+  recvMany(max: number, signal: AbortSignal | undefined): Promise<Message[]> {
+    if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
+    if (!Number.isInteger(max) || max < 0) {
+      // The addon's validation, and its error.
+      return call(signal, (c) => this.#n.recvBatch(max, c)).then(() => [])
+    }
+    if (max === 0) return Promise.resolve([])
+    try {
+      if (this.#fill()) return Promise.resolve(this.#upTo(max))
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    return this.#wait(signal, max, () => this.#upTo(max))
+  }
+
+  /** Up to `max` held messages; stops before an error, which the next receive throws. */
+  #upTo(max: number): Message[] {
+    const out: Message[] = []
+    while (out.length < max && this.size > 0) {
+      if (out.length > 0 && this.#items[this.#head] instanceof Failed) break
+      out.push(this.#shift())
+    }
+    return out
+  }
+
+  /**
+   * Waits in the addon for the next batch, queues it behind what is held, and takes from the
+   * front in the same step (another receive may run between two steps).
+   */
+  #wait<T>(signal: AbortSignal | undefined, max: number, take: () => T): Promise<T> {
+    return call(signal, (c) => this.#n.recvBatch(max, c)).then(
+      (b) => {
+        this.#push(b)
+        return take()
+      },
+      (e: unknown) => {
+        // Messages another receive queued meanwhile go first; an abort is this call's own.
+        if (e instanceof AbortError || this.size === 0) throw e
+        this.#items.push(new Failed(e))
+        return take()
+      },
+    )
+  }
 }
 
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -349,11 +490,12 @@ export class Pusher {
 /** Receives pushed messages at a bound path. `for await (const msg of puller)` runs until it is closed. */
 export class Puller implements AsyncIterable<Message> {
   readonly #n: native.Puller
-  readonly #streak = new Streak()
+  readonly #inbox: Inbox
 
   /** @internal */
   constructor(n: native.Puller) {
     this.#n = n
+    this.#inbox = new Inbox(n)
   }
 
   /** The address to dial this puller at. */
@@ -367,12 +509,12 @@ export class Puller implements AsyncIterable<Message> {
    * back to the puller for the next receive.
    */
   recv(options: CallOptions = {}): Promise<Message> {
-    return this.#streak.recv(this.#n, options.signal)
+    return this.#inbox.recv(options.signal)
   }
 
   /** The next message if one is ready now, else null; throws what `recv` would reject with at once. */
   tryRecv(): Message | null {
-    return this.#n.tryRecv() as Message | null
+    return this.#inbox.tryRecv()
   }
 
   /**
@@ -380,10 +522,13 @@ export class Puller implements AsyncIterable<Message> {
    * error met after the first rejects the next receive, so nothing is lost.
    */
   recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
-    return call(options.signal, (c) => this.#n.recvMany(max, c) as Promise<Message[]>)
+    return this.#inbox.recvMany(max, options.signal)
   }
 
-  /** The next message as a stream, for bodies read in parts. */
+  /**
+   * The next message as a stream, for bodies read in parts: the next one no receive has taken
+   * (`recv` takes whole messages in batches, and those it holds are handed out by `recv`).
+   */
   async accept(options: CallOptions = {}): Promise<IncomingTransfer> {
     return new IncomingTransfer(await call(options.signal, (c) => this.#n.accept(c)))
   }
@@ -681,11 +826,12 @@ export class FanOut {
  */
 export class Subscriber implements AsyncIterable<Message> {
   readonly #n: native.Subscriber
-  readonly #streak = new Streak()
+  readonly #inbox: Inbox
 
   /** @internal */
   constructor(n: native.Subscriber) {
     this.#n = n
+    this.#inbox = new Inbox(n)
   }
 
   /** Dials the publisher at `address` (with its path) and installs every filter held there. */
@@ -730,22 +876,22 @@ export class Subscriber implements AsyncIterable<Message> {
    * loses nothing: a message that arrived as it was aborted goes back for the next receive.
    */
   recv(options: CallOptions = {}): Promise<Message> {
-    return this.#streak.recv(this.#n, options.signal)
+    return this.#inbox.recv(options.signal)
   }
 
   /** The next message if one is ready now, else null; throws what `recv` would reject with at once. */
   tryRecv(): Message | null {
-    return this.#n.tryRecv() as Message | null
+    return this.#inbox.tryRecv()
   }
 
   /** Up to `max` messages in one call: waits for the first, then takes those queued. */
   recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
-    return call(options.signal, (c) => this.#n.recvMany(max, c) as Promise<Message[]>)
+    return this.#inbox.recvMany(max, options.signal)
   }
 
   /** Messages received and waiting for `recv`. */
   get queued(): number {
-    return this.#n.queued
+    return this.#n.queued + this.#inbox.size
   }
 
   /** Closes every connection: receiving returns what is queued, then ends (ERR_WEIDA_CLOSED). */

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use napi::bindgen_prelude::{BigInt, Either, Object};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -14,7 +15,7 @@ use crate::config::count;
 use crate::error::{self, Fail};
 use crate::runtime::{on_io, promise, promise_keeping, Cancel, Io};
 use crate::stream::{
-    message_out, messages_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer,
+    batch_out, message_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer,
     OutgoingTransfer, PendingReply, Raw, Slot,
 };
 
@@ -28,23 +29,8 @@ fn batch(max: f64) -> Result<usize, CoreError> {
     Ok(usize::try_from(count("max", max)?).unwrap_or(usize::MAX))
 }
 
-/// `recv` for JS: an aborted receive hands its message back.
-fn recv_one<'env, R: Receiving>(
-    env: &'env Env,
-    cancel: Option<&Cancel>,
-    r: &Arc<Io<R>>,
-) -> napi::Result<Object<'env>> {
-    let (r, back) = (r.clone(), r.clone());
-    promise_keeping(
-        env,
-        cancel,
-        async move { Ok(r.recv().await?) },
-        message_out,
-        Box::new(move |m| back.give_back(m)),
-    )
-}
-
-/// `recvMany` for JS: an aborted receive hands its messages back.
+/// A receive for JS: up to `max` whole messages as `[metas, bodies]` (stream.rs `batch_out`),
+/// waiting for the first; an aborted receive hands what it got back (`give_back`).
 fn recv_batch<'env, R: Receiving>(
     env: &'env Env,
     cancel: Option<&Cancel>,
@@ -56,19 +42,20 @@ fn recv_batch<'env, R: Receiving>(
         env,
         cancel,
         async move { Ok(r.recv_many(batch(max)?).await?) },
-        messages_out,
+        batch_out,
         Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
     )
 }
 
-/// What a core `try_recv` found, for JS: the message, null, or the error thrown.
-fn ready_message(
-    env: &Env,
-    r: Option<Result<weida::Message, CoreError>>,
-) -> napi::Result<Option<Raw>> {
-    match r {
+/// The messages ready now, up to `max`, as [`recv_batch`] gives them; null when none is ready,
+/// and the error a receive would reject with thrown at once. Its `recv_many` ends before an
+/// error met after the first message and keeps the error for the next receive, as it does when
+/// it waits, so nothing is lost between the two.
+fn take_ready<R: Receiving>(env: &Env, r: &R, max: f64) -> napi::Result<Option<Raw>> {
+    let max = batch(max).map_err(|e| error::throw(env, e))?;
+    match on_io(|| r.recv_many(max).now_or_never()) {
         None => Ok(None),
-        Some(Ok(m)) => Ok(Some(message_out(env, m)?)),
+        Some(Ok(ms)) => Ok(Some(batch_out(env, ms)?)),
         Some(Err(e)) => Err(error::throw(env, e)),
     }
 }
@@ -474,35 +461,24 @@ impl Puller {
         self.inner.address().to_string()
     }
 
-    /// The next whole message `{meta, body}`. A message its sender cancelled rejects with
-    /// ERR_WEIDA_CANCELED and the puller goes on; after `close()`, ERR_WEIDA_CLOSED. Aborted
-    /// as the message arrived, the message goes back to the puller (`give_back`).
-    #[napi(ts_return_type = "Promise<Message>")]
-    pub fn recv<'env>(
-        &self,
-        env: &'env Env,
-        cancel: Option<&Cancel>,
-    ) -> napi::Result<Object<'env>> {
-        recv_one(env, cancel, &self.inner)
-    }
-
-    /// The next whole message if one is ready now, else null; throws what `recv` would reject
-    /// with at once (ERR_WEIDA_CLOSED after `close()`).
-    #[napi(ts_return_type = "Message | null")]
-    pub fn try_recv(&self, env: Env) -> napi::Result<Option<Raw>> {
-        ready_message(&env, on_io(|| self.inner.try_recv()))
-    }
-
-    /// Up to `max` whole messages: waits for the first, then takes those ready; an error met
-    /// after the first rejects the next receive. Aborted as they arrived, they go back.
-    #[napi(ts_return_type = "Promise<Message[]>")]
-    pub fn recv_many<'env>(
+    /// Up to `max` whole messages as `[metas, bodies]` (lib/index.ts makes them `Message`s),
+    /// waiting for the first. A message its sender cancelled rejects with ERR_WEIDA_CANCELED
+    /// and the puller goes on; an error met after the first message rejects the next receive;
+    /// after `close()`, ERR_WEIDA_CLOSED. Aborted as they arrived, they go back to the puller.
+    #[napi(ts_return_type = "Promise<Batch>")]
+    pub fn recv_batch<'env>(
         &self,
         env: &'env Env,
         max: f64,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         recv_batch(env, cancel, &self.inner, max)
+    }
+
+    /// What `recvBatch` would give without waiting, or null; throws what it would reject with.
+    #[napi(ts_return_type = "Batch | null")]
+    pub fn take(&self, env: Env, max: f64) -> napi::Result<Option<Raw>> {
+        take_ready(&env, &**self.inner, max)
     }
 
     /// The next message as a stream, for bodies read in parts.
@@ -921,34 +897,24 @@ impl Subscriber {
         self.inner.filters()
     }
 
-    /// The next message, with its `meta.topic` (and `sequence`, `gap` under PerProducer
-    /// ordering). Aborted as the message arrived, the message goes back to the subscriber.
-    #[napi(ts_return_type = "Promise<Message>")]
-    pub fn recv<'env>(
-        &self,
-        env: &'env Env,
-        cancel: Option<&Cancel>,
-    ) -> napi::Result<Object<'env>> {
-        recv_one(env, cancel, &self.inner)
-    }
-
-    /// The next message if one is ready now, else null; throws what `recv` would reject with
-    /// at once.
-    #[napi(ts_return_type = "Message | null")]
-    pub fn try_recv(&self, env: Env) -> napi::Result<Option<Raw>> {
-        ready_message(&env, on_io(|| self.inner.try_recv()))
-    }
-
-    /// Up to `max` messages: waits for the first, then takes those queued; an error met after
-    /// the first rejects the next receive. Aborted as they arrived, they go back.
-    #[napi(ts_return_type = "Promise<Message[]>")]
-    pub fn recv_many<'env>(
+    /// Up to `max` messages as `[metas, bodies]` (lib/index.ts makes them `Message`s, each
+    /// with its `meta.topic`, and `sequence` and `gap` under PerProducer ordering), waiting for
+    /// the first; an error met after the first rejects the next receive. Aborted as they
+    /// arrived, they go back to the subscriber.
+    #[napi(ts_return_type = "Promise<Batch>")]
+    pub fn recv_batch<'env>(
         &self,
         env: &'env Env,
         max: f64,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         recv_batch(env, cancel, &self.inner, max)
+    }
+
+    /// What `recvBatch` would give without waiting, or null; throws what it would reject with.
+    #[napi(ts_return_type = "Batch | null")]
+    pub fn take(&self, env: Env, max: f64) -> napi::Result<Option<Raw>> {
+        take_ready(&env, &**self.inner, max)
     }
 
     /// Messages received and waiting for `recv`.

@@ -171,35 +171,41 @@ pub(crate) fn meta_out<'env>(env: &'env Env, m: &IncomingMeta) -> napi::Result<O
     Ok(o)
 }
 
-/// What arrived with a received message, made a JS object only when read: building it costs
-/// about as much as the rest of a receive, and many receivers only read the body.
+/// What arrived with messages handed to JS together, made a JS object only when read: building
+/// one costs about as much as the rest of a receive, and many receivers only read the body. One
+/// native object per batch, not per message: each wrapped object costs a finalizer and a
+/// reference, ~10 % of a 64 B receive when it was one per message (profiled, docs/BINDINGS.md).
 #[napi]
-pub struct MessageMeta {
-    meta: IncomingMeta,
+pub struct Metas {
+    metas: Vec<IncomingMeta>,
 }
 
 #[napi]
-impl MessageMeta {
-    /// The metadata as a JS object (lib/index.ts reads it once, on first use of `meta`).
+impl Metas {
+    /// The metadata of the `i`th message as a JS object (lib/index.ts reads it once, on first
+    /// use of `meta`).
     #[napi(ts_return_type = "IncomingMeta")]
-    pub fn value<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        meta_out(env, &self.meta)
+    pub fn get<'env>(&self, env: &'env Env, i: u32) -> napi::Result<Object<'env>> {
+        match self.metas.get(i as usize) {
+            Some(m) => meta_out(env, m),
+            None => Err(napi::Error::from_reason("no message at that index")),
+        }
     }
 }
 
-type MessageClass = FunctionRef<FnArgs<(BodyOut, MessageMeta)>, ()>;
+type MessageClass = FunctionRef<FnArgs<(BodyOut, Metas, u32)>, ()>;
 
 thread_local! {
     // Per JS thread: the `Message` class of lib/index.ts.
     static MESSAGE: RefCell<Option<MessageClass>> = const { RefCell::new(None) };
 }
 
-/// Registers the class a received message is made as: `new Message(body, meta)`, with `meta` a
-/// [`MessageMeta`]. Without it a message is a plain `{body, meta}` object.
+/// Registers the class a whole message is made as: `new Message(body, metas, 0)`. Without it a
+/// message is a plain `{body, meta}` object.
 #[napi]
 pub fn register_message_class(
-    #[napi(ts_arg_type = "new (body: Buffer, meta: MessageMeta) => object")]
-    message_class: Function<FnArgs<(BodyOut, MessageMeta)>, ()>,
+    #[napi(ts_arg_type = "new (body: Buffer, metas: Metas, index: number) => object")]
+    message_class: Function<FnArgs<(BodyOut, Metas, u32)>, ()>,
 ) -> napi::Result<()> {
     let class = message_class.create_ref()?;
     MESSAGE.with(|m| *m.borrow_mut() = Some(class));
@@ -209,24 +215,79 @@ pub fn register_message_class(
 /// A whole message as a JS `Message` (lib/index.ts), or `{meta, body}`.
 pub(crate) fn message_out(env: &Env, m: weida::Message) -> napi::Result<Raw> {
     let body = BodyOut(m.body);
-    let meta = MessageMeta { meta: m.meta };
     MESSAGE.with(|c| match &*c.borrow() {
         Some(class) => {
-            let made = class.borrow_back(env)?.new_instance((body, meta).into())?;
+            let metas = Metas {
+                metas: vec![m.meta],
+            };
+            let made = class
+                .borrow_back(env)?
+                .new_instance((body, metas, 0).into())?;
             Ok(Raw(made.raw()))
         }
         None => {
             let mut o = Object::new(env)?;
-            o.set_named_property("meta", meta_out(env, &meta.meta)?)?;
+            o.set_named_property("meta", meta_out(env, &m.meta)?)?;
             o.set_named_property("body", body)?;
             Ok(Raw(o.raw()))
         }
     })
 }
 
-/// Whole messages as a JS array of `Message`s, in the order received.
-pub(crate) fn messages_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<Vec<Raw>> {
-    ms.into_iter().map(|m| message_out(env, m)).collect()
+/// A batch's bodies are packed into one `Buffer` when together they fit in this many bytes:
+/// one allocation for the batch instead of one per message (a `Buffer` per 64 B body was ~8 %
+/// of the receiving thread). A body JS keeps keeps its batch's `Buffer` alive, as a pooled
+/// Node `Buffer` does its pool, so this also bounds what one held message can keep.
+const PACK_MAX: usize = 64 * 1024;
+
+/// Whole messages for JS, in the order received, as `[metas, count, packed, bodies]`
+/// (native-header.d.ts, `Batch`): lib/index.ts makes each a `Message`, which costs less in JS
+/// than a constructor called from here once per message. `packed` holds every body back to
+/// back, then zeros to a multiple of 4, then each body's end offset as a little-endian u32;
+/// when the bodies are too large to pack, `bodies` holds them, one `Buffer` each.
+pub(crate) fn batch_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<Raw> {
+    let count = u32::try_from(ms.len()).unwrap_or(u32::MAX);
+    let total: usize = ms.iter().map(|m| m.body.len()).sum();
+    let mut out = env.create_array(4)?;
+    out.set(1, count)?;
+    if ms.len() > 1 && total <= PACK_MAX {
+        let ends_at = total.next_multiple_of(4);
+        let size = ends_at + 4 * ms.len();
+        let mut data = ptr::null_mut();
+        let mut packed = ptr::null_mut();
+        // SAFETY: napi allocates `size` bytes and hands back where they are.
+        let status = unsafe { sys::napi_create_buffer(env.raw(), size, &mut data, &mut packed) };
+        if status != sys::Status::napi_ok {
+            return Err(napi::Error::from_reason("could not create a Buffer"));
+        }
+        // SAFETY: `data` points at `size` writable bytes the new Buffer owns; nothing else
+        // refers to them yet.
+        let dst = unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), size) };
+        let (bodies, ends) = dst.split_at_mut(ends_at);
+        let mut at = 0;
+        let mut metas = Vec::with_capacity(ms.len());
+        for (m, end) in ms.into_iter().zip(ends.chunks_exact_mut(4)) {
+            bodies[at..at + m.body.len()].copy_from_slice(&m.body);
+            at += m.body.len();
+            end.copy_from_slice(&(at as u32).to_le_bytes());
+            metas.push(m.meta);
+        }
+        bodies[at..].fill(0);
+        out.set(0, Metas { metas })?;
+        out.set(2, Raw(packed))?;
+        out.set(3, Null)?;
+    } else {
+        let mut bodies = env.create_array(count)?;
+        let mut metas = Vec::with_capacity(ms.len());
+        for (i, m) in (0..count).zip(ms) {
+            bodies.set(i, BodyOut(m.body))?;
+            metas.push(m.meta);
+        }
+        out.set(0, Metas { metas })?;
+        out.set(2, Null)?;
+        out.set(3, bodies)?;
+    }
+    Ok(Raw(out.raw()))
 }
 
 /// A JS value made on the JS thread, handed back as the value a promise resolves with.
