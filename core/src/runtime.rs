@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -503,6 +503,7 @@ impl Shared {
             session,
             answers: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
+            ended: AtomicBool::new(false),
         });
         // The control stream ends with the connection; over a local socket it is how the loss
         // is learned. Weak: the pool's count of a link's users must not include this task.
@@ -543,6 +544,9 @@ impl Shared {
                     }
                 }
                 _ = life.dead() => {}
+            }
+            if let Some(l) = weak.upgrade() {
+                l.ended.store(true, Ordering::Release);
             }
         });
         Ok(link)
@@ -618,9 +622,37 @@ pub(crate) struct Link {
     /// SUBSCRIBE/UNSUBSCRIBE requests waiting for their ANSWER.
     answers: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<(Code, String)>>>,
     next_request: AtomicU64,
+    /// Set by the link's task once it saw the connection end ([`Link::ended`]).
+    ended: AtomicBool,
 }
 
 impl Link {
+    /// Why the connection ended, once this link's task saw it end; None before. A flag, read
+    /// without the lock quinn takes for `close_reason`: a sender on another thread (a
+    /// binding's) contends with the I/O thread for that lock, and on the Node sender's profile
+    /// the wait was ~10 % of each small send. It lags the transport by one wakeup of the I/O
+    /// thread: a `try_send` in that window goes to the lane of a connection already lost, and
+    /// is lost with what the lane had not delivered, as at-most-once allows (PATTERNS §1.11).
+    /// The waiting paths ([`PeerSet::pick`]) and the count of live links ask the transport
+    /// itself ([`Link::loss`]).
+    pub(crate) fn ended(&self) -> Option<LossCause> {
+        if !self.ended.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(self.conn.loss().unwrap_or(LossCause::PeerClosed))
+    }
+
+    /// Why the connection ended, asking the transport; a loss found here sets the flag
+    /// [`Link::ended`] reads, so what a caller was told (a send's ConnectionLost) every later
+    /// check agrees with.
+    pub(crate) fn loss(&self) -> Option<LossCause> {
+        let loss = self.conn.loss();
+        if loss.is_some() {
+            self.ended.store(true, Ordering::Release);
+        }
+        loss
+    }
+
     /// The type byte and DATA header of a new stream. A header naming only the path is the
     /// same bytes every time, so it is encoded once per link and shared.
     fn head(&self, ty: StreamType, mut header: Header) -> Result<Bytes> {
@@ -890,7 +922,7 @@ impl PeerSet {
             .lock()
             .unwrap()
             .iter()
-            .filter(|(_, l)| l.conn.loss().is_none())
+            .filter(|(_, l)| l.loss().is_none())
             .count()
     }
 
@@ -906,7 +938,7 @@ impl PeerSet {
         let mut last = None;
         for i in 0..l.len() {
             let link = &l[(start + i) % l.len()].1;
-            match link.conn.loss() {
+            match link.ended() {
                 None => {
                     let r = f(link);
                     if r.is_some() {
@@ -931,7 +963,7 @@ impl PeerSet {
         let mut last = None;
         for i in 0..l.len() {
             let link = &l[(start + i) % l.len()].1;
-            match link.conn.loss() {
+            match link.loss() {
                 None => return Ok(link.clone()),
                 Some(c) => last = Some(c),
             }
