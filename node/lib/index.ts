@@ -167,18 +167,30 @@ interface NativeReceiver {
 /** Resolves on the event loop's next check phase, after timers and I/O had their turn. */
 const giveWay = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
+/** A receive waiting for the inbox: `take` runs once it holds something. */
+interface Waiter {
+  take: () => unknown
+  resolve: (v: never) => void
+  reject: (e: unknown) => void
+  max: number
+}
+
 /**
  * The receives of a puller or a subscriber. Messages cross from the addon in batches, and are
  * handed out one per `recv`, in the order received. What a batch holds belongs to the
  * endpoint, not to the call that fetched it: it is the endpoint's queue continued on this
  * side, so a receive aborted, or an iteration stopped, loses nothing, and after `close()`
- * it is still handed out before ERR_WEIDA_CLOSED.
+ * it is still handed out before ERR_WEIDA_CLOSED. Receives that must wait queue here, in call
+ * order, behind one wait in the addon; a batch that arrives serves as many of them as it holds.
  */
 class Inbox {
   readonly #n: NativeReceiver
   #items: (Message | Failed)[] = []
   #head = 0
   #streak = 0
+  readonly #waiters: Waiter[] = []
+  /** The wait in the addon, while one is pending. */
+  #fetch: native.Cancel | undefined
 
   constructor(n: NativeReceiver) {
     this.#n = n
@@ -210,7 +222,6 @@ class Inbox {
       this.#items.length = 0
       this.#head = 0
     } else if (this.#head >= BATCH && 2 * this.#head >= this.#items.length) {
-      // Batches pushed while some were still held (concurrent receives): drop what was served.
       this.#items = this.#items.slice(this.#head)
       this.#head = 0
     }
@@ -238,13 +249,15 @@ class Inbox {
       this.#streak = 0
       return giveWay().then(() => this.recv(signal))
     }
-    try {
-      if (this.#fill()) {
-        this.#streak++
-        return Promise.resolve(this.#shift())
+    if (this.#waiters.length === 0) {
+      try {
+        if (this.#fill()) {
+          this.#streak++
+          return Promise.resolve(this.#shift())
+        }
+      } catch (e) {
+        return Promise.reject(e)
       }
-    } catch (e) {
-      return Promise.reject(e)
     }
     this.#streak = 0
     return this.#wait(signal, BATCH, () => this.#shift())
@@ -257,10 +270,12 @@ class Inbox {
       return call(signal, (c) => this.#n.recvBatch(max, c)).then(() => [])
     }
     if (max === 0) return Promise.resolve([])
-    try {
-      if (this.#fill()) return Promise.resolve(this.#upTo(max))
-    } catch (e) {
-      return Promise.reject(e)
+    if (this.#waiters.length === 0) {
+      try {
+        if (this.#fill()) return Promise.resolve(this.#upTo(max))
+      } catch (e) {
+        return Promise.reject(e)
+      }
     }
     return this.#wait(signal, max, () => this.#upTo(max))
   }
@@ -275,21 +290,61 @@ class Inbox {
     return out
   }
 
-  /**
-   * Waits in the addon for the next batch, queues it behind what is held, and takes from the
-   * front in the same step (another receive may run between two steps).
-   */
+  /** Queues a receive until the inbox holds something for it. */
   #wait<T>(signal: AbortSignal | undefined, max: number, take: () => T): Promise<T> {
-    return call(signal, (c) => this.#n.recvBatch(max, c)).then(
+    return new Promise<T>((resolve, reject) => {
+      const w: Waiter = { take, resolve: resolve as (v: never) => void, reject, max }
+      if (signal !== undefined) {
+        const onAbort = (): void => {
+          const i = this.#waiters.indexOf(w)
+          if (i < 0) return
+          this.#waiters.splice(i, 1)
+          reject(new AbortError(undefined, { cause: signal.reason }))
+          // Nobody left to wait for: end the wait in the addon (what it took goes back).
+          if (this.#waiters.length === 0) this.#fetch?.cancel()
+        }
+        signal.addEventListener('abort', onAbort, { once: true })
+        w.resolve = (v: never) => {
+          signal.removeEventListener('abort', onAbort)
+          resolve(v)
+        }
+        w.reject = (e: unknown) => {
+          signal.removeEventListener('abort', onAbort)
+          reject(e)
+        }
+      }
+      this.#waiters.push(w)
+      this.#serve()
+    })
+  }
+
+  /** Hands what is held to the waiting receives, in call order, and waits in the addon for more while any is left. */
+  #serve(): void {
+    while (this.#waiters.length > 0 && this.size > 0) {
+      const w = this.#waiters.shift()!
+      let v: unknown
+      try {
+        v = w.take()
+      } catch (e) {
+        w.reject(e)
+        continue
+      }
+      w.resolve(v as never)
+    }
+    if (this.#waiters.length === 0 || this.#fetch !== undefined) return
+    const cancel = new native.Cancel()
+    this.#fetch = cancel
+    this.#n.recvBatch(Math.max(BATCH, this.#waiters[0].max), cancel).then(
       (b) => {
+        this.#fetch = undefined
         this.#push(b)
-        return take()
+        this.#serve()
       },
       (e: unknown) => {
-        // Messages another receive queued meanwhile go first; an abort is this call's own.
-        if (e instanceof AbortError || this.size === 0) throw e
-        this.#items.push(new Failed(e))
-        return take()
+        this.#fetch = undefined
+        // Aborted because every waiter left: anything it took went back to the endpoint.
+        if (!(e instanceof AbortError)) this.#items.push(new Failed(e))
+        this.#serve()
       },
     )
   }

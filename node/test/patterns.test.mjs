@@ -231,3 +231,32 @@ onEveryTransport('send_and_recv_complete_at_once_when_ready_yet_yield_to_the_eve
   }
   assert.equal(puller.tryRecv(), null)
 })
+
+onEveryTransport('receives_waiting_together_are_served_in_call_order_from_each_batch', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  // 32 receives wait before anything is sent; one batch from the addon may hold many
+  // messages, and every waiting receive must get one of them, not wait for more.
+  const waiting = Array.from({ length: 32 }, () => puller.recv())
+  await pusher.sendMany(
+    Array.from({ length: 40 }, (_, i) => {
+      const b = Buffer.alloc(4)
+      b.writeUInt32BE(i)
+      return b
+    }),
+  )
+  const first = (await Promise.all(waiting)).map((m) => m.body.readUInt32BE())
+  // One lane, so in order, and the receives in the order they were called.
+  assert.deepEqual(
+    first,
+    Array.from({ length: 32 }, (_, i) => i),
+  )
+  const rest = []
+  while (rest.length < 8) rest.push(...(await puller.recvMany(64)).map((m) => m.body.readUInt32BE()))
+  assert.deepEqual(
+    rest,
+    Array.from({ length: 8 }, (_, i) => 32 + i),
+  )
+})
