@@ -16,7 +16,7 @@ use crate::{rawquic, BoxResult};
 
 /// Body size of every row.
 pub(crate) const SIZE: usize = 1024;
-/// Messages a publisher keeps ahead of its slowest subscriber: below `endpoint_queue` (32), so
+/// Messages a publisher keeps ahead of its slowest subscriber: below `endpoint_queue` (256), so
 /// the rate is of copies delivered, not of copies dropped.
 const AHEAD: u64 = 16;
 

@@ -13,7 +13,7 @@ use crate::wire::GuaranteeSet;
 /// ```
 /// use weida::Limits;
 /// let l = Limits { max_concurrent_uni_streams: 2, ..Limits::default() };
-/// assert_eq!(l.endpoint_queue, 32);
+/// assert_eq!(l.endpoint_queue, 256);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -35,7 +35,10 @@ pub struct Limits {
     pub max_local_streams: u64,
     /// Incoming streams an endpoint holds before its application takes them; beyond it the
     /// streams wait in the transport, holding their budget (backpressure, not refusal).
-    /// Default 32.
+    /// Whole messages from a lane count one each. Default 256: a receiver slower than its
+    /// sender wakes the sender's thread once per half a queue, and at 32 that wakeup was the
+    /// largest single cost of a binding's receive (the Node and Python profiles, ~10 % of
+    /// their thread); 256 lane messages of at most `lane_max_message` bound it to 4 MiB.
     pub endpoint_queue: usize,
     /// The largest DATA header accepted; a larger one is refused with LIMIT_EXCEEDED.
     /// Default 16 KiB.
@@ -52,7 +55,7 @@ pub struct Limits {
     /// pass it is dropped for that subscriber and counted (`ByteBudget`); a body above it is
     /// refused to the publisher (`LimitExceeded`), and it bounds one chunk of a `FanOut`.
     /// With `endpoint_queue` it sets the crossover `subscriber_buffer_bytes / endpoint_queue`
-    /// (32 KiB at the defaults) below which the queue bound refuses first. Default 1 MiB.
+    /// (4 KiB at the defaults) below which the queue bound refuses first. Default 1 MiB.
     pub subscriber_buffer_bytes: usize,
     /// Pub/Sub under PerProducer reassemble: out-of-order copies a subscriber holds per
     /// producer; at the bound the oldest is released with its gap. 0 holds nothing (detect).
@@ -91,7 +94,7 @@ impl Default for Limits {
             max_concurrent_uni_streams: 256,
             max_concurrent_bidi_streams: 256,
             max_local_streams: 255,
-            endpoint_queue: 32,
+            endpoint_queue: 256,
             max_header_size: 16 * 1024,
             max_collected_body: 16 << 20,
             idle_timeout: Duration::from_secs(30),
