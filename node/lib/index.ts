@@ -229,9 +229,14 @@ class Inbox {
     return item
   }
 
-  /** Takes what the addon has ready, if nothing is held; false if nothing is there either. */
+  /**
+   * Takes what the addon has ready, if nothing is held; false if nothing is there either. Not
+   * while a wait in the addon is pending: one aborted as its batch arrived hands that batch
+   * back to the endpoint when it settles here, and a take before that would overtake it.
+   */
   #fill(): boolean {
     if (this.size > 0) return true
+    if (this.#fetch !== undefined) return false
     const b = this.#n.take(BATCH)
     if (b === null) return false
     this.#push(b)

@@ -45,13 +45,23 @@ function seqGap(ms) {
   return ms.map((m) => [Number(m.meta.sequence), Number(m.meta.gap)])
 }
 
-onEveryTransport('subscribe_filters_topics_by_segment', async (t, ctx) => {
+/**
+ * A publisher at `/feed` and a subscriber of the client runtime connected to it, holding
+ * `filters` (each installed at the publisher when this resolves).
+ * @param {import('./helpers.mjs').Transport} t @param {import('node:test').TestContext} ctx
+ * @param {...string} filters
+ */
+async function feed(t, ctx, ...filters) {
   const { listener, client } = await pair(t, ctx)
   const publisher = listener.publisher('/feed')
   const sub = client.subscriber()
   await sub.connect(publisher.address)
-  await sub.subscribe('sensors.*.temp')
-  await sub.subscribe('alerts.#')
+  for (const f of filters) await sub.subscribe(f)
+  return { listener, client, publisher, sub }
+}
+
+onEveryTransport('subscribe_filters_topics_by_segment', async (t, ctx) => {
+  const { publisher, sub } = await feed(t, ctx, 'sensors.*.temp', 'alerts.#')
   /** @type {[string, boolean][]} (topic, selected): the grammar's table, end to end. */
   const table = [
     ['sensors.kitchen.temp', true],
@@ -81,12 +91,7 @@ onEveryTransport('subscribe_filters_topics_by_segment', async (t, ctx) => {
 })
 
 onEveryTransport('unsubscribe_stops_delivery_once_it_returns', async (t, ctx) => {
-  const { listener, client } = await pair(t, ctx)
-  const publisher = listener.publisher('/feed')
-  const sub = client.subscriber()
-  await sub.connect(publisher.address)
-  await sub.subscribe('a.#')
-  await sub.subscribe('b')
+  const { publisher, sub } = await feed(t, ctx, 'a.#', 'b')
   assert.equal(publisher.publish('a.x', '1'), 1)
   assert.equal(await sub.unsubscribe('a.#'), true)
   assert.equal(await sub.unsubscribe('a.#'), false, 'no longer held')
@@ -321,11 +326,7 @@ onEveryTransport('a_streamed_publish_keeps_the_reader_when_another_stalls', asyn
 })
 
 onEveryTransport('a_cancelled_fanout_is_never_a_message', async (t, ctx) => {
-  const { listener, client } = await pair(t, ctx)
-  const publisher = listener.publisher('/feed')
-  const sub = client.subscriber()
-  await sub.connect(publisher.address)
-  await sub.subscribe('t')
+  const { publisher, sub } = await feed(t, ctx, 't')
   const f = publisher.open('t')
   assert.equal(f.writeNow('half a message'), 1)
   f.cancel()
@@ -347,11 +348,7 @@ test('a_local_subscriber_that_parks_nothing_is_refused_at_subscribe', { timeout:
 })
 
 onEveryTransport('an_aborted_recv_loses_nothing', async (t, ctx) => {
-  const { listener, client } = await pair(t, ctx)
-  const publisher = listener.publisher('/feed')
-  const sub = client.subscriber()
-  await sub.connect(publisher.address)
-  await sub.subscribe('t')
+  const { client, publisher, sub } = await feed(t, ctx, 't')
   // A second subscriber on the same connection kind says when a copy has surely arrived.
   const witness = client.subscriber()
   await witness.connect(publisher.address)
@@ -388,11 +385,7 @@ onEveryTransport('an_aborted_recv_loses_nothing', async (t, ctx) => {
 })
 
 onEveryTransport('for_await_receives_until_the_subscriber_closes', async (t, ctx) => {
-  const { listener, client } = await pair(t, ctx)
-  const publisher = listener.publisher('/feed')
-  const sub = client.subscriber()
-  await sub.connect(publisher.address)
-  await sub.subscribe('news.#')
+  const { publisher, sub } = await feed(t, ctx, 'news.#')
   for (const topic of ['news.a', 'sport', 'news.b', 'news.c']) publisher.publish(topic, topic)
   const seen = []
   for await (const m of sub) {
@@ -404,11 +397,7 @@ onEveryTransport('for_await_receives_until_the_subscriber_closes', async (t, ctx
 })
 
 onEveryTransport('recv_many_takes_what_is_queued_up_to_max', async (t, ctx) => {
-  const { listener, client } = await pair(t, ctx)
-  const publisher = listener.publisher('/feed')
-  const sub = client.subscriber()
-  await sub.connect(publisher.address)
-  await sub.subscribe('t')
+  const { publisher, sub } = await feed(t, ctx, 't')
   for (let i = 0; i < 5; i++) publisher.publish('t', `${i}`)
   while (sub.queued < 5) await tick(5)
   const first = await sub.recvMany(3)
@@ -459,11 +448,7 @@ onEveryTransport('try_recv_takes_what_is_ready_without_waiting', async (t, ctx) 
 })
 
 onEveryTransport('messages_taken_in_a_batch_are_handed_out_in_order_and_a_stopped_loop_loses_none', async (t, ctx) => {
-  const { listener, client } = await pair(t, ctx)
-  const publisher = listener.publisher('/feed')
-  const sub = client.subscriber()
-  await sub.connect(publisher.address)
-  await sub.subscribe('t.#')
+  const { publisher, sub } = await feed(t, ctx, 't.#')
   // Each copy's topic names its index, so a body or a meta taken from the wrong slot of a
   // batch shows; index 5 is empty.
   const body = (/** @type {number} */ i) => (i === 5 ? '' : `${i}:`.padEnd(1 + (i % 7) * 9, 'x'))
