@@ -57,7 +57,7 @@ pub(crate) fn print_message(format: Format, meta: &IncomingMeta, body: &[u8]) ->
 pub(crate) fn message_json(meta: &IncomingMeta, body: &[u8]) -> Value {
     let mut m = Map::new();
     m.insert("peer".into(), peer_json(meta.peer.as_ref()));
-    m.insert("path".into(), Value::String(meta.path.clone()));
+    m.insert("path".into(), Value::String(meta.path.to_string()));
     let metadata = meta
         .metadata
         .iter()

@@ -96,7 +96,7 @@ async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, Str
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(cmd)
-        .env("WEIDA_PATH", &meta.path)
+        .env("WEIDA_PATH", &*meta.path)
         .env("WEIDA_PEER", peer)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -333,8 +333,7 @@ async fn read_lane(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let seq = header.sequence;
         let producer = header.producer.clone().unwrap_or_default();
-        let mut meta = IncomingMeta::from_header(header, peer.clone());
-        meta.path = path.to_string();
+        let meta = IncomingMeta::on_path(header, peer.clone(), path.clone());
         feed.arrive((link_id, producer), seq, Message { meta, body });
     }
 }

@@ -93,6 +93,42 @@ impl<T> Sender<T> {
         Ok(())
     }
 
+    /// Queues items from the front of `items`, in order, while there is room: one lock for
+    /// many. What did not fit stays in `items`. `Err(())` when the receiver is gone (nothing
+    /// was queued).
+    pub(crate) fn try_send_many(&self, items: &mut VecDeque<T>) -> Result<(), ()> {
+        let s = &*self.shared;
+        let mut queued = s.items.lock().unwrap();
+        if s.receiver_gone.load(Ordering::Acquire) {
+            return Err(());
+        }
+        let was_empty = queued.is_empty();
+        let n = items.len().min(s.cap.saturating_sub(queued.len()));
+        queued.extend(items.drain(..n));
+        drop(queued);
+        if was_empty && n > 0 {
+            s.readable.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Queues every item of `items`, in order, waiting for room as often as it must (each
+    /// wait ends at `cap / 2`, so a batch goes in a few locks, not one per item). `Err(())`
+    /// when the receiver is gone; what was not queued is still in `items`. Cancel-safe in the
+    /// same way: what is queued is queued, the rest stays in `items`.
+    pub(crate) async fn send_many(&self, items: &mut VecDeque<T>) -> Result<(), ()> {
+        loop {
+            let room = self.shared.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            self.try_send_many(items)?;
+            if items.is_empty() {
+                return Ok(());
+            }
+            room.await;
+        }
+    }
+
     /// Queues `item`, waiting for room; gives it back if the receiver is gone. Cancel-safe: a
     /// cancelled send queued nothing (the item is dropped with the future).
     pub(crate) async fn send(&self, mut item: T) -> Result<(), T> {
@@ -169,7 +205,7 @@ pub(crate) enum TryRecvError {
 
 impl<T> Receiver<T> {
     pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        self.shared.pop()
+        self.shared.pop(|_| true)
     }
 
     /// The next item; None once every sender is gone and the queue is empty. Cancel-safe.
@@ -179,7 +215,7 @@ impl<T> Receiver<T> {
             let readable = s.readable.notified();
             tokio::pin!(readable);
             readable.as_mut().enable();
-            match s.pop() {
+            match s.pop(|_| true) {
                 Ok(item) => return Some(item),
                 Err(TryRecvError::Disconnected) => return None,
                 Err(TryRecvError::Empty) => readable.await,
@@ -188,10 +224,36 @@ impl<T> Receiver<T> {
     }
 }
 
+/// Takes items beside the [`Receiver`], through a shared reference: for a receive that finds
+/// an item ready without the lock its owner keeps the receiver under. It does not keep the
+/// queue open for senders; the receiver does.
+pub(crate) struct Taker<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Taker<T> {
+    /// The first item if `take` accepts it; `Empty` when there is none or it is not accepted
+    /// (it stays first).
+    pub(crate) fn try_recv_if(&self, take: impl FnOnce(&T) -> bool) -> Result<T, TryRecvError> {
+        self.shared.pop(take)
+    }
+}
+
+impl<T> Receiver<T> {
+    pub(crate) fn taker(&self) -> Taker<T> {
+        Taker {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 impl<T> Shared<T> {
-    fn pop(&self) -> Result<T, TryRecvError> {
+    fn pop(&self, take: impl FnOnce(&T) -> bool) -> Result<T, TryRecvError> {
         let s = self;
         let mut items = s.items.lock().unwrap();
+        if items.front().is_some_and(|i| !take(i)) {
+            return Err(TryRecvError::Empty);
+        }
         match items.pop_front() {
             Some(item) => {
                 // A sender waits only on a full queue, and pops go down one at a time: every
@@ -294,6 +356,55 @@ mod tests {
         );
         assert!(tx.is_closed());
         assert!(matches!(tx.try_send(3), Err(TrySendError::Closed(3))));
+    }
+
+    #[tokio::test]
+    async fn a_batch_goes_in_what_fits_then_waits_for_half_and_keeps_its_order() {
+        let (tx, mut rx) = channel::<u32>(4);
+        tx.try_send(0).ok().unwrap();
+        let mut batch: VecDeque<u32> = (1..=6).collect();
+        tx.try_send_many(&mut batch).unwrap();
+        assert_eq!(batch, [4, 5, 6], "three fit beside the one queued");
+        // A receiver waiting on an empty queue is woken by a batch.
+        let (tx2, mut rx2) = channel::<u32>(4);
+        let waiting = tokio::spawn(async move { rx2.recv().await });
+        tokio::task::yield_now().await;
+        tx2.try_send_many(&mut VecDeque::from([9])).unwrap();
+        assert_eq!(waiting.await.unwrap(), Some(9));
+
+        let sending = tokio::spawn(async move {
+            let r = tx.send_many(&mut batch).await;
+            (r, batch)
+        });
+        let mut got = Vec::new();
+        while got.len() < 7 {
+            got.push(rx.recv().await.unwrap());
+        }
+        assert_eq!(got, (0..7).collect::<Vec<_>>(), "in order across the waits");
+        let (r, rest) = sending.await.unwrap();
+        assert!(r.is_ok() && rest.is_empty());
+
+        // A gone receiver: nothing is queued and the items stay with the caller.
+        let (tx, rx) = channel::<u32>(2);
+        drop(rx);
+        let mut batch = VecDeque::from([1, 2]);
+        assert!(tx.try_send_many(&mut batch).is_err());
+        assert!(tx.send_many(&mut batch).await.is_err());
+        assert_eq!(batch, [1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_taker_takes_only_what_it_accepts_and_leaves_the_rest_first() {
+        let (tx, rx) = channel::<u32>(4);
+        let taker = rx.taker();
+        tx.try_send(1).ok().unwrap();
+        tx.try_send(2).ok().unwrap();
+        assert!(matches!(taker.try_recv_if(|v| *v == 2), Err(TryRecvError::Empty)));
+        assert_eq!(taker.try_recv_if(|v| *v == 1).ok(), Some(1));
+        let mut rx = rx;
+        assert_eq!(rx.try_recv().ok(), Some(2));
+        drop(tx);
+        assert!(matches!(taker.try_recv_if(|_| true), Err(TryRecvError::Disconnected)));
     }
 
     #[tokio::test]

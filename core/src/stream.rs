@@ -31,8 +31,9 @@ pub struct IncomingMeta {
     /// The peer, as the transport proved it: a key over QUIC (None for an anonymous client),
     /// the kernel's credentials over AF_UNIX, None in process. Never from a header.
     pub peer: Option<PeerIdentity>,
-    /// The endpoint path the stream was addressed to.
-    pub path: String,
+    /// The endpoint path the stream was addressed to: shared by every message of a path, so
+    /// a small message costs no allocation for it.
+    pub path: Arc<str>,
     /// Application metadata.
     pub metadata: Metadata,
     /// Pub/Sub topic, when there is one.
@@ -45,10 +46,16 @@ pub struct IncomingMeta {
 }
 
 impl IncomingMeta {
-    pub(crate) fn from_header(h: Header, peer: Option<PeerIdentity>) -> IncomingMeta {
+    pub(crate) fn from_header(mut h: Header, peer: Option<PeerIdentity>) -> IncomingMeta {
+        let path = h.path.take().map(Arc::from).unwrap_or_default();
+        IncomingMeta::on_path(h, peer, path)
+    }
+
+    /// What arrived with `h` at `path` (a lane's or a stream's path, shared: no allocation).
+    pub(crate) fn on_path(h: Header, peer: Option<PeerIdentity>, path: Arc<str>) -> IncomingMeta {
         IncomingMeta {
             peer,
-            path: h.path.unwrap_or_default(),
+            path,
             metadata: h.meta,
             topic: h.topic,
             sequence: h.sequence,
@@ -255,6 +262,23 @@ impl StreamReader {
         let used = self.ahead.len() - cur.len();
         bytes::Buf::advance(&mut self.ahead, used);
         Ahead::Frame(header, self.ahead.split_to(len as usize))
+    }
+
+    /// The next lane frame if it is whole in what was already read, without waiting; None
+    /// otherwise (nothing read ahead, a frame cut short, or one the field-by-field path of
+    /// [`StreamReader::lane_frame`] must read and report), and then nothing was consumed.
+    pub(crate) fn lane_frame_ready(
+        &mut self,
+        max_header: u64,
+        max_body: u64,
+    ) -> Option<(Header, Bytes)> {
+        if self.ahead.is_empty() {
+            return None;
+        }
+        match self.lane_frame_ahead(max_header, max_body) {
+            Ahead::Frame(header, body) => Some((header, body)),
+            Ahead::Short(_) | Ahead::General => None,
+        }
     }
 
     /// Waits until a byte is there to read: true, or false at the FIN.
@@ -776,7 +800,7 @@ impl Exchange {
         body: Option<Bytes>,
     ) -> Result<OutgoingTransfer> {
         let shared = self.shared();
-        let path: Arc<str> = self.request.meta.path.as_str().into();
+        let path: Arc<str> = self.request.meta.path.clone();
         let mut head = vec![ReplyStatus::Ok.to_byte()];
         Header {
             meta,
@@ -916,8 +940,7 @@ impl PendingReply {
                         return Err(self.fail(f));
                     }
                 };
-                let mut meta = IncomingMeta::from_header(h, self.peer.clone());
-                meta.path = self.path.to_string();
+                let meta = IncomingMeta::on_path(h, self.peer.clone(), self.path.clone());
                 let shared = self.shared.clone();
                 let mut t = IncomingTransfer::new(self.reader, meta, shared);
                 t.set_indeterminate_on_loss(self.finished.clone());

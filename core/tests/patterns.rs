@@ -49,7 +49,7 @@ async fn push_pull_body(t: Transport) {
     let mut seen = Vec::new();
     for _ in 0..100 {
         let m = puller.recv().await.unwrap();
-        assert_eq!(m.meta.path, "/jobs");
+        assert_eq!(&*m.meta.path, "/jobs");
         seen.push(u32::from_be_bytes(m.body[..].try_into().unwrap()));
     }
     seen.sort();

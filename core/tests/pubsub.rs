@@ -64,7 +64,7 @@ on_every_transport!(subscribe_filters_topics_by_segment, |t| async move {
     expected.sort();
     assert_eq!(topics, expected);
     for m in &got {
-        assert_eq!(m.meta.path, "/feed");
+        assert_eq!(&*m.meta.path, "/feed");
         assert_eq!(m.meta.gap, None, "no ordering required: no gap");
         assert_eq!(m.meta.sequence, None, "and no numbering either");
         match t {

@@ -163,7 +163,7 @@ pub(crate) fn meta_out<'env>(env: &'env Env, m: &IncomingMeta) -> napi::Result<O
         }
         Some(_) => o.set_named_property("peer", Null)?,
     }
-    o.set_named_property("path", m.path.as_str())?;
+    o.set_named_property("path", &*m.path)?;
     o.set_named_property("metadata", metadata_out(&m.metadata))?;
     o.set_named_property("topic", m.topic.clone())?;
     o.set_named_property("sequence", m.sequence.map(BigInt::from))?;

@@ -116,7 +116,7 @@ pub(crate) fn metadata_arg(args: &Value) -> Result<Metadata, Failure> {
 /// The fields of an event about an incoming stream.
 pub(crate) fn meta_fields(meta: &IncomingMeta) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("path".into(), json!(meta.path));
+    m.insert("path".into(), json!(&*meta.path));
     m.insert("metadata".into(), metadata_json(&meta.metadata));
     m.insert("peer".into(), peer_json(&meta.peer));
     m

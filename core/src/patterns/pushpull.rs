@@ -56,11 +56,20 @@ impl Pusher {
 
     /// [`Pusher::send`] with metadata.
     pub async fn send_with(&self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
+        let mut body = body.into();
+        // The common case first: a small message with no field into an open lane with room,
+        // without waiting, taking a reference to the link or asking the transport for its
+        // state (FAILURE_MODEL §3.3). What cannot go that way takes the path below.
+        if meta.is_empty() {
+            match self.try_send(body)? {
+                None => return Ok(()),
+                Some(b) => body = b,
+            }
+        }
         let header = Header {
             meta,
             ..Header::default()
         };
-        let body = body.into();
         self.dialer.shared.check_open()?;
         let link = self.dialer.peers.pick()?;
         if link.lanes && body.len() <= self.dialer.shared.config.lane_max_message {
@@ -172,7 +181,7 @@ impl Puller {
             let handed_back = self.inbox.handed_back.notified();
             tokio::pin!(handed_back);
             handed_back.as_mut().enable();
-            if let Some(m) = self.inbox.returned.lock().unwrap().pop_front() {
+            if let Some(m) = self.inbox.take_returned() {
                 return Ok(m);
             }
             let max = self.inbox.shared.limits.max_collected_body;
@@ -181,6 +190,7 @@ impl Puller {
                 _ = &mut handed_back => continue,
             };
             if let Some(e) = rx.deferred.take() {
+                self.inbox.settle(&rx);
                 return Err(e);
             }
             if rx.partial.is_none() {
@@ -196,9 +206,11 @@ impl Puller {
                     Queued::Refused(e) => return Err(e),
                 };
                 rx.partial = Some(Partial::new(t));
+                self.inbox.settle(&rx);
             }
             let r = rx.partial.as_mut().expect("set above").read_all(max).await;
             let p = rx.partial.take().expect("set above");
+            self.inbox.settle(&rx);
             return r.map(|()| p.into_message());
         }
     }
@@ -218,7 +230,13 @@ impl Puller {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Option<Result<Message>> {
-        if let Some(m) = self.inbox.returned.lock().unwrap().pop_front() {
+        match self.inbox.take_ready() {
+            Some(Ok(Queued::Message(m))) => return Some(Ok(m)),
+            Some(Ok(Queued::Refused(e)) | Err(e)) => return Some(Err(e)),
+            Some(Ok(Queued::Incoming(_))) => unreachable!("take_ready leaves streams queued"),
+            None => {}
+        }
+        if let Some(m) = self.inbox.take_returned() {
             return Some(Ok(m));
         }
         // Held by a waiting `recv` (or a half-read stream): that receive goes first.
@@ -227,6 +245,7 @@ impl Puller {
             return None;
         }
         if let Some(e) = rx.deferred.take() {
+            self.inbox.settle(&rx);
             return Some(Err(e));
         }
         match rx.try_next()? {
@@ -235,6 +254,7 @@ impl Puller {
             Ok(Queued::Incoming(i)) => match transfer(*i) {
                 Ok(t) => {
                     rx.partial = Some(Partial::new(t));
+                    self.inbox.settle(&rx);
                     None
                 }
                 Err(e) => Some(Err(e)),
@@ -259,7 +279,9 @@ impl Puller {
                 // closed, which the next receive reports again.
                 None | Some(Err(Error::Closed)) => break,
                 Some(Err(e)) => {
-                    self.inbox.rx.lock().await.deferred = Some(e);
+                    let mut rx = self.inbox.rx.lock().await;
+                    rx.deferred = Some(e);
+                    self.inbox.settle(&rx);
                     break;
                 }
             }
@@ -271,8 +293,7 @@ impl Puller {
     /// cancelled the receive as the message arrived on another thread): the next `recv` returns
     /// it first, so a cancelled receive loses nothing.
     pub fn give_back(&self, message: Message) {
-        self.inbox.returned.lock().unwrap().push_back(message);
-        self.inbox.handed_back.notify_waiters();
+        self.inbox.give_back(message);
     }
 
     /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and
