@@ -194,7 +194,9 @@ impl Feed {
                 n => s.debt += n - 1,
             }
             for Release { mut item, gap } in out {
-                item.meta.gap = gap;
+                if item.meta.gap != gap {
+                    Arc::make_mut(&mut item.meta).gap = gap;
+                }
                 s.ready.push_back(item);
             }
         }
@@ -265,7 +267,7 @@ async fn read_copy(
         feed.room.add_permits(1);
         return;
     };
-    let meta = t.meta().clone();
+    let meta = Arc::new(t.meta().clone());
     drop(t);
     feed.arrive((link_id, producer), seq, Message { meta, body });
 }
@@ -333,7 +335,7 @@ async fn read_lane(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let seq = header.sequence;
         let producer = header.producer.clone().unwrap_or_default();
-        let meta = IncomingMeta::on_path(header, peer.clone(), path.clone());
+        let meta = Arc::new(IncomingMeta::on_path(header, peer.clone(), path.clone()));
         feed.arrive((link_id, producer), seq, Message { meta, body });
     }
 }

@@ -399,12 +399,18 @@ mod tests {
         let taker = rx.taker();
         tx.try_send(1).ok().unwrap();
         tx.try_send(2).ok().unwrap();
-        assert!(matches!(taker.try_recv_if(|v| *v == 2), Err(TryRecvError::Empty)));
+        assert!(matches!(
+            taker.try_recv_if(|v| *v == 2),
+            Err(TryRecvError::Empty)
+        ));
         assert_eq!(taker.try_recv_if(|v| *v == 1).ok(), Some(1));
         let mut rx = rx;
         assert_eq!(rx.try_recv().ok(), Some(2));
         drop(tx);
-        assert!(matches!(taker.try_recv_if(|_| true), Err(TryRecvError::Disconnected)));
+        assert!(matches!(
+            taker.try_recv_if(|_| true),
+            Err(TryRecvError::Disconnected)
+        ));
     }
 
     #[tokio::test]

@@ -702,12 +702,7 @@ impl Link {
         body: Bytes,
     ) -> Result<()> {
         shared.check_open()?;
-        let plain = header.path.is_none()
-            && header.meta.is_empty()
-            && header.topic.is_none()
-            && header.sequence.is_none()
-            && header.producer.is_none();
-        let head = if plain {
+        let head = if header.is_empty() {
             crate::lane::FrameHead::plain(body.len())
         } else {
             let mut head = Vec::with_capacity(16);
@@ -1599,15 +1594,24 @@ impl Dispatch {
         let path: Arc<str> = path.into();
         let (max_header, max_body) = (limits.max_header_size, limits.max_collected_body);
         let mut batch = std::collections::VecDeque::with_capacity(LANE_BATCH);
+        // What a frame with no header field arrives with: the same for each, so shared.
+        let plain = Arc::new(IncomingMeta::on_path(
+            crate::wire::Header::default(),
+            peer.clone(),
+            path.clone(),
+        ));
         loop {
             // The first frame waits for bytes; the frames already whole behind it are taken
             // without waiting and go to the endpoint's queue under one lock (a lock, a
             // reference to the queue and the counters per batch, not per message).
             let (mut messages, mut bytes) = (0u64, 0u64);
-            let mut message = |header, body: Bytes| {
+            let mut message = |header: crate::wire::Header, body: Bytes| {
                 messages += 1;
                 bytes += body.len() as u64;
-                let meta = IncomingMeta::on_path(header, peer.clone(), path.clone());
+                let meta = match header.is_empty() {
+                    true => plain.clone(),
+                    false => Arc::new(IncomingMeta::on_path(header, peer.clone(), path.clone())),
+                };
                 Queued::Message(crate::stream::Message { meta, body })
             };
             let first = match reader.lane_frame(max_header, max_body).await {

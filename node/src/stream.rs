@@ -177,7 +177,7 @@ pub(crate) fn meta_out<'env>(env: &'env Env, m: &IncomingMeta) -> napi::Result<O
 /// reference, ~10 % of a 64 B receive when it was one per message (profiled, docs/BINDINGS.md).
 #[napi]
 pub struct Metas {
-    metas: Vec<IncomingMeta>,
+    metas: Vec<std::sync::Arc<IncomingMeta>>,
 }
 
 #[napi]

@@ -301,7 +301,7 @@ impl<'py> IntoPyObject<'py> for MessageOut {
             py,
             Message {
                 body: PyBytes::new(py, &self.0.body).unbind(),
-                meta: Arc::new(self.0.meta),
+                meta: self.0.meta,
             },
         )
     }

@@ -101,6 +101,17 @@ pub struct Header {
     pub producer: Option<Bytes>,
 }
 
+impl Header {
+    /// No field at all: the header of most small messages.
+    pub fn is_empty(&self) -> bool {
+        self.path.is_none()
+            && self.meta.is_empty()
+            && self.topic.is_none()
+            && self.sequence.is_none()
+            && self.producer.is_none()
+    }
+}
+
 /// A header to encode from borrowed parts: what a sender has at hand, encoded without
 /// allocating (a publisher encodes one per copy).
 #[derive(Debug, Clone, Copy)]
