@@ -76,7 +76,8 @@ struct QueueState {
     frames: VecDeque<Frame>,
     /// The writer ended: nothing more is queued.
     closed: bool,
-    /// Every handle is gone: the writer finishes once the queue is empty.
+    /// Every handle is gone, or the lane was closed: the writer finishes once the queue is
+    /// empty.
     senders_gone: bool,
 }
 
@@ -155,6 +156,12 @@ impl Lane {
         state.failed.lock().unwrap().take()
     }
 
+    /// The writer failed (whether or not a sender took the failure yet): a sender with a
+    /// handle of its own goes back to the link, which reports it and starts a new lane.
+    pub(crate) fn failing(&self) -> bool {
+        self.inner.state.failing.load(Ordering::Acquire)
+    }
+
     fn ended(&self) -> Error {
         self.take_failure()
             .unwrap_or(Error::ConnectionLost(LossCause::PeerClosed))
@@ -203,9 +210,12 @@ impl Lane {
     }
 
     /// Waits until the writer has written everything queued and finished the stream (or
-    /// failed). The caller must have dropped every other clone.
+    /// failed). Other handles may live on (a sender's cached one): the writer finishes anyway,
+    /// and a frame queued after it did is refused as on any ended lane.
     pub(crate) async fn close(self) {
         let state = self.inner.state.clone();
+        self.inner.queue.state.lock().unwrap().senders_gone = true;
+        self.inner.queue.work.notify_one();
         drop(self);
         loop {
             let n = state.ended.notified();

@@ -500,6 +500,7 @@ impl Shared {
             plain_heads: Default::default(),
             lanes: mine.features & theirs.features & crate::wire::lane::FEATURE_LANES != 0,
             lane: Mutex::new(None),
+            lane_gen: AtomicU64::new(0),
             session,
             answers: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
@@ -615,6 +616,9 @@ pub(crate) struct Link {
     pub(crate) lanes: bool,
     /// The lane toward this link's path, once a small message opened it.
     lane: Mutex<Option<crate::lane::Lane>>,
+    /// Changes, under `lane`'s lock, whenever `lane` does: a sender's cached handle
+    /// ([`LaneCache`]) is the current lane while its generation matches.
+    lane_gen: AtomicU64,
     /// The encoded head of a transfer and of an exchange that carry only the path.
     plain_heads: [std::sync::OnceLock<Bytes>; 2],
     /// A local-socket subscriber's reverse-connection session.
@@ -731,15 +735,19 @@ impl Link {
             let mut slot = self.lane.lock().unwrap();
             if let Some(l) = slot.as_ref() {
                 if let Some(e) = l.take_failure() {
-                    *slot = None;
+                    self.set_lane(&mut slot, None);
                     return Err(e);
                 }
             }
-            let lane = slot.get_or_insert_with(|| self.start_lane(shared));
+            if slot.is_none() {
+                let new = self.start_lane(shared);
+                self.set_lane(&mut slot, Some(new));
+            }
+            let lane = slot.as_ref().expect("set above");
             match lane.try_send(head, body) {
                 Ok(()) => return Ok(()),
                 Err(crate::lane::TrySend::Ended(e)) => {
-                    *slot = None;
+                    self.set_lane(&mut slot, None);
                     return Err(e);
                 }
                 Err(crate::lane::TrySend::Full(head, body)) => (lane.clone(), head, body),
@@ -749,33 +757,57 @@ impl Link {
         // Bounded like a wait for a stream slot (`send_timeout`).
         let r = shared.within(lane.send(head, body)).await;
         if r.is_err() {
-            let mut slot = self.lane.lock().unwrap();
-            if slot.as_ref().is_some_and(|l| l.same(&lane)) {
-                *slot = None;
-            }
+            self.forget_lane(&lane);
         }
         r
     }
 
-    /// Queues a whole message with no header field on this link's lane if that can be done
-    /// now: `Ok(None)` queued, `Ok(Some(body))` not (no lane is open, or its queue is full),
-    /// an error as [`Link::lane_send`] would return it. Never starts a lane: that spawns its
-    /// writer, which a synchronous caller outside the runtime could not do. The caller
-    /// checked `lanes` and the size.
-    pub(crate) fn lane_try_send(&self, body: Bytes) -> Result<Option<Bytes>> {
+    /// Replaces the lane (under its lock), so every cached handle is stale.
+    fn set_lane(&self, slot: &mut Option<crate::lane::Lane>, lane: Option<crate::lane::Lane>) {
+        *slot = lane;
+        self.lane_gen.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Drops `lane` from the link if it is still the current one: the next send starts anew.
+    fn forget_lane(&self, lane: &crate::lane::Lane) {
         let mut slot = self.lane.lock().unwrap();
-        let Some(lane) = slot.as_ref() else {
+        if slot.as_ref().is_some_and(|l| l.same(lane)) {
+            self.set_lane(&mut slot, None);
+        }
+    }
+
+    /// Queues a whole message with no header field on this link's lane if that can be done
+    /// now: `Ok(None)` queued, `Ok(Some(body))` not (no lane is open, its queue is full, or
+    /// it failed: [`Link::lane_send`] reports that and starts a new one), or the error of a
+    /// lane that ended under this send. Never starts a lane: that spawns its writer, which a
+    /// synchronous caller outside the runtime could not do. The caller checked `lanes` and the
+    /// size. `cache` is the caller's handle to the lane, kept beside its pick of this link: a
+    /// send that finds it current takes no lock of the link's (on a 64-byte Push/Pull the
+    /// link's lock was a tenth of the sender's time).
+    pub(crate) fn lane_try_send(
+        &self,
+        cache: &mut LaneCache,
+        body: Bytes,
+    ) -> Result<Option<Bytes>> {
+        let current = cache.as_ref().is_some_and(|(l, generation)| {
+            *generation == self.lane_gen.load(Ordering::Acquire) && !l.failing()
+        });
+        if !current {
+            let slot = self.lane.lock().unwrap();
+            *cache = slot
+                .as_ref()
+                .filter(|l| !l.failing())
+                .map(|l| (l.clone(), self.lane_gen.load(Ordering::Acquire)));
+        }
+        let Some((lane, _)) = cache.as_ref() else {
             return Ok(Some(body));
         };
-        if let Some(e) = lane.take_failure() {
-            *slot = None;
-            return Err(e);
-        }
         match lane.try_send(crate::lane::FrameHead::plain(body.len()), body) {
             Ok(()) => Ok(None),
             Err(crate::lane::TrySend::Full(_, body)) => Ok(Some(body)),
             Err(crate::lane::TrySend::Ended(e)) => {
-                *slot = None;
+                let (lane, _) = cache.take().expect("matched above");
+                self.forget_lane(&lane);
                 Err(e)
             }
         }
@@ -795,7 +827,12 @@ impl Link {
 
     /// Finishes the lane, if any, once what it queued is written (drain, release).
     pub(crate) async fn close_lane(&self) {
-        let lane = self.lane.lock().unwrap().take();
+        let lane = {
+            let mut slot = self.lane.lock().unwrap();
+            let lane = slot.take();
+            self.set_lane(&mut slot, None);
+            lane
+        };
         if let Some(l) = lane {
             l.close().await;
         }
@@ -890,25 +927,47 @@ impl Link {
 /// The links a dialling endpoint sends to, picked round-robin per message.
 #[derive(Default)]
 pub(crate) struct PeerSet {
-    links: Mutex<Vec<(Address, Arc<Link>)>>,
-    next: AtomicUsize,
+    links: Mutex<Links>,
 }
+
+/// The links and whose turn is next: one lock for both, so a pick is one lock and no other
+/// atomic operation.
+#[derive(Default)]
+struct Links {
+    all: Vec<Entry>,
+    next: usize,
+}
+
+struct Entry {
+    address: Address,
+    link: Arc<Link>,
+    /// This endpoint's handle to the link's lane ([`Link::lane_try_send`]).
+    lane: LaneCache,
+}
+
+/// A sender's handle to a link's lane and the generation it was current at.
+pub(crate) type LaneCache = Option<(crate::lane::Lane, u64)>;
 
 impl PeerSet {
     pub(crate) fn add(&self, address: Address, link: Arc<Link>) {
-        let mut l = self.links.lock().unwrap();
-        l.retain(|(a, _)| a != &address);
-        l.push((address, link));
+        let l = &mut self.links.lock().unwrap().all;
+        l.retain(|e| e.address != address);
+        l.push(Entry {
+            address,
+            link,
+            lane: None,
+        });
     }
 
     pub(crate) fn remove(&self, address: &Address) -> Option<Arc<Link>> {
-        let mut l = self.links.lock().unwrap();
-        let i = l.iter().position(|(a, _)| a == address)?;
-        Some(l.swap_remove(i).1)
+        let l = &mut self.links.lock().unwrap().all;
+        let i = l.iter().position(|e| &e.address == address)?;
+        Some(l.swap_remove(i).link)
     }
 
     pub(crate) fn take_all(&self) -> Vec<(Address, Arc<Link>)> {
-        std::mem::take(&mut *self.links.lock().unwrap())
+        let all = std::mem::take(&mut self.links.lock().unwrap().all);
+        all.into_iter().map(|e| (e.address, e.link)).collect()
     }
 
     /// Live connections.
@@ -916,28 +975,34 @@ impl PeerSet {
         self.links
             .lock()
             .unwrap()
+            .all
             .iter()
-            .filter(|(_, l)| l.loss().is_none())
+            .filter(|e| e.link.loss().is_none())
             .count()
     }
 
-    /// Offers the next live link, round-robin, to `f`; the turn passes on only if `f` took
-    /// it (returned Some), so a caller that then falls back to [`PeerSet::pick`] picks the
-    /// same link. Errors as `pick` does.
-    pub(crate) fn try_pick<R>(&self, f: impl FnOnce(&Arc<Link>) -> Option<R>) -> Result<Option<R>> {
-        let l = self.links.lock().unwrap();
+    /// Offers the next live link, with this set's handle to its lane, round-robin, to `f`;
+    /// the turn passes on only if `f` took it (returned Some), so a caller that then falls
+    /// back to [`PeerSet::pick`] picks the same link. Errors as `pick` does.
+    pub(crate) fn try_pick<R>(
+        &self,
+        f: impl FnOnce(&Arc<Link>, &mut LaneCache) -> Option<R>,
+    ) -> Result<Option<R>> {
+        let mut guard = self.links.lock().unwrap();
+        let Links { all: l, next } = &mut *guard;
         if l.is_empty() {
             return Err(Error::NotConnected);
         }
-        let start = self.next.load(Ordering::Relaxed);
+        let start = *next;
         let mut last = None;
-        for i in 0..l.len() {
-            let link = &l[(start + i) % l.len()].1;
-            match link.ended() {
+        let n = l.len();
+        for i in 0..n {
+            let e = &mut l[(start + i) % n];
+            match e.link.ended() {
                 None => {
-                    let r = f(link);
+                    let r = f(&e.link, &mut e.lane);
                     if r.is_some() {
-                        self.next.fetch_add(i + 1, Ordering::Relaxed);
+                        *next = start.wrapping_add(i + 1);
                     }
                     return Ok(r);
                 }
@@ -950,14 +1015,16 @@ impl PeerSet {
     /// The next live link, round-robin. `NotConnected` when nothing was ever connected; the
     /// last loss when every connection is gone.
     pub(crate) fn pick(&self) -> Result<Arc<Link>> {
-        let l = self.links.lock().unwrap();
+        let mut guard = self.links.lock().unwrap();
+        let Links { all: l, next } = &mut *guard;
         if l.is_empty() {
             return Err(Error::NotConnected);
         }
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let start = *next;
+        *next = start.wrapping_add(1);
         let mut last = None;
         for i in 0..l.len() {
-            let link = &l[(start + i) % l.len()].1;
+            let link = &l[(start + i) % l.len()].link;
             match link.loss() {
                 None => return Ok(link.clone()),
                 Some(c) => last = Some(c),

@@ -242,8 +242,13 @@ impl StreamReader {
             return Ahead::Short(None);
         }
         let (header_bytes, mut cur) = cur.split_at(header_len as usize);
-        let Ok(header) = Header::decode_body(header_bytes) else {
-            return Ahead::General;
+        // Most frames carry no field: the version byte alone.
+        let header = match header_bytes {
+            [wire::header::VERSION] => Header::default(),
+            _ => match Header::decode_body(header_bytes) {
+                Ok(h) => h,
+                Err(_) => return Ahead::General,
+            },
         };
         if header.path.is_some() {
             return Ahead::General;

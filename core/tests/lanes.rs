@@ -453,3 +453,51 @@ on_every_transport!(
     try_send_from_a_thread_off_the_runtime_queues_on_an_open_lane,
     try_send_off_the_runtime
 );
+
+/// Two pushers of one runtime share the connection to a path, and so its lane. When that lane
+/// fails (the path was closed), one of them is told; each then sends on the lane that replaces
+/// it, never on the failed one it used before (each keeps a handle to the lane it sends on).
+async fn shared_lane_replaced(t: Transport) {
+    let (_s, listener, client) = common::pair(t).await;
+    if !common::lanes_on() {
+        return;
+    }
+    let puller = listener.puller("/jobs").unwrap();
+    let address = puller.address().to_string();
+    let (a, b) = (client.pusher(), client.pusher());
+    a.connect(&address).await.unwrap();
+    b.connect(&address).await.unwrap();
+    a.send("from a").await.unwrap();
+    b.send("from b").await.unwrap();
+    let mut got = vec![
+        puller.recv().await.unwrap().body,
+        puller.recv().await.unwrap().body,
+    ];
+    got.sort();
+    assert_eq!(got, ["from a", "from b"]);
+    assert_eq!(client.counters().streams_opened, 1, "one lane for both");
+
+    puller.close();
+    drop(puller);
+    let e = loop {
+        if let Err(e) = a.send("late").await {
+            break e;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(e.code(), ErrorCode::UnknownEndpoint, "{e}");
+    let puller = listener.puller("/jobs").unwrap();
+    b.send("after, from b").await.unwrap();
+    a.send("after, from a").await.unwrap();
+    let mut got = vec![
+        puller.recv().await.unwrap().body,
+        puller.recv().await.unwrap().body,
+    ];
+    got.sort();
+    assert_eq!(got, ["after, from a", "after, from b"]);
+    assert_eq!(client.counters().streams_opened, 2, "one new lane for both");
+}
+on_every_transport!(
+    a_failed_lane_is_replaced_for_every_sender_of_the_connection,
+    shared_lane_replaced
+);

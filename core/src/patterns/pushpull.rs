@@ -104,11 +104,11 @@ impl Pusher {
             return Ok(Some(body));
         }
         let mut body = Some(body);
-        let sent = self.dialer.peers.try_pick(|link| {
+        let sent = self.dialer.peers.try_pick(|link, lane| {
             if !link.lanes {
                 return None;
             }
-            match link.lane_try_send(body.take().expect("offered once")) {
+            match link.lane_try_send(lane, body.take().expect("offered once")) {
                 Ok(None) => Some(Ok(())),
                 Ok(Some(b)) => {
                     body = Some(b);
