@@ -1131,7 +1131,7 @@ pub(crate) enum Queued {
     Message(crate::stream::Message),
     /// A lane frame the endpoint refused (above `max_collected_body`): the receive it reaches
     /// fails, as it would have for a stream of its own, and the endpoint goes on.
-    Refused(Error),
+    Refused(Box<Error>),
 }
 
 /// Lane frames a reader hands to its endpoint's queue at once, at most.
@@ -1229,7 +1229,7 @@ impl Inbox {
             Queued::Incoming(i) => *i,
             // A lane's message, to an endpoint that takes streams: a finished stream of it.
             Queued::Message(m) => Incoming::Stream(IncomingTransfer::ready(m, self.shared.clone())),
-            Queued::Refused(e) => return Err(e),
+            Queued::Refused(e) => return Err(*e),
         })
     }
 
@@ -1672,21 +1672,23 @@ impl Dispatch {
             // without waiting and go to the endpoint's queue under one lock (a lock, a
             // reference to the queue and the counters per batch, not per message).
             let (mut messages, mut bytes) = (0u64, 0u64);
-            let mut message = |header: crate::wire::Header, body: Bytes| {
+            let mut message = |header: Option<crate::wire::Header>, body: Bytes| {
                 messages += 1;
                 bytes += body.len() as u64;
-                let meta = match header.is_empty() {
-                    true => plain.clone(),
-                    false => Arc::new(IncomingMeta::on_path(header, peer.clone(), path.clone())),
+                let meta = match header {
+                    Some(h) if !h.is_empty() => {
+                        Arc::new(IncomingMeta::on_path(h, peer.clone(), path.clone()))
+                    }
+                    _ => plain.clone(),
                 };
                 Queued::Message(crate::stream::Message { meta, body })
             };
             let first = match reader.lane_frame(max_header, max_body).await {
-                Ok(Some((_, Err(len)))) => Queued::Refused(Error::limit(
+                Ok(Some((_, Err(len)))) => Queued::Refused(Box::new(Error::limit(
                     crate::error::Limit::CollectedBody,
                     format!("message of {len} bytes above {max_body}"),
-                )),
-                Ok(Some((header, Ok(body)))) => message(header, body),
+                ))),
+                Ok(Some((header, Ok(body)))) => message(Some(header), body),
                 Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => return,
                 Err(f) => return reader.stop(f.code()),
             };

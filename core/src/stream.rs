@@ -171,7 +171,9 @@ impl StreamReader {
         }
         loop {
             let missing = match self.lane_frame_ahead(max_header, max_body) {
-                Ahead::Frame(header, body) => return Ok(Some((header, Ok(body)))),
+                Ahead::Frame(header, body) => {
+                    return Ok(Some((header.unwrap_or_default(), Ok(body))))
+                }
                 Ahead::Short(missing) if !self.ended && self.ahead.len() < CARRY_MAX => missing,
                 Ahead::Short(_) | Ahead::General => break,
             };
@@ -192,7 +194,7 @@ impl StreamReader {
                             false => joined(&self.ahead, &rest),
                         };
                         if let Ahead::Frame(header, body) = frame {
-                            return Ok(Some((header, Ok(body))));
+                            return Ok(Some((header.unwrap_or_default(), Ok(body))));
                         }
                     }
                 }
@@ -244,15 +246,13 @@ impl StreamReader {
         let (header_bytes, mut cur) = cur.split_at(header_len as usize);
         // Most frames carry no field: the version byte alone.
         let header = match header_bytes {
-            [wire::header::VERSION] => Header::default(),
+            [wire::header::VERSION] => None,
             _ => match Header::decode_body(header_bytes) {
-                Ok(h) => h,
+                Ok(h) if h.path.is_some() => return Ahead::General,
+                Ok(h) => Some(h),
                 Err(_) => return Ahead::General,
             },
         };
-        if header.path.is_some() {
-            return Ahead::General;
-        }
         let len = match wire::varint::get(&mut cur) {
             Ok(n) => n,
             Err(DecodeError::Truncated) => return Ahead::Short(None),
@@ -276,7 +276,7 @@ impl StreamReader {
         &mut self,
         max_header: u64,
         max_body: u64,
-    ) -> Option<(Header, Bytes)> {
+    ) -> Option<(Option<Header>, Bytes)> {
         if self.ahead.is_empty() {
             return None;
         }
@@ -381,7 +381,9 @@ pub(crate) fn concat(mut parts: Vec<Bytes>) -> Bytes {
 
 /// What the read-ahead buffer holds of the next lane frame.
 enum Ahead {
-    Frame(Header, Bytes),
+    /// A whole frame: its header (None when it has no field, the common case, so no header
+    /// is built for it) and its body.
+    Frame(Option<Header>, Bytes),
     /// The buffer ends inside the frame: the bytes still missing, once its length was read.
     Short(Option<usize>),
     /// Something the field-by-field path must read (and may report).

@@ -203,7 +203,7 @@ impl Puller {
                     Queued::Incoming(i) => transfer(*i)?,
                     // Whole already: a message that came on a lane.
                     Queued::Message(m) => return Ok(m),
-                    Queued::Refused(e) => return Err(e),
+                    Queued::Refused(e) => return Err(*e),
                 };
                 rx.partial = Some(Partial::new(t));
                 self.inbox.settle(&rx);
@@ -232,7 +232,8 @@ impl Puller {
     pub fn try_recv(&self) -> Option<Result<Message>> {
         match self.inbox.take_ready() {
             Some(Ok(Queued::Message(m))) => return Some(Ok(m)),
-            Some(Ok(Queued::Refused(e)) | Err(e)) => return Some(Err(e)),
+            Some(Ok(Queued::Refused(e))) => return Some(Err(*e)),
+            Some(Err(e)) => return Some(Err(e)),
             Some(Ok(Queued::Incoming(_))) => unreachable!("take_ready leaves streams queued"),
             None => {}
         }
@@ -250,7 +251,8 @@ impl Puller {
         }
         match rx.try_next()? {
             Ok(Queued::Message(m)) => Some(Ok(m)),
-            Ok(Queued::Refused(e)) | Err(e) => Some(Err(e)),
+            Ok(Queued::Refused(e)) => Some(Err(*e)),
+            Err(e) => Some(Err(e)),
             Ok(Queued::Incoming(i)) => match transfer(*i) {
                 Ok(t) => {
                     rx.partial = Some(Partial::new(t));
