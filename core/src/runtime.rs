@@ -1672,14 +1672,18 @@ impl Dispatch {
             // without waiting and go to the endpoint's queue under one lock (a lock, a
             // reference to the queue and the counters per batch, not per message).
             let (mut messages, mut bytes) = (0u64, 0u64);
-            let mut message = |header: Option<crate::wire::Header>, body: Bytes| {
+            let mut message = |header: &mut Option<crate::wire::Header>, body: Bytes| {
                 messages += 1;
                 bytes += body.len() as u64;
-                let meta = match header {
-                    Some(h) if !h.is_empty() => {
-                        Arc::new(IncomingMeta::on_path(h, peer.clone(), path.clone()))
-                    }
-                    _ => plain.clone(),
+                // Taken only when there is one: a move of an empty slot is a move of its size.
+                let meta = match header.is_some() {
+                    true => match header.take() {
+                        Some(h) if !h.is_empty() => {
+                            Arc::new(IncomingMeta::on_path(h, peer.clone(), path.clone()))
+                        }
+                        _ => plain.clone(),
+                    },
+                    false => plain.clone(),
                 };
                 Queued::Message(crate::stream::Message { meta, body })
             };
@@ -1688,14 +1692,15 @@ impl Dispatch {
                     crate::error::Limit::CollectedBody,
                     format!("message of {len} bytes above {max_body}"),
                 ))),
-                Ok(Some((header, Ok(body)))) => message(Some(header), body),
+                Ok(Some((header, Ok(body)))) => message(&mut Some(header), body),
                 Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => return,
                 Err(f) => return reader.stop(f.code()),
             };
             batch.push_back(first);
+            let mut header = None;
             while batch.len() < LANE_BATCH {
-                match reader.lane_frame_ready(max_header, max_body) {
-                    Some((header, body)) => batch.push_back(message(header, body)),
+                match reader.lane_frame_ready(max_header, max_body, &mut header) {
+                    Some(body) => batch.push_back(message(&mut header, body)),
                     None => break,
                 }
             }

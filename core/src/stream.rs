@@ -170,10 +170,9 @@ impl StreamReader {
             }
         }
         loop {
-            let missing = match self.lane_frame_ahead(max_header, max_body) {
-                Ahead::Frame(header, body) => {
-                    return Ok(Some((header.unwrap_or_default(), Ok(body))))
-                }
+            let mut header = None;
+            let missing = match self.lane_frame_ahead(max_header, max_body, &mut header) {
+                Ahead::Frame(body) => return Ok(Some((header.unwrap_or_default(), Ok(body)))),
                 Ahead::Short(missing) if !self.ended && self.ahead.len() < CARRY_MAX => missing,
                 Ahead::Short(_) | Ahead::General => break,
             };
@@ -187,13 +186,13 @@ impl StreamReader {
                     self.ahead = joined(&self.ahead, &c[..take]);
                     if take < c.len() {
                         // The frame is whole now (exactly what completes it was taken).
-                        let frame = self.lane_frame_ahead(max_header, max_body);
+                        let frame = self.lane_frame_ahead(max_header, max_body, &mut header);
                         let rest = c.slice(take..);
                         self.ahead = match self.ahead.is_empty() {
                             true => rest,
                             false => joined(&self.ahead, &rest),
                         };
-                        if let Ahead::Frame(header, body) = frame {
+                        if let Ahead::Frame(body) = frame {
                             return Ok(Some((header.unwrap_or_default(), Ok(body))));
                         }
                     }
@@ -230,7 +229,12 @@ impl StreamReader {
     /// byte-by-byte path costs a shared-buffer clone per field). `Short` when the buffer ends
     /// inside a well-formed frame; `General` for anything else (a bound exceeded, a malformed
     /// field), which the field-by-field path reads and reports.
-    fn lane_frame_ahead(&mut self, max_header: u64, max_body: u64) -> Ahead {
+    fn lane_frame_ahead(
+        &mut self,
+        max_header: u64,
+        max_body: u64,
+        header: &mut Option<Header>,
+    ) -> Ahead {
         let mut cur = &self.ahead[..];
         let header_len = match wire::varint::get(&mut cur) {
             Ok(n) => n,
@@ -244,8 +248,8 @@ impl StreamReader {
             return Ahead::Short(None);
         }
         let (header_bytes, mut cur) = cur.split_at(header_len as usize);
-        // Most frames carry no field: the version byte alone.
-        let header = match header_bytes {
+        // Most frames carry no field: the version byte alone, and no header is built.
+        let fields = match header_bytes {
             [wire::header::VERSION] => None,
             _ => match Header::decode_body(header_bytes) {
                 Ok(h) if h.path.is_some() => return Ahead::General,
@@ -266,22 +270,28 @@ impl StreamReader {
         }
         let used = self.ahead.len() - cur.len();
         bytes::Buf::advance(&mut self.ahead, used);
-        Ahead::Frame(header, self.ahead.split_to(len as usize))
+        if fields.is_some() {
+            *header = fields;
+        }
+        Ahead::Frame(self.ahead.split_to(len as usize))
     }
 
     /// The next lane frame if it is whole in what was already read, without waiting; None
     /// otherwise (nothing read ahead, a frame cut short, or one the field-by-field path of
     /// [`StreamReader::lane_frame`] must read and report), and then nothing was consumed.
+    /// A frame's header is put in `header` when it has a field, which is left as it was
+    /// otherwise.
     pub(crate) fn lane_frame_ready(
         &mut self,
         max_header: u64,
         max_body: u64,
-    ) -> Option<(Option<Header>, Bytes)> {
+        header: &mut Option<Header>,
+    ) -> Option<Bytes> {
         if self.ahead.is_empty() {
             return None;
         }
-        match self.lane_frame_ahead(max_header, max_body) {
-            Ahead::Frame(header, body) => Some((header, body)),
+        match self.lane_frame_ahead(max_header, max_body, header) {
+            Ahead::Frame(body) => Some(body),
             Ahead::Short(_) | Ahead::General => None,
         }
     }
@@ -381,9 +391,9 @@ pub(crate) fn concat(mut parts: Vec<Bytes>) -> Bytes {
 
 /// What the read-ahead buffer holds of the next lane frame.
 enum Ahead {
-    /// A whole frame: its header (None when it has no field, the common case, so no header
-    /// is built for it) and its body.
-    Frame(Option<Header>, Bytes),
+    /// A whole frame's body; its header went to the caller's slot, which a frame with no
+    /// field (the common case) leaves as it was: no header is built or moved for it.
+    Frame(Bytes),
     /// The buffer ends inside the frame: the bytes still missing, once its length was read.
     Short(Option<usize>),
     /// Something the field-by-field path must read (and may report).
