@@ -268,6 +268,32 @@ class Inbox {
     return this.#wait(signal, BATCH, () => this.#shift())
   }
 
+  /**
+   * `recv` in the shape the iteration protocol wants: `{value, done: false}`, or done once the
+   * endpoint is closed. A ready message costs one resolved promise, as `recv`'s does, where an
+   * async generator around `recv` costs several turns of the microtask queue per message
+   * (profiled: ~14 % of the JS thread on a 64-byte Push/Pull).
+   */
+  step(signal: AbortSignal | undefined): Promise<IteratorResult<Message, undefined>> {
+    if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
+    if (this.#streak >= READY_STREAK) {
+      this.#streak = 0
+      return giveWay().then(() => this.step(signal))
+    }
+    if (this.#waiters.length === 0) {
+      try {
+        if (this.#fill()) {
+          this.#streak++
+          return Promise.resolve({ value: this.#shift(), done: false })
+        }
+      } catch (e) {
+        return Promise.reject(e).catch(ended)
+      }
+    }
+    this.#streak = 0
+    return this.#wait(signal, BATCH, (): IteratorResult<Message, undefined> => ({ value: this.#shift(), done: false })).catch(ended)
+  }
+
   recvMany(max: number, signal: AbortSignal | undefined): Promise<Message[]> {
     if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
     if (!Number.isInteger(max) || max < 0) {
@@ -356,6 +382,44 @@ class Inbox {
 }
 
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+
+const DONE: IteratorResult<never, undefined> = Object.freeze({ value: undefined, done: true })
+
+/** A receive that met ERR_WEIDA_CLOSED: the end of the iteration. Other errors are thrown. */
+function ended(e: unknown): IteratorResult<never, undefined> {
+  if (e instanceof Closed) return DONE
+  throw e
+}
+
+/**
+ * Messages until the endpoint is closed, as an iterator object over `Inbox.step` rather than
+ * an async generator (see `step`). After `return()` (a `break` out of `for await`) it is done
+ * and receives nothing more.
+ */
+class Messages implements AsyncIterableIterator<Message> {
+  readonly #inbox: Inbox
+  readonly #signal: AbortSignal | undefined
+  #done = false
+
+  constructor(inbox: Inbox, signal: AbortSignal | undefined) {
+    this.#inbox = inbox
+    this.#signal = signal
+  }
+
+  next(): Promise<IteratorResult<Message, undefined>> {
+    if (this.#done) return Promise.resolve(DONE)
+    return this.#inbox.step(this.#signal)
+  }
+
+  return(): Promise<IteratorResult<Message, undefined>> {
+    this.#done = true
+    return Promise.resolve(DONE)
+  }
+
+  [Symbol.asyncIterator](): Messages {
+    return this
+  }
+}
 
 /** Receives until the endpoint is closed: ERR_WEIDA_CLOSED ends the iteration, other errors are thrown. */
 async function* until<T>(next: () => Promise<T>): AsyncGenerator<T, void, undefined> {
@@ -599,11 +663,11 @@ export class Puller implements AsyncIterable<Message> {
   }
 
   /** Messages until the puller is closed; `signal` aborts the wait for the next one. */
-  messages(options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
-    return until(() => this.recv(options))
+  messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
+    return new Messages(this.#inbox, options.signal)
   }
 
-  [Symbol.asyncIterator](): AsyncGenerator<Message, void, undefined> {
+  [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
     return this.messages()
   }
 
@@ -960,11 +1024,11 @@ export class Subscriber implements AsyncIterable<Message> {
   }
 
   /** Messages until the subscriber is closed; `signal` aborts the wait for the next one. */
-  messages(options: CallOptions = {}): AsyncGenerator<Message, void, undefined> {
-    return until(() => this.recv(options))
+  messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
+    return new Messages(this.#inbox, options.signal)
   }
 
-  [Symbol.asyncIterator](): AsyncGenerator<Message, void, undefined> {
+  [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
     return this.messages()
   }
 
