@@ -4,11 +4,13 @@
 // one Node process (the shape of node/bench/bench.mjs). Needs the package built:
 // `cd node && npm ci && npm run build` (bench/suite/setup.sh does it).
 //
-//   node weida_worker.mjs --pattern push_pull --transport quic --size 64 [--variant await|window]
+//   node weida_worker.mjs --pattern push_pull --transport quic --size 64 [--variant await|window|batch]
 //
 // Variant "await" (the default): the idiomatic loops, `await pusher.send(body)` and
 // `for await (const m of puller)`. Variant "window" (Push/Pull only): 64 sends and 64 receives
-// in flight, so the binding's cross-thread wakeups overlap.
+// in flight, so the binding's cross-thread wakeups overlap. Variant "batch" (Push/Pull only):
+// `await pusher.sendMany(bodies)` of 256 and `await puller.recvMany(256)`, as the Python
+// worker's "batch".
 //
 // Pub/Sub: a Publisher on the server runtime, `width` Subscribers on the client runtime, each
 // subscribed to everything ("bench.#") and receiving with recvMany (256 a call). `publish`
@@ -20,6 +22,7 @@ import { Runtime } from '../../../node/dist/index.js'
 import { Meter, Recorder, body, check, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
 
 const WINDOW = 64
+const BATCH = 256
 
 /** @param {string} transport */
 const bindAddress = (transport) =>
@@ -55,10 +58,21 @@ function pushPull(a) {
     // would never resolve; closing the runtimes ends it.
     for (let i = 0; i < lanes; i++) {
       ;(async () => {
-        while (!stop) await pusher.send(data)
+        if (a.variant === 'batch') {
+          const bodies = Array.from({ length: BATCH }, () => data)
+          while (!stop) await pusher.sendMany(bodies)
+        } else {
+          while (!stop) await pusher.send(data)
+        }
       })().catch(() => {})
     }
-    if (a.variant === 'window') {
+    if (a.variant === 'batch') {
+      for (;;) {
+        const ms = await puller.recvMany(BATCH)
+        for (const m of ms) check(m.body.length, a.size)
+        if (meter.tick(ms.length)) break
+      }
+    } else if (a.variant === 'window') {
       await Promise.all(
         Array.from({ length: WINDOW }, async () => {
           while (!meter.end) {
@@ -140,5 +154,5 @@ function pubSub(a) {
   })
 }
 
-const a = parse(['quic', 'unix', 'inproc'], ['await', 'window'])
-await run('weida-node', a, a.variant === 'window' ? { push_pull: pushPull } : { push_pull: pushPull, req_rep: reqRep, pub_sub: pubSub })
+const a = parse(['quic', 'unix', 'inproc'], ['await', 'window', 'batch'])
+await run('weida-node', a, a.variant === 'await' ? { push_pull: pushPull, req_rep: reqRep, pub_sub: pubSub } : { push_pull: pushPull })
