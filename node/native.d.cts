@@ -302,6 +302,11 @@ export declare class Pusher {
    * first failure rejects (the bodies before it were sent).
    */
   sendMany(bodies: Array<string | Uint8Array>, cancel?: Cancel | undefined | null): Promise<void>
+  /**
+   * `send_many` of small bodies packed in one buffer by lib/index.ts (`stream::unpack`):
+   * one value across the boundary for the whole batch.
+   */
+  sendPacked(packed: Uint8Array, count: number, cancel?: Cancel | undefined | null): Promise<void>
   /** Opens a streamed message. */
   open(meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<OutgoingTransfer>
   /** Lets go of the pusher; later calls reject with ERR_WEIDA_CLOSED. */

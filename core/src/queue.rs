@@ -237,6 +237,32 @@ impl<T> Taker<T> {
     pub(crate) fn try_recv_if(&self, take: impl FnOnce(&T) -> bool) -> Result<T, TryRecvError> {
         self.shared.pop(take)
     }
+
+    /// Up to `max` items from the front, under one lock, while `take` accepts them, each
+    /// handed to `put`; how many. Stops at the first item `take` refuses (it stays first).
+    pub(crate) fn recv_while(
+        &self,
+        max: usize,
+        take: impl Fn(&T) -> bool,
+        mut put: impl FnMut(T),
+    ) -> usize {
+        let s = &*self.shared;
+        let mut items = s.items.lock().unwrap();
+        let before = items.len();
+        let mut n = 0;
+        while n < max && items.front().is_some_and(&take) {
+            put(items.pop_front().expect("a front"));
+            n += 1;
+        }
+        let after = items.len();
+        drop(items);
+        // As a pop one at a time would have: senders wait only on a full queue, and are woken
+        // once it drains to `low`.
+        if before > s.low && after <= s.low {
+            s.room.notify_waiters();
+        }
+        n
+    }
 }
 
 impl<T> Receiver<T> {
@@ -411,6 +437,29 @@ mod tests {
             taker.try_recv_if(|_| true),
             Err(TryRecvError::Disconnected)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_taker_takes_a_run_under_one_lock_and_wakes_a_sender_at_half() {
+        let (tx, rx) = channel::<u32>(4);
+        for i in 0..4 {
+            tx.try_send(i).ok().unwrap();
+        }
+        let taker = rx.taker();
+        let tx2 = tx.clone();
+        let waiting = tokio::spawn(async move { tx2.send(10).await.is_ok() });
+        tokio::task::yield_now().await;
+        let mut got = Vec::new();
+        // Stops at the first item refused, and at `max`.
+        assert_eq!(taker.recv_while(8, |v| *v != 2, |v| got.push(v)), 2);
+        assert_eq!(got, [0, 1]);
+        assert!(
+            waiting.await.unwrap(),
+            "drained to half: the sender is woken"
+        );
+        assert_eq!(taker.recv_while(1, |_| true, |v| got.push(v)), 1);
+        assert_eq!(taker.recv_while(8, |_| true, |v| got.push(v)), 2);
+        assert_eq!(got, [0, 1, 2, 3, 10]);
     }
 
     #[tokio::test]

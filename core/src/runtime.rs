@@ -1251,6 +1251,26 @@ impl Inbox {
         }
     }
 
+    /// Whole messages from the front of the queue, up to `max` in all in `out`, under one lock,
+    /// when [`Inbox::take_ready`] could take them; stops before anything else.
+    pub(crate) fn take_ready_messages(&self, out: &mut Vec<crate::stream::Message>, max: usize) {
+        if out.len() >= max
+            || self.rx_first.load(Ordering::Acquire)
+            || self.returned_first.load(Ordering::Acquire)
+        {
+            return;
+        }
+        self.ready.recv_while(
+            max - out.len(),
+            |q| matches!(q, Queued::Message(_)),
+            |q| {
+                if let Queued::Message(m) = q {
+                    out.push(m);
+                }
+            },
+        );
+    }
+
     /// Records whether `rx` now holds something that comes before the queue; called under its
     /// lock after `partial` or `deferred` changed, before any await.
     pub(crate) fn settle(&self, rx: &InboxRx) {

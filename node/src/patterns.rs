@@ -209,6 +209,32 @@ impl Pusher {
         )
     }
 
+    /// `send_many` of small bodies packed in one buffer by lib/index.ts (`stream::unpack`):
+    /// one value across the boundary for the whole batch.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn send_packed<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "Uint8Array")] packed: BodyIn,
+        count: u32,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let p = self.inner.get();
+        let bodies = crate::stream::unpack(packed.0, count)?;
+        promise(
+            env,
+            cancel,
+            async move {
+                let p = p?;
+                for b in bodies {
+                    p.send(b).await?;
+                }
+                Ok(())
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
     /// Opens a streamed message.
     #[napi(ts_return_type = "Promise<OutgoingTransfer>")]
     pub fn open<'env>(

@@ -290,6 +290,27 @@ pub(crate) fn batch_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<Raw>
     Ok(Raw(out.raw()))
 }
 
+/// The bodies of a `sendMany` that lib/index.ts packed in one buffer, in `batch_out`'s layout:
+/// the bodies back to back, zeros to a multiple of 4, then each body's end offset as a
+/// little-endian u32. Each body is a slice of `all`, so the whole batch crossed in one value
+/// and costs one copy, not a conversion and an allocation per body.
+pub(crate) fn unpack(all: Bytes, count: u32) -> napi::Result<Vec<Bytes>> {
+    let bad = || napi::Error::new(napi::Status::InvalidArg, "a packed batch is malformed");
+    let count = count as usize;
+    let ends_at = all.len().checked_sub(4 * count).ok_or_else(bad)?;
+    let mut out = Vec::with_capacity(count);
+    let mut start = 0;
+    for end in all[ends_at..].chunks_exact(4) {
+        let end = u32::from_le_bytes(end.try_into().expect("chunks of 4")) as usize;
+        if end < start || end > ends_at {
+            return Err(bad());
+        }
+        out.push(all.slice(start..end));
+        start = end;
+    }
+    Ok(out)
+}
+
 /// A JS value made on the JS thread, handed back as the value a promise resolves with.
 pub struct Raw(pub(crate) sys::napi_value);
 

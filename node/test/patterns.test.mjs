@@ -143,6 +143,26 @@ onEveryTransport('send_many_and_recv_many_move_every_message_in_batches', async 
   )
 })
 
+onEveryTransport('send_many_packs_small_bodies_and_each_arrives_whole', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  // Packed in one buffer (lib/index.ts pack): strings of any width, empty bodies, a view into
+  // a larger buffer, lengths that leave every padding; then a batch with a body above the
+  // packing bound, which goes as an array.
+  const view = Buffer.from('..view..').subarray(2, 6)
+  const small = ['', 'é', 'abc', view, new Uint8Array([1, 2, 3, 4, 5]), '', '日本']
+  const large = [Buffer.alloc(20_000, 7), 'after']
+  await pusher.sendMany(small)
+  await pusher.sendMany(large)
+  const want = [...small, ...large].map((b) => Buffer.from(typeof b === 'string' ? Buffer.from(b) : b))
+  const got = []
+  while (got.length < want.length) got.push(...(await puller.recvMany(16)).map((m) => m.body))
+  const key = (/** @type {Buffer} */ b) => b.toString('hex')
+  assert.deepEqual(got.map(key).sort(), want.map(key).sort())
+})
+
 onEveryTransport('an_error_inside_a_batch_is_returned_by_the_next_receive', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx, { limits: { maxCollectedBody: 1000 } })
   const puller = listener.puller('/jobs')

@@ -298,6 +298,12 @@ impl Puller {
         }
         let mut out = vec![self.recv().await?];
         while out.len() < max {
+            // Whole messages under one lock; what is left (a stream, a refusal, an empty
+            // queue, a message handed back) the receive below takes or reports.
+            self.inbox.take_ready_messages(&mut out, max);
+            if out.len() >= max {
+                break;
+            }
             match self.recv().now_or_never() {
                 Some(Ok(m)) => out.push(m),
                 // Nothing ready (the partial message, if any, is kept), or the endpoint is
