@@ -454,6 +454,16 @@ on_every_transport!(
     try_send_off_the_runtime
 );
 
+/// The bodies of the next two messages, sorted (two senders: no order between them).
+async fn two_sorted(puller: &weida::Puller) -> Vec<Bytes> {
+    let mut got = vec![
+        puller.recv().await.unwrap().body,
+        puller.recv().await.unwrap().body,
+    ];
+    got.sort();
+    got
+}
+
 /// Two pushers of one runtime share the connection to a path, and so its lane. When that lane
 /// fails (the path was closed), one of them is told; each then sends on the lane that replaces
 /// it, never on the failed one it used before (each keeps a handle to the lane it sends on).
@@ -469,12 +479,7 @@ async fn shared_lane_replaced(t: Transport) {
     b.connect(&address).await.unwrap();
     a.send("from a").await.unwrap();
     b.send("from b").await.unwrap();
-    let mut got = vec![
-        puller.recv().await.unwrap().body,
-        puller.recv().await.unwrap().body,
-    ];
-    got.sort();
-    assert_eq!(got, ["from a", "from b"]);
+    assert_eq!(two_sorted(&puller).await, ["from a", "from b"]);
     assert_eq!(client.counters().streams_opened, 1, "one lane for both");
 
     puller.close();
@@ -489,12 +494,10 @@ async fn shared_lane_replaced(t: Transport) {
     let puller = listener.puller("/jobs").unwrap();
     b.send("after, from b").await.unwrap();
     a.send("after, from a").await.unwrap();
-    let mut got = vec![
-        puller.recv().await.unwrap().body,
-        puller.recv().await.unwrap().body,
-    ];
-    got.sort();
-    assert_eq!(got, ["after, from a", "after, from b"]);
+    assert_eq!(
+        two_sorted(&puller).await,
+        ["after, from a", "after, from b"]
+    );
     assert_eq!(client.counters().streams_opened, 2, "one new lane for both");
 }
 on_every_transport!(

@@ -248,24 +248,7 @@ class Inbox {
   }
 
   recv(signal: AbortSignal | undefined): Promise<Message> {
-    if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
-    if (this.#streak >= READY_STREAK) {
-      // A loop that always finds a message ready runs as microtasks: give way now and then.
-      this.#streak = 0
-      return giveWay().then(() => this.recv(signal))
-    }
-    if (this.#waiters.length === 0) {
-      try {
-        if (this.#fill()) {
-          this.#streak++
-          return Promise.resolve(this.#shift())
-        }
-      } catch (e) {
-        return Promise.reject(e)
-      }
-    }
-    this.#streak = 0
-    return this.#wait(signal, BATCH, () => this.#shift())
+    return this.#take(signal, (m) => m, () => this.recv(signal))
   }
 
   /**
@@ -275,23 +258,35 @@ class Inbox {
    * (profiled: ~14 % of the JS thread on a 64-byte Push/Pull).
    */
   step(signal: AbortSignal | undefined): Promise<IteratorResult<Message, undefined>> {
+    return this.#take(signal, (value): IteratorResult<Message, undefined> => ({ value, done: false }), () => this.step(signal), ended)
+  }
+
+  /**
+   * The next message, as `wrap` makes it; `again` is the same call, for after giving way.
+   * `ended`, when given, maps a failure (only on the paths that fail, so a ready message
+   * costs no promise more).
+   */
+  #take<T>(signal: AbortSignal | undefined, wrap: (m: Message) => T, again: () => Promise<T>, ended?: (e: unknown) => T): Promise<T> {
     if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
     if (this.#streak >= READY_STREAK) {
+      // A loop that always finds a message ready runs as microtasks: give way now and then.
       this.#streak = 0
-      return giveWay().then(() => this.step(signal))
+      return giveWay().then(again)
     }
     if (this.#waiters.length === 0) {
       try {
         if (this.#fill()) {
           this.#streak++
-          return Promise.resolve({ value: this.#shift(), done: false })
+          return Promise.resolve(wrap(this.#shift()))
         }
       } catch (e) {
-        return Promise.reject(e).catch(ended)
+        const failed = Promise.reject(e)
+        return ended === undefined ? failed : failed.catch(ended)
       }
     }
     this.#streak = 0
-    return this.#wait(signal, BATCH, (): IteratorResult<Message, undefined> => ({ value: this.#shift(), done: false })).catch(ended)
+    const waited = this.#wait(signal, BATCH, () => wrap(this.#shift()))
+    return ended === undefined ? waited : waited.catch(ended)
   }
 
   recvMany(max: number, signal: AbortSignal | undefined): Promise<Message[]> {

@@ -111,6 +111,30 @@ impl Pusher {
     }
 }
 
+impl Pusher {
+    /// Sends each body as its own message, in order; the first failure rejects.
+    fn send_all<'env>(
+        &self,
+        env: &'env Env,
+        bodies: Vec<Bytes>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let p = self.inner.get();
+        promise(
+            env,
+            cancel,
+            async move {
+                let p = p?;
+                for b in bodies {
+                    p.send(b).await?;
+                }
+                Ok(())
+            },
+            |_, ()| Ok(()),
+        )
+    }
+}
+
 #[napi]
 impl Pusher {
     /// Dials `address` (with its path) and adds it to the round-robin.
@@ -193,20 +217,8 @@ impl Pusher {
         #[napi(ts_arg_type = "Array<string | Uint8Array>")] bodies: Vec<BodyIn>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let p = self.inner.get();
         let bodies: Vec<Bytes> = bodies.into_iter().map(|b| b.0).collect();
-        promise(
-            env,
-            cancel,
-            async move {
-                let p = p?;
-                for b in bodies {
-                    p.send(b).await?;
-                }
-                Ok(())
-            },
-            |_, ()| Ok(()),
-        )
+        self.send_all(env, bodies, cancel)
     }
 
     /// `send_many` of small bodies packed in one buffer by lib/index.ts (`stream::unpack`):
@@ -219,20 +231,8 @@ impl Pusher {
         count: u32,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let p = self.inner.get();
         let bodies = crate::stream::unpack(packed.0, count)?;
-        promise(
-            env,
-            cancel,
-            async move {
-                let p = p?;
-                for b in bodies {
-                    p.send(b).await?;
-                }
-                Ok(())
-            },
-            |_, ()| Ok(()),
-        )
+        self.send_all(env, bodies, cancel)
     }
 
     /// Opens a streamed message.
