@@ -256,11 +256,7 @@ impl<T> Taker<T> {
         }
         let after = items.len();
         drop(items);
-        // As a pop one at a time would have: senders wait only on a full queue, and are woken
-        // once it drains to `low`.
-        if before > s.low && after <= s.low {
-            s.room.notify_waiters();
-        }
+        s.drained(before, after);
         n
     }
 }
@@ -274,6 +270,15 @@ impl<T> Receiver<T> {
 }
 
 impl<T> Shared<T> {
+    /// Wakes the senders waiting for room if taking items from the queue (from `before` to
+    /// `after` long) crossed `low`. A sender waits only on a full queue, so every drain from
+    /// full crosses it; a sender that pushed meanwhile is not waiting.
+    fn drained(&self, before: usize, after: usize) {
+        if before > self.low && after <= self.low {
+            self.room.notify_waiters();
+        }
+    }
+
     fn pop(&self, take: impl FnOnce(&T) -> bool) -> Result<T, TryRecvError> {
         let s = self;
         let mut items = s.items.lock().unwrap();
@@ -282,13 +287,9 @@ impl<T> Shared<T> {
         }
         match items.pop_front() {
             Some(item) => {
-                // A sender waits only on a full queue, and pops go down one at a time: every
-                // drain from full passes `low`. A sender that pushed meanwhile is not waiting.
-                let at_low = items.len() == s.low;
+                let after = items.len();
                 drop(items);
-                if at_low {
-                    s.room.notify_waiters();
-                }
+                s.drained(after + 1, after);
                 Ok(item)
             }
             // Read under the lock: a sender queues under it before it can be dropped.

@@ -660,10 +660,9 @@ impl Link {
     /// The type byte and DATA header of a new stream. A header naming only the path is the
     /// same bytes every time, so it is encoded once per link and shared.
     fn head(&self, ty: StreamType, mut header: Header) -> Result<Bytes> {
-        let plain = header.meta.is_empty()
-            && header.topic.is_none()
-            && header.sequence.is_none()
-            && header.producer.is_none();
+        // The path is this link's, set below whatever the caller put there.
+        header.path = None;
+        let plain = header.is_empty();
         let slot = match ty {
             StreamType::Transfer => Some(&self.plain_heads[0]),
             StreamType::Exchange => Some(&self.plain_heads[1]),
@@ -1238,7 +1237,7 @@ impl Inbox {
     /// that comes first. None: nothing such is ready, and the caller looks the slow way (which
     /// is also how a stream at the front is taken).
     pub(crate) fn take_ready(&self) -> Option<Result<Queued>> {
-        if self.rx_first.load(Ordering::Acquire) || self.returned_first.load(Ordering::Acquire) {
+        if self.something_first() {
             return None;
         }
         match self
@@ -1254,10 +1253,7 @@ impl Inbox {
     /// Whole messages from the front of the queue, up to `max` in all in `out`, under one lock,
     /// when [`Inbox::take_ready`] could take them; stops before anything else.
     pub(crate) fn take_ready_messages(&self, out: &mut Vec<crate::stream::Message>, max: usize) {
-        if out.len() >= max
-            || self.rx_first.load(Ordering::Acquire)
-            || self.returned_first.load(Ordering::Acquire)
-        {
+        if out.len() >= max || self.something_first() {
             return;
         }
         self.ready.recv_while(
@@ -1269,6 +1265,12 @@ impl Inbox {
                 }
             },
         );
+    }
+
+    /// A half-collected message, a deferred error or a message handed back comes before what
+    /// the queue holds: taking from the queue directly would overtake it.
+    fn something_first(&self) -> bool {
+        self.rx_first.load(Ordering::Acquire) || self.returned_first.load(Ordering::Acquire)
     }
 
     /// Records whether `rx` now holds something that comes before the queue; called under its
