@@ -93,6 +93,8 @@ def describe(step: dict) -> str:
         return f"kill {step['role']}"
     if "restart" in step:
         return f"restart {step['role']}"
+    if "steps" in step:
+        return f"block of {len(step['steps'])} x{step['repeat']}"
     return json.dumps(step)
 
 
@@ -188,11 +190,16 @@ def _run_steps(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
         for n, step in enumerate(sc.steps, 1):
             if "transports" in step and cell.transport not in step["transports"]:
                 continue
+            inner = n
             try:
                 for i in range(step.get("repeat", 1)):
                     vars["i"] = i
-                    deadline = time.monotonic() + step.get("timeout_s", step_timeout)
-                    _step(step, n, procs, vars, pending, deadline)
+                    # A block's steps run in turn on each pass; an op step repeats alone.
+                    for inner, part in enumerate(step.get("steps", [step]), 1):
+                        if "transports" in part and cell.transport not in part["transports"]:
+                            continue
+                        deadline = time.monotonic() + part.get("timeout_s", step.get("timeout_s", step_timeout))
+                        _step(part, n, procs, vars, pending, deadline)
                 if "kill" in step:
                     procs[step["role"]].kill()
                 elif "restart" in step:
@@ -203,6 +210,9 @@ def _run_steps(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
                     vars[role]["pid"] = procs[role].pid
             except (AgentError, MissingVariable, StepFailure) as e:
                 which = f", run {vars['i'] + 1} of {step['repeat']}" if "repeat" in step else ""
+                if "steps" in step:
+                    part = step["steps"][inner - 1]
+                    return False, f"step {n}.{inner} ({describe(part)}{which}): {e}"
                 return False, f"step {n} ({describe(step)}{which}): {e}"
         return True, ""
     except (AgentError, MissingVariable) as e:

@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.lane_max is not None:
         for s in scenarios:
-            for step in s.data["steps"]:
+            for step in s.all_steps:
                 if step.get("op") == "runtime":
                     step["args"].setdefault("lane_max_message", a.lane_max)
     if a.scenario:

@@ -40,8 +40,26 @@ class Scenario:
     def steps(self) -> list[dict]:
         return self.data["steps"]
 
+    @property
+    def all_steps(self) -> list[dict]:
+        """Every step, a block's own steps in its place (once each, not per repeat)."""
+        return flat(self.steps)
+
     def needs_own_processes(self) -> bool:
         return any("kill" in s or "restart" in s for s in self.steps)
+
+
+def flat(steps: list[dict]) -> list[dict]:
+    return [inner for s in steps for inner in s.get("steps", [s])]
+
+
+def numbered(steps: list[dict]) -> list[tuple[str, dict]]:
+    """Each step with its number as failures name it: a block is `n`, its steps `n.1`, `n.2`…"""
+    out = []
+    for i, s in enumerate(steps, 1):
+        out.append((str(i), s))
+        out.extend((f"{i}.{j}", inner) for j, inner in enumerate(s.get("steps", []), 1))
+    return out
 
 
 def load_all(scenario_dir: str, schema_path: str) -> list[Scenario]:
@@ -85,19 +103,27 @@ def semantic_errors(data: dict, fn: str) -> list[str]:
     if kills and "inproc" in transports:
         errs.append("kill and restart need each role in its own process; inproc roles share one")
     labels: set[str] = set()
-    for i, s in enumerate(data.get("steps", [])):
+    for where, s in numbered(data.get("steps", [])):
         if "role" in s and s["role"] not in roles:
-            errs.append(f"step {i + 1}: role {s['role']!r} is not one of {roles}")
+            errs.append(f"step {where}: role {s['role']!r} is not one of {roles}")
         if "async" in s:
             if "expect" in s:
-                errs.append(f"step {i + 1}: an async step's expect goes on its await step")
+                errs.append(f"step {where}: an async step's expect goes on its await step")
             labels.add(s["async"])
         if "await" in s and s["await"] not in labels:
-            errs.append(f"step {i + 1}: awaits {s['await']!r}, which no earlier step started")
+            errs.append(f"step {where}: awaits {s['await']!r}, which no earlier step started")
         for t in s.get("transports", []):
             if t not in transports:
-                errs.append(f"step {i + 1}: transport {t!r} is not one the scenario runs on")
-    if not any(_checks_something(s) for s in data.get("steps", [])):
+                errs.append(f"step {where}: transport {t!r} is not one the scenario runs on")
+        if "steps" in s:
+            # A block runs again from its top: a label it starts must be collected inside it.
+            started = {x["async"] for x in s["steps"] if "async" in x}
+            awaited = {x["await"] for x in s["steps"] if "await" in x}
+            if started - awaited:
+                errs.append(f"step {where}: a block must await what it starts: {sorted(started - awaited)}")
+            if any("repeat" in x for x in s["steps"]):
+                errs.append(f"step {where}: a block's steps do not repeat on their own (the block does)")
+    if not any(_checks_something(s) for s in flat(data.get("steps", []))):
         errs.append("no step checks anything an agent must do (an expect, a wait or a count)")
     return errs
 

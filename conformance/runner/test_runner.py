@@ -109,11 +109,11 @@ class BrokenAgentsFail(unittest.TestCase):
     def test_the_rust_agent_ignoring_any_one_op_is_caught(self):
         self.assertTrue(os.path.exists(RUST_AGENT), f"build the Rust agent first: {RUST_AGENT}")
         scenarios = load_all(SCENARIOS, SCHEMA)
-        ops = sorted({s["op"] for sc in scenarios for s in sc.steps if "op" in s})
+        ops = sorted({s["op"] for sc in scenarios for s in sc.all_steps if "op" in s})
         self.assertGreater(len(ops), 15)
         uncaught = []
         for op in ops:
-            users = [sc for sc in scenarios if any(s.get("op") == op for s in sc.steps)]
+            users = [sc for sc in scenarios if any(s.get("op") == op for s in sc.all_steps)]
             caught_by = None
             for sc in users:
                 transport = "quic" if "quic" in sc.transports else sc.transports[0]
@@ -194,6 +194,37 @@ class RunnerRules(unittest.TestCase):
             self.assertIsNotNone(cases[0].find("failure"))
 
 
+class Blocks(unittest.TestCase):
+    """A block runs its steps in turn on each pass, and a failure names the pass and the step."""
+
+    def run_block(self, expected_body: str) -> tuple[int, dict, str]:
+        with open(os.path.join(SCENARIOS, "reqrep_echo.json")) as f:
+            sc = json.load(f)
+        sc["name"] = "block_echo"
+        sc["steps"][6:] = [
+            {"repeat": 3, "steps": [
+                {"role": "client", "op": "request", "args": {"endpoint": "req", "body": {"text": "p${i}"}},
+                 "expect": {"result": {"body": {"text": expected_body}}}},
+                {"role": "server", "wait": {"event": "request", "handle": "echo", "match": {"body": {"text": "p${i}"}}}},
+            ]},
+            {"role": "server", "count": {"event": "request", "handle": "echo"}, "equals": 3},
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "block_echo.json"), "w") as f:
+                json.dump(sc, f)
+            return run([rust_agent()], "--scenarios", d, "--transport", "quic", "--step-timeout", "5")
+
+    def test_a_block_runs_its_steps_on_every_pass(self):
+        status, report, out = self.run_block("p${i}")
+        self.assertEqual(status, 0, out)
+        self.assertEqual(statuses(report), {"pass"}, out)
+
+    def test_a_failure_in_a_block_names_its_pass_and_step(self):
+        status, report, out = self.run_block("p0")
+        self.assertEqual(status, 1, out)
+        self.assertIn("step 7.1 (client request, run 2 of 3)", report["cells"][0]["reason"])
+
+
 class Scenarios(unittest.TestCase):
     def setUp(self):
         with open(SCHEMA) as f:
@@ -222,6 +253,20 @@ class Scenarios(unittest.TestCase):
         self.assertTrue(self.mutated(lambda s: s.update(steps=[st for st in s["steps"]
                                                                if "expect" not in st and "wait" not in st
                                                                and "count" not in st])))  # checks nothing
+
+    def test_the_schema_refuses_malformed_blocks(self):
+        def block(*inner, repeat=2):
+            return lambda s: s["steps"].insert(6, {"repeat": repeat, "steps": list(inner)})
+        ping = {"role": "client", "op": "request", "args": {"endpoint": "req", "body": {"text": "p${i}"}}}
+        self.assertEqual(self.mutated(block(ping)), [])
+        self.assertTrue(self.mutated(block()))  # empty
+        self.assertTrue(self.mutated(block(ping, repeat=0)))
+        self.assertTrue(self.mutated(block({"role": "server", "kill": True})))
+        self.assertTrue(self.mutated(block({"repeat": 2, "steps": [ping]})))  # nested
+        self.assertTrue(self.mutated(block(dict(ping, repeat=3))))  # its steps do not repeat alone
+        self.assertTrue(self.mutated(block(dict(ping, **{"async": "x"}))))  # never awaited in it
+        self.assertIn("step 7.1: role 'nobody' is not one of ['server', 'client']",
+                      self.mutated(block(dict(ping, role="nobody"))))
 
     def test_addresses_are_derived_per_transport(self):
         pin = "sha256:" + "ab" * 32
