@@ -203,8 +203,11 @@ class AgentProcess:
         self.proc.wait()
         self._reader.join(timeout=5)
 
-    def close(self, grace: float = 5.0) -> int | None:
-        """Closes stdin (the agent's cue to exit) and waits; kills it after `grace` seconds."""
+    def close(self, grace: float = 15.0) -> int | None:
+        """Closes stdin (the agent's cue to exit) and waits; kills it after `grace` seconds.
+
+        Generous: the Node agent exits when its event loop empties (the package's lifetime rule,
+        kept under test), which on a loaded machine can take seconds; a clean exit costs none."""
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()
