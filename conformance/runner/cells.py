@@ -24,6 +24,7 @@ RESULT_FIELDS = {
     "runtime": ("fingerprint",),
     "bind": ("address",),
     "replier": ("address",),
+    "acceptor": ("address",),
     "puller": ("address",),
     "connect": ("peer_count",),
     "disconnect": ("removed",),
@@ -38,7 +39,8 @@ RESULT_FIELDS = {
                  "receipts_delivered", "receipts_failed"),
 }
 # Ops that create a handle named by args.name: their result is kept under that name.
-CREATES = ("runtime", "bind", "replier", "puller", "requester", "pusher", "publisher", "subscriber")
+CREATES = ("runtime", "bind", "replier", "acceptor", "puller", "requester", "pusher", "peer", "publisher",
+           "subscriber")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Identity, Pusher, Requester, Runtime, Subscriber, Trust, WeidaError } from 'weida'
+import { Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -346,6 +346,27 @@ async function streamEcho(ex, handle) {
   }
 }
 
+/**
+ * Reads each one-way stream as a `stream` puller does and answers each exchange as a replier in
+ * `mode` does, each in a task of its own; `closed` when accepting ends.
+ * @param {import('weida').Acceptor} acceptor @param {string} handle @param {string} mode @param {string} reason
+ */
+async function serveAcceptor(acceptor, handle, mode, reason) {
+  for (;;) {
+    /** @type {import('weida').Incoming} */
+    let incoming
+    try {
+      incoming = await acceptor.accept()
+    } catch (e) {
+      eventError('closed', handle, e)
+      return
+    }
+    event('accepted', handle, metaFields(incoming.meta))
+    if (incoming instanceof Exchange) void exchange(incoming, handle, mode, reason)
+    else void readTransfer(incoming, handle)
+  }
+}
+
 /** @param {import('weida').Puller} puller @param {string} handle @param {string} mode */
 async function servePuller(puller, handle, mode) {
   if (mode === 'recv') {
@@ -422,9 +443,9 @@ const names = new Set()
 const runtimes = new Map()
 /** @type {Map<string, import('weida').Listener>} */
 const listeners = new Map()
-/** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller>} */
+/** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller | import('weida').Acceptor>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer>} */
 const dialling = new Map()
 /** Subscribers in `recv` mode whose loop starts at their first connect. @type {Set<string>} */
 const unserved = new Set()
@@ -668,6 +689,25 @@ async function run(op, args) {
       return { address }
     }
 
+    case 'acceptor': {
+      const listener = get(listeners, args, 'listener', 'listener')
+      const name = strArg(args, 'name')
+      const mode = strArg(args, 'mode')
+      if (!REPLIER_MODES.includes(mode)) throw new BadRequest(`unknown acceptor mode ${JSON.stringify(mode)}`)
+      const reason = typeof args.reason === 'string' ? args.reason : 'rejected'
+      const acceptor = listener.acceptor(strArg(args, 'path'))
+      const address = acceptor.address
+      try {
+        claim(name)
+      } catch (e) {
+        acceptor.close()
+        throw e
+      }
+      bound.set(name, acceptor)
+      void serveAcceptor(acceptor, name, mode, reason)
+      return { address }
+    }
+
     case 'puller': {
       const listener = get(listeners, args, 'listener', 'listener')
       const name = strArg(args, 'name')
@@ -688,17 +728,18 @@ async function run(op, args) {
     }
 
     case 'requester':
-    case 'pusher': {
+    case 'pusher':
+    case 'peer': {
       const rt = get(runtimes, args, 'runtime', 'runtime')
       const name = strArg(args, 'name')
       claim(name)
-      dialling.set(name, op === 'requester' ? rt.requester() : rt.pusher())
+      dialling.set(name, op === 'requester' ? rt.requester() : op === 'pusher' ? rt.pusher() : rt.peer())
       return {}
     }
 
     case 'connect': {
       const address = strArg(args, 'address')
-      const d = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
+      const d = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       await d.connect(address)
       const name = strArg(args, 'endpoint')
       if (d instanceof Subscriber && unserved.delete(name)) void serveSubscriber(d, name)
@@ -707,21 +748,21 @@ async function run(op, args) {
 
     case 'disconnect': {
       const address = strArg(args, 'address')
-      return { removed: get(dialling, args, 'endpoint', 'requester, pusher or subscriber').disconnect(address) }
+      return { removed: get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer').disconnect(address) }
     }
 
     case 'peer_count':
-      return { peer_count: get(dialling, args, 'endpoint', 'requester, pusher or subscriber').peerCount }
+      return { peer_count: get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer').peerCount }
 
     case 'request': {
-      const r = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
+      const r = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       if (!(r instanceof Requester)) throw new BadRequest('request needs a requester')
       const body = makeBody(args.body ?? null)
       return messageJson(await r.requestWith(body, metadataArg(args)))
     }
 
     case 'send': {
-      const p = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
+      const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher')
       const body = makeBody(args.body ?? null)
       await p.send(body, metadataArg(args))
@@ -729,7 +770,7 @@ async function run(op, args) {
     }
 
     case 'try_send': {
-      const p = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
+      const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       if (!(p instanceof Pusher)) throw new BadRequest('try_send needs a pusher')
       return { sent: p.trySend(makeBody(args.body ?? null)) }
     }
@@ -737,16 +778,17 @@ async function run(op, args) {
     case 'open': {
       const meta = metadataArg(args)
       const tname = strArg(args, 'transfer')
-      const d = get(dialling, args, 'endpoint', 'requester, pusher or subscriber')
-      if (d instanceof Pusher) {
+      const d = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
+      // A peer opens a one-way stream, or with `reply` an exchange.
+      if (d instanceof Pusher || (d instanceof Peer && args.reply === undefined)) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
       } else if (d instanceof Subscriber) {
-        throw new BadRequest('open needs a pusher or requester')
+        throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')
-        const [t, reply] = await d.open(meta)
+        const [t, reply] = await (d instanceof Peer ? d.exchange(meta) : d.open(meta))
         claim(tname)
         claim(rname)
         transfers.set(tname, t)

@@ -38,7 +38,7 @@ SEQ_PERIOD = bytes(range(251))
 """One period of the ``seq`` pattern: byte i is (offset + i) mod 251."""
 
 Json = dict[str, Any]
-Dialling = weida.Requester | weida.Pusher | weida.Subscriber
+Dialling = weida.Requester | weida.Pusher | weida.Subscriber | weida.Peer
 ORDERINGS = ("none", "detect", "reassemble")
 
 
@@ -352,7 +352,8 @@ class Agent:
         return li
 
     def endpoint(self, args: Json) -> Dialling:
-        d: Dialling = self._get(self.dialling, "requester, pusher or subscriber", args, "endpoint")
+        kinds = "requester, pusher, subscriber or peer"
+        d: Dialling = self._get(self.dialling, kinds, args, "endpoint")
         return d
 
     def subscriber_of(self, args: Json, key: str) -> weida.Subscriber:
@@ -473,6 +474,19 @@ class Agent:
         self.spawn(self.serve_replier(replier, name, mode, reason), f"replier {name}")
         return {"address": replier.address}
 
+    async def op_acceptor(self, args: Json) -> Json:
+        listener = self.listener(args)
+        name = self.free(str_arg(args, "name"))
+        mode = str_arg(args, "mode")
+        if mode not in ("echo", "stream_echo", "hold", "reject", "drop"):
+            raise BadRequest(f"unknown acceptor mode {mode!r}")
+        reason = args.get("reason")
+        reason = reason if isinstance(reason, str) else "rejected"
+        acceptor = listener.acceptor(str_arg(args, "path"))
+        self.claim(name)
+        self.spawn(self.serve_acceptor(acceptor, name, mode, reason), f"acceptor {name}")
+        return {"address": acceptor.address}
+
     async def op_puller(self, args: Json) -> Json:
         listener = self.listener(args)
         name = self.free(str_arg(args, "name"))
@@ -498,6 +512,13 @@ class Agent:
         rt = self.runtime(args)
         name = self.free(str_arg(args, "name"))
         self.dialling[name] = rt.pusher()
+        self.claim(name)
+        return {}
+
+    async def op_peer(self, args: Json) -> Json:
+        rt = self.runtime(args)
+        name = self.free(str_arg(args, "name"))
+        self.dialling[name] = rt.peer()
         self.claim(name)
         return {}
 
@@ -540,15 +561,16 @@ class Agent:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
         if isinstance(ep, weida.Subscriber):
-            raise BadRequest("open needs a pusher or a requester")
+            raise BadRequest("open needs a pusher, a requester or a peer")
         tname = self.free(str_arg(args, "transfer"))
-        if isinstance(ep, weida.Pusher):
+        # A peer opens a one-way stream, or with `reply` an exchange.
+        if isinstance(ep, weida.Pusher) or (isinstance(ep, weida.Peer) and "reply" not in args):
             t = await ep.open(meta)
             self.claim(tname)
             self.transfers[tname] = t
         else:
             rname = self.free(str_arg(args, "reply"))
-            t, reply = await ep.open(meta)
+            t, reply = await (ep.exchange(meta) if isinstance(ep, weida.Peer) else ep.open(meta))
             self.claim(tname)
             self.claim(rname)
             self.transfers[tname] = t
@@ -701,6 +723,25 @@ class Agent:
             self.spawn(self.exchange(ex, handle, mode, reason), f"an exchange of {handle}")
             # The task owns the exchange now: a `drop` must be the last reference going.
             del ex
+
+    async def serve_acceptor(
+        self, acceptor: weida.Acceptor, handle: str, mode: str, reason: str
+    ) -> None:
+        """Reads each one-way stream as a `stream` puller does; answers each exchange in `mode`."""
+        while True:
+            try:
+                incoming = await acceptor.accept()
+            except weida.WeidaError as e:
+                self.out.event_error("closed", handle, e)
+                return
+            self.out.event("accepted", handle, **meta_fields(incoming.meta))
+            if isinstance(incoming, weida.Exchange):
+                work = self.exchange(incoming, handle, mode, reason)
+                self.spawn(work, f"an exchange of {handle}")
+            else:
+                self.spawn(self.read_transfer(incoming, handle), f"a transfer to {handle}")
+            # The task owns it now: a `drop` must be the last reference going.
+            del incoming
 
     async def exchange(self, ex: weida.Exchange, handle: str, mode: str, reason: str) -> None:
         out = self.out

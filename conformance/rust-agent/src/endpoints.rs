@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use weida::{Error, Exchange, IncomingTransfer, Puller, Replier, Subscriber};
+use weida::{Acceptor, Error, Exchange, Incoming, IncomingTransfer, Puller, Replier, Subscriber};
 
 use crate::body::{summary, Tally};
 use crate::protocol::{meta_fields, metadata_json, Failure, Out};
@@ -79,6 +79,34 @@ pub(crate) fn serve_replier(
                     out.event_error("closed", &handle, &e);
                     return;
                 }
+            }
+        }
+    });
+}
+
+/// An acceptor: each one-way stream is read chunk by chunk like a `stream` puller's, and each
+/// exchange is handled like a replier's in `mode`.
+pub(crate) fn serve_acceptor(
+    acceptor: Acceptor,
+    handle: String,
+    mode: ReplierMode,
+    reason: String,
+    out: Out,
+) {
+    tokio::spawn(async move {
+        loop {
+            match acceptor.accept().await {
+                Ok(Incoming::Stream(t)) => {
+                    out.event("accepted", &handle, meta_fields(t.meta()));
+                    let (handle, out) = (handle.clone(), out.clone());
+                    tokio::spawn(async move { read_transfer(t, &handle, &out).await });
+                }
+                Ok(Incoming::Exchange(ex)) => {
+                    out.event("accepted", &handle, meta_fields(ex.meta()));
+                    let (handle, reason, out) = (handle.clone(), reason.clone(), out.clone());
+                    tokio::spawn(async move { exchange(ex, &handle, mode, &reason, &out).await });
+                }
+                Err(e) => return out.event_error("closed", &handle, &e),
             }
         }
     });

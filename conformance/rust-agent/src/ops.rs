@@ -8,13 +8,14 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use weida::{
     Dropped, FanOut, Fingerprint, GuaranteeSet, Identity, Limits, Listener, Ordering,
-    OutgoingTransfer, PendingReply, Publisher, Puller, Pusher, Requester, Runtime, RuntimeConfig,
-    ServerTls, Subscriber, Trust,
+    OutgoingTransfer, Peer, PendingReply, Publisher, Puller, Pusher, Requester, Runtime,
+    RuntimeConfig, ServerTls, Subscriber, Trust,
 };
 
 use crate::body;
 use crate::endpoints::{
-    copy_json, message_json, serve_puller, serve_replier, serve_subscriber, PullerMode, ReplierMode,
+    copy_json, message_json, serve_acceptor, serve_puller, serve_replier, serve_subscriber,
+    PullerMode, ReplierMode,
 };
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
 
@@ -24,6 +25,7 @@ enum Dialling {
     Requester(Arc<Requester>),
     Pusher(Arc<Pusher>),
     Subscriber(Arc<Subscriber>),
+    Peer(Arc<Peer>),
 }
 
 #[derive(Default)]
@@ -109,7 +111,7 @@ impl Agent {
             .dialling
             .get(name)
             .cloned()
-            .ok_or_else(|| missing("requester, pusher or subscriber", name))
+            .ok_or_else(|| missing("requester, pusher, subscriber or peer", name))
     }
 
     fn publisher(&self, args: &Value) -> Result<Arc<Publisher>, Failure> {
@@ -242,15 +244,16 @@ impl Agent {
                 let listener = self.listener(args)?;
                 let name = str_arg(args, "name")?;
                 let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
-                let reason = args
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("rejected")
-                    .to_string();
                 let replier = listener.replier(str_arg(args, "path")?)?;
                 let address = replier.address().to_string();
                 self.claim(name)?;
-                serve_replier(replier, name.to_string(), mode, reason, self.out.clone());
+                serve_replier(
+                    replier,
+                    name.to_string(),
+                    mode,
+                    reason(args),
+                    self.out.clone(),
+                );
                 Ok(json!({ "address": address }))
             }
             "puller" => {
@@ -271,14 +274,14 @@ impl Agent {
                 }
                 Ok(json!({ "address": address }))
             }
-            "requester" | "pusher" => {
+            "requester" | "pusher" | "peer" => {
                 let (rt, _) = self.runtime(args)?;
                 let name = str_arg(args, "name")?;
                 self.claim(name)?;
-                let d = if op == "requester" {
-                    Dialling::Requester(Arc::new(rt.requester()))
-                } else {
-                    Dialling::Pusher(Arc::new(rt.pusher()))
+                let d = match op {
+                    "requester" => Dialling::Requester(Arc::new(rt.requester())),
+                    "pusher" => Dialling::Pusher(Arc::new(rt.pusher())),
+                    _ => Dialling::Peer(Arc::new(rt.peer())),
                 };
                 self.handles
                     .lock()
@@ -306,6 +309,10 @@ impl Agent {
                         }
                         s.peer_count()
                     }
+                    Dialling::Peer(p) => {
+                        p.connect(address).await?;
+                        p.peer_count()
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -315,6 +322,7 @@ impl Agent {
                     Dialling::Requester(r) => r.disconnect(address)?,
                     Dialling::Pusher(p) => p.disconnect(address)?,
                     Dialling::Subscriber(s) => s.disconnect(address)?,
+                    Dialling::Peer(p) => p.disconnect(address)?,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -323,6 +331,7 @@ impl Agent {
                     Dialling::Requester(r) => r.peer_count(),
                     Dialling::Pusher(p) => p.peer_count(),
                     Dialling::Subscriber(s) => s.peer_count(),
+                    Dialling::Peer(p) => p.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -363,11 +372,25 @@ impl Agent {
                             .insert(tname.to_string(), t);
                     }
                     Dialling::Subscriber(_) => {
-                        return Err(Failure::bad("open needs a pusher or requester"))
+                        return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
-                    Dialling::Requester(r) => {
+                    // A peer opens a one-way stream, or with `reply` an exchange.
+                    Dialling::Peer(p) if args.get("reply").is_none() => {
+                        let t = p.open(meta).await?;
+                        self.claim(tname)?;
+                        self.handles
+                            .lock()
+                            .unwrap()
+                            .transfers
+                            .insert(tname.to_string(), t);
+                    }
+                    d @ (Dialling::Requester(_) | Dialling::Peer(_)) => {
                         let rname = str_arg(args, "reply")?;
-                        let (t, reply) = r.open(meta).await?;
+                        let (t, reply) = match d {
+                            Dialling::Requester(r) => r.open(meta).await?,
+                            Dialling::Peer(p) => p.exchange(meta).await?,
+                            _ => unreachable!("matched above"),
+                        };
                         self.claim(tname)?;
                         self.claim(rname)?;
                         let mut h = self.handles.lock().unwrap();
@@ -419,6 +442,22 @@ impl Agent {
                 let p = self.handles.lock().unwrap().pullers.get(name).cloned();
                 let p = p.ok_or_else(|| missing("manual puller", name))?;
                 Ok(message_json(&p.recv().await?))
+            }
+            "acceptor" => {
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
+                let acceptor = listener.acceptor(str_arg(args, "path")?)?;
+                let address = acceptor.address().to_string();
+                self.claim(name)?;
+                serve_acceptor(
+                    acceptor,
+                    name.to_string(),
+                    mode,
+                    reason(args),
+                    self.out.clone(),
+                );
+                Ok(json!({ "address": address }))
             }
             "publisher" => {
                 let listener = self.listener(args)?;
@@ -534,6 +573,14 @@ impl Agent {
             other => Err(Failure::bad(format!("unknown op {other:?}"))),
         }
     }
+}
+
+/// A `reject` mode's reason (default "rejected").
+fn reason(args: &Value) -> String {
+    args.get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("rejected")
+        .to_string()
 }
 
 fn dropped_json(d: &Dropped) -> Value {
