@@ -47,4 +47,10 @@ export interface Counters {
   receiptsFailed: bigint
   /** Pub/Sub copies queued for subscribers by this runtime's publishers. */
   copiesPublished: bigint
+  /** Messages written as frames on message lanes (each also counts in `bytesSent`). */
+  laneMessagesSent: bigint
+  /** Messages read from message lanes and handed to an endpoint. */
+  laneMessagesReceived: bigint
+  /** Messages queued on a lane that ended before writing them (a refusal or a loss). */
+  laneMessagesLost: bigint
 }

@@ -36,7 +36,8 @@ RESULT_FIELDS = {
     "write": ("written",),
     "counters": ("streams_opened", "streams_accepted", "streams_refused", "bytes_sent",
                  "bytes_received", "connections_dialled", "connections_accepted",
-                 "receipts_delivered", "receipts_failed"),
+                 "receipts_delivered", "receipts_failed", "copies_published", "lane_messages_sent",
+                 "lane_messages_received", "lane_messages_lost"),
 }
 # Ops that create a handle named by args.name: their result is kept under that name.
 CREATES = ("runtime", "bind", "replier", "acceptor", "puller", "requester", "pusher", "peer", "publisher",

@@ -667,6 +667,9 @@ async function run(op, args) {
         receipts_delivered: 'receiptsDelivered',
         receipts_failed: 'receiptsFailed',
         copies_published: 'copiesPublished',
+        lane_messages_sent: 'laneMessagesSent',
+        lane_messages_received: 'laneMessagesReceived',
+        lane_messages_lost: 'laneMessagesLost',
       })
     }
 

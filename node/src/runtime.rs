@@ -377,6 +377,9 @@ impl Runtime {
             ("receiptsDelivered", c.receipts_delivered),
             ("receiptsFailed", c.receipts_failed),
             ("copiesPublished", c.copies_published),
+            ("laneMessagesSent", c.lane_messages_sent),
+            ("laneMessagesReceived", c.lane_messages_received),
+            ("laneMessagesLost", c.lane_messages_lost),
         ] {
             o.set_named_property(name, BigInt::from(v))?;
         }

@@ -50,6 +50,23 @@ onEveryTransport('a_finished_transfer_that_shutdown_cuts_short_arrives_under_dra
   await assert.rejects(pusher.send('late'), Closed)
 })
 
+onEveryTransport('counters_count_streams_bytes_and_lane_messages', async (t, ctx) => {
+  const { server, listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  await pusher.sendMany([Buffer.from('abc'), Buffer.from('de')])
+  for (let i = 0; i < 2; i++) await puller.recv()
+  const c = client.counters()
+  // Both small messages went as frames on one message lane.
+  assert.deepEqual(
+    [c.streamsOpened, c.bytesSent, c.connectionsDialled, c.laneMessagesSent, c.laneMessagesLost],
+    [1n, 5n, 1n, 2n, 0n],
+  )
+  const s = server.counters()
+  assert.deepEqual([s.bytesReceived, s.laneMessagesReceived, s.connectionsAccepted], [5n, 2n, 1n])
+})
+
 test('an_expired_drain_reports_what_is_outstanding', { timeout: TIMEOUT }, async (ctx) => {
   const server = runtime(ctx)
   const listener = await server.bind('weida://127.0.0.1:0')

@@ -137,6 +137,9 @@ impl Runtime {
             receipts_delivered: c.receipts_delivered,
             receipts_failed: c.receipts_failed,
             copies_published: c.copies_published,
+            lane_messages_sent: c.lane_messages_sent,
+            lane_messages_received: c.lane_messages_received,
+            lane_messages_lost: c.lane_messages_lost,
         }
     }
 
@@ -292,6 +295,12 @@ pub(crate) struct Counters {
     receipts_failed: u64,
     /// Pub/Sub copies queued for subscribers by this runtime's publishers.
     copies_published: u64,
+    /// Messages written as frames on message lanes (each also counts in `bytes_sent`).
+    lane_messages_sent: u64,
+    /// Messages read from message lanes and handed to an endpoint.
+    lane_messages_received: u64,
+    /// Messages queued on a lane that ended before writing them (a refusal or a loss).
+    lane_messages_lost: u64,
 }
 
 #[pymethods]
@@ -300,7 +309,8 @@ impl Counters {
         format!(
             "Counters(streams_opened={}, streams_accepted={}, streams_refused={}, bytes_sent={}, \
              bytes_received={}, connections_dialled={}, connections_accepted={}, \
-             receipts_delivered={}, receipts_failed={}, copies_published={})",
+             receipts_delivered={}, receipts_failed={}, copies_published={}, \
+             lane_messages_sent={}, lane_messages_received={}, lane_messages_lost={})",
             self.streams_opened,
             self.streams_accepted,
             self.streams_refused,
@@ -310,7 +320,10 @@ impl Counters {
             self.connections_accepted,
             self.receipts_delivered,
             self.receipts_failed,
-            self.copies_published
+            self.copies_published,
+            self.lane_messages_sent,
+            self.lane_messages_received,
+            self.lane_messages_lost
         )
     }
 }

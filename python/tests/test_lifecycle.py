@@ -213,4 +213,7 @@ async def test_counters_count(pair: Pair) -> None:
     c = pair.client.counters()
     # Both small messages went as frames on one message lane.
     assert c.streams_opened == 1 and c.bytes_sent == 5 and c.connections_dialled == 1
-    assert pair.server.counters().bytes_received == 5
+    assert (c.lane_messages_sent, c.lane_messages_lost) == (2, 0)
+    s = pair.server.counters()
+    assert s.bytes_received == 5 and s.lane_messages_received == 2
+    assert s.connections_accepted == 1

@@ -187,6 +187,12 @@ class Counters:
     receipts_delivered: int
     receipts_failed: int
     copies_published: int
+    lane_messages_sent: int
+    """Messages written as frames on message lanes (each also counts in `bytes_sent`)."""
+    lane_messages_received: int
+    """Messages read from message lanes and handed to an endpoint."""
+    lane_messages_lost: int
+    """Messages queued on a lane that ended before writing them (a refusal or a loss)."""
 
 @final
 class Drained:

@@ -238,6 +238,9 @@ impl Agent {
                     "receipts_delivered": c.receipts_delivered,
                     "receipts_failed": c.receipts_failed,
                     "copies_published": c.copies_published,
+                    "lane_messages_sent": c.lane_messages_sent,
+                    "lane_messages_received": c.lane_messages_received,
+                    "lane_messages_lost": c.lane_messages_lost,
                 }))
             }
             "replier" => {
