@@ -125,7 +125,8 @@ async fn stalled_path(t: Transport) {
     let stalled = listener.puller("/stalled").unwrap();
     let reading = listener.puller("/reading").unwrap();
     let client = Runtime::new(RuntimeConfig {
-        send_timeout: Some(Duration::from_millis(200)),
+        // Also bounds each send to the reading path below: long enough for a loaded machine.
+        send_timeout: Some(Duration::from_millis(1000)),
         ..config(limits)
     })
     .unwrap();

@@ -106,7 +106,9 @@ async fn budget(t: Transport) {
     // backpressure is the lane's queue and window (lanes.rs).
     let client = Runtime::new(RuntimeConfig {
         limits,
-        send_timeout: Some(Duration::from_millis(300)),
+        // It also bounds d's wait below for the slot the read frees (the peer's stream credit
+        // must come back): long enough for a loaded machine.
+        send_timeout: Some(Duration::from_millis(1000)),
         lane_max_message: 0,
         ..RuntimeConfig::default()
     })

@@ -359,7 +359,9 @@ async fn streamed_stall(t: Transport) {
         stream_receive_window: 64 * 1024,
         connection_receive_window: 128 * 1024,
         max_concurrent_uni_streams: 4,
-        fanout_wait: Duration::from_millis(100),
+        // How long a write waits for the stalled copy's room before dropping it; the reader
+        // must find room within it too, so it is long enough for a loaded machine.
+        fanout_wait: Duration::from_millis(1000),
         ..Limits::default()
     };
     let (_s, listener, client) = pair_with(t, limits).await;

@@ -126,7 +126,8 @@ const cases = [
       const puller = listener.puller('/jobs')
       keep(ctx, puller)
       // A stream per message: the stream slot is what runs out.
-      const pusher = runtime(ctx, { limits, sendTimeoutMs: 50, laneMaxMessage: 0 }).pusher()
+      // Long enough that the first send, which has a slot, never meets it on a loaded machine.
+      const pusher = runtime(ctx, { limits, sendTimeoutMs: 500, laneMaxMessage: 0 }).pusher()
       await pusher.connect(puller.address)
       await pusher.send('holds the only slot')
       return rejection(pusher.send('waits'))

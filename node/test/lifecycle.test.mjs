@@ -93,7 +93,9 @@ onEveryTransport('the_stream_budget_is_backpressure_not_an_error', async (t, ctx
   const puller = listener.puller('/jobs')
   // A stream per message (lanes off): with lanes, small sends share one stream, and their
   // backpressure is the lane's queue and window.
-  const client = runtime(ctx, { limits, sendTimeoutMs: 300, laneMaxMessage: 0 })
+  // sendTimeoutMs also bounds d's wait for the slot the read frees: long enough for a loaded
+  // machine (the peer's stream credit must come back).
+  const client = runtime(ctx, { limits, sendTimeoutMs: 1000, laneMaxMessage: 0 })
   const pusher = client.pusher()
   await pusher.connect(puller.address)
   // Two transfers hold the two slots while nobody reads them.

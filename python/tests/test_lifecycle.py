@@ -59,7 +59,9 @@ async def test_the_stream_budget_is_backpressure_not_an_error(transport: str) ->
     puller = listener.puller("/jobs")
     # A stream per message (lanes off): with lanes, small sends share one stream, and their
     # backpressure is the lane's queue and window.
-    client = weida.Runtime(limits=limits, send_timeout=0.3, lane_max_message=0)
+    # send_timeout also bounds d's wait for the slot the read frees: long enough for a loaded
+    # machine (the peer's stream credit must come back).
+    client = weida.Runtime(limits=limits, send_timeout=1.0, lane_max_message=0)
     pusher = client.pusher()
     await pusher.connect(puller.address)
     await pusher.send(b"a")

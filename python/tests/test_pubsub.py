@@ -288,7 +288,8 @@ async def test_a_streamed_publish_keeps_the_reader_when_another_stalls(transport
         stream_receive_window=64 * 1024,
         connection_receive_window=128 * 1024,
         max_concurrent_uni_streams=4,
-        fanout_wait=0.1,
+        # The reader must find room within it too: long enough for a loaded machine.
+        fanout_wait=1.0,
     )
     p = await make_pair(transport, limits)
     publisher = p.listener.publisher("/video")
