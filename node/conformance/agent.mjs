@@ -241,21 +241,23 @@ const SUBSCRIBER_MODES = ['recv', 'manual']
 const held = new Set()
 
 /**
- * Accepts exchanges in a loop, each handled in a task of its own; `closed` when accepting ends.
- * @param {import('weida').Replier} replier @param {string} handle @param {string} mode @param {string} reason
+ * Answers each exchange in `mode` and reads each one-way stream (an acceptor's) as a `stream`
+ * puller does, each in a task of its own; `closed` when accepting ends.
+ * @param {import('weida').Replier | import('weida').Acceptor} endpoint @param {string} handle @param {string} mode @param {string} reason
  */
-async function serveReplier(replier, handle, mode, reason) {
+async function serveAnswering(endpoint, handle, mode, reason) {
   for (;;) {
-    /** @type {import('weida').Exchange} */
-    let ex
+    /** @type {import('weida').Incoming} */
+    let incoming
     try {
-      ex = await replier.accept()
+      incoming = await endpoint.accept()
     } catch (e) {
       eventError('closed', handle, e)
       return
     }
-    event('accepted', handle, metaFields(ex.meta))
-    void exchange(ex, handle, mode, reason)
+    event('accepted', handle, metaFields(incoming.meta))
+    if (incoming instanceof Exchange) void exchange(incoming, handle, mode, reason)
+    else void readTransfer(incoming, handle)
   }
 }
 
@@ -343,27 +345,6 @@ async function streamEcho(ex, handle) {
   } catch (e) {
     eventError('reply_failed', handle, e)
     release(ex)
-  }
-}
-
-/**
- * Reads each one-way stream as a `stream` puller does and answers each exchange as a replier in
- * `mode` does, each in a task of its own; `closed` when accepting ends.
- * @param {import('weida').Acceptor} acceptor @param {string} handle @param {string} mode @param {string} reason
- */
-async function serveAcceptor(acceptor, handle, mode, reason) {
-  for (;;) {
-    /** @type {import('weida').Incoming} */
-    let incoming
-    try {
-      incoming = await acceptor.accept()
-    } catch (e) {
-      eventError('closed', handle, e)
-      return
-    }
-    event('accepted', handle, metaFields(incoming.meta))
-    if (incoming instanceof Exchange) void exchange(incoming, handle, mode, reason)
-    else void readTransfer(incoming, handle)
   }
 }
 
@@ -673,41 +654,24 @@ async function run(op, args) {
       })
     }
 
-    case 'replier': {
-      const listener = get(listeners, args, 'listener', 'listener')
-      const name = strArg(args, 'name')
-      const mode = strArg(args, 'mode')
-      if (!REPLIER_MODES.includes(mode)) throw new BadRequest(`unknown replier mode ${JSON.stringify(mode)}`)
-      const reason = typeof args.reason === 'string' ? args.reason : 'rejected'
-      const replier = listener.replier(strArg(args, 'path'))
-      const address = replier.address
-      try {
-        claim(name)
-      } catch (e) {
-        replier.close()
-        throw e
-      }
-      bound.set(name, replier)
-      void serveReplier(replier, name, mode, reason)
-      return { address }
-    }
-
+    case 'replier':
     case 'acceptor': {
       const listener = get(listeners, args, 'listener', 'listener')
       const name = strArg(args, 'name')
       const mode = strArg(args, 'mode')
-      if (!REPLIER_MODES.includes(mode)) throw new BadRequest(`unknown acceptor mode ${JSON.stringify(mode)}`)
+      if (!REPLIER_MODES.includes(mode)) throw new BadRequest(`unknown ${op} mode ${JSON.stringify(mode)}`)
       const reason = typeof args.reason === 'string' ? args.reason : 'rejected'
-      const acceptor = listener.acceptor(strArg(args, 'path'))
-      const address = acceptor.address
+      const path = strArg(args, 'path')
+      const endpoint = op === 'replier' ? listener.replier(path) : listener.acceptor(path)
+      const address = endpoint.address
       try {
         claim(name)
       } catch (e) {
-        acceptor.close()
+        endpoint.close()
         throw e
       }
-      bound.set(name, acceptor)
-      void serveAcceptor(acceptor, name, mode, reason)
+      bound.set(name, endpoint)
+      void serveAnswering(endpoint, name, mode, reason)
       return { address }
     }
 

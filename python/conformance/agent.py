@@ -465,30 +465,25 @@ class Agent:
         }
 
     async def op_replier(self, args: Json) -> Json:
-        listener = self.listener(args)
-        name = self.free(str_arg(args, "name"))
-        mode = str_arg(args, "mode")
-        if mode not in ("echo", "stream_echo", "hold", "reject", "drop"):
-            raise BadRequest(f"unknown replier mode {mode!r}")
-        reason = args.get("reason")
-        reason = reason if isinstance(reason, str) else "rejected"
-        replier = listener.replier(str_arg(args, "path"))
-        self.claim(name)
-        self.spawn(self.serve_replier(replier, name, mode, reason), f"replier {name}")
-        return {"address": replier.address}
+        return self.answering(args, "replier")
 
     async def op_acceptor(self, args: Json) -> Json:
+        return self.answering(args, "acceptor")
+
+    def answering(self, args: Json, kind: str) -> Json:
+        """A replier or an acceptor, served in the background in a replier's mode."""
         listener = self.listener(args)
         name = self.free(str_arg(args, "name"))
         mode = str_arg(args, "mode")
         if mode not in ("echo", "stream_echo", "hold", "reject", "drop"):
-            raise BadRequest(f"unknown acceptor mode {mode!r}")
+            raise BadRequest(f"unknown {kind} mode {mode!r}")
         reason = args.get("reason")
         reason = reason if isinstance(reason, str) else "rejected"
-        acceptor = listener.acceptor(str_arg(args, "path"))
+        path = str_arg(args, "path")
+        endpoint = listener.replier(path) if kind == "replier" else listener.acceptor(path)
         self.claim(name)
-        self.spawn(self.serve_acceptor(acceptor, name, mode, reason), f"acceptor {name}")
-        return {"address": acceptor.address}
+        self.spawn(self.serve_answering(endpoint, name, mode, reason), f"{kind} {name}")
+        return {"address": endpoint.address}
 
     async def op_puller(self, args: Json) -> Json:
         listener = self.listener(args)
@@ -505,23 +500,18 @@ class Agent:
         return {"address": puller.address}
 
     async def op_requester(self, args: Json) -> Json:
-        rt = self.runtime(args)
-        name = self.free(str_arg(args, "name"))
-        self.dialling[name] = rt.requester()
-        self.claim(name)
-        return {}
+        return self.dialler(args, weida.Runtime.requester)
 
     async def op_pusher(self, args: Json) -> Json:
-        rt = self.runtime(args)
-        name = self.free(str_arg(args, "name"))
-        self.dialling[name] = rt.pusher()
-        self.claim(name)
-        return {}
+        return self.dialler(args, weida.Runtime.pusher)
 
     async def op_peer(self, args: Json) -> Json:
+        return self.dialler(args, weida.Runtime.peer)
+
+    def dialler(self, args: Json, make: Callable[[weida.Runtime], Dialling]) -> Json:
         rt = self.runtime(args)
         name = self.free(str_arg(args, "name"))
-        self.dialling[name] = rt.peer()
+        self.dialling[name] = make(rt)
         self.claim(name)
         return {}
 
@@ -713,27 +703,14 @@ class Agent:
 
     # background behaviours (README §Background behaviours and events)
 
-    async def serve_replier(
-        self, replier: weida.Replier, handle: str, mode: str, reason: str
+    async def serve_answering(
+        self, endpoint: weida.Replier | weida.Acceptor, handle: str, mode: str, reason: str
     ) -> None:
+        """Answers each exchange in `mode`; reads each one-way stream (an acceptor's) as a
+        `stream` puller does."""
         while True:
             try:
-                ex = await replier.accept()
-            except weida.WeidaError as e:
-                self.out.event_error("closed", handle, e)
-                return
-            self.out.event("accepted", handle, **meta_fields(ex.meta))
-            self.spawn(self.exchange(ex, handle, mode, reason), f"an exchange of {handle}")
-            # The task owns the exchange now: a `drop` must be the last reference going.
-            del ex
-
-    async def serve_acceptor(
-        self, acceptor: weida.Acceptor, handle: str, mode: str, reason: str
-    ) -> None:
-        """Reads each one-way stream as a `stream` puller does; answers each exchange in `mode`."""
-        while True:
-            try:
-                incoming = await acceptor.accept()
+                incoming = await endpoint.accept()
             except weida.WeidaError as e:
                 self.out.event_error("closed", handle, e)
                 return

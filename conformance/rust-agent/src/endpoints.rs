@@ -60,34 +60,33 @@ impl PullerMode {
     }
 }
 
-pub(crate) fn serve_replier(
-    replier: Replier,
-    handle: String,
-    mode: ReplierMode,
-    reason: String,
-    out: Out,
-) {
-    tokio::spawn(async move {
-        loop {
-            match replier.accept().await {
-                Ok(ex) => {
-                    out.event("accepted", &handle, meta_fields(ex.meta()));
-                    let (handle, reason, out) = (handle.clone(), reason.clone(), out.clone());
-                    tokio::spawn(async move { exchange(ex, &handle, mode, &reason, &out).await });
-                }
-                Err(e) => {
-                    out.event_error("closed", &handle, &e);
-                    return;
-                }
-            }
-        }
-    });
+/// A bound endpoint that answers exchanges: a replier, or an acceptor (which also takes
+/// one-way streams).
+pub(crate) enum Answering {
+    Replier(Replier),
+    Acceptor(Acceptor),
 }
 
-/// An acceptor: each one-way stream is read chunk by chunk like a `stream` puller's, and each
-/// exchange is handled like a replier's in `mode`.
-pub(crate) fn serve_acceptor(
-    acceptor: Acceptor,
+impl Answering {
+    pub(crate) fn address(&self) -> String {
+        match self {
+            Answering::Replier(r) => r.address().to_string(),
+            Answering::Acceptor(a) => a.address().to_string(),
+        }
+    }
+
+    async fn accept(&self) -> Result<Incoming, Error> {
+        match self {
+            Answering::Replier(r) => r.accept().await.map(Incoming::Exchange),
+            Answering::Acceptor(a) => a.accept().await,
+        }
+    }
+}
+
+/// Each exchange handled in `mode`, and each one-way stream (an acceptor's) read chunk by chunk
+/// as a `stream` puller reads it, in a task of its own; `closed` when accepting ends.
+pub(crate) fn serve_answering(
+    endpoint: Answering,
     handle: String,
     mode: ReplierMode,
     reason: String,
@@ -95,7 +94,7 @@ pub(crate) fn serve_acceptor(
 ) {
     tokio::spawn(async move {
         loop {
-            match acceptor.accept().await {
+            match endpoint.accept().await {
                 Ok(Incoming::Stream(t)) => {
                     out.event("accepted", &handle, meta_fields(t.meta()));
                     let (handle, out) = (handle.clone(), out.clone());

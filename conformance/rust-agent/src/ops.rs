@@ -14,7 +14,7 @@ use weida::{
 
 use crate::body;
 use crate::endpoints::{
-    copy_json, message_json, serve_acceptor, serve_puller, serve_replier, serve_subscriber,
+    copy_json, message_json, serve_answering, serve_puller, serve_subscriber, Answering,
     PullerMode, ReplierMode,
 };
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
@@ -243,15 +243,20 @@ impl Agent {
                     "lane_messages_lost": c.lane_messages_lost,
                 }))
             }
-            "replier" => {
+            "replier" | "acceptor" => {
                 let listener = self.listener(args)?;
                 let name = str_arg(args, "name")?;
                 let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
-                let replier = listener.replier(str_arg(args, "path")?)?;
-                let address = replier.address().to_string();
+                let path = str_arg(args, "path")?;
+                let endpoint = if op == "replier" {
+                    Answering::Replier(listener.replier(path)?)
+                } else {
+                    Answering::Acceptor(listener.acceptor(path)?)
+                };
+                let address = endpoint.address();
                 self.claim(name)?;
-                serve_replier(
-                    replier,
+                serve_answering(
+                    endpoint,
                     name.to_string(),
                     mode,
                     reason(args),
@@ -364,42 +369,33 @@ impl Agent {
             "open" => {
                 let meta = metadata_arg(args)?;
                 let tname = str_arg(args, "transfer")?;
-                match self.dialling(args)? {
-                    Dialling::Pusher(p) => {
-                        let t = p.open(meta).await?;
-                        self.claim(tname)?;
-                        self.handles
-                            .lock()
-                            .unwrap()
-                            .transfers
-                            .insert(tname.to_string(), t);
+                // A pusher opens a one-way stream, a requester an exchange, and a peer either:
+                // an exchange when the step names its `reply`.
+                let (t, reply) = match self.dialling(args)? {
+                    Dialling::Pusher(p) => (p.open(meta).await?, None),
+                    Dialling::Peer(p) if args.get("reply").is_none() => (p.open(meta).await?, None),
+                    Dialling::Peer(p) => {
+                        let rname = str_arg(args, "reply")?;
+                        let (t, r) = p.exchange(meta).await?;
+                        (t, Some((rname, r)))
+                    }
+                    Dialling::Requester(r) => {
+                        let rname = str_arg(args, "reply")?;
+                        let (t, r) = r.open(meta).await?;
+                        (t, Some((rname, r)))
                     }
                     Dialling::Subscriber(_) => {
                         return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
-                    // A peer opens a one-way stream, or with `reply` an exchange.
-                    Dialling::Peer(p) if args.get("reply").is_none() => {
-                        let t = p.open(meta).await?;
-                        self.claim(tname)?;
-                        self.handles
-                            .lock()
-                            .unwrap()
-                            .transfers
-                            .insert(tname.to_string(), t);
-                    }
-                    d @ (Dialling::Requester(_) | Dialling::Peer(_)) => {
-                        let rname = str_arg(args, "reply")?;
-                        let (t, reply) = match d {
-                            Dialling::Requester(r) => r.open(meta).await?,
-                            Dialling::Peer(p) => p.exchange(meta).await?,
-                            _ => unreachable!("matched above"),
-                        };
-                        self.claim(tname)?;
-                        self.claim(rname)?;
-                        let mut h = self.handles.lock().unwrap();
-                        h.transfers.insert(tname.to_string(), t);
-                        h.replies.insert(rname.to_string(), reply);
-                    }
+                };
+                self.claim(tname)?;
+                if let Some((rname, _)) = &reply {
+                    self.claim(rname)?;
+                }
+                let mut h = self.handles.lock().unwrap();
+                h.transfers.insert(tname.to_string(), t);
+                if let Some((rname, r)) = reply {
+                    h.replies.insert(rname.to_string(), r);
                 }
                 Ok(json!({}))
             }
@@ -445,22 +441,6 @@ impl Agent {
                 let p = self.handles.lock().unwrap().pullers.get(name).cloned();
                 let p = p.ok_or_else(|| missing("manual puller", name))?;
                 Ok(message_json(&p.recv().await?))
-            }
-            "acceptor" => {
-                let listener = self.listener(args)?;
-                let name = str_arg(args, "name")?;
-                let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
-                let acceptor = listener.acceptor(str_arg(args, "path")?)?;
-                let address = acceptor.address().to_string();
-                self.claim(name)?;
-                serve_acceptor(
-                    acceptor,
-                    name.to_string(),
-                    mode,
-                    reason(args),
-                    self.out.clone(),
-                );
-                Ok(json!({ "address": address }))
             }
             "publisher" => {
                 let listener = self.listener(args)?;
