@@ -361,7 +361,7 @@ async fn streamed_stall(t: Transport) {
         max_concurrent_uni_streams: 4,
         // How long a write waits for the stalled copy's room before dropping it; the reader
         // must find room within it too, so it is long enough for a loaded machine.
-        fanout_wait: Duration::from_millis(1000),
+        fanout_wait: Duration::from_millis(3000),
         ..Limits::default()
     };
     let (_s, listener, client) = pair_with(t, limits).await;
@@ -543,6 +543,9 @@ async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
         // The writer takes every copy off the queue at once; beyond the two parked
         // connections (and what re-parks meanwhile) they find the pool empty.
         let mut tick = tokio::time::interval(Duration::from_millis(10));
+        // After a stall, ticks come 10 ms apart, not in a burst that would spend the retry
+        // count below in no time.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut received = 0u64;
         while received + publisher.dropped_on("t").total() < 50 {
             tokio::select! {

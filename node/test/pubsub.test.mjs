@@ -299,7 +299,7 @@ onEveryTransport('a_streamed_publish_keeps_the_reader_when_another_stalls', asyn
     connectionReceiveWindow: 128 * 1024,
     maxConcurrentUniStreams: 4,
     // The reader must find room within it too: long enough for a loaded machine.
-    fanoutWaitMs: 1000,
+    fanoutWaitMs: 3000,
   }
   const { listener, client } = await pair(t, ctx, { limits })
   const publisher = listener.publisher('/video')

@@ -22,8 +22,10 @@ async def blocked_write(t: weida.OutgoingTransfer) -> asyncio.Future[None]:
     taken whole, so write until one waits)."""
     for _ in range(8):
         w = t.write(payload(BLOCKING))
-        await asyncio.sleep(0)
-        if not w.done():
+        # A write taken whole finishes at once (on this thread, or on the I/O thread after a
+        # streak of ready operations); one that waits for the reader never does.
+        done, _ = await asyncio.wait({w}, timeout=0.5)
+        if not done:
             return w
         await w
     raise AssertionError("no write ever waited")
