@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{pair, Transport};
-use weida::{ErrorCode, Incoming, Metadata, Runtime};
+use weida::{Error, ErrorCode, Incoming, LossCause, Metadata, Runtime};
 
 /// Waits until the runtime's counters say `ready` (a hang is caught by `bounded`).
 async fn until(rt: &Runtime, ready: impl Fn(&weida::Counters) -> bool) {
@@ -121,6 +121,135 @@ async fn runtime_closes(t: Transport) {
 on_every_transport!(
     a_drained_or_shut_down_runtime_hands_out_what_is_queued_then_closed,
     runtime_closes
+);
+
+/// An exchange whose request is whole, one whose request is not, and an unfinished one-way
+/// transfer, each taken by its endpoint and held there.
+struct Open {
+    whole_reply: weida::PendingReply,
+    part_request: weida::OutgoingTransfer,
+    part_reply: weida::PendingReply,
+    transfer: weida::OutgoingTransfer,
+    exchanges: [weida::Exchange; 2],
+    incoming: weida::IncomingTransfer,
+}
+
+async fn open_and_hold(listener: &weida::Listener, client: &Runtime) -> Open {
+    let replier = listener.replier("/rpc").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut whole, whole_reply) = req.open(Metadata::new()).await.unwrap();
+    whole.write("whole").await.unwrap();
+    whole.finish().await.unwrap();
+    let (mut part_request, part_reply) = req.open(Metadata::new()).await.unwrap();
+    part_request.write("part").await.unwrap();
+    let exchanges = [
+        replier.accept().await.unwrap(),
+        replier.accept().await.unwrap(),
+    ];
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut transfer = pusher.open(Metadata::new()).await.unwrap();
+    transfer.write("part").await.unwrap();
+    let incoming = puller.accept().await.unwrap();
+    Open {
+        whole_reply,
+        part_request,
+        part_reply,
+        transfer,
+        exchanges,
+        incoming,
+    }
+}
+
+/// The requests the replier holds: the whole one reads whole, the other reads `lost`.
+async fn requests_read(exchanges: &mut [weida::Exchange; 2], lost: LossCause) {
+    let mut outcomes = Vec::new();
+    for ex in exchanges.iter_mut() {
+        outcomes.push(format!("{:?}", ex.take_body().await));
+    }
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [
+            format!("{:?}", Err::<Bytes, _>(Error::ConnectionLost(lost))),
+            format!("{:?}", Ok::<_, Error>(Bytes::from("whole"))),
+        ]
+    );
+}
+
+async fn listener_close_seen_by_both_sides(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let mut open = open_and_hold(&listener, &client).await;
+    listener.close();
+    // The diallers: the listener closed their connections (GOING_AWAY).
+    let e = open.whole_reply.body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::Indeterminate(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = open.part_reply.body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = open.transfer.stopped().await;
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    // The listener's side: what it had taken rode connections it closed itself.
+    let e = open.incoming.collect(1 << 20).await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::LocallyClosed)),
+        "{e:?}"
+    );
+    requests_read(&mut open.exchanges, LossCause::LocallyClosed).await;
+    drop(open.part_request);
+}
+on_every_transport!(
+    a_closed_listener_is_peer_closed_to_its_diallers_and_locally_closed_to_itself,
+    listener_close_seen_by_both_sides
+);
+
+async fn own_ending(t: Transport) {
+    for ending in [Ending::Drain, Ending::Shutdown] {
+        let (_s, listener, client) = pair(t).await;
+        let mut open = open_and_hold(&listener, &client).await;
+        match ending {
+            Ending::Drain => {
+                client.drain(Duration::ZERO).await;
+            }
+            Ending::Shutdown => client.shutdown(),
+        }
+        // This side closed its connections: what it still has open reads LocallyClosed.
+        let local = |e: &Error| matches!(e, Error::ConnectionLost(LossCause::LocallyClosed));
+        let e = open.whole_reply.body().await.unwrap_err();
+        assert!(
+            matches!(e, Error::Indeterminate(LossCause::LocallyClosed)),
+            "{ending:?}: {e:?}"
+        );
+        let e = open.part_reply.body().await.unwrap_err();
+        assert!(local(&e), "{ending:?}: {e:?}");
+        let e = open.part_request.write("more").await.unwrap_err();
+        assert!(local(&e), "{ending:?}: {e:?}");
+        let e = open.transfer.stopped().await;
+        assert!(local(&e), "{ending:?}: {e:?}");
+        let e = open.transfer.write("more").await.unwrap_err();
+        assert!(local(&e), "{ending:?}: {e:?}");
+        // The listener's side reads the loss as its peer's.
+        let e = open.incoming.collect(1 << 20).await.unwrap_err();
+        assert!(
+            matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+            "{ending:?}: {e:?}"
+        );
+        requests_read(&mut open.exchanges, LossCause::PeerClosed).await;
+    }
+}
+on_every_transport!(
+    a_runtime_that_drains_or_shuts_down_reads_its_open_streams_as_locally_closed,
+    own_ending
 );
 
 async fn dropped_handle(t: Transport) {
