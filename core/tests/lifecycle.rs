@@ -1,6 +1,7 @@
 //! Lifecycle and backpressure (PATTERNS §1.1, §1.4, §1.8, GUARANTEES §5): finished transfers
 //! need no handle, drain counts, the stream budget is a wait, loss keeps its cause, and a reply
-//! lost after the request's FIN is Indeterminate.
+//! lost after the request's FIN is Indeterminate; and what `bind` and `connect` refuse
+//! (FAILURE_MODEL §3.1, §3.2).
 
 mod common;
 
@@ -475,4 +476,77 @@ async fn give_back_wakes(t: Transport) {
 on_every_transport!(
     a_message_handed_back_wakes_a_waiting_receive,
     give_back_wakes
+);
+
+async fn bound_twice(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    // A path bound twice on one listener, by any pattern.
+    let codes = [
+        listener.puller("/jobs").err().map(|e| e.code()),
+        listener.replier("/jobs").err().map(|e| e.code()),
+        listener.acceptor("/jobs").err().map(|e| e.code()),
+        listener.publisher("/jobs").err().map(|e| e.code()),
+    ];
+    assert_eq!(codes, [Some(ErrorCode::InvalidConfig); 4]);
+    // The address in use, by this runtime or another: a live socket, a bound name, a UDP port.
+    let again = match t {
+        Transport::Quic => format!("weida://{}", common::socket_addr(&listener)),
+        Transport::Inproc | Transport::Unix => listener.address().to_string(),
+    };
+    for rt in [&server, &client] {
+        match rt.bind(&again).await.unwrap_err() {
+            Error::Io(e) => assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}"),
+            e => panic!("{e:?}"),
+        }
+    }
+}
+on_every_transport!(
+    an_address_in_use_or_a_path_bound_twice_is_refused,
+    bound_twice
+);
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Drain,
+    Shutdown,
+}
+
+async fn nothing_there_or_closed(t: Transport) {
+    // Nothing listens at the socket, nothing is bound at the name (QUIC cannot know: it times
+    // out instead).
+    if t != Transport::Quic {
+        let rt = Runtime::new(common::config(Limits::default())).unwrap();
+        let nowhere = weida::Address::parse(&common::bind_address(t))
+            .unwrap()
+            .with_path("/jobs")
+            .unwrap()
+            .to_string();
+        let e = rt.pusher().connect(&nowhere).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Io, "{e:?}");
+    }
+    for ending in [Ending::Drain, Ending::Shutdown] {
+        let (_s, listener, client) = pair(t).await;
+        let puller = listener.puller("/jobs").unwrap();
+        let address = puller.address().to_string();
+        match ending {
+            Ending::Drain => {
+                client.drain(Duration::from_secs(30)).await;
+            }
+            Ending::Shutdown => client.shutdown(),
+        }
+        let e = client.bind(&common::bind_address(t)).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
+        for e in [
+            client.pusher().connect(&address).await.unwrap_err(),
+            client.requester().connect(&address).await.unwrap_err(),
+            client.peer().connect(&address).await.unwrap_err(),
+        ] {
+            assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
+        }
+    }
+}
+on_every_transport!(
+    nothing_listening_is_io_and_a_closed_runtime_is_closed_at_bind_and_connect,
+    nothing_there_or_closed
 );
