@@ -550,3 +550,30 @@ on_every_transport!(
     nothing_listening_is_io_and_a_closed_runtime_is_closed_at_bind_and_connect,
     nothing_there_or_closed
 );
+
+async fn requester_gone(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut request, _reply) = req.open(Metadata::new()).await.unwrap();
+    request.write(&b"part"[..]).await.unwrap();
+    let mut ex = replier.accept().await.unwrap();
+    client.shutdown();
+    let e = ex.take_body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = ex.reply("too late").await.unwrap_err();
+    // ConnectionLost on QUIC and in process; over AF_UNIX, a write into a socket whose reader
+    // went away is Canceled.
+    assert!(
+        matches!(e.code(), ErrorCode::ConnectionLost | ErrorCode::Canceled),
+        "{e:?}"
+    );
+}
+on_every_transport!(
+    a_requester_that_goes_away_is_connection_lost_at_the_replier,
+    requester_gone
+);
