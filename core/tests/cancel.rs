@@ -199,3 +199,31 @@ on_every_transport!(
     a_reply_the_requester_stopped_reading_is_canceled_at_the_replier,
     reply_unread
 );
+
+async fn dropped_unread(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    // Beyond the stream window: the write is still pending when the puller walks away, or,
+    // where a transport took it whole, `stopped` is.
+    let write = async {
+        match tr.write(Bytes::from(payload(2 << 20))).await {
+            Err(e) => e,
+            Ok(()) => tr.stopped().await,
+        }
+    };
+    let drop_unread = async {
+        drop(puller.accept().await.unwrap());
+    };
+    let (e, ()) = tokio::join!(write, drop_unread);
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+    // The puller goes on.
+    pusher.send("next").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
+}
+on_every_transport!(
+    a_transfer_the_puller_drops_unread_is_canceled_at_the_pusher,
+    dropped_unread
+);

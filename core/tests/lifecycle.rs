@@ -577,3 +577,44 @@ on_every_transport!(
     a_requester_that_goes_away_is_connection_lost_at_the_replier,
     requester_gone
 );
+
+async fn transfer_lost(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut streamed = pusher.open(Metadata::new()).await.unwrap();
+    streamed
+        .write(Bytes::from(common::payload(100_000)))
+        .await
+        .unwrap();
+    let mut incoming = puller.accept().await.unwrap();
+    assert!(!incoming.read_chunk().await.unwrap().unwrap().is_empty());
+    let mut collected = pusher.open(Metadata::new()).await.unwrap();
+    collected.write(&b"half a message"[..]).await.unwrap();
+    // Both are dispatched before the loss; neither is finished.
+    while server.counters().streams_accepted < 2 {
+        tokio::task::yield_now().await;
+    }
+    client.shutdown();
+    let e = loop {
+        match incoming.read_chunk().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("a transfer lost before its FIN read as complete"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = puller.recv().await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+}
+on_every_transport!(
+    a_transfer_lost_before_its_fin_is_connection_lost_never_a_short_body,
+    transfer_lost
+);
