@@ -621,3 +621,47 @@ on_every_transport!(
         );
     }
 );
+
+on_every_transport!(
+    a_subscriber_whose_publishers_are_all_gone_gets_what_is_queued_then_connection_lost,
+    |t| async move {
+        let (first, listener, client) = pair(t).await;
+        let (second, other, _) = pair(t).await;
+        let publishers = [
+            listener.publisher("/feed").unwrap(),
+            other.publisher("/feed").unwrap(),
+        ];
+        let sub = client.subscriber();
+        for p in &publishers {
+            sub.connect(&p.address().to_string()).await.unwrap();
+        }
+        sub.subscribe("t").await.unwrap();
+        for i in 0..3u8 {
+            publishers[0].publish("t", vec![i]).unwrap();
+        }
+        while sub.queued() < 3 {
+            tokio::task::yield_now().await;
+        }
+        // One publisher gone: the other still delivers, and nothing is an error yet.
+        first.shutdown();
+        publishers[1].publish("t", vec![3]).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(sub.recv().await.unwrap().body[0]);
+        }
+        got.sort();
+        assert_eq!(got, [0, 1, 2, 3]);
+        // Every publisher gone: what is queued first, then the loss with its cause.
+        publishers[1].publish("t", vec![4]).unwrap();
+        while sub.queued() < 1 {
+            tokio::task::yield_now().await;
+        }
+        second.shutdown();
+        assert_eq!(&sub.recv().await.unwrap().body[..], [4]);
+        let e = sub.recv().await.unwrap_err();
+        assert!(
+            matches!(e, Error::ConnectionLost(weida::LossCause::PeerClosed)),
+            "{e:?}"
+        );
+    }
+);
