@@ -665,3 +665,42 @@ on_every_transport!(
         );
     }
 );
+
+on_every_transport!(
+    a_fan_out_chunk_above_the_byte_budget_is_refused_and_the_copies_stay_attached,
+    |t| async move {
+        let limits = Limits {
+            subscriber_buffer_bytes: 64 * 1024,
+            ..Limits::default()
+        };
+        let (_s, listener, client) = pair_with(t, limits).await;
+        let publisher = listener.publisher("/video").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("f").await.unwrap();
+        let mut f = publisher.open("f").unwrap();
+        assert_eq!(f.write_now(&b"head, "[..]).unwrap(), 1);
+        let above = Bytes::from(payload(64 * 1024 + 1));
+        for e in [
+            f.write_now(above.clone()).unwrap_err(),
+            f.write(above).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    e,
+                    Error::LimitExceeded {
+                        limit: weida::Limit::ByteBudget,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+        }
+        // Nothing of the refused chunk went out, and the copy goes on.
+        assert_eq!(f.copies(), 1);
+        assert_eq!(f.write(&b"tail"[..]).await.unwrap(), 1);
+        assert_eq!(f.finish(), 1);
+        assert_eq!(&sub.recv().await.unwrap().body[..], b"head, tail");
+        assert_eq!(publisher.dropped().total(), 0);
+    }
+);
