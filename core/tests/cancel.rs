@@ -1,5 +1,5 @@
-//! Cancel (PATTERNS §1.5): the reader never observes a cancelled transfer as complete, on
-//! every transport.
+//! Cancel (PATTERNS §1.5): the reader never observes a cancelled transfer as complete, and a
+//! writer whose reader walked away reads Canceled, on every transport.
 
 mod common;
 

@@ -1,4 +1,5 @@
-//! One body per pattern over every transport (PATTERNS §2, §3, §5).
+//! One body per pattern over every transport (PATTERNS §2, §3, §5), the round-robin over two
+//! peers, and the mixed pairs of a raw endpoint and a pattern.
 
 mod common;
 
