@@ -437,7 +437,7 @@ impl Shared {
                 (conn, s, r)
             }
             Target::Unix(t) => {
-                let (c, s, r) = unix::connect(t, &self.limits).await?;
+                let (c, s, r) = unix::connect(t, &self.limits, self.life.clone()).await?;
                 (Conn::Unix(c), s, r)
             }
             Target::Pipe(_) => return Err(pipe_unsupported()),

@@ -1,5 +1,5 @@
-//! Cancel (PATTERNS §1.5): the reader never observes a cancelled transfer as complete, on
-//! every transport.
+//! Cancel (PATTERNS §1.5): the reader never observes a cancelled transfer as complete, and a
+//! writer whose reader walked away reads Canceled, on every transport.
 
 mod common;
 
@@ -162,4 +162,68 @@ async fn cancelled_write(t: Transport) {
 on_every_transport!(
     a_write_dropped_mid_payload_then_cancelled_is_canceled_at_the_reader,
     cancelled_write
+);
+
+/// The replier's answer beyond the stream window, once its requester stopped reading: the
+/// requester's stop decides it.
+async fn answer_unread(replier: &weida::Replier, requester_gone: impl std::future::Future) {
+    let mut ex = replier.accept().await.unwrap();
+    ex.take_body().await.unwrap();
+    requester_gone.await;
+    let e = ex.reply(Bytes::from(payload(2 << 20))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+}
+
+async fn reply_unread(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = std::sync::Arc::new(client.requester());
+    req.connect(&replier.address().to_string()).await.unwrap();
+    // The requester drops its PendingReply.
+    let (request, reply) = req.open(Metadata::new()).await.unwrap();
+    request.finish().await.unwrap();
+    drop(reply);
+    answer_unread(&replier, async {}).await;
+    // The requester drops the future of `request`.
+    let pending = tokio::spawn({
+        let req = req.clone();
+        async move { req.request("q").await }
+    });
+    answer_unread(&replier, async {
+        pending.abort();
+        assert!(pending.await.unwrap_err().is_cancelled());
+    })
+    .await;
+}
+on_every_transport!(
+    a_reply_the_requester_stopped_reading_is_canceled_at_the_replier,
+    reply_unread
+);
+
+async fn dropped_unread(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    // Beyond the stream window: the write is still pending when the puller walks away, or,
+    // where a transport took it whole, `stopped` is.
+    let write = async {
+        match tr.write(Bytes::from(payload(2 << 20))).await {
+            Err(e) => e,
+            Ok(()) => tr.stopped().await,
+        }
+    };
+    let drop_unread = async {
+        drop(puller.accept().await.unwrap());
+    };
+    let (e, ()) = tokio::join!(write, drop_unread);
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+    // The puller goes on.
+    pusher.send("next").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
+}
+on_every_transport!(
+    a_transfer_the_puller_drops_unread_is_canceled_at_the_pusher,
+    dropped_unread
 );

@@ -1,6 +1,7 @@
 //! Lifecycle and backpressure (PATTERNS §1.1, §1.4, §1.8, GUARANTEES §5): finished transfers
 //! need no handle, drain counts, the stream budget is a wait, loss keeps its cause, and a reply
-//! lost after the request's FIN is Indeterminate.
+//! lost after the request's FIN is Indeterminate; and what `bind` and `connect` refuse
+//! (FAILURE_MODEL §3.1, §3.2).
 
 mod common;
 
@@ -486,4 +487,145 @@ async fn give_back_wakes(t: Transport) {
 on_every_transport!(
     a_message_handed_back_wakes_a_waiting_receive,
     give_back_wakes
+);
+
+async fn bound_twice(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    // A path bound twice on one listener, by any pattern.
+    let codes = [
+        listener.puller("/jobs").err().map(|e| e.code()),
+        listener.replier("/jobs").err().map(|e| e.code()),
+        listener.acceptor("/jobs").err().map(|e| e.code()),
+        listener.publisher("/jobs").err().map(|e| e.code()),
+    ];
+    assert_eq!(codes, [Some(ErrorCode::InvalidConfig); 4]);
+    // The address in use, by this runtime or another: a live socket, a bound name, a UDP port.
+    let again = match t {
+        Transport::Quic => format!("weida://{}", common::socket_addr(&listener)),
+        Transport::Inproc | Transport::Unix => listener.address().to_string(),
+    };
+    for rt in [&server, &client] {
+        match rt.bind(&again).await.unwrap_err() {
+            Error::Io(e) => assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}"),
+            e => panic!("{e:?}"),
+        }
+    }
+}
+on_every_transport!(
+    an_address_in_use_or_a_path_bound_twice_is_refused,
+    bound_twice
+);
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Drain,
+    Shutdown,
+}
+
+async fn nothing_there_or_closed(t: Transport) {
+    // Nothing listens at the socket, nothing is bound at the name (QUIC cannot know: it times
+    // out instead).
+    if t != Transport::Quic {
+        let rt = Runtime::new(common::config(Limits::default())).unwrap();
+        let nowhere = weida::Address::parse(&common::bind_address(t))
+            .unwrap()
+            .with_path("/jobs")
+            .unwrap()
+            .to_string();
+        let e = rt.pusher().connect(&nowhere).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Io, "{e:?}");
+    }
+    for ending in [Ending::Drain, Ending::Shutdown] {
+        let (_s, listener, client) = pair(t).await;
+        let puller = listener.puller("/jobs").unwrap();
+        let address = puller.address().to_string();
+        match ending {
+            Ending::Drain => {
+                client.drain(Duration::from_secs(30)).await;
+            }
+            Ending::Shutdown => client.shutdown(),
+        }
+        let e = client.bind(&common::bind_address(t)).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
+        for e in [
+            client.pusher().connect(&address).await.unwrap_err(),
+            client.requester().connect(&address).await.unwrap_err(),
+            client.peer().connect(&address).await.unwrap_err(),
+        ] {
+            assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
+        }
+    }
+}
+on_every_transport!(
+    nothing_listening_is_io_and_a_closed_runtime_is_closed_at_bind_and_connect,
+    nothing_there_or_closed
+);
+
+async fn requester_gone(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut request, _reply) = req.open(Metadata::new()).await.unwrap();
+    request.write(&b"part"[..]).await.unwrap();
+    let mut ex = replier.accept().await.unwrap();
+    client.shutdown();
+    let e = ex.take_body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = ex.reply("too late").await.unwrap_err();
+    // ConnectionLost on QUIC and in process; over AF_UNIX, a write into a socket whose reader
+    // went away is Canceled.
+    assert!(
+        matches!(e.code(), ErrorCode::ConnectionLost | ErrorCode::Canceled),
+        "{e:?}"
+    );
+}
+on_every_transport!(
+    a_requester_that_goes_away_is_connection_lost_at_the_replier,
+    requester_gone
+);
+
+async fn transfer_lost(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut streamed = pusher.open(Metadata::new()).await.unwrap();
+    streamed
+        .write(Bytes::from(common::payload(100_000)))
+        .await
+        .unwrap();
+    let mut incoming = puller.accept().await.unwrap();
+    assert!(!incoming.read_chunk().await.unwrap().unwrap().is_empty());
+    let mut collected = pusher.open(Metadata::new()).await.unwrap();
+    collected.write(&b"half a message"[..]).await.unwrap();
+    // Both are dispatched before the loss; neither is finished.
+    while server.counters().streams_accepted < 2 {
+        tokio::task::yield_now().await;
+    }
+    client.shutdown();
+    let e = loop {
+        match incoming.read_chunk().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("a transfer lost before its FIN read as complete"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = puller.recv().await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+}
+on_every_transport!(
+    a_transfer_lost_before_its_fin_is_connection_lost_never_a_short_body,
+    transfer_lost
 );

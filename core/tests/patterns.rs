@@ -1,4 +1,5 @@
-//! One body per pattern over every transport (PATTERNS §2, §3, §5).
+//! One body per pattern over every transport (PATTERNS §2, §3, §5), the round-robin over two
+//! peers, and the mixed pairs of a raw endpoint and a pattern.
 
 mod common;
 
@@ -188,4 +189,120 @@ async fn batch_error_body(t: Transport) {
 on_every_transport!(
     an_error_inside_a_batch_is_returned_by_the_next_receive,
     batch_error_body
+);
+
+/// Whether `answers` alternate between two values, each taken equally.
+fn alternate(answers: &[Bytes]) -> bool {
+    answers.windows(2).all(|w| w[0] != w[1]) && answers.iter().any(|a| a != &answers[0])
+}
+
+async fn round_robin_body(t: Transport) {
+    let (_s1, one, client) = pair(t).await;
+    let (_s2, two, _) = pair(t).await;
+    let req = client.requester();
+    let pusher = client.pusher();
+    let mut pullers = Vec::new();
+    for (name, l) in [("one", &one), ("two", &two)] {
+        let replier = l.replier("/rpc").unwrap();
+        req.connect(&replier.address().to_string()).await.unwrap();
+        tokio::spawn(async move {
+            while let Ok(mut ex) = replier.accept().await {
+                ex.take_body().await.unwrap();
+                ex.reply(name).await.unwrap();
+            }
+        });
+        let puller = l.puller("/jobs").unwrap();
+        pusher.connect(&puller.address().to_string()).await.unwrap();
+        pullers.push(puller);
+    }
+    assert_eq!((req.peer_count(), pusher.peer_count()), (2, 2));
+    // One request each in turn.
+    let mut answers = Vec::new();
+    for _ in 0..6 {
+        answers.push(req.request("who").await.unwrap());
+    }
+    assert!(alternate(&answers), "{answers:?}");
+    // One message each in turn: three to each puller.
+    for i in 0..6u8 {
+        pusher.send(vec![i]).await.unwrap();
+    }
+    let mut got = Vec::new();
+    for p in &pullers {
+        let mut mine = Vec::new();
+        for _ in 0..3 {
+            mine.push(p.recv().await.unwrap().body[0]);
+        }
+        mine.sort();
+        got.push(mine);
+    }
+    got.sort();
+    assert_eq!(got, [[0, 2, 4], [1, 3, 5]]);
+}
+on_every_transport!(
+    requests_and_messages_go_round_robin_over_two_peers,
+    round_robin_body
+);
+
+async fn mixed_pairs_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let acceptor = listener.acceptor("/raw").unwrap();
+    // Peer to Replier: an exchange.
+    let peer = client.peer();
+    peer.connect(&replier.address().to_string()).await.unwrap();
+    let (mut question, reply) = peer.exchange(Metadata::new()).await.unwrap();
+    question.write(&b"question"[..]).await.unwrap();
+    question.finish().await.unwrap();
+    let mut ex = replier.accept().await.unwrap();
+    assert_eq!(&ex.take_body().await.unwrap()[..], b"question");
+    ex.reply("answer").await.unwrap();
+    assert_eq!(&reply.body().await.unwrap().body[..], b"answer");
+    // Peer to Puller: a one-way stream.
+    let peer = client.peer();
+    peer.connect(&puller.address().to_string()).await.unwrap();
+    let mut one_way = peer.open(Metadata::new()).await.unwrap();
+    one_way.write(&b"one-way"[..]).await.unwrap();
+    one_way.finish().await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"one-way");
+    // Requester to Acceptor: an exchange.
+    let req = client.requester();
+    req.connect(&acceptor.address().to_string()).await.unwrap();
+    let answer = async {
+        let Incoming::Exchange(mut x) = acceptor.accept().await.unwrap() else {
+            panic!("a request arrives as an exchange");
+        };
+        assert_eq!(&x.take_body().await.unwrap()[..], b"ping");
+        x.reply("pong").await.unwrap();
+    };
+    let (pong, ()) = tokio::join!(req.request("ping"), answer);
+    assert_eq!(&pong.unwrap()[..], b"pong");
+    // Pusher to Acceptor: one-way streams, a small message (on a lane when lanes are on) and
+    // one beyond any lane.
+    let pusher = client.pusher();
+    pusher
+        .connect(&acceptor.address().to_string())
+        .await
+        .unwrap();
+    pusher.send("small").await.unwrap();
+    pusher.send(Bytes::from(payload(100_000))).await.unwrap();
+    let mut sizes = Vec::new();
+    for _ in 0..2 {
+        let Incoming::Stream(mut s) = acceptor.accept().await.unwrap() else {
+            panic!("a pushed message arrives as a stream");
+        };
+        let body = s.collect(1 << 20).await.unwrap();
+        assert!(
+            body == "small" || body == payload(100_000),
+            "{}",
+            body.len()
+        );
+        sizes.push(body.len());
+    }
+    sizes.sort();
+    assert_eq!(sizes, [5, 100_000]);
+}
+on_every_transport!(
+    peers_and_acceptors_talk_to_the_patterns_of_their_kind,
+    mixed_pairs_body
 );

@@ -626,3 +626,86 @@ on_every_transport!(
         );
     }
 );
+
+on_every_transport!(
+    a_subscriber_whose_publishers_are_all_gone_gets_what_is_queued_then_connection_lost,
+    |t| async move {
+        let (first, listener, client) = pair(t).await;
+        let (second, other, _) = pair(t).await;
+        let publishers = [
+            listener.publisher("/feed").unwrap(),
+            other.publisher("/feed").unwrap(),
+        ];
+        let sub = client.subscriber();
+        for p in &publishers {
+            sub.connect(&p.address().to_string()).await.unwrap();
+        }
+        sub.subscribe("t").await.unwrap();
+        for i in 0..3u8 {
+            publishers[0].publish("t", vec![i]).unwrap();
+        }
+        while sub.queued() < 3 {
+            tokio::task::yield_now().await;
+        }
+        // One publisher gone: the other still delivers, and nothing is an error yet.
+        first.shutdown();
+        publishers[1].publish("t", vec![3]).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(sub.recv().await.unwrap().body[0]);
+        }
+        got.sort();
+        assert_eq!(got, [0, 1, 2, 3]);
+        // Every publisher gone: what is queued first, then the loss with its cause.
+        publishers[1].publish("t", vec![4]).unwrap();
+        while sub.queued() < 1 {
+            tokio::task::yield_now().await;
+        }
+        second.shutdown();
+        assert_eq!(&sub.recv().await.unwrap().body[..], [4]);
+        let e = sub.recv().await.unwrap_err();
+        assert!(
+            matches!(e, Error::ConnectionLost(weida::LossCause::PeerClosed)),
+            "{e:?}"
+        );
+    }
+);
+
+on_every_transport!(
+    a_fan_out_chunk_above_the_byte_budget_is_refused_and_the_copies_stay_attached,
+    |t| async move {
+        let limits = Limits {
+            subscriber_buffer_bytes: 64 * 1024,
+            ..Limits::default()
+        };
+        let (_s, listener, client) = pair_with(t, limits).await;
+        let publisher = listener.publisher("/video").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("f").await.unwrap();
+        let mut f = publisher.open("f").unwrap();
+        assert_eq!(f.write_now(&b"head, "[..]).unwrap(), 1);
+        let above = Bytes::from(payload(64 * 1024 + 1));
+        for e in [
+            f.write_now(above.clone()).unwrap_err(),
+            f.write(above).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    e,
+                    Error::LimitExceeded {
+                        limit: weida::Limit::ByteBudget,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+        }
+        // Nothing of the refused chunk went out, and the copy goes on.
+        assert_eq!(f.copies(), 1);
+        assert_eq!(f.write(&b"tail"[..]).await.unwrap(), 1);
+        assert_eq!(f.finish(), 1);
+        assert_eq!(&sub.recv().await.unwrap().body[..], b"head, tail");
+        assert_eq!(publisher.dropped().total(), 0);
+    }
+);

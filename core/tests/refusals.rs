@@ -193,3 +193,87 @@ async fn a_reply_header_above_the_requesters_bound_is_refused_at_the_replier_qui
 async fn a_reply_header_above_the_requesters_bound_is_refused_at_the_replier_inproc() {
     common::bounded(reply_header_bound(common::Transport::Inproc)).await
 }
+
+/// What a reader's stop tells the writer of `body`: the error of the write, or, when the write
+/// was taken whole before the stop, of `stopped` (FAILURE_MODEL §4 rule 5).
+async fn stop_seen(t: &mut weida::OutgoingTransfer, body: Vec<u8>) -> Error {
+    match t.write(body).await {
+        Err(e) => e,
+        Ok(()) => t.stopped().await,
+    }
+}
+
+fn is_limit(e: &Error, limit: weida::Limit) -> bool {
+    matches!(e, Error::LimitExceeded { limit: l, .. } if *l == limit)
+}
+
+async fn reply_above_collected(t: Transport) {
+    let limits = Limits {
+        max_collected_body: 1000,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = common::pair_with(t, limits).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let answer = async {
+        let mut ex = replier.accept().await.unwrap();
+        ex.take_body().await.unwrap();
+        let mut reply = ex.open_reply(Metadata::new()).await.unwrap();
+        stop_seen(&mut reply, payload(BIG)).await
+    };
+    let (got, stopped) = tokio::join!(req.request("x"), answer);
+    let e = got.unwrap_err();
+    assert!(is_limit(&e, weida::Limit::CollectedBody), "{e:?}");
+    assert!(
+        is_limit(&stopped, weida::Limit::Remote),
+        "the reply half is stopped with LIMIT_EXCEEDED: {stopped:?}"
+    );
+    // `PendingReply::body` is bounded the same way; a reply at the bound arrives.
+    for (n, whole) in [(1001, false), (1000, true)] {
+        let (request, reply) = req.open(Metadata::new()).await.unwrap();
+        request.finish().await.unwrap();
+        let answer = async {
+            let ex = replier.accept().await.unwrap();
+            let _ = ex.reply(payload(n)).await;
+        };
+        let (got, ()) = tokio::join!(reply.body(), answer);
+        match got {
+            Ok(m) => assert!(whole && m.body.len() == n),
+            Err(e) => assert!(!whole && is_limit(&e, weida::Limit::CollectedBody), "{e:?}"),
+        }
+    }
+}
+on_every_transport!(
+    a_reply_above_max_collected_body_is_limit_exceeded_and_the_reply_is_stopped,
+    reply_above_collected
+);
+
+async fn request_above_collected(t: Transport) {
+    let limits = Limits {
+        max_collected_body: 1000,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = common::pair_with(t, limits).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut request, _reply) = req.open(Metadata::new()).await.unwrap();
+    let take = async {
+        let mut ex = replier.accept().await.unwrap();
+        let r = ex.take_body().await;
+        (ex, r)
+    };
+    let (stopped, (ex, taken)) = tokio::join!(stop_seen(&mut request, payload(BIG)), take);
+    let e = taken.unwrap_err();
+    assert!(is_limit(&e, weida::Limit::CollectedBody), "{e:?}");
+    assert!(
+        is_limit(&stopped, weida::Limit::Remote),
+        "the request half is stopped with LIMIT_EXCEEDED: {stopped:?}"
+    );
+    drop(ex);
+}
+on_every_transport!(
+    a_request_above_max_collected_body_is_limit_exceeded_at_the_replier_and_the_request_is_stopped,
+    request_above_collected
+);

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -47,6 +47,9 @@ struct Sock {
     // write direction is shut down and the peer's pump sees EOF (without it both pumps would
     // wait for each other's EOF and hold their budget slots forever).
     handles: AtomicUsize,
+    // Why this side ended the socket, when the runtime or listener it lives on closed: its
+    // own reads and writes then report that cause (LocallyClosed), not the peer's.
+    ended: OnceLock<LossCause>,
 }
 
 impl Sock {
@@ -113,6 +116,11 @@ impl Sock {
 
     fn stop_code(&self) -> Option<Code> {
         *self.stop.lock().unwrap()
+    }
+
+    /// The loss a socket that ended without FIN or RESET means here.
+    fn loss(&self) -> LossCause {
+        self.ended.get().cloned().unwrap_or(LossCause::PeerClosed)
     }
 
     /// Waits until the peer's STOP arrived or the socket's read side ended.
@@ -212,11 +220,15 @@ impl Writer {
         Ok(())
     }
 
-    /// Why a write failed: the peer's STOP if it sent one before closing, else a plain stop.
+    /// Why a write failed: the peer's STOP if it sent one before closing, this side's close
+    /// if it ended the socket, else a plain stop.
     async fn failure(&self) -> StreamError {
         match self.sock.settled().await {
             Some(code) => StreamError::Stopped(code),
-            None => StreamError::Stopped(Code::NoError),
+            None => match self.sock.ended.get() {
+                Some(cause) => StreamError::Lost(cause.clone()),
+                None => StreamError::Stopped(Code::NoError),
+            },
         }
     }
 
@@ -246,7 +258,7 @@ impl Writer {
     pub(crate) async fn stopped(&self) -> Result<Code, StreamError> {
         match self.sock.settled().await {
             Some(code) => Ok(code),
-            None => Err(StreamError::Lost(LossCause::PeerClosed)),
+            None => Err(StreamError::Lost(self.sock.loss())),
         }
     }
 }
@@ -310,6 +322,7 @@ fn stream(
         handles: AtomicUsize::new(2),
         pending: Mutex::new(Vec::new()),
         runtime: tokio::runtime::Handle::current(),
+        ended: OnceLock::new(),
     });
     let (pw, pr) = pipe(window, None, None, None);
     tokio::spawn(pump(rd, pw, sock.clone(), permit, watch));
@@ -339,9 +352,11 @@ async fn pump(
     tokio::pin!(reading);
     tokio::select! {
         _ = &mut reading => {}
-        _ = life.dead() => {
+        cause = life.dead() => {
             // The runtime (or listener) holding this stream shut down: the socket goes with
-            // it, so the peer learns a loss at once rather than at its next write.
+            // it, so the peer learns a loss at once rather than at its next write, and this
+            // side reads its own close.
+            let _ = sock.ended.set(cause);
             let w = sock.write.lock().await;
             let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
             drop(w);
@@ -409,7 +424,7 @@ async fn read_chunks(
     // EOF without FIN or RESET: the writing process went away (a deliberate cancel is a RESET
     // chunk), so the reader learns a loss, never a complete payload.
     if open {
-        pw.lose(LossCause::PeerClosed);
+        pw.lose(sock.loss());
     }
     drop(pw);
     sock.pump_done.store(true, Ordering::Release);
@@ -440,6 +455,9 @@ fn credentials(s: &UnixStream) -> Option<PeerIdentity> {
 struct Inner {
     target: UnixTarget,
     life: Arc<Life>,
+    /// The dialling runtime's life: its streams, OS connections that outlive the session,
+    /// end when the runtime shuts down or its drain ends (FAILURE_MODEL §2).
+    runtime: Arc<Life>,
     budget: Arc<Semaphore>,
     window: usize,
     peer: Option<PeerIdentity>,
@@ -456,6 +474,7 @@ pub(crate) struct Conn {
 pub(crate) async fn connect(
     target: &UnixTarget,
     limits: &Limits,
+    runtime: Arc<Life>,
 ) -> Result<(Conn, SendHalf, RecvHalf), Error> {
     let s = connect_socket(target).await.map_err(|e| {
         Error::Io(io::Error::new(
@@ -470,6 +489,7 @@ pub(crate) async fn connect(
         inner: Arc::new(Inner {
             target: target.clone(),
             life: Life::new(),
+            runtime,
             budget,
             window: limits.stream_receive_window as usize,
             peer,
@@ -490,7 +510,13 @@ impl Conn {
             c = i.life.dead() => return Err(Error::ConnectionLost(c)),
         };
         match connect_socket(&i.target).await {
-            Ok(s) => Ok(stream(s, i.window, Some(permit), bidi, None)),
+            Ok(s) => Ok(stream(
+                s,
+                i.window,
+                Some(permit),
+                bidi,
+                Some(i.runtime.clone()),
+            )),
             Err(e) => {
                 // Nobody answers on the address: the peer is gone (the kernel said so).
                 tracing::debug!(error = %e, "local peer went away");

@@ -1,0 +1,278 @@
+//! Closing (FAILURE_MODEL §2, §3.6, §3.9; PATTERNS §2, §3): what the endpoints of a listener
+//! or runtime that closes hand out, and what each side of its connections reads afterwards.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{pair, Transport};
+use weida::{Error, ErrorCode, Incoming, LossCause, Metadata, Runtime};
+
+/// Waits until the runtime's counters say `ready` (a hang is caught by `bounded`).
+async fn until(rt: &Runtime, ready: impl Fn(&weida::Counters) -> bool) {
+    while !ready(&rt.counters()) {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Two finished streams queued at an acceptor and two messages queued at a puller, none
+/// taken yet.
+async fn queue_two_each(
+    server: &Runtime,
+    client: &Runtime,
+    acceptor: &weida::Acceptor,
+    puller: &weida::Puller,
+) {
+    let peer = client.peer();
+    peer.connect(&acceptor.address().to_string()).await.unwrap();
+    for body in ["one", "two"] {
+        let mut t = peer.open(Metadata::new()).await.unwrap();
+        t.write(body).await.unwrap();
+        t.finish().await.unwrap().delivered().await.unwrap();
+    }
+    until(server, |c| c.streams_accepted >= 2).await;
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send("p1").await.unwrap();
+    pusher.send("p2").await.unwrap();
+    if common::lanes_on() {
+        until(server, |c| c.lane_messages_received >= 2).await;
+    } else {
+        until(server, |c| c.streams_accepted >= 4).await;
+    }
+}
+
+/// What was queued comes out whole and in full, then `Closed`, and again `Closed`.
+async fn hands_out_then_closed(acceptor: &weida::Acceptor, puller: &weida::Puller) {
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        match acceptor.accept().await.unwrap() {
+            Incoming::Stream(mut s) => streams.push(s.collect(1 << 20).await.unwrap()),
+            Incoming::Exchange(_) => panic!("no exchange was sent"),
+        }
+    }
+    streams.sort();
+    assert_eq!(streams, [Bytes::from("one"), Bytes::from("two")]);
+    let mut messages = vec![
+        puller.recv().await.unwrap().body,
+        puller.recv().await.unwrap().body,
+    ];
+    messages.sort();
+    assert_eq!(messages, [Bytes::from("p1"), Bytes::from("p2")]);
+    for _ in 0..2 {
+        let e = acceptor.accept().await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
+        let e = puller.recv().await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
+    }
+}
+
+async fn listener_close(t: Transport) {
+    let (server, listener, client) = pair(t).await;
+    let acceptor = listener.acceptor("/raw").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let replier = std::sync::Arc::new(listener.replier("/rpc").unwrap());
+    queue_two_each(&server, &client, &acceptor, &puller).await;
+    // A receiver already waiting on an empty queue ends too.
+    let waiting = tokio::spawn({
+        let replier = replier.clone();
+        async move { replier.accept().await.map(drop) }
+    });
+    listener.close();
+    let e = waiting.await.unwrap().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
+    hands_out_then_closed(&acceptor, &puller).await;
+}
+on_every_transport!(
+    a_closed_listener_hands_out_what_is_queued_then_closed,
+    listener_close
+);
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Drain,
+    Shutdown,
+}
+
+async fn runtime_closes(t: Transport) {
+    for ending in [Ending::Drain, Ending::Shutdown] {
+        let (server, listener, client) = pair(t).await;
+        let acceptor = listener.acceptor("/raw").unwrap();
+        let puller = listener.puller("/jobs").unwrap();
+        let replier = std::sync::Arc::new(listener.replier("/rpc").unwrap());
+        queue_two_each(&server, &client, &acceptor, &puller).await;
+        let waiting = tokio::spawn({
+            let replier = replier.clone();
+            async move { replier.accept().await.map(drop) }
+        });
+        match ending {
+            // The server dialled nothing: its drain has nothing to wait for.
+            Ending::Drain => {
+                server.drain(Duration::from_secs(30)).await;
+            }
+            Ending::Shutdown => server.shutdown(),
+        }
+        let e = waiting.await.unwrap().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
+        hands_out_then_closed(&acceptor, &puller).await;
+    }
+}
+on_every_transport!(
+    a_drained_or_shut_down_runtime_hands_out_what_is_queued_then_closed,
+    runtime_closes
+);
+
+/// An exchange whose request is whole, one whose request is not, and an unfinished one-way
+/// transfer, each taken by its endpoint and held there.
+struct Open {
+    whole_reply: weida::PendingReply,
+    part_request: weida::OutgoingTransfer,
+    part_reply: weida::PendingReply,
+    transfer: weida::OutgoingTransfer,
+    exchanges: [weida::Exchange; 2],
+    incoming: weida::IncomingTransfer,
+}
+
+async fn open_and_hold(listener: &weida::Listener, client: &Runtime) -> Open {
+    let replier = listener.replier("/rpc").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut whole, whole_reply) = req.open(Metadata::new()).await.unwrap();
+    whole.write("whole").await.unwrap();
+    whole.finish().await.unwrap();
+    let (mut part_request, part_reply) = req.open(Metadata::new()).await.unwrap();
+    part_request.write("part").await.unwrap();
+    let exchanges = [
+        replier.accept().await.unwrap(),
+        replier.accept().await.unwrap(),
+    ];
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut transfer = pusher.open(Metadata::new()).await.unwrap();
+    transfer.write("part").await.unwrap();
+    let incoming = puller.accept().await.unwrap();
+    Open {
+        whole_reply,
+        part_request,
+        part_reply,
+        transfer,
+        exchanges,
+        incoming,
+    }
+}
+
+/// The requests the replier holds: the whole one reads whole, the other reads `lost`.
+async fn requests_read(exchanges: &mut [weida::Exchange; 2], lost: LossCause) {
+    let mut outcomes = Vec::new();
+    for ex in exchanges.iter_mut() {
+        outcomes.push(format!("{:?}", ex.take_body().await));
+    }
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [
+            format!("{:?}", Err::<Bytes, _>(Error::ConnectionLost(lost))),
+            format!("{:?}", Ok::<_, Error>(Bytes::from("whole"))),
+        ]
+    );
+}
+
+async fn listener_close_seen_by_both_sides(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let mut open = open_and_hold(&listener, &client).await;
+    listener.close();
+    // The diallers: the listener closed their connections (GOING_AWAY).
+    let e = open.whole_reply.body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::Indeterminate(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = open.part_reply.body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    let e = open.transfer.stopped().await;
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{e:?}"
+    );
+    // The listener's side: what it had taken rode connections it closed itself.
+    let e = open.incoming.collect(1 << 20).await.unwrap_err();
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::LocallyClosed)),
+        "{e:?}"
+    );
+    requests_read(&mut open.exchanges, LossCause::LocallyClosed).await;
+    drop(open.part_request);
+}
+on_every_transport!(
+    a_closed_listener_is_peer_closed_to_its_diallers_and_locally_closed_to_itself,
+    listener_close_seen_by_both_sides
+);
+
+async fn own_ending(t: Transport) {
+    for ending in [Ending::Drain, Ending::Shutdown] {
+        let (_s, listener, client) = pair(t).await;
+        let mut open = open_and_hold(&listener, &client).await;
+        match ending {
+            Ending::Drain => {
+                client.drain(Duration::ZERO).await;
+            }
+            Ending::Shutdown => client.shutdown(),
+        }
+        // This side closed its connections: what it still has open reads LocallyClosed.
+        let local = |e: &Error| matches!(e, Error::ConnectionLost(LossCause::LocallyClosed));
+        let e = open.whole_reply.body().await.unwrap_err();
+        assert!(
+            matches!(e, Error::Indeterminate(LossCause::LocallyClosed)),
+            "{ending:?}: {e:?}"
+        );
+        let e = open.part_reply.body().await.unwrap_err();
+        assert!(local(&e), "{ending:?}: {e:?}");
+        let e = open.part_request.write("more").await.unwrap_err();
+        assert!(local(&e), "{ending:?}: {e:?}");
+        let e = open.transfer.stopped().await;
+        assert!(local(&e), "{ending:?}: {e:?}");
+        let e = open.transfer.write("more").await.unwrap_err();
+        assert!(local(&e), "{ending:?}: {e:?}");
+        // The listener's side reads the loss as its peer's.
+        let e = open.incoming.collect(1 << 20).await.unwrap_err();
+        assert!(
+            matches!(e, Error::ConnectionLost(LossCause::PeerClosed)),
+            "{ending:?}: {e:?}"
+        );
+        requests_read(&mut open.exchanges, LossCause::PeerClosed).await;
+    }
+}
+on_every_transport!(
+    a_runtime_that_drains_or_shuts_down_reads_its_open_streams_as_locally_closed,
+    own_ending
+);
+
+async fn dropped_handle(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    // The handle goes; the endpoints keep the listener bound, and nothing ends.
+    drop(listener);
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send("still here").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"still here");
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let answer = async {
+        let mut ex = replier.accept().await.unwrap();
+        let body = ex.take_body().await.unwrap();
+        ex.reply(body).await.unwrap();
+    };
+    let (reply, ()) = tokio::join!(req.request("ping"), answer);
+    assert_eq!(&reply.unwrap()[..], b"ping");
+}
+on_every_transport!(
+    a_dropped_listener_handle_keeps_its_endpoints_bound,
+    dropped_handle
+);
