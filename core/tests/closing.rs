@@ -68,55 +68,50 @@ async fn hands_out_then_closed(acceptor: &weida::Acceptor, puller: &weida::Pulle
     }
 }
 
-async fn listener_close(t: Transport) {
+/// How the endpoints' side ends.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    ListenerClose,
+    Drain,
+    Shutdown,
+}
+
+/// Streams and messages queued, a receiver waiting on an empty queue, then `ending`: the
+/// waiting receiver ends `Closed`, and what was queued comes out before `Closed`.
+async fn ends(t: Transport, ending: Ending) {
     let (server, listener, client) = pair(t).await;
     let acceptor = listener.acceptor("/raw").unwrap();
     let puller = listener.puller("/jobs").unwrap();
     let replier = std::sync::Arc::new(listener.replier("/rpc").unwrap());
     queue_two_each(&server, &client, &acceptor, &puller).await;
-    // A receiver already waiting on an empty queue ends too.
     let waiting = tokio::spawn({
         let replier = replier.clone();
         async move { replier.accept().await.map(drop) }
     });
-    listener.close();
+    match ending {
+        Ending::ListenerClose => listener.close(),
+        // The server dialled nothing: its drain has nothing to wait for.
+        Ending::Drain => {
+            server.drain(Duration::from_secs(30)).await;
+        }
+        Ending::Shutdown => server.shutdown(),
+    }
     let e = waiting.await.unwrap().unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
+    assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
     hands_out_then_closed(&acceptor, &puller).await;
+}
+
+async fn listener_close(t: Transport) {
+    ends(t, Ending::ListenerClose).await;
 }
 on_every_transport!(
     a_closed_listener_hands_out_what_is_queued_then_closed,
     listener_close
 );
 
-#[derive(Debug, Clone, Copy)]
-enum Ending {
-    Drain,
-    Shutdown,
-}
-
 async fn runtime_closes(t: Transport) {
-    for ending in [Ending::Drain, Ending::Shutdown] {
-        let (server, listener, client) = pair(t).await;
-        let acceptor = listener.acceptor("/raw").unwrap();
-        let puller = listener.puller("/jobs").unwrap();
-        let replier = std::sync::Arc::new(listener.replier("/rpc").unwrap());
-        queue_two_each(&server, &client, &acceptor, &puller).await;
-        let waiting = tokio::spawn({
-            let replier = replier.clone();
-            async move { replier.accept().await.map(drop) }
-        });
-        match ending {
-            // The server dialled nothing: its drain has nothing to wait for.
-            Ending::Drain => {
-                server.drain(Duration::from_secs(30)).await;
-            }
-            Ending::Shutdown => server.shutdown(),
-        }
-        let e = waiting.await.unwrap().unwrap_err();
-        assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
-        hands_out_then_closed(&acceptor, &puller).await;
-    }
+    ends(t, Ending::Drain).await;
+    ends(t, Ending::Shutdown).await;
 }
 on_every_transport!(
     a_drained_or_shut_down_runtime_hands_out_what_is_queued_then_closed,
@@ -222,6 +217,7 @@ async fn own_ending(t: Transport) {
                 client.drain(Duration::ZERO).await;
             }
             Ending::Shutdown => client.shutdown(),
+            Ending::ListenerClose => unreachable!("the dialling side has no listener"),
         }
         // This side closed its connections: what it still has open reads LocallyClosed.
         let local = |e: &Error| matches!(e, Error::ConnectionLost(LossCause::LocallyClosed));

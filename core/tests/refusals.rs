@@ -128,12 +128,17 @@ on_every_transport!(
     header_too_large
 );
 
-async fn collected_limit(t: Transport) {
+/// A pair whose runtimes collect bodies of at most 1000 bytes.
+async fn collecting_1000(t: Transport) -> (weida::Runtime, weida::Listener, weida::Runtime) {
     let limits = Limits {
         max_collected_body: 1000,
         ..Limits::default()
     };
-    let (_s, listener, client) = common::pair_with(t, limits).await;
+    common::pair_with(t, limits).await
+}
+
+async fn collected_limit(t: Transport) {
+    let (_s, listener, client) = collecting_1000(t).await;
     let puller = listener.puller("/jobs").unwrap();
     let pusher = client.pusher();
     pusher.connect(&puller.address().to_string()).await.unwrap();
@@ -208,11 +213,7 @@ fn is_limit(e: &Error, limit: weida::Limit) -> bool {
 }
 
 async fn reply_above_collected(t: Transport) {
-    let limits = Limits {
-        max_collected_body: 1000,
-        ..Limits::default()
-    };
-    let (_s, listener, client) = common::pair_with(t, limits).await;
+    let (_s, listener, client) = collecting_1000(t).await;
     let replier = listener.replier("/rpc").unwrap();
     let req = client.requester();
     req.connect(&replier.address().to_string()).await.unwrap();
@@ -250,11 +251,7 @@ on_every_transport!(
 );
 
 async fn request_above_collected(t: Transport) {
-    let limits = Limits {
-        max_collected_body: 1000,
-        ..Limits::default()
-    };
-    let (_s, listener, client) = common::pair_with(t, limits).await;
+    let (_s, listener, client) = collecting_1000(t).await;
     let replier = listener.replier("/rpc").unwrap();
     let req = client.requester();
     req.connect(&replier.address().to_string()).await.unwrap();
