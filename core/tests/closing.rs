@@ -201,6 +201,15 @@ async fn listener_close_seen_by_both_sides(t: Transport) {
         "{e:?}"
     );
     requests_read(&mut open.exchanges, LossCause::LocallyClosed).await;
+    // ... and so does a reply to either: the connection is gone, whatever the requester did
+    // with its half as it went.
+    for ex in open.exchanges {
+        let e = ex.reply("late").await.unwrap_err();
+        assert!(
+            matches!(e, Error::ConnectionLost(LossCause::LocallyClosed)),
+            "{e:?}"
+        );
+    }
     drop(open.part_request);
 }
 on_every_transport!(

@@ -268,7 +268,11 @@ impl Reader {
         if st.fin && st.queue.is_empty() {
             return;
         }
-        st.stop.get_or_insert(code);
+        // On a dead connection a stop carries nothing: the writer learns the loss, as it would
+        // over QUIC, where a connection's end ends every stream on it.
+        if lost(&self.shared.reader_life).is_none() {
+            st.stop.get_or_insert(code);
+        }
         st.queue.clear();
         st.queued = 0;
         drop(st);
