@@ -2270,7 +2270,8 @@ impl Runtime {
                 (bound, Some(ep))
             }
             Target::Inproc(name) => {
-                let mut bound = inproc::bind(name, &limits)?;
+                let lives = [life.clone(), self.shared.life.clone()];
+                let mut bound = inproc::bind(name, &limits, lives)?;
                 let (life2, d) = (life.clone(), dispatch.clone());
                 tokio::spawn(async move {
                     loop {
@@ -2291,7 +2292,8 @@ impl Runtime {
                 (addr.clone(), None)
             }
             Target::Unix(t) => {
-                let bound = unix::bind(t, &limits)?;
+                let lives = [life.clone(), self.shared.life.clone()];
+                let bound = unix::bind(t, &limits, lives)?;
                 let (life2, d) = (life.clone(), dispatch.clone());
                 tokio::spawn(async move {
                     loop {

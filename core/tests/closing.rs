@@ -281,3 +281,36 @@ on_every_transport!(
     a_dropped_listener_handle_keeps_its_endpoints_bound,
     dropped_handle
 );
+
+/// A closed listener's in-process name or AF_UNIX path is free at once, as is every address
+/// of a runtime that shut down: binding it again right away works, and a stale binding's
+/// socket file is not removed from under the new one. (Over QUIC the UDP port is released with
+/// the endpoint, once its connections have closed: not at once.)
+#[tokio::test]
+async fn a_closed_listeners_local_address_is_free_at_once() {
+    for t in [Transport::Inproc, Transport::Unix] {
+        for close_listener in [true, false] {
+            let address = common::bind_address(t);
+            let first = Runtime::new(common::config(weida::Limits::default())).unwrap();
+            let listener = first.bind(&address).await.unwrap();
+            let _puller = listener.puller("/jobs").unwrap();
+            if close_listener {
+                listener.close();
+            } else {
+                first.shutdown();
+            }
+            // No await in between: the accept task has not run since.
+            let second = Runtime::new(common::config(weida::Limits::default())).unwrap();
+            let again = second.bind(&address).await.unwrap();
+            let puller = again.puller("/jobs").unwrap();
+            // The first binding's end (its task, then its handles) leaves the second alone.
+            drop((listener, first));
+            tokio::task::yield_now().await;
+            let client = Runtime::new(common::config(weida::Limits::default())).unwrap();
+            let pusher = client.pusher();
+            pusher.connect(&puller.address().to_string()).await.unwrap();
+            pusher.send("here").await.unwrap();
+            assert_eq!(&puller.recv().await.unwrap().body[..], b"here", "{t:?}");
+        }
+    }
+}

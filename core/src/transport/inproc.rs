@@ -15,6 +15,15 @@ struct Registration {
     id: u64,
     tx: mpsc::UnboundedSender<Conn>,
     limits: Limits,
+    /// The listener's life and its runtime's: the name is free the moment either ends, not
+    /// when the accept task next runs and drops the `Bound`.
+    lives: [Arc<Life>; 2],
+}
+
+impl Registration {
+    fn live(&self) -> bool {
+        !self.tx.is_closed() && self.lives.iter().all(|l| l.cause().is_none())
+    }
 }
 
 static REGISTRY: LazyLock<Mutex<HashMap<String, Registration>>> =
@@ -27,10 +36,11 @@ pub(crate) struct Bound {
     rx: mpsc::UnboundedReceiver<Conn>,
 }
 
-/// Binds `name` in this process.
-pub(crate) fn bind(name: &str, limits: &Limits) -> Result<Bound, Error> {
+/// Binds `name` in this process, for as long as both `lives` (the listener's and its
+/// runtime's) last.
+pub(crate) fn bind(name: &str, limits: &Limits, lives: [Arc<Life>; 2]) -> Result<Bound, Error> {
     let mut reg = REGISTRY.lock().unwrap();
-    if reg.get(name).is_some_and(|r| !r.tx.is_closed()) {
+    if reg.get(name).is_some_and(Registration::live) {
         return Err(Error::Io(std::io::Error::new(
             std::io::ErrorKind::AddrInUse,
             format!("in-process name {name:?} is already bound"),
@@ -45,6 +55,7 @@ pub(crate) fn bind(name: &str, limits: &Limits) -> Result<Bound, Error> {
             id,
             tx,
             limits: limits.clone(),
+            lives,
         },
     );
     Ok(Bound {
@@ -97,7 +108,7 @@ pub(crate) struct Conn {
 /// Dials `name`: the listener's limits grant our budgets, ours grant its.
 pub(crate) fn connect(name: &str, limits: &Limits) -> Result<Conn, Error> {
     let reg = REGISTRY.lock().unwrap();
-    let r = reg.get(name).filter(|r| !r.tx.is_closed()).ok_or_else(|| {
+    let r = reg.get(name).filter(|r| r.live()).ok_or_else(|| {
         Error::Io(std::io::Error::new(
             std::io::ErrorKind::ConnectionRefused,
             format!("nothing is bound at in-process name {name:?}"),

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
@@ -548,17 +548,58 @@ impl Conn {
     }
 }
 
-/// A bound local socket. Dropping it removes the socket file.
+/// A bound local socket. Dropping it removes the socket file, unless a later bind in this
+/// process has taken the path since.
 pub(crate) struct Bound {
     listener: UnixListener,
     path: Option<PathBuf>,
     window: usize,
+    id: u64,
 }
 
-/// Binds `target`. A stale socket file nobody listens on is replaced; a live one is refused.
-pub(crate) fn bind(target: &UnixTarget, limits: &Limits) -> Result<Bound, Error> {
+/// A socket path bound in this process: the bind's id, the lives it lasts for (the
+/// listener's and its runtime's) and the socket file's inode.
+struct PathBinding {
+    id: u64,
+    lives: [Arc<Life>; 2],
+    inode: u64,
+}
+
+/// The socket paths bound in this process. A path whose listener or runtime has ended is free
+/// at once, before its accept task next runs and closes the socket.
+static PATHS: std::sync::LazyLock<Mutex<std::collections::HashMap<PathBuf, PathBinding>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+fn inode(p: &PathBuf) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).ok().map(|m| m.ino())
+}
+
+/// Whether the socket file at `p` is one a listener or runtime of this process bound and has
+/// ended since (the same file: another process may have replaced it).
+fn ended_here(p: &PathBuf) -> bool {
+    PATHS
+        .lock()
+        .unwrap()
+        .get(p)
+        .is_some_and(|b| b.lives.iter().any(|l| l.cause().is_some()) && inode(p) == Some(b.inode))
+}
+
+/// Binds `target`, for as long as both `lives` (the listener's and its runtime's) last. A
+/// stale socket file nobody listens on is replaced, and so is one whose listener in this process
+/// has ended; a live one is refused.
+pub(crate) fn bind(
+    target: &UnixTarget,
+    limits: &Limits,
+    lives: [Arc<Life>; 2],
+) -> Result<Bound, Error> {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let (listener, path) = match target {
         UnixTarget::Path(p) => {
+            if p.exists() && ended_here(p) {
+                std::fs::remove_file(p)?;
+            }
             if p.exists() {
                 use std::os::unix::fs::FileTypeExt;
                 let is_socket = std::fs::symlink_metadata(p)?.file_type().is_socket();
@@ -579,7 +620,12 @@ pub(crate) fn bind(target: &UnixTarget, limits: &Limits) -> Result<Bound, Error>
                 }
                 std::fs::remove_file(p)?;
             }
-            (UnixListener::bind(p)?, Some(p.clone()))
+            let listener = UnixListener::bind(p)?;
+            if let Some(inode) = inode(p) {
+                let binding = PathBinding { id, lives, inode };
+                PATHS.lock().unwrap().insert(p.clone(), binding);
+            }
+            (listener, Some(p.clone()))
         }
         UnixTarget::Abstract(name) => {
             use std::os::linux::net::SocketAddrExt;
@@ -593,6 +639,7 @@ pub(crate) fn bind(target: &UnixTarget, limits: &Limits) -> Result<Bound, Error>
         listener,
         path,
         window: limits.stream_receive_window as usize,
+        id,
     })
 }
 
@@ -614,6 +661,12 @@ impl Bound {
 impl Drop for Bound {
     fn drop(&mut self) {
         if let Some(p) = &self.path {
+            let mut paths = PATHS.lock().unwrap();
+            // A later bind in this process took the path: the file is its socket now.
+            if paths.get(p).is_some_and(|b| b.id != self.id) {
+                return;
+            }
+            paths.remove(p);
             let _ = std::fs::remove_file(p);
         }
     }

@@ -97,6 +97,7 @@ macro_rules! on_every_transport {
 pub struct Relay {
     pub addr: std::net::SocketAddr,
     frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    server: std::sync::Arc<std::sync::Mutex<std::net::SocketAddr>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -106,10 +107,11 @@ impl Relay {
         use std::sync::Arc;
         let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        back.connect(server).await.unwrap();
         let addr = front.local_addr().unwrap();
         let frozen = Arc::new(AtomicBool::new(false));
         let f = frozen.clone();
+        let server = Arc::new(std::sync::Mutex::new(server));
+        let to = server.clone();
         let task = tokio::spawn(async move {
             let mut client = None;
             let mut a = vec![0u8; 65536];
@@ -120,19 +122,32 @@ impl Relay {
                         let Ok((n, from)) = r else { break };
                         client = Some(from);
                         if !f.load(Ordering::Relaxed) {
-                            let _ = back.send(&a[..n]).await;
+                            let target = *to.lock().unwrap();
+                            let _ = back.send_to(&a[..n], target).await;
                         }
                     }
-                    r = back.recv(&mut b) => {
-                        let Ok(n) = r else { break };
-                        if let (Some(c), false) = (client, f.load(Ordering::Relaxed)) {
+                    r = back.recv_from(&mut b) => {
+                        let Ok((n, from)) = r else { break };
+                        let current = from == *to.lock().unwrap();
+                        if let (Some(c), false, true) = (client, f.load(Ordering::Relaxed), current) {
                             let _ = front.send_to(&b[..n], c).await;
                         }
                     }
                 }
             }
         });
-        Relay { addr, frozen, task }
+        Relay {
+            addr,
+            frozen,
+            server,
+            task,
+        }
+    }
+
+    /// Forwards to `server` from now on (what the old one sends is dropped): the same address
+    /// for the client, another server behind it.
+    pub fn retarget(&self, server: std::net::SocketAddr) {
+        *self.server.lock().unwrap() = server;
     }
 
     pub fn freeze(&self) {
