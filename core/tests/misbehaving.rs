@@ -1,7 +1,9 @@
-//! Peers that break the protocol (FAILURE_MODEL §3.2, §3.5; PROTOCOL §3.2, §6, §7): a fake QUIC
-//! listener built on quinn and rustls, presenting a key weida pins, that answers a weida
-//! dialler's handshake or request with bytes no weida runtime would send, or does not answer
-//! at all. Each test checks what the weida side reports, and what it tells the fake.
+//! Peers that break the protocol (FAILURE_MODEL §3.2, §3.5; PROTOCOL §2.4, §3.2, §4, §6, §7,
+//! §9.1), built on quinn and rustls: a fake QUIC listener, presenting a key weida pins, that
+//! answers a weida dialler's handshake or request with bytes no weida runtime would send, or
+//! does not answer at all; and a fake dialler that offers a weida listener another ALPN id, a
+//! broken handshake, or streams a v0 runtime never opens. Each test checks what the weida side
+//! reports, and what it tells the fake.
 
 mod common;
 
@@ -91,14 +93,14 @@ impl Fake {
     }
 }
 
-/// The application code and reason the dialler closed `conn` with.
+/// The application code and reason the weida side closed `conn` with.
 async fn closed_with(conn: &quinn::Connection) -> (u32, String) {
-    match guarded("the dialler's close", conn.closed()).await {
+    match guarded("the weida side's close", conn.closed()).await {
         quinn::ConnectionError::ApplicationClosed(a) => (
             a.error_code.into_inner() as u32,
             String::from_utf8_lossy(&a.reason).into_owned(),
         ),
-        other => panic!("the dialler did not close with an application code: {other:?}"),
+        other => panic!("not closed with an application code: {other:?}"),
     }
 }
 
@@ -319,4 +321,237 @@ async fn an_error_with_an_unknown_code_is_rejected_with_its_message() {
         Err(Error::Rejected(message)) => assert_eq!(message, "odd"),
         other => panic!("{other:?}"),
     }
+}
+
+/// Accepts any server key: the fake dialler is not testing trust.
+#[derive(Debug)]
+struct AnyKey(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyKey {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A QUIC connection to `listener` from a dialler that offers `alpn` and presents no key.
+async fn dial(
+    listener: &weida::Listener,
+    alpn: &[u8],
+) -> Result<quinn::Connection, quinn::ConnectionError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let addr = common::socket_addr(listener);
+    guarded(
+        "the QUIC handshake",
+        endpoint.connect(addr, "weida").unwrap(),
+    )
+    .await
+}
+
+/// A weida listener, with a replier at `/rpc`.
+async fn listener() -> (Runtime, weida::Listener, weida::Replier) {
+    let rt = runtime();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    (rt, listener, replier)
+}
+
+#[tokio::test]
+async fn a_listener_refuses_another_alpn_id() {
+    let (_rt, listener, _replier) = listener().await;
+    match dial(&listener, b"weida/1").await {
+        Err(quinn::ConnectionError::ConnectionClosed(c)) => {
+            // no_application_protocol (alert 120), as a QUIC crypto error.
+            assert_eq!(u64::from(c.error_code), 0x178, "{c:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    dial(&listener, b"weida/0").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_listener_closes_a_connection_whose_handshake_breaks_the_protocol() {
+    let (_rt, listener, _replier) = listener().await;
+    // Each first stream, and how the listener closes the connection (PROTOCOL §3.2 steps 2-4).
+    let cases: [(&[u8], bool, u32, &str); 4] = [
+        // A first stream whose type byte is not 00.
+        (
+            &[0x01],
+            false,
+            PROTOCOL_ERROR,
+            "the first stream is not the control stream",
+        ),
+        // A GOAWAY where the HELLO belongs.
+        (
+            &[0x00, 0x04, 0x01, 0x00],
+            false,
+            PROTOCOL_ERROR,
+            "expected HELLO",
+        ),
+        // A FIN inside the HELLO.
+        (
+            &[0x00, 0x01, 0x07, 0x00],
+            true,
+            PROTOCOL_ERROR,
+            "expected HELLO",
+        ),
+        // A HELLO of version 1.
+        (
+            &[0x00, 0x01, 0x07, 0x01, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00],
+            false,
+            NEGOTIATION_FAILED,
+            "unsupported HELLO version 1",
+        ),
+    ];
+    for (first, finish, code, reason) in cases {
+        let conn = dial(&listener, b"weida/0").await.unwrap();
+        let (mut send, _recv) = conn.open_bi().await.unwrap();
+        send.write_all(first).await.unwrap();
+        if finish {
+            send.finish().unwrap();
+        }
+        let (c, r) = closed_with(&conn).await;
+        assert_eq!((c, r.as_str()), (code, reason), "{first:02x?}");
+    }
+}
+
+/// A connection to `listener` whose handshake completed: our HELLO sent (no FEATURES), the
+/// listener's read. The control stream is returned to be held open.
+async fn handshaken(
+    listener: &weida::Listener,
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+    let conn = dial(listener, b"weida/0").await.unwrap();
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    let mut hello = vec![0x00];
+    hello.extend_from_slice(HELLO);
+    send.write_all(&hello).await.unwrap();
+    let mut buf = Vec::new();
+    loop {
+        if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
+            assert!(
+                matches!(frame, weida::wire::ControlFrame::Hello(_)),
+                "{frame:?}"
+            );
+            return (conn, send, recv);
+        }
+        let chunk = guarded("the listener's HELLO", recv.read_chunk(1 << 16, true)).await;
+        buf.extend_from_slice(&chunk.unwrap().expect("the listener's HELLO").bytes);
+    }
+}
+
+/// Opens a bidirectional stream carrying `bytes`, unfinished; returns the code the listener
+/// stopped it with and the code and message of the ERROR on its reply half.
+async fn refused_bi(conn: &quinn::Connection, bytes: &[u8]) -> (Option<u32>, (u32, String)) {
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    let stopped = guarded("the STOP", send.stopped()).await.unwrap();
+    let reply = guarded("the ERROR", recv.read_to_end(4096)).await.unwrap();
+    assert_eq!(reply.first(), Some(&0x01), "an ERROR: {reply:02x?}");
+    let (code, message) = weida::wire::reply::decode_error(&reply[1..]).unwrap();
+    (
+        stopped.map(|c| c.into_inner() as u32),
+        (code.to_u64() as u32, message),
+    )
+}
+
+/// Opens a unidirectional stream carrying `bytes`, unfinished; returns the code the listener
+/// stopped it with.
+async fn refused_uni(conn: &quinn::Connection, bytes: &[u8]) -> Option<u32> {
+    let mut send = conn.open_uni().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    let stopped = guarded("the STOP", send.stopped()).await.unwrap();
+    stopped.map(|c| c.into_inner() as u32)
+}
+
+#[tokio::test]
+async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connection_goes_on() {
+    let (_rt, listener, _replier) = listener().await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    // Stream types (PROTOCOL §4): an unassigned type is refused with UNSUPPORTED, and a
+    // second control stream with PROTOCOL_ERROR, with an ERROR on a bidirectional stream.
+    let cases = [
+        (0x09, UNSUPPORTED, "unsupported stream type"),
+        (0x00, PROTOCOL_ERROR, "a second control stream"),
+    ];
+    for (ty, code, message) in cases {
+        let (stopped, error) = refused_bi(&conn, &[ty]).await;
+        assert_eq!(stopped, Some(code), "bidirectional {ty:02x}");
+        assert_eq!(error, (code, message.to_string()), "bidirectional {ty:02x}");
+    }
+    // A control stream, an unassigned type and an exchange on a unidirectional stream.
+    assert_eq!(refused_uni(&conn, &[0x00]).await, Some(PROTOCOL_ERROR));
+    assert_eq!(refused_uni(&conn, &[0x09]).await, Some(UNSUPPORTED));
+    assert_eq!(refused_uni(&conn, &[0x02]).await, Some(PROTOCOL_ERROR));
+    // A transfer on a bidirectional stream (PROTOCOL §9.1 step 2).
+    let (stopped, (code, _)) = refused_bi(&conn, &[0x01]).await;
+    assert_eq!((stopped, code), (Some(PROTOCOL_ERROR), PROTOCOL_ERROR));
+    // Exchanges whose header is refused (PROTOCOL §9.1 steps 3 to 5).
+    let headers: [(&[u8], u32); 4] = [
+        // A header length of 20 000, above the default bound of 16 384.
+        (&[0x02, 0x80, 0x00, 0x4e, 0x20], LIMIT_EXCEEDED),
+        // Header version 1.
+        (&[0x02, 0x01, 0x01], UNSUPPORTED),
+        // Version 0, then a key with no length.
+        (&[0x02, 0x02, 0x00, 0x01], PROTOCOL_ERROR),
+        // No PATH.
+        (&[0x02, 0x01, 0x00], PROTOCOL_ERROR),
+    ];
+    for (bytes, want) in headers {
+        let (stopped, (code, message)) = refused_bi(&conn, bytes).await;
+        assert_eq!(
+            (stopped, code),
+            (Some(want), want),
+            "{bytes:02x?}: {message}"
+        );
+    }
+    // A refusal refuses the stream, never the connection.
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
 }
