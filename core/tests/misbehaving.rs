@@ -1,9 +1,9 @@
-//! Peers that break the protocol (FAILURE_MODEL §3.2, §3.5; PROTOCOL §2.4, §3.2, §4, §6, §7,
-//! §9.1), built on quinn and rustls: a fake QUIC listener, presenting a key weida pins, that
-//! answers a weida dialler's handshake or request with bytes no weida runtime would send, or
-//! does not answer at all; and a fake dialler that offers a weida listener another ALPN id, a
-//! broken handshake, or streams a v0 runtime never opens. Each test checks what the weida side
-//! reports, and what it tells the fake.
+//! Peers that break the protocol (FAILURE_MODEL §3.2, §3.5, §3.8; PROTOCOL §2.4, §3.2, §4, §6,
+//! §7, §9.1), built on quinn and rustls. A fake QUIC listener, presenting a key weida pins,
+//! answers a weida dialler's handshake, request or SUBSCRIBE with bytes no weida runtime would
+//! send, or not at all; a fake dialler offers a weida listener another ALPN id, a broken
+//! handshake, or streams a v0 runtime never opens. Each test checks what the weida side reports,
+//! and what it tells the fake.
 
 mod common;
 
@@ -554,4 +554,40 @@ async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connect
     }
     // A refusal refuses the stream, never the connection.
     assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+}
+
+#[tokio::test]
+async fn a_subscribe_whose_connection_ends_before_the_answer_is_connection_lost() {
+    let fake = Fake::start();
+    let rt = runtime();
+    let subscriber = rt.subscriber();
+    let fake_side = async {
+        let (conn, _send, mut recv) = fake.accept_hello().await;
+        // The SUBSCRIBE arrives, and the publisher goes away instead of answering.
+        let mut buf = Vec::new();
+        let frame = loop {
+            if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
+                break frame;
+            }
+            let chunk = recv.read_chunk(1 << 16, true).await.unwrap();
+            buf.extend_from_slice(&chunk.expect("a SUBSCRIBE").bytes);
+        };
+        match frame {
+            weida::wire::ControlFrame::Subscribe(s) => assert_eq!(s.filter, "prices.#"),
+            other => panic!("{other:?}"),
+        }
+        conn.close(GOING_AWAY.into(), b"bye");
+    };
+    let subscriber_side = async {
+        subscriber.connect(&fake.address).await.unwrap();
+        subscriber.subscribe("prices.#").await
+    };
+    let (r, ()) = guarded("the subscribe", async {
+        tokio::join!(subscriber_side, fake_side)
+    })
+    .await;
+    assert!(
+        matches!(r, Err(Error::ConnectionLost(LossCause::PeerClosed))),
+        "{r:?}"
+    );
 }
