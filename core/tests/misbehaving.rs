@@ -1,9 +1,9 @@
-//! Peers that break the protocol (FAILURE_MODEL §3.2, §3.5, §3.8; PROTOCOL §2.4, §3.2, §4, §6,
-//! §7, §9.1), built on quinn and rustls. A fake QUIC listener, presenting a key weida pins,
-//! answers a weida dialler's handshake, request or SUBSCRIBE with bytes no weida runtime would
-//! send, or not at all; a fake dialler offers a weida listener another ALPN id, a broken
-//! handshake, or streams a v0 runtime never opens. Each test checks what the weida side reports,
-//! and what it tells the fake.
+//! Peers that break the protocol, or invite weida to (FAILURE_MODEL §3.2, §3.5, §3.8; PROTOCOL
+//! §2.4, §3.2, §4, §6, §7, §9.1), built on quinn and rustls. A fake QUIC listener, presenting a
+//! key weida pins, answers a weida dialler's handshake, request or SUBSCRIBE with bytes no weida
+//! runtime would send, or not at all, or issues session tickets; a fake dialler offers a weida
+//! listener another ALPN id, a broken handshake, streams a v0 runtime never opens, or a store
+//! for tickets. Each test checks what the weida side reports, and what it tells the fake.
 
 mod common;
 
@@ -44,6 +44,12 @@ struct Fake {
 
 impl Fake {
     fn start() -> Fake {
+        Fake::storing_sessions(None)
+    }
+
+    /// With `sessions`, the fake issues TLS session tickets (rustls's default of two per
+    /// handshake) and keeps them there; without, the default store.
+    fn storing_sessions(sessions: Option<Arc<CountingServerStore>>) -> Fake {
         let key = rcgen::generate_simple_self_signed(vec!["weida".to_string()]).unwrap();
         let cert = key.cert.der().clone();
         let private = rustls::pki_types::PrivatePkcs8KeyDer::from(key.key_pair.serialize_der());
@@ -55,6 +61,9 @@ impl Fake {
             .with_single_cert(vec![cert.clone()], private.into())
             .unwrap();
         tls.alpn_protocols = vec![b"weida/0".to_vec()];
+        if let Some(sessions) = sessions {
+            tls.session_storage = sessions;
+        }
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
         let server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let endpoint = quinn::Endpoint::server(server, "127.0.0.1:0".parse().unwrap()).unwrap();
@@ -590,4 +599,161 @@ async fn a_subscribe_whose_connection_ends_before_the_answer_is_connection_lost(
         matches!(r, Err(Error::ConnectionLost(LossCause::PeerClosed))),
         "{r:?}"
     );
+}
+
+/// A client session store that counts the TLS 1.3 tickets it is given.
+#[derive(Debug)]
+struct CountingClientStore {
+    inner: rustls::client::ClientSessionMemoryCache,
+    tickets: std::sync::atomic::AtomicUsize,
+}
+
+impl rustls::client::ClientSessionStore for CountingClientStore {
+    fn set_kx_hint(&self, name: rustls::pki_types::ServerName<'static>, group: rustls::NamedGroup) {
+        self.inner.set_kx_hint(name, group)
+    }
+
+    fn kx_hint(&self, name: &rustls::pki_types::ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.inner.kx_hint(name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        name: rustls::pki_types::ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.inner.set_tls12_session(name, value)
+    }
+
+    fn tls12_session(
+        &self,
+        name: &rustls::pki_types::ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.inner.tls12_session(name)
+    }
+
+    fn remove_tls12_session(&self, name: &rustls::pki_types::ServerName<'static>) {
+        self.inner.remove_tls12_session(name)
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        name: rustls::pki_types::ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.tickets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.insert_tls13_ticket(name, value)
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        name: &rustls::pki_types::ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        self.inner.take_tls13_ticket(name)
+    }
+}
+
+#[tokio::test]
+async fn a_listener_issues_no_session_ticket() {
+    let (_rt, listener, _replier) = listener().await;
+    let store = Arc::new(CountingClientStore {
+        inner: rustls::client::ClientSessionMemoryCache::new(16),
+        tickets: Default::default(),
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"weida/0".to_vec()];
+    tls.resumption = rustls::client::Resumption::store(store.clone());
+    tls.enable_early_data = true;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let addr = common::socket_addr(&listener);
+    for _ in 0..2 {
+        let connecting = endpoint.connect(addr, "weida").unwrap();
+        // No ticket, so no early data to offer.
+        let connecting = match connecting.into_0rtt() {
+            Ok(_) => panic!("a 0-RTT connection was possible"),
+            Err(c) => c,
+        };
+        let conn = guarded("the QUIC handshake", connecting).await.unwrap();
+        // A whole HELLO exchange: what the listener sent after its handshake has arrived.
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        let mut hello = vec![0x00];
+        hello.extend_from_slice(HELLO);
+        send.write_all(&hello).await.unwrap();
+        let mut buf = Vec::new();
+        while weida::wire::ControlFrame::decode(&buf).unwrap().is_none() {
+            let chunk = guarded("the listener's HELLO", recv.read_chunk(1 << 16, true)).await;
+            buf.extend_from_slice(&chunk.unwrap().expect("the listener's HELLO").bytes);
+        }
+    }
+    assert_eq!(
+        store.tickets.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "tickets issued"
+    );
+}
+
+/// A server session store that counts the sessions stored (tickets issued) and looked up (a
+/// client offering one to resume).
+#[derive(Debug)]
+struct CountingServerStore {
+    inner: Arc<rustls::server::ServerSessionMemoryCache>,
+    stored: std::sync::atomic::AtomicUsize,
+    looked_up: std::sync::atomic::AtomicUsize,
+}
+
+impl rustls::server::StoresServerSessions for CountingServerStore {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.stored
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.put(key, value)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.looked_up
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get(key)
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.looked_up
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.take(key)
+    }
+
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_dialler_never_resumes_a_session() {
+    let sessions = Arc::new(CountingServerStore {
+        inner: rustls::server::ServerSessionMemoryCache::new(16),
+        stored: Default::default(),
+        looked_up: Default::default(),
+    });
+    let fake = Fake::storing_sessions(Some(sessions.clone()));
+    let rt = runtime();
+    // Two addresses on the one listener: two connections, each with its own handshake.
+    for path in ["/rpc", "/rpc2"] {
+        let address = fake.address.replace("/rpc", path);
+        let requester = rt.requester();
+        let (r, _conn) = guarded("connect", async {
+            tokio::join!(requester.connect(&address), fake.accept_hello())
+        })
+        .await;
+        r.unwrap();
+    }
+    use std::sync::atomic::Ordering::Relaxed;
+    assert!(sessions.stored.load(Relaxed) > 0, "the fake issued tickets");
+    assert_eq!(sessions.looked_up.load(Relaxed), 0, "a session was offered");
 }
