@@ -1,9 +1,10 @@
 //! Peers that break the protocol, or invite weida to (FAILURE_MODEL §3.2, §3.5, §3.8; PROTOCOL
-//! §2.4, §3.2, §4, §6, §7, §9.1), built on quinn and rustls. A fake QUIC listener, presenting a
-//! key weida pins, answers a weida dialler's handshake, request or SUBSCRIBE with bytes no weida
-//! runtime would send, or not at all, or issues session tickets; a fake dialler offers a weida
-//! listener another ALPN id, a broken handshake, streams a v0 runtime never opens, or a store
-//! for tickets. Each test checks what the weida side reports, and what it tells the fake.
+//! §2.4, §3.2, §4, §6, §7, §9.1, §10.3), built on quinn and rustls. A fake QUIC listener,
+//! presenting a key weida pins, answers a weida dialler's handshake, request or SUBSCRIBE with
+//! bytes no weida runtime would send, or not at all, or issues session tickets; a fake dialler
+//! offers a weida listener another ALPN id, a broken handshake, streams a v0 runtime never
+//! opens, or a store for tickets. Each test checks what the weida side reports, and what it
+//! tells the fake, or sends it unasked (tickets, keep-alives).
 
 mod common;
 
@@ -44,12 +45,15 @@ struct Fake {
 
 impl Fake {
     fn start() -> Fake {
-        Fake::storing_sessions(None)
+        Fake::build(None, quinn::TransportConfig::default())
     }
 
-    /// With `sessions`, the fake issues TLS session tickets (rustls's default of two per
-    /// handshake) and keeps them there; without, the default store.
-    fn storing_sessions(sessions: Option<Arc<CountingServerStore>>) -> Fake {
+    /// The fake issues TLS session tickets (rustls's default of two per handshake), and keeps
+    /// them in `sessions` if given. Its connections run with `transport`.
+    fn build(
+        sessions: Option<Arc<CountingServerStore>>,
+        transport: quinn::TransportConfig,
+    ) -> Fake {
         let key = rcgen::generate_simple_self_signed(vec!["weida".to_string()]).unwrap();
         let cert = key.cert.der().clone();
         let private = rustls::pki_types::PrivatePkcs8KeyDer::from(key.key_pair.serialize_der());
@@ -65,7 +69,8 @@ impl Fake {
             tls.session_storage = sessions;
         }
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
-        let server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        server.transport_config(Arc::new(transport));
         let endpoint = quinn::Endpoint::server(server, "127.0.0.1:0".parse().unwrap()).unwrap();
         let pin = weida::fingerprint_of_certificate(&cert).unwrap();
         let address = format!("weida://{pin}@{}/rpc", endpoint.local_addr().unwrap());
@@ -386,6 +391,15 @@ async fn dial(
     listener: &weida::Listener,
     alpn: &[u8],
 ) -> Result<quinn::Connection, quinn::ConnectionError> {
+    dial_with(listener, alpn, quinn::TransportConfig::default()).await
+}
+
+/// [`dial`] with the dialler's transport parameters.
+async fn dial_with(
+    listener: &weida::Listener,
+    alpn: &[u8],
+    transport: quinn::TransportConfig,
+) -> Result<quinn::Connection, quinn::ConnectionError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -396,7 +410,9 @@ async fn dial(
     tls.alpn_protocols = vec![alpn.to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
     let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(Arc::new(transport));
+    endpoint.set_default_client_config(client);
     let addr = common::socket_addr(listener);
     guarded(
         "the QUIC handshake",
@@ -477,7 +493,15 @@ async fn a_listener_closes_a_connection_whose_handshake_breaks_the_protocol() {
 async fn handshaken(
     listener: &weida::Listener,
 ) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
-    let conn = dial(listener, b"weida/0").await.unwrap();
+    handshaken_with(listener, quinn::TransportConfig::default()).await
+}
+
+/// [`handshaken`] with the dialler's transport parameters.
+async fn handshaken_with(
+    listener: &weida::Listener,
+    transport: quinn::TransportConfig,
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+    let conn = dial_with(listener, b"weida/0", transport).await.unwrap();
     let (mut send, mut recv) = conn.open_bi().await.unwrap();
     let mut hello = vec![0x00];
     hello.extend_from_slice(HELLO);
@@ -741,7 +765,7 @@ async fn a_dialler_never_resumes_a_session() {
         stored: Default::default(),
         looked_up: Default::default(),
     });
-    let fake = Fake::storing_sessions(Some(sessions.clone()));
+    let fake = Fake::build(Some(sessions.clone()), quinn::TransportConfig::default());
     let rt = runtime();
     // Two addresses on the one listener: two connections, each with its own handshake.
     for path in ["/rpc", "/rpc2"] {
@@ -756,4 +780,56 @@ async fn a_dialler_never_resumes_a_session() {
     use std::sync::atomic::Ordering::Relaxed;
     assert!(sessions.stored.load(Relaxed) > 0, "the fake issued tickets");
     assert_eq!(sessions.looked_up.load(Relaxed), 0, "a session was offered");
+}
+
+/// Keep-alives every 100 ms, and the default idle timeout of 30 s.
+fn keeping_alive() -> RuntimeConfig {
+    RuntimeConfig {
+        limits: Limits {
+            keep_alive: Some(Duration::from_millis(100)),
+            ..Limits::default()
+        },
+        ..common::config(Limits::default())
+    }
+}
+
+/// Transport parameters that send no keep-alive and give up after 1 s of silence.
+fn silent_after_a_second() -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_idle_timeout(Some(Duration::from_secs(1).try_into().unwrap()));
+    t.keep_alive_interval(None);
+    t
+}
+
+#[tokio::test]
+async fn only_the_dialler_sends_keep_alives() {
+    // A weida dialler keeps a connection to a quiet listener alive with PINGs.
+    let fake = Fake::build(None, silent_after_a_second());
+    let rt = Runtime::new(keeping_alive()).unwrap();
+    let requester = rt.requester();
+    let (r, (conn, _send, _recv)) = guarded("connect", async {
+        tokio::join!(requester.connect(&fake.address), fake.accept_hello())
+    })
+    .await;
+    r.unwrap();
+    guarded("three PINGs", async {
+        while conn.stats().frame_rx.ping < 3 {
+            if let Some(e) = conn.close_reason() {
+                panic!("the connection ended before three PINGs: {e:?}");
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+
+    // A weida listener sends none, whatever its own keep_alive says: a dialler that sends none
+    // either sees its connection idle out, with no PING received.
+    let rt = Runtime::new(keeping_alive()).unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let _replier = listener.replier("/rpc").unwrap();
+    let (conn, _send, _recv) = handshaken_with(&listener, silent_after_a_second()).await;
+    let e = guarded("the idle timeout", conn.closed()).await;
+    assert!(matches!(e, quinn::ConnectionError::TimedOut), "{e:?}");
+    assert_eq!(conn.stats().frame_rx.ping, 0);
 }
