@@ -347,6 +347,12 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();
     let e = rt.bind("weida+pipe://name").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported);
+    let e = rt
+        .requester()
+        .connect("weida+pipe://name/rpc")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported);
     let e = rt.bind("weida://127.0.0.1:0/path").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidAddress);
 }
