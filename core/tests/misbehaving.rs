@@ -1,10 +1,12 @@
-//! Peers that break the protocol, or invite weida to (FAILURE_MODEL §3.2, §3.5, §3.8; PROTOCOL
-//! §2.4, §3.2, §4, §6, §7, §9.1, §10.3), built on quinn and rustls. A fake QUIC listener,
-//! presenting a key weida pins, answers a weida dialler's handshake, request or SUBSCRIBE with
-//! bytes no weida runtime would send, or not at all, or issues session tickets; a fake dialler
-//! offers a weida listener another ALPN id, a broken handshake, streams a v0 runtime never
-//! opens, or a store for tickets. Each test checks what the weida side reports, and what it
-//! tells the fake, or sends it unasked (tickets, keep-alives).
+//! Peers that break the protocol, or invite weida to (FAILURE_MODEL §2, §3.2, §3.5, §3.8;
+//! PROTOCOL §2.4, §3.2, §4, §6, §7, §9.1, §10.3), built on quinn and rustls.
+//!
+//! A fake QUIC listener, presenting a key weida pins, answers a weida dialler's handshake,
+//! request or SUBSCRIBE with bytes no weida runtime would send, or not at all, or issues session
+//! tickets; a second one with the first's reset key resets its connection, as a restarted server
+//! would. A fake dialler offers a weida listener another ALPN id, a broken handshake, streams a
+//! v0 runtime never opens, or a store for tickets. Each test checks what the weida side
+//! reports, and what it tells the fake or sends it unasked (tickets, keep-alives).
 
 mod common;
 
@@ -45,7 +47,11 @@ struct Fake {
 
 impl Fake {
     fn start() -> Fake {
-        Fake::build(None, quinn::TransportConfig::default())
+        Fake::build(
+            None,
+            quinn::TransportConfig::default(),
+            quinn::EndpointConfig::default(),
+        )
     }
 
     /// The fake issues TLS session tickets (rustls's default of two per handshake), and keeps
@@ -53,6 +59,7 @@ impl Fake {
     fn build(
         sessions: Option<Arc<CountingServerStore>>,
         transport: quinn::TransportConfig,
+        endpoint: quinn::EndpointConfig,
     ) -> Fake {
         let key = rcgen::generate_simple_self_signed(vec!["weida".to_string()]).unwrap();
         let cert = key.cert.der().clone();
@@ -71,7 +78,9 @@ impl Fake {
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
         let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         server.transport_config(Arc::new(transport));
-        let endpoint = quinn::Endpoint::server(server, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let runtime = Arc::new(quinn::TokioRuntime);
+        let endpoint = quinn::Endpoint::new(endpoint, Some(server), socket, runtime).unwrap();
         let pin = weida::fingerprint_of_certificate(&cert).unwrap();
         let address = format!("weida://{pin}@{}/rpc", endpoint.local_addr().unwrap());
         Fake { endpoint, address }
@@ -765,7 +774,11 @@ async fn a_dialler_never_resumes_a_session() {
         stored: Default::default(),
         looked_up: Default::default(),
     });
-    let fake = Fake::build(Some(sessions.clone()), quinn::TransportConfig::default());
+    let fake = Fake::build(
+        Some(sessions.clone()),
+        quinn::TransportConfig::default(),
+        quinn::EndpointConfig::default(),
+    );
     let rt = runtime();
     // Two addresses on the one listener: two connections, each with its own handshake.
     for path in ["/rpc", "/rpc2"] {
@@ -804,7 +817,11 @@ fn silent_after_a_second() -> quinn::TransportConfig {
 #[tokio::test]
 async fn only_the_dialler_sends_keep_alives() {
     // A weida dialler keeps a connection to a quiet listener alive with PINGs.
-    let fake = Fake::build(None, silent_after_a_second());
+    let fake = Fake::build(
+        None,
+        silent_after_a_second(),
+        quinn::EndpointConfig::default(),
+    );
     let rt = Runtime::new(keeping_alive()).unwrap();
     let requester = rt.requester();
     let (r, (conn, _send, _recv)) = guarded("connect", async {
@@ -832,4 +849,132 @@ async fn only_the_dialler_sends_keep_alives() {
     let e = guarded("the idle timeout", conn.closed()).await;
     assert!(matches!(e, quinn::ConnectionError::TimedOut), "{e:?}");
     assert_eq!(conn.stats().frame_rx.ping, 0);
+}
+
+/// A stateless-reset key shared by two fake endpoints: either can reset the other's
+/// connections. A keyed SHA-256, enough for a test.
+struct SharedResetKey([u8; 32]);
+
+impl quinn::crypto::HmacKey for SharedResetKey {
+    fn sign(&self, data: &[u8], out: &mut [u8]) {
+        use sha2::Digest;
+        let digest = sha2::Sha256::new()
+            .chain_update(self.0)
+            .chain_update(data)
+            .finalize();
+        out.copy_from_slice(&digest[..out.len()]);
+    }
+
+    fn signature_len(&self) -> usize {
+        32
+    }
+
+    fn verify(&self, data: &[u8], signature: &[u8]) -> Result<(), quinn::crypto::CryptoError> {
+        let mut expected = [0u8; 32];
+        self.sign(data, &mut expected);
+        match expected[..] == *signature {
+            true => Ok(()),
+            false => Err(quinn::crypto::CryptoError),
+        }
+    }
+}
+
+/// Random 8-byte connection ids that any endpoint accepts as its own (quinn's default ids
+/// carry a keyed hash, and an endpoint drops a packet whose id another key made).
+struct PlainCids;
+
+impl quinn::ConnectionIdGenerator for PlainCids {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        let bytes: [u8; 8] = std::array::from_fn(|_| rand::random());
+        quinn::ConnectionId::new(&bytes)
+    }
+
+    fn cid_len(&self) -> usize {
+        8
+    }
+
+    fn cid_lifetime(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A UDP relay whose server side can be switched to another address.
+struct SwitchRelay {
+    addr: std::net::SocketAddr,
+    server: Arc<std::sync::Mutex<std::net::SocketAddr>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SwitchRelay {
+    async fn start(server: std::net::SocketAddr) -> SwitchRelay {
+        let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = front.local_addr().unwrap();
+        let server = Arc::new(std::sync::Mutex::new(server));
+        let to = server.clone();
+        let task = tokio::spawn(async move {
+            let mut client = None;
+            let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
+            loop {
+                tokio::select! {
+                    r = front.recv_from(&mut a) => {
+                        let Ok((n, from)) = r else { break };
+                        client = Some(from);
+                        let target = *to.lock().unwrap();
+                        let _ = back.send_to(&a[..n], target).await;
+                    }
+                    r = back.recv_from(&mut b) => {
+                        let Ok((n, _)) = r else { break };
+                        if let Some(c) = client {
+                            let _ = front.send_to(&b[..n], c).await;
+                        }
+                    }
+                }
+            }
+        });
+        SwitchRelay { addr, server, task }
+    }
+
+    fn switch_to(&self, server: std::net::SocketAddr) {
+        *self.server.lock().unwrap() = server;
+    }
+}
+
+impl Drop for SwitchRelay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_stateless_reset_is_connection_lost_with_cause_reset() {
+    // Two fake listeners that share a reset key, as one server that restarted would: the
+    // second knows nothing of the first's connections, and resets them.
+    let key: Arc<dyn quinn::crypto::HmacKey> = Arc::new(SharedResetKey([7; 32]));
+    let endpoint = || {
+        let mut c = quinn::EndpointConfig::new(key.clone());
+        c.cid_generator(|| Box::new(PlainCids));
+        c
+    };
+    let first = Fake::build(None, quinn::TransportConfig::default(), endpoint());
+    let second = Fake::build(None, quinn::TransportConfig::default(), endpoint());
+    let relay = SwitchRelay::start(first.endpoint.local_addr().unwrap()).await;
+    let at = first.endpoint.local_addr().unwrap().to_string();
+    let address = first.address.replace(&at, &relay.addr.to_string());
+    let rt = runtime();
+    let requester = rt.requester();
+    let (r, _first_side) = guarded("connect", async {
+        tokio::join!(requester.connect(&address), first.accept_hello())
+    })
+    .await;
+    r.unwrap();
+    relay.switch_to(second.endpoint.local_addr().unwrap());
+    // A request not finished: the loss is ConnectionLost, with the reset as its cause.
+    let (mut request, _reply) = requester.open(weida::Metadata::new()).await.unwrap();
+    request.write(vec![0u8; 1000]).await.unwrap();
+    let e = guarded("the reset", request.stopped()).await;
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::Reset)),
+        "{e:?}"
+    );
 }
