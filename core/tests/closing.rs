@@ -314,3 +314,35 @@ async fn a_closed_listeners_local_address_is_free_at_once() {
         }
     }
 }
+
+/// The peer's close, seen first, is what this side keeps reading after it closes too.
+async fn first_cause_kept(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let mut open = open_and_hold(&listener, &client).await;
+    listener.close();
+    let peer = |e: &Error| matches!(e, Error::ConnectionLost(LossCause::PeerClosed));
+    let e = open.transfer.stopped().await;
+    assert!(peer(&e), "before: {e:?}");
+    // A write, though, finds the socket closed without a STOP over AF_UNIX: Canceled there
+    // (FAILURE_MODEL §3.4).
+    let e = open.transfer.write("more").await.unwrap_err();
+    match t {
+        Transport::Unix => assert!(matches!(e, Error::Canceled), "write: {e:?}"),
+        _ => assert!(peer(&e), "write: {e:?}"),
+    }
+    client.shutdown();
+    let e = open.transfer.stopped().await;
+    assert!(peer(&e), "after: {e:?}");
+    let e = open.part_reply.body().await.unwrap_err();
+    assert!(peer(&e), "after: {e:?}");
+    let e = open.whole_reply.body().await.unwrap_err();
+    assert!(
+        matches!(e, Error::Indeterminate(LossCause::PeerClosed)),
+        "after: {e:?}"
+    );
+    drop(open.part_request);
+}
+on_every_transport!(
+    a_loss_keeps_the_first_cause_when_this_side_closes_afterwards,
+    first_cause_kept
+);

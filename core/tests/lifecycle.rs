@@ -145,6 +145,32 @@ async fn budget(t: Transport) {
 }
 on_every_transport!(the_stream_budget_is_backpressure_not_an_error, budget);
 
+async fn control_slot(t: Transport) {
+    let limits = Limits {
+        max_concurrent_bidi_streams: 1,
+        max_local_streams: 1,
+        ..Limits::default()
+    };
+    let server = Runtime::new(common::config(limits.clone())).unwrap();
+    let listener = server.bind(&common::bind_address(t)).await.unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    let client = Runtime::new(RuntimeConfig {
+        // Bounds the wait of the open that finds no slot; an open that has one does not wait.
+        send_timeout: Some(Duration::from_secs(3)),
+        ..common::config(limits)
+    })
+    .unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    // The control stream is open and holds no exchange slot: the one exchange opens.
+    let (mut held, _reply) = req.open(Metadata::new()).await.unwrap();
+    held.write("held").await.unwrap();
+    // And there is exactly one.
+    let e = req.open(Metadata::new()).await.map(drop).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e:?}");
+}
+on_every_transport!(the_control_stream_holds_no_exchange_slot, control_slot);
+
 async fn indeterminate(t: Transport) {
     let (server, listener, client) = pair(t).await;
     let replier = listener.replier("/charge").unwrap();
@@ -320,6 +346,12 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
     );
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();
     let e = rt.bind("weida+pipe://name").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported);
+    let e = rt
+        .requester()
+        .connect("weida+pipe://name/rpc")
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported);
     let e = rt.bind("weida://127.0.0.1:0/path").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidAddress);

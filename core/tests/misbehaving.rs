@@ -1,0 +1,980 @@
+//! Peers that break the protocol, or invite weida to (FAILURE_MODEL §2, §3.2, §3.5, §3.8;
+//! PROTOCOL §2.4, §3.2, §4, §6, §7, §9.1, §10.3), built on quinn and rustls.
+//!
+//! A fake QUIC listener, presenting a key weida pins, answers a weida dialler's handshake,
+//! request or SUBSCRIBE with bytes no weida runtime would send, or not at all, or issues session
+//! tickets; a second one with the first's reset key resets its connection, as a restarted server
+//! would. A fake dialler offers a weida listener another ALPN id, a broken handshake, streams a
+//! v0 runtime never opens, or a store for tickets. Each test checks what the weida side
+//! reports, and what it tells the fake or sends it unasked (tickets, keep-alives).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use weida::{Error, Limit, Limits, LossCause, Runtime, RuntimeConfig};
+
+/// Application close codes of PROTOCOL §7.
+const NO_ERROR: u32 = 0x00;
+const UNSUPPORTED: u32 = 0x03;
+const LIMIT_EXCEEDED: u32 = 0x05;
+const PROTOCOL_ERROR: u32 = 0x06;
+const NEGOTIATION_FAILED: u32 = 0x07;
+const GOING_AWAY: u32 = 0x09;
+
+/// The HELLO a v0 listener with the default header bound and core sets answers with
+/// (PROTOCOL §3.1.1): no FEATURES, so the dialler opens no lane.
+const HELLO: &[u8] = &[0x01, 0x07, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00];
+
+/// A hang guard: every operation here ends in well under a second on a healthy machine.
+const GUARD: Duration = Duration::from_secs(30);
+
+async fn guarded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {GUARD:?}"))
+}
+
+/// A QUIC listener that speaks TLS and ALPN `weida/0` as PROTOCOL §2.4 asks, and nothing of
+/// weida above it: each test scripts its side of the control and data streams by hand.
+struct Fake {
+    endpoint: quinn::Endpoint,
+    /// `weida://<its pin>@<its socket>/rpc`.
+    address: String,
+}
+
+impl Fake {
+    fn start() -> Fake {
+        Fake::build(
+            None,
+            quinn::TransportConfig::default(),
+            quinn::EndpointConfig::default(),
+        )
+    }
+
+    /// The fake issues TLS session tickets (rustls's default of two per handshake), and keeps
+    /// them in `sessions` if given. Its connections run with `transport`.
+    fn build(
+        sessions: Option<Arc<CountingServerStore>>,
+        transport: quinn::TransportConfig,
+        endpoint: quinn::EndpointConfig,
+    ) -> Fake {
+        let key = rcgen::generate_simple_self_signed(vec!["weida".to_string()]).unwrap();
+        let cert = key.cert.der().clone();
+        let private = rustls::pki_types::PrivatePkcs8KeyDer::from(key.key_pair.serialize_der());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], private.into())
+            .unwrap();
+        tls.alpn_protocols = vec![b"weida/0".to_vec()];
+        if let Some(sessions) = sessions {
+            tls.session_storage = sessions;
+        }
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+        let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        server.transport_config(Arc::new(transport));
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let runtime = Arc::new(quinn::TokioRuntime);
+        let endpoint = quinn::Endpoint::new(endpoint, Some(server), socket, runtime).unwrap();
+        let pin = weida::fingerprint_of_certificate(&cert).unwrap();
+        let address = format!("weida://{pin}@{}/rpc", endpoint.local_addr().unwrap());
+        Fake { endpoint, address }
+    }
+
+    /// The next connection, once its control stream has brought the dialler's type byte and
+    /// HELLO: what a weida listener has read before it answers (PROTOCOL §3.2 steps 2 and 3).
+    async fn accept(&self) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+        let conn = self.endpoint.accept().await.unwrap().await.unwrap();
+        let (send, mut recv) = conn.accept_bi().await.unwrap();
+        let mut buf = Vec::new();
+        loop {
+            if buf.len() > 1 {
+                assert_eq!(buf[0], 0x00, "the first stream is the control stream");
+                if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf[1..]).unwrap() {
+                    assert!(
+                        matches!(frame, weida::wire::ControlFrame::Hello(_)),
+                        "{frame:?}"
+                    );
+                    return (conn, send, recv);
+                }
+            }
+            let chunk = recv.read_chunk(1 << 16, true).await.unwrap();
+            buf.extend_from_slice(&chunk.expect("the dialler's HELLO").bytes);
+        }
+    }
+
+    /// A connection whose handshake completed: the dialler's HELLO read, ours written.
+    async fn accept_hello(&self) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+        let (conn, mut send, recv) = self.accept().await;
+        send.write_all(HELLO).await.unwrap();
+        (conn, send, recv)
+    }
+}
+
+/// The application code and reason the weida side closed `conn` with.
+async fn closed_with(conn: &quinn::Connection) -> (u32, String) {
+    match guarded("the weida side's close", conn.closed()).await {
+        quinn::ConnectionError::ApplicationClosed(a) => (
+            a.error_code.into_inner() as u32,
+            String::from_utf8_lossy(&a.reason).into_owned(),
+        ),
+        other => panic!("not closed with an application code: {other:?}"),
+    }
+}
+
+fn runtime() -> Runtime {
+    Runtime::new(common::config(Limits::default())).unwrap()
+}
+
+/// Dials the fake with a requester while `fake_side` plays the listener; returns what
+/// `connect` reported and what the fake's side returned.
+async fn connect_against<T>(
+    fake: &Fake,
+    fake_side: impl std::future::Future<Output = T>,
+) -> (weida::Result<()>, T) {
+    let rt = runtime();
+    let requester = rt.requester();
+    guarded("connect", async {
+        tokio::join!(requester.connect(&fake.address), fake_side)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_handshake_nobody_answers_is_timeout() {
+    // Something is bound at the port and reads nothing: no ICMP error, just silence.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let rt = Runtime::new(RuntimeConfig {
+        limits: Limits {
+            idle_timeout: Duration::from_secs(1),
+            keep_alive: None,
+            ..Limits::default()
+        },
+        ..common::config(Limits::default())
+    })
+    .unwrap();
+    let pin = weida::Identity::ephemeral().fingerprint();
+    let address = format!("weida://{pin}@{}/rpc", silent.local_addr().unwrap());
+    let e = guarded("connect", rt.requester().connect(&address))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_first_control_frame_that_is_not_hello_is_protocol_and_closed_as_such() {
+    let fake = Fake::start();
+    // A well-formed GOAWAY where the HELLO belongs.
+    let (r, (code, reason)) = connect_against(&fake, async {
+        let (conn, mut send, _recv) = fake.accept().await;
+        send.write_all(&[0x04, 0x01, 0x00]).await.unwrap();
+        closed_with(&conn).await
+    })
+    .await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "{r:?}");
+    assert_eq!((code, reason.as_str()), (PROTOCOL_ERROR, "expected HELLO"));
+
+    // The end of the listener's half before any frame.
+    let (r, (code, reason)) = connect_against(&fake, async {
+        let (conn, mut send, _recv) = fake.accept().await;
+        send.finish().unwrap();
+        closed_with(&conn).await
+    })
+    .await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "{r:?}");
+    assert_eq!((code, reason.as_str()), (PROTOCOL_ERROR, "expected HELLO"));
+}
+
+#[tokio::test]
+async fn a_malformed_hello_is_protocol_and_another_version_is_negotiation_failed() {
+    let fake = Fake::start();
+    // MAX_HEADER_SIZE 63, below the minimum of 64 (PROTOCOL §3.1.1).
+    let (r, (code, _)) = connect_against(&fake, async {
+        let (conn, mut send, _recv) = fake.accept().await;
+        send.write_all(&[0x01, 0x04, 0x00, 0x01, 0x01, 0x3f])
+            .await
+            .unwrap();
+        closed_with(&conn).await
+    })
+    .await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "{r:?}");
+    assert_eq!(code, PROTOCOL_ERROR);
+
+    // A HELLO of version 1.
+    let (r, (code, _)) = connect_against(&fake, async {
+        let (conn, mut send, _recv) = fake.accept().await;
+        send.write_all(&[0x01, 0x07, 0x01, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00])
+            .await
+            .unwrap();
+        closed_with(&conn).await
+    })
+    .await;
+    assert!(matches!(r, Err(Error::NegotiationFailed(_))), "{r:?}");
+    assert_eq!(code, NEGOTIATION_FAILED);
+}
+
+#[tokio::test]
+async fn a_close_frame_is_reported_with_its_code_and_reason() {
+    let fake = Fake::start();
+    // CLOSE with UNSUPPORTED and the reason "nope".
+    let (r, (code, _)) = connect_against(&fake, async {
+        let (conn, mut send, _recv) = fake.accept().await;
+        let frame = [0x05, 0x05, UNSUPPORTED as u8, b'n', b'o', b'p', b'e'];
+        send.write_all(&frame).await.unwrap();
+        closed_with(&conn).await
+    })
+    .await;
+    match r {
+        Err(Error::Unsupported(reason)) => assert_eq!(reason, "nope"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(code, NO_ERROR);
+}
+
+#[tokio::test]
+async fn a_listener_that_closes_during_the_handshake_is_protocol_or_connection_lost() {
+    let fake = Fake::start();
+    // PROTOCOL_ERROR, with its reason phrase.
+    let (r, ()) = connect_against(&fake, async {
+        let (conn, _send, _recv) = fake.accept().await;
+        conn.close(PROTOCOL_ERROR.into(), b"not today");
+    })
+    .await;
+    match r {
+        Err(Error::Protocol(reason)) => assert_eq!(reason, "not today"),
+        other => panic!("{other:?}"),
+    }
+    // Any other code: the connection was lost, and the peer closed it.
+    let (r, ()) = connect_against(&fake, async {
+        let (conn, _send, _recv) = fake.accept().await;
+        conn.close(GOING_AWAY.into(), b"bye");
+    })
+    .await;
+    assert!(
+        matches!(r, Err(Error::ConnectionLost(LossCause::PeerClosed))),
+        "{r:?}"
+    );
+}
+
+/// A requester connected to the fake sends a request; the fake reads it whole, answers its
+/// reply half with `reply` (finished when `finish`), and returns the code the requester
+/// stopped the reply half with (None when it was finished and not stopped).
+async fn request_against(reply: &[u8], finish: bool) -> (weida::Result<Bytes>, Option<u32>) {
+    let fake = Fake::start();
+    let rt = runtime();
+    let requester = rt.requester();
+    let fake_side = async {
+        let (conn, _control_send, _control_recv) = fake.accept_hello().await;
+        let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+        let request = recv.read_to_end(1 << 16).await.unwrap();
+        assert_eq!(request[0], 0x02, "an exchange");
+        assert!(request.ends_with(b"ping"), "{request:?}");
+        send.write_all(reply).await.unwrap();
+        if finish {
+            send.finish().unwrap();
+            // Hold the connection until the requester is done with it.
+            let _ = conn.closed().await;
+            return None;
+        }
+        let stopped = send.stopped().await.unwrap();
+        stopped.map(|c| c.into_inner() as u32)
+    };
+    let requester_side = async {
+        requester.connect(&fake.address).await.unwrap();
+        let r = requester.request("ping").await;
+        if finish {
+            rt.shutdown();
+        }
+        r
+    };
+    guarded("the request", async {
+        tokio::join!(requester_side, fake_side)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_reply_header_above_max_header_size_is_limit_exceeded_and_the_reply_is_stopped() {
+    // Status OK, then a header length of 20 000, above the default bound of 16 384.
+    let (r, stopped) = request_against(&[0x00, 0x80, 0x00, 0x4e, 0x20], false).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::LimitExceeded {
+                limit: Limit::HeaderSize,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(stopped, Some(LIMIT_EXCEEDED));
+}
+
+#[tokio::test]
+async fn a_reply_that_breaks_the_protocol_is_protocol_and_the_reply_is_stopped() {
+    // A status byte that is neither OK nor ERROR.
+    let (r, stopped) = request_against(&[0x07], false).await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "status 07: {r:?}");
+    assert_eq!(stopped, Some(PROTOCOL_ERROR), "status 07");
+    // Status OK and a malformed header: version 0, then a key with no length.
+    let (r, stopped) = request_against(&[0x00, 0x02, 0x00, 0x01], false).await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "header: {r:?}");
+    assert_eq!(stopped, Some(PROTOCOL_ERROR), "header");
+    // An ERROR that runs past its bound of about 1 KiB, never finished.
+    let mut long = vec![0x01, 0x04, 0x44, 0x00];
+    long.extend_from_slice(&[b'x'; 2000]);
+    let (r, stopped) = request_against(&long, false).await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "long ERROR: {r:?}");
+    assert_eq!(stopped, Some(PROTOCOL_ERROR), "long ERROR");
+    // A finished ERROR cut short: REJECTED, a message of 5 bytes, 2 of them sent.
+    let (r, _) = request_against(&[0x01, 0x04, 0x05, b'a', b'b'], true).await;
+    assert!(matches!(r, Err(Error::Protocol(_))), "short ERROR: {r:?}");
+}
+
+#[tokio::test]
+async fn an_error_with_an_unknown_code_is_rejected_with_its_message() {
+    // ERROR, code 0x30 (not assigned in v0), message "odd".
+    let (r, _) = request_against(&[0x01, 0x30, 0x03, b'o', b'd', b'd'], true).await;
+    match r {
+        Err(Error::Rejected(message)) => assert_eq!(message, "odd"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Accepts any server key: the fake dialler is not testing trust.
+#[derive(Debug)]
+struct AnyKey(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyKey {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A QUIC connection to `listener` from a dialler that offers `alpn` and presents no key.
+async fn dial(
+    listener: &weida::Listener,
+    alpn: &[u8],
+) -> Result<quinn::Connection, quinn::ConnectionError> {
+    dial_with(listener, alpn, quinn::TransportConfig::default()).await
+}
+
+/// [`dial`] with the dialler's transport parameters.
+async fn dial_with(
+    listener: &weida::Listener,
+    alpn: &[u8],
+    transport: quinn::TransportConfig,
+) -> Result<quinn::Connection, quinn::ConnectionError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(Arc::new(transport));
+    endpoint.set_default_client_config(client);
+    let addr = common::socket_addr(listener);
+    guarded(
+        "the QUIC handshake",
+        endpoint.connect(addr, "weida").unwrap(),
+    )
+    .await
+}
+
+/// A weida listener, with a replier at `/rpc`.
+async fn listener() -> (Runtime, weida::Listener, weida::Replier) {
+    let rt = runtime();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    (rt, listener, replier)
+}
+
+#[tokio::test]
+async fn a_listener_refuses_another_alpn_id() {
+    let (_rt, listener, _replier) = listener().await;
+    match dial(&listener, b"weida/1").await {
+        Err(quinn::ConnectionError::ConnectionClosed(c)) => {
+            // no_application_protocol (alert 120), as a QUIC crypto error.
+            assert_eq!(u64::from(c.error_code), 0x178, "{c:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    dial(&listener, b"weida/0").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_listener_closes_a_connection_whose_handshake_breaks_the_protocol() {
+    let (_rt, listener, _replier) = listener().await;
+    // Each first stream, and how the listener closes the connection (PROTOCOL §3.2 steps 2-4).
+    let cases: [(&[u8], bool, u32, &str); 4] = [
+        // A first stream whose type byte is not 00.
+        (
+            &[0x01],
+            false,
+            PROTOCOL_ERROR,
+            "the first stream is not the control stream",
+        ),
+        // A GOAWAY where the HELLO belongs.
+        (
+            &[0x00, 0x04, 0x01, 0x00],
+            false,
+            PROTOCOL_ERROR,
+            "expected HELLO",
+        ),
+        // A FIN inside the HELLO.
+        (
+            &[0x00, 0x01, 0x07, 0x00],
+            true,
+            PROTOCOL_ERROR,
+            "expected HELLO",
+        ),
+        // A HELLO of version 1.
+        (
+            &[0x00, 0x01, 0x07, 0x01, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00],
+            false,
+            NEGOTIATION_FAILED,
+            "unsupported HELLO version 1",
+        ),
+    ];
+    for (first, finish, code, reason) in cases {
+        let conn = dial(&listener, b"weida/0").await.unwrap();
+        let (mut send, _recv) = conn.open_bi().await.unwrap();
+        send.write_all(first).await.unwrap();
+        if finish {
+            send.finish().unwrap();
+        }
+        let (c, r) = closed_with(&conn).await;
+        assert_eq!((c, r.as_str()), (code, reason), "{first:02x?}");
+    }
+}
+
+/// A connection to `listener` whose handshake completed: our HELLO sent (no FEATURES), the
+/// listener's read. The control stream is returned to be held open.
+async fn handshaken(
+    listener: &weida::Listener,
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+    handshaken_with(listener, quinn::TransportConfig::default()).await
+}
+
+/// [`handshaken`] with the dialler's transport parameters.
+async fn handshaken_with(
+    listener: &weida::Listener,
+    transport: quinn::TransportConfig,
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+    let conn = dial_with(listener, b"weida/0", transport).await.unwrap();
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    let mut hello = vec![0x00];
+    hello.extend_from_slice(HELLO);
+    send.write_all(&hello).await.unwrap();
+    let mut buf = Vec::new();
+    loop {
+        if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
+            assert!(
+                matches!(frame, weida::wire::ControlFrame::Hello(_)),
+                "{frame:?}"
+            );
+            return (conn, send, recv);
+        }
+        let chunk = guarded("the listener's HELLO", recv.read_chunk(1 << 16, true)).await;
+        buf.extend_from_slice(&chunk.unwrap().expect("the listener's HELLO").bytes);
+    }
+}
+
+/// Opens a bidirectional stream carrying `bytes`, unfinished; returns the code the listener
+/// stopped it with and the code and message of the ERROR on its reply half.
+async fn refused_bi(conn: &quinn::Connection, bytes: &[u8]) -> (Option<u32>, (u32, String)) {
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    let stopped = guarded("the STOP", send.stopped()).await.unwrap();
+    let reply = guarded("the ERROR", recv.read_to_end(4096)).await.unwrap();
+    assert_eq!(reply.first(), Some(&0x01), "an ERROR: {reply:02x?}");
+    let (code, message) = weida::wire::reply::decode_error(&reply[1..]).unwrap();
+    (
+        stopped.map(|c| c.into_inner() as u32),
+        (code.to_u64() as u32, message),
+    )
+}
+
+/// Opens a unidirectional stream carrying `bytes`, unfinished; returns the code the listener
+/// stopped it with.
+async fn refused_uni(conn: &quinn::Connection, bytes: &[u8]) -> Option<u32> {
+    let mut send = conn.open_uni().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    let stopped = guarded("the STOP", send.stopped()).await.unwrap();
+    stopped.map(|c| c.into_inner() as u32)
+}
+
+#[tokio::test]
+async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connection_goes_on() {
+    let (_rt, listener, _replier) = listener().await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    // Stream types (PROTOCOL §4): an unassigned type is refused with UNSUPPORTED, and a
+    // second control stream with PROTOCOL_ERROR, with an ERROR on a bidirectional stream.
+    let cases = [
+        (0x09, UNSUPPORTED, "unsupported stream type"),
+        (0x00, PROTOCOL_ERROR, "a second control stream"),
+    ];
+    for (ty, code, message) in cases {
+        let (stopped, error) = refused_bi(&conn, &[ty]).await;
+        assert_eq!(stopped, Some(code), "bidirectional {ty:02x}");
+        assert_eq!(error, (code, message.to_string()), "bidirectional {ty:02x}");
+    }
+    // A control stream, an unassigned type and an exchange on a unidirectional stream.
+    assert_eq!(refused_uni(&conn, &[0x00]).await, Some(PROTOCOL_ERROR));
+    assert_eq!(refused_uni(&conn, &[0x09]).await, Some(UNSUPPORTED));
+    assert_eq!(refused_uni(&conn, &[0x02]).await, Some(PROTOCOL_ERROR));
+    // A transfer on a bidirectional stream (PROTOCOL §9.1 step 2).
+    let (stopped, (code, _)) = refused_bi(&conn, &[0x01]).await;
+    assert_eq!((stopped, code), (Some(PROTOCOL_ERROR), PROTOCOL_ERROR));
+    // Exchanges whose header is refused (PROTOCOL §9.1 steps 3 to 5).
+    let headers: [(&[u8], u32); 4] = [
+        // A header length of 20 000, above the default bound of 16 384.
+        (&[0x02, 0x80, 0x00, 0x4e, 0x20], LIMIT_EXCEEDED),
+        // Header version 1.
+        (&[0x02, 0x01, 0x01], UNSUPPORTED),
+        // Version 0, then a key with no length.
+        (&[0x02, 0x02, 0x00, 0x01], PROTOCOL_ERROR),
+        // No PATH.
+        (&[0x02, 0x01, 0x00], PROTOCOL_ERROR),
+    ];
+    for (bytes, want) in headers {
+        let (stopped, (code, message)) = refused_bi(&conn, bytes).await;
+        assert_eq!(
+            (stopped, code),
+            (Some(want), want),
+            "{bytes:02x?}: {message}"
+        );
+    }
+    // A refusal refuses the stream, never the connection.
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+}
+
+#[tokio::test]
+async fn a_subscribe_whose_connection_ends_before_the_answer_is_connection_lost() {
+    let fake = Fake::start();
+    let rt = runtime();
+    let subscriber = rt.subscriber();
+    let fake_side = async {
+        let (conn, _send, mut recv) = fake.accept_hello().await;
+        // The SUBSCRIBE arrives, and the publisher goes away instead of answering.
+        let mut buf = Vec::new();
+        let frame = loop {
+            if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
+                break frame;
+            }
+            let chunk = recv.read_chunk(1 << 16, true).await.unwrap();
+            buf.extend_from_slice(&chunk.expect("a SUBSCRIBE").bytes);
+        };
+        match frame {
+            weida::wire::ControlFrame::Subscribe(s) => assert_eq!(s.filter, "prices.#"),
+            other => panic!("{other:?}"),
+        }
+        conn.close(GOING_AWAY.into(), b"bye");
+    };
+    let subscriber_side = async {
+        subscriber.connect(&fake.address).await.unwrap();
+        subscriber.subscribe("prices.#").await
+    };
+    let (r, ()) = guarded("the subscribe", async {
+        tokio::join!(subscriber_side, fake_side)
+    })
+    .await;
+    assert!(
+        matches!(r, Err(Error::ConnectionLost(LossCause::PeerClosed))),
+        "{r:?}"
+    );
+}
+
+/// A client session store that counts the TLS 1.3 tickets it is given.
+#[derive(Debug)]
+struct CountingClientStore {
+    inner: rustls::client::ClientSessionMemoryCache,
+    tickets: std::sync::atomic::AtomicUsize,
+}
+
+impl rustls::client::ClientSessionStore for CountingClientStore {
+    fn set_kx_hint(&self, name: rustls::pki_types::ServerName<'static>, group: rustls::NamedGroup) {
+        self.inner.set_kx_hint(name, group)
+    }
+
+    fn kx_hint(&self, name: &rustls::pki_types::ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.inner.kx_hint(name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        name: rustls::pki_types::ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.inner.set_tls12_session(name, value)
+    }
+
+    fn tls12_session(
+        &self,
+        name: &rustls::pki_types::ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.inner.tls12_session(name)
+    }
+
+    fn remove_tls12_session(&self, name: &rustls::pki_types::ServerName<'static>) {
+        self.inner.remove_tls12_session(name)
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        name: rustls::pki_types::ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.tickets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.insert_tls13_ticket(name, value)
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        name: &rustls::pki_types::ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        self.inner.take_tls13_ticket(name)
+    }
+}
+
+#[tokio::test]
+async fn a_listener_issues_no_session_ticket() {
+    let (_rt, listener, _replier) = listener().await;
+    let store = Arc::new(CountingClientStore {
+        inner: rustls::client::ClientSessionMemoryCache::new(16),
+        tickets: Default::default(),
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"weida/0".to_vec()];
+    tls.resumption = rustls::client::Resumption::store(store.clone());
+    tls.enable_early_data = true;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let addr = common::socket_addr(&listener);
+    for _ in 0..2 {
+        let connecting = endpoint.connect(addr, "weida").unwrap();
+        // No ticket, so no early data to offer.
+        let connecting = match connecting.into_0rtt() {
+            Ok(_) => panic!("a 0-RTT connection was possible"),
+            Err(c) => c,
+        };
+        let conn = guarded("the QUIC handshake", connecting).await.unwrap();
+        // A whole HELLO exchange: what the listener sent after its handshake has arrived.
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        let mut hello = vec![0x00];
+        hello.extend_from_slice(HELLO);
+        send.write_all(&hello).await.unwrap();
+        let mut buf = Vec::new();
+        while weida::wire::ControlFrame::decode(&buf).unwrap().is_none() {
+            let chunk = guarded("the listener's HELLO", recv.read_chunk(1 << 16, true)).await;
+            buf.extend_from_slice(&chunk.unwrap().expect("the listener's HELLO").bytes);
+        }
+    }
+    assert_eq!(
+        store.tickets.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "tickets issued"
+    );
+}
+
+/// A server session store that counts the sessions stored (tickets issued) and looked up (a
+/// client offering one to resume).
+#[derive(Debug)]
+struct CountingServerStore {
+    inner: Arc<rustls::server::ServerSessionMemoryCache>,
+    stored: std::sync::atomic::AtomicUsize,
+    looked_up: std::sync::atomic::AtomicUsize,
+}
+
+impl rustls::server::StoresServerSessions for CountingServerStore {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.stored
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.put(key, value)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.looked_up
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get(key)
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.looked_up
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.take(key)
+    }
+
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_dialler_never_resumes_a_session() {
+    let sessions = Arc::new(CountingServerStore {
+        inner: rustls::server::ServerSessionMemoryCache::new(16),
+        stored: Default::default(),
+        looked_up: Default::default(),
+    });
+    let fake = Fake::build(
+        Some(sessions.clone()),
+        quinn::TransportConfig::default(),
+        quinn::EndpointConfig::default(),
+    );
+    let rt = runtime();
+    // Two addresses on the one listener: two connections, each with its own handshake.
+    for path in ["/rpc", "/rpc2"] {
+        let address = fake.address.replace("/rpc", path);
+        let requester = rt.requester();
+        let (r, _conn) = guarded("connect", async {
+            tokio::join!(requester.connect(&address), fake.accept_hello())
+        })
+        .await;
+        r.unwrap();
+    }
+    use std::sync::atomic::Ordering::Relaxed;
+    assert!(sessions.stored.load(Relaxed) > 0, "the fake issued tickets");
+    assert_eq!(sessions.looked_up.load(Relaxed), 0, "a session was offered");
+}
+
+/// Keep-alives every 100 ms, and the default idle timeout of 30 s.
+fn keeping_alive() -> RuntimeConfig {
+    RuntimeConfig {
+        limits: Limits {
+            keep_alive: Some(Duration::from_millis(100)),
+            ..Limits::default()
+        },
+        ..common::config(Limits::default())
+    }
+}
+
+/// Transport parameters that send no keep-alive and give up after 1 s of silence.
+fn silent_after_a_second() -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_idle_timeout(Some(Duration::from_secs(1).try_into().unwrap()));
+    t.keep_alive_interval(None);
+    t
+}
+
+#[tokio::test]
+async fn only_the_dialler_sends_keep_alives() {
+    // A weida dialler keeps a connection to a quiet listener alive with PINGs.
+    let fake = Fake::build(
+        None,
+        silent_after_a_second(),
+        quinn::EndpointConfig::default(),
+    );
+    let rt = Runtime::new(keeping_alive()).unwrap();
+    let requester = rt.requester();
+    let (r, (conn, _send, _recv)) = guarded("connect", async {
+        tokio::join!(requester.connect(&fake.address), fake.accept_hello())
+    })
+    .await;
+    r.unwrap();
+    guarded("three PINGs", async {
+        while conn.stats().frame_rx.ping < 3 {
+            if let Some(e) = conn.close_reason() {
+                panic!("the connection ended before three PINGs: {e:?}");
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+
+    // A weida listener sends none, whatever its own keep_alive says: a dialler that sends none
+    // either sees its connection idle out, with no PING received.
+    let rt = Runtime::new(keeping_alive()).unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let _replier = listener.replier("/rpc").unwrap();
+    let (conn, _send, _recv) = handshaken_with(&listener, silent_after_a_second()).await;
+    let e = guarded("the idle timeout", conn.closed()).await;
+    assert!(matches!(e, quinn::ConnectionError::TimedOut), "{e:?}");
+    assert_eq!(conn.stats().frame_rx.ping, 0);
+}
+
+/// A stateless-reset key shared by two fake endpoints: either can reset the other's
+/// connections. A keyed SHA-256, enough for a test.
+struct SharedResetKey([u8; 32]);
+
+impl quinn::crypto::HmacKey for SharedResetKey {
+    fn sign(&self, data: &[u8], out: &mut [u8]) {
+        use sha2::Digest;
+        let digest = sha2::Sha256::new()
+            .chain_update(self.0)
+            .chain_update(data)
+            .finalize();
+        out.copy_from_slice(&digest[..out.len()]);
+    }
+
+    fn signature_len(&self) -> usize {
+        32
+    }
+
+    fn verify(&self, data: &[u8], signature: &[u8]) -> Result<(), quinn::crypto::CryptoError> {
+        let mut expected = [0u8; 32];
+        self.sign(data, &mut expected);
+        match expected[..] == *signature {
+            true => Ok(()),
+            false => Err(quinn::crypto::CryptoError),
+        }
+    }
+}
+
+/// Random 8-byte connection ids that any endpoint accepts as its own (quinn's default ids
+/// carry a keyed hash, and an endpoint drops a packet whose id another key made).
+struct PlainCids;
+
+impl quinn::ConnectionIdGenerator for PlainCids {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        let bytes: [u8; 8] = std::array::from_fn(|_| rand::random());
+        quinn::ConnectionId::new(&bytes)
+    }
+
+    fn cid_len(&self) -> usize {
+        8
+    }
+
+    fn cid_lifetime(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A UDP relay whose server side can be switched to another address.
+struct SwitchRelay {
+    addr: std::net::SocketAddr,
+    server: Arc<std::sync::Mutex<std::net::SocketAddr>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SwitchRelay {
+    async fn start(server: std::net::SocketAddr) -> SwitchRelay {
+        let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = front.local_addr().unwrap();
+        let server = Arc::new(std::sync::Mutex::new(server));
+        let to = server.clone();
+        let task = tokio::spawn(async move {
+            let mut client = None;
+            let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
+            loop {
+                tokio::select! {
+                    r = front.recv_from(&mut a) => {
+                        let Ok((n, from)) = r else { break };
+                        client = Some(from);
+                        let target = *to.lock().unwrap();
+                        let _ = back.send_to(&a[..n], target).await;
+                    }
+                    r = back.recv_from(&mut b) => {
+                        let Ok((n, _)) = r else { break };
+                        if let Some(c) = client {
+                            let _ = front.send_to(&b[..n], c).await;
+                        }
+                    }
+                }
+            }
+        });
+        SwitchRelay { addr, server, task }
+    }
+
+    fn switch_to(&self, server: std::net::SocketAddr) {
+        *self.server.lock().unwrap() = server;
+    }
+}
+
+impl Drop for SwitchRelay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_stateless_reset_is_connection_lost_with_cause_reset() {
+    // Two fake listeners that share a reset key, as one server that restarted would: the
+    // second knows nothing of the first's connections, and resets them.
+    let key: Arc<dyn quinn::crypto::HmacKey> = Arc::new(SharedResetKey([7; 32]));
+    let endpoint = || {
+        let mut c = quinn::EndpointConfig::new(key.clone());
+        c.cid_generator(|| Box::new(PlainCids));
+        c
+    };
+    let first = Fake::build(None, quinn::TransportConfig::default(), endpoint());
+    let second = Fake::build(None, quinn::TransportConfig::default(), endpoint());
+    let relay = SwitchRelay::start(first.endpoint.local_addr().unwrap()).await;
+    let at = first.endpoint.local_addr().unwrap().to_string();
+    let address = first.address.replace(&at, &relay.addr.to_string());
+    let rt = runtime();
+    let requester = rt.requester();
+    let (r, _first_side) = guarded("connect", async {
+        tokio::join!(requester.connect(&address), first.accept_hello())
+    })
+    .await;
+    r.unwrap();
+    relay.switch_to(second.endpoint.local_addr().unwrap());
+    // A request not finished: the loss is ConnectionLost, with the reset as its cause.
+    let (mut request, _reply) = requester.open(weida::Metadata::new()).await.unwrap();
+    request.write(vec![0u8; 1000]).await.unwrap();
+    let e = guarded("the reset", request.stopped()).await;
+    assert!(
+        matches!(e, Error::ConnectionLost(LossCause::Reset)),
+        "{e:?}"
+    );
+}
