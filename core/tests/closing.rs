@@ -323,13 +323,9 @@ async fn first_cause_kept(t: Transport) {
     let peer = |e: &Error| matches!(e, Error::ConnectionLost(LossCause::PeerClosed));
     let e = open.transfer.stopped().await;
     assert!(peer(&e), "before: {e:?}");
-    // A write, though, finds the socket closed without a STOP over AF_UNIX: Canceled there
-    // (FAILURE_MODEL §3.4).
+    // A write too, on every transport (over AF_UNIX the socket closed without a STOP).
     let e = open.transfer.write("more").await.unwrap_err();
-    match t {
-        Transport::Unix => assert!(matches!(e, Error::Canceled), "write: {e:?}"),
-        _ => assert!(peer(&e), "write: {e:?}"),
-    }
+    assert!(peer(&e), "write: {e:?}");
     client.shutdown();
     let e = open.transfer.stopped().await;
     assert!(peer(&e), "after: {e:?}");

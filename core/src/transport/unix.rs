@@ -220,15 +220,14 @@ impl Writer {
         Ok(())
     }
 
-    /// Why a write failed: the peer's STOP if it sent one before closing, this side's close
-    /// if it ended the socket, else a plain stop.
+    /// Why a write failed: the peer's STOP if it sent one before closing; otherwise a loss, as
+    /// `stopped` reports it (this side's close if it ended the socket, else the peer's: a
+    /// reader that walks away sends its STOP first, so a socket closed without one is a peer
+    /// that went).
     async fn failure(&self) -> StreamError {
         match self.sock.settled().await {
             Some(code) => StreamError::Stopped(code),
-            None => match self.sock.ended.get() {
-                Some(cause) => StreamError::Lost(cause.clone()),
-                None => StreamError::Stopped(Code::NoError),
-            },
+            None => StreamError::Lost(self.sock.loss()),
         }
     }
 
