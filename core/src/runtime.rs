@@ -1498,9 +1498,19 @@ impl Dispatch {
             live,
         } = raw;
         let mut reader = StreamReader::new(recv).counted(live);
-        let ty = match reader.byte().await {
-            Ok(b) => b,
-            Err(_) => return,
+        let first = reader.byte();
+        let ty = if matches!(send, Some(SendHalf::Unix(_))) {
+            // An AF_UNIX connection is accepted before it says anything: one that stays silent
+            // is not waited for forever, as a silent QUIC opening is not (PROTOCOL §3.2 step 2).
+            match tokio::time::timeout(self.shared.limits.idle_timeout, first).await {
+                Ok(Ok(b)) => b,
+                _ => return,
+            }
+        } else {
+            match first.await {
+                Ok(b) => b,
+                Err(_) => return,
+            }
         };
         let ty = match StreamType::from_byte(ty) {
             Ok(StreamType::Control) if matches!(send, Some(SendHalf::Unix(_))) => {

@@ -978,3 +978,33 @@ async fn a_stateless_reset_is_connection_lost_with_cause_reset() {
         "{e:?}"
     );
 }
+
+/// A local process that connects to a weida listener's AF_UNIX socket and says nothing is
+/// hung up on once the listener's idle timeout has passed, as a silent QUIC opening is
+/// (PROTOCOL §3.2 step 2). Connections that speak at once are every other AF_UNIX test.
+#[tokio::test]
+async fn a_silent_local_connection_is_closed_at_the_idle_timeout() {
+    use tokio::io::AsyncReadExt;
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(300),
+        keep_alive: None,
+        ..Limits::default()
+    };
+    let server = Runtime::new(common::config(limits)).unwrap();
+    let listener = server
+        .bind(&common::bind_address(common::Transport::Unix))
+        .await
+        .unwrap();
+    let _puller = listener.puller("/jobs").unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    let mut silent = tokio::net::UnixStream::connect(&path).await.unwrap();
+    // The listener stops the stream it never understood (a STOP chunk) and hangs up: EOF.
+    let mut got = Vec::new();
+    guarded("the hang-up", silent.read_to_end(&mut got))
+        .await
+        .unwrap();
+    assert!(got.len() < 16, "nothing but a STOP chunk: {got:?}");
+}
