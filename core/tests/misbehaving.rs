@@ -1008,3 +1008,26 @@ async fn a_silent_local_connection_is_closed_at_the_idle_timeout() {
         .unwrap();
     assert!(got.len() < 16, "nothing but a STOP chunk: {got:?}");
 }
+
+/// A QUIC dialler that completes the handshake and opens nothing, keeping the connection alive
+/// with PINGs, is closed with PROTOCOL_ERROR `no control stream` once the listener's idle
+/// timeout has passed since it accepted the connection (PROTOCOL §3.2 step 2).
+#[tokio::test]
+async fn a_quic_dialler_that_opens_nothing_is_closed_at_the_idle_timeout() {
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(500),
+        ..Limits::default()
+    };
+    let rt = Runtime::new(common::config(limits)).unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let _replier = listener.replier("/rpc").unwrap();
+    // Keep-alives well inside the idle timeout: QUIC's own idle timer never fires, so only the
+    // listener's bound on the opening can end the connection.
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(Duration::from_millis(100)));
+    let conn = dial_with(&listener, b"weida/0", transport).await.unwrap();
+    assert_eq!(
+        closed_with(&conn).await,
+        (PROTOCOL_ERROR, "no control stream".to_string())
+    );
+}
