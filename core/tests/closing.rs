@@ -68,12 +68,30 @@ async fn hands_out_then_closed(acceptor: &weida::Acceptor, puller: &weida::Pulle
     }
 }
 
-/// How the endpoints' side ends.
+/// How a runtime ends on its own.
+#[derive(Debug, Clone, Copy)]
+enum RuntimeEnding {
+    Drain,
+    Shutdown,
+}
+
+impl RuntimeEnding {
+    /// Ends `rt`; a drain waits at most `deadline`.
+    async fn end(self, rt: &Runtime, deadline: Duration) {
+        match self {
+            RuntimeEnding::Drain => {
+                rt.drain(deadline).await;
+            }
+            RuntimeEnding::Shutdown => rt.shutdown(),
+        }
+    }
+}
+
+/// How the endpoints' side ends: its listener closes, or its runtime ends.
 #[derive(Debug, Clone, Copy)]
 enum Ending {
     ListenerClose,
-    Drain,
-    Shutdown,
+    Runtime(RuntimeEnding),
 }
 
 /// Streams and messages queued, a receiver waiting on an empty queue, then `ending`: the
@@ -91,10 +109,7 @@ async fn ends(t: Transport, ending: Ending) {
     match ending {
         Ending::ListenerClose => listener.close(),
         // The server dialled nothing: its drain has nothing to wait for.
-        Ending::Drain => {
-            server.drain(Duration::from_secs(30)).await;
-        }
-        Ending::Shutdown => server.shutdown(),
+        Ending::Runtime(r) => r.end(&server, Duration::from_secs(30)).await,
     }
     let e = waiting.await.unwrap().unwrap_err();
     assert_eq!(e.code(), ErrorCode::Closed, "{ending:?}: {e:?}");
@@ -110,8 +125,8 @@ on_every_transport!(
 );
 
 async fn runtime_closes(t: Transport) {
-    ends(t, Ending::Drain).await;
-    ends(t, Ending::Shutdown).await;
+    ends(t, Ending::Runtime(RuntimeEnding::Drain)).await;
+    ends(t, Ending::Runtime(RuntimeEnding::Shutdown)).await;
 }
 on_every_transport!(
     a_drained_or_shut_down_runtime_hands_out_what_is_queued_then_closed,
@@ -218,16 +233,10 @@ on_every_transport!(
 );
 
 async fn own_ending(t: Transport) {
-    for ending in [Ending::Drain, Ending::Shutdown] {
+    for ending in [RuntimeEnding::Drain, RuntimeEnding::Shutdown] {
         let (_s, listener, client) = pair(t).await;
         let mut open = open_and_hold(&listener, &client).await;
-        match ending {
-            Ending::Drain => {
-                client.drain(Duration::ZERO).await;
-            }
-            Ending::Shutdown => client.shutdown(),
-            Ending::ListenerClose => unreachable!("the dialling side has no listener"),
-        }
+        ending.end(&client, Duration::ZERO).await;
         // This side closed its connections: what it still has open reads LocallyClosed.
         let local = |e: &Error| matches!(e, Error::ConnectionLost(LossCause::LocallyClosed));
         let e = open.whole_reply.body().await.unwrap_err();
