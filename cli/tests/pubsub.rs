@@ -147,13 +147,15 @@ fn sub_json_lines_carry_topic_sequence_gap_and_the_publishers_key() {
         assert_eq!(v["peer"]["fingerprint"], p.pin());
         assert_eq!(v["body"], body);
     }
-    // Without --ordering the core reports no gap, and the line has none.
+    // Without --ordering the publisher numbers nothing for this subscriber (it numbers only a
+    // subscriber that requires ordering): the line has no sequence and no gap.
     let p = publisher(&["a.b", "x", "--wait-subscribers", "1"]);
     let s = subscriber(&p.address, &["a.b", "--count", "1", "--format", "json"]);
     let (lines, _) = s.finish();
     let v = json(&lines[0]);
     assert_eq!(v["topic"], "a.b");
     assert!(v.get("gap").is_none(), "{v}");
+    assert!(v.get("sequence").is_none(), "{v}");
 }
 
 #[test]

@@ -132,6 +132,47 @@ on_every_transport!(
     streaming_overlap_body
 );
 
+/// `request` reads the reply while it writes a large request (PATTERNS §2): against a replier
+/// that streams its answer as it reads, a request and a reply both far above their windows
+/// would wait on each other if the whole request were written first.
+async fn request_overlap_body(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/upper").unwrap();
+    tokio::spawn(async move {
+        let mut ex = replier.accept().await.unwrap();
+        let mut out = ex.open_reply(Metadata::new()).await.unwrap();
+        while let Some(chunk) = ex.read_chunk().await.unwrap() {
+            out.write(Bytes::from(chunk.to_ascii_uppercase()))
+                .await
+                .unwrap();
+        }
+        out.finish().await.unwrap();
+    });
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/upper").unwrap().to_string())
+        .await
+        .unwrap();
+    // 8 MiB each way: eight stream windows, and the whole of a QUIC connection's window.
+    let body: Vec<u8> = (0..8usize << 20).map(|i| b'a' + (i % 26) as u8).collect();
+    // A deadlock is a hang: fail it instead.
+    let reply = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        req.request(body.clone()),
+    )
+    .await
+    .expect("the request and its reply waited on each other")
+    .unwrap();
+    assert_eq!(reply.len(), body.len());
+    assert!(reply
+        .iter()
+        .zip(&body)
+        .all(|(r, b)| *r == b.to_ascii_uppercase()));
+}
+on_every_transport!(
+    request_reads_the_reply_while_it_writes_a_large_request,
+    request_overlap_body
+);
+
 async fn batches_body(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let puller = listener.puller("/jobs").unwrap();

@@ -709,3 +709,44 @@ on_every_transport!(
         assert_eq!(publisher.dropped().total(), 0);
     }
 );
+
+/// A small copy rides the subscriber's message lane when both sides offer lanes, so small
+/// copies arrive in publish order (PATTERNS §4), over QUIC and in process. With lanes off every
+/// copy is a stream of its own: each arrives once, in no promised order. (Over AF_UNIX every copy
+/// travels on a parked connection of its own, §4.2, so there is no lane to test.)
+async fn small_copies_in_order(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    // Fewer than either queue bound (endpoint_queue, 256): nothing is dropped.
+    let n = 200u32;
+    for i in 0..n {
+        assert_eq!(publisher.publish("t", i.to_be_bytes().to_vec()).unwrap(), 1);
+    }
+    let mut got: Vec<u32> = take(&sub, n as usize)
+        .await
+        .iter()
+        .map(|m| u32::from_be_bytes(m.body[..].try_into().unwrap()))
+        .collect();
+    let on_lane = client.counters().lane_messages_received;
+    if common::lanes_on() {
+        assert_eq!(on_lane, u64::from(n), "every copy came on the lane");
+        assert_eq!(got, (0..n).collect::<Vec<_>>(), "in publish order");
+    } else {
+        assert_eq!(on_lane, 0, "no lane");
+        got.sort_unstable();
+        assert_eq!(got, (0..n).collect::<Vec<_>>(), "each copy once");
+    }
+}
+
+#[tokio::test]
+async fn small_copies_ride_the_subscribers_lane_in_publish_order_quic() {
+    common::bounded(small_copies_in_order(Transport::Quic)).await;
+}
+
+#[tokio::test]
+async fn small_copies_ride_the_subscribers_lane_in_publish_order_inproc() {
+    common::bounded(small_copies_in_order(Transport::Inproc)).await;
+}
