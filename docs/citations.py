@@ -2,13 +2,27 @@
 """Every test the documents cite exists: a claim names the test that defends it, and a renamed or
 removed test must not leave the claim pointing at nothing.
 
-    python3 docs/citations.py      (./dev test runs it)
+    python3 docs/citations.py             (./dev test and ./dev lint run it)
+    python3 docs/citations.py --self-test
 
-A citation is `file.rs: test_name` (a test in core/tests/file.rs, or generated there by
-`on_every_transport!`, or a unit test in a core/src file of that name, which is also cited with
-its path, `core/src/ordering.rs: name`) or `file.rs (unit): test_name`; the documents are
-docs/ (decisions included), the READMEs, and the scenarios' `defended_by`. Prints each citation
-that names no test and exits 1 if there is one.
+A citation is `file: test_name`, where `file` is a test file's name or the end of its path:
+
+- Rust: `lifecycle.rs: name` (an integration test in core/tests, or one that
+  `on_every_transport!` generates there), `ordering.rs (unit): name` (a unit test in a source
+  file), `wire/lane.rs (unit): name` when two source files share a name;
+- Python: `test_pubsub.py: test_name` (python/tests);
+- Node: `pubsub.test.mjs: name` (node/test: a `test(...)` or an `onEveryTransport(...)`).
+
+Tests are keyed by their file's path, never by its name alone: a citation whose file name matches
+two test files in the document's scope is ambiguous and must give more of the path. Only real
+tests count: a Rust function under `#[test]`, `#[tokio::test]` or in `proptest!`, or a module
+`on_every_transport!` generates; a Python `test_` function in a test file; a Node `test` or
+`onEveryTransport` name. A helper function of the same name does not make a citation true.
+
+The documents are docs/ (decisions included), the READMEs, and the conformance scenarios'
+`defended_by`. A document cites the tests of its own part first (cli/README.md: cli/; the
+Python and Node READMEs: their tests), then the core's. Prints each citation that names no test
+and exits 1 if there is one.
 """
 
 from __future__ import annotations
@@ -20,76 +34,179 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CITATION = re.compile(r"\b([a-z_]+\.rs)( \(unit\))?: ([a-z][a-z0-9_]{5,})")
-# The docs explain the form with this placeholder.
-PLACEHOLDER = ("file.rs", "test_name")
-TEST_FN = re.compile(r"\bfn\s+([a-z0-9_]+)\s*[<(]")
-GENERATED = re.compile(r"on_every_transport!\(\s*([a-z0-9_]+)\s*,")
+NAME = r"([a-z][a-z0-9_]{5,})"
+CITATION = re.compile(
+    r"(?<![\w/.-])((?:[\w-]+/)*(?:[\w-]+\.rs|test_\w+\.py|[\w-]+\.test\.mjs))( \(unit\))?: `?" + NAME
+)
+# The docs explain the form with these placeholders.
+PLACEHOLDERS = {("file.rs", "test_name"), ("test_pubsub.py", "test_name")}
+
+RUST_ATTR = re.compile(r"#\[(?:tokio::)?test\b[^\]]*\]")
+RUST_FN = re.compile(r"\bfn\s+([a-z0-9_]+)\s*[<(]")
+RUST_GENERATED = re.compile(r"on_every_transport!\(\s*([a-z0-9_]+)\s*,")
+PY_TEST = re.compile(r"^\s*(?:async\s+)?def\s+(test_[a-z0-9_]+)\s*\(", re.M)
+NODE_TEST = re.compile(r"\b(?:test|onEveryTransport)\(\s*(['`])([^'`]+)\1")
 
 
-def defined(path: str) -> set[str]:
-    with open(path) as f:
-        text = f.read()
-    return set(TEST_FN.findall(text)) | set(GENERATED.findall(text))
-
-
-def tests() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Names per file: integration tests (core/tests) and unit tests (core/src)."""
-    integration = {os.path.basename(p): defined(p) for p in glob.glob(f"{ROOT}/core/tests/*.rs")}
-    unit: dict[str, set[str]] = {}
-    for p in glob.glob(f"{ROOT}/core/src/**/*.rs", recursive=True):
-        unit.setdefault(os.path.basename(p), set()).update(defined(p))
-    return integration, unit
-
-
-def documents() -> list[tuple[str, str]]:
-    """(path, text) of every document that cites tests."""
-    paths = glob.glob(f"{ROOT}/docs/**/*.md", recursive=True)
-    paths += [
-        f"{ROOT}/{p}"
-        for p in (
-            "README.md",
-            "conformance/README.md",
-            "python/README.md",
-            "node/README.md",
-            "bench/README.md",
-        )
-    ]
-    out = []
-    for p in paths:
-        if os.path.exists(p):
-            with open(p) as f:
-                out.append((p, f.read()))
-    for p in sorted(glob.glob(f"{ROOT}/conformance/scenarios/*.json")):
-        with open(p) as f:
-            out.append((p, "\n".join(json.load(f).get("defended_by", []))))
+def rust_tests(text: str) -> set[str]:
+    """Functions under a test attribute (proptest's `#[test]` included), and generated modules."""
+    out = set(RUST_GENERATED.findall(text))
+    for attr in RUST_ATTR.finditer(text):
+        # The next `fn` after the attribute, past any other attributes and doc comments.
+        m = RUST_FN.search(text, attr.end())
+        if m is not None:
+            out.add(m.group(1))
     return out
 
 
-def broken() -> list[str]:
-    integration, unit = tests()
-    out = []
-    for path, text in documents():
-        for file, is_unit, name in CITATION.findall(text):
-            if (file, name) == PLACEHOLDER:
+def node_tests(text: str) -> set[str]:
+    """Test names; a template literal's `${...}` parts stand for any text."""
+    out = set()
+    for _, name in NODE_TEST.findall(text):
+        out.add(re.sub(r"\$\{[^}]*\}", "*", name))
+    return out
+
+
+def read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def test_files(root: str) -> dict[str, tuple[str, set[str]]]:
+    """Every test file: relative path -> (kind, test names). Kind is "integration" (a Rust
+    tests/ file, a Python or Node test file) or "unit" (a Rust source file)."""
+    files: dict[str, tuple[str, set[str]]] = {}
+
+    def add(pattern: str, kind: str, parse) -> None:  # type: ignore[no-untyped-def]
+        for p in glob.glob(os.path.join(root, pattern), recursive=True):
+            if "/target/" in p or "/node_modules/" in p:
                 continue
-            # Without "(unit)", a file under core/src is cited by its path or name alone.
-            names = unit.get(file, set())
-            if not is_unit:
-                names = names | integration.get(file, set())
-            if name not in names:
-                where = os.path.relpath(path, ROOT)
-                out.append(f"{where}: {file}{is_unit}: {name} names no test")
-    return sorted(set(out))
+            names = parse(read(p))
+            if names:
+                files[os.path.relpath(p, root)] = (kind, names)
+
+    add("*/tests/**/*.rs", "integration", rust_tests)
+    add("*/**/src/**/*.rs", "unit", rust_tests)
+    add("**/test_*.py", "integration", lambda t: set(PY_TEST.findall(t)))
+    add("node/test/*.test.mjs", "integration", node_tests)
+    return files
+
+
+def scope(document: str) -> list[str]:
+    """Path prefixes a document's citations resolve in, most specific first."""
+    first = document.split("/", 1)[0]
+    if first in ("cli", "python", "node", "bench", "conformance") and "/" in document:
+        return [first + "/", "core/", ""]
+    return ["core/", ""]
+
+
+def resolve(
+    files: dict[str, tuple[str, set[str]]], document: str, cited: str, unit: bool
+) -> tuple[str | None, str | None]:
+    """The one test file a citation names, or (None, why)."""
+    for prefix in scope(document):
+        found = [
+            p
+            for p, (kind, _) in files.items()
+            if p.startswith(prefix)
+            and (p == cited or p.endswith("/" + cited))
+            and (kind == "unit" or not unit)
+        ]
+        if not found:
+            continue
+        # Without "(unit)" an integration test file is meant first (core/tests/pubsub.rs, not
+        # the source file of the same name).
+        if not unit:
+            integration = [p for p in found if files[p][0] == "integration"]
+            found = integration or found
+        if len(found) > 1:
+            return None, f"is ambiguous ({', '.join(sorted(found))}): give more of its path"
+        return found[0], None
+    return None, "is no test file"
+
+
+def matches(name: str, names: set[str]) -> bool:
+    if name in names:
+        return True
+    return any("*" in n and re.fullmatch(re.escape(n).replace(r"\*", ".*"), name) for n in names)
+
+
+def documents(root: str) -> list[tuple[str, str]]:
+    """(relative path, text) of every document that cites tests."""
+    paths = glob.glob(os.path.join(root, "docs/**/*.md"), recursive=True)
+    paths += glob.glob(os.path.join(root, "*.md"))
+    paths += glob.glob(os.path.join(root, "*/README.md"))
+    paths += glob.glob(os.path.join(root, "*/*/README.md"))
+    out = []
+    for p in sorted(set(paths)):
+        if "/target/" in p or "/node_modules/" in p:
+            continue
+        out.append((os.path.relpath(p, root), read(p)))
+    for p in sorted(glob.glob(os.path.join(root, "conformance/scenarios/*.json"))):
+        out.append((os.path.relpath(p, root), "\n".join(json.loads(read(p)).get("defended_by", []))))
+    return out
+
+
+def broken(root: str) -> tuple[list[str], int]:
+    files = test_files(root)
+    out = []
+    count = 0
+    for where, text in documents(root):
+        for cited, is_unit, name in CITATION.findall(text):
+            if (os.path.basename(cited), name) in PLACEHOLDERS:
+                continue
+            count += 1
+            path, why = resolve(files, where, cited, bool(is_unit))
+            if path is None:
+                out.append(f"{where}: {cited}{is_unit}: {name}: the file {why}")
+            elif not matches(name, files[path][1]):
+                out.append(f"{where}: {cited}{is_unit}: {name} names no test in {path}")
+    return sorted(set(out)), count
+
+
+def self_test() -> int:
+    """A tree with a collision (two lane.rs), a helper that is not a test, and each language."""
+    import tempfile
+
+    tree = {
+        "core/src/lane.rs": "#[test]\nfn writer_batches() {}\n",
+        "core/src/wire/lane.rs": "#[cfg(test)]\nmod t {\n    #[test]\n    fn frames_decode() {}\n}\n",
+        "core/tests/pool.rs": "fn helper_only() {}\non_every_transport!(shared_by_endpoints, body);\n",
+        "python/tests/test_pubsub.py": "async def test_filters_work(pair):\n    pass\n",
+        "node/test/pubsub.test.mjs": "onEveryTransport('filters_work', async () => {})\n"
+        "test(`talks_over_${t}`, () => {})\n",
+        "docs/GOOD.md": "`pool.rs: shared_by_endpoints`, `wire/lane.rs (unit): frames_decode`, "
+        "`core/src/lane.rs (unit): writer_batches`, `test_pubsub.py: test_filters_work`, "
+        "`pubsub.test.mjs: filters_work`, `pubsub.test.mjs: talks_over_quic`\n",
+        "docs/BAD.md": "`lane.rs (unit): frames_decode` `pool.rs: helper_only` "
+        "`test_pubsub.py: test_missing` `nothing.rs: something`\n",
+    }
+    with tempfile.TemporaryDirectory() as root:
+        for rel, text in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "w") as f:
+                f.write(text)
+        bad, count = broken(root)
+    good = [b for b in bad if b.startswith("docs/GOOD.md")]
+    expected = ["is ambiguous", "helper_only names no test", "test_missing names no test", "is no test file"]
+    ok = not good and count == 10 and all(any(e in b for b in bad) for e in expected) and len(bad) == 4
+    if not ok:
+        print(f"citations self-test failed: {count} citations, {bad}", file=sys.stderr)
+        return 1
+    print("citations self-test: ok")
+    return 0
 
 
 def main() -> int:
-    bad = broken()
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    bad, count = broken(ROOT)
     for b in bad:
         print(b, file=sys.stderr)
     if bad:
-        print(f"{len(bad)} citation(s) name no test", file=sys.stderr)
+        print(f"{len(bad)} of {count} citation(s) name no test", file=sys.stderr)
         return 1
+    print(f"{count} citations, each names a test")
     return 0
 
 
