@@ -292,8 +292,9 @@ impl Job {
     }
 }
 
+/// One subscriber's copies waiting for its writer.
 #[derive(Default)]
-struct Queue {
+struct CopyQueue {
     jobs: VecDeque<Job>,
     /// Payload bytes queued or being written.
     bytes: usize,
@@ -308,7 +309,7 @@ pub(crate) struct Sub {
     /// Small whole copies go as frames on a lane (both sides offered lanes).
     lanes: bool,
     next_seq: AtomicU64,
-    queue: Mutex<Queue>,
+    queue: Mutex<CopyQueue>,
     wake: Notify,
     reverse: Reverse,
     filters: Mutex<Vec<Filter>>,
@@ -477,7 +478,7 @@ impl Hub {
                     number: conn.number,
                     lanes: conn.lanes,
                     next_seq: AtomicU64::new(1),
-                    queue: Mutex::new(Queue::default()),
+                    queue: Mutex::new(CopyQueue::default()),
                     wake: Notify::new(),
                     reverse: conn.reverse.clone(),
                     filters: Mutex::new(Vec::new()),
@@ -731,7 +732,7 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
                 producer: seq.map(|_| &h.producer[..]),
             };
             head.clear();
-            crate::wire::lane::encode_frame_head(header, body.len(), &mut head);
+            crate::wire::lane_frame::encode_frame_head(header, body.len(), &mut head);
             out.push_parts(&head, body);
         }
     }

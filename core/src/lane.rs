@@ -20,7 +20,8 @@ const QUEUE: usize = 256;
 const BATCH_BYTES: usize = 256 * 1024;
 const BATCH_FRAMES: usize = 128;
 
-struct Frame {
+/// A frame queued for the lane's writer.
+struct QueuedFrame {
     head: FrameHead,
     body: Bytes,
 }
@@ -63,8 +64,8 @@ pub(crate) enum TrySend {
 /// channel: a sender takes the lock once per frame and the writer once per batch (it takes
 /// everything queued), where a bounded channel costs a semaphore and a waker per frame on
 /// both sides (profiled: a quarter of the lane path's time).
-struct Queue {
-    state: Mutex<QueueState>,
+struct FrameQueue {
+    state: Mutex<FrameQueueState>,
     /// Wakes the writer: a frame went into an empty queue, or the last sender left.
     work: Notify,
     /// Wakes senders waiting for room (or for the lane's end).
@@ -72,8 +73,8 @@ struct Queue {
 }
 
 #[derive(Default)]
-struct QueueState {
-    frames: VecDeque<Frame>,
+struct FrameQueueState {
+    frames: VecDeque<QueuedFrame>,
     /// The writer ended: nothing more is queued.
     closed: bool,
     /// Every handle is gone, or the lane was closed: the writer finishes once the queue is
@@ -94,7 +95,7 @@ struct LaneState {
 
 /// What the handles of one lane share; the last one to go tells the writer.
 struct Senders {
-    queue: Arc<Queue>,
+    queue: Arc<FrameQueue>,
     state: Arc<LaneState>,
 }
 
@@ -122,8 +123,8 @@ impl Lane {
         head: Bytes,
         opened: Arc<AtomicU64>,
     ) -> Lane {
-        let queue = Arc::new(Queue {
-            state: Mutex::new(QueueState::default()),
+        let queue = Arc::new(FrameQueue {
+            state: Mutex::new(FrameQueueState::default()),
             work: Notify::new(),
             room: Notify::new(),
         });
@@ -184,7 +185,7 @@ impl Lane {
         if st.frames.len() >= QUEUE {
             return Err(TrySend::Full(head, body));
         }
-        st.frames.push_back(Frame { head, body });
+        st.frames.push_back(QueuedFrame { head, body });
         let first = st.frames.len() == 1;
         drop(st);
         if first {
@@ -229,10 +230,10 @@ impl Lane {
     }
 }
 
-impl Queue {
+impl FrameQueue {
     /// Everything queued, once there is something (waking senders waiting for room); None
     /// once every sender is gone and nothing is left.
-    async fn take(&self, into: &mut VecDeque<Frame>) -> bool {
+    async fn take(&self, into: &mut VecDeque<QueuedFrame>) -> bool {
         loop {
             let work = self.work.notified();
             tokio::pin!(work);
@@ -295,7 +296,7 @@ impl Batch {
         }
     }
 
-    fn push(&mut self, f: Frame) {
+    fn push(&mut self, f: QueuedFrame) {
         self.push_parts(f.head.as_slice(), f.body);
     }
 
@@ -325,7 +326,7 @@ async fn writer(
     conn: Conn,
     path: Arc<str>,
     head: Bytes,
-    queue: Arc<Queue>,
+    queue: Arc<FrameQueue>,
     state: Arc<LaneState>,
     opened: Arc<AtomicU64>,
 ) {
@@ -355,7 +356,7 @@ async fn write_lane(
     conn: &Conn,
     path: &str,
     head: Bytes,
-    queue: &Queue,
+    queue: &FrameQueue,
     opened: &AtomicU64,
 ) -> std::result::Result<(), (Error, u64)> {
     let mut taken = VecDeque::new();
@@ -411,7 +412,7 @@ mod tests {
     fn a_plain_head_is_what_the_codec_writes_for_an_empty_header() {
         for len in [0usize, 5, 63, 64, 16_383, 16_384, 1 << 30] {
             let mut enc = Vec::new();
-            crate::wire::lane::encode_frame_head(&crate::wire::Header::default(), len, &mut enc);
+            crate::wire::lane_frame::encode_frame_head(&crate::wire::Header::default(), len, &mut enc);
             assert_eq!(FrameHead::plain(len).as_slice(), &enc[..], "{len}");
         }
     }

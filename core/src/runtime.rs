@@ -291,7 +291,7 @@ impl Shared {
         Hello {
             max_header_size: self.limits.max_header_size,
             features: if self.config.lane_max_message > 0 {
-                crate::wire::lane::FEATURE_LANES
+                crate::wire::lane_frame::FEATURE_LANES
             } else {
                 0
             },
@@ -498,7 +498,7 @@ impl Shared {
             control: tokio::sync::Mutex::new(send),
             opened: Arc::new(AtomicU64::new(0)),
             plain_heads: Default::default(),
-            lanes: mine.features & theirs.features & crate::wire::lane::FEATURE_LANES != 0,
+            lanes: mine.features & theirs.features & crate::wire::lane_frame::FEATURE_LANES != 0,
             lane: Mutex::new(None),
             lane_gen: AtomicU64::new(0),
             session,
@@ -709,7 +709,7 @@ impl Link {
             crate::lane::FrameHead::plain(body.len())
         } else {
             let mut head = Vec::with_capacity(16);
-            crate::wire::lane::encode_frame_head(&header, body.len(), &mut head);
+            crate::wire::lane_frame::encode_frame_head(&header, body.len(), &mut head);
             crate::lane::FrameHead::Encoded(head)
         };
         let counted = match &head {
@@ -2070,7 +2070,7 @@ impl Dispatch {
                 && theirs.required.ordering >= crate::wire::Ordering::Detect,
             lanes: self.shared.hello(None).features
                 & theirs.features
-                & crate::wire::lane::FEATURE_LANES
+                & crate::wire::lane_frame::FEATURE_LANES
                 != 0,
             subs: HashMap::new(),
         };

@@ -1081,7 +1081,7 @@ mod tests {
     fn encoded() -> Vec<u8> {
         let mut out = Vec::new();
         for (h, b) in frames() {
-            wire::lane::encode_frame_head(&h, b.len(), &mut out);
+            wire::lane_frame::encode_frame_head(&h, b.len(), &mut out);
             out.extend_from_slice(&b);
         }
         out

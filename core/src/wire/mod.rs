@@ -7,7 +7,7 @@ pub mod chunk;
 pub mod codes;
 pub mod control;
 pub mod header;
-pub mod lane;
+pub mod lane_frame;
 pub mod reply;
 pub mod varint;
 
@@ -57,7 +57,7 @@ pub enum StreamType {
     Transfer,
     /// The request half of an exchange; the reply half answers with a status byte.
     Exchange,
-    /// A message lane: a long-lived one-way stream of framed complete messages (`lane`).
+    /// A message lane: a long-lived one-way stream of framed complete messages (`lane_frame`).
     Lane,
     /// A connection a local-socket subscriber parks for its publisher to write a copy on
     /// (PROTOCOL.md §3.7): `04 token_len:varint token`, then the reverse direction carries a
