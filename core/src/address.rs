@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{AddressPart, Error};
-use crate::fingerprint::Fingerprint;
+use crate::security::fingerprint::Fingerprint;
 
 /// Longest socket path: `sun_path` is 108 bytes and the kernel needs one for the terminating
 /// NUL (or, for an abstract name, the leading NUL).

@@ -412,7 +412,11 @@ mod tests {
     fn a_plain_head_is_what_the_codec_writes_for_an_empty_header() {
         for len in [0usize, 5, 63, 64, 16_383, 16_384, 1 << 30] {
             let mut enc = Vec::new();
-            crate::wire::lane_frame::encode_frame_head(&crate::wire::Header::default(), len, &mut enc);
+            crate::wire::lane_frame::encode_frame_head(
+                &crate::wire::Header::default(),
+                len,
+                &mut enc,
+            );
             assert_eq!(FrameHead::plain(len).as_slice(), &enc[..], "{len}");
         }
     }

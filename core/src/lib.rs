@@ -28,30 +28,28 @@ mod config;
 mod error;
 mod feed;
 pub mod filter;
-mod fingerprint;
 mod hub;
-mod identity;
 mod lane;
 mod ordering;
 mod patterns;
 mod queue;
 mod runtime;
+mod security;
 mod stream;
-mod tls;
 mod transport;
-mod trust;
 pub mod wire;
 
 pub use address::Address;
 pub use config::{Limits, RuntimeConfig};
 pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
-pub use fingerprint::Fingerprint;
-pub use identity::{fingerprint_of_certificate, Identity};
 pub use patterns::{
     Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
     Requester, Subscriber,
 };
 pub use runtime::{Counters, Drained, Incoming, Listener, Runtime};
+pub use security::fingerprint::Fingerprint;
+pub use security::identity::{fingerprint_of_certificate, Identity};
+pub use security::trust::{ClientTls, ServerTls, Trust};
 pub use stream::{
     Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply,
 };
@@ -61,5 +59,4 @@ pub use transport::{
     quic::transport_config as quinn_transport_config,
     udp::{quinn_socket, udp_socket},
 };
-pub use trust::{ClientTls, ServerTls, Trust};
 pub use wire::{GuaranteeSet, Metadata, Ordering};

@@ -13,12 +13,12 @@ use tracing::Instrument;
 use crate::address::{Address, Host, Target};
 use crate::config::{Limits, RuntimeConfig};
 use crate::error::{Error, LossCause, Result};
+use crate::security::trust::{ClientTls, ServerTls};
 use crate::stream::{write_error_reply, Exchange, IncomingMeta, IncomingTransfer, StreamReader};
 use crate::transport::{
     inproc, quic, unix, Conn, IncomingRaw, Life, PeerIdentity, Receipt, RecvHalf, SendHalf,
     StreamError,
 };
-use crate::trust::{ClientTls, ServerTls};
 use crate::wire::{Code, ControlFrame, GuaranteeSet, Header, Hello, Session, StreamType};
 
 /// Counters a user can read without a metrics stack. Monotonic since the runtime started.
@@ -413,7 +413,7 @@ impl Shared {
                         .ip(),
                 };
                 let ep = self.quic_client().await?;
-                let name = crate::tls::server_name(
+                let name = crate::security::tls::server_name(
                     &host.to_string(),
                     &self.client_tls,
                     address.pin().copied(),

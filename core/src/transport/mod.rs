@@ -359,7 +359,7 @@ impl Conn {
 
     pub(crate) fn peer(&self) -> Option<PeerIdentity> {
         match self {
-            Conn::Quic(c) => crate::tls::peer_fingerprint(c).map(PeerIdentity::Key),
+            Conn::Quic(c) => quic::peer_fingerprint(c).map(PeerIdentity::Key),
             Conn::Inproc(_) => None,
             Conn::Unix(c) => c.peer(),
         }

@@ -1,5 +1,6 @@
 //! QUIC transport on quinn: endpoints with raised UDP buffers, transport parameters from
-//! [`Limits`], and the mapping of quinn's errors onto weida's loss causes.
+//! [`Limits`], security/tls.rs's rustls configurations wrapped for quinn, the peer's key as the
+//! handshake proved it, and the mapping of quinn's errors onto weida's loss causes.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -10,9 +11,10 @@ use super::udp::{self, udp_socket};
 use super::StreamError;
 use crate::config::Limits;
 use crate::error::{Error, LossCause};
-use crate::fingerprint::Fingerprint;
-use crate::tls::{self, Presented};
-use crate::trust::{ClientTls, ServerTls};
+use crate::security::fingerprint::Fingerprint;
+use crate::security::identity::fingerprint_of_certificate;
+use crate::security::tls::{self, Presented};
+use crate::security::trust::{ClientTls, ServerTls};
 use crate::wire::Code;
 
 fn varint(n: u64) -> VarInt {
@@ -99,6 +101,39 @@ fn endpoint(
     )?)
 }
 
+/// security/tls.rs's client configuration wrapped for quinn (default transport configuration).
+pub(crate) fn client_config(
+    tls: &ClientTls,
+    pin: Option<Fingerprint>,
+    presented: Presented,
+) -> Result<quinn::ClientConfig, Error> {
+    let crypto =
+        quinn::crypto::rustls::QuicClientConfig::try_from(tls::client_config(tls, pin, presented)?)
+            .map_err(unusable_tls)?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+/// security/tls.rs's server configuration wrapped for quinn (default transport configuration).
+pub(crate) fn server_config(tls: &ServerTls) -> Result<quinn::ServerConfig, Error> {
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls::server_config(tls)?)
+        .map_err(unusable_tls)?;
+    Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
+}
+
+fn unusable_tls(e: impl std::fmt::Display) -> Error {
+    Error::InvalidConfig(format!("QUIC cannot use this TLS configuration: {e}"))
+}
+
+/// The fingerprint of the key the peer of `conn` presented (its leaf certificate), or `None`
+/// for an anonymous client.
+pub(crate) fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
+    let chain = conn
+        .peer_identity()?
+        .downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+        .ok()?;
+    fingerprint_of_certificate(chain.first()?).ok()
+}
+
 /// The dialling endpoint a runtime shares across its connections.
 pub(crate) fn client_endpoint(buffer: usize, limits: &Limits) -> Result<quinn::Endpoint, Error> {
     let socket = udp_socket("[::]:0".parse().unwrap(), buffer)
@@ -135,7 +170,7 @@ pub(crate) fn server_endpoint(
     limits: &Limits,
     buffer: usize,
 ) -> Result<Server, Error> {
-    let mut sc = tls::quic_server_config(tls)?;
+    let mut sc = server_config(tls)?;
     let mut loopback = sc.clone();
     sc.transport_config(Arc::new(transport_config(limits, false, false)?));
     loopback.transport_config(Arc::new(transport_config(limits, false, true)?));
@@ -156,7 +191,7 @@ pub(crate) async fn connect(
     limits: &Limits,
 ) -> Result<quinn::Connection, Error> {
     let presented = Presented::default();
-    let mut cc = tls::quic_client_config(client, pin, presented.clone())?;
+    let mut cc = client_config(client, pin, presented.clone())?;
     cc.transport_config(Arc::new(transport_config(limits, true, is_loopback(addr))?));
     let connecting = ep
         .connect_with(cc, addr, server_name)
@@ -230,8 +265,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::identity::Identity;
-    use crate::trust::Trust;
+    use crate::security::identity::Identity;
+    use crate::security::trust::Trust;
 
     /// A client dialling a server over loopback, each with its own `Limits`. `as_remote`: both
     /// ends use the parameters of a path that is not loopback (so discovery runs).
@@ -261,7 +296,7 @@ mod tests {
             }
         });
         let c = if as_remote {
-            let mut cc = tls::quic_client_config(&tls, Some(pin), Presented::default()).unwrap();
+            let mut cc = client_config(&tls, Some(pin), Presented::default()).unwrap();
             cc.transport_config(Arc::new(transport_config(client, true, false).unwrap()));
             client_ep
                 .connect_with(cc, addr, &name)

@@ -16,9 +16,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::error::Error;
-// `pub(crate)` so that `crate::identity::Fingerprint` (an older path) still resolves inside the
-// crate; the public path is `crate::Fingerprint` / `crate::fingerprint::Fingerprint`.
-pub(crate) use crate::fingerprint::Fingerprint;
+use crate::security::fingerprint::Fingerprint;
 
 /// The file, inside an identity directory, that holds the private key (PEM, mode 0600).
 const KEY_FILE: &str = "key.pem";

@@ -7,8 +7,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::error::Error;
-use crate::fingerprint::Fingerprint;
-use crate::identity::Identity;
+use crate::security::fingerprint::Fingerprint;
+use crate::security::identity::Identity;
 
 /// Whom a dialling side accepts. Default: only what the address names (its `sha256:` pin).
 ///
