@@ -12,8 +12,9 @@ use crate::error::{Error, LossCause, Result};
 use crate::filter::{Filter, FilterSet};
 use crate::ordering::{Orderer, Release};
 use crate::runtime::{Link, Shared};
-use crate::stream::{IncomingMeta, IncomingTransfer, Message, StreamReader};
-use crate::transport::{Conn, PeerIdentity, RecvHalf};
+use crate::stream::{IncomingMeta, IncomingTransfer, Message};
+use crate::transport::reader::StreamReader;
+use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf};
 use crate::wire::{Code, Ordering, Session, StreamType};
 
 /// Where every copy a subscriber receives ends up.
@@ -241,7 +242,7 @@ async fn read_copy(
 ) {
     let header = match reader.header(shared.limits.max_header_size).await {
         Ok(h) => h,
-        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(crate::transport::reader::ReadFail::Stream(_)) => return,
         Err(f) => return reader.stop(f.code()),
     };
     if header.path.as_deref() != Some(&*path) {
@@ -286,7 +287,7 @@ async fn read_lane(
     match reader.header(limits.max_header_size).await {
         Ok(h) if h.path.as_deref() == Some(&*path) => {}
         Ok(_) => return reader.stop(Code::UnknownEndpoint),
-        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(crate::transport::reader::ReadFail::Stream(_)) => return,
         Err(f) => return reader.stop(f.code()),
     }
     loop {
@@ -319,7 +320,7 @@ async fn read_lane(
                 feed.room.add_permits(1);
                 return reader.stop(Code::ProtocolError);
             }
-            Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => {
+            Ok(None) | Err(crate::transport::reader::ReadFail::Stream(_)) => {
                 feed.room.add_permits(1);
                 return;
             }
@@ -353,23 +354,15 @@ fn admit(fut: impl std::future::Future<Output = ()> + Send + 'static) {
 /// Accepts the copies of one connection until it ends.
 pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
     let path = link.path.clone();
-    let peer = link.peer.clone();
     match &link.conn {
-        Conn::Quic(c) => {
-            while let Ok(r) = c.accept_uni().await {
-                let (f, p, pe) = (feed.clone(), path.clone(), peer.clone());
-                admit(async move {
-                    copy(f, link_id, p, RecvHalf::Quic(r), pe).await;
-                });
-            }
-        }
-        Conn::Inproc(c) => {
-            while let Some(raw) = c.accept().await {
+        Conn::Quic(_) | Conn::Inproc(_) => {
+            let accept = link.conn.accept_each(Accept::OneWay, |raw| {
                 let (f, p) = (feed.clone(), path.clone());
                 admit(async move {
-                    copy(f, link_id, p, raw.recv, None).await;
+                    copy(f, link_id, p, raw.recv, raw.peer).await;
                 });
-            }
+            });
+            accept.await;
         }
         Conn::Unix(_) => {
             let Some(session) = link.session.clone() else {

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::error::{Error, Limit, Result};
 use crate::filter::{Filter, FilterSet};
 use crate::runtime::Shared;
-use crate::stream::StreamReader;
+use crate::transport::reader::StreamReader;
 use crate::transport::{Conn, SendHalf, StreamError};
 use crate::wire::{Code, Header, HeaderRef, StreamType};
 

@@ -10,14 +10,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use tracing::Instrument;
 
-use crate::address::{Address, Host, Target};
+use crate::address::{Address, Target};
 use crate::config::{Limits, RuntimeConfig};
 use crate::error::{Error, LossCause, Result};
 use crate::security::trust::{ClientTls, ServerTls};
-use crate::stream::{write_error_reply, Exchange, IncomingMeta, IncomingTransfer, StreamReader};
+use crate::stream::{write_error_reply, Exchange, IncomingMeta, IncomingTransfer};
+use crate::transport::reader::StreamReader;
 use crate::transport::{
-    inproc, quic, unix, Conn, IncomingRaw, Life, PeerIdentity, Receipt, RecvHalf, SendHalf,
-    StreamError,
+    inproc, quic, unix, Accept, Conn, IncomingRaw, Life, LiveStream, PeerIdentity, PendingReceipt,
+    Receipt, RecvHalf, SendHalf, StreamCount, StreamError,
 };
 use crate::wire::{Code, ControlFrame, GuaranteeSet, Header, Hello, Session, StreamType};
 
@@ -82,7 +83,7 @@ impl Stats {
 #[derive(Default)]
 pub(crate) struct Receipts {
     /// Each with the number of messages it stands for (a lane carries many).
-    pending: Mutex<Vec<(quinn::SendStream, u64)>>,
+    pending: Mutex<Vec<(PendingReceipt, u64)>>,
     delivered: AtomicU64,
     failed: AtomicU64,
     // Prune when the list reaches this length, then set it to twice what survived: every
@@ -105,7 +106,7 @@ impl Receipts {
             Receipt::Ready(Err(_)) => {
                 self.failed.fetch_add(n, Ordering::Relaxed);
             }
-            Receipt::Quic(s) => {
+            Receipt::Pending(s) => {
                 let mut p = self.pending.lock().unwrap();
                 p.push((s, n));
                 // Amortized pruning so resolved receipts do not accumulate; a resolved quinn
@@ -118,17 +119,13 @@ impl Receipts {
         }
     }
 
-    fn prune(&self, p: &mut Vec<(quinn::SendStream, u64)>) {
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        p.retain(|(s, n)| {
-            let f = std::pin::pin!(crate::transport::quic_receipt(s));
-            match f.poll(&mut cx) {
-                std::task::Poll::Ready(r) => {
-                    self.count(r, *n);
-                    false
-                }
-                std::task::Poll::Pending => true,
+    fn prune(&self, p: &mut Vec<(PendingReceipt, u64)>) {
+        p.retain(|(s, n)| match s.now() {
+            Some(r) => {
+                self.count(r, *n);
+                false
             }
+            None => true,
         });
     }
 
@@ -141,11 +138,11 @@ impl Receipts {
 
     /// Waits for every parked receipt until `deadline`; returns how many are still pending.
     async fn settle(&self, deadline: Duration) -> u64 {
-        let all: Vec<(quinn::SendStream, u64)> = std::mem::take(&mut *self.pending.lock().unwrap());
+        let all: Vec<(PendingReceipt, u64)> = std::mem::take(&mut *self.pending.lock().unwrap());
         let mut set: futures_util::stream::FuturesUnordered<_> = all
             .iter()
             .map(|(s, n)| {
-                let f = crate::transport::quic_receipt(s);
+                let f = s.wait();
                 let n = *n;
                 async move { (f.await, n) }
             })
@@ -175,31 +172,15 @@ struct Tracker {
     changed: tokio::sync::Notify,
 }
 
-/// One live stream on an accepted connection.
-pub(crate) struct LiveStream(Arc<Tracker>);
-
-impl LiveStream {
-    /// Releases the stream once `receipt` resolves when the peer already said GOAWAY (its
-    /// drain must not see the connection closed under a reply still in flight); at once
-    /// otherwise, which costs nothing on the common path.
-    pub(crate) fn release_after(self, receipt: &Receipt) {
-        if self.0.goaway.load(Ordering::Acquire) == u64::MAX {
-            return;
-        }
-        if let Receipt::Quic(s) = receipt {
-            let wait = crate::transport::quic_receipt(s);
-            tokio::spawn(async move {
-                let _ = wait.await;
-                drop(self);
-            });
-        }
+impl StreamCount for Tracker {
+    fn released(&self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+        self.changed.notify_waiters();
     }
-}
 
-impl Drop for LiveStream {
-    fn drop(&mut self) {
-        self.0.live.fetch_sub(1, Ordering::AcqRel);
-        self.0.changed.notify_waiters();
+    fn hold_until_received(&self) -> bool {
+        // Until the peer said GOAWAY nothing waits for the connection's streams to end.
+        self.goaway.load(Ordering::Acquire) != u64::MAX
     }
 }
 
@@ -213,7 +194,7 @@ impl Tracker {
     fn admit(self: &Arc<Self>) -> LiveStream {
         self.live.fetch_add(1, Ordering::AcqRel);
         self.accepted.fetch_add(1, Ordering::AcqRel);
-        LiveStream(self.clone())
+        LiveStream::new(self.clone())
     }
 
     fn go_away(&self, opened: u64) {
@@ -261,7 +242,7 @@ pub(crate) struct Shared {
     pub(crate) client_tls: ClientTls,
     pub(crate) stats: Stats,
     pub(crate) receipts: Receipts,
-    quic_client: tokio::sync::OnceCell<quinn::Endpoint>,
+    quic_client: tokio::sync::OnceCell<quic::Client>,
     // Strong: a finished transfer needs no local handle, only its connection, and the pool is
     // what keeps it (PATTERNS §1.1). Connections end with drain/shutdown or the peer.
     pool: Mutex<HashMap<String, Arc<Link>>>,
@@ -345,7 +326,7 @@ impl Shared {
         }
     }
 
-    async fn quic_client(&self) -> Result<&quinn::Endpoint> {
+    async fn quic_client(&self) -> Result<&quic::Client> {
         self.quic_client
             .get_or_try_init(|| async {
                 quic::client_endpoint(self.config.udp_buffer, &self.limits)
@@ -399,35 +380,22 @@ impl Shared {
     ) -> Result<Arc<Link>> {
         let (conn, mut send, recv) = match address.target() {
             Target::Quic { host, port } => {
-                let ip = match host {
-                    Host::Ip(ip) => *ip,
-                    Host::Name(name) => tokio::net::lookup_host((name.as_str(), *port))
-                        .await?
-                        .next()
-                        .ok_or_else(|| {
-                            Error::Io(std::io::Error::new(
-                                std::io::ErrorKind::NotFound,
-                                format!("{name} resolves to nothing"),
-                            ))
-                        })?
-                        .ip(),
-                };
+                let to = quic::resolve(host, *port).await?;
                 let ep = self.quic_client().await?;
                 let name = crate::security::tls::server_name(
                     &host.to_string(),
                     &self.client_tls,
                     address.pin().copied(),
                 );
-                let c = quic::connect(
-                    ep,
-                    std::net::SocketAddr::new(ip, *port),
-                    &name,
-                    address.pin().copied(),
-                    &self.client_tls,
-                    &self.limits,
-                )
-                .await?;
-                let conn = Conn::Quic(c);
+                let conn = ep
+                    .connect(
+                        to,
+                        &name,
+                        address.pin().copied(),
+                        &self.client_tls,
+                        &self.limits,
+                    )
+                    .await?;
                 let (s, r) = conn.open_bi().await?;
                 (conn, s, r)
             }
@@ -538,11 +506,7 @@ impl Shared {
                 code = answers => {
                     // The listener's half of the control stream ended: so does the connection,
                     // and the peer ended it.
-                    match &conn {
-                        Conn::Unix(u) => u.lost(LossCause::PeerClosed),
-                        Conn::Inproc(i) => i.lost(),
-                        Conn::Quic(_) => conn.close(code, "control stream ended"),
-                    }
+                    conn.ended_by_peer(code);
                 }
                 _ = life.dead() => {}
             }
@@ -572,10 +536,7 @@ impl Shared {
         }
         self.pool.lock().unwrap().clear();
         if let Some(ep) = self.quic_client.get() {
-            ep.close(
-                quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
-                b"shutdown",
-            );
+            ep.close(Code::GoingAway, b"shutdown");
         }
     }
 }
@@ -588,13 +549,9 @@ fn pipe_unsupported() -> Error {
 
 /// The error a failed handshake read means: the peer's close reason when it closed.
 fn closed_error(conn: &Conn, fallback: Error) -> Error {
-    if let Conn::Quic(c) = conn {
-        if let Some(reason) = c.close_reason() {
-            if let Some((code, text)) = quic::app_close(&reason) {
-                if code == Code::NegotiationFailed || code == Code::ProtocolError {
-                    return code.into_error("", &text);
-                }
-            }
+    if let Some((code, text)) = conn.peer_close() {
+        if code == Code::NegotiationFailed || code == Code::ProtocolError {
+            return code.into_error("", &text);
         }
     }
     fallback
@@ -1327,17 +1284,14 @@ struct ListenerInner {
     address: Address,
     routes: Arc<RwLock<HashMap<String, Route>>>,
     life: Arc<Life>,
-    quic: Option<quinn::Endpoint>,
+    quic: Option<quic::Server>,
 }
 
 impl Drop for ListenerInner {
     fn drop(&mut self) {
         self.life.kill(LossCause::LocallyClosed);
         if let Some(ep) = &self.quic {
-            ep.close(
-                quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
-                b"listener dropped",
-            );
+            ep.close(Code::GoingAway, b"listener dropped");
         }
     }
 }
@@ -1461,10 +1415,7 @@ impl Listener {
         self.inner.life.kill(LossCause::LocallyClosed);
         self.inner.routes.write().unwrap().clear();
         if let Some(ep) = &self.inner.quic {
-            ep.close(
-                quinn::VarInt::from_u32(Code::GoingAway.to_u64() as u32),
-                b"listener closed",
-            );
+            ep.close(Code::GoingAway, b"listener closed");
         }
     }
 }
@@ -1526,7 +1477,7 @@ impl Dispatch {
             }
             Ok(StreamType::Lane)
                 if self.shared.config.lane_max_message > 0
-                    && !matches!(send, Some(SendHalf::Quic(_)) | Some(SendHalf::Pipe(_))) =>
+                    && !matches!(send, Some(SendHalf::Quic(_)) | Some(SendHalf::Channel(_))) =>
             {
                 // A lane is one-way; over a local socket the reverse direction carries STOPs.
                 self.lane(reader, send, peer).await;
@@ -1566,7 +1517,7 @@ impl Dispatch {
         let header = match reader.header(self.shared.limits.max_header_size).await {
             Ok(h) => h,
             // Reset or lost before its header was whole: there is nobody to tell.
-            Err(crate::stream::ReadFail::Stream(_)) => return,
+            Err(crate::transport::reader::ReadFail::Stream(_)) => return,
             Err(f) => {
                 let code = f.code();
                 let msg = match f.into_error() {
@@ -1649,7 +1600,7 @@ impl Dispatch {
         let limits = &self.shared.limits;
         let head = match reader.header(limits.max_header_size).await {
             Ok(h) => h,
-            Err(crate::stream::ReadFail::Stream(_)) => return,
+            Err(crate::transport::reader::ReadFail::Stream(_)) => return,
             Err(f) => {
                 let code = f.code();
                 return self.refuse(reader, send, code, "bad lane head").await;
@@ -1725,7 +1676,7 @@ impl Dispatch {
                     format!("message of {len} bytes above {max_body}"),
                 ))),
                 Ok(Some((header, Ok(body)))) => message(&mut Some(header), body),
-                Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => return,
+                Ok(None) | Err(crate::transport::reader::ReadFail::Stream(_)) => return,
                 Err(f) => return reader.stop(f.code()),
             };
             batch.push_back(first);
@@ -2021,18 +1972,7 @@ impl Dispatch {
         // connection: a dialler that opens nothing is not waited for forever.
         let deadline = tokio::time::Instant::now() + self.shared.limits.idle_timeout;
         let opening = async {
-            let (send, recv) = match &conn {
-                Conn::Quic(c) => c
-                    .accept_bi()
-                    .await
-                    .ok()
-                    .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r)))?,
-                Conn::Inproc(c) => c
-                    .accept()
-                    .await
-                    .and_then(|raw| raw.send.map(|s| (s, raw.recv)))?,
-                Conn::Unix(_) => return None,
-            };
+            let (send, recv) = conn.accept_bi().await?;
             let mut reader = StreamReader::new(recv);
             let ty = reader.byte().await.ok().map(StreamType::from_byte);
             Some((send, reader, ty))
@@ -2074,40 +2014,10 @@ impl Dispatch {
                 != 0,
             subs: HashMap::new(),
         };
-        let accept = async {
-            match &conn {
-                Conn::Quic(c) => {
-                    let uni = async {
-                        while let Ok(r) = c.accept_uni().await {
-                            this.admit(IncomingRaw {
-                                recv: RecvHalf::Quic(r),
-                                send: None,
-                                peer: peer.clone(),
-                                live: Some(tracker.admit()),
-                            });
-                        }
-                    };
-                    let bi = async {
-                        while let Ok((s, r)) = c.accept_bi().await {
-                            this.admit(IncomingRaw {
-                                recv: RecvHalf::Quic(r),
-                                send: Some(SendHalf::Quic(s)),
-                                peer: peer.clone(),
-                                live: Some(tracker.admit()),
-                            });
-                        }
-                    };
-                    tokio::join!(uni, bi);
-                }
-                Conn::Inproc(c) => {
-                    while let Some(mut raw) = c.accept().await {
-                        raw.live = Some(tracker.admit());
-                        this.admit(raw);
-                    }
-                }
-                Conn::Unix(_) => {}
-            }
-        };
+        let accept = conn.accept_each(Accept::All, |mut raw| {
+            raw.live = Some(tracker.admit());
+            this.admit(raw);
+        });
         tokio::select! {
             _ = accept => {}
             // The dialler's half of the control stream ended (or broke): so does the connection.
@@ -2230,24 +2140,10 @@ impl Runtime {
         let limits = self.shared.limits.clone();
         let (bound_address, quic_ep) = match addr.target() {
             Target::Quic { host, port } => {
-                let ip = match host {
-                    Host::Ip(ip) => *ip,
-                    Host::Name(n) => tokio::net::lookup_host((n.as_str(), *port))
-                        .await?
-                        .next()
-                        .ok_or_else(|| {
-                            Error::Io(std::io::Error::new(std::io::ErrorKind::NotFound, n.clone()))
-                        })?
-                        .ip(),
-                };
-                let server = quic::server_endpoint(
-                    std::net::SocketAddr::new(ip, *port),
-                    &tls,
-                    &limits,
-                    self.shared.config.udp_buffer,
-                )?;
-                let ep = server.endpoint.clone();
-                let local = ep.local_addr()?;
+                let at = quic::resolve(host, *port).await?;
+                let server =
+                    quic::server_endpoint(at, &tls, &limits, self.shared.config.udp_buffer)?;
+                let local = server.local_addr()?;
                 let bound = Address::parse(&format!(
                     "weida://{}@{}",
                     tls.identity().fingerprint(),
@@ -2256,11 +2152,12 @@ impl Runtime {
                         v4 => v4.to_string(),
                     }
                 ))?;
+                let ep = server.clone();
                 let (life2, d) = (life.clone(), dispatch.clone());
                 tokio::spawn(async move {
                     loop {
                         let incoming = tokio::select! {
-                            i = server.endpoint.accept() => i,
+                            i = server.next() => i,
                             _ = life2.dead() => break,
                             _ = d.shared.life.dead() => break,
                         };
@@ -2268,9 +2165,9 @@ impl Runtime {
                         let (d, life, server) = (d.clone(), life2.clone(), server.clone());
                         tokio::spawn(async move {
                             match server.accept(incoming).await {
-                                Ok(c) => {
-                                    let span = tracing::debug_span!("connection", remote = %c.remote_address());
-                                    d.connection(Conn::Quic(c), life).instrument(span).await
+                                Ok((c, remote)) => {
+                                    let span = tracing::debug_span!("connection", %remote);
+                                    d.connection(c, life).instrument(span).await
                                 }
                                 Err(e) => tracing::debug!(error = %e, "handshake failed"),
                             }

@@ -1,13 +1,14 @@
 //! Three transports behind one stream abstraction (ARCHITECTURE.md §3).
 //!
 //! A stream is ordered bytes with an end: FIN (complete) or RESET (abandoned), and a reader
-//! may STOP a writer. QUIC has all of it; the in-process [`pipe`] and the AF_UNIX chunk
+//! may STOP a writer. QUIC has all of it; the in-process [`byte_channel`] and the AF_UNIX chunk
 //! framing give the same four outcomes to the local transports. The enums below dispatch
 //! statically: this is the hot path (one stream per message).
 
+pub(crate) mod byte_channel;
 pub(crate) mod inproc;
-pub(crate) mod pipe;
 pub(crate) mod quic;
+pub(crate) mod reader;
 pub(crate) mod udp;
 pub(crate) mod unix;
 
@@ -121,46 +122,105 @@ impl Life {
 /// byte and the FIN (GUARANTEES §3).
 pub(crate) enum Receipt {
     Ready(Result<(), StreamError>),
-    /// A finished QUIC stream: its acknowledgement is asked of quinn only when someone waits
-    /// (keeping the handle costs no allocation per message).
-    Quic(quinn::SendStream),
+    /// A finished QUIC stream whose acknowledgement may still be on its way.
+    Pending(PendingReceipt),
 }
 
 impl Receipt {
     pub(crate) async fn wait(self) -> Result<(), StreamError> {
         match self {
             Receipt::Ready(r) => r,
-            Receipt::Quic(s) => quic_receipt(&s).await,
+            Receipt::Pending(p) => p.wait().await,
         }
     }
 }
 
-/// The receipt of a finished QUIC stream.
-pub(crate) fn quic_receipt(
-    s: &quinn::SendStream,
-) -> impl Future<Output = Result<(), StreamError>> + Send + Sync + 'static {
-    let stopped = s.stopped();
-    async move {
-        match stopped.await {
-            Ok(None) => Ok(()),
-            Ok(Some(code)) => Err(StreamError::Stopped(Code::from_u64(code.into_inner()))),
-            Err(quinn::StoppedError::ConnectionLost(e)) => {
-                Err(StreamError::Lost(quic::loss_cause(&e)))
+/// A finished QUIC stream: its acknowledgement is asked of quinn only when someone waits
+/// (keeping the handle costs no allocation per message).
+pub(crate) struct PendingReceipt(quinn::SendStream);
+
+impl PendingReceipt {
+    /// Resolves once the peer's transport acknowledged every byte and the FIN, or the stream
+    /// failed. Owns what it needs: the receipt may be dropped while it waits.
+    pub(crate) fn wait(
+        &self,
+    ) -> impl Future<Output = Result<(), StreamError>> + Send + Sync + 'static {
+        let stopped = self.0.stopped();
+        async move {
+            match stopped.await {
+                Ok(None) => Ok(()),
+                Ok(Some(code)) => Err(StreamError::Stopped(Code::from_u64(code.into_inner()))),
+                Err(quinn::StoppedError::ConnectionLost(e)) => {
+                    Err(StreamError::Lost(quic::loss_cause(&e)))
+                }
+                Err(quinn::StoppedError::ZeroRttRejected) => Err(StreamError::Lost(
+                    LossCause::TransportError("0-RTT rejected".into()),
+                )),
             }
-            Err(quinn::StoppedError::ZeroRttRejected) => Err(StreamError::Lost(
-                LossCause::TransportError("0-RTT rejected".into()),
-            )),
         }
+    }
+
+    /// The outcome if the receipt has resolved already, without waiting (a resolved quinn
+    /// receipt answers at once).
+    pub(crate) fn now(&self) -> Option<Result<(), StreamError>> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::pin::pin!(self.wait()).poll(&mut cx) {
+            std::task::Poll::Ready(r) => Some(r),
+            std::task::Poll::Pending => None,
+        }
+    }
+}
+
+/// What counts the streams in use on an accepted connection (the connection layer's GOAWAY
+/// tracker). A trait so that a stream's reader can hold its place on the connection without
+/// the transport knowing what a drain is.
+pub(crate) trait StreamCount: Send + Sync {
+    /// A stream held by a [`LiveStream`] is no longer in use.
+    fn released(&self);
+    /// Whether a finished reply holds its place until its receipt resolves (the peer announced
+    /// a drain, and must not see the connection closed under a reply still in flight).
+    fn hold_until_received(&self) -> bool;
+}
+
+/// One live stream on an accepted connection: its place is released when this drops.
+pub(crate) struct LiveStream(Arc<dyn StreamCount>);
+
+impl LiveStream {
+    /// Holds a place counted by `count` (an `Arc` of the tracker itself: no allocation).
+    pub(crate) fn new(count: Arc<dyn StreamCount>) -> LiveStream {
+        LiveStream(count)
+    }
+
+    /// Releases the stream once `receipt` resolves when its counter asks for that (see
+    /// [`StreamCount::hold_until_received`]); at once otherwise, which costs nothing on the
+    /// common path.
+    pub(crate) fn release_after(self, receipt: &Receipt) {
+        if !self.0.hold_until_received() {
+            return;
+        }
+        if let Receipt::Pending(p) = receipt {
+            let wait = p.wait();
+            tokio::spawn(async move {
+                let _ = wait.await;
+                drop(self);
+            });
+        }
+    }
+}
+
+impl Drop for LiveStream {
+    fn drop(&mut self) {
+        self.0.released();
     }
 }
 
 /// The writing half of a stream on any transport. Its owner decides between finish and reset
 /// (an unfinished `OutgoingTransfer` resets on drop); a half dropped without either ends as
-/// the transport ends it (quinn finishes a dropped QUIC stream, a pipe resets, a local socket
-/// half-closes without FIN, which its reader sees as a loss).
+/// the transport ends it (quinn finishes a dropped QUIC stream, a byte channel resets, a local
+/// socket half-closes without FIN, which its reader sees as a loss).
 pub(crate) enum SendHalf {
     Quic(quinn::SendStream),
-    Pipe(pipe::Writer),
+    Channel(byte_channel::Writer),
     Unix(unix::Writer),
 }
 
@@ -168,7 +228,7 @@ impl SendHalf {
     pub(crate) async fn write(&mut self, b: Bytes) -> Result<(), StreamError> {
         match self {
             SendHalf::Quic(s) => s.write_chunk(b).await.map_err(quic::write_error),
-            SendHalf::Pipe(w) => w.write(b).await,
+            SendHalf::Channel(w) => w.write(b).await,
             SendHalf::Unix(w) => w.write(&mut [b]).await,
         }
     }
@@ -178,7 +238,7 @@ impl SendHalf {
     pub(crate) async fn write_all(&mut self, bufs: &mut [Bytes]) -> Result<(), StreamError> {
         match self {
             SendHalf::Quic(s) => s.write_all_chunks(bufs).await.map_err(quic::write_error),
-            SendHalf::Pipe(w) => {
+            SendHalf::Channel(w) => {
                 for b in bufs.iter_mut() {
                     w.write(std::mem::take(b)).await?;
                 }
@@ -193,11 +253,11 @@ impl SendHalf {
         match self {
             SendHalf::Quic(mut s) => {
                 s.finish().map_err(|_| StreamError::Reset(Code::Canceled))?;
-                Ok(Receipt::Quic(s))
+                Ok(Receipt::Pending(PendingReceipt(s)))
             }
             // Locally the FIN either lands in the peer's transport at once or is refused (a STOP
             // that arrived first): the refusal is finish's error, never a later receipt.
-            SendHalf::Pipe(mut w) => w.finish().map(|()| Receipt::Ready(Ok(()))),
+            SendHalf::Channel(mut w) => w.finish().map(|()| Receipt::Ready(Ok(()))),
             SendHalf::Unix(mut w) => w.finish().await.map(|()| Receipt::Ready(Ok(()))),
         }
     }
@@ -210,7 +270,7 @@ impl SendHalf {
                     quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)),
                 );
             }
-            SendHalf::Pipe(w) => w.reset(code),
+            SendHalf::Channel(w) => w.reset(code),
             SendHalf::Unix(w) => w.reset(code),
         }
     }
@@ -228,7 +288,7 @@ impl SendHalf {
                     "0-RTT rejected".into(),
                 ))),
             },
-            SendHalf::Pipe(w) => w.stopped().await,
+            SendHalf::Channel(w) => w.stopped().await,
             SendHalf::Unix(w) => w.stopped().await,
         }
     }
@@ -238,7 +298,7 @@ impl SendHalf {
 /// writer (QUIC STOP_SENDING(0), or its local equivalent).
 pub(crate) enum RecvHalf {
     Quic(quinn::RecvStream),
-    Pipe(pipe::Reader),
+    Channel(byte_channel::Reader),
     Unix(unix::Reader),
     /// A body already whole (a message that arrived as a lane frame), read as a finished
     /// stream: its bytes, then FIN.
@@ -253,7 +313,7 @@ impl RecvHalf {
                 Ok(None) => Ok(None),
                 Err(e) => Err(quic::read_error(e)),
             },
-            RecvHalf::Pipe(r) => r.read_chunk(max).await,
+            RecvHalf::Channel(r) => r.read_chunk(max).await,
             RecvHalf::Unix(r) => r.read_chunk(max).await,
             RecvHalf::Ready(b) => Ok(match b {
                 Some(rest) if rest.len() > max => Some(rest.split_to(max)),
@@ -270,7 +330,7 @@ impl RecvHalf {
                     quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)),
                 );
             }
-            RecvHalf::Pipe(r) => r.stop(code),
+            RecvHalf::Channel(r) => r.stop(code),
             RecvHalf::Unix(r) => r.stop(code),
             RecvHalf::Ready(b) => *b = None,
         }
@@ -284,7 +344,16 @@ pub(crate) struct IncomingRaw {
     pub(crate) send: Option<SendHalf>,
     pub(crate) peer: Option<PeerIdentity>,
     /// Holds the stream as live on its connection (accepted QUIC and in-process streams).
-    pub(crate) live: Option<crate::runtime::LiveStream>,
+    pub(crate) live: Option<LiveStream>,
+}
+
+/// Which streams [`Conn::accept_each`] takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Accept {
+    /// One-way and bidirectional streams.
+    All,
+    /// One-way streams only (over QUIC; an in-process stream is taken whichever it is).
+    OneWay,
 }
 
 /// A connection on any transport. Cheap to clone.
@@ -319,6 +388,86 @@ impl Conn {
                 .map_err(|e| Error::ConnectionLost(quic::loss_cause(&e))),
             Conn::Inproc(c) => c.open_bi().await,
             Conn::Unix(c) => c.open(true).await,
+        }
+    }
+
+    /// The first bidirectional stream the peer opens (its control stream, PROTOCOL.md §3.2);
+    /// None when the connection ends first. A local socket's control connection arrives
+    /// through its listener instead: None at once.
+    pub(crate) async fn accept_bi(&self) -> Option<(SendHalf, RecvHalf)> {
+        match self {
+            Conn::Quic(c) => c
+                .accept_bi()
+                .await
+                .ok()
+                .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r))),
+            Conn::Inproc(c) => c
+                .accept()
+                .await
+                .and_then(|raw| raw.send.map(|s| (s, raw.recv))),
+            Conn::Unix(_) => None,
+        }
+    }
+
+    /// Hands every stream the peer opens to `admit`, as it arrives, until the connection ends.
+    /// Over QUIC one-way and bidirectional streams are accepted side by side. A local socket's
+    /// streams arrive through its listener instead: this returns at once.
+    pub(crate) async fn accept_each(&self, which: Accept, admit: impl Fn(IncomingRaw)) {
+        match self {
+            Conn::Quic(c) => {
+                let peer = self.peer();
+                let uni = async {
+                    while let Ok(r) = c.accept_uni().await {
+                        admit(IncomingRaw {
+                            recv: RecvHalf::Quic(r),
+                            send: None,
+                            peer: peer.clone(),
+                            live: None,
+                        });
+                    }
+                };
+                let bi = async {
+                    while let Ok((s, r)) = c.accept_bi().await {
+                        admit(IncomingRaw {
+                            recv: RecvHalf::Quic(r),
+                            send: Some(SendHalf::Quic(s)),
+                            peer: peer.clone(),
+                            live: None,
+                        });
+                    }
+                };
+                match which {
+                    Accept::All => {
+                        tokio::join!(uni, bi);
+                    }
+                    Accept::OneWay => uni.await,
+                }
+            }
+            Conn::Inproc(c) => {
+                while let Some(raw) = c.accept().await {
+                    admit(raw);
+                }
+            }
+            Conn::Unix(_) => {}
+        }
+    }
+
+    /// The peer ended its half of the control stream: the connection ends, as the peer's doing
+    /// (a QUIC connection is closed with `code`; a local one is marked lost, closed by the peer).
+    pub(crate) fn ended_by_peer(&self, code: Code) {
+        match self {
+            Conn::Unix(u) => u.lost(LossCause::PeerClosed),
+            Conn::Inproc(i) => i.lost(),
+            Conn::Quic(_) => self.close(code, "control stream ended"),
+        }
+    }
+
+    /// The code and reason the peer's application closed the connection with, if it did (a
+    /// local connection carries none).
+    pub(crate) fn peer_close(&self) -> Option<(Code, String)> {
+        match self {
+            Conn::Quic(c) => quic::app_close(&c.close_reason()?),
+            Conn::Inproc(_) | Conn::Unix(_) => None,
         }
     }
 

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use quinn::{ConnectionError, ReadError, VarInt, WriteError};
 
 use super::udp::{self, udp_socket};
-use super::StreamError;
+use super::{Conn, StreamError};
+use crate::address::Host;
 use crate::config::Limits;
 use crate::error::{Error, LossCause};
 use crate::security::fingerprint::Fingerprint;
@@ -135,23 +136,83 @@ pub(crate) fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> 
 }
 
 /// The dialling endpoint a runtime shares across its connections.
-pub(crate) fn client_endpoint(buffer: usize, limits: &Limits) -> Result<quinn::Endpoint, Error> {
+pub(crate) struct Client(quinn::Endpoint);
+
+/// A dialling endpoint on an unspecified address (IPv6 and IPv4 where the host allows).
+pub(crate) fn client_endpoint(buffer: usize, limits: &Limits) -> Result<Client, Error> {
     let socket = udp_socket("[::]:0".parse().unwrap(), buffer)
         .or_else(|_| udp_socket("0.0.0.0:0".parse().unwrap(), buffer))?;
-    endpoint(socket, None, limits)
+    Ok(Client(endpoint(socket, None, limits)?))
+}
+
+impl Client {
+    /// Dials `addr` and completes the handshake: see [`connect`].
+    pub(crate) async fn connect(
+        &self,
+        addr: SocketAddr,
+        server_name: &str,
+        pin: Option<Fingerprint>,
+        client: &ClientTls,
+        limits: &Limits,
+    ) -> Result<Conn, Error> {
+        let c = connect(&self.0, addr, server_name, pin, client, limits).await?;
+        Ok(Conn::Quic(c))
+    }
+
+    /// Closes every connection dialled from it with `code`.
+    pub(crate) fn close(&self, code: Code, reason: &[u8]) {
+        self.0.close(varint(code.to_u64()), reason);
+    }
+}
+
+/// What [`Server::next`] yields: a peer's first packets, its handshake still to complete.
+pub(crate) struct Incoming(quinn::Incoming);
+
+/// Resolves the host of a QUIC address to one socket address: the one resolver every dial
+/// and every bind uses.
+pub(crate) async fn resolve(host: &Host, port: u16) -> Result<SocketAddr, Error> {
+    let ip = match host {
+        Host::Ip(ip) => *ip,
+        Host::Name(name) => tokio::net::lookup_host((name.as_str(), port))
+            .await?
+            .next()
+            .ok_or_else(|| {
+                Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{name} resolves to nothing"),
+                ))
+            })?
+            .ip(),
+    };
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// A listening endpoint, and the server configuration it accepts loopback peers with.
 #[derive(Clone)]
 pub(crate) struct Server {
-    pub(crate) endpoint: quinn::Endpoint,
+    endpoint: quinn::Endpoint,
     loopback: Arc<quinn::ServerConfig>,
 }
 
 impl Server {
+    /// The next connection attempt; None once the endpoint is closed.
+    pub(crate) async fn next(&self) -> Option<Incoming> {
+        self.endpoint.accept().await.map(Incoming)
+    }
+
+    /// Completes the handshake of `incoming`: the connection and the peer's address.
+    pub(crate) async fn accept(&self, incoming: Incoming) -> Result<(Conn, SocketAddr), Error> {
+        let c = self
+            .handshake(incoming.0)
+            .await
+            .map_err(|e| Error::ConnectionLost(loss_cause(&e)))?;
+        let remote = c.remote_address();
+        Ok((Conn::Quic(c), remote))
+    }
+
     /// Completes the handshake of `incoming`, with the loopback transport parameters when the
     /// peer is on this host.
-    pub(crate) async fn accept(
+    async fn handshake(
         &self,
         incoming: quinn::Incoming,
     ) -> Result<quinn::Connection, ConnectionError> {
@@ -160,6 +221,16 @@ impl Server {
         } else {
             incoming.await
         }
+    }
+
+    /// The address it is bound to (the real port when 0 was asked for).
+    pub(crate) fn local_addr(&self) -> Result<SocketAddr, Error> {
+        Ok(self.endpoint.local_addr()?)
+    }
+
+    /// Stops accepting and closes every connection it accepted with `code`.
+    pub(crate) fn close(&self, code: Code, reason: &[u8]) {
+        self.endpoint.close(varint(code.to_u64()), reason);
     }
 }
 
@@ -292,19 +363,20 @@ mod tests {
             let incoming = srv.endpoint.accept().await.unwrap();
             match as_remote {
                 true => incoming.await,
-                false => srv.accept(incoming).await,
+                false => srv.handshake(incoming).await,
             }
         });
         let c = if as_remote {
             let mut cc = client_config(&tls, Some(pin), Presented::default()).unwrap();
             cc.transport_config(Arc::new(transport_config(client, true, false).unwrap()));
             client_ep
+                .0
                 .connect_with(cc, addr, &name)
                 .unwrap()
                 .await
                 .unwrap()
         } else {
-            connect(&client_ep, addr, &name, Some(pin), &tls, client)
+            connect(&client_ep.0, addr, &name, Some(pin), &tls, client)
                 .await
                 .unwrap()
         };
