@@ -25,34 +25,34 @@
 
 pub mod address;
 mod config;
+mod connection;
 mod error;
-mod feed;
-pub mod filter;
-mod hub;
-mod lane;
-mod ordering;
 mod patterns;
-mod queue;
 mod runtime;
 mod security;
-mod stream;
 mod transport;
 pub mod wire;
 
+/// Pub/Sub topic filters: the grammar and a matching trie (its home is `patterns/pubsub/`).
+pub use patterns::pubsub::filter;
+
 pub use address::Address;
 pub use config::{Limits, RuntimeConfig};
+pub use connection::handles::{
+    Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,
+    PendingReply,
+};
 pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
 pub use patterns::{
     Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
     Requester, Subscriber,
 };
-pub use runtime::{Counters, Drained, Incoming, Listener, Runtime};
+pub use runtime::counters::Counters;
+pub use runtime::listener::Listener;
+pub use runtime::{Drained, Runtime};
 pub use security::fingerprint::Fingerprint;
 pub use security::identity::{fingerprint_of_certificate, Identity};
 pub use security::trust::{ClientTls, ServerTls, Trust};
-pub use stream::{
-    Delivery, Exchange, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer, PendingReply,
-};
 pub use transport::PeerIdentity;
 #[doc(hidden)]
 pub use transport::{

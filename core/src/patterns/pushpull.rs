@@ -1,14 +1,17 @@
 //! Push/Pull: one one-way stream per message, round-robin over connected pullers.
 
-use std::future::Future;
-use std::sync::Arc;
-
 use bytes::Bytes;
+use std::future::Future;
 
 use super::Dialer;
+use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::dispatch::Queued;
+use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::error::{Error, Result};
-use crate::runtime::{Inbox, Incoming, Queued, Shared};
-use crate::stream::{IncomingTransfer, Message, OutgoingTransfer, Partial};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::Runtime;
 use crate::wire::{Header, Metadata};
 
 /// Sends messages to pullers, one stream each, round-robin per message.
@@ -24,13 +27,24 @@ pub struct Pusher {
     dialer: Dialer,
 }
 
-impl Pusher {
-    pub(crate) fn new(shared: Arc<Shared>) -> Pusher {
+impl Runtime {
+    /// A [`Pusher`].
+    pub fn pusher(&self) -> Pusher {
         Pusher {
-            dialer: Dialer::new(shared),
+            dialer: Dialer::new(self.pool.clone()),
         }
     }
+}
 
+impl Listener {
+    /// Binds a [`Puller`] at `path`.
+    pub fn puller(&self, path: &str) -> Result<Puller> {
+        let inbox = self.register(path, RouteKind::Puller)?;
+        Ok(Puller { inbox })
+    }
+}
+
+impl Pusher {
     /// Dials `address` (with its path) and adds it to the round-robin.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
@@ -88,10 +102,11 @@ impl Pusher {
             meta,
             ..Header::default()
         };
-        self.dialer.shared.check_open()?;
+        let ctx = &self.dialer.pool.ctx;
+        ctx.check_open()?;
         let link = self.dialer.peers.pick()?;
-        if link.lanes && body.len() <= self.dialer.shared.config.lane_max_message {
-            return link.lane_send(&self.dialer.shared, header, body).await;
+        if link.lanes && body.len() <= ctx.config.lane_max_message {
+            return link.lane_send(header, body).await;
         }
         let t = self.dialer.transfer_on(&link, header, Some(body)).await?;
         drop(t.finish().await?);
@@ -116,9 +131,9 @@ impl Pusher {
     /// # Ok(()) }
     /// ```
     pub fn try_send(&self, body: Bytes) -> Result<Option<Bytes>> {
-        let shared = &self.dialer.shared;
-        shared.check_open()?;
-        if body.len() > shared.config.lane_max_message {
+        let ctx = &self.dialer.pool.ctx;
+        ctx.check_open()?;
+        if body.len() > ctx.config.lane_max_message {
             return Ok(Some(body));
         }
         let mut body = Some(body);
@@ -176,12 +191,8 @@ pub struct Puller {
 }
 
 impl Puller {
-    pub(crate) fn new(inbox: Inbox) -> Puller {
-        Puller { inbox }
-    }
-
     /// The address to dial this puller at.
-    pub fn address(&self) -> &crate::Address {
+    pub fn address(&self) -> &Address {
         &self.inbox.address
     }
 
@@ -207,7 +218,7 @@ impl Puller {
             if let Some(m) = self.inbox.take_returned() {
                 return Ok(m);
             }
-            let max = self.inbox.shared.limits.max_collected_body;
+            let max = self.inbox.ctx.limits.max_collected_body;
             let mut rx = tokio::select! {
                 rx = self.inbox.rx.lock() => rx,
                 _ = &mut handed_back => continue,

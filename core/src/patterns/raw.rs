@@ -1,12 +1,14 @@
 //! Raw streams: a `Peer` dials and opens either kind; an `Acceptor` binds one path and
 //! receives both (PATTERNS §5).
 
-use std::sync::Arc;
-
 use super::Dialer;
+use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::handles::{Incoming, OutgoingTransfer, PendingReply};
 use crate::error::Result;
-use crate::runtime::{Inbox, Incoming, Shared};
-use crate::stream::{OutgoingTransfer, PendingReply};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::Runtime;
 use crate::wire::{Header, Metadata};
 
 /// Opens raw streams to acceptors: one-way transfers and exchanges.
@@ -26,13 +28,24 @@ pub struct Peer {
     dialer: Dialer,
 }
 
-impl Peer {
-    pub(crate) fn new(shared: Arc<Shared>) -> Peer {
+impl Runtime {
+    /// A raw [`Peer`].
+    pub fn peer(&self) -> Peer {
         Peer {
-            dialer: Dialer::new(shared),
+            dialer: Dialer::new(self.pool.clone()),
         }
     }
+}
 
+impl Listener {
+    /// Binds a raw [`Acceptor`] at `path`.
+    pub fn acceptor(&self, path: &str) -> Result<Acceptor> {
+        let inbox = self.register(path, RouteKind::Acceptor)?;
+        Ok(Acceptor { inbox })
+    }
+}
+
+impl Peer {
     /// Dials `address` (with its path).
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
@@ -81,12 +94,8 @@ pub struct Acceptor {
 }
 
 impl Acceptor {
-    pub(crate) fn new(inbox: Inbox) -> Acceptor {
-        Acceptor { inbox }
-    }
-
     /// The address to dial this acceptor at.
-    pub fn address(&self) -> &crate::Address {
+    pub fn address(&self) -> &Address {
         &self.inbox.address
     }
 

@@ -4,8 +4,8 @@
 use std::future::Future;
 
 use super::{Puller, Subscriber};
+use crate::connection::handles::Message;
 use crate::error::Result;
-use crate::stream::Message;
 
 /// Whole messages from a [`Puller`] or a [`Subscriber`], and a hand-back for one whose
 /// receive was abandoned as it arrived. Each method is the endpoint's own of the same name.

@@ -1,13 +1,15 @@
 //! Req/Rep: one bidirectional stream per exchange; the stream is the correlation.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 
 use super::Dialer;
+use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::handles::{Exchange, Incoming, Message, OutgoingTransfer, PendingReply};
 use crate::error::{Error, Result};
-use crate::runtime::{Inbox, Incoming, Shared};
-use crate::stream::{Exchange, Message, OutgoingTransfer, PendingReply};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::Runtime;
 use crate::wire::{Header, Metadata};
 
 /// A request body at most this long is written with its header in one write.
@@ -41,13 +43,24 @@ pub struct Requester {
     dialer: Dialer,
 }
 
-impl Requester {
-    pub(crate) fn new(shared: Arc<Shared>) -> Requester {
+impl Runtime {
+    /// A [`Requester`].
+    pub fn requester(&self) -> Requester {
         Requester {
-            dialer: Dialer::new(shared),
+            dialer: Dialer::new(self.pool.clone()),
         }
     }
+}
 
+impl Listener {
+    /// Binds a [`Replier`] at `path`.
+    pub fn replier(&self, path: &str) -> Result<Replier> {
+        let inbox = self.register(path, RouteKind::Replier)?;
+        Ok(Replier { inbox })
+    }
+}
+
+impl Requester {
     /// Dials `address` (with its path) and adds it to the round-robin.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
@@ -121,12 +134,8 @@ pub struct Replier {
 }
 
 impl Replier {
-    pub(crate) fn new(inbox: Inbox) -> Replier {
-        Replier { inbox }
-    }
-
     /// The address to dial this replier at.
-    pub fn address(&self) -> &crate::Address {
+    pub fn address(&self) -> &Address {
         &self.inbox.address
     }
 

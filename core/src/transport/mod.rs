@@ -1,9 +1,16 @@
-//! Three transports behind one stream abstraction (ARCHITECTURE.md §3).
+//! The transport layer: three transports behind one stream abstraction (ARCHITECTURE.md §1).
 //!
 //! A stream is ordered bytes with an end: FIN (complete) or RESET (abandoned), and a reader
 //! may STOP a writer. QUIC has all of it; the in-process [`byte_channel`] and the AF_UNIX chunk
 //! framing give the same four outcomes to the local transports. The enums below dispatch
 //! statically: this is the hot path (one stream per message).
+//!
+//! Owns: connections and streams on QUIC (quinn and its UDP socket), in process and AF_UNIX,
+//! their budgets, receipts and deaths, the peer's identity as the transport proved it, and the
+//! [`reader::StreamReader`] that frames a stream's bytes. quinn is named here and nowhere else.
+//! Must not: know what a path, an endpoint, a handshake or a drain is: a stream's place on its
+//! connection is counted through the [`StreamCount`] trait the connection layer implements.
+//! It imports only `security`, `wire` and the foundation modules.
 
 pub(crate) mod byte_channel;
 pub(crate) mod inproc;

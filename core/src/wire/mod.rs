@@ -1,7 +1,14 @@
-//! Wire protocol v0, as pure functions over bytes (docs/PROTOCOL.md is the normative text).
+//! The wire layer: protocol v0 as pure functions over bytes (docs/PROTOCOL.md is the normative
+//! text).
 //!
 //! Nothing here touches a socket: transports move bytes, this module gives them meaning, so
 //! every decoder can be tested and fuzzed on its own.
+//!
+//! Owns: the bytes of PROTOCOL.md (varints, the DATA header, control frames and HELLO, the
+//! reply half and ERROR, error codes, lane frames, the AF_UNIX chunk framing). Every decoder
+//! returns [`DecodeError`] and never panics.
+//! Must not: touch a socket, a task or a clock, or import any other layer: only the foundation
+//! modules (`error` for the code-to-error mapping).
 
 pub mod chunk;
 pub mod codes;

@@ -1,12 +1,13 @@
-//! The stream types every pattern hands out: `OutgoingTransfer` and its `Delivery`,
-//! `IncomingTransfer`, `Exchange` and `PendingReply`, with the metadata that arrives with them.
+//! The stream handles every pattern hands out: `OutgoingTransfer` and its `Delivery`,
+//! `IncomingTransfer`, `Exchange` and `PendingReply`, `Incoming` (what a bound endpoint
+//! receives), and the metadata that arrives with them.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::context::Context;
 use crate::error::{Error, Limit, LossCause, Result};
-use crate::runtime::Shared;
 use crate::transport::reader::{concat, ReadFail, StreamReader, READ_CHUNK};
 use crate::transport::{LiveStream, PeerIdentity, Receipt, RecvHalf, SendHalf, StreamError};
 use crate::wire::{self, reply, Code, Header, Metadata, ReplyStatus};
@@ -65,7 +66,7 @@ impl IncomingMeta {
 pub struct OutgoingTransfer {
     send: Option<SendHalf>,
     path: Arc<str>,
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
     // Set once the FIN is queued: the request half of an exchange tells its reply reader that a
     // loss from then on is Indeterminate.
     finished: Option<Arc<std::sync::atomic::AtomicBool>>,
@@ -75,11 +76,11 @@ pub struct OutgoingTransfer {
 }
 
 impl OutgoingTransfer {
-    pub(crate) fn new(send: SendHalf, path: Arc<str>, shared: Arc<Shared>) -> OutgoingTransfer {
+    pub(crate) fn new(send: SendHalf, path: Arc<str>, ctx: Arc<Context>) -> OutgoingTransfer {
         OutgoingTransfer {
             send: Some(send),
             path,
-            shared,
+            ctx,
             finished: None,
             live: None,
         }
@@ -107,7 +108,7 @@ impl OutgoingTransfer {
             .write(b)
             .await
             .map_err(|e| e.into_write_error(&path))?;
-        self.shared.stats.add_sent(n);
+        self.ctx.stats.add_sent(n);
         Ok(())
     }
 
@@ -119,7 +120,7 @@ impl OutgoingTransfer {
             .write_all(&mut data)
             .await
             .map_err(|e| e.into_write_error(&path))?;
-        self.shared.stats.add_sent(n);
+        self.ctx.stats.add_sent(n);
         Ok(())
     }
 
@@ -140,7 +141,7 @@ impl OutgoingTransfer {
         Ok(Delivery {
             receipt: Some(receipt),
             path: self.path.clone(),
-            shared: self.shared.clone(),
+            ctx: self.ctx.clone(),
         })
     }
 
@@ -183,7 +184,7 @@ impl std::fmt::Debug for OutgoingTransfer {
 pub struct Delivery {
     receipt: Option<Receipt>,
     path: Arc<str>,
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
 }
 
 impl Delivery {
@@ -204,7 +205,7 @@ impl Delivery {
 impl Drop for Delivery {
     fn drop(&mut self) {
         if let Some(r) = self.receipt.take() {
-            self.shared.receipts.park(r);
+            self.ctx.receipts.park(r);
         }
     }
 }
@@ -222,7 +223,7 @@ impl std::fmt::Debug for Delivery {
 pub struct IncomingTransfer {
     reader: StreamReader,
     meta: IncomingMeta,
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
     /// Set when this is a reply and its request's FIN is queued: a loss from then on is
     /// Indeterminate (the flag is read at the loss, since a streamed request may finish late).
     indeterminate_on_loss: Option<Arc<std::sync::atomic::AtomicBool>>,
@@ -230,23 +231,23 @@ pub struct IncomingTransfer {
 
 impl IncomingTransfer {
     /// A whole message (from a lane) as a finished stream.
-    pub(crate) fn ready(m: Message, shared: Arc<Shared>) -> IncomingTransfer {
+    pub(crate) fn ready(m: Message, ctx: Arc<Context>) -> IncomingTransfer {
         IncomingTransfer::new(
             StreamReader::new(RecvHalf::Ready(Some(m.body))),
             Arc::unwrap_or_clone(m.meta),
-            shared,
+            ctx,
         )
     }
 
     pub(crate) fn new(
         reader: StreamReader,
         meta: IncomingMeta,
-        shared: Arc<Shared>,
+        ctx: Arc<Context>,
     ) -> IncomingTransfer {
         IncomingTransfer {
             reader,
             meta,
-            shared,
+            ctx,
             indeterminate_on_loss: None,
         }
     }
@@ -281,7 +282,7 @@ impl IncomingTransfer {
     pub(crate) async fn read_up_to(&mut self, max: usize) -> Result<Option<Bytes>> {
         match self.reader.chunk(max.max(1)).await {
             Ok(Some(b)) => {
-                self.shared.stats.add_received(b.len() as u64);
+                self.ctx.stats.add_received(b.len() as u64);
                 Ok(Some(b))
             }
             Ok(None) => Ok(None),
@@ -345,6 +346,15 @@ impl std::fmt::Debug for IncomingTransfer {
     }
 }
 
+/// A stream dispatched to a bound endpoint.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A one-way transfer.
+    Stream(IncomingTransfer),
+    /// An exchange: a request and its reply half.
+    Exchange(Exchange),
+}
+
 /// A whole message: its metadata and its body.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -390,7 +400,7 @@ impl Exchange {
 
     /// The whole request body, bounded by `Limits::max_collected_body`.
     pub async fn take_body(&mut self) -> Result<Bytes> {
-        let max = self.request.shared.limits.max_collected_body;
+        let max = self.request.ctx.limits.max_collected_body;
         self.request.collect(max).await
     }
 
@@ -399,8 +409,8 @@ impl Exchange {
         self.request.collect(max).await
     }
 
-    fn shared(&self) -> Arc<Shared> {
-        self.request.shared.clone()
+    fn ctx(&self) -> Arc<Context> {
+        self.request.ctx.clone()
     }
 
     /// The reply half, once: an exchange is answered by exactly one reply or error.
@@ -435,7 +445,7 @@ impl Exchange {
         meta: Metadata,
         body: Option<Bytes>,
     ) -> Result<OutgoingTransfer> {
-        let shared = self.shared();
+        let shared = self.ctx();
         let path: Arc<str> = self.request.meta.path.clone();
         let mut head = vec![ReplyStatus::Ok.to_byte()];
         Header {
@@ -521,7 +531,7 @@ pub(crate) async fn write_error_reply(mut send: SendHalf, code: Code, message: &
 pub struct PendingReply {
     reader: StreamReader,
     path: Arc<str>,
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
     peer: Option<PeerIdentity>,
     /// The request's writer finished: a loss from here on is Indeterminate.
     finished: Arc<std::sync::atomic::AtomicBool>,
@@ -531,14 +541,14 @@ impl PendingReply {
     pub(crate) fn new(
         recv: RecvHalf,
         path: Arc<str>,
-        shared: Arc<Shared>,
+        ctx: Arc<Context>,
         peer: Option<PeerIdentity>,
         finished: Arc<std::sync::atomic::AtomicBool>,
     ) -> PendingReply {
         PendingReply {
             reader: StreamReader::new(recv),
             path,
-            shared,
+            ctx,
             peer,
             finished,
         }
@@ -568,7 +578,7 @@ impl PendingReply {
         };
         match ReplyStatus::from_byte(status) {
             Ok(ReplyStatus::Ok) => {
-                let max = self.shared.limits.max_header_size;
+                let max = self.ctx.limits.max_header_size;
                 let h = match self.reader.header(max).await {
                     Ok(h) => h,
                     Err(f) => {
@@ -577,8 +587,8 @@ impl PendingReply {
                     }
                 };
                 let meta = IncomingMeta::on_path(h, self.peer.clone(), self.path.clone());
-                let shared = self.shared.clone();
-                let mut t = IncomingTransfer::new(self.reader, meta, shared);
+                let ctx = self.ctx.clone();
+                let mut t = IncomingTransfer::new(self.reader, meta, ctx);
                 t.set_indeterminate_on_loss(self.finished.clone());
                 Ok(t)
             }
@@ -607,7 +617,7 @@ impl PendingReply {
 
     /// The whole reply body, bounded by `Limits::max_collected_body`.
     pub async fn body(self) -> Result<Message> {
-        let max = self.shared.limits.max_collected_body;
+        let max = self.ctx.limits.max_collected_body;
         let mut t = self.reply().await?;
         let body = t.collect(max).await?;
         Ok(Message {

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::context::Context;
 use crate::error::{Error, LossCause, Result};
-use crate::runtime::Shared;
 use crate::transport::{Conn, SendHalf};
 
 /// Frames a lane queues before `send` waits: backpressure, as a stream slot was.
@@ -117,7 +117,7 @@ impl Lane {
     /// Starts a lane whose stream is opened on `conn` with `head` (`03` and the path header)
     /// when its first frame is queued. `opened` counts the stream for GOAWAY.
     pub(crate) fn start(
-        shared: Arc<Shared>,
+        ctx: Arc<Context>,
         conn: Conn,
         path: Arc<str>,
         head: Bytes,
@@ -130,7 +130,7 @@ impl Lane {
         });
         let state = Arc::new(LaneState::default());
         tokio::spawn(writer(
-            shared,
+            ctx,
             conn,
             path,
             head,
@@ -322,7 +322,7 @@ impl Batch {
 }
 
 async fn writer(
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
     conn: Conn,
     path: Arc<str>,
     head: Bytes,
@@ -330,7 +330,7 @@ async fn writer(
     state: Arc<LaneState>,
     opened: Arc<AtomicU64>,
 ) {
-    let outcome = write_lane(&shared, &conn, &path, head, &queue, &opened).await;
+    let outcome = write_lane(&ctx, &conn, &path, head, &queue, &opened).await;
     if let Err((e, lost)) = outcome {
         tracing::debug!(%path, error = %e, "lane ended");
         // Set before the queue closes: a sender that finds it closed finds why.
@@ -338,8 +338,7 @@ async fn writer(
         state.failing.store(true, Ordering::Release);
         // Frames still queued are lost with the lane, as unfinished streams would be.
         let lost = lost + queue.close();
-        shared
-            .stats
+        ctx.stats
             .lane_messages_lost
             .fetch_add(lost, Ordering::Relaxed);
     } else {
@@ -352,7 +351,7 @@ async fn writer(
 /// Writes the lane until every sender is gone, then finishes it. On failure returns the error
 /// and how many frames were taken from the queue and not written.
 async fn write_lane(
-    shared: &Shared,
+    ctx: &Context,
     conn: &Conn,
     path: &str,
     head: Bytes,
@@ -365,7 +364,7 @@ async fn write_lane(
         return Ok(());
     }
     let mut send: SendHalf = conn.open_uni().await.map_err(|e| (e, taken.len() as u64))?;
-    shared.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
+    ctx.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
     opened.fetch_add(1, Ordering::AcqRel);
     let mut prefix = head;
     let mut written = 0u64;
@@ -384,9 +383,8 @@ async fn write_lane(
             if let Err(e) = send.write_all(&mut bufs).await {
                 return Err((e.into_write_error(path), frames + taken.len() as u64));
             }
-            shared.stats.add_sent(body_bytes);
-            shared
-                .stats
+            ctx.stats.add_sent(body_bytes);
+            ctx.stats
                 .lane_messages_sent
                 .fetch_add(frames, Ordering::Relaxed);
             written += frames;
@@ -397,7 +395,7 @@ async fn write_lane(
     }
     match send.finish().await {
         Ok(receipt) => {
-            shared.receipts.park_many(receipt, written);
+            ctx.receipts.park_many(receipt, written);
             Ok(())
         }
         Err(e) => Err((e.into_write_error(path), 0)),
