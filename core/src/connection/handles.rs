@@ -9,7 +9,9 @@ use bytes::Bytes;
 use super::context::Context;
 use crate::error::{Error, Limit, LossCause, Result};
 use crate::transport::reader::{concat, ReadFail, StreamReader, READ_CHUNK};
-use crate::transport::{LiveStream, PeerIdentity, Receipt, RecvHalf, SendHalf, StreamError};
+use crate::transport::{
+    LiveStream, PeerIdentity, Receipt, RecvHalf, SendHalf, StreamError, UnclaimedHalf,
+};
 use crate::wire::{self, reply, Code, Header, Metadata, ReplyStatus};
 
 /// What arrived with an incoming stream.
@@ -465,18 +467,20 @@ impl Exchange {
                 ),
             ));
         }
-        let mut send = self.take_reply()?;
+        // Reset, not finished short, if this future is dropped during the write.
+        let mut send = UnclaimedHalf::new(self.take_reply()?);
         let r = match body {
             Some(b) => {
                 let n = b.len() as u64;
-                let r = send.write_all(&mut [Bytes::from(head), b]).await;
+                let r = send.half().write_all(&mut [Bytes::from(head), b]).await;
                 if r.is_ok() {
                     shared.stats.add_sent(n);
                 }
                 r
             }
-            None => send.write(Bytes::from(head)).await,
+            None => send.half().write(Bytes::from(head)).await,
         };
+        let send = send.claim();
         r.map_err(|e| e.into_write_error(&path))?;
         let mut t = OutgoingTransfer::new(send, path, shared);
         t.live = self.request.take_live();
@@ -519,11 +523,16 @@ impl std::fmt::Debug for Exchange {
 }
 
 /// Writes an ERROR reply and finishes; failures are moot (the requester is gone).
-pub(crate) async fn write_error_reply(mut send: SendHalf, code: Code, message: &str) {
+/// Dropped during the write, the reply is reset (CANCELED), not finished short.
+pub(crate) async fn write_error_reply(send: SendHalf, code: Code, message: &str) {
     let mut v = Vec::new();
     reply::encode_error(code, message, &mut v);
-    if send.write(Bytes::from(v)).await.is_ok() {
-        let _ = send.finish().await;
+    let mut send = UnclaimedHalf::new(send);
+    if send.half().write(Bytes::from(v)).await.is_ok() {
+        let _ = send.claim().finish().await;
+    } else {
+        // The stream already failed: dropped as before, not reset over its failure.
+        drop(send.claim());
     }
 }
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::context::Context;
 use super::lane::{FrameHead, Lane, TrySend};
 use crate::error::{Error, Limit, LossCause, Result};
-use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf};
+use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf, UnclaimedHalf};
 use crate::wire::{lane_frame, varint, Code, ControlFrame, Header, Session, StreamType};
 
 /// A dialled connection to one path of one peer.
@@ -348,7 +348,7 @@ impl Link {
         let shared = &*self.ctx;
         shared.check_open()?;
         let head = self.head(ty, header)?;
-        let (mut send, recv) = match ty {
+        let (send, recv) = match ty {
             StreamType::Exchange => {
                 let (s, r) = shared.within(self.conn.open_bi()).await?;
                 (s, Some(r))
@@ -357,17 +357,20 @@ impl Link {
         };
         shared.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
         self.opened.fetch_add(1, Ordering::AcqRel);
+        // Reset, not finished short, if this future is dropped during the write.
+        let mut send = UnclaimedHalf::new(send);
         let r = match body {
             Some(b) => {
                 let n = b.len() as u64;
-                let r = send.write_all(&mut [head, b]).await;
+                let r = send.half().write_all(&mut [head, b]).await;
                 if r.is_ok() {
                     shared.stats.add_sent(n);
                 }
                 r
             }
-            None => send.write(head).await,
+            None => send.half().write(head).await,
         };
+        let send = send.claim();
         if let Err(e) = r {
             return Err(e.into_write_error(&self.path));
         }

@@ -301,6 +301,36 @@ impl SendHalf {
     }
 }
 
+/// A send half being written before an owner that decides between finish and reset takes it
+/// (the head of a new stream, the start of a reply): dropped there, it resets the stream with
+/// CANCELED. A write whose future is dropped mid-payload must not end as a short stream read as
+/// complete, which is what the transport would make of a dropped half (quinn finishes it; a
+/// local socket reads as lost).
+pub(crate) struct UnclaimedHalf(Option<SendHalf>);
+
+impl UnclaimedHalf {
+    pub(crate) fn new(send: SendHalf) -> UnclaimedHalf {
+        UnclaimedHalf(Some(send))
+    }
+
+    pub(crate) fn half(&mut self) -> &mut SendHalf {
+        self.0.as_mut().expect("present until claimed")
+    }
+
+    /// Hands the half on: from here its new owner decides how it ends.
+    pub(crate) fn claim(mut self) -> SendHalf {
+        self.0.take().expect("present until claimed")
+    }
+}
+
+impl Drop for UnclaimedHalf {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.0.take() {
+            s.reset(Code::Canceled);
+        }
+    }
+}
+
 /// The reading half of a stream on any transport. Dropping it before the end stops the
 /// writer (QUIC STOP_SENDING(0), or its local equivalent).
 pub(crate) enum RecvHalf {
