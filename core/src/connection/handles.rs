@@ -114,7 +114,8 @@ impl OutgoingTransfer {
         Ok(())
     }
 
-    /// Writes several buffers in order, as one write where the transport allows.
+    /// Writes several buffers in order, as one write where the transport allows. Not
+    /// cancel-safe, as `write` is not: cancel the transfer after a dropped write.
     pub async fn write_chunks(&mut self, mut data: Vec<Bytes>) -> Result<()> {
         let n: u64 = data.iter().map(|b| b.len() as u64).sum();
         let path = self.path.clone();
@@ -127,7 +128,10 @@ impl OutgoingTransfer {
     }
 
     /// Queues the FIN. From here the payload arrives with no local handle; the returned
-    /// [`Delivery`] reports the transport receipt and may be dropped for free.
+    /// [`Delivery`] reports the transport receipt and may be dropped for free. Not
+    /// cancel-safe: it consumes the transfer. It waits only over AF_UNIX, to write the FIN,
+    /// and a `finish` dropped there ends the stream without one, which the reader sees as a
+    /// loss, never as a complete payload.
     pub async fn finish(mut self) -> Result<Delivery> {
         let send = self.send.take().expect("present until finish");
         let receipt = send
@@ -396,17 +400,19 @@ impl Exchange {
     }
 
     /// The request's next chunk (the reply may be written before the request ends).
+    /// Cancel-safe, as [`IncomingTransfer::read_chunk`] is.
     pub async fn read_chunk(&mut self) -> Result<Option<Bytes>> {
         self.request.read_chunk().await
     }
 
-    /// The whole request body, bounded by `Limits::max_collected_body`.
+    /// The whole request body, bounded by `Limits::max_collected_body`. Not cancel-safe: the
+    /// part read before a drop is lost (read with `read_chunk` to resume).
     pub async fn take_body(&mut self) -> Result<Bytes> {
         let max = self.request.ctx.limits.max_collected_body;
         self.request.collect(max).await
     }
 
-    /// The whole request body, bounded by `max`.
+    /// The whole request body, bounded by `max`. Not cancel-safe, as `take_body` is not.
     pub async fn take_body_capped(&mut self, max: u64) -> Result<Bytes> {
         self.request.collect(max).await
     }
@@ -422,12 +428,16 @@ impl Exchange {
             .ok_or_else(|| Error::InvalidConfig("this exchange was already answered".into()))
     }
 
-    /// Replies with `body` and finishes the reply half.
+    /// Replies with `body` and finishes the reply half. Not cancel-safe: it consumes the
+    /// exchange, and a reply dropped before it returns never reaches the requester whole: its
+    /// `request` fails `Canceled`
+    /// (`cancel.rs: a_reply_dropped_mid_write_is_canceled_at_the_requester_quic`; over AF_UNIX,
+    /// a reply dropped while its FIN is written is a loss).
     pub async fn reply(self, body: impl Into<Bytes>) -> Result<()> {
         self.reply_with(Metadata::new(), body).await
     }
 
-    /// Replies with metadata and `body`.
+    /// Replies with metadata and `body`. Not cancel-safe, as `reply` is not.
     pub async fn reply_with(mut self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
         let t = self.start_reply(meta, Some(body.into())).await?;
         t.finish().await?;
@@ -436,7 +446,10 @@ impl Exchange {
 
     /// Opens the reply half as a stream, for a reply written in parts. Takes `&mut self`: the
     /// request can still be read while the reply is written (a replier may answer before the
-    /// request ends). The exchange is answered by this; `reply`/`fail` after it are `Closed`.
+    /// request ends). The exchange is answered by this: `reply` and `fail` after it fail with
+    /// `InvalidConfig` (already answered). Not cancel-safe: dropped during the write of the
+    /// reply's head, the reply half is reset (the requester reads `Canceled`) and the exchange
+    /// still counts as answered.
     pub async fn open_reply(&mut self, meta: Metadata) -> Result<OutgoingTransfer> {
         self.start_reply(meta, None).await
     }
@@ -488,7 +501,9 @@ impl Exchange {
     }
 
     /// Answers with an ERROR frame carrying `error`'s code and text (REJECTED for
-    /// `Error::Rejected(reason)`, ...). The requester's `request` fails with that error.
+    /// `Error::Rejected(reason)`, ...). The requester's `request` fails with that error. Not
+    /// cancel-safe: it consumes the exchange, and dropped before it returns the requester may
+    /// read `Canceled` instead of the error.
     pub async fn fail(mut self, error: &Error) -> Result<()> {
         let code = Code::of_error(error);
         let message = match error {
@@ -500,7 +515,7 @@ impl Exchange {
         Ok(())
     }
 
-    /// Answers REJECTED with a reason.
+    /// Answers REJECTED with a reason. Not cancel-safe, as `fail` is not.
     pub async fn reject(self, reason: &str) -> Result<()> {
         self.fail(&Error::Rejected(reason.to_string())).await
     }
@@ -579,7 +594,9 @@ impl PendingReply {
     }
 
     /// Waits for the reply's start: its metadata and a streamed body, or the peer's ERROR as
-    /// this side's error. Loss after the request's FIN is `Indeterminate`.
+    /// this side's error. Loss after the request's FIN is `Indeterminate`. Not cancel-safe: it
+    /// consumes the pending reply, and dropped before it returns the reply is refused (the
+    /// replier's `reply` fails `Canceled`).
     pub async fn reply(mut self) -> Result<IncomingTransfer> {
         let status = match self.reader.byte().await {
             Ok(b) => b,
@@ -624,7 +641,8 @@ impl PendingReply {
         }
     }
 
-    /// The whole reply body, bounded by `Limits::max_collected_body`.
+    /// The whole reply body, bounded by `Limits::max_collected_body`. Not cancel-safe, as
+    /// `reply` is not.
     pub async fn body(self) -> Result<Message> {
         let max = self.ctx.limits.max_collected_body;
         let mut t = self.reply().await?;

@@ -45,7 +45,8 @@ impl Listener {
 }
 
 impl Pusher {
-    /// Dials `address` (with its path) and adds it to the round-robin.
+    /// Dials `address` (with its path) and adds it to the round-robin. Cancel-safe: a
+    /// `connect` dropped before it returns adds no peer; call it again to retry.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
     }
@@ -65,11 +66,15 @@ impl Pusher {
     /// A body up to `RuntimeConfig::lane_max_message` goes as a frame on the connection's
     /// message lane when the peer offers lanes (returning once queued there; a lane's queue
     /// and window are its backpressure), and messages of one lane arrive in order.
+    /// Cancel-safe: a `send` dropped before it returns delivers nothing. A message not yet
+    /// queued or written is not sent, and one dropped during its write is reset, so the
+    /// puller's receive of it fails with `Canceled`
+    /// (`cancel.rs: a_send_dropped_mid_write_is_canceled_at_the_reader_quic`).
     pub fn send(&self, body: impl Into<Bytes>) -> impl Future<Output = Result<()>> + Send + '_ {
         self.send_with(Metadata::new(), body)
     }
 
-    /// [`Pusher::send`] with metadata.
+    /// [`Pusher::send`] with metadata. Cancel-safe, as `send` is.
     pub fn send_with(
         &self,
         meta: Metadata,
@@ -159,7 +164,9 @@ impl Pusher {
 
     /// Sends each body as its own message, in order, as [`Pusher::send`] does: one call for a
     /// batch of small messages (one crossing for a binding). Stops at the first error and
-    /// returns it with how many bodies were sent before it.
+    /// returns it with how many bodies were sent before it. Not cancel-safe: dropped, the
+    /// bodies before the one in flight are sent and the count of them is lost (the one in
+    /// flight is not delivered, as with `send`).
     pub async fn send_many<I>(&self, bodies: I) -> (usize, Result<()>)
     where
         I: IntoIterator,
@@ -176,6 +183,8 @@ impl Pusher {
     }
 
     /// Opens a streamed message; `finish()` returns the [`crate::Delivery`] for its receipt.
+    /// Cancel-safe: an `open` dropped before it returns opens nothing the puller receives (a
+    /// stream dropped during the write of its header is reset).
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
         let header = Header {
             meta,
@@ -301,7 +310,10 @@ impl Puller {
     /// Up to `max` whole messages: waits for the first as [`Puller::recv`] does, then takes
     /// those that are ready without waiting (one call for a batch of small messages, one
     /// crossing for a binding). An error met after the first message ends the batch and is
-    /// returned by the next receive, so no message and no error is lost. Cancel-safe.
+    /// returned by the next receive, so no message and no error is lost. Cancel-safe but for
+    /// one rare case: keeping that error for the next receive may wait for the receive lock
+    /// when a concurrent receive holds it, and a future dropped there loses the batch it had
+    /// taken (untested).
     pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
         use futures_util::FutureExt;
         if max == 0 {

@@ -46,7 +46,8 @@ impl Listener {
 }
 
 impl Peer {
-    /// Dials `address` (with its path).
+    /// Dials `address` (with its path). Cancel-safe: a `connect` dropped before it returns
+    /// adds no peer; call it again to retry.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
     }
@@ -61,7 +62,8 @@ impl Peer {
         self.dialer.peers.live()
     }
 
-    /// Opens a one-way stream.
+    /// Opens a one-way stream. Cancel-safe: an `open` dropped before it returns opens nothing
+    /// the acceptor receives (a stream dropped during the write of its header is reset).
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
         self.dialer
             .transfer(
@@ -74,7 +76,7 @@ impl Peer {
             .await
     }
 
-    /// Opens an exchange: a request stream and its reply.
+    /// Opens an exchange: a request stream and its reply. Cancel-safe, as `open` is.
     pub async fn exchange(&self, meta: Metadata) -> Result<(OutgoingTransfer, PendingReply)> {
         self.dialer
             .exchange(

@@ -93,7 +93,8 @@ impl Runtime {
         self.pool.ctx.config.identity.fingerprint()
     }
 
-    /// Binds `address` (no path), presenting this runtime's identity.
+    /// Binds `address` (no path), presenting this runtime's identity. Cancel-safe: a `bind`
+    /// dropped before it returns binds nothing.
     pub async fn bind(&self, address: &str) -> Result<Listener> {
         self.bind_with(
             address,
@@ -102,7 +103,8 @@ impl Runtime {
         .await
     }
 
-    /// Binds `address` with explicit server TLS terms (e.g. `require_client`).
+    /// Binds `address` with explicit server TLS terms (e.g. `require_client`). Cancel-safe,
+    /// as `bind` is.
     pub async fn bind_with(&self, address: &str, tls: ServerTls) -> Result<Listener> {
         listener::bind(&self.pool.ctx, &self.listeners, address, tls).await
     }
@@ -114,7 +116,9 @@ impl Runtime {
 
     /// Stops admitting work, gives finished transfers until `deadline` to reach the peer's
     /// transport, then closes everything. The deadline is mandatory and finite.
-    /// An expired drain with transfers outstanding is not an error.
+    /// An expired drain with transfers outstanding is not an error. Not cancel-safe: a drain
+    /// dropped before it returns leaves the runtime draining (it admits no new work) with
+    /// what it had not closed still open, until `shutdown` or another `drain`.
     pub async fn drain(&self, deadline: Duration) -> Drained {
         let now = tokio::time::Instant::now();
         // A deadline too far to represent is as good as a very long one.

@@ -97,7 +97,7 @@ pub(crate) fn loopback_mtu() -> Option<u32> {
     None
 }
 
-/// `socket` as quinn drives it on tokio, with batches above [`MAX_BATCH_BYTES`] split.
+/// `socket` as quinn drives it on tokio, with batches above `MAX_BATCH_BYTES` split.
 ///
 /// Public (hidden) only so that weida-bench's raw quinn baseline runs on the same socket.
 pub fn quinn_socket(socket: UdpSocket) -> io::Result<Arc<dyn AsyncUdpSocket>> {

@@ -305,7 +305,10 @@ static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
 
 impl Subscriber {
     /// Dials the publisher at `address` (with its path) on a connection of its own, and
-    /// installs every filter this subscriber holds there before returning.
+    /// installs every filter this subscriber holds there before returning. Not cancel-safe:
+    /// dropped while the publisher installs the filters, the connection is closed but this
+    /// subscriber still counts it as connected, so `recv` waits instead of failing
+    /// `ConnectionLost` (untested); close the subscriber and make a new one.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.feed.check_open()?;
         let a = Address::parse(address)?;
@@ -363,8 +366,10 @@ impl Subscriber {
     /// for any number): returns once every connected publisher has installed it, so a message
     /// published after this returns is selected. A malformed filter is `InvalidFilter`, never
     /// widened; a publisher that refuses it (unknown path, too many filters) fails the call
-    /// and the filter is installed nowhere. Not cancel-safe: a cancelled call may leave the
-    /// filter installed at some publishers (an `unsubscribe` removes it).
+    /// and the filter is installed nowhere. Not cancel-safe: a call dropped while publishers
+    /// install the filter leaves it in force here and at those that installed it, but not
+    /// listed by `filters()`, so `unsubscribe` does not remove it (untested); close the
+    /// subscriber to be rid of it.
     pub async fn subscribe(&self, filter: &str) -> Result<()> {
         self.feed.check_open()?;
         let f: Filter = filter.parse()?;
@@ -386,7 +391,10 @@ impl Subscriber {
     }
 
     /// Removes one entry of `filter`; false if it was not held. Returns once every connected
-    /// publisher has removed it; from then on nothing only it selected is delivered.
+    /// publisher has removed it; from then on nothing only it selected is delivered. Not
+    /// cancel-safe: a call dropped before it returns has removed the filter here (nothing only
+    /// it selects is delivered from then on) but perhaps not at every publisher, which may go
+    /// on sending copies this subscriber discards.
     pub async fn unsubscribe(&self, filter: &str) -> Result<bool> {
         let f: Filter = filter.parse()?;
         let _op = self.op.lock().await;
