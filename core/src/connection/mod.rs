@@ -11,7 +11,8 @@
 //! routes or the pool (the runtime does: dispatch reaches the bound endpoints through the
 //! [`dispatch::Endpoints`] trait, and a publisher through [`reverse::Publication`]), or name
 //! quinn. It imports only `transport`, `security`, `wire` and the foundation modules
-//! (docs/ARCHITECTURE.md §1).
+//! (docs/ARCHITECTURE.md §1, checked by
+//! `core/layers.py`).
 
 pub(crate) mod admission;
 pub(crate) mod context;

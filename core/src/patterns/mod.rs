@@ -6,7 +6,8 @@
 //! Owns: a pattern's API and which stream kinds its bound side takes; Pub/Sub's hub (the
 //! publisher's side) and feed (the subscriber's side), with its filters and ordering.
 //! Must not: speak to a transport or a socket directly, or name quinn. It may import every
-//! layer below it (docs/ARCHITECTURE.md §1).
+//! layer below it (docs/ARCHITECTURE.md §1, checked by
+//! `core/layers.py`).
 
 pub(crate) mod pubsub;
 mod pushpull;

@@ -6,7 +6,8 @@
 //! which a bound endpoint receives, a runtime's start and end (drain, shutdown).
 //! Must not: know a pattern (each pattern adds its own factories to `Runtime` and `Listener`
 //! in its file), speak the wire beyond what the connection layer gives it, or name quinn.
-//! It imports only the layers below it, `connection` and down (docs/ARCHITECTURE.md §1).
+//! It imports only the layers below it, `connection` and down (docs/ARCHITECTURE.md §1;
+//! `core/layers.py` checks it).
 
 pub(crate) mod counters;
 pub(crate) mod inbox;

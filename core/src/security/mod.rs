@@ -5,7 +5,8 @@
 //! Owns: keys, certificates, fingerprints, trust decisions, rustls configurations.
 //! Must not: touch a socket, a stream or a connection, or name quinn: transport/quic.rs wraps
 //! these configurations for QUIC. It imports only `wire` and the foundation modules below it
-//! (docs/ARCHITECTURE.md §1).
+//! (docs/ARCHITECTURE.md §1, checked by
+//! `core/layers.py`).
 
 pub(crate) mod fingerprint;
 pub(crate) mod identity;

@@ -10,7 +10,8 @@
 //! [`reader::StreamReader`] that frames a stream's bytes. quinn is named here and nowhere else.
 //! Must not: know what a path, an endpoint, a handshake or a drain is: a stream's place on its
 //! connection is counted through the [`StreamCount`] trait the connection layer implements.
-//! It imports only `security`, `wire` and the foundation modules.
+//! It imports only `security`, `wire` and the foundation modules (checked by
+//! `core/layers.py`).
 
 pub(crate) mod byte_channel;
 pub(crate) mod inproc;

@@ -8,7 +8,7 @@
 //! reply half and ERROR, error codes, lane frames, the AF_UNIX chunk framing). Every decoder
 //! returns [`DecodeError`] and never panics.
 //! Must not: touch a socket, a task or a clock, or import any other layer: only the foundation
-//! modules (`error` for the code-to-error mapping).
+//! modules (`error` for the code-to-error mapping; `core/layers.py` checks it).
 
 pub mod chunk;
 pub mod codes;
