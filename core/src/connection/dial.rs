@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::context::Context;
 use super::control::ControlReader;
-use super::handshake::our_hello;
+use super::handshake::{conclude, our_hello, Side};
 use super::link::Link;
 use crate::address::{Address, Target};
 use crate::config::{Limits, RuntimeConfig};
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::security::tls;
 use crate::security::trust::ClientTls;
 use crate::transport::{inproc, quic, unix, Conn};
-use crate::wire::{lane_frame, Code, ControlFrame, Session, StreamType};
+use crate::wire::{Code, ControlFrame, Session, StreamType};
 
 /// What dialling needs beyond the [`Context`]: this side's TLS terms, and the QUIC endpoint
 /// every dialled QUIC connection of the runtime shares (made on first use).
@@ -105,49 +105,24 @@ impl Dialler {
             return Err(closed_error(&conn, e.into_write_error("")));
         }
         let mut ctl = ControlReader::new(recv);
-        let theirs = match ctl.next().await {
-            Ok(Some(ControlFrame::Hello(h))) => h,
-            Ok(Some(ControlFrame::Close { code, reason })) => {
-                conn.close(Code::NoError, "");
-                return Err(code.into_error("", &reason));
-            }
-            Ok(_) => {
-                conn.close(Code::ProtocolError, "expected HELLO");
-                return Err(Error::Protocol(
-                    "the peer's first control frame is not HELLO".into(),
-                ));
-            }
-            Err(e) => {
-                // Whatever the listener sent (a malformed frame, a version we do not speak),
-                // this connection cannot be used: close it with the reason.
-                let e = closed_error(&conn, e);
-                let code = match &e {
-                    Error::NegotiationFailed(_) => Code::NegotiationFailed,
-                    Error::Protocol(_) => Code::ProtocolError,
-                    _ => Code::NoError,
-                };
-                conn.close(code, "handshake failed");
-                return Err(e);
+        let first = ctl.next().await.map_err(|e| closed_error(&conn, e));
+        let agreed = match conclude(Side::Dialling, &mine, first) {
+            Ok(agreed) => agreed,
+            Err(refused) => {
+                conn.close(refused.code, &refused.reason);
+                return Err(refused.error);
             }
         };
-        let agreed = match mine.negotiate(&theirs) {
-            Ok(a) => a,
-            Err(why) => {
-                conn.close(Code::NegotiationFailed, &why);
-                return Err(Error::NegotiationFailed(why));
-            }
-        };
-        let lanes = mine.features & theirs.features & lane_frame::FEATURE_LANES != 0;
         let link = Arc::new(Link::new(
             ctx.clone(),
             conn.clone(),
             path,
             send,
-            theirs.max_header_size,
-            lanes,
+            agreed.peer_max_header,
+            agreed.lanes,
             session,
         ));
-        tracing::debug!(peer = ?link.peer, ?agreed, "connected");
+        tracing::debug!(peer = ?link.peer, agreed = ?agreed.guarantees, "connected");
         // The control stream ends with the connection; over a local socket it is how the loss
         // is learned. Weak: the pool's count of a link's users must not include this task.
         let life = ctx.life.clone();

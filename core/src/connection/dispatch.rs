@@ -11,22 +11,21 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use super::admission::RouteKind;
+use super::admission::{
+    by_endpoint, by_header, by_type, Arrival, ByType, Found, RouteKind, Step, StreamRefusal,
+};
 use super::context::Context;
 use super::control::ControlReader;
 use super::goaway::Tracker;
 use super::handles::{
     write_error_reply, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message,
 };
-use super::handshake::our_hello;
+use super::handshake::{conclude, our_hello, Agreed, Side};
 use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
 use crate::error::{Error, Limit};
 use crate::transport::reader::{ReadFail, StreamReader};
 use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
-use crate::wire::{
-    self, control, lane_frame, Code, ControlFrame, GuaranteeSet, Header, Hello, Session,
-    StreamType, Subscription,
-};
+use crate::wire::{control, Code, ControlFrame, Header, StreamType, Subscription};
 
 /// The bound endpoints of one listener, as dispatch sees them. The routes table and the
 /// endpoints' queues live in the runtime (`runtime/routes.rs` implements this): dispatch only
@@ -113,6 +112,27 @@ impl Drop for ConnSubs {
     }
 }
 
+/// How a stream arrived, from the other half it came with.
+fn arrival(send: &Option<SendHalf>) -> Arrival {
+    match send {
+        None => Arrival::OneWay,
+        Some(SendHalf::Quic(_)) => Arrival::QuicBidi,
+        Some(SendHalf::Channel(_)) => Arrival::InprocBidi,
+        Some(SendHalf::Unix(_)) => Arrival::LocalSocket,
+    }
+}
+
+/// What is bound at a path, as admission decides on it.
+fn found<Q: EndpointQueue>(route: &Option<(RouteKind, Option<Q>)>) -> Found {
+    match route {
+        None => Found::Nothing,
+        Some((kind, tx)) => Found::Endpoint {
+            kind: *kind,
+            open: tx.as_ref().is_none_or(|t| !t.is_closed()),
+        },
+    }
+}
+
 impl<E> Clone for Dispatch<E> {
     fn clone(&self) -> Self {
         Dispatch {
@@ -171,102 +191,37 @@ impl<E: Endpoints> Dispatch<E> {
                 Err(_) => return,
             }
         };
-        let ty = match StreamType::from_byte(ty) {
-            Ok(StreamType::Control) if matches!(send, Some(SendHalf::Unix(_))) => {
-                // Over a local socket each control connection arrives like a stream.
+        let lanes = self.ctx.config.lane_max_message > 0;
+        let (ty, reply) = match by_type(ty, arrival(&send), lanes) {
+            ByType::Stream { ty, reply } => (ty, reply),
+            ByType::LocalSession => {
                 let ctl = ControlReader::with_reader(reader);
-                self.session(ctl, send.take().unwrap()).await;
-                return;
+                let send = send.take().expect("a local socket has its back direction");
+                return self.session(ctl, send).await;
             }
-            Ok(t @ (StreamType::Transfer | StreamType::Exchange)) => t,
-            Ok(StreamType::Parked) if matches!(send, Some(SendHalf::Unix(_))) => {
-                self.park(reader, send.take().unwrap()).await;
-                return;
+            ByType::Parked => {
+                let send = send.take().expect("a local socket has its back direction");
+                return self.park(reader, send).await;
             }
-            Ok(StreamType::Lane)
-                if self.ctx.config.lane_max_message > 0
-                    && !matches!(send, Some(SendHalf::Quic(_)) | Some(SendHalf::Channel(_))) =>
-            {
-                // A lane is one-way; over a local socket the reverse direction carries STOPs.
-                self.lane(reader, send, peer).await;
-                return;
-            }
-            Ok(StreamType::Control) => {
-                // One control stream per connection, and it is the first (PROTOCOL.md §3.2).
-                self.refuse(reader, send, Code::ProtocolError, "a second control stream")
-                    .await;
-                return;
-            }
-            Ok(_) | Err(_) => {
-                self.refuse(reader, send, Code::Unsupported, "unsupported stream type")
-                    .await;
-                return;
-            }
+            // Over a local socket the back direction carries the lane's STOPs.
+            ByType::Lane => return self.lane(reader, send, peer).await,
+            ByType::Refused(r) => return self.refuse(reader, send, r).await,
         };
-        if (ty == StreamType::Exchange) != send.is_some() {
-            // A transfer on a bidirectional QUIC stream or an exchange on a one-way one. A local
-            // socket is always bidirectional, so only the exchange keeps its reply half.
-            if ty != StreamType::Transfer || matches!(send, Some(SendHalf::Quic(_))) {
-                self.refuse(
-                    reader,
-                    send,
-                    Code::ProtocolError,
-                    "stream type does not match its direction",
-                )
-                .await;
-                return;
-            }
-        }
-        let send = if ty == StreamType::Exchange {
-            send
-        } else {
-            None
+        // Only an exchange keeps its other half: as its reply half.
+        let send = if reply { send } else { None };
+        let header = reader.header(self.ctx.limits.max_header_size).await;
+        let path = match by_header(ty, &header) {
+            Step::Next(path) => path.to_owned(),
+            Step::Refuse(r) => return self.refuse(reader, send, r).await,
+            Step::Drop => return,
         };
-        let header = match reader.header(self.ctx.limits.max_header_size).await {
-            Ok(h) => h,
-            // Reset or lost before its header was whole: there is nobody to tell.
-            Err(ReadFail::Stream(_)) => return,
-            Err(f) => {
-                let code = f.code();
-                let msg = match f.into_error() {
-                    Error::LimitExceeded { detail, .. } => detail,
-                    e => e.to_string(),
-                };
-                self.refuse(reader, send, code, &msg).await;
-                return;
-            }
-        };
-        let Some(path) = header.path.clone() else {
-            self.refuse(reader, send, Code::ProtocolError, "a stream without a path")
-                .await;
-            return;
-        };
+        let header = header.expect("by_header found its path");
         let route = self.endpoints.find(&path);
-        let Some((kind, tx)) = route.filter(|(_, tx)| tx.as_ref().is_none_or(|t| !t.is_closed()))
-        else {
-            self.refuse(
-                reader,
-                send,
-                Code::UnknownEndpoint,
-                &format!("nothing is bound at {path:?}"),
-            )
-            .await;
-            return;
-        };
-        let (false, Some(tx)) = (!kind.takes(ty), tx) else {
-            let what = if ty == StreamType::Exchange {
-                "a request"
-            } else {
-                "a one-way transfer"
-            };
-            self.refuse(
-                reader,
-                send,
-                Code::Unsupported,
-                &format!("{path:?} is {}, which does not take {what}", kind.name()),
-            )
-            .await;
-            return;
+        if let Err(r) = by_endpoint(ty, &path, found(&route)) {
+            return self.refuse(reader, send, r).await;
+        }
+        let Some((_, Some(tx))) = route else {
+            unreachable!("an endpoint that takes a stream has a queue")
         };
         let meta = IncomingMeta::from_header(header, peer);
         let transfer = IncomingTransfer::new(reader, meta, self.ctx.clone());
@@ -301,34 +256,20 @@ impl<E: Endpoints> Dispatch<E> {
         peer: Option<PeerIdentity>,
     ) {
         let limits = &self.ctx.limits;
-        let head = match reader.header(limits.max_header_size).await {
-            Ok(h) => h,
-            Err(ReadFail::Stream(_)) => return,
-            Err(f) => {
-                let code = f.code();
-                return self.refuse(reader, send, code, "bad lane head").await;
-            }
+        let head = reader.header(limits.max_header_size).await;
+        let path = match by_header(StreamType::Lane, &head) {
+            Step::Next(path) => path,
+            Step::Refuse(r) => return self.refuse(reader, send, r).await,
+            Step::Drop => return,
         };
-        let Some(path) = head.path else {
-            return self
-                .refuse(reader, send, Code::ProtocolError, "a lane without a path")
-                .await;
+        let route = self.endpoints.find(path);
+        if let Err(r) = by_endpoint(StreamType::Lane, path, found(&route)) {
+            return self.refuse(reader, send, r).await;
+        }
+        let Some((_, Some(tx))) = route else {
+            unreachable!("an endpoint that takes a lane has a queue")
         };
-        let route = self.endpoints.find(&path);
-        let tx = match route {
-            Some((kind, Some(tx))) if kind.takes(StreamType::Lane) && !tx.is_closed() => tx,
-            Some((kind, _)) if !kind.takes(StreamType::Lane) => {
-                let msg = format!(
-                    "{path:?} is {}, which does not take one-way messages",
-                    kind.name()
-                );
-                return self.refuse(reader, send, Code::Unsupported, &msg).await;
-            }
-            _ => {
-                let msg = format!("nothing is bound at {path:?}");
-                return self.refuse(reader, send, Code::UnknownEndpoint, &msg).await;
-            }
-        };
+        let path: Arc<str> = path.into();
         // Weak between frames: a lane must not keep a closed endpoint's queue open (its
         // receive ends with `Closed` once the queue is taken), and a frame after the close is
         // refused as a stream would be.
@@ -339,7 +280,6 @@ impl<E: Endpoints> Dispatch<E> {
             .stats
             .streams_accepted
             .fetch_add(1, Ordering::Relaxed);
-        let path: Arc<str> = path.into();
         let (max_header, max_body) = (limits.max_header_size, limits.max_collected_body);
         let mut batch = std::collections::VecDeque::with_capacity(LANE_BATCH);
         // What a frame with no header field arrives with: the same for each, so shared.
@@ -401,13 +341,9 @@ impl<E: Endpoints> Dispatch<E> {
         }
     }
 
-    async fn refuse(
-        &self,
-        mut reader: StreamReader,
-        send: Option<SendHalf>,
-        code: Code,
-        message: &str,
-    ) {
+    /// Stops the stream with the refusal's code and, for an exchange, answers its ERROR.
+    async fn refuse(&self, mut reader: StreamReader, send: Option<SendHalf>, r: StreamRefusal) {
+        let (code, message) = (r.code, r.message.as_str());
         self.ctx
             .stats
             .streams_refused
@@ -420,46 +356,43 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
-    /// meet. Returns the peer's HELLO and the agreed set, or None when the connection is
+    /// meet (decided by [`conclude`]). Returns what was agreed, or None when the connection is
     /// refused.
     async fn handshake(
         &self,
         ctl: &mut ControlReader,
         send: &mut SendHalf,
         conn: Option<&Conn>,
-    ) -> Option<(Hello, GuaranteeSet)> {
+    ) -> Option<Agreed> {
         // A dialler that never says HELLO is not waited for longer than an idle connection.
-        let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next()).await;
+        let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next())
+            .await
+            .unwrap_or(Ok(None));
         let mine = our_hello(&self.ctx.config, None);
-        let (negotiated, theirs) = match first {
-            Ok(Ok(Some(ControlFrame::Hello(theirs)))) => (mine.negotiate(&theirs), Some(theirs)),
-            Ok(Err(Error::NegotiationFailed(why))) => (Err(why), None),
-            _ => {
-                tracing::debug!("a peer opened no HELLO");
-                if let Some(c) = conn {
-                    c.close(Code::ProtocolError, "expected HELLO");
-                }
-                return None;
-            }
-        };
-        match negotiated {
+        match conclude(Side::Bound, &mine, first) {
             Ok(agreed) => {
                 let mut out = Vec::new();
                 ControlFrame::Hello(mine).encode(&mut out);
                 send.write(Bytes::from(out)).await.ok()?;
-                Some((theirs.expect("negotiated with a HELLO"), agreed))
+                Some(agreed)
             }
-            Err(why) => {
-                tracing::debug!(%why, "negotiation failed");
-                let mut out = Vec::new();
-                ControlFrame::Close {
-                    code: Code::NegotiationFailed,
-                    reason: why.clone(),
+            Err(refused) => {
+                tracing::debug!(
+                    code = refused.code.name(),
+                    reason = refused.reason,
+                    "refusing a connection"
+                );
+                if refused.close_frame {
+                    let mut out = Vec::new();
+                    ControlFrame::Close {
+                        code: refused.code,
+                        reason: refused.reason.clone(),
+                    }
+                    .encode(&mut out);
+                    let _ = send.write(Bytes::from(out)).await;
                 }
-                .encode(&mut out);
-                let _ = send.write(Bytes::from(out)).await;
                 if let Some(c) = conn {
-                    c.close(Code::NegotiationFailed, &why);
+                    c.close(refused.code, &refused.reason);
                 }
                 None
             }
@@ -583,28 +516,36 @@ impl<E: Endpoints> Dispatch<E> {
             Err(f) => {
                 let code = f.code();
                 return self
-                    .refuse(reader, None, code, "bad parked connection")
+                    .refuse(
+                        reader,
+                        None,
+                        StreamRefusal::new(code, "bad parked connection"),
+                    )
                     .await;
             }
         };
         let pool = self.sessions.lock().unwrap().get(&token).cloned();
         let Some(pool) = pool else {
             return self
-                .refuse(reader, None, Code::UnknownEndpoint, "no such session")
+                .refuse(
+                    reader,
+                    None,
+                    StreamRefusal::new(Code::UnknownEndpoint, "no such session"),
+                )
                 .await;
         };
         let bound = self.ctx.limits.max_parked_reverse;
         // `park` hands the connection over, or returns it when the pool is full.
         if let Err((send, reader)) = pool.park(send, reader, bound) {
             drop(send);
-            self.refuse(reader, None, Code::LimitExceeded, "parked pool full")
-                .await;
+            let full = StreamRefusal::new(Code::LimitExceeded, "parked pool full");
+            self.refuse(reader, None, full).await;
         }
     }
 
     /// A local socket session: its control connection, alive until the peer goes.
     async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
-        let Some((theirs, agreed)) = self.handshake(&mut ctl, &mut send, None).await else {
+        let Some(agreed) = self.handshake(&mut ctl, &mut send, None).await else {
             return;
         };
         self.ctx
@@ -612,12 +553,7 @@ impl<E: Endpoints> Dispatch<E> {
             .connections_accepted
             .fetch_add(1, Ordering::Relaxed);
         // A subscriber's session: where its parked connections are pooled.
-        let session = theirs
-            .session
-            .as_deref()
-            .and_then(|v| Session::decode(v).ok())
-            .filter(|s| s.parked > 0);
-        let pool = session.map(|s| {
+        let pool = agreed.session.map(|s| {
             let pool = ParkedPool::new(s.parked);
             self.sessions
                 .lock()
@@ -627,10 +563,7 @@ impl<E: Endpoints> Dispatch<E> {
         });
         let mut subs = ConnSubs {
             reverse: pool.as_ref().map(|(_, p)| Reverse::Parked(p.clone())),
-            // Numbered only for a subscriber that asked for ordering: the others would carry
-            // sequence bytes for nothing.
-            number: agreed.ordering >= wire::Ordering::Detect
-                && theirs.required.ordering >= wire::Ordering::Detect,
+            number: agreed.numbered,
             // Copies over AF_UNIX travel on parked connections, one each: no lanes.
             lanes: false,
             subs: HashMap::new(),
@@ -676,7 +609,7 @@ impl<E: Endpoints> Dispatch<E> {
             return;
         }
         let mut ctl = ControlReader::with_reader(reader);
-        let Some((theirs, agreed)) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
+        let Some(agreed) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
             return;
         };
         self.ctx
@@ -686,18 +619,14 @@ impl<E: Endpoints> Dispatch<E> {
         let peer = conn.peer();
         tracing::debug!(?peer, "accepted");
         let this = Dispatch {
-            peer_max_header: theirs.max_header_size,
+            peer_max_header: agreed.peer_max_header,
             ..self.clone()
         };
         let tracker = Tracker::new();
         let mut subs = ConnSubs {
             reverse: Some(Reverse::Conn(conn.clone())),
-            number: agreed.ordering >= wire::Ordering::Detect
-                && theirs.required.ordering >= wire::Ordering::Detect,
-            lanes: our_hello(&self.ctx.config, None).features
-                & theirs.features
-                & lane_frame::FEATURE_LANES
-                != 0,
+            number: agreed.numbered,
+            lanes: agreed.lanes,
             subs: HashMap::new(),
         };
         let accept = conn.accept_each(Accept::All, |mut raw| {

@@ -365,7 +365,7 @@ enum Ahead {
 }
 
 /// Why reading a framed part of a stream failed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum ReadFail {
     Stream(StreamError),
     Decode(DecodeError),
