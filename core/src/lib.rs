@@ -31,7 +31,17 @@ mod patterns;
 mod runtime;
 mod security;
 mod transport;
+/// The wire codec (docs/PROTOCOL.md). Unstable and not API: public only with the `internals`
+/// feature, for the fuzz targets and the codec's tests.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod wire;
+// Its items are `pub` for `internals`; without it they are the crate's own, and the decoders
+// nothing in the library calls (the reference lane frame decoder, ...) are the ones the fuzz
+// targets and the vectors exercise.
+#[cfg(not(feature = "internals"))]
+#[allow(unreachable_pub, dead_code)]
+mod wire;
 
 /// Pub/Sub topic filters: the grammar and a matching trie (its home is `patterns/pubsub/`).
 pub use patterns::pubsub::filter;
@@ -54,6 +64,8 @@ pub use security::fingerprint::Fingerprint;
 pub use security::identity::{fingerprint_of_certificate, Identity};
 pub use security::trust::{ClientTls, ServerTls, Trust};
 pub use transport::PeerIdentity;
+/// weida-bench's raw quinn baseline (the `bench-hooks` feature): not API.
+#[cfg(feature = "bench-hooks")]
 #[doc(hidden)]
 pub use transport::{
     quic::transport_config as quinn_transport_config,

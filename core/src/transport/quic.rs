@@ -25,7 +25,9 @@ fn varint(n: u64) -> VarInt {
 /// Transport parameters from a [`Limits`] profile, for a connection over loopback or not.
 /// Only the dialling side sends keep-alives (PATTERNS §1.8).
 ///
-/// Public (hidden) only so that weida-bench's raw quinn baseline runs with the same ones.
+/// Public (hidden, with `bench-hooks`) only so that weida-bench's raw quinn baseline runs with
+/// the same ones.
+#[cfg_attr(not(feature = "bench-hooks"), allow(unreachable_pub))]
 pub fn transport_config(
     limits: &Limits,
     dialling: bool,

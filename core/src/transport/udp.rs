@@ -28,7 +28,9 @@ pub(crate) const MAX_BATCH_BYTES: usize = 65_535 - 20 - 8;
 /// A UDP socket with buffers raised to `buffer` bytes: the 208 KiB default drops packets on a
 /// busy loopback. As root the kernel's rmem_max/wmem_max cap is bypassed with the FORCE options.
 ///
-/// Public (hidden) only so that weida-bench's raw quinn baseline runs on the same socket.
+/// Public (hidden, with `bench-hooks`) only so that weida-bench's raw quinn baseline runs on
+/// the same socket.
+#[cfg_attr(not(feature = "bench-hooks"), allow(unreachable_pub))]
 pub fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
     use socket2::{Domain, Protocol, Socket, Type};
     let domain = if addr.is_ipv6() {
@@ -99,7 +101,9 @@ pub(crate) fn loopback_mtu() -> Option<u32> {
 
 /// `socket` as quinn drives it on tokio, with batches above `MAX_BATCH_BYTES` split.
 ///
-/// Public (hidden) only so that weida-bench's raw quinn baseline runs on the same socket.
+/// Public (hidden, with `bench-hooks`) only so that weida-bench's raw quinn baseline runs on
+/// the same socket.
+#[cfg_attr(not(feature = "bench-hooks"), allow(unreachable_pub))]
 pub fn quinn_socket(socket: UdpSocket) -> io::Result<Arc<dyn AsyncUdpSocket>> {
     let inner = quinn::TokioRuntime.wrap_udp_socket(socket)?;
     Ok(Arc::new(Batches { inner }))

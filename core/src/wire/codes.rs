@@ -1,7 +1,7 @@
 //! Application error codes: one number space for RESET_STREAM, STOP_SENDING,
 //! CONNECTION_CLOSE, the ERROR reply and the local RESET/STOP chunks (PROTOCOL.md §7).
 
-use crate::error::{Error, Limit, LossCause};
+use crate::error::{Error, ErrorCode, Limit, LossCause};
 
 /// A weida application error code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,6 +124,64 @@ impl Code {
             Error::NegotiationFailed(_) => Code::NegotiationFailed,
             Error::Closed => Code::GoingAway,
             _ => Code::InternalError,
+        }
+    }
+}
+
+impl Error {
+    /// The error that, given to `Exchange::fail`, answers a request with the wire code of
+    /// `code` and `message`; its requester's `request` then fails with an error of that code.
+    /// For a replier that names a code and a message (a binding's `fail(code, message)`). A
+    /// code with no wire code of its own (`Timeout`, `Closed`, ...) answers INTERNAL_ERROR,
+    /// which a requester reads as `Rejected`.
+    pub fn for_reply(code: ErrorCode, message: &str) -> Error {
+        let wire = match code {
+            ErrorCode::Canceled => Code::Canceled,
+            ErrorCode::UnknownEndpoint => Code::UnknownEndpoint,
+            ErrorCode::Unsupported => Code::Unsupported,
+            ErrorCode::Rejected => Code::Rejected,
+            ErrorCode::LimitExceeded => Code::LimitExceeded,
+            ErrorCode::Protocol => Code::ProtocolError,
+            ErrorCode::NegotiationFailed => Code::NegotiationFailed,
+            _ => Code::InternalError,
+        };
+        wire.into_error("", message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a replier's `fail(code, message)` answers for each `ErrorCode`: the wire code its
+    /// error is sent with, and the error the requester reads (the same one).
+    #[test]
+    fn an_error_for_a_reply_is_sent_as_its_code_and_read_back_as_itself() {
+        for code in ErrorCode::ALL {
+            let e = Error::for_reply(code, "why");
+            let (wire, read) = match code {
+                ErrorCode::Canceled => (Code::Canceled, ErrorCode::Canceled),
+                ErrorCode::UnknownEndpoint => (Code::UnknownEndpoint, ErrorCode::UnknownEndpoint),
+                ErrorCode::Unsupported => (Code::Unsupported, ErrorCode::Unsupported),
+                ErrorCode::Rejected => (Code::Rejected, ErrorCode::Rejected),
+                ErrorCode::LimitExceeded => (Code::LimitExceeded, ErrorCode::LimitExceeded),
+                ErrorCode::Protocol => (Code::ProtocolError, ErrorCode::Protocol),
+                ErrorCode::NegotiationFailed => {
+                    (Code::NegotiationFailed, ErrorCode::NegotiationFailed)
+                }
+                // INTERNAL_ERROR reads as Rejected, which is sent as REJECTED.
+                _ => (Code::Rejected, ErrorCode::Rejected),
+            };
+            assert_eq!(Code::of_error(&e), wire, "{code:?}");
+            assert_eq!(e.code(), read, "{code:?}");
+            assert_eq!(
+                Code::of_error(&e).into_error("", "why").code(),
+                read,
+                "{code:?}"
+            );
+            if matches!(read, ErrorCode::Rejected | ErrorCode::Unsupported) {
+                assert!(e.to_string().contains("why"), "{code:?}: {e}");
+            }
         }
     }
 }
