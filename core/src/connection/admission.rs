@@ -26,22 +26,20 @@ impl RouteKind {
     pub(crate) fn takes(self, ty: StreamType) -> bool {
         matches!(
             (self, ty),
-            (
-                RouteKind::Acceptor,
-                StreamType::Transfer | StreamType::Exchange
-            ) | (RouteKind::Replier, StreamType::Exchange)
-                | (RouteKind::Puller, StreamType::Transfer)
-                | (RouteKind::Acceptor | RouteKind::Puller, StreamType::Lane)
+            (Self::Acceptor, StreamType::Transfer | StreamType::Exchange)
+                | (Self::Replier, StreamType::Exchange)
+                | (Self::Puller, StreamType::Transfer)
+                | (Self::Acceptor | Self::Puller, StreamType::Lane)
         )
     }
 
     /// How a refusal names it (`"/p" is a replier, which ...`).
     pub(crate) fn name(self) -> &'static str {
         match self {
-            RouteKind::Acceptor => "an acceptor",
-            RouteKind::Replier => "a replier",
-            RouteKind::Puller => "a puller",
-            RouteKind::Publisher => "a publisher",
+            Self::Acceptor => "an acceptor",
+            Self::Replier => "a replier",
+            Self::Puller => "a puller",
+            Self::Publisher => "a publisher",
         }
     }
 }
@@ -69,8 +67,8 @@ pub(crate) struct StreamRefusal {
 }
 
 impl StreamRefusal {
-    pub(crate) fn new(code: Code, message: impl Into<String>) -> StreamRefusal {
-        StreamRefusal {
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
             code,
             message: message.into(),
         }
@@ -191,11 +189,7 @@ pub(crate) enum Found {
 /// Steps 6 and 7: a stream of type `ty` to `path`, where `found` is bound: admitted to that
 /// endpoint's queue (step 8), or the refusal. A lane's endpoint is checked for its kind first
 /// and for its queue second (§4.1); a stream's for its queue first (§9.1).
-pub(crate) fn by_endpoint(
-    ty: StreamType,
-    path: &str,
-    found: Found,
-) -> std::result::Result<(), StreamRefusal> {
+pub(crate) fn by_endpoint(ty: StreamType, path: &str, found: Found) -> Result<(), StreamRefusal> {
     let nothing = || {
         StreamRefusal::new(
             Code::UnknownEndpoint,
@@ -463,7 +457,7 @@ mod tests {
                 format!("\"/p\" is {kind}, which does not take {what}"),
             ))
         };
-        let rows: Vec<(StreamType, Found, std::result::Result<(), StreamRefusal>)> = vec![
+        let rows: Vec<(StreamType, Found, Result<(), StreamRefusal>)> = vec![
             // Admitted: each kind with what it takes.
             (Transfer, open(Puller), Ok(())),
             (Lane, open(Puller), Ok(())),

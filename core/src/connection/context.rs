@@ -57,8 +57,8 @@ impl Stats {
 }
 
 impl Context {
-    pub(crate) fn new(config: RuntimeConfig) -> Context {
-        Context {
+    pub(crate) fn new(config: RuntimeConfig) -> Self {
+        Self {
             limits: config.limits.clone(),
             config,
             stats: Stats::default(),

@@ -12,15 +12,15 @@ pub(crate) struct ControlReader {
 }
 
 impl ControlReader {
-    pub(crate) fn new(recv: RecvHalf) -> ControlReader {
-        ControlReader {
+    pub(crate) fn new(recv: RecvHalf) -> Self {
+        Self {
             reader: StreamReader::new(recv),
             buf: Vec::new(),
         }
     }
 
-    pub(crate) fn with_reader(reader: StreamReader) -> ControlReader {
-        ControlReader {
+    pub(crate) fn with_reader(reader: StreamReader) -> Self {
+        Self {
             reader,
             buf: Vec::new(),
         }

@@ -27,13 +27,13 @@ pub(crate) struct Dialler {
 }
 
 impl Dialler {
-    pub(crate) fn new(config: &RuntimeConfig) -> Dialler {
+    pub(crate) fn new(config: &RuntimeConfig) -> Self {
         let client_tls = if config.present_identity {
             ClientTls::new(config.identity.clone(), config.trust.clone())
         } else {
             ClientTls::anonymous(config.trust.clone())
         };
-        Dialler {
+        Self {
             client_tls,
             quic_client: tokio::sync::OnceCell::new(),
         }

@@ -40,10 +40,7 @@ pub(crate) trait Endpoints: Send + Sync + 'static {
 
     /// The publisher bound at `path`, for a SUBSCRIBE: `Err(kind)` when an endpoint of another
     /// kind is bound there; None when nothing is.
-    fn publication(
-        &self,
-        path: &str,
-    ) -> Option<std::result::Result<Arc<dyn Publication>, RouteKind>>;
+    fn publication(&self, path: &str) -> Option<Result<Arc<dyn Publication>, RouteKind>>;
 }
 
 /// An endpoint's bounded queue, as dispatch hands it streams and lane messages.
@@ -54,13 +51,13 @@ pub(crate) trait EndpointQueue: Sized + Send + Sync + 'static {
     /// The endpoint is gone (its receiver dropped): nothing more is taken.
     fn is_closed(&self) -> bool;
     /// Queues `item`, waiting for room; gives it back when the endpoint is gone.
-    fn send(&self, item: Queued) -> impl Future<Output = std::result::Result<(), Queued>> + Send;
+    fn send(&self, item: Queued) -> impl Future<Output = Result<(), Queued>> + Send;
     /// Queues every item of `items` in order, waiting for room; `Err(())` when the endpoint is
     /// gone (what was not queued stays in `items`).
     fn send_many(
         &self,
         items: &mut VecDeque<Queued>,
-    ) -> impl Future<Output = std::result::Result<(), ()>> + Send;
+    ) -> impl Future<Output = Result<(), ()>> + Send;
     fn downgrade(&self) -> Self::Weak;
     fn upgrade(weak: &Self::Weak) -> Option<Self>;
 }
@@ -135,7 +132,7 @@ fn found<Q: EndpointQueue>(route: &Option<(RouteKind, Option<Q>)>) -> Found {
 
 impl<E> Clone for Dispatch<E> {
     fn clone(&self) -> Self {
-        Dispatch {
+        Self {
             ctx: self.ctx.clone(),
             endpoints: self.endpoints.clone(),
             life: self.life.clone(),
@@ -147,8 +144,8 @@ impl<E> Clone for Dispatch<E> {
 
 impl<E: Endpoints> Dispatch<E> {
     /// The dispatch of a listener whose endpoints are `endpoints` and whose life is `life`.
-    pub(crate) fn new(ctx: Arc<Context>, endpoints: Arc<E>, life: Arc<Life>) -> Dispatch<E> {
-        Dispatch {
+    pub(crate) fn new(ctx: Arc<Context>, endpoints: Arc<E>, life: Arc<Life>) -> Self {
+        Self {
             ctx,
             endpoints,
             life,
@@ -281,7 +278,7 @@ impl<E: Endpoints> Dispatch<E> {
             .streams_accepted
             .fetch_add(1, Ordering::Relaxed);
         let (max_header, max_body) = (limits.max_header_size, limits.max_collected_body);
-        let mut batch = std::collections::VecDeque::with_capacity(LANE_BATCH);
+        let mut batch = VecDeque::with_capacity(LANE_BATCH);
         // What a frame with no header field arrives with: the same for each, so shared.
         let plain = Arc::new(IncomingMeta::on_path(
             Header::default(),
@@ -452,11 +449,7 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// Installs one filter for this connection at the publisher on `s.path`.
-    async fn subscribe(
-        &self,
-        subs: &mut ConnSubs,
-        s: &Subscription,
-    ) -> std::result::Result<(), (Code, String)> {
+    async fn subscribe(&self, subs: &mut ConnSubs, s: &Subscription) -> Result<(), (Code, String)> {
         let hub = match self.endpoints.publication(&s.path) {
             Some(Ok(hub)) => hub,
             Some(Err(kind)) => {
@@ -618,7 +611,7 @@ impl<E: Endpoints> Dispatch<E> {
             .fetch_add(1, Ordering::Relaxed);
         let peer = conn.peer();
         tracing::debug!(?peer, "accepted");
-        let this = Dispatch {
+        let this = Self {
             peer_max_header: agreed.peer_max_header,
             ..self.clone()
         };

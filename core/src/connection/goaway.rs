@@ -30,8 +30,8 @@ impl StreamCount for Tracker {
 }
 
 impl Tracker {
-    pub(crate) fn new() -> Arc<Tracker> {
-        let t = Tracker::default();
+    pub(crate) fn new() -> Arc<Self> {
+        let t = Self::default();
         t.goaway.store(u64::MAX, Ordering::Relaxed);
         Arc::new(t)
     }
@@ -39,8 +39,8 @@ impl Tracker {
     /// The tracker of a local socket session: its streams are OS connections of their own that
     /// outlive it, and the kernel already holds what they carried, so its GOAWAY ends the
     /// session at once (no stream is waited for).
-    pub(crate) fn for_local_session() -> Arc<Tracker> {
-        let t = Tracker::new();
+    pub(crate) fn for_local_session() -> Arc<Self> {
+        let t = Self::new();
         t.accepted.store(u64::MAX - 1, Ordering::Release);
         t
     }

@@ -36,14 +36,14 @@ pub struct IncomingMeta {
 }
 
 impl IncomingMeta {
-    pub(crate) fn from_header(mut h: Header, peer: Option<PeerIdentity>) -> IncomingMeta {
+    pub(crate) fn from_header(mut h: Header, peer: Option<PeerIdentity>) -> Self {
         let path = h.path.take().map(Arc::from).unwrap_or_default();
-        IncomingMeta::on_path(h, peer, path)
+        Self::on_path(h, peer, path)
     }
 
     /// What arrived with `h` at `path` (a lane's or a stream's path, shared: no allocation).
-    pub(crate) fn on_path(h: Header, peer: Option<PeerIdentity>, path: Arc<str>) -> IncomingMeta {
-        IncomingMeta {
+    pub(crate) fn on_path(h: Header, peer: Option<PeerIdentity>, path: Arc<str>) -> Self {
+        Self {
             peer,
             path,
             metadata: h.meta,
@@ -78,8 +78,8 @@ pub struct OutgoingTransfer {
 }
 
 impl OutgoingTransfer {
-    pub(crate) fn new(send: SendHalf, path: Arc<str>, ctx: Arc<Context>) -> OutgoingTransfer {
-        OutgoingTransfer {
+    pub(crate) fn new(send: SendHalf, path: Arc<str>, ctx: Arc<Context>) -> Self {
+        Self {
             send: Some(send),
             path,
             ctx,
@@ -237,20 +237,16 @@ pub struct IncomingTransfer {
 
 impl IncomingTransfer {
     /// A whole message (from a lane) as a finished stream.
-    pub(crate) fn ready(m: Message, ctx: Arc<Context>) -> IncomingTransfer {
-        IncomingTransfer::new(
+    pub(crate) fn ready(m: Message, ctx: Arc<Context>) -> Self {
+        Self::new(
             StreamReader::new(RecvHalf::Ready(Some(m.body))),
             Arc::unwrap_or_clone(m.meta),
             ctx,
         )
     }
 
-    pub(crate) fn new(
-        reader: StreamReader,
-        meta: IncomingMeta,
-        ctx: Arc<Context>,
-    ) -> IncomingTransfer {
-        IncomingTransfer {
+    pub(crate) fn new(reader: StreamReader, meta: IncomingMeta, ctx: Arc<Context>) -> Self {
+        Self {
             reader,
             meta,
             ctx,
@@ -382,12 +378,8 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub(crate) fn new(
-        request: IncomingTransfer,
-        reply: SendHalf,
-        peer_max_header: u64,
-    ) -> Exchange {
-        Exchange {
+    pub(crate) fn new(request: IncomingTransfer, reply: SendHalf, peer_max_header: u64) -> Self {
+        Self {
             request,
             reply: Some(reply),
             peer_max_header,
@@ -568,8 +560,8 @@ impl PendingReply {
         ctx: Arc<Context>,
         peer: Option<PeerIdentity>,
         finished: Arc<std::sync::atomic::AtomicBool>,
-    ) -> PendingReply {
-        PendingReply {
+    ) -> Self {
+        Self {
             reader: StreamReader::new(recv),
             path,
             ctx,
@@ -671,8 +663,8 @@ pub(crate) struct Partial {
 }
 
 impl Partial {
-    pub(crate) fn new(transfer: IncomingTransfer) -> Partial {
-        Partial {
+    pub(crate) fn new(transfer: IncomingTransfer) -> Self {
+        Self {
             transfer,
             parts: Vec::new(),
             total: 0,

@@ -35,19 +35,19 @@ pub(crate) enum FrameHead {
 
 impl FrameHead {
     /// The head of a frame whose header has no field (`01 00`) and a body of `len` bytes.
-    pub(crate) fn plain(len: usize) -> FrameHead {
+    pub(crate) fn plain(len: usize) -> Self {
         let mut b = [0u8; 10];
         b[0] = 0x01;
         let n = crate::wire::varint::len(len as u64);
         // A varint is at most 8 bytes: it fits after the two header bytes.
         crate::wire::varint::put(&mut &mut b[2..2 + n], len as u64);
-        FrameHead::Inline(b, (2 + n) as u8)
+        Self::Inline(b, (2 + n) as u8)
     }
 
     fn as_slice(&self) -> &[u8] {
         match self {
-            FrameHead::Inline(b, n) => &b[..*n as usize],
-            FrameHead::Encoded(v) => v,
+            Self::Inline(b, n) => &b[..*n as usize],
+            Self::Encoded(v) => v,
         }
     }
 }
@@ -122,7 +122,7 @@ impl Lane {
         path: Arc<str>,
         head: Bytes,
         opened: Arc<AtomicU64>,
-    ) -> Lane {
+    ) -> Self {
         let queue = Arc::new(FrameQueue {
             state: Mutex::new(FrameQueueState::default()),
             work: Notify::new(),
@@ -138,12 +138,12 @@ impl Lane {
             state.clone(),
             opened,
         ));
-        Lane {
+        Self {
             inner: Arc::new(Senders { queue, state }),
         }
     }
 
-    pub(crate) fn same(&self, other: &Lane) -> bool {
+    pub(crate) fn same(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
@@ -284,10 +284,10 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    pub(crate) fn new(prefix: Bytes) -> Batch {
+    pub(crate) fn new(prefix: Bytes) -> Self {
         let mut cur = bytes::BytesMut::with_capacity(16 * 1024);
         cur.extend_from_slice(&prefix);
-        Batch {
+        Self {
             bufs: Vec::new(),
             cur,
             frames: 0,

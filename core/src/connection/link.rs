@@ -57,8 +57,8 @@ impl Link {
         peer_max_header: u64,
         lanes: bool,
         session: Option<Session>,
-    ) -> Link {
-        Link {
+    ) -> Self {
+        Self {
             ctx,
             peer: conn.peer(),
             conn,

@@ -58,7 +58,7 @@ impl Receipts {
         });
     }
 
-    fn count(&self, r: std::result::Result<(), StreamError>, n: u64) {
+    fn count(&self, r: Result<(), StreamError>, n: u64) {
         match r {
             Ok(()) => self.delivered.fetch_add(n, Ordering::Relaxed),
             Err(_) => self.failed.fetch_add(n, Ordering::Relaxed),

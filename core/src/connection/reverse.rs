@@ -24,7 +24,7 @@ pub(crate) trait Publication: Send + Sync {
         id: &mut Option<u64>,
         conn: &SubscriberConn,
         filter: &str,
-    ) -> std::result::Result<(), (Code, String)>;
+    ) -> Result<(), (Code, String)>;
     /// Removes one `filter` entry of subscriber `id`; removing one it does not hold is done.
     fn unsubscribe(&self, id: Option<u64>, filter: &str);
     /// The subscriber's connection ended.
@@ -49,8 +49,8 @@ pub(crate) struct ParkedPool {
 }
 
 impl ParkedPool {
-    pub(crate) fn new(announced: u64) -> Arc<ParkedPool> {
-        Arc::new(ParkedPool {
+    pub(crate) fn new(announced: u64) -> Arc<Self> {
+        Arc::new(Self {
             conns: Mutex::new(VecDeque::new()),
             announced,
             arrived: AtomicU64::new(0),
@@ -66,7 +66,7 @@ impl ParkedPool {
         send: SendHalf,
         reader: StreamReader,
         bound: usize,
-    ) -> std::result::Result<(), (SendHalf, StreamReader)> {
+    ) -> Result<(), (SendHalf, StreamReader)> {
         let mut c = self.conns.lock().unwrap();
         if c.len() >= bound.max(1) || self.dead.load(Ordering::Acquire) {
             return Err((send, reader));
@@ -128,10 +128,10 @@ pub(crate) enum OpenFail {
 
 impl Reverse {
     /// A new one-way stream toward the subscriber.
-    pub(crate) async fn open(&self) -> std::result::Result<SendHalf, OpenFail> {
+    pub(crate) async fn open(&self) -> Result<SendHalf, OpenFail> {
         match self {
-            Reverse::Conn(c) => c.open_uni().await.map_err(|_| OpenFail::Lost),
-            Reverse::Parked(p) => {
+            Self::Conn(c) => c.open_uni().await.map_err(|_| OpenFail::Lost),
+            Self::Parked(p) => {
                 if p.dead.load(Ordering::Acquire) {
                     return Err(OpenFail::Lost);
                 }

@@ -49,8 +49,8 @@ impl Drop for Dialer {
 }
 
 impl Dialer {
-    fn new(pool: Arc<Pool>) -> Dialer {
-        Dialer {
+    fn new(pool: Arc<Pool>) -> Self {
+        Self {
             pool,
             peers: PeerSet::default(),
         }

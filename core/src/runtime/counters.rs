@@ -38,10 +38,10 @@ pub struct Counters {
 
 impl Counters {
     /// What `ctx` counted so far.
-    pub(crate) fn read(ctx: &Context) -> Counters {
+    pub(crate) fn read(ctx: &Context) -> Self {
         let s = &ctx.stats;
         let r = &ctx.receipts;
-        Counters {
+        Self {
             streams_opened: s.streams_opened.load(Ordering::Relaxed),
             streams_accepted: s.streams_accepted.load(Ordering::Relaxed),
             streams_refused: s.streams_refused.load(Ordering::Relaxed),

@@ -68,8 +68,8 @@ impl Inbox {
         route: RouteGuard,
         ctx: Arc<Context>,
         address: Address,
-    ) -> Inbox {
-        Inbox {
+    ) -> Self {
+        Self {
             ready: rx.taker(),
             rx_first: AtomicBool::new(false),
             returned_first: AtomicBool::new(false),

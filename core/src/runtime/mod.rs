@@ -70,7 +70,7 @@ pub struct Runtime {
 impl Runtime {
     /// A runtime with `config`. Refuses a configuration it cannot honour (GUARANTEES §4).
     /// Its tasks run on the tokio runtime of the caller of each async method.
-    pub fn new(config: RuntimeConfig) -> Result<Runtime> {
+    pub fn new(config: RuntimeConfig) -> Result<Self> {
         config.limits.validate()?;
         if !config.guarantees.other.is_empty() {
             return Err(Error::InvalidConfig(format!(
@@ -78,7 +78,7 @@ impl Runtime {
                 config.guarantees.other
             )));
         }
-        Ok(Runtime {
+        Ok(Self {
             pool: Arc::new(Pool::new(Arc::new(Context::new(config)))),
             listeners: Arc::default(),
         })

@@ -25,8 +25,8 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(ctx: Arc<Context>) -> Pool {
-        Pool {
+    pub(crate) fn new(ctx: Arc<Context>) -> Self {
+        Self {
             dialler: Dialler::new(&ctx.config),
             ctx,
             links: Mutex::new(HashMap::new()),

@@ -159,9 +159,9 @@ impl<T> Sender<T> {
 }
 
 impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Sender<T> {
+    fn clone(&self) -> Self {
         self.shared.senders.fetch_add(1, Ordering::Relaxed);
-        Sender {
+        Self {
             shared: self.shared.clone(),
         }
     }

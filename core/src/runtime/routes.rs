@@ -76,25 +76,25 @@ impl EndpointQueue for Sender<Queued> {
     type Weak = WeakSender<Queued>;
 
     fn is_closed(&self) -> bool {
-        Sender::is_closed(self)
+        Self::is_closed(self)
     }
 
     fn send(&self, item: Queued) -> impl Future<Output = Result<(), Queued>> + Send {
-        Sender::send(self, item)
+        Self::send(self, item)
     }
 
     fn send_many(
         &self,
         items: &mut VecDeque<Queued>,
     ) -> impl Future<Output = Result<(), ()>> + Send {
-        Sender::send_many(self, items)
+        Self::send_many(self, items)
     }
 
     fn downgrade(&self) -> WeakSender<Queued> {
-        Sender::downgrade(self)
+        Self::downgrade(self)
     }
 
-    fn upgrade(weak: &WeakSender<Queued>) -> Option<Sender<Queued>> {
+    fn upgrade(weak: &WeakSender<Queued>) -> Option<Self> {
         weak.upgrade()
     }
 }
@@ -115,8 +115,8 @@ impl RouteGuard {
         path: &str,
         id: u64,
         listener: Arc<ListenerInner>,
-    ) -> RouteGuard {
-        RouteGuard {
+    ) -> Self {
+        Self {
             routes,
             path: path.to_string(),
             id,

@@ -172,7 +172,7 @@ impl ServerVerifier {
         pin: Option<Fingerprint>,
         presented: Presented,
         provider: &Arc<CryptoProvider>,
-    ) -> Result<ServerVerifier, Error> {
+    ) -> Result<Self, Error> {
         let anchors = match trust.anchor_certs() {
             [] => None,
             certs => Some(
@@ -184,7 +184,7 @@ impl ServerVerifier {
                 .map_err(|e| config_error("the trust anchors cannot be used", e))?,
             ),
         };
-        Ok(ServerVerifier {
+        Ok(Self {
             pin,
             pins: trust.pins().to_vec(),
             any_key: trust.accepts_any_key(),
@@ -272,7 +272,7 @@ struct ClientVerifier {
 }
 
 impl ClientVerifier {
-    fn new(tls: &ServerTls, provider: &Arc<CryptoProvider>) -> Result<ClientVerifier, Error> {
+    fn new(tls: &ServerTls, provider: &Arc<CryptoProvider>) -> Result<Self, Error> {
         let (open, pins, anchors) = match tls.client_trust() {
             None => (true, Vec::new(), None),
             Some(trust) => {
@@ -292,7 +292,7 @@ impl ClientVerifier {
                 (open, trust.pins().to_vec(), anchors)
             }
         };
-        Ok(ClientVerifier {
+        Ok(Self {
             mandatory: tls.client_required(),
             open,
             pins,
@@ -458,7 +458,7 @@ mod tests {
     }
 
     impl Ca {
-        fn new() -> Ca {
+        fn new() -> Self {
             let key = rcgen::KeyPair::generate().unwrap();
             let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
             params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -466,7 +466,7 @@ mod tests {
                 .distinguished_name
                 .push(rcgen::DnType::CommonName, "weida test CA");
             let cert = params.self_signed(&key).unwrap();
-            Ca { key, cert }
+            Self { key, cert }
         }
 
         fn trust(&self) -> Trust {

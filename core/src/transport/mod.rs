@@ -50,8 +50,8 @@ pub enum PeerIdentity {
 impl std::fmt::Display for PeerIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PeerIdentity::Key(fp) => write!(f, "{fp}"),
-            PeerIdentity::Local { uid, gid, pid } => {
+            Self::Key(fp) => write!(f, "{fp}"),
+            Self::Local { uid, gid, pid } => {
                 write!(f, "local uid={uid} gid={gid} pid={pid}")
             }
         }
@@ -73,19 +73,19 @@ impl StreamError {
     /// The error a reader reports: a reset is a cancellation, never a short payload.
     pub(crate) fn into_read_error(self) -> Error {
         match self {
-            StreamError::Reset(Code::GoingAway) => Error::ConnectionLost(LossCause::PeerClosed),
-            StreamError::Reset(_) => Error::Canceled,
-            StreamError::Stopped(_) => Error::Canceled,
-            StreamError::Lost(c) => Error::ConnectionLost(c),
+            Self::Reset(Code::GoingAway) => Error::ConnectionLost(LossCause::PeerClosed),
+            Self::Reset(_) => Error::Canceled,
+            Self::Stopped(_) => Error::Canceled,
+            Self::Lost(c) => Error::ConnectionLost(c),
         }
     }
 
     /// The error a writer reports, with the path it wrote to (for UNKNOWN_ENDPOINT).
     pub(crate) fn into_write_error(self, path: &str) -> Error {
         match self {
-            StreamError::Stopped(code) => code.into_error(path, ""),
-            StreamError::Reset(_) => Error::Canceled,
-            StreamError::Lost(c) => Error::ConnectionLost(c),
+            Self::Stopped(code) => code.into_error(path, ""),
+            Self::Reset(_) => Error::Canceled,
+            Self::Lost(c) => Error::ConnectionLost(c),
         }
     }
 }
@@ -98,8 +98,8 @@ pub(crate) struct Life {
 }
 
 impl Life {
-    pub(crate) fn new() -> Arc<Life> {
-        Arc::new(Life::default())
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self::default())
     }
 
     pub(crate) fn cause(&self) -> Option<LossCause> {
@@ -137,8 +137,8 @@ pub(crate) enum Receipt {
 impl Receipt {
     pub(crate) async fn wait(self) -> Result<(), StreamError> {
         match self {
-            Receipt::Ready(r) => r,
-            Receipt::Pending(p) => p.wait().await,
+            Self::Ready(r) => r,
+            Self::Pending(p) => p.wait().await,
         }
     }
 }
@@ -195,8 +195,8 @@ pub(crate) struct LiveStream(Arc<dyn StreamCount>);
 
 impl LiveStream {
     /// Holds a place counted by `count` (an `Arc` of the tracker itself: no allocation).
-    pub(crate) fn new(count: Arc<dyn StreamCount>) -> LiveStream {
-        LiveStream(count)
+    pub(crate) fn new(count: Arc<dyn StreamCount>) -> Self {
+        Self(count)
     }
 
     /// Releases the stream once `receipt` resolves when its counter asks for that (see
@@ -235,9 +235,9 @@ pub(crate) enum SendHalf {
 impl SendHalf {
     pub(crate) async fn write(&mut self, b: Bytes) -> Result<(), StreamError> {
         match self {
-            SendHalf::Quic(s) => s.write_chunk(b).await.map_err(quic::write_error),
-            SendHalf::Channel(w) => w.write(b).await,
-            SendHalf::Unix(w) => w.write(&mut [b]).await,
+            Self::Quic(s) => s.write_chunk(b).await.map_err(quic::write_error),
+            Self::Channel(w) => w.write(b).await,
+            Self::Unix(w) => w.write(&mut [b]).await,
         }
     }
 
@@ -245,48 +245,48 @@ impl SendHalf {
     /// where the transport allows.
     pub(crate) async fn write_all(&mut self, bufs: &mut [Bytes]) -> Result<(), StreamError> {
         match self {
-            SendHalf::Quic(s) => s.write_all_chunks(bufs).await.map_err(quic::write_error),
-            SendHalf::Channel(w) => {
+            Self::Quic(s) => s.write_all_chunks(bufs).await.map_err(quic::write_error),
+            Self::Channel(w) => {
                 for b in bufs.iter_mut() {
                     w.write(std::mem::take(b)).await?;
                 }
                 Ok(())
             }
-            SendHalf::Unix(w) => w.write(bufs).await,
+            Self::Unix(w) => w.write(bufs).await,
         }
     }
 
     /// Queues the FIN and returns the receipt to await (or drop).
     pub(crate) async fn finish(self) -> Result<Receipt, StreamError> {
         match self {
-            SendHalf::Quic(mut s) => {
+            Self::Quic(mut s) => {
                 s.finish().map_err(|_| StreamError::Reset(Code::Canceled))?;
                 Ok(Receipt::Pending(PendingReceipt(s)))
             }
             // Locally the FIN either lands in the peer's transport at once or is refused (a STOP
             // that arrived first): the refusal is finish's error, never a later receipt.
-            SendHalf::Channel(mut w) => w.finish().map(|()| Receipt::Ready(Ok(()))),
-            SendHalf::Unix(mut w) => w.finish().await.map(|()| Receipt::Ready(Ok(()))),
+            Self::Channel(mut w) => w.finish().map(|()| Receipt::Ready(Ok(()))),
+            Self::Unix(mut w) => w.finish().await.map(|()| Receipt::Ready(Ok(()))),
         }
     }
 
     /// Abandons the stream with `code`.
     pub(crate) fn reset(&mut self, code: Code) {
         match self {
-            SendHalf::Quic(s) => {
+            Self::Quic(s) => {
                 let _ = s.reset(
                     quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)),
                 );
             }
-            SendHalf::Channel(w) => w.reset(code),
-            SendHalf::Unix(w) => w.reset(code),
+            Self::Channel(w) => w.reset(code),
+            Self::Unix(w) => w.reset(code),
         }
     }
 
     /// Resolves when the reader stops the stream, with its code.
     pub(crate) async fn stopped(&mut self) -> Result<Code, StreamError> {
         match self {
-            SendHalf::Quic(s) => match s.stopped().await {
+            Self::Quic(s) => match s.stopped().await {
                 Ok(Some(code)) => Ok(Code::from_u64(code.into_inner())),
                 Ok(None) => std::future::pending().await,
                 Err(quinn::StoppedError::ConnectionLost(e)) => {
@@ -296,8 +296,8 @@ impl SendHalf {
                     "0-RTT rejected".into(),
                 ))),
             },
-            SendHalf::Channel(w) => w.stopped().await,
-            SendHalf::Unix(w) => w.stopped().await,
+            Self::Channel(w) => w.stopped().await,
+            Self::Unix(w) => w.stopped().await,
         }
     }
 }
@@ -310,8 +310,8 @@ impl SendHalf {
 pub(crate) struct UnclaimedHalf(Option<SendHalf>);
 
 impl UnclaimedHalf {
-    pub(crate) fn new(send: SendHalf) -> UnclaimedHalf {
-        UnclaimedHalf(Some(send))
+    pub(crate) fn new(send: SendHalf) -> Self {
+        Self(Some(send))
     }
 
     pub(crate) fn half(&mut self) -> &mut SendHalf {
@@ -346,14 +346,14 @@ pub(crate) enum RecvHalf {
 impl RecvHalf {
     pub(crate) async fn read_chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
         match self {
-            RecvHalf::Quic(r) => match r.read_chunk(max, true).await {
+            Self::Quic(r) => match r.read_chunk(max, true).await {
                 Ok(Some(c)) => Ok(Some(c.bytes)),
                 Ok(None) => Ok(None),
                 Err(e) => Err(quic::read_error(e)),
             },
-            RecvHalf::Channel(r) => r.read_chunk(max).await,
-            RecvHalf::Unix(r) => r.read_chunk(max).await,
-            RecvHalf::Ready(b) => Ok(match b {
+            Self::Channel(r) => r.read_chunk(max).await,
+            Self::Unix(r) => r.read_chunk(max).await,
+            Self::Ready(b) => Ok(match b {
                 Some(rest) if rest.len() > max => Some(rest.split_to(max)),
                 other => other.take(),
             }),
@@ -363,14 +363,14 @@ impl RecvHalf {
     /// Asks the writer to stop with `code`.
     pub(crate) fn stop(&mut self, code: Code) {
         match self {
-            RecvHalf::Quic(r) => {
+            Self::Quic(r) => {
                 let _ = r.stop(
                     quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(8)),
                 );
             }
-            RecvHalf::Channel(r) => r.stop(code),
-            RecvHalf::Unix(r) => r.stop(code),
-            RecvHalf::Ready(b) => *b = None,
+            Self::Channel(r) => r.stop(code),
+            Self::Unix(r) => r.stop(code),
+            Self::Ready(b) => *b = None,
         }
     }
 }
@@ -406,26 +406,26 @@ impl Conn {
     /// Opens a one-way stream, waiting for the peer's stream budget (never failing on it).
     pub(crate) async fn open_uni(&self) -> Result<SendHalf, Error> {
         match self {
-            Conn::Quic(c) => c
+            Self::Quic(c) => c
                 .open_uni()
                 .await
                 .map(SendHalf::Quic)
                 .map_err(|e| Error::ConnectionLost(quic::loss_cause(&e))),
-            Conn::Inproc(c) => c.open_uni().await,
-            Conn::Unix(c) => c.open(false).await.map(|(s, _)| s),
+            Self::Inproc(c) => c.open_uni().await,
+            Self::Unix(c) => c.open(false).await.map(|(s, _)| s),
         }
     }
 
     /// Opens a bidirectional stream, waiting for the peer's stream budget.
     pub(crate) async fn open_bi(&self) -> Result<(SendHalf, RecvHalf), Error> {
         match self {
-            Conn::Quic(c) => c
+            Self::Quic(c) => c
                 .open_bi()
                 .await
                 .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r)))
                 .map_err(|e| Error::ConnectionLost(quic::loss_cause(&e))),
-            Conn::Inproc(c) => c.open_bi().await,
-            Conn::Unix(c) => c.open(true).await,
+            Self::Inproc(c) => c.open_bi().await,
+            Self::Unix(c) => c.open(true).await,
         }
     }
 
@@ -434,16 +434,16 @@ impl Conn {
     /// through its listener instead: None at once.
     pub(crate) async fn accept_bi(&self) -> Option<(SendHalf, RecvHalf)> {
         match self {
-            Conn::Quic(c) => c
+            Self::Quic(c) => c
                 .accept_bi()
                 .await
                 .ok()
                 .map(|(s, r)| (SendHalf::Quic(s), RecvHalf::Quic(r))),
-            Conn::Inproc(c) => c
+            Self::Inproc(c) => c
                 .accept()
                 .await
                 .and_then(|raw| raw.send.map(|s| (s, raw.recv))),
-            Conn::Unix(_) => None,
+            Self::Unix(_) => None,
         }
     }
 
@@ -452,7 +452,7 @@ impl Conn {
     /// streams arrive through its listener instead: this returns at once.
     pub(crate) async fn accept_each(&self, which: Accept, admit: impl Fn(IncomingRaw)) {
         match self {
-            Conn::Quic(c) => {
+            Self::Quic(c) => {
                 let peer = self.peer();
                 let uni = async {
                     while let Ok(r) = c.accept_uni().await {
@@ -481,12 +481,12 @@ impl Conn {
                     Accept::OneWay => uni.await,
                 }
             }
-            Conn::Inproc(c) => {
+            Self::Inproc(c) => {
                 while let Some(raw) = c.accept().await {
                     admit(raw);
                 }
             }
-            Conn::Unix(_) => {}
+            Self::Unix(_) => {}
         }
     }
 
@@ -494,9 +494,9 @@ impl Conn {
     /// (a QUIC connection is closed with `code`; a local one is marked lost, closed by the peer).
     pub(crate) fn ended_by_peer(&self, code: Code) {
         match self {
-            Conn::Unix(u) => u.lost(LossCause::PeerClosed),
-            Conn::Inproc(i) => i.lost(),
-            Conn::Quic(_) => self.close(code, "control stream ended"),
+            Self::Unix(u) => u.lost(LossCause::PeerClosed),
+            Self::Inproc(i) => i.lost(),
+            Self::Quic(_) => self.close(code, "control stream ended"),
         }
     }
 
@@ -504,8 +504,8 @@ impl Conn {
     /// local connection carries none).
     pub(crate) fn peer_close(&self) -> Option<(Code, String)> {
         match self {
-            Conn::Quic(c) => quic::app_close(&c.close_reason()?),
-            Conn::Inproc(_) | Conn::Unix(_) => None,
+            Self::Quic(c) => quic::app_close(&c.close_reason()?),
+            Self::Inproc(_) | Self::Unix(_) => None,
         }
     }
 
@@ -516,21 +516,21 @@ impl Conn {
             return;
         }
         match self {
-            Conn::Quic(c) => c.close(
+            Self::Quic(c) => c.close(
                 quinn::VarInt::from_u64(code.to_u64()).unwrap_or(quinn::VarInt::from_u32(0)),
                 reason.as_bytes(),
             ),
-            Conn::Inproc(c) => c.close(),
-            Conn::Unix(c) => c.close(),
+            Self::Inproc(c) => c.close(),
+            Self::Unix(c) => c.close(),
         }
     }
 
     /// Why the connection ended, if it has.
     pub(crate) fn loss(&self) -> Option<LossCause> {
         match self {
-            Conn::Quic(c) => c.close_reason().map(|e| quic::loss_cause(&e)),
-            Conn::Inproc(c) => c.loss(),
-            Conn::Unix(c) => c.loss(),
+            Self::Quic(c) => c.close_reason().map(|e| quic::loss_cause(&e)),
+            Self::Inproc(c) => c.loss(),
+            Self::Unix(c) => c.loss(),
         }
     }
 
@@ -538,17 +538,17 @@ impl Conn {
     /// Resolves when the connection ends.
     pub(crate) async fn closed(&self) -> LossCause {
         match self {
-            Conn::Quic(c) => quic::loss_cause(&c.closed().await),
-            Conn::Inproc(c) => c.closed().await,
-            Conn::Unix(c) => c.closed().await,
+            Self::Quic(c) => quic::loss_cause(&c.closed().await),
+            Self::Inproc(c) => c.closed().await,
+            Self::Unix(c) => c.closed().await,
         }
     }
 
     pub(crate) fn peer(&self) -> Option<PeerIdentity> {
         match self {
-            Conn::Quic(c) => quic::peer_fingerprint(c).map(PeerIdentity::Key),
-            Conn::Inproc(_) => None,
-            Conn::Unix(c) => c.peer(),
+            Self::Quic(c) => quic::peer_fingerprint(c).map(PeerIdentity::Key),
+            Self::Inproc(_) => None,
+            Self::Unix(c) => c.peer(),
         }
     }
 }

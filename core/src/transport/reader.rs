@@ -34,8 +34,8 @@ pub(crate) struct StreamReader {
 }
 
 impl StreamReader {
-    pub(crate) fn new(recv: RecvHalf) -> StreamReader {
-        StreamReader {
+    pub(crate) fn new(recv: RecvHalf) -> Self {
+        Self {
             recv,
             ahead: Bytes::new(),
             ended: false,
@@ -43,15 +43,12 @@ impl StreamReader {
         }
     }
 
-    pub(crate) fn counted(mut self, live: Option<LiveStream>) -> StreamReader {
+    pub(crate) fn counted(mut self, live: Option<LiveStream>) -> Self {
         self.live = live;
         self
     }
 
-    pub(crate) async fn chunk(
-        &mut self,
-        max: usize,
-    ) -> std::result::Result<Option<Bytes>, StreamError> {
+    pub(crate) async fn chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
         if !self.ahead.is_empty() {
             let n = self.ahead.len().min(max);
             return Ok(Some(self.ahead.split_to(n)));
@@ -68,7 +65,7 @@ impl StreamReader {
 
     /// Exactly `n` bytes, or `Truncated` if the stream ends first. Without a copy when the
     /// bytes are in one chunk, which is the common case for a type byte and a header.
-    async fn exact(&mut self, n: usize) -> std::result::Result<Bytes, ReadFail> {
+    async fn exact(&mut self, n: usize) -> Result<Bytes, ReadFail> {
         if self.ahead.is_empty() && n > 0 {
             match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
                 Some(c) => self.ahead = c,
@@ -97,12 +94,12 @@ impl StreamReader {
         Ok(buf.freeze())
     }
 
-    pub(crate) async fn byte(&mut self) -> std::result::Result<u8, ReadFail> {
+    pub(crate) async fn byte(&mut self) -> Result<u8, ReadFail> {
         Ok(self.exact(1).await?[0])
     }
 
     /// A varint, byte by byte as far as needed.
-    async fn varint(&mut self) -> std::result::Result<u64, ReadFail> {
+    async fn varint(&mut self) -> Result<u64, ReadFail> {
         let first = self.byte().await?;
         let n = wire::varint::len_from_first_byte(first);
         let mut v = [0u8; 8];
@@ -121,7 +118,7 @@ impl StreamReader {
         &mut self,
         max_header: u64,
         max_body: u64,
-    ) -> std::result::Result<Option<(Header, std::result::Result<Bytes, u64>)>, ReadFail> {
+    ) -> Result<Option<(Header, Result<Bytes, u64>)>, ReadFail> {
         if self.ahead.is_empty() {
             match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
                 Some(c) => self.ahead = c,
@@ -256,7 +253,7 @@ impl StreamReader {
     }
 
     /// Waits until a byte is there to read: true, or false at the FIN.
-    pub(crate) async fn wait_data(&mut self) -> std::result::Result<bool, ReadFail> {
+    pub(crate) async fn wait_data(&mut self) -> Result<bool, ReadFail> {
         if !self.ahead.is_empty() {
             return Ok(true);
         }
@@ -270,7 +267,7 @@ impl StreamReader {
     }
 
     /// Reads past `n` bytes without keeping them.
-    async fn skip(&mut self, mut n: u64) -> std::result::Result<(), ReadFail> {
+    async fn skip(&mut self, mut n: u64) -> Result<(), ReadFail> {
         while n > 0 {
             let want = n.min(READ_CHUNK as u64) as usize;
             match self.chunk(want).await.map_err(ReadFail::Stream)? {
@@ -282,7 +279,7 @@ impl StreamReader {
     }
 
     /// A length-prefixed value (`len:varint bytes`), refusing one above `max` bytes.
-    pub(crate) async fn prefixed(&mut self, max: usize) -> std::result::Result<Bytes, ReadFail> {
+    pub(crate) async fn prefixed(&mut self, max: usize) -> Result<Bytes, ReadFail> {
         let len = self.varint().await?;
         if len > max as u64 {
             return Err(ReadFail::Decode(DecodeError::TooLarge {
@@ -295,7 +292,7 @@ impl StreamReader {
     }
 
     /// A DATA header, refusing one above `max` bytes before reading it.
-    pub(crate) async fn header(&mut self, max: u64) -> std::result::Result<Header, ReadFail> {
+    pub(crate) async fn header(&mut self, max: u64) -> Result<Header, ReadFail> {
         let len = self.varint().await?;
         if len > max {
             return Err(ReadFail::Decode(DecodeError::TooLarge {
@@ -309,7 +306,7 @@ impl StreamReader {
     }
 
     /// Everything up to FIN, refusing more than `max` bytes (`TooLarge`).
-    pub(crate) async fn rest(&mut self, max: usize) -> std::result::Result<Bytes, ReadFail> {
+    pub(crate) async fn rest(&mut self, max: usize) -> Result<Bytes, ReadFail> {
         let mut parts: Vec<Bytes> = Vec::new();
         let mut total = 0usize;
         while let Some(c) = self.chunk(READ_CHUNK).await.map_err(ReadFail::Stream)? {
@@ -375,24 +372,24 @@ impl ReadFail {
     /// The code a receiver stops a stream with when its framing is bad.
     pub(crate) fn code(&self) -> Code {
         match self {
-            ReadFail::Stream(_) => Code::NoError,
-            ReadFail::Decode(DecodeError::TooLarge { .. }) => Code::LimitExceeded,
-            ReadFail::Decode(DecodeError::Unsupported(_)) => Code::Unsupported,
-            ReadFail::Decode(_) => Code::ProtocolError,
+            Self::Stream(_) => Code::NoError,
+            Self::Decode(DecodeError::TooLarge { .. }) => Code::LimitExceeded,
+            Self::Decode(DecodeError::Unsupported(_)) => Code::Unsupported,
+            Self::Decode(_) => Code::ProtocolError,
         }
     }
 
     pub(crate) fn into_error(self) -> Error {
         match self {
-            ReadFail::Stream(e) => e.into_read_error(),
-            ReadFail::Decode(DecodeError::TooLarge { what, len, limit }) => Error::limit(
+            Self::Stream(e) => e.into_read_error(),
+            Self::Decode(DecodeError::TooLarge { what, len, limit }) => Error::limit(
                 Limit::HeaderSize,
                 format!("{what} of {len} bytes, limit {limit}"),
             ),
-            ReadFail::Decode(DecodeError::Truncated) => {
+            Self::Decode(DecodeError::Truncated) => {
                 Error::Protocol("stream ended inside a frame".into())
             }
-            ReadFail::Decode(e) => Error::Protocol(e.to_string()),
+            Self::Decode(e) => Error::Protocol(e.to_string()),
         }
     }
 }
@@ -427,10 +424,7 @@ mod tests {
         out
     }
 
-    async fn read_back(
-        chunks: Vec<Bytes>,
-        max_body: u64,
-    ) -> Vec<(Header, std::result::Result<Bytes, u64>)> {
+    async fn read_back(chunks: Vec<Bytes>, max_body: u64) -> Vec<(Header, Result<Bytes, u64>)> {
         let (mut w, r) = byte_channel(1 << 20, None, None, None);
         for c in chunks {
             w.write(c).await.unwrap();

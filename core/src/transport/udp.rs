@@ -69,7 +69,7 @@ fn force_buffers(s: &socket2::Socket, buffer: usize) {
                 libc::SOL_SOCKET,
                 opt,
                 &v as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
     }
@@ -124,7 +124,10 @@ impl fmt::Debug for Batches {
 /// socket that is full before the first part gives WouldBlock (quinn retries the whole
 /// batch); one that fills after it loses the rest, as a full socket buffer would, and QUIC's
 /// loss recovery sends it again.
-fn send_split(t: &Transmit, mut send: impl FnMut(&Transmit) -> io::Result<()>) -> io::Result<()> {
+fn send_split(
+    t: &Transmit<'_>,
+    mut send: impl FnMut(&Transmit<'_>) -> io::Result<()>,
+) -> io::Result<()> {
     let Some(seg) = t
         .segment_size
         .filter(|_| t.contents.len() > MAX_BATCH_BYTES)
@@ -154,13 +157,13 @@ impl AsyncUdpSocket for Batches {
         self.inner.clone().create_io_poller()
     }
 
-    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+    fn try_send(&self, transmit: &Transmit<'_>) -> io::Result<()> {
         send_split(transmit, |t| self.inner.try_send(t))
     }
 
     fn poll_recv(
         &self,
-        cx: &mut Context,
+        cx: &mut Context<'_>,
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
@@ -200,7 +203,7 @@ mod tests {
 
     /// What `send_split` handed on: (bytes, segment size) per send.
     fn parts(
-        t: &Transmit,
+        t: &Transmit<'_>,
         fail_at: Option<usize>,
     ) -> (io::Result<()>, Vec<(usize, Option<usize>)>) {
         let mut seen = Vec::new();

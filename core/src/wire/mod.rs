@@ -49,8 +49,8 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
-    pub(crate) fn malformed(s: impl Into<String>) -> DecodeError {
-        DecodeError::Malformed(s.into())
+    pub(crate) fn malformed(s: impl Into<String>) -> Self {
+        Self::Malformed(s.into())
     }
 }
 
@@ -76,22 +76,22 @@ impl StreamType {
     /// Its byte.
     pub fn to_byte(self) -> u8 {
         match self {
-            StreamType::Control => 0x00,
-            StreamType::Transfer => 0x01,
-            StreamType::Exchange => 0x02,
-            StreamType::Lane => 0x03,
-            StreamType::Parked => 0x04,
+            Self::Control => 0x00,
+            Self::Transfer => 0x01,
+            Self::Exchange => 0x02,
+            Self::Lane => 0x03,
+            Self::Parked => 0x04,
         }
     }
 
     /// From its byte; an unknown type is `Unsupported` (the receiver answers UNSUPPORTED).
-    pub fn from_byte(b: u8) -> Result<StreamType, DecodeError> {
+    pub fn from_byte(b: u8) -> Result<Self, DecodeError> {
         Ok(match b {
-            0x00 => StreamType::Control,
-            0x01 => StreamType::Transfer,
-            0x02 => StreamType::Exchange,
-            0x03 => StreamType::Lane,
-            0x04 => StreamType::Parked,
+            0x00 => Self::Control,
+            0x01 => Self::Transfer,
+            0x02 => Self::Exchange,
+            0x03 => Self::Lane,
+            0x04 => Self::Parked,
             other => {
                 return Err(DecodeError::Unsupported(format!(
                     "stream type 0x{other:02x}"

@@ -51,8 +51,8 @@ struct FeedState {
 }
 
 impl Feed {
-    pub(crate) fn new(ctx: Arc<Context>) -> Arc<Feed> {
-        Arc::new(Feed {
+    pub(crate) fn new(ctx: Arc<Context>) -> Arc<Self> {
+        Arc::new(Self {
             level: ctx.config.guarantees.ordering,
             ctx: ctx.clone(),
             state: Mutex::new(FeedState::default()),

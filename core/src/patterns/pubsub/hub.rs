@@ -34,12 +34,12 @@ pub enum DropCause {
 }
 
 impl DropCause {
-    const ALL: [DropCause; 5] = [
-        DropCause::QueueFull,
-        DropCause::ByteBudget,
-        DropCause::ReversePoolEmpty,
-        DropCause::DeadSubscriber,
-        DropCause::Refused,
+    const ALL: [Self; 5] = [
+        Self::QueueFull,
+        Self::ByteBudget,
+        Self::ReversePoolEmpty,
+        Self::DeadSubscriber,
+        Self::Refused,
     ];
 
     fn index(self) -> usize {
@@ -49,11 +49,11 @@ impl DropCause {
     /// The cause as bindings and the conformance suite spell it.
     pub fn as_str(self) -> &'static str {
         match self {
-            DropCause::QueueFull => "queue_full",
-            DropCause::ByteBudget => "byte_budget",
-            DropCause::ReversePoolEmpty => "reverse_pool_empty",
-            DropCause::DeadSubscriber => "dead_subscriber",
-            DropCause::Refused => "refused",
+            Self::QueueFull => "queue_full",
+            Self::ByteBudget => "byte_budget",
+            Self::ReversePoolEmpty => "reverse_pool_empty",
+            Self::DeadSubscriber => "dead_subscriber",
+            Self::Refused => "refused",
         }
     }
 }
@@ -94,8 +94,8 @@ impl Dropped {
         }
     }
 
-    fn from_counts(c: [u64; 5]) -> Dropped {
-        Dropped {
+    fn from_counts(c: [u64; 5]) -> Self {
+        Self {
             queue_full: c[0],
             byte_budget: c[1],
             reverse_pool_empty: c[2],
@@ -182,14 +182,14 @@ enum Job {
 impl Job {
     fn topic(&self) -> &Arc<str> {
         match self {
-            Job::Whole { topic, .. } | Job::Streamed { topic, .. } => topic,
+            Self::Whole { topic, .. } | Self::Streamed { topic, .. } => topic,
         }
     }
 
     fn len(&self) -> usize {
         match self {
-            Job::Whole { body, .. } => body.len(),
-            Job::Streamed { .. } => 0,
+            Self::Whole { body, .. } => body.len(),
+            Self::Streamed { .. } => 0,
         }
     }
 }
@@ -323,10 +323,10 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub(crate) fn new(ctx: Arc<Context>, path: &str) -> Arc<Hub> {
+    pub(crate) fn new(ctx: Arc<Context>, path: &str) -> Arc<Self> {
         // Distinctness, not secrecy: a producer name only has to differ between publishers.
         let producer: [u8; 8] = rand::random();
-        Arc::new(Hub {
+        Arc::new(Self {
             ctx,
             path: path.to_string(),
             producer: Bytes::copy_from_slice(&producer),
@@ -532,15 +532,15 @@ impl Publication for Hub {
         conn: &SubscriberConn,
         filter: &str,
     ) -> std::result::Result<(), (Code, String)> {
-        Hub::subscribe(&self, id, conn, filter)
+        Self::subscribe(&self, id, conn, filter)
     }
 
     fn unsubscribe(&self, id: Option<u64>, filter: &str) {
-        Hub::unsubscribe(self, id, filter)
+        Self::unsubscribe(self, id, filter)
     }
 
     fn remove(&self, id: u64) {
-        Hub::remove(self, id)
+        Self::remove(self, id)
     }
 }
 
