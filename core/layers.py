@@ -100,6 +100,20 @@ def strip(text: str) -> str:
     return "".join(out)
 
 
+def closing_brace(code: str, at: int) -> int:
+    """The offset of the `}` that closes the `{` at `at` (the end of `code` if none does)."""
+    depth, j = 0, at
+    while j < len(code):
+        if code[j] == "{":
+            depth += 1
+        elif code[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return j
+
+
 def without_tests(code: str) -> str:
     """`code` with every item under `#[cfg(test)]` blanked (a `mod tests { … }`, a `use`)."""
     out = list(code)
@@ -109,15 +123,7 @@ def without_tests(code: str) -> str:
         while j < len(code) and code[j] not in ";{":
             j += 1
         if j < len(code) and code[j] == "{":
-            depth = 0
-            while j < len(code):
-                if code[j] == "{":
-                    depth += 1
-                elif code[j] == "}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
+            j = closing_brace(code, j)
         for k in range(m.start(), min(j + 1, len(code))):
             if out[k] != "\n":
                 out[k] = " "
@@ -192,16 +198,8 @@ def blocks(code: str, opening: str) -> list[tuple[int, int, str]]:
     ending at the block's `{`) opens."""
     spans = []
     for m in re.finditer(opening, code):
-        depth, j = 0, m.end() - 1
-        while j < len(code):
-            if code[j] == "{":
-                depth += 1
-            elif code[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
-        spans.append((m.start(), j, m.group(1) if m.groups() else ""))
+        end = closing_brace(code, m.end() - 1)
+        spans.append((m.start(), end, m.group(1) if m.groups() else ""))
     return spans
 
 

@@ -228,6 +228,22 @@ on_every_transport!(
     dropped_unread
 );
 
+/// Drives `write` (of a body far beyond every window) until `reading` has the stream's first
+/// chunk, then drops it mid-write; the stream being read, to read on.
+async fn drop_write_once_read(
+    write: impl std::future::Future,
+    reading: impl std::future::Future<Output = weida::IncomingTransfer>,
+) -> weida::IncomingTransfer {
+    tokio::select! {
+        _ = write => panic!("16 MiB cannot fit in the windows"),
+        incoming = async {
+            let mut t = reading.await;
+            assert!(t.read_chunk().await.unwrap().is_some());
+            t
+        } => incoming,
+    }
+}
+
 /// Reads `incoming` to its end: the error it ends with (a complete read fails the test).
 async fn read_to_error(mut incoming: weida::IncomingTransfer, what: &str) -> Error {
     loop {
@@ -249,14 +265,8 @@ async fn dropped_send(t: Transport) {
     let pusher = client.pusher();
     pusher.connect(&puller.address().to_string()).await.unwrap();
     let body = Bytes::from(payload(16 << 20));
-    let incoming = tokio::select! {
-        _ = pusher.send(body) => panic!("16 MiB cannot fit in the windows"),
-        incoming = async {
-            let mut t = puller.accept().await.unwrap();
-            assert!(t.read_chunk().await.unwrap().is_some());
-            t
-        } => incoming,
-    };
+    let reading = async { puller.accept().await.unwrap() };
+    let incoming = drop_write_once_read(pusher.send(body), reading).await;
     let e = read_to_error(incoming, "a dropped send").await;
     assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
     // The puller goes on.
@@ -288,14 +298,8 @@ async fn dropped_reply(t: Transport) {
     let mut ex = replier.accept().await.unwrap();
     ex.take_body().await.unwrap();
     let body = Bytes::from(payload(16 << 20));
-    let reply = tokio::select! {
-        _ = ex.reply(body) => panic!("16 MiB cannot fit in the windows"),
-        reply = async {
-            let mut t = pending.reply().await.unwrap();
-            assert!(t.read_chunk().await.unwrap().is_some());
-            t
-        } => reply,
-    };
+    let reading = async { pending.reply().await.unwrap() };
+    let reply = drop_write_once_read(ex.reply(body), reading).await;
     let e = read_to_error(reply, "a dropped reply").await;
     assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
 }
