@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{AddressPart, Error};
-use crate::fingerprint::Fingerprint;
+use crate::security::fingerprint::Fingerprint;
 
 /// Longest socket path: `sun_path` is 108 bytes and the kernel needs one for the terminating
 /// NUL (or, for an abstract name, the leading NUL).
@@ -48,10 +48,10 @@ pub enum Scheme {
 impl Scheme {
     fn as_str(self) -> &'static str {
         match self {
-            Scheme::Quic => "weida",
-            Scheme::Unix => "weida+unix",
-            Scheme::Inproc => "weida+inproc",
-            Scheme::Pipe => "weida+pipe",
+            Self::Quic => "weida",
+            Self::Unix => "weida+unix",
+            Self::Inproc => "weida+inproc",
+            Self::Pipe => "weida+pipe",
         }
     }
 }
@@ -76,9 +76,9 @@ impl fmt::Display for Host {
     /// IPv6 goes in brackets, as in the address, so `{host}:{port}` is never ambiguous.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Host::Ip(IpAddr::V4(ip)) => write!(f, "{ip}"),
-            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
-            Host::Name(name) => f.write_str(name),
+            Self::Ip(IpAddr::V4(ip)) => write!(f, "{ip}"),
+            Self::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
+            Self::Name(name) => f.write_str(name),
         }
     }
 }
@@ -150,7 +150,7 @@ pub struct Address {
 
 impl Address {
     /// Parses an address; the error's [`AddressPart`] says which part is wrong.
-    pub fn parse(s: &str) -> Result<Address, Error> {
+    pub fn parse(s: &str) -> Result<Self, Error> {
         let (scheme, rest) = split_scheme(s)?;
         match scheme {
             Scheme::Quic => parse_quic(rest),
@@ -201,29 +201,29 @@ impl Address {
     }
 
     /// The same listener with `path` as its endpoint path, which [`validate_path`] must accept.
-    pub fn with_path(&self, path: &str) -> Result<Address, Error> {
+    pub fn with_path(&self, path: &str) -> Result<Self, Error> {
         validate_path(path)?;
         Ok(self.with_path_unchecked(path))
     }
 
     /// The same address pinned to `pin`, replacing any pin it had. Only `weida://` addresses
     /// take a pin.
-    pub fn with_pin(&self, pin: Fingerprint) -> Result<Address, Error> {
+    pub fn with_pin(&self, pin: Fingerprint) -> Result<Self, Error> {
         if self.scheme() != Scheme::Quic {
             return Err(invalid(
                 AddressPart::Pin,
                 format!("{NO_LOCAL_PIN}; {:?} cannot be pinned", self.to_string()),
             ));
         }
-        Ok(Address {
+        Ok(Self {
             pin: Some(pin),
             ..self.clone()
         })
     }
 
     /// The listener this address is on: the address without its endpoint path.
-    pub fn without_path(&self) -> Address {
-        Address {
+    pub fn without_path(&self) -> Self {
+        Self {
             path: None,
             ..self.clone()
         }
@@ -237,8 +237,8 @@ impl Address {
         self.without_path().to_string()
     }
 
-    fn with_path_unchecked(&self, path: &str) -> Address {
-        Address {
+    fn with_path_unchecked(&self, path: &str) -> Self {
+        Self {
             path: Some(path.to_owned()),
             ..self.clone()
         }
@@ -249,8 +249,8 @@ impl FromStr for Address {
     type Err = Error;
 
     /// Same as [`Address::parse`].
-    fn from_str(s: &str) -> Result<Address, Error> {
-        Address::parse(s)
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::parse(s)
     }
 }
 
@@ -639,7 +639,7 @@ mod tests {
             Option<&'a str>,
         );
         #[rustfmt::skip]
-        let cases: Vec<Case> = vec![
+        let cases: Vec<Case<'_>> = vec![
             ("weida://127.0.0.1:4433", "weida://127.0.0.1:4433", Scheme::Quic, quic(ip("127.0.0.1"), 4433), None, None),
             ("weida://0.0.0.0:0", "weida://0.0.0.0:0", Scheme::Quic, quic(ip("0.0.0.0"), 0), None, None),
             ("weida://[::1]:65535/", "weida://[::1]:65535/", Scheme::Quic, quic(ip("::1"), 65535), None, Some("/")),

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::identity::Identity;
-use crate::trust::Trust;
+use crate::security::identity::Identity;
+use crate::security::trust::Trust;
 use crate::wire::GuaranteeSet;
 
 /// Per-connection bounds. The receiving side grants the windows and budgets; each is a

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::io;
 
-use crate::identity::Fingerprint;
+use crate::security::fingerprint::Fingerprint;
 
 /// Why a connection ended. Kept, never flattened, so a caller (and later the redial policy)
 /// can tell a peer that went away from a network that dropped it.

@@ -227,3 +227,89 @@ on_every_transport!(
     a_transfer_the_puller_drops_unread_is_canceled_at_the_pusher,
     dropped_unread
 );
+
+/// Drives `write` (of a body far beyond every window) until `reading` has the stream's first
+/// chunk, then drops it mid-write; the stream being read, to read on.
+async fn drop_write_once_read(
+    write: impl std::future::Future,
+    reading: impl std::future::Future<Output = weida::IncomingTransfer>,
+) -> weida::IncomingTransfer {
+    tokio::select! {
+        _ = write => panic!("16 MiB cannot fit in the windows"),
+        incoming = async {
+            let mut t = reading.await;
+            assert!(t.read_chunk().await.unwrap().is_some());
+            t
+        } => incoming,
+    }
+}
+
+/// Reads `incoming` to its end: the error it ends with (a complete read fails the test).
+async fn read_to_error(mut incoming: weida::IncomingTransfer, what: &str) -> Error {
+    loop {
+        match incoming.read_chunk().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("{what} read as complete"),
+            Err(e) => break e,
+        }
+    }
+}
+
+/// `Pusher::send` of a body far beyond every window, its future dropped once the puller has
+/// the first bytes: the puller reads `Canceled`, never a short complete message. Over QUIC and
+/// AF_UNIX only: in process a send's one write is queued whole, so it is never dropped
+/// mid-write.
+async fn dropped_send(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let body = Bytes::from(payload(16 << 20));
+    let reading = async { puller.accept().await.unwrap() };
+    let incoming = drop_write_once_read(pusher.send(body), reading).await;
+    let e = read_to_error(incoming, "a dropped send").await;
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+    // The puller goes on.
+    pusher.send("next").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
+}
+
+#[tokio::test]
+async fn a_send_dropped_mid_write_is_canceled_at_the_reader_quic() {
+    dropped_send(Transport::Quic).await;
+}
+
+#[tokio::test]
+async fn a_send_dropped_mid_write_is_canceled_at_the_reader_unix() {
+    dropped_send(Transport::Unix).await;
+}
+
+/// `Exchange::reply` of a body far beyond every window, its future dropped once the requester
+/// has the reply's first bytes: the requester reads `Canceled`, never a short complete reply.
+/// Over QUIC and AF_UNIX only, as above.
+async fn dropped_reply(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let req = client.requester();
+    req.connect(&replier.address().to_string()).await.unwrap();
+    let (mut request, pending) = req.open(Metadata::new()).await.unwrap();
+    request.write(Bytes::from_static(b"q")).await.unwrap();
+    drop(request.finish().await.unwrap());
+    let mut ex = replier.accept().await.unwrap();
+    ex.take_body().await.unwrap();
+    let body = Bytes::from(payload(16 << 20));
+    let reading = async { pending.reply().await.unwrap() };
+    let reply = drop_write_once_read(ex.reply(body), reading).await;
+    let e = read_to_error(reply, "a dropped reply").await;
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+}
+
+#[tokio::test]
+async fn a_reply_dropped_mid_write_is_canceled_at_the_requester_quic() {
+    dropped_reply(Transport::Quic).await;
+}
+
+#[tokio::test]
+async fn a_reply_dropped_mid_write_is_canceled_at_the_requester_unix() {
+    dropped_reply(Transport::Unix).await;
+}

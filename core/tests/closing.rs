@@ -79,10 +79,10 @@ impl RuntimeEnding {
     /// Ends `rt`; a drain waits at most `deadline`.
     async fn end(self, rt: &Runtime, deadline: Duration) {
         match self {
-            RuntimeEnding::Drain => {
+            Self::Drain => {
                 rt.drain(deadline).await;
             }
-            RuntimeEnding::Shutdown => rt.shutdown(),
+            Self::Shutdown => rt.shutdown(),
         }
     }
 }

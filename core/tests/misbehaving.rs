@@ -46,8 +46,8 @@ struct Fake {
 }
 
 impl Fake {
-    fn start() -> Fake {
-        Fake::build(
+    fn start() -> Self {
+        Self::build(
             None,
             quinn::TransportConfig::default(),
             quinn::EndpointConfig::default(),
@@ -60,7 +60,7 @@ impl Fake {
         sessions: Option<Arc<CountingServerStore>>,
         transport: quinn::TransportConfig,
         endpoint: quinn::EndpointConfig,
-    ) -> Fake {
+    ) -> Self {
         let key = rcgen::generate_simple_self_signed(vec!["weida".to_string()]).unwrap();
         let cert = key.cert.der().clone();
         let private = rustls::pki_types::PrivatePkcs8KeyDer::from(key.key_pair.serialize_der());
@@ -83,7 +83,7 @@ impl Fake {
         let endpoint = quinn::Endpoint::new(endpoint, Some(server), socket, runtime).unwrap();
         let pin = weida::fingerprint_of_certificate(&cert).unwrap();
         let address = format!("weida://{pin}@{}/rpc", endpoint.local_addr().unwrap());
-        Fake { endpoint, address }
+        Self { endpoint, address }
     }
 
     /// The next connection, once its control stream has brought the dialler's type byte and
@@ -711,9 +711,8 @@ async fn a_listener_issues_no_session_ticket() {
     for _ in 0..2 {
         let connecting = endpoint.connect(addr, "weida").unwrap();
         // No ticket, so no early data to offer.
-        let connecting = match connecting.into_0rtt() {
-            Ok(_) => panic!("a 0-RTT connection was possible"),
-            Err(c) => c,
+        let Err(connecting) = connecting.into_0rtt() else {
+            panic!("a 0-RTT connection was possible")
         };
         let conn = guarded("the QUIC handshake", connecting).await.unwrap();
         // A whole HELLO exchange: what the listener sent after its handshake has arrived.
@@ -906,7 +905,7 @@ struct SwitchRelay {
 }
 
 impl SwitchRelay {
-    async fn start(server: std::net::SocketAddr) -> SwitchRelay {
+    async fn start(server: std::net::SocketAddr) -> Self {
         let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let addr = front.local_addr().unwrap();
@@ -932,7 +931,7 @@ impl SwitchRelay {
                 }
             }
         });
-        SwitchRelay { addr, server, task }
+        Self { addr, server, task }
     }
 
     fn switch_to(&self, server: std::net::SocketAddr) {

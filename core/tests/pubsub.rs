@@ -599,7 +599,7 @@ on_every_transport!(
         // Not connected: the error `recv` would return at once.
         assert_eq!(
             sub.try_recv().unwrap().unwrap_err().code(),
-            weida::ErrorCode::NotConnected
+            ErrorCode::NotConnected
         );
         sub.connect(&publisher.address().to_string()).await.unwrap();
         sub.subscribe("a.#").await.unwrap();
@@ -622,7 +622,7 @@ on_every_transport!(
         sub.close();
         assert_eq!(
             sub.try_recv().unwrap().unwrap_err().code(),
-            weida::ErrorCode::Closed
+            ErrorCode::Closed
         );
     }
 );

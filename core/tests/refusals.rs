@@ -161,13 +161,13 @@ on_every_transport!(
 
 /// A reply header above the requester's MAX_HEADER_SIZE is refused at the replier, before
 /// anything is written, and the exchange can still be answered.
-async fn reply_header_bound(t: common::Transport) {
-    let server = weida::Runtime::new(common::config(weida::Limits::default())).unwrap();
+async fn reply_header_bound(t: Transport) {
+    let server = weida::Runtime::new(common::config(Limits::default())).unwrap();
     let listener = server.bind(&common::bind_address(t)).await.unwrap();
     let replier = listener.replier("/rpc").unwrap();
-    let client = weida::Runtime::new(common::config(weida::Limits {
+    let client = weida::Runtime::new(common::config(Limits {
         max_header_size: 64,
-        ..weida::Limits::default()
+        ..Limits::default()
     }))
     .unwrap();
     let requester = client.requester();
@@ -178,10 +178,10 @@ async fn reply_header_bound(t: common::Transport) {
     let serve = async {
         let mut ex = replier.accept().await.unwrap();
         ex.take_body().await.unwrap();
-        let big = weida::Metadata::new().with("k", vec![b'v'; 200]);
+        let big = Metadata::new().with("k", vec![b'v'; 200]);
         let e = ex.open_reply(big).await.unwrap_err();
-        assert_eq!(e.code(), weida::ErrorCode::LimitExceeded, "{e}");
-        ex.reply_with(weida::Metadata::new().with("k", "v"), "ok")
+        assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e}");
+        ex.reply_with(Metadata::new().with("k", "v"), "ok")
             .await
             .unwrap();
     };
@@ -191,12 +191,12 @@ async fn reply_header_bound(t: common::Transport) {
 
 #[tokio::test]
 async fn a_reply_header_above_the_requesters_bound_is_refused_at_the_replier_quic() {
-    common::bounded(reply_header_bound(common::Transport::Quic)).await
+    common::bounded(reply_header_bound(Transport::Quic)).await
 }
 
 #[tokio::test]
 async fn a_reply_header_above_the_requesters_bound_is_refused_at_the_replier_inproc() {
-    common::bounded(reply_header_bound(common::Transport::Inproc)).await
+    common::bounded(reply_header_bound(Transport::Inproc)).await
 }
 
 /// What a reader's stop tells the writer of `body`: the error of the write, or, when the write

@@ -260,13 +260,13 @@ fn lane_frame_vectors() {
         },
         |f| {
             let mut out = Vec::new();
-            weida::wire::lane::encode_frame_head(&f.header, f.body.len(), &mut out);
+            weida::wire::lane_frame::encode_frame_head(&f.header, f.body.len(), &mut out);
             out.extend_from_slice(&f.body);
             out
         },
         |b, v| {
             let max = bound(v, "max_body").unwrap_or(u64::MAX);
-            match weida::wire::lane::decode_frame(b, usize::MAX, max)? {
+            match weida::wire::lane_frame::decode_frame(b, usize::MAX, max)? {
                 Some((f, used)) => Ok((
                     LaneFrame {
                         header: f.header,

@@ -140,7 +140,7 @@ fn control_frame() -> impl Strategy<Value = ControlFrame> {
         )),
         (any::<u64>(), 0u64..12, text()).prop_map(|(r, c, reason)| ControlFrame::Answer {
             request: r % (1 << 62),
-            code: weida::wire::Code::from_u64(c),
+            code: Code::from_u64(c),
             reason
         }),
         varint_value().prop_map(|opened| ControlFrame::GoAway { opened }),
@@ -530,6 +530,6 @@ fn negotiation_refuses_an_unknown_required_dimension_and_agrees_on_the_weaker_of
     assert!(core.negotiate(&strange).is_err());
     assert!(strange.negotiate(&core).is_err());
     let mut detect = Hello::default();
-    detect.offered.ordering = weida::Ordering::Detect;
+    detect.offered.ordering = Ordering::Detect;
     assert_eq!(core.negotiate(&detect).unwrap(), GuaranteeSet::core());
 }

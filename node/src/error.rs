@@ -133,16 +133,5 @@ fn instantiate<'env>(env: &'env Env, code: &str, message: String) -> napi::Resul
 pub(crate) fn from_code(code: &str, message: &str) -> Option<CoreError> {
     let bare = code.strip_prefix("ERR_WEIDA_").unwrap_or(code);
     let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == bare)?;
-    use weida::wire::Code;
-    let wire = match code {
-        ErrorCode::Canceled => Code::Canceled,
-        ErrorCode::UnknownEndpoint => Code::UnknownEndpoint,
-        ErrorCode::Unsupported => Code::Unsupported,
-        ErrorCode::Rejected => Code::Rejected,
-        ErrorCode::LimitExceeded => Code::LimitExceeded,
-        ErrorCode::Protocol => Code::ProtocolError,
-        ErrorCode::NegotiationFailed => Code::NegotiationFailed,
-        _ => Code::InternalError,
-    };
-    Some(wire.into_error("", message))
+    Some(CoreError::for_reply(code, message))
 }

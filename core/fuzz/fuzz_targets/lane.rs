@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weida::wire::lane::{decode_frame, encode_frame_head};
+use weida::wire::lane_frame::{decode_frame, encode_frame_head};
 use weida::wire::DecodeError;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,15 @@
-//! The patterns: thin wrappers over streams (PATTERNS.md §2, §3, §5). Dialling endpoints share
-//! [`Dialer`]; bound endpoints share the runtime's `Inbox`.
+//! The patterns layer: thin wrappers over streams (PATTERNS.md §2, §3, §4, §5), one file or
+//! folder per pattern. Dialling endpoints share [`Dialer`]; bound endpoints share the
+//! runtime's `Inbox`. Each pattern's file also adds its factories to `Runtime` and `Listener`
+//! (`Runtime::pusher`, `Listener::puller`, ...), so the layers below know no pattern.
+//!
+//! Owns: a pattern's API and which stream kinds its bound side takes; Pub/Sub's hub (the
+//! publisher's side) and feed (the subscriber's side), with its filters and ordering.
+//! Must not: speak to a transport or a socket directly, or name quinn. It may import every
+//! layer below it (docs/ARCHITECTURE.md §1, checked by
+//! `core/layers.py`).
 
-mod pubsub;
+pub(crate) mod pubsub;
 mod pushpull;
 mod raw;
 mod receiving;
@@ -19,29 +27,31 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::address::Address;
+use crate::connection::handles::{OutgoingTransfer, PendingReply};
+use crate::connection::link::Link;
 use crate::error::Result;
-use crate::runtime::{PeerSet, Shared};
-use crate::stream::{OutgoingTransfer, PendingReply};
+use crate::runtime::peers::PeerSet;
+use crate::runtime::pool::Pool;
 use crate::wire::{Header, StreamType};
 
 /// The dialling half every connecting endpoint shares: its addresses and their connections.
 pub(crate) struct Dialer {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) pool: Arc<Pool>,
     pub(crate) peers: PeerSet,
 }
 
 impl Drop for Dialer {
     fn drop(&mut self) {
         for (address, link) in self.peers.take_all() {
-            self.shared.release(&address, link);
+            self.pool.release(&address, link);
         }
     }
 }
 
 impl Dialer {
-    fn new(shared: Arc<Shared>) -> Dialer {
-        Dialer {
-            shared,
+    fn new(pool: Arc<Pool>) -> Self {
+        Self {
+            pool,
             peers: PeerSet::default(),
         }
     }
@@ -49,7 +59,7 @@ impl Dialer {
     async fn connect(&self, address: &str) -> Result<()> {
         let a = Address::parse(address)?;
         a.endpoint_path()?;
-        let link = self.shared.link(&a).await?;
+        let link = self.pool.link(&a).await?;
         self.peers.add(a, link);
         Ok(())
     }
@@ -58,7 +68,7 @@ impl Dialer {
         let address = Address::parse(address)?;
         Ok(match self.peers.remove(&address) {
             Some(link) => {
-                self.shared.release(&address, link);
+                self.pool.release(&address, link);
                 true
             }
             None => false,
@@ -67,7 +77,7 @@ impl Dialer {
 
     /// Opens a one-way transfer on the next peer, with `body` (when whole) in the first write.
     async fn transfer(&self, header: Header, body: Option<Bytes>) -> Result<OutgoingTransfer> {
-        self.shared.check_open()?;
+        self.pool.ctx.check_open()?;
         let link = self.peers.pick()?;
         self.transfer_on(&link, header, body).await
     }
@@ -76,17 +86,15 @@ impl Dialer {
     /// round-robin fair).
     async fn transfer_on(
         &self,
-        link: &crate::runtime::Link,
+        link: &Link,
         header: Header,
         body: Option<Bytes>,
     ) -> Result<OutgoingTransfer> {
-        let (send, _) = link
-            .open(&self.shared, StreamType::Transfer, header, body)
-            .await?;
+        let (send, _) = link.open(StreamType::Transfer, header, body).await?;
         Ok(OutgoingTransfer::new(
             send,
             link.path.clone(),
-            self.shared.clone(),
+            self.pool.ctx.clone(),
         ))
     }
 
@@ -96,20 +104,18 @@ impl Dialer {
         header: Header,
         body: Option<Bytes>,
     ) -> Result<(OutgoingTransfer, PendingReply)> {
-        self.shared.check_open()?;
+        self.pool.ctx.check_open()?;
         let link = self.peers.pick()?;
-        let (send, recv) = link
-            .open(&self.shared, StreamType::Exchange, header, body)
-            .await?;
+        let (send, recv) = link.open(StreamType::Exchange, header, body).await?;
         let finished = Arc::new(AtomicBool::new(false));
         let reply = PendingReply::new(
             recv.expect("an exchange has a reply half"),
             link.path.clone(),
-            self.shared.clone(),
+            self.pool.ctx.clone(),
             link.peer.clone(),
             finished.clone(),
         );
-        let t = OutgoingTransfer::new(send, link.path.clone(), self.shared.clone())
+        let t = OutgoingTransfer::new(send, link.path.clone(), self.pool.ctx.clone())
             .with_finish_flag(finished);
         Ok((t, reply))
     }

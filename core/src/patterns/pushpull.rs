@@ -1,14 +1,17 @@
 //! Push/Pull: one one-way stream per message, round-robin over connected pullers.
 
-use std::future::Future;
-use std::sync::Arc;
-
 use bytes::Bytes;
+use std::future::Future;
 
 use super::Dialer;
+use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::dispatch::Queued;
+use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::error::{Error, Result};
-use crate::runtime::{Inbox, Incoming, Queued, Shared};
-use crate::stream::{IncomingTransfer, Message, OutgoingTransfer, Partial};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::Runtime;
 use crate::wire::{Header, Metadata};
 
 /// Sends messages to pullers, one stream each, round-robin per message.
@@ -24,14 +27,26 @@ pub struct Pusher {
     dialer: Dialer,
 }
 
-impl Pusher {
-    pub(crate) fn new(shared: Arc<Shared>) -> Pusher {
+impl Runtime {
+    /// A [`Pusher`].
+    pub fn pusher(&self) -> Pusher {
         Pusher {
-            dialer: Dialer::new(shared),
+            dialer: Dialer::new(self.pool.clone()),
         }
     }
+}
 
-    /// Dials `address` (with its path) and adds it to the round-robin.
+impl Listener {
+    /// Binds a [`Puller`] at `path`.
+    pub fn puller(&self, path: &str) -> Result<Puller> {
+        let inbox = self.register(path, RouteKind::Puller)?;
+        Ok(Puller { inbox })
+    }
+}
+
+impl Pusher {
+    /// Dials `address` (with its path) and adds it to the round-robin. Cancel-safe: a
+    /// `connect` dropped before it returns adds no peer; call it again to retry.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
     }
@@ -51,11 +66,15 @@ impl Pusher {
     /// A body up to `RuntimeConfig::lane_max_message` goes as a frame on the connection's
     /// message lane when the peer offers lanes (returning once queued there; a lane's queue
     /// and window are its backpressure), and messages of one lane arrive in order.
+    /// Cancel-safe: a `send` dropped before it returns delivers nothing. A message not yet
+    /// queued or written is not sent, and one dropped during its write is reset, so the
+    /// puller's receive of it fails with `Canceled`
+    /// (`cancel.rs: a_send_dropped_mid_write_is_canceled_at_the_reader_quic`).
     pub fn send(&self, body: impl Into<Bytes>) -> impl Future<Output = Result<()>> + Send + '_ {
         self.send_with(Metadata::new(), body)
     }
 
-    /// [`Pusher::send`] with metadata.
+    /// [`Pusher::send`] with metadata. Cancel-safe, as `send` is.
     pub fn send_with(
         &self,
         meta: Metadata,
@@ -88,10 +107,11 @@ impl Pusher {
             meta,
             ..Header::default()
         };
-        self.dialer.shared.check_open()?;
+        let ctx = &self.dialer.pool.ctx;
+        ctx.check_open()?;
         let link = self.dialer.peers.pick()?;
-        if link.lanes && body.len() <= self.dialer.shared.config.lane_max_message {
-            return link.lane_send(&self.dialer.shared, header, body).await;
+        if link.lanes && body.len() <= ctx.config.lane_max_message {
+            return link.lane_send(header, body).await;
         }
         let t = self.dialer.transfer_on(&link, header, Some(body)).await?;
         drop(t.finish().await?);
@@ -116,9 +136,9 @@ impl Pusher {
     /// # Ok(()) }
     /// ```
     pub fn try_send(&self, body: Bytes) -> Result<Option<Bytes>> {
-        let shared = &self.dialer.shared;
-        shared.check_open()?;
-        if body.len() > shared.config.lane_max_message {
+        let ctx = &self.dialer.pool.ctx;
+        ctx.check_open()?;
+        if body.len() > ctx.config.lane_max_message {
             return Ok(Some(body));
         }
         let mut body = Some(body);
@@ -144,7 +164,9 @@ impl Pusher {
 
     /// Sends each body as its own message, in order, as [`Pusher::send`] does: one call for a
     /// batch of small messages (one crossing for a binding). Stops at the first error and
-    /// returns it with how many bodies were sent before it.
+    /// returns it with how many bodies were sent before it. Not cancel-safe: dropped, the
+    /// bodies before the one in flight are sent and the count of them is lost (the one in
+    /// flight is not delivered, as with `send`).
     pub async fn send_many<I>(&self, bodies: I) -> (usize, Result<()>)
     where
         I: IntoIterator,
@@ -161,6 +183,8 @@ impl Pusher {
     }
 
     /// Opens a streamed message; `finish()` returns the [`crate::Delivery`] for its receipt.
+    /// Cancel-safe: an `open` dropped before it returns opens nothing the puller receives (a
+    /// stream dropped during the write of its header is reset).
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
         let header = Header {
             meta,
@@ -176,12 +200,8 @@ pub struct Puller {
 }
 
 impl Puller {
-    pub(crate) fn new(inbox: Inbox) -> Puller {
-        Puller { inbox }
-    }
-
     /// The address to dial this puller at.
-    pub fn address(&self) -> &crate::Address {
+    pub fn address(&self) -> &Address {
         &self.inbox.address
     }
 
@@ -207,7 +227,7 @@ impl Puller {
             if let Some(m) = self.inbox.take_returned() {
                 return Ok(m);
             }
-            let max = self.inbox.shared.limits.max_collected_body;
+            let max = self.inbox.ctx.limits.max_collected_body;
             let mut rx = tokio::select! {
                 rx = self.inbox.rx.lock() => rx,
                 _ = &mut handed_back => continue,
@@ -290,7 +310,10 @@ impl Puller {
     /// Up to `max` whole messages: waits for the first as [`Puller::recv`] does, then takes
     /// those that are ready without waiting (one call for a batch of small messages, one
     /// crossing for a binding). An error met after the first message ends the batch and is
-    /// returned by the next receive, so no message and no error is lost. Cancel-safe.
+    /// returned by the next receive, so no message and no error is lost. Cancel-safe but for
+    /// one rare case: keeping that error for the next receive may wait for the receive lock
+    /// when a concurrent receive holds it, and a future dropped there loses the batch it had
+    /// taken (untested).
     pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
         use futures_util::FutureExt;
         if max == 0 {

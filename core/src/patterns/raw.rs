@@ -1,12 +1,14 @@
 //! Raw streams: a `Peer` dials and opens either kind; an `Acceptor` binds one path and
 //! receives both (PATTERNS §5).
 
-use std::sync::Arc;
-
 use super::Dialer;
+use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::handles::{Incoming, OutgoingTransfer, PendingReply};
 use crate::error::Result;
-use crate::runtime::{Inbox, Incoming, Shared};
-use crate::stream::{OutgoingTransfer, PendingReply};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::Runtime;
 use crate::wire::{Header, Metadata};
 
 /// Opens raw streams to acceptors: one-way transfers and exchanges.
@@ -26,14 +28,26 @@ pub struct Peer {
     dialer: Dialer,
 }
 
-impl Peer {
-    pub(crate) fn new(shared: Arc<Shared>) -> Peer {
+impl Runtime {
+    /// A raw [`Peer`].
+    pub fn peer(&self) -> Peer {
         Peer {
-            dialer: Dialer::new(shared),
+            dialer: Dialer::new(self.pool.clone()),
         }
     }
+}
 
-    /// Dials `address` (with its path).
+impl Listener {
+    /// Binds a raw [`Acceptor`] at `path`.
+    pub fn acceptor(&self, path: &str) -> Result<Acceptor> {
+        let inbox = self.register(path, RouteKind::Acceptor)?;
+        Ok(Acceptor { inbox })
+    }
+}
+
+impl Peer {
+    /// Dials `address` (with its path). Cancel-safe: a `connect` dropped before it returns
+    /// adds no peer; call it again to retry.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
     }
@@ -48,7 +62,8 @@ impl Peer {
         self.dialer.peers.live()
     }
 
-    /// Opens a one-way stream.
+    /// Opens a one-way stream. Cancel-safe: an `open` dropped before it returns opens nothing
+    /// the acceptor receives (a stream dropped during the write of its header is reset).
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
         self.dialer
             .transfer(
@@ -61,7 +76,7 @@ impl Peer {
             .await
     }
 
-    /// Opens an exchange: a request stream and its reply.
+    /// Opens an exchange: a request stream and its reply. Cancel-safe, as `open` is.
     pub async fn exchange(&self, meta: Metadata) -> Result<(OutgoingTransfer, PendingReply)> {
         self.dialer
             .exchange(
@@ -81,12 +96,8 @@ pub struct Acceptor {
 }
 
 impl Acceptor {
-    pub(crate) fn new(inbox: Inbox) -> Acceptor {
-        Acceptor { inbox }
-    }
-
     /// The address to dial this acceptor at.
-    pub fn address(&self) -> &crate::Address {
+    pub fn address(&self) -> &Address {
         &self.inbox.address
     }
 

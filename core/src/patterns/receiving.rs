@@ -4,8 +4,8 @@
 use std::future::Future;
 
 use super::{Puller, Subscriber};
+use crate::connection::handles::Message;
 use crate::error::Result;
-use crate::stream::Message;
 
 /// Whole messages from a [`Puller`] or a [`Subscriber`], and a hand-back for one whose
 /// receive was abandoned as it arrived. Each method is the endpoint's own of the same name.
@@ -21,9 +21,11 @@ use crate::stream::Message;
 /// }
 /// ```
 pub trait Receiving: Send + Sync + 'static {
-    /// The next whole message.
+    /// The next whole message. Cancel-safe, for both endpoints.
     fn recv(&self) -> impl Future<Output = Result<Message>> + Send;
-    /// Up to `max` messages: waits for the first, then takes what is whole.
+    /// Up to `max` messages: waits for the first, then takes what is whole. Cancel-safe for a
+    /// `Subscriber`; for a `Puller`, cancel-safe but for the rare case
+    /// [`Puller::recv_many`] names.
     fn recv_many(&self, max: usize) -> impl Future<Output = Result<Vec<Message>>> + Send;
     /// A message, or the error `recv` would return, if one is there without waiting.
     fn try_recv(&self) -> Option<Result<Message>>;

@@ -1,13 +1,15 @@
 //! Req/Rep: one bidirectional stream per exchange; the stream is the correlation.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 
 use super::Dialer;
+use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::handles::{Exchange, Incoming, Message, OutgoingTransfer, PendingReply};
 use crate::error::{Error, Result};
-use crate::runtime::{Inbox, Incoming, Shared};
-use crate::stream::{Exchange, Message, OutgoingTransfer, PendingReply};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::Runtime;
 use crate::wire::{Header, Metadata};
 
 /// A request body at most this long is written with its header in one write.
@@ -41,14 +43,26 @@ pub struct Requester {
     dialer: Dialer,
 }
 
-impl Requester {
-    pub(crate) fn new(shared: Arc<Shared>) -> Requester {
+impl Runtime {
+    /// A [`Requester`].
+    pub fn requester(&self) -> Requester {
         Requester {
-            dialer: Dialer::new(shared),
+            dialer: Dialer::new(self.pool.clone()),
         }
     }
+}
 
-    /// Dials `address` (with its path) and adds it to the round-robin.
+impl Listener {
+    /// Binds a [`Replier`] at `path`.
+    pub fn replier(&self, path: &str) -> Result<Replier> {
+        let inbox = self.register(path, RouteKind::Replier)?;
+        Ok(Replier { inbox })
+    }
+}
+
+impl Requester {
+    /// Dials `address` (with its path) and adds it to the round-robin. Cancel-safe: a
+    /// `connect` dropped before it returns adds no peer; call it again to retry.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.dialer.connect(address).await
     }
@@ -64,13 +78,15 @@ impl Requester {
     }
 
     /// Sends `body` and returns the reply body. The replier's ERROR is this side's error;
-    /// a reply lost after the request's FIN is `Indeterminate`. Dropping the future cancels
-    /// the exchange (the replier sees Canceled).
+    /// a reply lost after the request's FIN is `Indeterminate`. Not cancel-safe: dropping the
+    /// future abandons the exchange. A request not yet written whole is reset (the replier
+    /// reads `Canceled`); one written whole may already be acted on, and its reply is refused
+    /// (the replier's `reply` fails `Canceled`).
     pub async fn request(&self, body: impl Into<Bytes>) -> Result<Bytes> {
         Ok(self.request_with(Metadata::new(), body).await?.body)
     }
 
-    /// [`Requester::request`] with metadata both ways.
+    /// [`Requester::request`] with metadata both ways. Not cancel-safe, as `request` is not.
     pub async fn request_with(&self, meta: Metadata, body: impl Into<Bytes>) -> Result<Message> {
         let header = Header {
             meta,
@@ -105,7 +121,9 @@ impl Requester {
     }
 
     /// Opens a streamed request; read the reply from the [`PendingReply`] concurrently when
-    /// the request is large (a replier may answer before the request ends).
+    /// the request is large (a replier may answer before the request ends). Cancel-safe: an
+    /// `open` dropped before it returns opens nothing the replier receives (a stream dropped
+    /// during the write of its header is reset).
     pub async fn open(&self, meta: Metadata) -> Result<(OutgoingTransfer, PendingReply)> {
         let header = Header {
             meta,
@@ -121,12 +139,8 @@ pub struct Replier {
 }
 
 impl Replier {
-    pub(crate) fn new(inbox: Inbox) -> Replier {
-        Replier { inbox }
-    }
-
     /// The address to dial this replier at.
-    pub fn address(&self) -> &crate::Address {
+    pub fn address(&self) -> &Address {
         &self.inbox.address
     }
 

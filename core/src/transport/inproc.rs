@@ -1,12 +1,12 @@
 //! In-process transport: a connection is a pair of channels of new streams, a stream is a pair
-//! of [`pipe`]s. No sockets, no copies, no identity (there is no boundary to prove across).
+//! of [`byte_channel`]s. No sockets, no copies, no identity (there is no boundary to prove across).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use tokio::sync::{mpsc, Semaphore};
 
-use super::pipe::pipe;
+use super::byte_channel::byte_channel;
 use super::{IncomingRaw, Life, RecvHalf, SendHalf};
 use crate::config::Limits;
 use crate::error::{Error, LossCause};
@@ -86,7 +86,7 @@ struct Side {
     peer_life: Arc<Life>,
     to_peer: mpsc::UnboundedSender<IncomingRaw>,
     incoming: tokio::sync::Mutex<mpsc::UnboundedReceiver<IncomingRaw>>,
-    // Budgets the peer granted us, and the window its pipes give our writers.
+    // Budgets the peer granted us, and the window its byte channels give our writers.
     uni_budget: Arc<Semaphore>,
     bi_budget: Arc<Semaphore>,
     window: usize,
@@ -171,19 +171,19 @@ impl Conn {
         }
         let permit = self.permit(&self.side.uni_budget).await?;
         let s = &self.side;
-        let (w, r) = pipe(
+        let (w, r) = byte_channel(
             s.window,
             Some(s.my_life.clone()),
             Some(s.peer_life.clone()),
             Some(permit),
         );
         self.deliver(IncomingRaw {
-            recv: RecvHalf::Pipe(r),
+            recv: RecvHalf::Channel(r),
             send: None,
             peer: None,
             live: None,
         })?;
-        Ok(SendHalf::Pipe(w))
+        Ok(SendHalf::Channel(w))
     }
 
     pub(crate) async fn open_bi(&self) -> Result<(SendHalf, RecvHalf), Error> {
@@ -192,25 +192,25 @@ impl Conn {
         }
         let permit = self.permit(&self.side.bi_budget).await?;
         let s = &self.side;
-        let (req_w, req_r) = pipe(
+        let (req_w, req_r) = byte_channel(
             s.window,
             Some(s.my_life.clone()),
             Some(s.peer_life.clone()),
             Some(permit.clone()),
         );
-        let (rep_w, rep_r) = pipe(
+        let (rep_w, rep_r) = byte_channel(
             s.window,
             Some(s.peer_life.clone()),
             Some(s.my_life.clone()),
             Some(permit),
         );
         self.deliver(IncomingRaw {
-            recv: RecvHalf::Pipe(req_r),
-            send: Some(SendHalf::Pipe(rep_w)),
+            recv: RecvHalf::Channel(req_r),
+            send: Some(SendHalf::Channel(rep_w)),
             peer: None,
             live: None,
         })?;
-        Ok((SendHalf::Pipe(req_w), RecvHalf::Pipe(rep_r)))
+        Ok((SendHalf::Channel(req_w), RecvHalf::Channel(rep_r)))
     }
 
     fn deliver(&self, raw: IncomingRaw) -> Result<(), Error> {

@@ -1,5 +1,6 @@
 //! QUIC transport on quinn: endpoints with raised UDP buffers, transport parameters from
-//! [`Limits`], and the mapping of quinn's errors onto weida's loss causes.
+//! [`Limits`], security/tls.rs's rustls configurations wrapped for quinn, the peer's key as the
+//! handshake proved it, and the mapping of quinn's errors onto weida's loss causes.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -7,12 +8,14 @@ use std::sync::Arc;
 use quinn::{ConnectionError, ReadError, VarInt, WriteError};
 
 use super::udp::{self, udp_socket};
-use super::StreamError;
+use super::{Conn, StreamError};
+use crate::address::Host;
 use crate::config::Limits;
 use crate::error::{Error, LossCause};
-use crate::fingerprint::Fingerprint;
-use crate::tls::{self, Presented};
-use crate::trust::{ClientTls, ServerTls};
+use crate::security::fingerprint::Fingerprint;
+use crate::security::identity::fingerprint_of_certificate;
+use crate::security::tls::{self, Presented};
+use crate::security::trust::{ClientTls, ServerTls};
 use crate::wire::Code;
 
 fn varint(n: u64) -> VarInt {
@@ -22,7 +25,9 @@ fn varint(n: u64) -> VarInt {
 /// Transport parameters from a [`Limits`] profile, for a connection over loopback or not.
 /// Only the dialling side sends keep-alives (PATTERNS §1.8).
 ///
-/// Public (hidden) only so that weida-bench's raw quinn baseline runs with the same ones.
+/// Public (hidden, with `bench-hooks`) only so that weida-bench's raw quinn baseline runs with
+/// the same ones.
+#[cfg_attr(not(feature = "bench-hooks"), allow(unreachable_pub))]
 pub fn transport_config(
     limits: &Limits,
     dialling: bool,
@@ -99,24 +104,117 @@ fn endpoint(
     )?)
 }
 
+/// security/tls.rs's client configuration wrapped for quinn (default transport configuration).
+pub(crate) fn client_config(
+    tls: &ClientTls,
+    pin: Option<Fingerprint>,
+    presented: Presented,
+) -> Result<quinn::ClientConfig, Error> {
+    let crypto =
+        quinn::crypto::rustls::QuicClientConfig::try_from(tls::client_config(tls, pin, presented)?)
+            .map_err(unusable_tls)?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+/// security/tls.rs's server configuration wrapped for quinn (default transport configuration).
+pub(crate) fn server_config(tls: &ServerTls) -> Result<quinn::ServerConfig, Error> {
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls::server_config(tls)?)
+        .map_err(unusable_tls)?;
+    Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
+}
+
+fn unusable_tls(e: impl std::fmt::Display) -> Error {
+    Error::InvalidConfig(format!("QUIC cannot use this TLS configuration: {e}"))
+}
+
+/// The fingerprint of the key the peer of `conn` presented (its leaf certificate), or `None`
+/// for an anonymous client.
+pub(crate) fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
+    let chain = conn
+        .peer_identity()?
+        .downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+        .ok()?;
+    fingerprint_of_certificate(chain.first()?).ok()
+}
+
 /// The dialling endpoint a runtime shares across its connections.
-pub(crate) fn client_endpoint(buffer: usize, limits: &Limits) -> Result<quinn::Endpoint, Error> {
+pub(crate) struct Client(quinn::Endpoint);
+
+/// A dialling endpoint on an unspecified address (IPv6 and IPv4 where the host allows).
+pub(crate) fn client_endpoint(buffer: usize, limits: &Limits) -> Result<Client, Error> {
     let socket = udp_socket("[::]:0".parse().unwrap(), buffer)
         .or_else(|_| udp_socket("0.0.0.0:0".parse().unwrap(), buffer))?;
-    endpoint(socket, None, limits)
+    Ok(Client(endpoint(socket, None, limits)?))
+}
+
+impl Client {
+    /// Dials `addr` and completes the handshake: see [`connect`].
+    pub(crate) async fn connect(
+        &self,
+        addr: SocketAddr,
+        server_name: &str,
+        pin: Option<Fingerprint>,
+        client: &ClientTls,
+        limits: &Limits,
+    ) -> Result<Conn, Error> {
+        let c = connect(&self.0, addr, server_name, pin, client, limits).await?;
+        Ok(Conn::Quic(c))
+    }
+
+    /// Closes every connection dialled from it with `code`.
+    pub(crate) fn close(&self, code: Code, reason: &[u8]) {
+        self.0.close(varint(code.to_u64()), reason);
+    }
+}
+
+/// What [`Server::next`] yields: a peer's first packets, its handshake still to complete.
+pub(crate) struct Incoming(quinn::Incoming);
+
+/// Resolves the host of a QUIC address to one socket address: the one resolver every dial
+/// and every bind uses.
+pub(crate) async fn resolve(host: &Host, port: u16) -> Result<SocketAddr, Error> {
+    let ip = match host {
+        Host::Ip(ip) => *ip,
+        Host::Name(name) => tokio::net::lookup_host((name.as_str(), port))
+            .await?
+            .next()
+            .ok_or_else(|| {
+                Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{name} resolves to nothing"),
+                ))
+            })?
+            .ip(),
+    };
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// A listening endpoint, and the server configuration it accepts loopback peers with.
 #[derive(Clone)]
 pub(crate) struct Server {
-    pub(crate) endpoint: quinn::Endpoint,
+    endpoint: quinn::Endpoint,
     loopback: Arc<quinn::ServerConfig>,
 }
 
 impl Server {
+    /// The next connection attempt; None once the endpoint is closed.
+    pub(crate) async fn next(&self) -> Option<Incoming> {
+        self.endpoint.accept().await.map(Incoming)
+    }
+
+    /// Completes the handshake of `incoming`: the connection and the peer's address.
+    pub(crate) async fn accept(&self, incoming: Incoming) -> Result<(Conn, SocketAddr), Error> {
+        let c = self
+            .handshake(incoming.0)
+            .await
+            .map_err(|e| Error::ConnectionLost(loss_cause(&e)))?;
+        let remote = c.remote_address();
+        Ok((Conn::Quic(c), remote))
+    }
+
     /// Completes the handshake of `incoming`, with the loopback transport parameters when the
     /// peer is on this host.
-    pub(crate) async fn accept(
+    async fn handshake(
         &self,
         incoming: quinn::Incoming,
     ) -> Result<quinn::Connection, ConnectionError> {
@@ -125,6 +223,16 @@ impl Server {
         } else {
             incoming.await
         }
+    }
+
+    /// The address it is bound to (the real port when 0 was asked for).
+    pub(crate) fn local_addr(&self) -> Result<SocketAddr, Error> {
+        Ok(self.endpoint.local_addr()?)
+    }
+
+    /// Stops accepting and closes every connection it accepted with `code`.
+    pub(crate) fn close(&self, code: Code, reason: &[u8]) {
+        self.endpoint.close(varint(code.to_u64()), reason);
     }
 }
 
@@ -135,7 +243,7 @@ pub(crate) fn server_endpoint(
     limits: &Limits,
     buffer: usize,
 ) -> Result<Server, Error> {
-    let mut sc = tls::quic_server_config(tls)?;
+    let mut sc = server_config(tls)?;
     let mut loopback = sc.clone();
     sc.transport_config(Arc::new(transport_config(limits, false, false)?));
     loopback.transport_config(Arc::new(transport_config(limits, false, true)?));
@@ -156,7 +264,7 @@ pub(crate) async fn connect(
     limits: &Limits,
 ) -> Result<quinn::Connection, Error> {
     let presented = Presented::default();
-    let mut cc = tls::quic_client_config(client, pin, presented.clone())?;
+    let mut cc = client_config(client, pin, presented.clone())?;
     cc.transport_config(Arc::new(transport_config(limits, true, is_loopback(addr))?));
     let connecting = ep
         .connect_with(cc, addr, server_name)
@@ -230,8 +338,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::identity::Identity;
-    use crate::trust::Trust;
+    use crate::security::identity::Identity;
+    use crate::security::trust::Trust;
 
     /// A client dialling a server over loopback, each with its own `Limits`. `as_remote`: both
     /// ends use the parameters of a path that is not loopback (so discovery runs).
@@ -257,19 +365,20 @@ mod tests {
             let incoming = srv.endpoint.accept().await.unwrap();
             match as_remote {
                 true => incoming.await,
-                false => srv.accept(incoming).await,
+                false => srv.handshake(incoming).await,
             }
         });
         let c = if as_remote {
-            let mut cc = tls::quic_client_config(&tls, Some(pin), Presented::default()).unwrap();
+            let mut cc = client_config(&tls, Some(pin), Presented::default()).unwrap();
             cc.transport_config(Arc::new(transport_config(client, true, false).unwrap()));
             client_ep
+                .0
                 .connect_with(cc, addr, &name)
                 .unwrap()
                 .await
                 .unwrap()
         } else {
-            connect(&client_ep, addr, &name, Some(pin), &tls, client)
+            connect(&client_ep.0, addr, &name, Some(pin), &tls, client)
                 .await
                 .unwrap()
         };

@@ -28,7 +28,9 @@ pub(crate) const MAX_BATCH_BYTES: usize = 65_535 - 20 - 8;
 /// A UDP socket with buffers raised to `buffer` bytes: the 208 KiB default drops packets on a
 /// busy loopback. As root the kernel's rmem_max/wmem_max cap is bypassed with the FORCE options.
 ///
-/// Public (hidden) only so that weida-bench's raw quinn baseline runs on the same socket.
+/// Public (hidden, with `bench-hooks`) only so that weida-bench's raw quinn baseline runs on
+/// the same socket.
+#[cfg_attr(not(feature = "bench-hooks"), allow(unreachable_pub))]
 pub fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
     use socket2::{Domain, Protocol, Socket, Type};
     let domain = if addr.is_ipv6() {
@@ -67,7 +69,7 @@ fn force_buffers(s: &socket2::Socket, buffer: usize) {
                 libc::SOL_SOCKET,
                 opt,
                 &v as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
     }
@@ -97,9 +99,11 @@ pub(crate) fn loopback_mtu() -> Option<u32> {
     None
 }
 
-/// `socket` as quinn drives it on tokio, with batches above [`MAX_BATCH_BYTES`] split.
+/// `socket` as quinn drives it on tokio, with batches above `MAX_BATCH_BYTES` split.
 ///
-/// Public (hidden) only so that weida-bench's raw quinn baseline runs on the same socket.
+/// Public (hidden, with `bench-hooks`) only so that weida-bench's raw quinn baseline runs on
+/// the same socket.
+#[cfg_attr(not(feature = "bench-hooks"), allow(unreachable_pub))]
 pub fn quinn_socket(socket: UdpSocket) -> io::Result<Arc<dyn AsyncUdpSocket>> {
     let inner = quinn::TokioRuntime.wrap_udp_socket(socket)?;
     Ok(Arc::new(Batches { inner }))
@@ -120,7 +124,10 @@ impl fmt::Debug for Batches {
 /// socket that is full before the first part gives WouldBlock (quinn retries the whole
 /// batch); one that fills after it loses the rest, as a full socket buffer would, and QUIC's
 /// loss recovery sends it again.
-fn send_split(t: &Transmit, mut send: impl FnMut(&Transmit) -> io::Result<()>) -> io::Result<()> {
+fn send_split(
+    t: &Transmit<'_>,
+    mut send: impl FnMut(&Transmit<'_>) -> io::Result<()>,
+) -> io::Result<()> {
     let Some(seg) = t
         .segment_size
         .filter(|_| t.contents.len() > MAX_BATCH_BYTES)
@@ -150,13 +157,13 @@ impl AsyncUdpSocket for Batches {
         self.inner.clone().create_io_poller()
     }
 
-    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+    fn try_send(&self, transmit: &Transmit<'_>) -> io::Result<()> {
         send_split(transmit, |t| self.inner.try_send(t))
     }
 
     fn poll_recv(
         &self,
-        cx: &mut Context,
+        cx: &mut Context<'_>,
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
@@ -196,7 +203,7 @@ mod tests {
 
     /// What `send_split` handed on: (bytes, segment size) per send.
     fn parts(
-        t: &Transmit,
+        t: &Transmit<'_>,
         fail_at: Option<usize>,
     ) -> (io::Result<()>, Vec<(usize, Option<usize>)>) {
         let mut seen = Vec::new();

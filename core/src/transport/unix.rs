@@ -13,7 +13,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use super::pipe::{self, pipe};
+use super::byte_channel::{self, byte_channel};
 use super::{IncomingRaw, Life, PeerIdentity, RecvHalf, SendHalf, StreamError};
 use crate::address::UnixTarget;
 use crate::config::Limits;
@@ -268,9 +268,9 @@ impl Drop for Writer {
     }
 }
 
-/// The reading half of a local socket stream: a pipe the socket's pump fills.
+/// The reading half of a local socket stream: a byte channel the socket's pump fills.
 pub(crate) struct Reader {
-    pipe: pipe::Reader,
+    channel: byte_channel::Reader,
     sock: Arc<Sock>,
     // The stream ended (FIN or reset read) or was stopped: nothing to tell the writer on drop.
     // Also set for the back direction of a one-way stream, which carries no stream of its own.
@@ -279,7 +279,7 @@ pub(crate) struct Reader {
 
 impl Reader {
     pub(crate) async fn read_chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
-        let r = self.pipe.read_chunk(max).await;
+        let r = self.channel.read_chunk(max).await;
         if !matches!(r, Ok(Some(_))) {
             self.stopped = true;
         }
@@ -290,7 +290,7 @@ impl Reader {
         if std::mem::replace(&mut self.stopped, true) {
             return;
         }
-        self.pipe.stop(code);
+        self.channel.stop(code);
         self.sock.owe(ChunkType::Stop, code);
     }
 }
@@ -323,23 +323,23 @@ fn stream(
         runtime: tokio::runtime::Handle::current(),
         ended: OnceLock::new(),
     });
-    let (pw, pr) = pipe(window, None, None, None);
+    let (pw, pr) = byte_channel(window, None, None, None);
     tokio::spawn(pump(rd, pw, sock.clone(), permit, watch));
     (
         SendHalf::Unix(Writer { sock: sock.clone() }),
         RecvHalf::Unix(Reader {
-            pipe: pr,
+            channel: pr,
             sock,
             stopped: !bidi,
         }),
     )
 }
 
-/// Reads chunks until EOF: stream bytes into the pipe, STOP to the writer. Holds the stream's
-/// descriptor budget slot until the peer is done with the socket too.
+/// Reads chunks until EOF: stream bytes into the byte channel, STOP to the writer. Holds the
+/// stream's descriptor budget slot until the peer is done with the socket too.
 async fn pump(
     rd: OwnedReadHalf,
-    pw: pipe::Writer,
+    pw: byte_channel::Writer,
     sock: Arc<Sock>,
     permit: Option<OwnedSemaphorePermit>,
     watch: Option<Arc<Life>>,
@@ -366,11 +366,11 @@ async fn pump(
 
 async fn read_chunks(
     mut rd: OwnedReadHalf,
-    mut pw: pipe::Writer,
+    mut pw: byte_channel::Writer,
     sock: Arc<Sock>,
     _permit: Option<OwnedSemaphorePermit>,
 ) {
-    let mut open = true; // the pipe still takes bytes
+    let mut open = true; // the byte channel still takes bytes
     loop {
         if !open && sock.handles.load(Ordering::Acquire) == 0 {
             // Nobody here reads or writes this stream any more: closing makes a writer that

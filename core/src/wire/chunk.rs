@@ -28,20 +28,20 @@ impl ChunkType {
     /// Its byte.
     pub fn to_byte(self) -> u8 {
         match self {
-            ChunkType::Data => 0,
-            ChunkType::Fin => 1,
-            ChunkType::Reset => 2,
-            ChunkType::Stop => 3,
+            Self::Data => 0,
+            Self::Fin => 1,
+            Self::Reset => 2,
+            Self::Stop => 3,
         }
     }
 
     /// From its byte.
-    pub fn from_byte(b: u8) -> Result<ChunkType, DecodeError> {
+    pub fn from_byte(b: u8) -> Result<Self, DecodeError> {
         Ok(match b {
-            0 => ChunkType::Data,
-            1 => ChunkType::Fin,
-            2 => ChunkType::Reset,
-            3 => ChunkType::Stop,
+            0 => Self::Data,
+            1 => Self::Fin,
+            2 => Self::Reset,
+            3 => Self::Stop,
             o => return Err(DecodeError::malformed(format!("chunk type 0x{o:02x}"))),
         })
     }

@@ -1,7 +1,7 @@
 //! Application error codes: one number space for RESET_STREAM, STOP_SENDING,
 //! CONNECTION_CLOSE, the ERROR reply and the local RESET/STOP chunks (PROTOCOL.md §7).
 
-use crate::error::{Error, Limit, LossCause};
+use crate::error::{Error, ErrorCode, Limit, LossCause};
 
 /// A weida application error code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,51 +35,51 @@ impl Code {
     /// Its number.
     pub fn to_u64(self) -> u64 {
         match self {
-            Code::NoError => 0x00,
-            Code::Canceled => 0x01,
-            Code::UnknownEndpoint => 0x02,
-            Code::Unsupported => 0x03,
-            Code::Rejected => 0x04,
-            Code::LimitExceeded => 0x05,
-            Code::ProtocolError => 0x06,
-            Code::NegotiationFailed => 0x07,
-            Code::InternalError => 0x08,
-            Code::GoingAway => 0x09,
-            Code::Other(n) => n,
+            Self::NoError => 0x00,
+            Self::Canceled => 0x01,
+            Self::UnknownEndpoint => 0x02,
+            Self::Unsupported => 0x03,
+            Self::Rejected => 0x04,
+            Self::LimitExceeded => 0x05,
+            Self::ProtocolError => 0x06,
+            Self::NegotiationFailed => 0x07,
+            Self::InternalError => 0x08,
+            Self::GoingAway => 0x09,
+            Self::Other(n) => n,
         }
     }
 
     /// From its number.
-    pub fn from_u64(n: u64) -> Code {
+    pub fn from_u64(n: u64) -> Self {
         match n {
-            0x00 => Code::NoError,
-            0x01 => Code::Canceled,
-            0x02 => Code::UnknownEndpoint,
-            0x03 => Code::Unsupported,
-            0x04 => Code::Rejected,
-            0x05 => Code::LimitExceeded,
-            0x06 => Code::ProtocolError,
-            0x07 => Code::NegotiationFailed,
-            0x08 => Code::InternalError,
-            0x09 => Code::GoingAway,
-            n => Code::Other(n),
+            0x00 => Self::NoError,
+            0x01 => Self::Canceled,
+            0x02 => Self::UnknownEndpoint,
+            0x03 => Self::Unsupported,
+            0x04 => Self::Rejected,
+            0x05 => Self::LimitExceeded,
+            0x06 => Self::ProtocolError,
+            0x07 => Self::NegotiationFailed,
+            0x08 => Self::InternalError,
+            0x09 => Self::GoingAway,
+            n => Self::Other(n),
         }
     }
 
     /// The name the protocol document uses.
     pub fn name(self) -> &'static str {
         match self {
-            Code::NoError => "NO_ERROR",
-            Code::Canceled => "CANCELED",
-            Code::UnknownEndpoint => "UNKNOWN_ENDPOINT",
-            Code::Unsupported => "UNSUPPORTED",
-            Code::Rejected => "REJECTED",
-            Code::LimitExceeded => "LIMIT_EXCEEDED",
-            Code::ProtocolError => "PROTOCOL_ERROR",
-            Code::NegotiationFailed => "NEGOTIATION_FAILED",
-            Code::InternalError => "INTERNAL_ERROR",
-            Code::GoingAway => "GOING_AWAY",
-            Code::Other(_) => "OTHER",
+            Self::NoError => "NO_ERROR",
+            Self::Canceled => "CANCELED",
+            Self::UnknownEndpoint => "UNKNOWN_ENDPOINT",
+            Self::Unsupported => "UNSUPPORTED",
+            Self::Rejected => "REJECTED",
+            Self::LimitExceeded => "LIMIT_EXCEEDED",
+            Self::ProtocolError => "PROTOCOL_ERROR",
+            Self::NegotiationFailed => "NEGOTIATION_FAILED",
+            Self::InternalError => "INTERNAL_ERROR",
+            Self::GoingAway => "GOING_AWAY",
+            Self::Other(_) => "OTHER",
         }
     }
 
@@ -95,35 +95,93 @@ impl Code {
         };
         match self {
             // A stop without a reason, or a reset: the transfer did not complete.
-            Code::NoError | Code::Canceled => Error::Canceled,
-            Code::UnknownEndpoint => Error::UnknownEndpoint {
+            Self::NoError | Self::Canceled => Error::Canceled,
+            Self::UnknownEndpoint => Error::UnknownEndpoint {
                 path: path.to_string(),
             },
-            Code::Unsupported => {
+            Self::Unsupported => {
                 Error::Unsupported(said(&format!("the endpoint at {path:?} cannot serve this")))
             }
-            Code::Rejected => Error::Rejected(said("refused by the peer")),
-            Code::LimitExceeded => Error::limit(Limit::Remote, said("the peer's bound")),
-            Code::ProtocolError => Error::Protocol(said("the peer reported a protocol error")),
-            Code::NegotiationFailed => Error::NegotiationFailed(said("refused by the peer")),
-            Code::InternalError => Error::Rejected(said("the peer failed internally")),
-            Code::GoingAway => Error::ConnectionLost(LossCause::PeerClosed),
-            Code::Other(n) => Error::Rejected(said(&format!("unknown code 0x{n:x}"))),
+            Self::Rejected => Error::Rejected(said("refused by the peer")),
+            Self::LimitExceeded => Error::limit(Limit::Remote, said("the peer's bound")),
+            Self::ProtocolError => Error::Protocol(said("the peer reported a protocol error")),
+            Self::NegotiationFailed => Error::NegotiationFailed(said("refused by the peer")),
+            Self::InternalError => Error::Rejected(said("the peer failed internally")),
+            Self::GoingAway => Error::ConnectionLost(LossCause::PeerClosed),
+            Self::Other(n) => Error::Rejected(said(&format!("unknown code 0x{n:x}"))),
         }
     }
 
     /// The code a local error is reported to the peer with.
-    pub fn of_error(e: &Error) -> Code {
+    pub fn of_error(e: &Error) -> Self {
         match e {
-            Error::Canceled => Code::Canceled,
-            Error::UnknownEndpoint { .. } => Code::UnknownEndpoint,
-            Error::Unsupported(_) => Code::Unsupported,
-            Error::Rejected(_) => Code::Rejected,
-            Error::LimitExceeded { .. } => Code::LimitExceeded,
-            Error::Protocol(_) => Code::ProtocolError,
-            Error::NegotiationFailed(_) => Code::NegotiationFailed,
-            Error::Closed => Code::GoingAway,
+            Error::Canceled => Self::Canceled,
+            Error::UnknownEndpoint { .. } => Self::UnknownEndpoint,
+            Error::Unsupported(_) => Self::Unsupported,
+            Error::Rejected(_) => Self::Rejected,
+            Error::LimitExceeded { .. } => Self::LimitExceeded,
+            Error::Protocol(_) => Self::ProtocolError,
+            Error::NegotiationFailed(_) => Self::NegotiationFailed,
+            Error::Closed => Self::GoingAway,
+            _ => Self::InternalError,
+        }
+    }
+}
+
+impl Error {
+    /// The error that, given to `Exchange::fail`, answers a request with the wire code of
+    /// `code` and `message`; its requester's `request` then fails with an error of that code.
+    /// For a replier that names a code and a message (a binding's `fail(code, message)`). A
+    /// code with no wire code of its own (`Timeout`, `Closed`, ...) answers INTERNAL_ERROR,
+    /// which a requester reads as `Rejected`.
+    pub fn for_reply(code: ErrorCode, message: &str) -> Self {
+        let wire = match code {
+            ErrorCode::Canceled => Code::Canceled,
+            ErrorCode::UnknownEndpoint => Code::UnknownEndpoint,
+            ErrorCode::Unsupported => Code::Unsupported,
+            ErrorCode::Rejected => Code::Rejected,
+            ErrorCode::LimitExceeded => Code::LimitExceeded,
+            ErrorCode::Protocol => Code::ProtocolError,
+            ErrorCode::NegotiationFailed => Code::NegotiationFailed,
             _ => Code::InternalError,
+        };
+        wire.into_error("", message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a replier's `fail(code, message)` answers for each `ErrorCode`: the wire code its
+    /// error is sent with, and the error the requester reads (the same one).
+    #[test]
+    fn an_error_for_a_reply_is_sent_as_its_code_and_read_back_as_itself() {
+        for code in ErrorCode::ALL {
+            let e = Error::for_reply(code, "why");
+            let (wire, read) = match code {
+                ErrorCode::Canceled => (Code::Canceled, ErrorCode::Canceled),
+                ErrorCode::UnknownEndpoint => (Code::UnknownEndpoint, ErrorCode::UnknownEndpoint),
+                ErrorCode::Unsupported => (Code::Unsupported, ErrorCode::Unsupported),
+                ErrorCode::Rejected => (Code::Rejected, ErrorCode::Rejected),
+                ErrorCode::LimitExceeded => (Code::LimitExceeded, ErrorCode::LimitExceeded),
+                ErrorCode::Protocol => (Code::ProtocolError, ErrorCode::Protocol),
+                ErrorCode::NegotiationFailed => {
+                    (Code::NegotiationFailed, ErrorCode::NegotiationFailed)
+                }
+                // INTERNAL_ERROR reads as Rejected, which is sent as REJECTED.
+                _ => (Code::Rejected, ErrorCode::Rejected),
+            };
+            assert_eq!(Code::of_error(&e), wire, "{code:?}");
+            assert_eq!(e.code(), read, "{code:?}");
+            assert_eq!(
+                Code::of_error(&e).into_error("", "why").code(),
+                read,
+                "{code:?}"
+            );
+            if matches!(read, ErrorCode::Rejected | ErrorCode::Unsupported) {
+                assert!(e.to_string().contains("why"), "{code:?}: {e}");
+            }
         }
     }
 }

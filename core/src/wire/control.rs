@@ -98,8 +98,8 @@ pub struct GuaranteeSet {
 
 impl GuaranteeSet {
     /// The core set (everything at its core level).
-    pub fn core() -> GuaranteeSet {
-        GuaranteeSet::default()
+    pub fn core() -> Self {
+        Self::default()
     }
 
     /// True when every dimension is at its core level.
@@ -122,8 +122,8 @@ impl GuaranteeSet {
         v
     }
 
-    fn decode(mut buf: &[u8]) -> Result<GuaranteeSet, DecodeError> {
-        let mut s = GuaranteeSet::default();
+    fn decode(mut buf: &[u8]) -> Result<Self, DecodeError> {
+        let mut s = Self::default();
         let mut seen = Vec::new();
         while !buf.is_empty() {
             // The set is a whole field value: running out inside it is malformed, not a
@@ -161,15 +161,15 @@ impl GuaranteeSet {
 
     /// Whether `self` (an agreed set) reaches `required`: per dimension, at least its level;
     /// any non-core level of a dimension this implementation does not know is unreachable.
-    pub fn reaches(&self, required: &GuaranteeSet) -> bool {
+    pub fn reaches(&self, required: &Self) -> bool {
         self.ordering >= required.ordering && required.other.iter().all(|&(_, l)| l == 0)
     }
 
     /// Whether a set that declares `required` also declares at least as much in `self`, per
     /// dimension and by number — a sanity check of one HELLO, which needs no knowledge of what
     /// the levels mean (negotiation, which does, is [`GuaranteeSet::reaches`]).
-    fn covers_declared(&self, required: &GuaranteeSet) -> bool {
-        let level = |s: &GuaranteeSet, d: u64| -> u64 {
+    fn covers_declared(&self, required: &Self) -> bool {
+        let level = |s: &Self, d: u64| -> u64 {
             if d == dimension::ORDERING && s.ordering != Ordering::None {
                 return s.ordering.level();
             }
@@ -181,8 +181,8 @@ impl GuaranteeSet {
     }
 
     /// The per-dimension intersection of two offers: the weaker level of each.
-    pub fn intersect(&self, other: &GuaranteeSet) -> GuaranteeSet {
-        GuaranteeSet {
+    pub fn intersect(&self, other: &Self) -> Self {
+        Self {
             ordering: self.ordering.min(other.ordering),
             other: Vec::new(),
         }
@@ -205,8 +205,8 @@ pub struct Hello {
 }
 
 impl Default for Hello {
-    fn default() -> Hello {
-        Hello {
+    fn default() -> Self {
+        Self {
             max_header_size: 16 * 1024,
             features: 0,
             offered: GuaranteeSet::core(),
@@ -218,7 +218,7 @@ impl Default for Hello {
 
 impl Hello {
     /// Negotiates this side's HELLO against the peer's: the agreed set, or why not.
-    pub fn negotiate(&self, peer: &Hello) -> Result<GuaranteeSet, String> {
+    pub fn negotiate(&self, peer: &Self) -> Result<GuaranteeSet, String> {
         let agreed = self.offered.intersect(&peer.offered);
         if !agreed.reaches(&self.required) {
             return Err(format!(
@@ -253,16 +253,16 @@ impl Hello {
         p
     }
 
-    fn decode_payload(p: &[u8]) -> Result<Hello, DecodeError> {
+    fn decode_payload(p: &[u8]) -> Result<Self, DecodeError> {
         let (&version, rest) = p
             .split_first()
             .ok_or_else(|| DecodeError::malformed("empty HELLO"))?;
         if version != HELLO_VERSION {
             return Err(DecodeError::Unsupported(format!("HELLO version {version}")));
         }
-        let mut h = Hello {
+        let mut h = Self {
             max_header_size: 0,
-            ..Hello::default()
+            ..Self::default()
         };
         let mut seen_size = false;
         let mut seen: Vec<u64> = Vec::new();
@@ -361,7 +361,7 @@ impl Subscription {
         p
     }
 
-    fn decode(mut p: &[u8]) -> Result<Subscription, DecodeError> {
+    fn decode(mut p: &[u8]) -> Result<Self, DecodeError> {
         let bad = |what: &str| DecodeError::malformed(format!("SUBSCRIBE: {what}"));
         let request = varint::get(&mut p).map_err(|_| bad("truncated request"))?;
         let len = varint::get(&mut p).map_err(|_| bad("truncated path length"))?;
@@ -374,7 +374,7 @@ impl Subscription {
                 .map(str::to_string)
                 .map_err(|_| bad("text is not UTF-8"))
         };
-        Ok(Subscription {
+        Ok(Self {
             request,
             path: text(path)?,
             filter: text(filter)?,
@@ -389,10 +389,10 @@ impl ControlFrame {
     /// Appends the encoded frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let (ty, payload) = match self {
-            ControlFrame::Hello(h) => (frame_type::HELLO, h.encode_payload()),
-            ControlFrame::Subscribe(s) => (frame_type::SUBSCRIBE, s.encode()),
-            ControlFrame::Unsubscribe(s) => (frame_type::UNSUBSCRIBE, s.encode()),
-            ControlFrame::Answer {
+            Self::Hello(h) => (frame_type::HELLO, h.encode_payload()),
+            Self::Subscribe(s) => (frame_type::SUBSCRIBE, s.encode()),
+            Self::Unsubscribe(s) => (frame_type::UNSUBSCRIBE, s.encode()),
+            Self::Answer {
                 request,
                 code,
                 reason,
@@ -403,18 +403,18 @@ impl ControlFrame {
                 p.extend_from_slice(reason.as_bytes());
                 (frame_type::ANSWER, p)
             }
-            ControlFrame::GoAway { opened } => {
+            Self::GoAway { opened } => {
                 let mut p = Vec::new();
                 varint::put(&mut p, *opened);
                 (frame_type::GOAWAY, p)
             }
-            ControlFrame::Close { code, reason } => {
+            Self::Close { code, reason } => {
                 let mut p = Vec::new();
                 varint::put(&mut p, code.to_u64());
                 p.extend_from_slice(reason.as_bytes());
                 (frame_type::CLOSE, p)
             }
-            ControlFrame::Unknown(t) => (*t, Vec::new()),
+            Self::Unknown(t) => (*t, Vec::new()),
         };
         varint::put(out, ty);
         varint::put(out, payload.len() as u64);
@@ -422,7 +422,7 @@ impl ControlFrame {
     }
 
     /// Decodes one frame from the front of `buf`: `Ok(None)` when more bytes are needed.
-    pub fn decode(buf: &[u8]) -> Result<Option<(ControlFrame, usize)>, DecodeError> {
+    pub fn decode(buf: &[u8]) -> Result<Option<(Self, usize)>, DecodeError> {
         let mut cur = buf;
         let ty = match varint::get(&mut cur) {
             Ok(t) => t,
@@ -451,34 +451,34 @@ impl ControlFrame {
                 .map_err(|_| DecodeError::malformed("control frame text is not UTF-8"))
         };
         let f = match ty {
-            frame_type::HELLO => ControlFrame::Hello(Hello::decode_payload(p)?),
-            frame_type::SUBSCRIBE => ControlFrame::Subscribe(Subscription::decode(p)?),
-            frame_type::UNSUBSCRIBE => ControlFrame::Unsubscribe(Subscription::decode(p)?),
+            frame_type::HELLO => Self::Hello(Hello::decode_payload(p)?),
+            frame_type::SUBSCRIBE => Self::Subscribe(Subscription::decode(p)?),
+            frame_type::UNSUBSCRIBE => Self::Unsubscribe(Subscription::decode(p)?),
             frame_type::ANSWER => {
                 let mut c = p;
                 let request = varint::get(&mut c)
                     .map_err(|_| DecodeError::malformed("ANSWER without a request"))?;
                 let code = varint::get(&mut c)
                     .map_err(|_| DecodeError::malformed("ANSWER without a code"))?;
-                ControlFrame::Answer {
+                Self::Answer {
                     request,
                     code: Code::from_u64(code),
                     reason: text(c)?,
                 }
             }
-            frame_type::GOAWAY => ControlFrame::GoAway {
+            frame_type::GOAWAY => Self::GoAway {
                 opened: varint_value(frame_type::GOAWAY, p)?,
             },
             frame_type::CLOSE => {
                 let mut c = p;
                 let code = varint::get(&mut c)
                     .map_err(|_| DecodeError::malformed("CLOSE without a code"))?;
-                ControlFrame::Close {
+                Self::Close {
                     code: Code::from_u64(code),
                     reason: text(c)?,
                 }
             }
-            other => ControlFrame::Unknown(other),
+            other => Self::Unknown(other),
         };
         Ok(Some((f, used)))
     }
@@ -507,7 +507,7 @@ impl Session {
     }
 
     /// Reads a SESSION field value.
-    pub fn decode(mut v: &[u8]) -> Result<Session, DecodeError> {
+    pub fn decode(mut v: &[u8]) -> Result<Self, DecodeError> {
         let parked = varint::get(&mut v)
             .map_err(|_| DecodeError::malformed("SESSION without a parked count"))?;
         if v.is_empty() || v.len() > MAX_SESSION_TOKEN {
@@ -516,7 +516,7 @@ impl Session {
                 v.len()
             )));
         }
-        Ok(Session {
+        Ok(Self {
             parked,
             token: Bytes::copy_from_slice(v),
         })

@@ -39,8 +39,8 @@ pub struct Metadata(Vec<(String, Bytes)>);
 
 impl Metadata {
     /// Empty metadata.
-    pub fn new() -> Metadata {
-        Metadata(Vec::new())
+    pub fn new() -> Self {
+        Self(Vec::new())
     }
 
     /// Appends an entry.
@@ -78,7 +78,7 @@ impl Metadata {
 
 impl<N: Into<String>, V: Into<Bytes>> FromIterator<(N, V)> for Metadata {
     fn from_iter<I: IntoIterator<Item = (N, V)>>(iter: I) -> Self {
-        Metadata(
+        Self(
             iter.into_iter()
                 .map(|(n, v)| (n.into(), v.into()))
                 .collect(),
@@ -129,7 +129,7 @@ pub struct HeaderRef<'a> {
 }
 
 impl<'a> From<&'a Header> for HeaderRef<'a> {
-    fn from(h: &'a Header) -> HeaderRef<'a> {
+    fn from(h: &'a Header) -> Self {
         HeaderRef {
             path: h.path.as_deref(),
             meta: &h.meta,
@@ -186,10 +186,10 @@ impl HeaderRef<'_> {
 
 impl Header {
     /// A header naming only a path.
-    pub fn for_path(path: &str) -> Header {
-        Header {
+    pub fn for_path(path: &str) -> Self {
+        Self {
             path: Some(path.to_string()),
-            ..Header::default()
+            ..Self::default()
         }
     }
 
@@ -207,7 +207,7 @@ impl Header {
 
     /// Decodes a header body (what follows the length prefix). Unknown keys are skipped;
     /// a repeated single-valued key is malformed.
-    pub fn decode_body(body: &[u8]) -> Result<Header, DecodeError> {
+    pub fn decode_body(body: &[u8]) -> Result<Self, DecodeError> {
         let (&version, rest) = body
             .split_first()
             .ok_or_else(|| DecodeError::malformed("empty header"))?;
@@ -216,7 +216,7 @@ impl Header {
                 "header version {version}"
             )));
         }
-        let mut h = Header::default();
+        let mut h = Self::default();
         for field in fields(rest) {
             let (k, v) = field?;
             fn once<T>(slot: &mut Option<T>, k: u64, val: T) -> Result<(), DecodeError> {
@@ -250,7 +250,7 @@ impl Header {
 
     /// Decodes a whole header (length prefix included) from the front of `buf`, bounded by
     /// `max_body`. Returns the header and how many bytes it took.
-    pub fn decode(buf: &[u8], max_body: usize) -> Result<(Header, usize), DecodeError> {
+    pub fn decode(buf: &[u8], max_body: usize) -> Result<(Self, usize), DecodeError> {
         let mut cur = buf;
         let len = varint::get(&mut cur)?;
         if len > max_body as u64 {
@@ -264,7 +264,7 @@ impl Header {
         if (cur.len() as u64) < len {
             return Err(DecodeError::Truncated);
         }
-        let h = Header::decode_body(&cur[..len as usize])?;
+        let h = Self::decode_body(&cur[..len as usize])?;
         Ok((h, prefix + len as usize))
     }
 }

@@ -1,13 +1,20 @@
-//! Wire protocol v0, as pure functions over bytes (docs/PROTOCOL.md is the normative text).
+//! The wire layer: protocol v0 as pure functions over bytes (docs/PROTOCOL.md is the normative
+//! text).
 //!
 //! Nothing here touches a socket: transports move bytes, this module gives them meaning, so
 //! every decoder can be tested and fuzzed on its own.
+//!
+//! Owns: the bytes of PROTOCOL.md (varints, the DATA header, control frames and HELLO, the
+//! reply half and ERROR, error codes, lane frames, the AF_UNIX chunk framing). Every decoder
+//! returns [`DecodeError`] and never panics.
+//! Must not: touch a socket, a task or a clock, or import any other layer: only the foundation
+//! modules (`error` for the code-to-error mapping; `core/layers.py` checks it).
 
 pub mod chunk;
 pub mod codes;
 pub mod control;
 pub mod header;
-pub mod lane;
+pub mod lane_frame;
 pub mod reply;
 pub mod varint;
 
@@ -42,8 +49,8 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
-    pub(crate) fn malformed(s: impl Into<String>) -> DecodeError {
-        DecodeError::Malformed(s.into())
+    pub(crate) fn malformed(s: impl Into<String>) -> Self {
+        Self::Malformed(s.into())
     }
 }
 
@@ -57,7 +64,7 @@ pub enum StreamType {
     Transfer,
     /// The request half of an exchange; the reply half answers with a status byte.
     Exchange,
-    /// A message lane: a long-lived one-way stream of framed complete messages (`lane`).
+    /// A message lane: a long-lived one-way stream of framed complete messages (`lane_frame`).
     Lane,
     /// A connection a local-socket subscriber parks for its publisher to write a copy on
     /// (PROTOCOL.md §3.7): `04 token_len:varint token`, then the reverse direction carries a
@@ -69,22 +76,22 @@ impl StreamType {
     /// Its byte.
     pub fn to_byte(self) -> u8 {
         match self {
-            StreamType::Control => 0x00,
-            StreamType::Transfer => 0x01,
-            StreamType::Exchange => 0x02,
-            StreamType::Lane => 0x03,
-            StreamType::Parked => 0x04,
+            Self::Control => 0x00,
+            Self::Transfer => 0x01,
+            Self::Exchange => 0x02,
+            Self::Lane => 0x03,
+            Self::Parked => 0x04,
         }
     }
 
     /// From its byte; an unknown type is `Unsupported` (the receiver answers UNSUPPORTED).
-    pub fn from_byte(b: u8) -> Result<StreamType, DecodeError> {
+    pub fn from_byte(b: u8) -> Result<Self, DecodeError> {
         Ok(match b {
-            0x00 => StreamType::Control,
-            0x01 => StreamType::Transfer,
-            0x02 => StreamType::Exchange,
-            0x03 => StreamType::Lane,
-            0x04 => StreamType::Parked,
+            0x00 => Self::Control,
+            0x01 => Self::Transfer,
+            0x02 => Self::Exchange,
+            0x03 => Self::Lane,
+            0x04 => Self::Parked,
             other => {
                 return Err(DecodeError::Unsupported(format!(
                     "stream type 0x{other:02x}"

@@ -21,16 +21,16 @@ impl ReplyStatus {
     /// Its byte.
     pub fn to_byte(self) -> u8 {
         match self {
-            ReplyStatus::Ok => 0x00,
-            ReplyStatus::Error => 0x01,
+            Self::Ok => 0x00,
+            Self::Error => 0x01,
         }
     }
 
     /// From its byte.
-    pub fn from_byte(b: u8) -> Result<ReplyStatus, DecodeError> {
+    pub fn from_byte(b: u8) -> Result<Self, DecodeError> {
         match b {
-            0x00 => Ok(ReplyStatus::Ok),
-            0x01 => Ok(ReplyStatus::Error),
+            0x00 => Ok(Self::Ok),
+            0x01 => Ok(Self::Error),
             other => Err(DecodeError::malformed(format!(
                 "reply status 0x{other:02x}"
             ))),

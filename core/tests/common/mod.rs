@@ -102,7 +102,7 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub async fn start(server: std::net::SocketAddr) -> Relay {
+    pub async fn start(server: std::net::SocketAddr) -> Self {
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
         let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
@@ -136,7 +136,7 @@ impl Relay {
                 }
             }
         });
-        Relay {
+        Self {
             addr,
             frozen,
             server,

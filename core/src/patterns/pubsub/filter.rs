@@ -91,7 +91,7 @@ pub fn validate_topic(topic: &str) -> Result<(), FilterError> {
 impl FromStr for Filter {
     type Err = FilterError;
 
-    fn from_str(text: &str) -> Result<Filter, FilterError> {
+    fn from_str(text: &str) -> Result<Self, FilterError> {
         let raw = split("filter", text)?;
         let last = raw.len() - 1;
         let mut segments = Vec::with_capacity(raw.len());
@@ -113,7 +113,7 @@ impl FromStr for Filter {
                 s => Segment::Literal(s.to_string()),
             });
         }
-        Ok(Filter {
+        Ok(Self {
             text: text.to_string(),
             segments,
         })
@@ -156,8 +156,8 @@ impl Filter {
 
 #[derive(Debug)]
 struct Node<K> {
-    literal: HashMap<String, Node<K>>,
-    star: Option<Box<Node<K>>>,
+    literal: HashMap<String, Self>,
+    star: Option<Box<Self>>,
     /// Keys whose filter ends here.
     end: Vec<K>,
     /// Keys whose filter ends here with `#`.
@@ -166,7 +166,7 @@ struct Node<K> {
 
 impl<K> Default for Node<K> {
     fn default() -> Self {
-        Node {
+        Self {
             literal: HashMap::new(),
             star: None,
             end: Vec::new(),
@@ -194,7 +194,7 @@ pub struct FilterSet<K> {
 
 impl<K> Default for FilterSet<K> {
     fn default() -> Self {
-        FilterSet {
+        Self {
             root: Node::default(),
             len: 0,
         }

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::context::Context;
 use crate::error::{Error, LossCause, Result};
-use crate::runtime::Shared;
 use crate::transport::{Conn, SendHalf};
 
 /// Frames a lane queues before `send` waits: backpressure, as a stream slot was.
@@ -20,7 +20,8 @@ const QUEUE: usize = 256;
 const BATCH_BYTES: usize = 256 * 1024;
 const BATCH_FRAMES: usize = 128;
 
-struct Frame {
+/// A frame queued for the lane's writer.
+struct QueuedFrame {
     head: FrameHead,
     body: Bytes,
 }
@@ -34,19 +35,19 @@ pub(crate) enum FrameHead {
 
 impl FrameHead {
     /// The head of a frame whose header has no field (`01 00`) and a body of `len` bytes.
-    pub(crate) fn plain(len: usize) -> FrameHead {
+    pub(crate) fn plain(len: usize) -> Self {
         let mut b = [0u8; 10];
         b[0] = 0x01;
         let n = crate::wire::varint::len(len as u64);
         // A varint is at most 8 bytes: it fits after the two header bytes.
         crate::wire::varint::put(&mut &mut b[2..2 + n], len as u64);
-        FrameHead::Inline(b, (2 + n) as u8)
+        Self::Inline(b, (2 + n) as u8)
     }
 
     fn as_slice(&self) -> &[u8] {
         match self {
-            FrameHead::Inline(b, n) => &b[..*n as usize],
-            FrameHead::Encoded(v) => v,
+            Self::Inline(b, n) => &b[..*n as usize],
+            Self::Encoded(v) => v,
         }
     }
 }
@@ -63,8 +64,8 @@ pub(crate) enum TrySend {
 /// channel: a sender takes the lock once per frame and the writer once per batch (it takes
 /// everything queued), where a bounded channel costs a semaphore and a waker per frame on
 /// both sides (profiled: a quarter of the lane path's time).
-struct Queue {
-    state: Mutex<QueueState>,
+struct FrameQueue {
+    state: Mutex<FrameQueueState>,
     /// Wakes the writer: a frame went into an empty queue, or the last sender left.
     work: Notify,
     /// Wakes senders waiting for room (or for the lane's end).
@@ -72,8 +73,8 @@ struct Queue {
 }
 
 #[derive(Default)]
-struct QueueState {
-    frames: VecDeque<Frame>,
+struct FrameQueueState {
+    frames: VecDeque<QueuedFrame>,
     /// The writer ended: nothing more is queued.
     closed: bool,
     /// Every handle is gone, or the lane was closed: the writer finishes once the queue is
@@ -94,7 +95,7 @@ struct LaneState {
 
 /// What the handles of one lane share; the last one to go tells the writer.
 struct Senders {
-    queue: Arc<Queue>,
+    queue: Arc<FrameQueue>,
     state: Arc<LaneState>,
 }
 
@@ -116,20 +117,20 @@ impl Lane {
     /// Starts a lane whose stream is opened on `conn` with `head` (`03` and the path header)
     /// when its first frame is queued. `opened` counts the stream for GOAWAY.
     pub(crate) fn start(
-        shared: Arc<Shared>,
+        ctx: Arc<Context>,
         conn: Conn,
         path: Arc<str>,
         head: Bytes,
         opened: Arc<AtomicU64>,
-    ) -> Lane {
-        let queue = Arc::new(Queue {
-            state: Mutex::new(QueueState::default()),
+    ) -> Self {
+        let queue = Arc::new(FrameQueue {
+            state: Mutex::new(FrameQueueState::default()),
             work: Notify::new(),
             room: Notify::new(),
         });
         let state = Arc::new(LaneState::default());
         tokio::spawn(writer(
-            shared,
+            ctx,
             conn,
             path,
             head,
@@ -137,12 +138,12 @@ impl Lane {
             state.clone(),
             opened,
         ));
-        Lane {
+        Self {
             inner: Arc::new(Senders { queue, state }),
         }
     }
 
-    pub(crate) fn same(&self, other: &Lane) -> bool {
+    pub(crate) fn same(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
@@ -184,7 +185,7 @@ impl Lane {
         if st.frames.len() >= QUEUE {
             return Err(TrySend::Full(head, body));
         }
-        st.frames.push_back(Frame { head, body });
+        st.frames.push_back(QueuedFrame { head, body });
         let first = st.frames.len() == 1;
         drop(st);
         if first {
@@ -229,10 +230,10 @@ impl Lane {
     }
 }
 
-impl Queue {
+impl FrameQueue {
     /// Everything queued, once there is something (waking senders waiting for room); None
     /// once every sender is gone and nothing is left.
-    async fn take(&self, into: &mut VecDeque<Frame>) -> bool {
+    async fn take(&self, into: &mut VecDeque<QueuedFrame>) -> bool {
         loop {
             let work = self.work.notified();
             tokio::pin!(work);
@@ -283,10 +284,10 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    pub(crate) fn new(prefix: Bytes) -> Batch {
+    pub(crate) fn new(prefix: Bytes) -> Self {
         let mut cur = bytes::BytesMut::with_capacity(16 * 1024);
         cur.extend_from_slice(&prefix);
-        Batch {
+        Self {
             bufs: Vec::new(),
             cur,
             frames: 0,
@@ -295,7 +296,7 @@ impl Batch {
         }
     }
 
-    fn push(&mut self, f: Frame) {
+    fn push(&mut self, f: QueuedFrame) {
         self.push_parts(f.head.as_slice(), f.body);
     }
 
@@ -321,15 +322,15 @@ impl Batch {
 }
 
 async fn writer(
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
     conn: Conn,
     path: Arc<str>,
     head: Bytes,
-    queue: Arc<Queue>,
+    queue: Arc<FrameQueue>,
     state: Arc<LaneState>,
     opened: Arc<AtomicU64>,
 ) {
-    let outcome = write_lane(&shared, &conn, &path, head, &queue, &opened).await;
+    let outcome = write_lane(&ctx, &conn, &path, head, &queue, &opened).await;
     if let Err((e, lost)) = outcome {
         tracing::debug!(%path, error = %e, "lane ended");
         // Set before the queue closes: a sender that finds it closed finds why.
@@ -337,8 +338,7 @@ async fn writer(
         state.failing.store(true, Ordering::Release);
         // Frames still queued are lost with the lane, as unfinished streams would be.
         let lost = lost + queue.close();
-        shared
-            .stats
+        ctx.stats
             .lane_messages_lost
             .fetch_add(lost, Ordering::Relaxed);
     } else {
@@ -351,11 +351,11 @@ async fn writer(
 /// Writes the lane until every sender is gone, then finishes it. On failure returns the error
 /// and how many frames were taken from the queue and not written.
 async fn write_lane(
-    shared: &Shared,
+    ctx: &Context,
     conn: &Conn,
     path: &str,
     head: Bytes,
-    queue: &Queue,
+    queue: &FrameQueue,
     opened: &AtomicU64,
 ) -> std::result::Result<(), (Error, u64)> {
     let mut taken = VecDeque::new();
@@ -364,7 +364,7 @@ async fn write_lane(
         return Ok(());
     }
     let mut send: SendHalf = conn.open_uni().await.map_err(|e| (e, taken.len() as u64))?;
-    shared.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
+    ctx.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
     opened.fetch_add(1, Ordering::AcqRel);
     let mut prefix = head;
     let mut written = 0u64;
@@ -383,9 +383,8 @@ async fn write_lane(
             if let Err(e) = send.write_all(&mut bufs).await {
                 return Err((e.into_write_error(path), frames + taken.len() as u64));
             }
-            shared.stats.add_sent(body_bytes);
-            shared
-                .stats
+            ctx.stats.add_sent(body_bytes);
+            ctx.stats
                 .lane_messages_sent
                 .fetch_add(frames, Ordering::Relaxed);
             written += frames;
@@ -396,7 +395,7 @@ async fn write_lane(
     }
     match send.finish().await {
         Ok(receipt) => {
-            shared.receipts.park_many(receipt, written);
+            ctx.receipts.park_many(receipt, written);
             Ok(())
         }
         Err(e) => Err((e.into_write_error(path), 0)),
@@ -411,7 +410,11 @@ mod tests {
     fn a_plain_head_is_what_the_codec_writes_for_an_empty_header() {
         for len in [0usize, 5, 63, 64, 16_383, 16_384, 1 << 30] {
             let mut enc = Vec::new();
-            crate::wire::lane::encode_frame_head(&crate::wire::Header::default(), len, &mut enc);
+            crate::wire::lane_frame::encode_frame_head(
+                &crate::wire::Header::default(),
+                len,
+                &mut enc,
+            );
             assert_eq!(FrameHead::plain(len).as_slice(), &enc[..], "{len}");
         }
     }

@@ -1,5 +1,5 @@
 //! TLS plumbing: rustls configurations whose verifiers implement [`Trust`], [`ServerTls`] and
-//! [`ClientTls`], and the quinn wrappers around them.
+//! [`ClientTls`]. transport/quic.rs wraps them for quinn; nothing here knows QUIC.
 //!
 //! TLS 1.3 only, the *ring* provider, ALPN `weida/0` on both sides, no session resumption (every
 //! handshake shows a certificate, so a verifier always sees the key it judges) and no 0-RTT.
@@ -20,9 +20,9 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use crate::error::Error;
-use crate::fingerprint::Fingerprint;
-use crate::identity::fingerprint_of_certificate;
-use crate::trust::{root_store, ClientTls, ServerTls, Trust};
+use crate::security::fingerprint::Fingerprint;
+use crate::security::identity::fingerprint_of_certificate;
+use crate::security::trust::{root_store, ClientTls, ServerTls, Trust};
 
 /// The ALPN protocol id of this version of the weida protocol.
 pub(crate) const ALPN: &[u8] = b"weida/0";
@@ -146,35 +146,6 @@ pub(crate) fn server_config(tls: &ServerTls) -> Result<rustls::ServerConfig, Err
     Ok(config)
 }
 
-/// [`client_config`] wrapped for quinn (default transport configuration).
-pub(crate) fn quic_client_config(
-    tls: &ClientTls,
-    pin: Option<Fingerprint>,
-    presented: Presented,
-) -> Result<quinn::ClientConfig, Error> {
-    let crypto =
-        quinn::crypto::rustls::QuicClientConfig::try_from(client_config(tls, pin, presented)?)
-            .map_err(|e| config_error("QUIC cannot use this TLS configuration", e))?;
-    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
-}
-
-/// [`server_config`] wrapped for quinn (default transport configuration).
-pub(crate) fn quic_server_config(tls: &ServerTls) -> Result<quinn::ServerConfig, Error> {
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(server_config(tls)?)
-        .map_err(|e| config_error("QUIC cannot use this TLS configuration", e))?;
-    Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
-}
-
-/// The fingerprint of the key the peer of `conn` presented (its leaf certificate), or `None`
-/// for an anonymous client.
-pub(crate) fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
-    let chain = conn
-        .peer_identity()?
-        .downcast::<Vec<CertificateDer<'static>>>()
-        .ok()?;
-    fingerprint_of_certificate(chain.first()?).ok()
-}
-
 fn refused() -> rustls::Error {
     rustls::Error::InvalidCertificate(CertificateError::ApplicationVerificationFailure)
 }
@@ -201,7 +172,7 @@ impl ServerVerifier {
         pin: Option<Fingerprint>,
         presented: Presented,
         provider: &Arc<CryptoProvider>,
-    ) -> Result<ServerVerifier, Error> {
+    ) -> Result<Self, Error> {
         let anchors = match trust.anchor_certs() {
             [] => None,
             certs => Some(
@@ -213,7 +184,7 @@ impl ServerVerifier {
                 .map_err(|e| config_error("the trust anchors cannot be used", e))?,
             ),
         };
-        Ok(ServerVerifier {
+        Ok(Self {
             pin,
             pins: trust.pins().to_vec(),
             any_key: trust.accepts_any_key(),
@@ -301,7 +272,7 @@ struct ClientVerifier {
 }
 
 impl ClientVerifier {
-    fn new(tls: &ServerTls, provider: &Arc<CryptoProvider>) -> Result<ClientVerifier, Error> {
+    fn new(tls: &ServerTls, provider: &Arc<CryptoProvider>) -> Result<Self, Error> {
         let (open, pins, anchors) = match tls.client_trust() {
             None => (true, Vec::new(), None),
             Some(trust) => {
@@ -321,7 +292,7 @@ impl ClientVerifier {
                 (open, trust.pins().to_vec(), anchors)
             }
         };
-        Ok(ClientVerifier {
+        Ok(Self {
             mandatory: tls.client_required(),
             open,
             pins,
@@ -399,7 +370,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::identity::Identity;
+    use crate::security::identity::Identity;
+    // Test only: the verifiers are judged over a real QUIC handshake, through the transport's
+    // wrapping of these configurations.
+    use crate::transport::quic::{
+        client_config as quic_client_config, peer_fingerprint, server_config as quic_server_config,
+    };
 
     const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -482,7 +458,7 @@ mod tests {
     }
 
     impl Ca {
-        fn new() -> Ca {
+        fn new() -> Self {
             let key = rcgen::KeyPair::generate().unwrap();
             let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
             params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -490,7 +466,7 @@ mod tests {
                 .distinguished_name
                 .push(rcgen::DnType::CommonName, "weida test CA");
             let cert = params.self_signed(&key).unwrap();
-            Ca { key, cert }
+            Self { key, cert }
         }
 
         fn trust(&self) -> Trust {

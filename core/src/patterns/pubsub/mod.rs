@@ -9,14 +9,24 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::address::Address;
+use crate::connection::admission::RouteKind;
+use crate::connection::handles::Message;
+use crate::connection::link::Link;
 use crate::error::{Error, Limit, Result};
-use crate::feed::{run_link, Feed};
-use crate::filter::Filter;
-use crate::hub::{Chunk, Hub, StreamCopy};
-use crate::runtime::{Link, RouteGuard, Shared};
-use crate::stream::Message;
+use crate::runtime::listener::Listener;
+use crate::runtime::pool::Pool;
+use crate::runtime::routes::RouteGuard;
+use crate::runtime::Runtime;
+use feed::{run_link, Feed};
+use filter::Filter;
+use hub::{Chunk, Hub, StreamCopy};
 
-pub use crate::hub::{DropCause, Dropped};
+pub(crate) mod feed;
+pub mod filter;
+pub(crate) mod hub;
+pub(crate) mod ordering;
+
+pub use hub::{DropCause, Dropped};
 
 /// Publishes messages by topic to the subscribers whose filters select it.
 ///
@@ -39,15 +49,35 @@ pub struct Publisher {
     _route: RouteGuard,
 }
 
-impl Publisher {
-    pub(crate) fn new(hub: Arc<Hub>, address: Address, route: RouteGuard) -> Publisher {
-        Publisher {
+impl Listener {
+    /// Binds a [`Publisher`] at `path`: subscribers dial it and install filters.
+    pub fn publisher(&self, path: &str) -> Result<Publisher> {
+        let address = self.address().with_path(path)?;
+        let hub = Hub::new(self.context().clone(), path);
+        let route = self.route(path, RouteKind::Publisher, None, Some(hub.clone()))?;
+        Ok(Publisher {
             hub,
             address,
             _route: route,
+        })
+    }
+}
+
+impl Runtime {
+    /// A [`Subscriber`]: connect it to publishers, then subscribe.
+    pub fn subscriber(&self) -> Subscriber {
+        let pool = self.pool.clone();
+        Subscriber {
+            feed: Feed::new(pool.ctx.clone()),
+            pool,
+            links: Mutex::new(Vec::new()),
+            filters: Mutex::new(Vec::new()),
+            op: tokio::sync::Mutex::new(()),
         }
     }
+}
 
+impl Publisher {
     /// The address subscribers dial.
     pub fn address(&self) -> &Address {
         &self.address
@@ -129,7 +159,7 @@ impl FanOut {
     }
 
     fn budget(&self, len: usize) -> Result<()> {
-        let budget = self.hub.shared.limits.subscriber_buffer_bytes;
+        let budget = self.hub.ctx.limits.subscriber_buffer_bytes;
         if len > budget {
             return Err(Error::limit(
                 Limit::ByteBudget,
@@ -145,7 +175,7 @@ impl FanOut {
     pub fn write_now(&mut self, chunk: impl Into<Bytes>) -> Result<usize> {
         let chunk = chunk.into();
         self.budget(chunk.len())?;
-        let budget = self.hub.shared.limits.subscriber_buffer_bytes;
+        let budget = self.hub.ctx.limits.subscriber_buffer_bytes;
         for c in self.copies.iter_mut().filter(|c| c.attached) {
             if c.backlog.failed.load(Ordering::Acquire) {
                 // Its writer failed and counted the drop already.
@@ -156,8 +186,7 @@ impl FanOut {
             if pending + chunk.len() > budget {
                 c.attached = false;
                 let _ = c.tx.send(Chunk::Reset);
-                self.hub
-                    .count(&self.topic, crate::hub::DropCause::ByteBudget);
+                self.hub.count(&self.topic, DropCause::ByteBudget);
                 continue;
             }
             c.backlog.bytes.fetch_add(chunk.len(), Ordering::AcqRel);
@@ -174,8 +203,8 @@ impl FanOut {
     pub async fn write(&mut self, chunk: impl Into<Bytes>) -> Result<usize> {
         let chunk = chunk.into();
         self.budget(chunk.len())?;
-        let budget = self.hub.shared.limits.subscriber_buffer_bytes;
-        let wait = self.hub.shared.limits.fanout_wait;
+        let budget = self.hub.ctx.limits.subscriber_buffer_bytes;
+        let wait = self.hub.ctx.limits.fanout_wait;
         let len = chunk.len();
         let room = async {
             for c in self.copies.iter().filter(|c| c.attached) {
@@ -262,7 +291,7 @@ impl Drop for SubLink {
 /// # Ok(()) }
 /// ```
 pub struct Subscriber {
-    shared: Arc<Shared>,
+    pool: Arc<Pool>,
     feed: Arc<Feed>,
     links: Mutex<Vec<SubLink>>,
     /// The filters held, in the order given (a filter given twice is held twice).
@@ -275,24 +304,17 @@ pub struct Subscriber {
 static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
 
 impl Subscriber {
-    pub(crate) fn new(shared: Arc<Shared>) -> Subscriber {
-        Subscriber {
-            feed: Feed::new(shared.clone()),
-            shared,
-            links: Mutex::new(Vec::new()),
-            filters: Mutex::new(Vec::new()),
-            op: tokio::sync::Mutex::new(()),
-        }
-    }
-
     /// Dials the publisher at `address` (with its path) on a connection of its own, and
-    /// installs every filter this subscriber holds there before returning.
+    /// installs every filter this subscriber holds there before returning. Not cancel-safe:
+    /// dropped while the publisher installs the filters, the connection is closed but this
+    /// subscriber still counts it as connected, so `recv` waits instead of failing
+    /// `ConnectionLost` (untested); close the subscriber and make a new one.
     pub async fn connect(&self, address: &str) -> Result<()> {
         self.feed.check_open()?;
         let a = Address::parse(address)?;
         a.endpoint_path()?;
         let _op = self.op.lock().await;
-        let link = self.shared.dial_subscriber(&a).await?;
+        let link = self.pool.dial_subscriber(&a).await?;
         let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
         self.feed.link_added();
         let (feed, l) = (self.feed.clone(), link.clone());
@@ -344,8 +366,10 @@ impl Subscriber {
     /// for any number): returns once every connected publisher has installed it, so a message
     /// published after this returns is selected. A malformed filter is `InvalidFilter`, never
     /// widened; a publisher that refuses it (unknown path, too many filters) fails the call
-    /// and the filter is installed nowhere. Not cancel-safe: a cancelled call may leave the
-    /// filter installed at some publishers (an `unsubscribe` removes it).
+    /// and the filter is installed nowhere. Not cancel-safe: a call dropped while publishers
+    /// install the filter leaves it in force here and at those that installed it, but not
+    /// listed by `filters()`, so `unsubscribe` does not remove it (untested); close the
+    /// subscriber to be rid of it.
     pub async fn subscribe(&self, filter: &str) -> Result<()> {
         self.feed.check_open()?;
         let f: Filter = filter.parse()?;
@@ -367,7 +391,10 @@ impl Subscriber {
     }
 
     /// Removes one entry of `filter`; false if it was not held. Returns once every connected
-    /// publisher has removed it; from then on nothing only it selected is delivered.
+    /// publisher has removed it; from then on nothing only it selected is delivered. Not
+    /// cancel-safe: a call dropped before it returns has removed the filter here (nothing only
+    /// it selects is delivered from then on) but perhaps not at every publisher, which may go
+    /// on sending copies this subscriber discards.
     pub async fn unsubscribe(&self, filter: &str) -> Result<bool> {
         let f: Filter = filter.parse()?;
         let _op = self.op.lock().await;

@@ -7,8 +7,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::error::Error;
-use crate::fingerprint::Fingerprint;
-use crate::identity::Identity;
+use crate::security::fingerprint::Fingerprint;
+use crate::security::identity::Identity;
 
 /// Whom a dialling side accepts. Default: only what the address names (its `sha256:` pin).
 ///
@@ -49,15 +49,15 @@ impl fmt::Debug for Trust {
 impl Trust {
     /// Accept only the key the address pins (`weida://sha256:<hex>@host:port`); an address
     /// without a pin is then refused whatever answers.
-    pub fn address() -> Trust {
-        Trust::default()
+    pub fn address() -> Self {
+        Self::default()
     }
 
     /// Accept these keys (besides an address pin, which still decides alone when present).
-    pub fn pinned(pins: impl IntoIterator<Item = Fingerprint>) -> Trust {
-        Trust {
+    pub fn pinned(pins: impl IntoIterator<Item = Fingerprint>) -> Self {
+        Self {
             pins: pins.into_iter().collect(),
-            ..Trust::default()
+            ..Self::default()
         }
     }
 
@@ -67,10 +67,10 @@ impl Trust {
     /// The certificates are checked when a connection is configured; one that cannot serve as
     /// a trust anchor then fails with [`Error::InvalidConfig`]. [`Trust::anchors_pem`] checks
     /// them at once.
-    pub fn anchors(ca_ders: impl IntoIterator<Item = Vec<u8>>) -> Trust {
-        Trust {
+    pub fn anchors(ca_ders: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        Self {
             anchors: ca_ders.into_iter().map(CertificateDer::from).collect(),
-            ..Trust::default()
+            ..Self::default()
         }
     }
 
@@ -78,7 +78,7 @@ impl Trust {
     ///
     /// [`Error::InvalidConfig`] for malformed PEM, no certificate, or a certificate that cannot
     /// serve as a trust anchor.
-    pub fn anchors_pem(pem: &str) -> Result<Trust, Error> {
+    pub fn anchors_pem(pem: &str) -> Result<Self, Error> {
         let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| Error::InvalidConfig(format!("malformed CA certificate PEM: {e}")))?;
@@ -88,20 +88,20 @@ impl Trust {
             ));
         }
         root_store(&certs)?;
-        Ok(Trust {
+        Ok(Self {
             anchors: certs,
-            ..Trust::default()
+            ..Self::default()
         })
     }
 
     /// This trust, also accepting `fp`.
-    pub fn with_pin(mut self, fp: Fingerprint) -> Trust {
+    pub fn with_pin(mut self, fp: Fingerprint) -> Self {
         self.pins.push(fp);
         self
     }
 
     /// This trust, also accepting chains to the CA certificate `der`.
-    pub fn with_anchor_der(mut self, der: Vec<u8>) -> Trust {
+    pub fn with_anchor_der(mut self, der: Vec<u8>) -> Self {
         self.anchors.push(CertificateDer::from(der));
         self
     }
@@ -111,10 +111,10 @@ impl Trust {
     /// For tests and first contact only: it authenticates nobody, so a dialling side using it
     /// should check the reported fingerprint before trusting what it says. An address pin
     /// still decides alone when present.
-    pub fn unverified() -> Trust {
-        Trust {
+    pub fn unverified() -> Self {
+        Self {
             any_key: true,
-            ..Trust::default()
+            ..Self::default()
         }
     }
 
@@ -172,8 +172,8 @@ pub struct ServerTls {
 
 impl ServerTls {
     /// Present `identity`; let in anonymous clients and clients presenting any key.
-    pub fn new(identity: Identity) -> ServerTls {
-        ServerTls {
+    pub fn new(identity: Identity) -> Self {
+        Self {
             identity,
             require_client: false,
             client_trust: None,
@@ -184,7 +184,7 @@ impl ServerTls {
     /// anchors (no name is checked: a client has no host name). [`Trust::unverified`] and
     /// [`Trust::address`] (a client has no address to pin) accept any key, but one must be
     /// presented. A client refused here fails its handshake.
-    pub fn require_client(mut self, trust: Trust) -> ServerTls {
+    pub fn require_client(mut self, trust: Trust) -> Self {
         self.require_client = true;
         self.client_trust = Some(trust);
         self
@@ -225,8 +225,8 @@ pub struct ClientTls {
 
 impl ClientTls {
     /// Present `identity` when the server asks, and accept servers `trust` accepts.
-    pub fn new(identity: Identity, trust: Trust) -> ClientTls {
-        ClientTls {
+    pub fn new(identity: Identity, trust: Trust) -> Self {
+        Self {
             identity: Some(identity),
             trust,
         }
@@ -234,8 +234,8 @@ impl ClientTls {
 
     /// Present no key (the server sees an anonymous client), and accept servers `trust`
     /// accepts.
-    pub fn anonymous(trust: Trust) -> ClientTls {
-        ClientTls {
+    pub fn anonymous(trust: Trust) -> Self {
+        Self {
             identity: None,
             trust,
         }

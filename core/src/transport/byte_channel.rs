@@ -1,6 +1,7 @@
-//! A pipe: one direction of an in-process stream, and the receive side of a local socket
-//! stream. A bounded queue of `Bytes` with FIN, RESET and STOP, so that a cancelled or dropped
-//! writer is never read as a complete payload (PATTERNS §1.5, §1.10).
+//! A byte channel: one direction of an in-process stream, and the receive side of a local
+//! socket stream. A bounded queue of `Bytes` with FIN, RESET and STOP, so that a cancelled or
+//! dropped writer is never read as a complete payload (PATTERNS §1.5, §1.10). (Not the
+//! `weida+pipe://` scheme, which names Windows named pipes.)
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,8 @@ struct State {
     writer_gone: bool,
 }
 
-struct Shared {
+/// What the two ends of one channel share.
+struct Channel {
     state: Mutex<State>,
     window: usize,
     // One reader and one writer: notify_one keeps a permit, so no wake-up can be missed.
@@ -39,23 +41,23 @@ struct Shared {
 
 /// The writing end.
 pub(crate) struct Writer {
-    shared: Arc<Shared>,
+    shared: Arc<Channel>,
     done: bool,
 }
 
 /// The reading end.
 pub(crate) struct Reader {
-    shared: Arc<Shared>,
+    shared: Arc<Channel>,
 }
 
-/// A new pipe whose writer may run `window` bytes ahead of its reader.
-pub(crate) fn pipe(
+/// A new byte channel whose writer may run `window` bytes ahead of its reader.
+pub(crate) fn byte_channel(
     window: usize,
     writer_life: Option<Arc<Life>>,
     reader_life: Option<Arc<Life>>,
     permit: Option<Arc<OwnedSemaphorePermit>>,
 ) -> (Writer, Reader) {
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(Channel {
         state: Mutex::new(State {
             queue: VecDeque::new(),
             queued: 0,
@@ -85,7 +87,7 @@ fn lost(life: &Option<Arc<Life>>) -> Option<crate::error::LossCause> {
     life.as_ref().and_then(|l| l.cause())
 }
 
-impl Shared {
+impl Channel {
     async fn wait(&self, n: &Notify, life: &Option<Arc<Life>>) {
         match life {
             Some(life) => {

@@ -16,9 +16,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::error::Error;
-// `pub(crate)` so that `crate::identity::Fingerprint` (an older path) still resolves inside the
-// crate; the public path is `crate::Fingerprint` / `crate::fingerprint::Fingerprint`.
-pub(crate) use crate::fingerprint::Fingerprint;
+use crate::security::fingerprint::Fingerprint;
 
 /// The file, inside an identity directory, that holds the private key (PEM, mode 0600).
 const KEY_FILE: &str = "key.pem";
@@ -68,10 +66,10 @@ impl Identity {
     /// A fresh ECDSA P-256 key in a self-signed certificate for the name `weida`.
     ///
     /// Nothing is written anywhere; the key lives as long as the last clone of the identity.
-    pub fn ephemeral() -> Identity {
+    pub fn ephemeral() -> Self {
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
             .expect("ring can always generate a P-256 key");
-        Identity::self_signed(&key).expect("a fresh P-256 key always certifies itself")
+        Self::self_signed(&key).expect("a fresh P-256 key always certifies itself")
     }
 
     /// Loads the identity kept in `dir`, creating it (directory, key and self-signed
@@ -83,13 +81,13 @@ impl Identity {
     /// without its `cert.pem` (a creation that was interrupted) gets a new self-signed
     /// certificate for the same key, so the fingerprint is kept. Two processes creating the
     /// same directory at once end up with the same key.
-    pub fn load_or_create(dir: impl AsRef<Path>) -> Result<Identity, Error> {
+    pub fn load_or_create(dir: impl AsRef<Path>) -> Result<Self, Error> {
         let dir = dir.as_ref();
         ensure_private_dir(dir)?;
         let key_path = dir.join(KEY_FILE);
         let cert_path = dir.join(CERT_FILE);
         match (exists(&key_path)?, exists(&cert_path)?) {
-            (true, true) => Identity::load(dir),
+            (true, true) => Self::load(dir),
             (false, true) => Err(Error::InvalidConfig(format!(
                 "{} exists without {}; restore the key or remove the certificate",
                 cert_path.display(),
@@ -97,7 +95,7 @@ impl Identity {
             ))),
             (true, false) => recertify(dir),
             (false, false) => {
-                let fresh = Identity::ephemeral();
+                let fresh = Self::ephemeral();
                 let key_tmp = write_temp(dir, KEY_FILE, fresh.key_pem()?.as_bytes(), 0o600)?;
                 let cert_tmp = match write_temp(dir, CERT_FILE, fresh.chain_pem().as_bytes(), 0o644)
                 {
@@ -119,7 +117,7 @@ impl Identity {
                         let _ = fs::remove_file(&key_tmp);
                         let _ = fs::remove_file(&cert_tmp);
                         if exists(&cert_path)? {
-                            Identity::load(dir)
+                            Self::load(dir)
                         } else {
                             recertify(dir)
                         }
@@ -139,7 +137,7 @@ impl Identity {
     /// Refuses with [`Error::InvalidConfig`] a directory or key file that group or others can
     /// access, a missing file, malformed PEM, or a key that does not match the leaf
     /// certificate. A missing directory is [`Error::Io`].
-    pub fn load(dir: impl AsRef<Path>) -> Result<Identity, Error> {
+    pub fn load(dir: impl AsRef<Path>) -> Result<Self, Error> {
         let dir = dir.as_ref();
         check_private(dir, "identity directory")?;
         let key_path = dir.join(KEY_FILE);
@@ -155,7 +153,7 @@ impl Identity {
         check_private(&key_path, "private key file")?;
         let key_pem = fs::read_to_string(&key_path)?;
         let cert_pem = fs::read_to_string(&cert_path)?;
-        Identity::from_pem(&cert_pem, &key_pem).map_err(|e| match e {
+        Self::from_pem(&cert_pem, &key_pem).map_err(|e| match e {
             Error::InvalidConfig(why) => Error::InvalidConfig(format!("{}: {why}", dir.display())),
             other => other,
         })
@@ -188,7 +186,7 @@ impl Identity {
     ///
     /// Refuses with [`Error::InvalidConfig`] malformed PEM, an empty chain, an unparsable
     /// leaf, a key type rustls cannot sign with, or a key that is not the leaf's.
-    pub fn from_pem(cert_chain_pem: &str, key_pem: &str) -> Result<Identity, Error> {
+    pub fn from_pem(cert_chain_pem: &str, key_pem: &str) -> Result<Self, Error> {
         let chain = CertificateDer::pem_slice_iter(cert_chain_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| Error::InvalidConfig(format!("malformed certificate PEM: {e}")))?;
@@ -200,7 +198,7 @@ impl Identity {
         let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| {
             Error::InvalidConfig(format!("malformed or missing private key PEM: {e}"))
         })?;
-        Identity::from_der(chain, key)
+        Self::from_der(chain, key)
     }
 
     /// The fingerprint of this identity's public key: what a peer pins.
@@ -223,7 +221,7 @@ impl Identity {
     fn from_der(
         chain: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
-    ) -> Result<Identity, Error> {
+    ) -> Result<Self, Error> {
         let leaf = chain.first().ok_or_else(|| {
             Error::InvalidConfig("an identity needs at least one certificate".to_string())
         })?;
@@ -244,7 +242,7 @@ impl Identity {
                 )));
             }
         }
-        Ok(Identity(Arc::new(Inner {
+        Ok(Self(Arc::new(Inner {
             chain,
             key,
             fingerprint,
@@ -252,7 +250,7 @@ impl Identity {
     }
 
     /// A self-signed certificate for `key`, named `weida`.
-    fn self_signed(key: &rcgen::KeyPair) -> Result<Identity, Error> {
+    fn self_signed(key: &rcgen::KeyPair) -> Result<Self, Error> {
         let bad = |e: rcgen::Error| Error::InvalidConfig(format!("cannot certify the key: {e}"));
         let mut params =
             rcgen::CertificateParams::new(vec![SELF_SIGNED_NAME.to_string()]).map_err(bad)?;
@@ -261,7 +259,7 @@ impl Identity {
         params.distinguished_name = name;
         let cert = params.self_signed(key).map_err(bad)?;
         let key_der = PrivatePkcs8KeyDer::from(key.serialize_der());
-        Identity::from_der(vec![cert.der().clone()], key_der.into())
+        Self::from_der(vec![cert.der().clone()], key_der.into())
     }
 
     fn key_pem(&self) -> Result<String, Error> {

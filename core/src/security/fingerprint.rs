@@ -24,13 +24,13 @@ pub struct Fingerprint([u8; 32]);
 
 impl Fingerprint {
     /// The fingerprint of a DER-encoded `SubjectPublicKeyInfo`.
-    pub fn of_public_key(spki_der: &[u8]) -> Fingerprint {
-        Fingerprint(Sha256::digest(spki_der).into())
+    pub fn of_public_key(spki_der: &[u8]) -> Self {
+        Self(Sha256::digest(spki_der).into())
     }
 
     /// From the raw 32 digest bytes.
-    pub fn from_bytes(bytes: [u8; 32]) -> Fingerprint {
-        Fingerprint(bytes)
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
     }
 
     /// The raw 32 digest bytes.
@@ -65,7 +65,7 @@ impl FromStr for Fingerprint {
     type Err = Error;
 
     /// Accepts `sha256:<64 hex>`; hex digits in either case.
-    fn from_str(s: &str) -> Result<Fingerprint, Error> {
+    fn from_str(s: &str) -> Result<Self, Error> {
         let bad = |reason: String| Error::InvalidAddress {
             part: AddressPart::Pin,
             reason,
@@ -89,7 +89,7 @@ impl FromStr for Fingerprint {
             };
             out[i] = (digit(pair[0])? << 4 | digit(pair[1])?) as u8;
         }
-        Ok(Fingerprint(out))
+        Ok(Self(out))
     }
 }
 

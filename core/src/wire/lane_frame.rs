@@ -23,7 +23,7 @@ pub fn encode_frame_head<'a>(header: impl Into<HeaderRef<'a>>, body_len: usize, 
 
 /// One frame decoded from the front of a buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+pub struct LaneFrame {
     /// The frame's header (PATH absent in a well-formed frame).
     pub header: Header,
     /// Where the body is in the buffer.
@@ -38,7 +38,7 @@ pub fn decode_frame(
     buf: &[u8],
     max_header: usize,
     max_body: u64,
-) -> Result<Option<(Frame, usize)>, DecodeError> {
+) -> Result<Option<(LaneFrame, usize)>, DecodeError> {
     let (header, used) = match Header::decode(buf, max_header) {
         Ok(x) => x,
         Err(DecodeError::Truncated) => return Ok(None),
@@ -66,7 +66,7 @@ pub fn decode_frame(
     }
     let end = start + len as usize;
     Ok(Some((
-        Frame {
+        LaneFrame {
             header,
             body: start..end,
         },

@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 
+use super::filter::{Filter, FilterError, FilterSet};
+use crate::connection::context::Context;
+use crate::connection::lane::Batch;
+use crate::connection::reverse::{OpenFail, Publication, Reverse, SubscriberConn};
 use crate::error::{Error, Limit, Result};
-use crate::filter::{Filter, FilterSet};
-use crate::runtime::Shared;
-use crate::stream::StreamReader;
-use crate::transport::{Conn, SendHalf, StreamError};
-use crate::wire::{Code, Header, HeaderRef, StreamType};
+use crate::transport::{SendHalf, StreamError};
+use crate::wire::{lane_frame, Code, Header, HeaderRef, Metadata, StreamType};
 
 /// Why a copy did not reach a subscriber's transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,12 +34,12 @@ pub enum DropCause {
 }
 
 impl DropCause {
-    const ALL: [DropCause; 5] = [
-        DropCause::QueueFull,
-        DropCause::ByteBudget,
-        DropCause::ReversePoolEmpty,
-        DropCause::DeadSubscriber,
-        DropCause::Refused,
+    const ALL: [Self; 5] = [
+        Self::QueueFull,
+        Self::ByteBudget,
+        Self::ReversePoolEmpty,
+        Self::DeadSubscriber,
+        Self::Refused,
     ];
 
     fn index(self) -> usize {
@@ -48,11 +49,11 @@ impl DropCause {
     /// The cause as bindings and the conformance suite spell it.
     pub fn as_str(self) -> &'static str {
         match self {
-            DropCause::QueueFull => "queue_full",
-            DropCause::ByteBudget => "byte_budget",
-            DropCause::ReversePoolEmpty => "reverse_pool_empty",
-            DropCause::DeadSubscriber => "dead_subscriber",
-            DropCause::Refused => "refused",
+            Self::QueueFull => "queue_full",
+            Self::ByteBudget => "byte_budget",
+            Self::ReversePoolEmpty => "reverse_pool_empty",
+            Self::DeadSubscriber => "dead_subscriber",
+            Self::Refused => "refused",
         }
     }
 }
@@ -93,8 +94,8 @@ impl Dropped {
         }
     }
 
-    fn from_counts(c: [u64; 5]) -> Dropped {
-        Dropped {
+    fn from_counts(c: [u64; 5]) -> Self {
+        Self {
             queue_full: c[0],
             byte_budget: c[1],
             reverse_pool_empty: c[2],
@@ -148,105 +149,6 @@ impl DropBook {
     }
 }
 
-/// Connections a local-socket subscriber parked for its publisher to write copies on.
-pub(crate) struct ParkedPool {
-    conns: Mutex<VecDeque<(SendHalf, StreamReader)>>,
-    /// How many the subscriber said it parks in advance (its HELLO SESSION).
-    pub(crate) announced: u64,
-    arrived: AtomicU64,
-    notify: Notify,
-    dead: AtomicBool,
-}
-
-impl ParkedPool {
-    pub(crate) fn new(announced: u64) -> Arc<ParkedPool> {
-        Arc::new(ParkedPool {
-            conns: Mutex::new(VecDeque::new()),
-            announced,
-            arrived: AtomicU64::new(0),
-            notify: Notify::new(),
-            dead: AtomicBool::new(false),
-        })
-    }
-
-    /// Takes a parked connection, or hands it back when the pool is at its bound or the
-    /// session ended (the caller refuses it).
-    pub(crate) fn park(
-        &self,
-        send: SendHalf,
-        reader: StreamReader,
-        bound: usize,
-    ) -> std::result::Result<(), (SendHalf, StreamReader)> {
-        let mut c = self.conns.lock().unwrap();
-        if c.len() >= bound.max(1) || self.dead.load(Ordering::Acquire) {
-            return Err((send, reader));
-        }
-        c.push_back((send, reader));
-        self.arrived.fetch_add(1, Ordering::AcqRel);
-        drop(c);
-        self.notify.notify_waiters();
-        Ok(())
-    }
-
-    /// Waits until as many connections as the session announced have arrived (so a first
-    /// publish after SUBSCRIBE is answered finds them), at most `wait`.
-    pub(crate) async fn ready(&self, wait: std::time::Duration) -> bool {
-        let need = self.announced.max(1);
-        let fut = async {
-            loop {
-                let n = self.notify.notified();
-                tokio::pin!(n);
-                n.as_mut().enable();
-                if self.arrived.load(Ordering::Acquire) >= need {
-                    return;
-                }
-                n.await;
-            }
-        };
-        tokio::time::timeout(wait, fut).await.is_ok()
-    }
-
-    fn take(&self) -> Option<SendHalf> {
-        // Its reader (the subscriber's half, which carries nothing after the token) goes with
-        // the copy: dropping it would stop the subscriber's half, which is harmless, but the
-        // socket should close only once the copy is written, so it is dropped by the writer.
-        self.conns.lock().unwrap().pop_front().map(|(s, _r)| s)
-    }
-
-    pub(crate) fn close(&self) {
-        self.dead.store(true, Ordering::Release);
-        self.conns.lock().unwrap().clear();
-    }
-}
-
-/// How a publisher reaches one subscriber with a new stream.
-#[derive(Clone)]
-pub(crate) enum Reverse {
-    /// QUIC and in process: the listener opens a one-way stream on the subscriber's connection.
-    Conn(Conn),
-    /// AF_UNIX: a connection the subscriber parked in advance.
-    Parked(Arc<ParkedPool>),
-}
-
-enum OpenFail {
-    PoolEmpty,
-    Lost,
-}
-
-impl Reverse {
-    async fn open(&self) -> std::result::Result<SendHalf, OpenFail> {
-        match self {
-            Reverse::Conn(c) => c.open_uni().await.map_err(|_| OpenFail::Lost),
-            Reverse::Parked(p) => {
-                if p.dead.load(Ordering::Acquire) {
-                    return Err(OpenFail::Lost);
-                }
-                p.take().ok_or(OpenFail::PoolEmpty)
-            }
-        }
-    }
-}
-
 /// What a streamed copy's writer receives from its `FanOut`.
 pub(crate) enum Chunk {
     Data(Bytes),
@@ -280,20 +182,21 @@ enum Job {
 impl Job {
     fn topic(&self) -> &Arc<str> {
         match self {
-            Job::Whole { topic, .. } | Job::Streamed { topic, .. } => topic,
+            Self::Whole { topic, .. } | Self::Streamed { topic, .. } => topic,
         }
     }
 
     fn len(&self) -> usize {
         match self {
-            Job::Whole { body, .. } => body.len(),
-            Job::Streamed { .. } => 0,
+            Self::Whole { body, .. } => body.len(),
+            Self::Streamed { .. } => 0,
         }
     }
 }
 
+/// One subscriber's copies waiting for its writer.
 #[derive(Default)]
-struct Queue {
+struct CopyQueue {
     jobs: VecDeque<Job>,
     /// Payload bytes queued or being written.
     bytes: usize,
@@ -308,7 +211,7 @@ pub(crate) struct Sub {
     /// Small whole copies go as frames on a lane (both sides offered lanes).
     lanes: bool,
     next_seq: AtomicU64,
-    queue: Mutex<Queue>,
+    queue: Mutex<CopyQueue>,
     wake: Notify,
     reverse: Reverse,
     filters: Mutex<Vec<Filter>>,
@@ -317,7 +220,7 @@ pub(crate) struct Sub {
 impl Sub {
     /// Queues a copy, or says why not.
     fn offer(&self, hub: &Hub, topic: &Arc<str>, make: impl FnOnce(Option<u64>) -> Job) -> bool {
-        let limits = &hub.shared.limits;
+        let limits = &hub.ctx.limits;
         let mut q = self.queue.lock().unwrap();
         // Numbered before the bounds are checked: a copy dropped here is a number the
         // subscriber never sees, which is how it learns of the drop (its gap).
@@ -407,7 +310,7 @@ impl Sub {
 
 /// A bound publisher path: its subscribers and their filters.
 pub(crate) struct Hub {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) ctx: Arc<Context>,
     pub(crate) path: String,
     /// Names this publisher in the PRODUCER key: numbering restarts with a new producer, so a
     /// restarted publisher is not read as a gap.
@@ -419,19 +322,12 @@ pub(crate) struct Hub {
     closed: AtomicBool,
 }
 
-/// Where a subscriber's copies go, as its connection handler knows it.
-pub(crate) struct SubscriberConn {
-    pub(crate) reverse: Reverse,
-    pub(crate) number: bool,
-    pub(crate) lanes: bool,
-}
-
 impl Hub {
-    pub(crate) fn new(shared: Arc<Shared>, path: &str) -> Arc<Hub> {
+    pub(crate) fn new(ctx: Arc<Context>, path: &str) -> Arc<Self> {
         // Distinctness, not secrecy: a producer name only has to differ between publishers.
         let producer: [u8; 8] = rand::random();
-        Arc::new(Hub {
-            shared,
+        Arc::new(Self {
+            ctx,
             path: path.to_string(),
             producer: Bytes::copy_from_slice(&producer),
             filters: RwLock::new(FilterSet::new()),
@@ -467,7 +363,7 @@ impl Hub {
         }
         let f: Filter = filter
             .parse()
-            .map_err(|e: crate::filter::FilterError| (Code::ProtocolError, e.to_string()))?;
+            .map_err(|e: FilterError| (Code::ProtocolError, e.to_string()))?;
         let sub = match id.and_then(|i| self.subs.read().unwrap().get(&i).cloned()) {
             Some(s) => s,
             None => {
@@ -477,7 +373,7 @@ impl Hub {
                     number: conn.number,
                     lanes: conn.lanes,
                     next_seq: AtomicU64::new(1),
-                    queue: Mutex::new(Queue::default()),
+                    queue: Mutex::new(CopyQueue::default()),
                     wake: Notify::new(),
                     reverse: conn.reverse.clone(),
                     filters: Mutex::new(Vec::new()),
@@ -490,12 +386,12 @@ impl Hub {
         };
         {
             let mut fs = sub.filters.lock().unwrap();
-            if fs.len() >= self.shared.limits.max_filters {
+            if fs.len() >= self.ctx.limits.max_filters {
                 return Err((
                     Code::LimitExceeded,
                     format!(
                         "a subscriber holds at most {} filters (max_filters)",
-                        self.shared.limits.max_filters
+                        self.ctx.limits.max_filters
                     ),
                 ));
             }
@@ -551,8 +447,8 @@ impl Hub {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        crate::filter::validate_topic(topic)?;
-        let budget = self.shared.limits.subscriber_buffer_bytes;
+        super::filter::validate_topic(topic)?;
+        let budget = self.ctx.limits.subscriber_buffer_bytes;
         if len > budget {
             // Nobody could queue it: one refusal to the publisher, not a drop per subscriber.
             return Err(Error::limit(
@@ -575,7 +471,7 @@ impl Hub {
             });
             queued += ok as usize;
         }
-        self.shared
+        self.ctx
             .stats
             .copies_published
             .fetch_add(queued as u64, Ordering::Relaxed);
@@ -603,7 +499,7 @@ impl Hub {
                 });
             }
         }
-        self.shared
+        self.ctx
             .stats
             .copies_published
             .fetch_add(copies.len() as u64, Ordering::Relaxed);
@@ -629,6 +525,25 @@ impl Hub {
     }
 }
 
+impl Publication for Hub {
+    fn subscribe(
+        self: Arc<Self>,
+        id: &mut Option<u64>,
+        conn: &SubscriberConn,
+        filter: &str,
+    ) -> std::result::Result<(), (Code, String)> {
+        Self::subscribe(&self, id, conn, filter)
+    }
+
+    fn unsubscribe(&self, id: Option<u64>, filter: &str) {
+        Self::unsubscribe(self, id, filter)
+    }
+
+    fn remove(&self, id: u64) {
+        Self::remove(self, id)
+    }
+}
+
 /// One subscriber's copy of a streamed message, held by its `FanOut`.
 pub(crate) struct StreamCopy {
     pub(crate) tx: mpsc::UnboundedSender<Chunk>,
@@ -642,7 +557,7 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
     let mut lane: Option<SendHalf> = None;
     while let Some(job) = sub.next_job().await {
         let Some(h) = hub.upgrade() else { return };
-        let lane_max = h.shared.config.lane_max_message;
+        let lane_max = h.ctx.config.lane_max_message;
         if let (true, Job::Whole { body, .. }) = (sub.lanes, &job) {
             if body.len() <= lane_max {
                 let mut batch = vec![job];
@@ -718,9 +633,9 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
         }
     }
     let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
-    let mut out = crate::lane::Batch::new(Bytes::from(prefix));
+    let mut out = Batch::new(Bytes::from(prefix));
     let mut head = Vec::with_capacity(64);
-    let no_meta = crate::wire::Metadata::default();
+    let no_meta = Metadata::default();
     for j in batch {
         if let Job::Whole { topic, seq, body } = j {
             let header = HeaderRef {
@@ -731,7 +646,7 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
                 producer: seq.map(|_| &h.producer[..]),
             };
             head.clear();
-            crate::wire::lane::encode_frame_head(header, body.len(), &mut head);
+            lane_frame::encode_frame_head(header, body.len(), &mut head);
             out.push_parts(&head, body);
         }
     }
@@ -745,7 +660,7 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
     sub.written(total);
     match r {
         Ok(()) => {
-            h.shared
+            h.ctx
                 .stats
                 .lane_messages_sent
                 .fetch_add(topics.len() as u64, Ordering::Relaxed);

@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::Notify;
 
-struct Shared<T> {
+/// The queue itself: what its senders and its receiver share.
+struct Queue<T> {
     items: Mutex<VecDeque<T>>,
     cap: usize,
     /// Live senders: 0 means closed for the receiver once the queue is empty.
@@ -35,7 +36,7 @@ struct Shared<T> {
 /// A queue of at most `cap` items (at least 1).
 pub(crate) fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let cap = cap.max(1);
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(Queue {
         items: Mutex::new(VecDeque::new()),
         cap,
         low: cap / 2,
@@ -53,16 +54,16 @@ pub(crate) fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 }
 
 pub(crate) struct Sender<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<Queue<T>>,
 }
 
 /// A sender that does not keep the queue open.
 pub(crate) struct WeakSender<T> {
-    shared: Weak<Shared<T>>,
+    shared: Weak<Queue<T>>,
 }
 
 pub(crate) struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<Queue<T>>,
 }
 
 /// Why `try_send` queued nothing: the item comes back.
@@ -158,9 +159,9 @@ impl<T> Sender<T> {
 }
 
 impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Sender<T> {
+    fn clone(&self) -> Self {
         self.shared.senders.fetch_add(1, Ordering::Relaxed);
-        Sender {
+        Self {
             shared: self.shared.clone(),
         }
     }
@@ -228,7 +229,7 @@ impl<T> Receiver<T> {
 /// an item ready without the lock its owner keeps the receiver under. It does not keep the
 /// queue open for senders; the receiver does.
 pub(crate) struct Taker<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<Queue<T>>,
 }
 
 impl<T> Taker<T> {
@@ -269,7 +270,7 @@ impl<T> Receiver<T> {
     }
 }
 
-impl<T> Shared<T> {
+impl<T> Queue<T> {
     /// Wakes the senders waiting for room if taking items from the queue (from `before` to
     /// `after` long) crossed `low`. A sender waits only on a full queue, so every drain from
     /// full crosses it; a sender that pushed meanwhile is not waiting.

@@ -34,8 +34,8 @@ pub(crate) struct Release<T> {
 }
 
 impl<T> Orderer<T> {
-    pub(crate) fn new(level: Ordering, max_hold: usize) -> Orderer<T> {
-        Orderer {
+    pub(crate) fn new(level: Ordering, max_hold: usize) -> Self {
+        Self {
             level,
             max_hold,
             expected: 1,

@@ -8,17 +8,19 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::filter::{Filter, FilterSet};
+use super::ordering::{Orderer, Release};
+use crate::connection::context::Context;
+use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};
+use crate::connection::link::Link;
 use crate::error::{Error, LossCause, Result};
-use crate::filter::{Filter, FilterSet};
-use crate::ordering::{Orderer, Release};
-use crate::runtime::{Link, Shared};
-use crate::stream::{IncomingMeta, IncomingTransfer, Message, StreamReader};
-use crate::transport::{Conn, PeerIdentity, RecvHalf};
+use crate::transport::reader::StreamReader;
+use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf};
 use crate::wire::{Code, Ordering, Session, StreamType};
 
 /// Where every copy a subscriber receives ends up.
 pub(crate) struct Feed {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) ctx: Arc<Context>,
     level: Ordering,
     state: Mutex<FeedState>,
     readable: Notify,
@@ -49,13 +51,13 @@ struct FeedState {
 }
 
 impl Feed {
-    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Feed> {
-        Arc::new(Feed {
-            level: shared.config.guarantees.ordering,
-            shared: shared.clone(),
+    pub(crate) fn new(ctx: Arc<Context>) -> Arc<Self> {
+        Arc::new(Self {
+            level: ctx.config.guarantees.ordering,
+            ctx: ctx.clone(),
             state: Mutex::new(FeedState::default()),
             readable: Notify::new(),
-            room: tokio::sync::Semaphore::new(shared.limits.endpoint_queue),
+            room: tokio::sync::Semaphore::new(ctx.limits.endpoint_queue),
             filters: RwLock::new(FilterSet::new()),
         })
     }
@@ -183,7 +185,7 @@ impl Feed {
         let mut out = VecDeque::new();
         {
             let mut s = self.state.lock().unwrap();
-            let (level, hold) = (self.level, self.shared.limits.max_reorder_hold);
+            let (level, hold) = (self.level, self.ctx.limits.max_reorder_hold);
             s.orderers
                 .entry(key)
                 .or_insert_with(|| Orderer::new(level, hold))
@@ -213,12 +215,12 @@ async fn copy(
     recv: RecvHalf,
     peer: Option<PeerIdentity>,
 ) -> bool {
-    let shared = feed.shared.clone();
+    let ctx = feed.ctx.clone();
     let mut reader = StreamReader::new(recv);
     match reader.byte().await.map(StreamType::from_byte) {
         Ok(Ok(StreamType::Transfer)) => {}
-        Ok(Ok(StreamType::Lane)) if shared.config.lane_max_message > 0 => {
-            read_lane(feed, link_id, path, reader, peer, shared).await;
+        Ok(Ok(StreamType::Lane)) if ctx.config.lane_max_message > 0 => {
+            read_lane(feed, link_id, path, reader, peer, ctx).await;
             return true;
         }
         Ok(_) => {
@@ -227,7 +229,7 @@ async fn copy(
         }
         Err(_) => return false,
     }
-    read_copy(feed, link_id, path, reader, peer, shared).await;
+    read_copy(feed, link_id, path, reader, peer, ctx).await;
     true
 }
 
@@ -237,11 +239,11 @@ async fn read_copy(
     path: Arc<str>,
     mut reader: StreamReader,
     peer: Option<PeerIdentity>,
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
 ) {
-    let header = match reader.header(shared.limits.max_header_size).await {
+    let header = match reader.header(ctx.limits.max_header_size).await {
         Ok(h) => h,
-        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(crate::transport::reader::ReadFail::Stream(_)) => return,
         Err(f) => return reader.stop(f.code()),
     };
     if header.path.as_deref() != Some(&*path) {
@@ -260,10 +262,10 @@ async fn read_copy(
     };
     permit.forget();
     let meta = IncomingMeta::from_header(header, peer);
-    let mut t = IncomingTransfer::new(reader, meta, shared.clone());
+    let mut t = IncomingTransfer::new(reader, meta, ctx.clone());
     // A copy that does not arrive whole (cancelled, lost, above the bound) is not delivered;
     // under PerProducer ordering its number is then a gap, which is what it is.
-    let Ok(body) = t.collect(shared.limits.max_collected_body).await else {
+    let Ok(body) = t.collect(ctx.limits.max_collected_body).await else {
         feed.room.add_permits(1);
         return;
     };
@@ -280,13 +282,13 @@ async fn read_lane(
     path: Arc<str>,
     mut reader: StreamReader,
     peer: Option<PeerIdentity>,
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
 ) {
-    let limits = &shared.limits;
+    let limits = &ctx.limits;
     match reader.header(limits.max_header_size).await {
         Ok(h) if h.path.as_deref() == Some(&*path) => {}
         Ok(_) => return reader.stop(Code::UnknownEndpoint),
-        Err(crate::stream::ReadFail::Stream(_)) => return,
+        Err(crate::transport::reader::ReadFail::Stream(_)) => return,
         Err(f) => return reader.stop(f.code()),
     }
     loop {
@@ -319,7 +321,7 @@ async fn read_lane(
                 feed.room.add_permits(1);
                 return reader.stop(Code::ProtocolError);
             }
-            Ok(None) | Err(crate::stream::ReadFail::Stream(_)) => {
+            Ok(None) | Err(crate::transport::reader::ReadFail::Stream(_)) => {
                 feed.room.add_permits(1);
                 return;
             }
@@ -328,9 +330,8 @@ async fn read_lane(
                 return reader.stop(f.code());
             }
         };
-        shared.stats.add_received(body.len() as u64);
-        shared
-            .stats
+        ctx.stats.add_received(body.len() as u64);
+        ctx.stats
             .lane_messages_received
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let seq = header.sequence;
@@ -353,23 +354,15 @@ fn admit(fut: impl std::future::Future<Output = ()> + Send + 'static) {
 /// Accepts the copies of one connection until it ends.
 pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
     let path = link.path.clone();
-    let peer = link.peer.clone();
     match &link.conn {
-        Conn::Quic(c) => {
-            while let Ok(r) = c.accept_uni().await {
-                let (f, p, pe) = (feed.clone(), path.clone(), peer.clone());
-                admit(async move {
-                    copy(f, link_id, p, RecvHalf::Quic(r), pe).await;
-                });
-            }
-        }
-        Conn::Inproc(c) => {
-            while let Some(raw) = c.accept().await {
+        Conn::Quic(_) | Conn::Inproc(_) => {
+            let accept = link.conn.accept_each(Accept::OneWay, |raw| {
                 let (f, p) = (feed.clone(), path.clone());
                 admit(async move {
-                    copy(f, link_id, p, raw.recv, None).await;
+                    copy(f, link_id, p, raw.recv, raw.peer).await;
                 });
-            }
+            });
+            accept.await;
         }
         Conn::Unix(_) => {
             let Some(session) = link.session.clone() else {

@@ -1,0 +1,197 @@
+//! Dialling: a connection to an address on any transport and this side of its HELLO
+//! handshake (PROTOCOL.md §3.2), then the task that reads the listener's control frames for the
+//! link's life.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::context::Context;
+use super::control::ControlReader;
+use super::handshake::{conclude, our_hello, Side};
+use super::link::Link;
+use crate::address::{Address, Target};
+use crate::config::{Limits, RuntimeConfig};
+use crate::error::{Error, Result};
+use crate::security::tls;
+use crate::security::trust::ClientTls;
+use crate::transport::{inproc, quic, unix, Conn};
+use crate::wire::{Code, ControlFrame, Session, StreamType};
+
+/// What dialling needs beyond the [`Context`]: this side's TLS terms, and the QUIC endpoint
+/// every dialled QUIC connection of the runtime shares (made on first use).
+pub(crate) struct Dialler {
+    client_tls: ClientTls,
+    quic_client: tokio::sync::OnceCell<quic::Client>,
+}
+
+impl Dialler {
+    pub(crate) fn new(config: &RuntimeConfig) -> Self {
+        let client_tls = if config.present_identity {
+            ClientTls::new(config.identity.clone(), config.trust.clone())
+        } else {
+            ClientTls::anonymous(config.trust.clone())
+        };
+        Self {
+            client_tls,
+            quic_client: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn quic_client(&self, ctx: &Context) -> Result<&quic::Client> {
+        self.quic_client
+            .get_or_try_init(|| async { quic::client_endpoint(ctx.config.udp_buffer, &ctx.limits) })
+            .await
+    }
+
+    /// Closes the QUIC endpoint, if one was made: every QUIC connection dialled ends.
+    pub(crate) fn close(&self) {
+        if let Some(ep) = self.quic_client.get() {
+            ep.close(Code::GoingAway, b"shutdown");
+        }
+    }
+
+    /// Dials `address` and runs the HELLO handshake (PROTOCOL.md §3.2): a link to `path`, with
+    /// `session` announced in this side's HELLO (a local-socket subscriber's parked
+    /// connections).
+    pub(crate) async fn dial(
+        &self,
+        ctx: &Arc<Context>,
+        address: &Address,
+        path: Arc<str>,
+        session: Option<Session>,
+    ) -> Result<Arc<Link>> {
+        let (conn, mut send, recv) = match address.target() {
+            Target::Quic { host, port } => {
+                let to = quic::resolve(host, *port).await?;
+                let ep = self.quic_client(ctx).await?;
+                let name =
+                    tls::server_name(&host.to_string(), &self.client_tls, address.pin().copied());
+                let conn = ep
+                    .connect(
+                        to,
+                        &name,
+                        address.pin().copied(),
+                        &self.client_tls,
+                        &ctx.limits,
+                    )
+                    .await?;
+                let (s, r) = conn.open_bi().await?;
+                (conn, s, r)
+            }
+            Target::Inproc(name) => {
+                let conn = Conn::Inproc(inproc::connect(name, &ctx.limits)?);
+                let (s, r) = conn.open_bi().await?;
+                (conn, s, r)
+            }
+            Target::Unix(t) => {
+                let (c, s, r) = unix::connect(t, &ctx.limits, ctx.life.clone()).await?;
+                (Conn::Unix(c), s, r)
+            }
+            Target::Pipe(_) => return Err(pipe_unsupported()),
+            #[allow(unreachable_patterns)]
+            _ => return Err(Error::Unsupported(format!("transport of {address}"))),
+        };
+        ctx.stats
+            .connections_dialled
+            .fetch_add(1, Ordering::Relaxed);
+        ctx.track(&conn);
+        // HELLO: ours first, then the peer's (PROTOCOL.md §3.2).
+        let mut out = vec![StreamType::Control.to_byte()];
+        let mine = our_hello(&ctx.config, session.as_ref());
+        ControlFrame::Hello(mine.clone()).encode(&mut out);
+        if let Err(e) = send.write(Bytes::from(out)).await {
+            return Err(closed_error(&conn, e.into_write_error("")));
+        }
+        let mut ctl = ControlReader::new(recv);
+        let first = ctl.next().await.map_err(|e| closed_error(&conn, e));
+        let agreed = match conclude(Side::Dialling, &mine, first) {
+            Ok(agreed) => agreed,
+            Err(refused) => {
+                conn.close(refused.code, &refused.reason);
+                return Err(refused.error);
+            }
+        };
+        let link = Arc::new(Link::new(
+            ctx.clone(),
+            conn.clone(),
+            path,
+            send,
+            agreed.peer_max_header,
+            agreed.lanes,
+            session,
+        ));
+        tracing::debug!(peer = ?link.peer, agreed = ?agreed.guarantees, "connected");
+        // The control stream ends with the connection; over a local socket it is how the loss
+        // is learned. Weak: the pool's count of a link's users must not include this task.
+        let life = ctx.life.clone();
+        let weak = Arc::downgrade(&link);
+        tokio::spawn(async move {
+            let answers = async {
+                loop {
+                    match ctl.next().await {
+                        Ok(Some(ControlFrame::Answer {
+                            request,
+                            code,
+                            reason,
+                        })) => {
+                            if let Some(l) = weak.upgrade() {
+                                l.answered(request, code, reason);
+                            }
+                        }
+                        Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Code::NoError,
+                        Ok(Some(_)) => {}
+                        Err(Error::Protocol(_)) => return Code::ProtocolError,
+                        Err(_) => return Code::NoError,
+                    }
+                }
+            };
+            tokio::select! {
+                _ = conn.closed() => {}
+                code = answers => {
+                    // The listener's half of the control stream ended: so does the connection,
+                    // and the peer ended it.
+                    conn.ended_by_peer(code);
+                }
+                _ = life.dead() => {}
+            }
+            if let Some(l) = weak.upgrade() {
+                l.mark_ended();
+            }
+        });
+        Ok(link)
+    }
+}
+
+/// The session a subscriber dialling `address` announces: over AF_UNIX (when it parks
+/// reverse connections at all), how many it parks and the token they carry (PROTOCOL.md §3.7).
+pub(crate) fn subscriber_session(limits: &Limits, address: &Address) -> Option<Session> {
+    match address.target() {
+        Target::Unix(_) if limits.max_parked_reverse > 0 => Some(Session {
+            // Parked connections are streams: leave one for the rest.
+            parked: (limits.max_parked_reverse as u64)
+                .min(limits.max_local_streams.saturating_sub(1))
+                .max(1),
+            token: Bytes::copy_from_slice(&rand::random::<[u8; 16]>()),
+        }),
+        _ => None,
+    }
+}
+
+/// Why a `weida+pipe://` address is neither dialled nor bound here.
+pub(crate) fn pipe_unsupported() -> Error {
+    Error::Unsupported(
+        "named pipes (weida+pipe://) exist only on Windows; use weida+unix:// here".into(),
+    )
+}
+
+/// The error a failed handshake read means: the peer's close reason when it closed.
+fn closed_error(conn: &Conn, fallback: Error) -> Error {
+    if let Some((code, text)) = conn.peer_close() {
+        if code == Code::NegotiationFailed || code == Code::ProtocolError {
+            return code.into_error("", &text);
+        }
+    }
+    fallback
+}

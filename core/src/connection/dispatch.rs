@@ -1,0 +1,644 @@
+//! Dispatch of what a listener accepts (PROTOCOL.md §9): a connection's handshake and its
+//! control stream (GOAWAY, and the SUBSCRIBE/UNSUBSCRIBE requests of Pub/Sub), then each stream
+//! it opens: read its type byte and header, find the endpoint bound at its path, and hand it
+//! over, or refuse it with the code that says why. The endpoints themselves (the routes and
+//! their queues) are the runtime's, reached through the [`Endpoints`] trait.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use super::admission::{
+    by_endpoint, by_header, by_type, Arrival, ByType, Found, RouteKind, Step, StreamRefusal,
+};
+use super::context::Context;
+use super::control::ControlReader;
+use super::goaway::Tracker;
+use super::handles::{
+    write_error_reply, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message,
+};
+use super::handshake::{conclude, our_hello, Agreed, Side};
+use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
+use crate::error::{Error, Limit};
+use crate::transport::reader::{ReadFail, StreamReader};
+use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
+use crate::wire::{control, Code, ControlFrame, Header, StreamType, Subscription};
+
+/// The bound endpoints of one listener, as dispatch sees them. The routes table and the
+/// endpoints' queues live in the runtime (`runtime/routes.rs` implements this): dispatch only
+/// looks a path up and hands over what it admitted.
+pub(crate) trait Endpoints: Send + Sync + 'static {
+    /// An endpoint's queue.
+    type Queue: EndpointQueue;
+
+    /// What is bound at `path`: its kind and its queue (None for a publisher, which takes no
+    /// stream); None when nothing is.
+    fn find(&self, path: &str) -> Option<(RouteKind, Option<Self::Queue>)>;
+
+    /// The publisher bound at `path`, for a SUBSCRIBE: `Err(kind)` when an endpoint of another
+    /// kind is bound there; None when nothing is.
+    fn publication(&self, path: &str) -> Option<Result<Arc<dyn Publication>, RouteKind>>;
+}
+
+/// An endpoint's bounded queue, as dispatch hands it streams and lane messages.
+pub(crate) trait EndpointQueue: Sized + Send + Sync + 'static {
+    /// A handle that does not keep the queue open.
+    type Weak: Send + Sync + 'static;
+
+    /// The endpoint is gone (its receiver dropped): nothing more is taken.
+    fn is_closed(&self) -> bool;
+    /// Queues `item`, waiting for room; gives it back when the endpoint is gone.
+    fn send(&self, item: Queued) -> impl Future<Output = Result<(), Queued>> + Send;
+    /// Queues every item of `items` in order, waiting for room; `Err(())` when the endpoint is
+    /// gone (what was not queued stays in `items`).
+    fn send_many(
+        &self,
+        items: &mut VecDeque<Queued>,
+    ) -> impl Future<Output = Result<(), ()>> + Send;
+    fn downgrade(&self) -> Self::Weak;
+    fn upgrade(weak: &Self::Weak) -> Option<Self>;
+}
+
+/// What an endpoint's queue holds: a stream, or a whole message that arrived on a lane.
+pub(crate) enum Queued {
+    /// Boxed: a stream's handles are larger than a whole message, and every item of the queue
+    /// is moved at the size of the largest (lane messages are the many).
+    Incoming(Box<Incoming>),
+    Message(Message),
+    /// A lane frame the endpoint refused (above `max_collected_body`): the receive it reaches
+    /// fails, as it would have for a stream of its own, and the endpoint goes on.
+    Refused(Box<Error>),
+}
+
+/// Lane frames a reader hands to its endpoint's queue at once, at most.
+const LANE_BATCH: usize = 64;
+
+/// Everything a dispatch task needs.
+pub(crate) struct Dispatch<E> {
+    ctx: Arc<Context>,
+    endpoints: Arc<E>,
+    /// The listener's own life: a closed listener ends its local sessions too.
+    life: Arc<Life>,
+    /// Local-socket subscriber sessions by token: where their parked connections go.
+    sessions: Arc<Mutex<HashMap<Bytes, Arc<ParkedPool>>>>,
+    /// The dialler's MAX_HEADER_SIZE, for reply headers (per connection; unknown, so
+    /// unbounded, for an AF_UNIX data connection, which carries no session: Open point 3).
+    peer_max_header: u64,
+}
+
+/// The subscriptions of one accepted connection (or local session), by publisher path.
+struct ConnSubs {
+    reverse: Option<Reverse>,
+    /// The connection agreed PerProducer ordering: copies are numbered.
+    number: bool,
+    /// Both HELLOs offered message lanes: small copies go as lane frames.
+    lanes: bool,
+    subs: HashMap<String, (Arc<dyn Publication>, Option<u64>)>,
+}
+
+impl Drop for ConnSubs {
+    fn drop(&mut self) {
+        for (hub, id) in self.subs.values() {
+            if let Some(id) = id {
+                hub.remove(*id);
+            }
+        }
+    }
+}
+
+/// How a stream arrived, from the other half it came with.
+fn arrival(send: &Option<SendHalf>) -> Arrival {
+    match send {
+        None => Arrival::OneWay,
+        Some(SendHalf::Quic(_)) => Arrival::QuicBidi,
+        Some(SendHalf::Channel(_)) => Arrival::InprocBidi,
+        Some(SendHalf::Unix(_)) => Arrival::LocalSocket,
+    }
+}
+
+/// What is bound at a path, as admission decides on it.
+fn found<Q: EndpointQueue>(route: &Option<(RouteKind, Option<Q>)>) -> Found {
+    match route {
+        None => Found::Nothing,
+        Some((kind, tx)) => Found::Endpoint {
+            kind: *kind,
+            open: tx.as_ref().is_none_or(|t| !t.is_closed()),
+        },
+    }
+}
+
+impl<E> Clone for Dispatch<E> {
+    fn clone(&self) -> Self {
+        Self {
+            ctx: self.ctx.clone(),
+            endpoints: self.endpoints.clone(),
+            life: self.life.clone(),
+            sessions: self.sessions.clone(),
+            peer_max_header: self.peer_max_header,
+        }
+    }
+}
+
+impl<E: Endpoints> Dispatch<E> {
+    /// The dispatch of a listener whose endpoints are `endpoints` and whose life is `life`.
+    pub(crate) fn new(ctx: Arc<Context>, endpoints: Arc<E>, life: Arc<Life>) -> Self {
+        Self {
+            ctx,
+            endpoints,
+            life,
+            sessions: Arc::default(),
+            peer_max_header: u64::MAX,
+        }
+    }
+
+    /// Dispatches inline when the stream's header has already arrived (the common case) and
+    /// spawns a task only when it must wait: a task per message is measurable on the hot path.
+    fn admit(&self, raw: IncomingRaw) {
+        let mut fut = Box::pin(self.clone().stream(raw));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if fut.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(fut);
+        }
+    }
+
+    /// Reads a stream's type byte and header and hands it to the endpoint at its path, or
+    /// refuses it with the code that says why (PATTERNS §1.6).
+    pub(crate) async fn stream(self, raw: IncomingRaw) {
+        let IncomingRaw {
+            recv,
+            mut send,
+            peer,
+            live,
+        } = raw;
+        let mut reader = StreamReader::new(recv).counted(live);
+        let first = reader.byte();
+        let ty = if matches!(send, Some(SendHalf::Unix(_))) {
+            // An AF_UNIX connection is accepted before it says anything: one that stays silent
+            // is not waited for forever, as a silent QUIC opening is not (PROTOCOL §3.2 step 2).
+            match tokio::time::timeout(self.ctx.limits.idle_timeout, first).await {
+                Ok(Ok(b)) => b,
+                _ => return,
+            }
+        } else {
+            match first.await {
+                Ok(b) => b,
+                Err(_) => return,
+            }
+        };
+        let lanes = self.ctx.config.lane_max_message > 0;
+        let (ty, reply) = match by_type(ty, arrival(&send), lanes) {
+            ByType::Stream { ty, reply } => (ty, reply),
+            ByType::LocalSession => {
+                let ctl = ControlReader::with_reader(reader);
+                let send = send.take().expect("a local socket has its back direction");
+                return self.session(ctl, send).await;
+            }
+            ByType::Parked => {
+                let send = send.take().expect("a local socket has its back direction");
+                return self.park(reader, send).await;
+            }
+            // Over a local socket the back direction carries the lane's STOPs.
+            ByType::Lane => return self.lane(reader, send, peer).await,
+            ByType::Refused(r) => return self.refuse(reader, send, r).await,
+        };
+        // Only an exchange keeps its other half: as its reply half.
+        let send = if reply { send } else { None };
+        let header = reader.header(self.ctx.limits.max_header_size).await;
+        let path = match by_header(ty, &header) {
+            Step::Next(path) => path.to_owned(),
+            Step::Refuse(r) => return self.refuse(reader, send, r).await,
+            Step::Drop => return,
+        };
+        let header = header.expect("by_header found its path");
+        let route = self.endpoints.find(&path);
+        if let Err(r) = by_endpoint(ty, &path, found(&route)) {
+            return self.refuse(reader, send, r).await;
+        }
+        let Some((_, Some(tx))) = route else {
+            unreachable!("an endpoint that takes a stream has a queue")
+        };
+        let meta = IncomingMeta::from_header(header, peer);
+        let transfer = IncomingTransfer::new(reader, meta, self.ctx.clone());
+        let incoming = match send {
+            Some(s) => Incoming::Exchange(Exchange::new(transfer, s, self.peer_max_header)),
+            None => Incoming::Stream(transfer),
+        };
+        self.ctx
+            .stats
+            .streams_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        // A full queue waits here, holding the stream and so its budget slot: backpressure
+        // reaches the opener's `open` (PATTERNS §1.4).
+        if let Err(Queued::Incoming(i)) = tx.send(Queued::Incoming(Box::new(incoming))).await {
+            // The endpoint went away while the stream waited.
+            match *i {
+                Incoming::Stream(mut t) => t.stop_reader(Code::UnknownEndpoint),
+                Incoming::Exchange(x) => {
+                    let _ = x.fail(&Error::UnknownEndpoint { path }).await;
+                }
+            }
+        }
+    }
+
+    /// A message lane: its head names the path once, then every frame is a whole message
+    /// handed to the endpoint's queue in order (PROTOCOL.md §4.1). A frame cut short by the
+    /// lane's end is dropped, as an unfinished stream would be.
+    async fn lane(
+        &self,
+        mut reader: StreamReader,
+        send: Option<SendHalf>,
+        peer: Option<PeerIdentity>,
+    ) {
+        let limits = &self.ctx.limits;
+        let head = reader.header(limits.max_header_size).await;
+        let path = match by_header(StreamType::Lane, &head) {
+            Step::Next(path) => path,
+            Step::Refuse(r) => return self.refuse(reader, send, r).await,
+            Step::Drop => return,
+        };
+        let route = self.endpoints.find(path);
+        if let Err(r) = by_endpoint(StreamType::Lane, path, found(&route)) {
+            return self.refuse(reader, send, r).await;
+        }
+        let Some((_, Some(tx))) = route else {
+            unreachable!("an endpoint that takes a lane has a queue")
+        };
+        let path: Arc<str> = path.into();
+        // Weak between frames: a lane must not keep a closed endpoint's queue open (its
+        // receive ends with `Closed` once the queue is taken), and a frame after the close is
+        // refused as a stream would be.
+        let weak = tx.downgrade();
+        drop(tx);
+        let tx = weak;
+        self.ctx
+            .stats
+            .streams_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        let (max_header, max_body) = (limits.max_header_size, limits.max_collected_body);
+        let mut batch = VecDeque::with_capacity(LANE_BATCH);
+        // What a frame with no header field arrives with: the same for each, so shared.
+        let plain = Arc::new(IncomingMeta::on_path(
+            Header::default(),
+            peer.clone(),
+            path.clone(),
+        ));
+        loop {
+            // The first frame waits for bytes; the frames already whole behind it are taken
+            // without waiting and go to the endpoint's queue under one lock (a lock, a
+            // reference to the queue and the counters per batch, not per message).
+            let (mut messages, mut bytes) = (0u64, 0u64);
+            let mut message = |header: &mut Option<Header>, body: Bytes| {
+                messages += 1;
+                bytes += body.len() as u64;
+                // Taken only when there is one: a move of an empty slot is a move of its size.
+                let meta = match header.is_some() {
+                    true => match header.take() {
+                        Some(h) if !h.is_empty() => {
+                            Arc::new(IncomingMeta::on_path(h, peer.clone(), path.clone()))
+                        }
+                        _ => plain.clone(),
+                    },
+                    false => plain.clone(),
+                };
+                Queued::Message(Message { meta, body })
+            };
+            let first = match reader.lane_frame(max_header, max_body).await {
+                Ok(Some((_, Err(len)))) => Queued::Refused(Box::new(Error::limit(
+                    Limit::CollectedBody,
+                    format!("message of {len} bytes above {max_body}"),
+                ))),
+                Ok(Some((header, Ok(body)))) => message(&mut Some(header), body),
+                Ok(None) | Err(ReadFail::Stream(_)) => return,
+                Err(f) => return reader.stop(f.code()),
+            };
+            batch.push_back(first);
+            let mut header = None;
+            while batch.len() < LANE_BATCH {
+                match reader.lane_frame_ready(max_header, max_body, &mut header) {
+                    Some(body) => batch.push_back(message(&mut header, body)),
+                    None => break,
+                }
+            }
+            let stats = &self.ctx.stats;
+            stats.add_received(bytes);
+            stats
+                .lane_messages_received
+                .fetch_add(messages, Ordering::Relaxed);
+            // A full queue waits here, so the lane's window holds the sender; an endpoint gone
+            // since the last batch refuses the lane.
+            let Some(tx) = E::Queue::upgrade(&tx) else {
+                return reader.stop(Code::UnknownEndpoint);
+            };
+            if tx.send_many(&mut batch).await.is_err() {
+                return reader.stop(Code::UnknownEndpoint);
+            }
+        }
+    }
+
+    /// Stops the stream with the refusal's code and, for an exchange, answers its ERROR.
+    async fn refuse(&self, mut reader: StreamReader, send: Option<SendHalf>, r: StreamRefusal) {
+        let (code, message) = (r.code, r.message.as_str());
+        self.ctx
+            .stats
+            .streams_refused
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(code = code.name(), message, "refusing a stream");
+        reader.stop(code);
+        if let Some(s) = send {
+            write_error_reply(s, code, message).await;
+        }
+    }
+
+    /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
+    /// meet (decided by [`conclude`]). Returns what was agreed, or None when the connection is
+    /// refused.
+    async fn handshake(
+        &self,
+        ctl: &mut ControlReader,
+        send: &mut SendHalf,
+        conn: Option<&Conn>,
+    ) -> Option<Agreed> {
+        // A dialler that never says HELLO is not waited for longer than an idle connection.
+        let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next())
+            .await
+            .unwrap_or(Ok(None));
+        let mine = our_hello(&self.ctx.config, None);
+        match conclude(Side::Bound, &mine, first) {
+            Ok(agreed) => {
+                let mut out = Vec::new();
+                ControlFrame::Hello(mine).encode(&mut out);
+                send.write(Bytes::from(out)).await.ok()?;
+                Some(agreed)
+            }
+            Err(refused) => {
+                tracing::debug!(
+                    code = refused.code.name(),
+                    reason = refused.reason,
+                    "refusing a connection"
+                );
+                if refused.close_frame {
+                    let mut out = Vec::new();
+                    ControlFrame::Close {
+                        code: refused.code,
+                        reason: refused.reason.clone(),
+                    }
+                    .encode(&mut out);
+                    let _ = send.write(Bytes::from(out)).await;
+                }
+                if let Some(c) = conn {
+                    c.close(refused.code, &refused.reason);
+                }
+                None
+            }
+        }
+    }
+
+    /// Reads the dialler's control frames until its half ends: GOAWAY, and the Pub/Sub
+    /// SUBSCRIBE/UNSUBSCRIBE requests, each answered in order. Returns the code the connection
+    /// closes with (NO_ERROR after a FIN or CLOSE, PROTOCOL_ERROR after a malformed frame).
+    async fn control(
+        &self,
+        ctl: &mut ControlReader,
+        send: &mut SendHalf,
+        tracker: &Tracker,
+        subs: &mut ConnSubs,
+    ) -> Code {
+        loop {
+            match ctl.next().await {
+                Ok(Some(ControlFrame::GoAway { opened })) => tracker.go_away(opened),
+                Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Code::NoError,
+                Ok(Some(ControlFrame::Subscribe(s))) => {
+                    let (code, reason) = match self.subscribe(subs, &s).await {
+                        Ok(()) => (Code::NoError, String::new()),
+                        Err(e) => e,
+                    };
+                    let mut out = Vec::new();
+                    ControlFrame::Answer {
+                        request: s.request,
+                        code,
+                        reason,
+                    }
+                    .encode(&mut out);
+                    if send.write(Bytes::from(out)).await.is_err() {
+                        return Code::NoError;
+                    }
+                }
+                Ok(Some(ControlFrame::Unsubscribe(s))) => {
+                    if let Some((hub, id)) = subs.subs.get(&s.path) {
+                        hub.unsubscribe(*id, &s.filter);
+                    }
+                    let mut out = Vec::new();
+                    ControlFrame::Answer {
+                        request: s.request,
+                        code: Code::NoError,
+                        reason: String::new(),
+                    }
+                    .encode(&mut out);
+                    if send.write(Bytes::from(out)).await.is_err() {
+                        return Code::NoError;
+                    }
+                }
+                Ok(Some(f)) => tracing::trace!(?f, "control frame"),
+                Err(Error::Protocol(_)) => return Code::ProtocolError,
+                Err(_) => return Code::NoError,
+            }
+        }
+    }
+
+    /// Installs one filter for this connection at the publisher on `s.path`.
+    async fn subscribe(&self, subs: &mut ConnSubs, s: &Subscription) -> Result<(), (Code, String)> {
+        let hub = match self.endpoints.publication(&s.path) {
+            Some(Ok(hub)) => hub,
+            Some(Err(kind)) => {
+                return Err((
+                    Code::Unsupported,
+                    format!("{:?} is {}, not a publisher", s.path, kind.name()),
+                ))
+            }
+            None => {
+                return Err((
+                    Code::UnknownEndpoint,
+                    format!("nothing is bound at {:?}", s.path),
+                ))
+            }
+        };
+        let Some(reverse) = subs.reverse.clone() else {
+            return Err((
+                Code::Unsupported,
+                "a subscriber over a local socket must park reverse connections \
+                 (it announced none in its HELLO)"
+                    .into(),
+            ));
+        };
+        if let Reverse::Parked(pool) = &reverse {
+            // Answer once its parked connections are here, so the first copy finds one.
+            if !pool.ready(self.ctx.limits.idle_timeout).await {
+                return Err((
+                    Code::Unsupported,
+                    "no parked reverse connection arrived".into(),
+                ));
+            }
+        }
+        let entry = subs
+            .subs
+            .entry(s.path.clone())
+            .or_insert_with(|| (hub.clone(), None));
+        if !Arc::ptr_eq(&entry.0, &hub) {
+            // The path was bound again by another publisher since: start over there.
+            if let Some(id) = entry.1 {
+                entry.0.remove(id);
+            }
+            *entry = (hub.clone(), None);
+        }
+        let conn = SubscriberConn {
+            reverse,
+            number: subs.number,
+            lanes: subs.lanes,
+        };
+        hub.subscribe(&mut entry.1, &conn, &s.filter)
+    }
+
+    /// A parked connection of a local-socket subscriber: `04 token`, then it waits in its
+    /// session's pool for a copy.
+    async fn park(&self, mut reader: StreamReader, send: SendHalf) {
+        let token = match reader.prefixed(control::MAX_SESSION_TOKEN).await {
+            Ok(t) => t,
+            Err(f) => {
+                let code = f.code();
+                return self
+                    .refuse(
+                        reader,
+                        None,
+                        StreamRefusal::new(code, "bad parked connection"),
+                    )
+                    .await;
+            }
+        };
+        let pool = self.sessions.lock().unwrap().get(&token).cloned();
+        let Some(pool) = pool else {
+            return self
+                .refuse(
+                    reader,
+                    None,
+                    StreamRefusal::new(Code::UnknownEndpoint, "no such session"),
+                )
+                .await;
+        };
+        let bound = self.ctx.limits.max_parked_reverse;
+        // `park` hands the connection over, or returns it when the pool is full.
+        if let Err((send, reader)) = pool.park(send, reader, bound) {
+            drop(send);
+            let full = StreamRefusal::new(Code::LimitExceeded, "parked pool full");
+            self.refuse(reader, None, full).await;
+        }
+    }
+
+    /// A local socket session: its control connection, alive until the peer goes.
+    async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
+        let Some(agreed) = self.handshake(&mut ctl, &mut send, None).await else {
+            return;
+        };
+        self.ctx
+            .stats
+            .connections_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        // A subscriber's session: where its parked connections are pooled.
+        let pool = agreed.session.map(|s| {
+            let pool = ParkedPool::new(s.parked);
+            self.sessions
+                .lock()
+                .unwrap()
+                .insert(s.token.clone(), pool.clone());
+            (s.token, pool)
+        });
+        let mut subs = ConnSubs {
+            reverse: pool.as_ref().map(|(_, p)| Reverse::Parked(p.clone())),
+            number: agreed.numbered,
+            // Copies over AF_UNIX travel on parked connections, one each: no lanes.
+            lanes: false,
+            subs: HashMap::new(),
+        };
+        // A local session's streams are OS connections of their own that outlive it, and
+        // the kernel already holds what they carried: GOAWAY ends the session at once.
+        let tracker = Tracker::for_local_session();
+        tokio::select! {
+            _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {}
+            _ = tracker.drained() => {}
+            _ = self.life.dead() => {}
+            _ = self.ctx.life.dead() => {}
+        }
+        if let Some((token, pool)) = pool {
+            self.sessions.lock().unwrap().remove(&token);
+            pool.close();
+        }
+        drop(subs);
+    }
+
+    /// An accepted QUIC or in-process connection: handshake, then its streams.
+    pub(crate) async fn connection(self, conn: Conn, life: Arc<Life>) {
+        self.ctx.track(&conn);
+        // The whole opening (first stream, its type byte, HELLO) is bounded like an idle
+        // connection: a dialler that opens nothing is not waited for forever.
+        let deadline = tokio::time::Instant::now() + self.ctx.limits.idle_timeout;
+        let opening = async {
+            let (send, recv) = conn.accept_bi().await?;
+            let mut reader = StreamReader::new(recv);
+            let ty = reader.byte().await.ok().map(StreamType::from_byte);
+            Some((send, reader, ty))
+        };
+        let Ok(Some((mut send, reader, ty))) = tokio::time::timeout_at(deadline, opening).await
+        else {
+            conn.close(Code::ProtocolError, "no control stream");
+            return;
+        };
+        if !matches!(ty, Some(Ok(StreamType::Control))) {
+            conn.close(
+                Code::ProtocolError,
+                "the first stream is not the control stream",
+            );
+            return;
+        }
+        let mut ctl = ControlReader::with_reader(reader);
+        let Some(agreed) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
+            return;
+        };
+        self.ctx
+            .stats
+            .connections_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        let peer = conn.peer();
+        tracing::debug!(?peer, "accepted");
+        let this = Self {
+            peer_max_header: agreed.peer_max_header,
+            ..self.clone()
+        };
+        let tracker = Tracker::new();
+        let mut subs = ConnSubs {
+            reverse: Some(Reverse::Conn(conn.clone())),
+            number: agreed.numbered,
+            lanes: agreed.lanes,
+            subs: HashMap::new(),
+        };
+        let accept = conn.accept_each(Accept::All, |mut raw| {
+            raw.live = Some(tracker.admit());
+            this.admit(raw);
+        });
+        tokio::select! {
+            _ = accept => {}
+            // The dialler's half of the control stream ended (or broke): so does the connection.
+            code = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {
+                conn.close(code, "control stream ended")
+            }
+            _ = tracker.drained() => conn.close(Code::NoError, "drained"),
+            _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
+            _ = self.ctx.life.dead() => {}
+        }
+        // The subscriptions end with the connection; keep the control stream's send half
+        // until then.
+        drop(subs);
+        drop(send);
+    }
+}

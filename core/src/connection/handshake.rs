@@ -1,0 +1,447 @@
+//! The HELLO handshake's decisions (PROTOCOL.md §3.2, §3.3), as functions over plain values:
+//! this side's HELLO, and what it and the peer's first control frame agree, or how the
+//! connection is refused. The I/O (dial.rs for the dialler, dispatch.rs for the listener)
+//! reads and writes the frames and does what these decide.
+
+use crate::config::RuntimeConfig;
+use crate::error::{Error, Result};
+use crate::wire::{lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session};
+
+/// This runtime's HELLO: it offers every level it implements and requires its configuration's
+/// (PROTOCOL.md §3.3); `session` is a local-socket subscriber's (§3.7).
+pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>) -> Hello {
+    Hello {
+        max_header_size: config.limits.max_header_size,
+        features: if config.lane_max_message > 0 {
+            lane_frame::FEATURE_LANES
+        } else {
+            0
+        },
+        offered: GuaranteeSet {
+            ordering: Ordering::Reassemble,
+            other: Vec::new(),
+        },
+        required: config.guarantees.clone(),
+        session: session.map(Session::encode),
+    }
+}
+
+/// Which side of the handshake this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The dialler: it sent its HELLO first and reads the listener's.
+    Dialling,
+    /// The listener: it reads the dialler's HELLO, then answers with its own or CLOSE.
+    Bound,
+}
+
+/// What two HELLOs agreed: the terms a connection runs under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Agreed {
+    /// The agreed guarantee set (PROTOCOL.md §3.3).
+    pub(crate) guarantees: GuaranteeSet,
+    /// Both sides offered message lanes (§4.1).
+    pub(crate) lanes: bool,
+    /// The largest DATA header the peer accepts (its MAX_HEADER_SIZE).
+    pub(crate) peer_max_header: u64,
+    /// Pub/Sub copies toward the peer are numbered: it requires PerProducer ordering and the
+    /// agreed set has it (§3.7). Numbering for a peer that did not ask would carry sequence
+    /// bytes for nothing.
+    pub(crate) numbered: bool,
+    /// The peer's local-socket subscriber session, when its HELLO announced one that parks
+    /// connections (§3.7); a malformed one is ignored.
+    pub(crate) session: Option<Session>,
+}
+
+/// A handshake that ends without a connection, and how it ends.
+#[derive(Debug)]
+pub(crate) struct HandshakeRefusal {
+    /// The code the connection is closed with.
+    pub(crate) code: Code,
+    /// The reason it is closed with.
+    pub(crate) reason: String,
+    /// Send CLOSE with the code and reason on the control stream first: the listener does
+    /// when the two HELLOs do not meet (§3.2), so a dialler learns why on every transport.
+    pub(crate) close_frame: bool,
+    /// What the dialling caller gets.
+    pub(crate) error: Error,
+}
+
+/// Decides a handshake from this side's HELLO and what it read of the peer's control stream
+/// first: `first` is the first frame, `Ok(None)` when the stream ended (or, on the bound
+/// side, the peer said nothing before the idle timeout), or the read's error (on the dialling
+/// side already replaced by the peer's close reason when it closed the connection). The terms
+/// agreed, or the refusal (PROTOCOL.md §3.2, §3.3).
+pub(crate) fn conclude(
+    side: Side,
+    ours: &Hello,
+    first: Result<Option<ControlFrame>>,
+) -> std::result::Result<Agreed, HandshakeRefusal> {
+    let negotiation_failed = |why: String| HandshakeRefusal {
+        code: Code::NegotiationFailed,
+        reason: why.clone(),
+        close_frame: side == Side::Bound,
+        error: Error::NegotiationFailed(why),
+    };
+    let expected_hello = |error: Error| HandshakeRefusal {
+        code: Code::ProtocolError,
+        reason: "expected HELLO".into(),
+        close_frame: false,
+        error,
+    };
+    let theirs = match (side, first) {
+        (_, Ok(Some(ControlFrame::Hello(theirs)))) => theirs,
+        // The listener refused this side's HELLO and said why.
+        (Side::Dialling, Ok(Some(ControlFrame::Close { code, reason }))) => {
+            return Err(HandshakeRefusal {
+                code: Code::NoError,
+                reason: String::new(),
+                close_frame: false,
+                error: code.into_error("", &reason),
+            })
+        }
+        (Side::Dialling, Ok(_)) => {
+            return Err(expected_hello(Error::Protocol(
+                "the peer's first control frame is not HELLO".into(),
+            )))
+        }
+        // Whatever the listener sent (a malformed frame, a version this side does not speak),
+        // the connection cannot be used: it is closed with what the read found.
+        (Side::Dialling, Err(e)) => {
+            let code = match &e {
+                Error::NegotiationFailed(_) => Code::NegotiationFailed,
+                Error::Protocol(_) => Code::ProtocolError,
+                _ => Code::NoError,
+            };
+            return Err(HandshakeRefusal {
+                code,
+                reason: "handshake failed".into(),
+                close_frame: false,
+                error: e,
+            });
+        }
+        // A HELLO of a version this side does not speak is a failed negotiation, told as one.
+        (Side::Bound, Err(Error::NegotiationFailed(why))) => return Err(negotiation_failed(why)),
+        (Side::Bound, _) => {
+            return Err(expected_hello(Error::Protocol(
+                "the dialler's first control frame is not HELLO".into(),
+            )))
+        }
+    };
+    let guarantees = ours.negotiate(&theirs).map_err(negotiation_failed)?;
+    Ok(Agreed {
+        lanes: ours.features & theirs.features & lane_frame::FEATURE_LANES != 0,
+        peer_max_header: theirs.max_header_size,
+        numbered: guarantees.ordering >= Ordering::Detect
+            && theirs.required.ordering >= Ordering::Detect,
+        session: theirs
+            .session
+            .as_deref()
+            .and_then(|v| Session::decode(v).ok())
+            .filter(|s| s.parked > 0),
+        guarantees,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::LossCause;
+    use bytes::Bytes;
+
+    fn hello(lanes: bool, required: Ordering) -> Hello {
+        let config = RuntimeConfig {
+            lane_max_message: if lanes { 1024 } else { 0 },
+            guarantees: GuaranteeSet {
+                ordering: required,
+                other: Vec::new(),
+            },
+            ..RuntimeConfig::default()
+        };
+        our_hello(&config, None)
+    }
+
+    fn session(parked: u64) -> Session {
+        Session {
+            parked,
+            token: Bytes::from_static(b"0123456789abcdef"),
+        }
+    }
+
+    /// HELLOs that meet, from either side: the agreed set, lanes when both offer them, the
+    /// peer's header bound, numbering when the peer requires ordering, and the peer's session.
+    #[test]
+    fn two_hellos_that_meet_agree_on_every_term() {
+        let plain = hello(true, Ordering::None);
+        let mut small = hello(false, Ordering::Detect);
+        small.max_header_size = 4096;
+        let mut with_session = hello(true, Ordering::None);
+        with_session.session = Some(session(3).encode());
+        let mut parks_none = hello(true, Ordering::None);
+        parks_none.session = Some(session(0).encode());
+        let mut bad_session = hello(true, Ordering::None);
+        bad_session.session = Some(Bytes::from_static(&[0xff]));
+        // (ours, theirs, lanes, peer_max_header, numbered, ordering agreed, parked)
+        type Row<'a> = (&'a Hello, &'a Hello, bool, u64, bool, Ordering, Option<u64>);
+        let rows: Vec<Row<'_>> = vec![
+            (
+                &plain,
+                &plain,
+                true,
+                16 * 1024,
+                false,
+                Ordering::Reassemble,
+                None,
+            ),
+            (
+                &plain,
+                &small,
+                false,
+                4096,
+                true,
+                Ordering::Reassemble,
+                None,
+            ),
+            (
+                &small,
+                &plain,
+                false,
+                16 * 1024,
+                false,
+                Ordering::Reassemble,
+                None,
+            ),
+            (
+                &plain,
+                &with_session,
+                true,
+                16 * 1024,
+                false,
+                Ordering::Reassemble,
+                Some(3),
+            ),
+            (
+                &plain,
+                &parks_none,
+                true,
+                16 * 1024,
+                false,
+                Ordering::Reassemble,
+                None,
+            ),
+            (
+                &plain,
+                &bad_session,
+                true,
+                16 * 1024,
+                false,
+                Ordering::Reassemble,
+                None,
+            ),
+        ];
+        for side in [Side::Dialling, Side::Bound] {
+            for (i, (ours, theirs, lanes, max, numbered, ordering, parked)) in
+                rows.iter().enumerate()
+            {
+                let first = Ok(Some(ControlFrame::Hello((*theirs).clone())));
+                let agreed = conclude(side, ours, first).unwrap_or_else(|r| panic!("{i}: {r:?}"));
+                assert_eq!(agreed.lanes, *lanes, "{side:?} {i}");
+                assert_eq!(agreed.peer_max_header, *max, "{side:?} {i}");
+                assert_eq!(agreed.numbered, *numbered, "{side:?} {i}");
+                assert_eq!(agreed.guarantees.ordering, *ordering, "{side:?} {i}");
+                assert_eq!(agreed.session.map(|s| s.parked), *parked, "{side:?} {i}");
+            }
+        }
+    }
+
+    /// Every way a handshake is refused, on each side: the code and reason the connection is
+    /// closed with, whether the listener tells the dialler with CLOSE, and the dialler's error.
+    #[test]
+    fn a_handshake_that_fails_says_how_on_each_side() {
+        let ours = hello(true, Ordering::None);
+        let mut offers_nothing = hello(true, Ordering::None);
+        offers_nothing.offered = GuaranteeSet::core();
+        let requires_detect = hello(true, Ordering::Detect);
+        let mut requires_unknown = hello(true, Ordering::None);
+        requires_unknown.required.other.push((0x05, 1));
+        requires_unknown.offered.other.push((0x05, 1));
+        use Side::*;
+        let neg = |s: &str| Error::NegotiationFailed(s.into());
+        // (side, ours, first frame, code, reason, CLOSE frame, the dialler's error)
+        type Row<'a> = (
+            Side,
+            &'a Hello,
+            Result<Option<ControlFrame>>,
+            Code,
+            &'a str,
+            bool,
+            &'a str,
+        );
+        let rows: Vec<Row<'_>> = vec![
+            // The HELLOs do not meet: this side requires more than the peer offers, or the
+            // peer requires what nobody reaches.
+            (
+                Dialling,
+                &requires_detect,
+                Ok(Some(ControlFrame::Hello(offers_nothing.clone()))),
+                Code::NegotiationFailed,
+                "this side requires",
+                false,
+                "negotiation failed: this side requires",
+            ),
+            (
+                Bound,
+                &ours,
+                Ok(Some(ControlFrame::Hello(requires_unknown.clone()))),
+                Code::NegotiationFailed,
+                "the peer requires",
+                true,
+                "negotiation failed: the peer requires",
+            ),
+            // A HELLO of a version this side does not speak.
+            (
+                Bound,
+                &ours,
+                Err(neg("unsupported HELLO version 1")),
+                Code::NegotiationFailed,
+                "unsupported HELLO version 1",
+                true,
+                "negotiation failed: unsupported HELLO",
+            ),
+            (
+                Dialling,
+                &ours,
+                Err(neg("unsupported HELLO version 1")),
+                Code::NegotiationFailed,
+                "handshake failed",
+                false,
+                "negotiation failed: unsupported HELLO",
+            ),
+            // The listener refused and said why with CLOSE.
+            (
+                Dialling,
+                &ours,
+                Ok(Some(ControlFrame::Close {
+                    code: Code::NegotiationFailed,
+                    reason: "no".into(),
+                })),
+                Code::NoError,
+                "",
+                false,
+                "negotiation failed: no",
+            ),
+            // Something else came first, or nothing.
+            (
+                Dialling,
+                &ours,
+                Ok(Some(ControlFrame::GoAway { opened: 0 })),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the peer's first control frame",
+            ),
+            (
+                Dialling,
+                &ours,
+                Ok(None),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the peer's first control frame",
+            ),
+            (
+                Bound,
+                &ours,
+                Ok(Some(ControlFrame::GoAway { opened: 0 })),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the dialler's first control frame",
+            ),
+            (
+                Bound,
+                &ours,
+                Ok(None),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the dialler's first control frame",
+            ),
+            (
+                Bound,
+                &ours,
+                Ok(Some(ControlFrame::Close {
+                    code: Code::NoError,
+                    reason: String::new(),
+                })),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the dialler's first control frame",
+            ),
+            // A malformed frame, or a read that failed.
+            (
+                Dialling,
+                &ours,
+                Err(Error::Protocol("control stream: truncated".into())),
+                Code::ProtocolError,
+                "handshake failed",
+                false,
+                "protocol error: control stream",
+            ),
+            (
+                Bound,
+                &ours,
+                Err(Error::Protocol("control stream: truncated".into())),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the dialler's",
+            ),
+            (
+                Dialling,
+                &ours,
+                Err(Error::ConnectionLost(LossCause::PeerClosed)),
+                Code::NoError,
+                "handshake failed",
+                false,
+                "connection lost: peer closed",
+            ),
+            (
+                Bound,
+                &ours,
+                Err(Error::ConnectionLost(LossCause::PeerClosed)),
+                Code::ProtocolError,
+                "expected HELLO",
+                false,
+                "protocol error: the dialler's",
+            ),
+        ];
+        for (i, (side, ours, first, code, reason, close_frame, error)) in
+            rows.into_iter().enumerate()
+        {
+            let r = match conclude(side, ours, first) {
+                Err(r) => r,
+                Ok(a) => panic!("{i}: agreed {a:?}"),
+            };
+            assert_eq!(r.code, code, "{i}");
+            assert!(r.reason.starts_with(reason), "{i}: {:?}", r.reason);
+            assert_eq!(r.close_frame, close_frame, "{i}");
+            assert!(r.error.to_string().starts_with(error), "{i}: {}", r.error);
+        }
+    }
+
+    /// This side's HELLO offers every ordering level, requires the configuration's, and offers
+    /// lanes when they are on (PROTOCOL.md §3.3's example bytes are `wire_props.rs`'s).
+    #[test]
+    fn our_hello_offers_everything_and_requires_the_configuration() {
+        let h = hello(true, Ordering::Detect);
+        assert_eq!(h.offered.ordering, Ordering::Reassemble);
+        assert_eq!(h.required.ordering, Ordering::Detect);
+        assert_eq!(h.features, lane_frame::FEATURE_LANES);
+        assert_eq!(hello(false, Ordering::None).features, 0);
+        let s = session(2);
+        let config = RuntimeConfig::default();
+        assert_eq!(our_hello(&config, Some(&s)).session, Some(s.encode()));
+    }
+}

@@ -1,0 +1,142 @@
+//! The reverse direction of Pub/Sub (PROTOCOL.md §3.7): how a publisher reaches a subscriber
+//! with a new stream (a stream the listener opens on the subscriber's connection, or over
+//! AF_UNIX a connection the subscriber parked in advance), and the publisher as the
+//! connection's control reader sees it.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use crate::transport::reader::StreamReader;
+use crate::transport::{Conn, SendHalf};
+use crate::wire::Code;
+
+/// A bound publisher as the connection layer sees it: where a connection's SUBSCRIBE and
+/// UNSUBSCRIBE go. The publisher's side of Pub/Sub (patterns/pubsub/hub.rs) implements it, so
+/// dispatch hands it a subscriber without knowing what a hub is.
+pub(crate) trait Publication: Send + Sync {
+    /// Adds `filter` for the subscriber `id` (made on its first filter), answering the code to
+    /// send back.
+    fn subscribe(
+        self: Arc<Self>,
+        id: &mut Option<u64>,
+        conn: &SubscriberConn,
+        filter: &str,
+    ) -> Result<(), (Code, String)>;
+    /// Removes one `filter` entry of subscriber `id`; removing one it does not hold is done.
+    fn unsubscribe(&self, id: Option<u64>, filter: &str);
+    /// The subscriber's connection ended.
+    fn remove(&self, id: u64);
+}
+
+/// Where a subscriber's copies go, as its connection handler knows it.
+pub(crate) struct SubscriberConn {
+    pub(crate) reverse: Reverse,
+    pub(crate) number: bool,
+    pub(crate) lanes: bool,
+}
+
+/// Connections a local-socket subscriber parked for its publisher to write copies on.
+pub(crate) struct ParkedPool {
+    conns: Mutex<VecDeque<(SendHalf, StreamReader)>>,
+    /// How many the subscriber said it parks in advance (its HELLO SESSION).
+    pub(crate) announced: u64,
+    arrived: AtomicU64,
+    notify: Notify,
+    dead: AtomicBool,
+}
+
+impl ParkedPool {
+    pub(crate) fn new(announced: u64) -> Arc<Self> {
+        Arc::new(Self {
+            conns: Mutex::new(VecDeque::new()),
+            announced,
+            arrived: AtomicU64::new(0),
+            notify: Notify::new(),
+            dead: AtomicBool::new(false),
+        })
+    }
+
+    /// Takes a parked connection, or hands it back when the pool is at its bound or the
+    /// session ended (the caller refuses it).
+    pub(crate) fn park(
+        &self,
+        send: SendHalf,
+        reader: StreamReader,
+        bound: usize,
+    ) -> Result<(), (SendHalf, StreamReader)> {
+        let mut c = self.conns.lock().unwrap();
+        if c.len() >= bound.max(1) || self.dead.load(Ordering::Acquire) {
+            return Err((send, reader));
+        }
+        c.push_back((send, reader));
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        drop(c);
+        self.notify.notify_waiters();
+        Ok(())
+    }
+
+    /// Waits until as many connections as the session announced have arrived (so a first
+    /// publish after SUBSCRIBE is answered finds them), at most `wait`.
+    pub(crate) async fn ready(&self, wait: std::time::Duration) -> bool {
+        let need = self.announced.max(1);
+        let fut = async {
+            loop {
+                let n = self.notify.notified();
+                tokio::pin!(n);
+                n.as_mut().enable();
+                if self.arrived.load(Ordering::Acquire) >= need {
+                    return;
+                }
+                n.await;
+            }
+        };
+        tokio::time::timeout(wait, fut).await.is_ok()
+    }
+
+    fn take(&self) -> Option<SendHalf> {
+        // Its reader (the subscriber's half, which carries nothing after the token) goes with
+        // the copy: dropping it would stop the subscriber's half, which is harmless, but the
+        // socket should close only once the copy is written, so it is dropped by the writer.
+        self.conns.lock().unwrap().pop_front().map(|(s, _r)| s)
+    }
+
+    pub(crate) fn close(&self) {
+        self.dead.store(true, Ordering::Release);
+        self.conns.lock().unwrap().clear();
+    }
+}
+
+/// How a publisher reaches one subscriber with a new stream.
+#[derive(Clone)]
+pub(crate) enum Reverse {
+    /// QUIC and in process: the listener opens a one-way stream on the subscriber's connection.
+    Conn(Conn),
+    /// AF_UNIX: a connection the subscriber parked in advance.
+    Parked(Arc<ParkedPool>),
+}
+
+/// Why [`Reverse::open`] gave no stream.
+pub(crate) enum OpenFail {
+    /// Over AF_UNIX: no parked connection is left.
+    PoolEmpty,
+    /// The subscriber's connection (or session) is gone.
+    Lost,
+}
+
+impl Reverse {
+    /// A new one-way stream toward the subscriber.
+    pub(crate) async fn open(&self) -> Result<SendHalf, OpenFail> {
+        match self {
+            Self::Conn(c) => c.open_uni().await.map_err(|_| OpenFail::Lost),
+            Self::Parked(p) => {
+                if p.dead.load(Ordering::Acquire) {
+                    return Err(OpenFail::Lost);
+                }
+                p.take().ok_or(OpenFail::PoolEmpty)
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The public counters: a snapshot of what the connection layer counts.
+
+use std::sync::atomic::Ordering;
+
+use crate::connection::context::Context;
+
+/// Counters a user can read without a metrics stack. Monotonic since the runtime started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counters {
+    /// Streams this runtime opened (transfers and exchanges).
+    pub streams_opened: u64,
+    /// Streams it accepted and dispatched to an endpoint.
+    pub streams_accepted: u64,
+    /// Streams it refused (unknown path, unsupported, bad header, ...).
+    pub streams_refused: u64,
+    /// Body bytes written.
+    pub bytes_sent: u64,
+    /// Body bytes read.
+    pub bytes_received: u64,
+    /// Connections dialled.
+    pub connections_dialled: u64,
+    /// Connections accepted.
+    pub connections_accepted: u64,
+    /// Receipts of finished transfers nobody awaited that resolved: delivered.
+    pub receipts_delivered: u64,
+    /// ... that resolved with a refusal or a loss.
+    pub receipts_failed: u64,
+    /// Pub/Sub copies queued for subscribers by this runtime's publishers.
+    pub copies_published: u64,
+    /// Messages written as frames on message lanes (each also counts in `bytes_sent`).
+    pub lane_messages_sent: u64,
+    /// Messages read from message lanes and handed to an endpoint.
+    pub lane_messages_received: u64,
+    /// Messages queued on a lane that ended before writing them (a refusal or a loss).
+    pub lane_messages_lost: u64,
+}
+
+impl Counters {
+    /// What `ctx` counted so far.
+    pub(crate) fn read(ctx: &Context) -> Self {
+        let s = &ctx.stats;
+        let r = &ctx.receipts;
+        Self {
+            streams_opened: s.streams_opened.load(Ordering::Relaxed),
+            streams_accepted: s.streams_accepted.load(Ordering::Relaxed),
+            streams_refused: s.streams_refused.load(Ordering::Relaxed),
+            bytes_sent: s.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: s.bytes_received.load(Ordering::Relaxed),
+            connections_dialled: s.connections_dialled.load(Ordering::Relaxed),
+            connections_accepted: s.connections_accepted.load(Ordering::Relaxed),
+            receipts_delivered: r.delivered(),
+            receipts_failed: r.failed(),
+            copies_published: s.copies_published.load(Ordering::Relaxed),
+            lane_messages_sent: s.lane_messages_sent.load(Ordering::Relaxed),
+            lane_messages_received: s.lane_messages_received.load(Ordering::Relaxed),
+            lane_messages_lost: s.lane_messages_lost.load(Ordering::Relaxed),
+        }
+    }
+}

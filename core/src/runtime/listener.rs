@@ -1,0 +1,261 @@
+//! A listener: a bound address, its accept loop (QUIC, in process or AF_UNIX), and the
+//! endpoints bound on it by path. Each pattern's factory (`Listener::puller`, ...) is in the
+//! pattern's own file, so this layer knows no pattern.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use super::inbox::Inbox;
+use super::queue;
+use super::routes::{RouteGuard, RouteTable};
+use crate::address::{Address, Target};
+use crate::connection::admission::RouteKind;
+use crate::connection::context::Context;
+use crate::connection::dial::pipe_unsupported;
+use crate::connection::dispatch::{Dispatch, Queued};
+use crate::connection::reverse::Publication;
+use crate::error::{AddressPart, Error, LossCause, Result};
+use crate::security::trust::ServerTls;
+use crate::transport::{inproc, quic, unix, Conn, Life};
+use crate::wire::Code;
+
+/// A bound address: endpoints are registered on it by path.
+///
+/// ```no_run
+/// # async fn f() -> weida::Result<()> {
+/// let rt = weida::Runtime::new(Default::default())?;
+/// let listener = rt.bind("weida://127.0.0.1:0").await?;
+/// let replier = listener.replier("/echo")?;
+/// println!("dial {}", replier.address()); // weida://sha256:…@127.0.0.1:port/echo
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Listener {
+    inner: Arc<ListenerInner>,
+}
+
+pub(crate) struct ListenerInner {
+    ctx: Arc<Context>,
+    address: Address,
+    routes: Arc<RouteTable>,
+    life: Arc<Life>,
+    quic: Option<quic::Server>,
+}
+
+impl Drop for ListenerInner {
+    fn drop(&mut self) {
+        self.life.kill(LossCause::LocallyClosed);
+        if let Some(ep) = &self.quic {
+            ep.close(Code::GoingAway, b"listener dropped");
+        }
+    }
+}
+
+/// Every listener of a runtime, by its life and its routes: at shutdown the lives are killed
+/// (local socket streams watch theirs) and the routes dropped (which ends every endpoint's
+/// queue).
+#[derive(Default)]
+pub(crate) struct Listeners(Mutex<Vec<(Weak<Life>, Weak<RouteTable>)>>);
+
+impl Listeners {
+    fn add(&self, life: &Arc<Life>, routes: &Arc<RouteTable>) {
+        let entry = (Arc::downgrade(life), Arc::downgrade(routes));
+        self.0.lock().unwrap().push(entry);
+    }
+
+    /// Ends every listener (shutdown).
+    pub(crate) fn close(&self) {
+        for (l, r) in self.0.lock().unwrap().drain(..) {
+            if let Some(l) = l.upgrade() {
+                l.kill(LossCause::LocallyClosed);
+            }
+            if let Some(r) = r.upgrade() {
+                r.clear();
+            }
+        }
+    }
+}
+
+/// Binds `address` (no path) with `tls` and starts its accept loop.
+pub(crate) async fn bind(
+    ctx: &Arc<Context>,
+    listeners: &Listeners,
+    address: &str,
+    tls: ServerTls,
+) -> Result<Listener> {
+    ctx.check_open()?;
+    let addr = Address::parse(address)?;
+    if addr.path().is_some() {
+        return Err(Error::InvalidAddress {
+            part: AddressPart::Path,
+            reason: format!(
+                "bind {:?} without a path; endpoints are bound by path on the listener",
+                address
+            ),
+        });
+    }
+    let life = Life::new();
+    let routes: Arc<RouteTable> = Arc::default();
+    listeners.add(&life, &routes);
+    let dispatch = Dispatch::new(ctx.clone(), routes.clone(), life.clone());
+    let limits = ctx.limits.clone();
+    let (bound_address, quic_ep) = match addr.target() {
+        Target::Quic { host, port } => {
+            let at = quic::resolve(host, *port).await?;
+            let server = quic::server_endpoint(at, &tls, &limits, ctx.config.udp_buffer)?;
+            let local = server.local_addr()?;
+            let bound = Address::parse(&format!(
+                "weida://{}@{}",
+                tls.identity().fingerprint(),
+                match local {
+                    std::net::SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
+                    v4 => v4.to_string(),
+                }
+            ))?;
+            let ep = server.clone();
+            let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
+            tokio::spawn(async move {
+                loop {
+                    let incoming = tokio::select! {
+                        i = server.next() => i,
+                        _ = life2.dead() => break,
+                        _ = rt_life.dead() => break,
+                    };
+                    let Some(incoming) = incoming else { break };
+                    let (d, life, server) = (d.clone(), life2.clone(), server.clone());
+                    tokio::spawn(async move {
+                        match server.accept(incoming).await {
+                            Ok((c, remote)) => {
+                                let span = tracing::debug_span!("connection", %remote);
+                                d.connection(c, life).instrument(span).await
+                            }
+                            Err(e) => tracing::debug!(error = %e, "handshake failed"),
+                        }
+                    });
+                }
+            });
+            (bound, Some(ep))
+        }
+        Target::Inproc(name) => {
+            let lives = [life.clone(), ctx.life.clone()];
+            let mut bound = inproc::bind(name, &limits, lives)?;
+            let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
+            tokio::spawn(async move {
+                loop {
+                    let c = tokio::select! {
+                        c = bound.accept() => c,
+                        _ = life2.dead() => break,
+                        _ = rt_life.dead() => break,
+                    };
+                    let Some(c) = c else { break };
+                    let span = tracing::debug_span!("connection", transport = "inproc");
+                    tokio::spawn(
+                        d.clone()
+                            .connection(Conn::Inproc(c), life2.clone())
+                            .instrument(span),
+                    );
+                }
+            });
+            (addr.clone(), None)
+        }
+        Target::Unix(t) => {
+            let lives = [life.clone(), ctx.life.clone()];
+            let bound = unix::bind(t, &limits, lives)?;
+            let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
+            tokio::spawn(async move {
+                loop {
+                    let raw = tokio::select! {
+                        r = bound.accept(life2.clone()) => r,
+                        _ = life2.dead() => break,
+                        _ = rt_life.dead() => break,
+                    };
+                    match raw {
+                        Ok(raw) => {
+                            tokio::spawn(d.clone().stream(raw));
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "local socket accept failed");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+            });
+            (addr.clone(), None)
+        }
+        Target::Pipe(_) => return Err(pipe_unsupported()),
+        #[allow(unreachable_patterns)]
+        _ => return Err(Error::Unsupported(format!("transport of {addr}"))),
+    };
+    tracing::debug!(address = %bound_address, "bound");
+    Ok(Listener {
+        inner: Arc::new(ListenerInner {
+            ctx: ctx.clone(),
+            address: bound_address,
+            routes,
+            life,
+            quic: quic_ep,
+        }),
+    })
+}
+
+impl Listener {
+    /// The bound address, with the real port and, over QUIC, the pin of the key it presents.
+    pub fn address(&self) -> &Address {
+        &self.inner.address
+    }
+
+    /// What the listener's endpoints share with its runtime's connections.
+    pub(crate) fn context(&self) -> &Arc<Context> {
+        &self.inner.ctx
+    }
+
+    /// Binds `path` to an endpoint of `kind`: its queue `tx`, or for a publisher its
+    /// `publication`.
+    pub(crate) fn route(
+        &self,
+        path: &str,
+        kind: RouteKind,
+        tx: Option<queue::Sender<Queued>>,
+        publication: Option<Arc<dyn Publication>>,
+    ) -> Result<RouteGuard> {
+        crate::address::validate_path(path)?;
+        static NEXT_ROUTE: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ROUTE.fetch_add(1, Ordering::Relaxed);
+        if !self.inner.routes.insert(path, kind, tx, publication, id) {
+            return Err(Error::InvalidConfig(format!(
+                "path {path:?} is already bound on {}",
+                self.inner.address
+            )));
+        }
+        let routes = self.inner.routes.clone();
+        Ok(RouteGuard::new(routes, path, id, self.inner.clone()))
+    }
+
+    /// Binds `path` to an endpoint of `kind` that takes streams: its receiving side.
+    pub(crate) fn register(&self, path: &str, kind: RouteKind) -> Result<Inbox> {
+        let address = self.inner.address.with_path(path)?;
+        let (tx, rx) = queue::channel(self.inner.ctx.limits.endpoint_queue);
+        let route = self.route(path, kind, Some(tx), None)?;
+        Ok(Inbox::new(rx, route, self.inner.ctx.clone(), address))
+    }
+
+    /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.
+    pub fn close(&self) {
+        self.inner.life.kill(LossCause::LocallyClosed);
+        self.inner.routes.clear();
+        if let Some(ep) = &self.inner.quic {
+            ep.close(Code::GoingAway, b"listener closed");
+        }
+    }
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("address", &self.inner.address)
+            .finish()
+    }
+}

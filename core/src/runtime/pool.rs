@@ -1,0 +1,101 @@
+//! The pool of dialled connections: one per dialled address (path included), shared by the
+//! endpoints of one runtime that dial it, held until the last of them lets go (ARCHITECTURE.md
+//! §4).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tracing::Instrument;
+
+use crate::address::Address;
+use crate::connection::context::Context;
+use crate::connection::dial::{subscriber_session, Dialler};
+use crate::connection::link::Link;
+use crate::error::Result;
+
+/// The dialled connections of one runtime, and what dialling them needs.
+pub(crate) struct Pool {
+    pub(crate) ctx: Arc<Context>,
+    dialler: Dialler,
+    // Strong: a finished transfer needs no local handle, only its connection, and the pool is
+    // what keeps it (PATTERNS §1.1). Connections end with drain/shutdown or the peer.
+    links: Mutex<HashMap<String, Arc<Link>>>,
+    /// The runtime the connections run on, for work started from a drop.
+    runtime: OnceLock<tokio::runtime::Handle>,
+}
+
+impl Pool {
+    pub(crate) fn new(ctx: Arc<Context>) -> Self {
+        Self {
+            dialler: Dialler::new(&ctx.config),
+            ctx,
+            links: Mutex::new(HashMap::new()),
+            runtime: OnceLock::new(),
+        }
+    }
+
+    /// An endpoint let go of `link`. When no other endpoint holds it, it leaves the pool and
+    /// goes away gracefully: GOAWAY, and the listener closes once it has taken every stream,
+    /// so what was finished on it still arrives (PATTERNS §1.1).
+    pub(crate) fn release(&self, address: &Address, link: Arc<Link>) {
+        let mut pool = self.links.lock().unwrap();
+        let key = address.to_string();
+        // Held by the pool and by `link` only: nobody else sends on it.
+        if Arc::strong_count(&link) == 2 && pool.get(&key).is_some_and(|l| Arc::ptr_eq(l, &link)) {
+            pool.remove(&key);
+            drop(pool);
+            if let Some(rt) = self.runtime.get() {
+                let wait = self.ctx.limits.idle_timeout;
+                rt.spawn(async move {
+                    link.close_lane().await;
+                    link.go_away().await;
+                    // Keep the connection (and its control stream) until the listener closes
+                    // it: dropping the last handle would close it under unread streams.
+                    let _ = tokio::time::timeout(wait, link.conn.closed()).await;
+                });
+            }
+        }
+    }
+
+    /// The live connection for `address` (one per dialled path), dialling it if needed.
+    pub(crate) async fn link(&self, address: &Address) -> Result<Arc<Link>> {
+        self.ctx.check_open()?;
+        let _ = self.runtime.set(tokio::runtime::Handle::current());
+        let path: Arc<str> = address.endpoint_path()?.into();
+        let key = address.to_string();
+        if let Some(l) = self.links.lock().unwrap().get(&key).cloned() {
+            if l.conn.loss().is_none() {
+                return Ok(l);
+            }
+        }
+        let span = tracing::debug_span!("dial", %address);
+        let dial = self.dialler.dial(&self.ctx, address, path, None);
+        let link = dial.instrument(span).await?;
+        self.links.lock().unwrap().insert(key, link.clone());
+        Ok(link)
+    }
+
+    /// A connection of its own for a subscriber (never pooled: a subscriber is what its
+    /// publisher counts and bounds). Over AF_UNIX it announces the reverse connections it
+    /// parks (PROTOCOL.md §3.7).
+    pub(crate) async fn dial_subscriber(&self, address: &Address) -> Result<Arc<Link>> {
+        self.ctx.check_open()?;
+        let _ = self.runtime.set(tokio::runtime::Handle::current());
+        let path: Arc<str> = address.endpoint_path()?.into();
+        let session = subscriber_session(&self.ctx.limits, address);
+        let span = tracing::debug_span!("dial", %address, subscriber = true);
+        let dial = self.dialler.dial(&self.ctx, address, path, session);
+        dial.instrument(span).await
+    }
+
+    /// Every pooled link, for a drain.
+    pub(crate) fn links(&self) -> Vec<Arc<Link>> {
+        self.links.lock().unwrap().values().cloned().collect()
+    }
+
+    /// Empties the pool and closes the dialling QUIC endpoint (shutdown).
+    pub(crate) fn close(&self) {
+        self.links.lock().unwrap().clear();
+        self.dialler.close();
+    }
+}
