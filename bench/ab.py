@@ -78,7 +78,11 @@ def measure(tree: Path, row: tuple, secs: float, warmup: float) -> dict:
     cmd = argv(tree, row, secs, warmup)
     try:
         p = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=warmup + 4 * secs + 60, cwd=cmd_dir(tree, row)
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=warmup + 4 * secs + 60,
+            cwd=cmd_dir(tree, row),
         )
     except subprocess.TimeoutExpired:
         return {"error": "timed out", "cmd": shlex.join(cmd)}
@@ -121,14 +125,14 @@ def main() -> int:
                 v = figure(r, row[2])
                 shown = r.get("error") if v is None else f"{v:,.1f}"
                 print(f"rep {rep + 1} {side} {row[0]}: {shown}", file=sys.stderr, flush=True)
-    print(f"\n| row | A median | B median | B/A median (min-max), higher is better |")
+    print("\n| row | A median | B median | B/A median (min-max), higher is better |")
     print("| --- | ---: | ---: | ---: |")
     worst = None
     for row in rows:
         label, pattern = row[0], row[2]
         av = [figure(r, pattern) for r in results[label]["A"]]
         bv = [figure(r, pattern) for r in results[label]["B"]]
-        pairs = [(x, y) for x, y in zip(av, bv) if x is not None and y is not None]
+        pairs = [(x, y) for x, y in zip(av, bv, strict=True) if x is not None and y is not None]
         if not pairs:
             print(f"| {label} | failed | failed | |")
             continue
@@ -145,8 +149,10 @@ def main() -> int:
             f"| {label} | {am:,.1f}{unit} | {bm:,.1f}{unit} | "
             f"{med:.3f} ({min(ratios):.3f}-{max(ratios):.3f}) |"
         )
-    print(f"\n# {a.reps} repetitions, {a.secs} s windows, {time.time() - began:.0f} s in all; "
-          f"load at end {os.getloadavg()[0]:.2f}; lowest median ratio {worst}")
+    print(
+        f"\n# {a.reps} repetitions, {a.secs} s windows, {time.time() - began:.0f} s in all; "
+        f"load at end {os.getloadavg()[0]:.2f}; lowest median ratio {worst}"
+    )
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
     return 0
