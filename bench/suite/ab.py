@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B of weida against itself: the same rows from two checkouts, alternated in one sitting.
 
-    python3 bench/ab.py --a /path/to/before --b /path/to/after [--reps 5] [--secs 1.5]
+    python3 bench/suite/ab.py --a /path/to/before --b /path/to/after [--reps 5] [--secs 1.5]
 
 Each checkout must be built as the suite builds it: `target/release/weida-bench`
 (`cargo build --release -p weida-bench`), the Python wheel installed in `target/py-venv`
@@ -79,6 +79,7 @@ def measure(tree: Path, row: tuple, secs: float, warmup: float) -> dict:
     try:
         p = subprocess.run(
             cmd,
+            check=False,
             capture_output=True,
             text=True,
             timeout=warmup + 4 * secs + 60,
