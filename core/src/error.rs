@@ -25,6 +25,29 @@ pub enum LossCause {
     TransportError(String),
 }
 
+impl LossCause {
+    /// Every name [`LossCause::name`] gives, in declaration order: the bindings' vocabulary
+    /// (a new cause gets its name here, so no binding has an "unknown" name of its own).
+    pub const NAMES: [&'static str; 5] = [
+        "idle_timeout",
+        "peer_closed",
+        "locally_closed",
+        "reset",
+        "transport_error",
+    ];
+
+    /// The cause's stable name, as the bindings and the conformance suite spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LossCause::IdleTimeout => "idle_timeout",
+            LossCause::PeerClosed => "peer_closed",
+            LossCause::LocallyClosed => "locally_closed",
+            LossCause::Reset => "reset",
+            LossCause::TransportError(_) => "transport_error",
+        }
+    }
+}
+
 impl fmt::Display for LossCause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -57,6 +80,21 @@ pub enum AddressPart {
     Path,
 }
 
+impl AddressPart {
+    /// The part's stable name (`scheme`, `pin`, `host`, `port`, `socket_path`, `name`, `path`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AddressPart::Scheme => "scheme",
+            AddressPart::Pin => "pin",
+            AddressPart::Host => "host",
+            AddressPart::Port => "port",
+            AddressPart::SocketPath => "socket_path",
+            AddressPart::Name => "name",
+            AddressPart::Path => "path",
+        }
+    }
+}
+
 impl fmt::Display for AddressPart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -87,6 +125,21 @@ pub enum Limit {
     Queue,
     /// `Limits::max_filters` (filters of one subscriber on one publisher).
     Filters,
+}
+
+impl Limit {
+    /// The bound's stable name: the `Limits` field it is (`max_header_size`,
+    /// `max_collected_body`, `max_filters`) or what it is (`remote`, `byte_budget`, `queue`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::HeaderSize => "max_header_size",
+            Limit::CollectedBody => "max_collected_body",
+            Limit::Remote => "remote",
+            Limit::ByteBudget => "byte_budget",
+            Limit::Queue => "queue",
+            Limit::Filters => "max_filters",
+        }
+    }
 }
 
 impl fmt::Display for Limit {
@@ -165,6 +218,17 @@ impl ErrorCode {
             ErrorCode::Closed => "CLOSED",
             ErrorCode::Io => "IO",
         }
+    }
+
+    /// The code `name` spells (as [`ErrorCode::as_str`] does), if it is one.
+    ///
+    /// ```
+    /// use weida::ErrorCode;
+    /// assert_eq!(ErrorCode::from_name("CLOSED"), Some(ErrorCode::Closed));
+    /// assert_eq!(ErrorCode::from_name("closed"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|c| c.as_str() == name)
     }
 
     /// Every code, for bindings that build one class per code.
@@ -286,7 +350,76 @@ fn expected_note(expected: &Option<Fingerprint>) -> String {
     }
 }
 
+/// The value of one structured field of an [`Error`] ([`Error::fields`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FieldValue {
+    /// A text, or a name from a fixed set (a loss cause, a limit, an address part).
+    Text(String),
+    /// A number (an OS error number).
+    Int(i64),
+    /// Known to be absent (no pin was named, the OS gave no number).
+    Null,
+}
+
 impl Error {
+    /// The structured fields this error keeps, as data, so a binding builds its error from
+    /// them with no match of its own: `loss_cause` (ConnectionLost, Indeterminate);
+    /// `fingerprint` and `expected` (Untrusted); `path` (UnknownEndpoint); `limit` and
+    /// `detail` (LimitExceeded); `part` and `reason` (InvalidAddress); `reason` (Rejected,
+    /// Unsupported); `what`, `text` and `reason` (InvalidFilter); `errno` (Io). Names are
+    /// snake_case; enumerated values are the names of [`LossCause::name`], [`Limit::name`]
+    /// and [`AddressPart::name`].
+    ///
+    /// ```
+    /// use weida::{Error, FieldValue, LossCause};
+    /// let e = Error::ConnectionLost(LossCause::IdleTimeout);
+    /// assert_eq!(e.fields(), [("loss_cause", FieldValue::Text("idle_timeout".into()))]);
+    /// ```
+    pub fn fields(&self) -> Vec<(&'static str, FieldValue)> {
+        let text = |s: &str| FieldValue::Text(s.to_string());
+        match self {
+            Error::ConnectionLost(c) | Error::Indeterminate(c) => {
+                vec![("loss_cause", text(c.name()))]
+            }
+            Error::Untrusted {
+                fingerprint,
+                expected,
+            } => vec![
+                ("fingerprint", FieldValue::Text(fingerprint.to_string())),
+                (
+                    "expected",
+                    expected.map_or(FieldValue::Null, |f| FieldValue::Text(f.to_string())),
+                ),
+            ],
+            Error::UnknownEndpoint { path } => vec![("path", text(path))],
+            Error::LimitExceeded { limit, detail } => {
+                vec![("limit", text(limit.name())), ("detail", text(detail))]
+            }
+            Error::InvalidAddress { part, reason } => {
+                vec![("part", text(part.name())), ("reason", text(reason))]
+            }
+            Error::Rejected(r) | Error::Unsupported(r) => vec![("reason", text(r))],
+            Error::InvalidFilter(f) => vec![
+                ("what", text(f.what)),
+                ("text", text(&f.text)),
+                ("reason", text(&f.reason)),
+            ],
+            Error::Io(e) => vec![(
+                "errno",
+                e.raw_os_error()
+                    .map_or(FieldValue::Null, |n| FieldValue::Int(n.into())),
+            )],
+            Error::NotConnected
+            | Error::Canceled
+            | Error::Timeout
+            | Error::NegotiationFailed(_)
+            | Error::Protocol(_)
+            | Error::InvalidConfig(_)
+            | Error::Closed => Vec::new(),
+        }
+    }
+
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -334,3 +467,61 @@ impl Error {
 
 /// `Result` with weida's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_loss_cause_has_a_listed_name() {
+        let all = [
+            LossCause::IdleTimeout,
+            LossCause::PeerClosed,
+            LossCause::LocallyClosed,
+            LossCause::Reset,
+            LossCause::TransportError("x".into()),
+        ];
+        let names: Vec<_> = all.iter().map(LossCause::name).collect();
+        assert_eq!(names, LossCause::NAMES);
+    }
+
+    #[test]
+    fn every_code_is_found_by_its_name() {
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_name(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::from_name("ERR_WEIDA_CLOSED"), None);
+    }
+
+    #[test]
+    fn fields_name_what_each_error_keeps() {
+        let f = |e: Error| {
+            e.fields()
+                .into_iter()
+                .map(|(n, v)| match v {
+                    FieldValue::Text(t) => format!("{n}={t}"),
+                    FieldValue::Int(i) => format!("{n}={i}"),
+                    FieldValue::Null => format!("{n}=null"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            f(Error::Indeterminate(LossCause::Reset)),
+            ["loss_cause=reset"]
+        );
+        assert_eq!(
+            f(Error::limit(Limit::Filters, "one more")),
+            ["limit=max_filters", "detail=one more"]
+        );
+        assert_eq!(
+            f(Error::InvalidAddress {
+                part: AddressPart::SocketPath,
+                reason: "empty".into()
+            }),
+            ["part=socket_path", "reason=empty"]
+        );
+        assert_eq!(f(Error::Io(io::Error::from_raw_os_error(2))), ["errno=2"]);
+        assert_eq!(f(Error::Io(io::Error::other("x"))), ["errno=null"]);
+        assert!(f(Error::Closed).is_empty());
+    }
+}

@@ -44,7 +44,7 @@ pub mod wire;
 
 pub use address::Address;
 pub use config::{Limits, RuntimeConfig};
-pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
+pub use error::{AddressPart, Error, ErrorCode, FieldValue, Limit, LossCause, Result};
 pub use fingerprint::Fingerprint;
 pub use identity::{fingerprint_of_certificate, Identity};
 pub use patterns::{
