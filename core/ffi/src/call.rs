@@ -8,19 +8,20 @@
 //! - the ready budget: after [`READY_STREAK`] operations in a row finished at once, the next
 //!   one takes the waiting path, which yields to the foreign event loop, so a stream of ready
 //!   messages cannot starve its other tasks;
-//! - [`Call::spawn`]: the rest of the future runs on the I/O thread;
+//! - [`Call::on_io_thread`]: the rest of the future runs on the I/O thread;
 //! - cancellation: [`Cancel::cancel`] (the foreign side cancelled) drops the core future,
-//!   which cancels the operation in the core;
+//!   which cancels the operation in the core, and runs the call's cancel action at once
+//!   ([`Call::cancelling`]: a write cancels its transfer);
 //! - the orphan hand-back: a value that reaches the foreign thread after its caller cancelled
 //!   goes to the call's orphan action ([`Call::keeping`]: a received message back to its
-//!   endpoint, a completed write's transfer cancelled) instead of being lost.
+//!   endpoint) instead of being lost.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use futures_util::task::AtomicWaker;
@@ -71,7 +72,12 @@ pub struct Cancel(Arc<CancelState>);
 struct CancelState {
     cancelled: AtomicBool,
     waker: AtomicWaker,
+    /// The call's cancel action, run by the first `cancel()`.
+    action: Mutex<Option<Action>>,
 }
+
+/// What cancelling a call does at once, on the canceller's thread.
+type Action = Box<dyn FnOnce() + Send>;
 
 impl Cancel {
     /// A cancellation not yet fired.
@@ -79,11 +85,33 @@ impl Cancel {
         Cancel::default()
     }
 
-    /// Fires it: the call's core future is dropped (on the I/O thread), which cancels the
-    /// operation, and a value it produced meanwhile goes to its orphan action.
+    /// Fires it: the call's cancel action runs now, here; its core future is dropped (on the
+    /// I/O thread), which cancels the operation; a value it produced meanwhile goes to its
+    /// orphan action.
     pub fn cancel(&self) {
-        self.0.cancelled.store(true, Ordering::Release);
+        if self.0.cancelled.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.0.waker.wake();
+        let action = self.lock_action().take();
+        if let Some(a) = action {
+            io::on_io(a);
+        }
+    }
+
+    fn lock_action(&self) -> std::sync::MutexGuard<'_, Option<Action>> {
+        self.0.action.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `action` what cancelling does at once (run now if it already fired).
+    fn set_action(&self, action: Action) {
+        let mut slot = self.lock_action();
+        if self.is_cancelled() {
+            drop(slot);
+            io::on_io(action);
+        } else {
+            *slot = Some(action);
+        }
     }
 
     /// Whether it fired.
@@ -113,10 +141,11 @@ pub type Orphan<T> = Box<dyn FnOnce(T) + Send>;
 type Running<T> = Pin<Box<dyn Future<Output = Result<T, Fail>> + Send>>;
 
 /// A core operation run for a foreign caller: polled once here ([`Call::poll_now`]), then, if
-/// it must wait, moved to the I/O thread ([`Call::spawn`]).
+/// it must wait, moved to the I/O thread ([`Call::on_io_thread`]).
 pub struct Call<T> {
     fut: Running<T>,
     orphan: Option<Orphan<T>>,
+    on_cancel: Option<Action>,
 }
 
 impl<T: Send + 'static> Call<T> {
@@ -129,7 +158,16 @@ impl<T: Send + 'static> Call<T> {
                     .map(|r| r.unwrap_or(Err(Fail::Panic))),
             ),
             orphan: None,
+            on_cancel: None,
         }
+    }
+
+    /// Runs `action` at once when the caller cancels, on its thread: whatever the I/O thread
+    /// is doing with the call, its effect is known when `cancel` returns (a write cancels its
+    /// transfer, even one whose write completed as it was cancelled).
+    pub fn cancelling(mut self, action: impl FnOnce() + Send + 'static) -> Call<T> {
+        self.on_cancel = Some(Box::new(action));
+        self
     }
 
     /// Hands a value that arrives after its caller cancelled to `orphan`.
@@ -139,7 +177,7 @@ impl<T: Send + 'static> Call<T> {
     }
 
     /// Polls the future once, here, inside the I/O runtime's context, unless this thread's
-    /// ready streak is spent: its outcome if it finished. None: it must wait ([`Call::spawn`]).
+    /// ready streak is spent: its outcome if it finished. None: it must wait ([`Call::on_io_thread`]).
     pub fn poll_now(&mut self) -> Option<Result<T, Fail>> {
         if !ready_turn() {
             return None;
@@ -163,12 +201,19 @@ impl<T: Send + 'static> Call<T> {
     /// task polls again and registers its own), then hands the [`Completion`] to `deliver`,
     /// there, which moves it to the foreign thread. `cancel` firing first drops the future.
     /// `deliver` is called once whatever happens, so a foreign promise is always settled.
-    pub fn spawn(
+    pub fn on_io_thread(
         self,
         cancel: Option<Cancel>,
         deliver: impl FnOnce(Completion<T>) + Send + 'static,
     ) {
-        let Call { fut, orphan } = self;
+        let Call {
+            fut,
+            orphan,
+            on_cancel,
+        } = self;
+        if let (Some(c), Some(a)) = (&cancel, on_cancel) {
+            c.set_action(a);
+        }
         io::io().spawn(async move {
             let out = match &cancel {
                 None => Some(fut.await),
@@ -251,7 +296,7 @@ mod tests {
         let mut c = Call::new(async { Ok::<_, Fail>(8) });
         assert!(c.poll_now().is_none(), "the streak is spent");
         let (tx, rx) = mpsc::channel();
-        c.spawn(None, move |done| tx.send(done.settle(false).ok()).unwrap());
+        c.on_io_thread(None, move |done| tx.send(done.settle(false).ok()).unwrap());
         assert_eq!(wait(&rx), Some(8));
         let mut c = Call::new(async { Ok::<_, Fail>(9) });
         assert!(c.poll_now().is_some(), "and restarts");
@@ -263,7 +308,7 @@ mod tests {
         let mut c = Call::new(async move { gate.await.map_err(|_| Fail::Aborted) });
         assert!(c.poll_now().is_none());
         let (tx, rx) = mpsc::channel();
-        c.spawn(Some(Cancel::new()), move |done| {
+        c.on_io_thread(Some(Cancel::new()), move |done| {
             let on = std::thread::current().name().map(str::to_string);
             tx.send((done.settle(false).ok(), on)).unwrap();
         });
@@ -287,7 +332,7 @@ mod tests {
         });
         let cancel = Cancel::new();
         let (tx, rx) = mpsc::channel();
-        c.spawn(Some(cancel.clone()), move |done| {
+        c.on_io_thread(Some(cancel.clone()), move |done| {
             tx.send(matches!(done.settle(false), Err(Fail::Aborted)))
                 .unwrap()
         });
@@ -303,7 +348,7 @@ mod tests {
         let c = Call::new(async { Ok::<_, Fail>("message") })
             .keeping(move |m| back_tx.send(m).unwrap());
         let (tx, rx) = mpsc::channel();
-        c.spawn(None, move |done| tx.send(done).ok().unwrap());
+        c.on_io_thread(None, move |done| tx.send(done).ok().unwrap());
         let done = wait(&rx);
         // The caller cancelled after the value was produced, before it reached its thread.
         assert!(matches!(done.settle(true), Err(Fail::Aborted)));

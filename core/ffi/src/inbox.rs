@@ -73,6 +73,8 @@ struct State<W> {
     waiting: VecDeque<(u64, usize, W)>,
     /// The one fetch running, until its completion is handled here.
     fetching: Option<Cancel>,
+    /// The ticket of the receive the running fetch was started for (the first waiting).
+    fetch_for: u64,
     /// A job is posted to serve from `held` (a receive yielded to the event loop).
     serving: bool,
     next: u64,
@@ -114,6 +116,7 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
                 held: VecDeque::new(),
                 waiting: VecDeque::new(),
                 fetching: None,
+                fetch_for: 0,
                 serving: false,
                 next: 0,
                 post: None,
@@ -135,11 +138,16 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
         self.lock().held.len()
     }
 
-    /// A receive of up to `max` messages (at least one). Settles `w` at once when something is
+    /// A receive of up to `max` messages (at least one, unless `max` is 0). Settles `w` at once when something is
     /// ready and no receive is waiting before it (and this thread's ready streak allows,
     /// [`call::READY_STREAK`]); else queues it, starting a fetch through `post` if none is
     /// running, and returns its ticket for [`Inbox::leave`].
     pub fn recv(self: &Arc<Self>, max: usize, w: W, post: &Arc<dyn Post>) -> Option<Ticket> {
+        if max == 0 {
+            // Up to none is none, at once (as the core's `recv_many(0)`).
+            w.settle(Ok(Vec::new()));
+            return None;
+        }
         let mut s = self.lock();
         if s.waiting.is_empty() && call::ready_turn() {
             let now = if !s.held.is_empty() {
@@ -215,9 +223,10 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
         };
         let cancel = Cancel::new();
         s.fetching = Some(cancel.clone());
+        s.fetch_for = s.waiting.front().map_or(0, |(t, _, _)| *t);
         let max = s.waiting.front().map_or(BATCH, |(_, m, _)| BATCH.max(*m));
         let inbox = Arc::clone(self);
-        Call::new(fetch(Arc::clone(&self.endpoint), max)).spawn(Some(cancel), move |done| {
+        Call::new(fetch(Arc::clone(&self.endpoint), max)).on_io_thread(Some(cancel), move |done| {
             post.post(Box::new(move || inbox.fetched(done)))
         });
     }
@@ -237,11 +246,13 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
                 true
             }
         };
-        while s.waiting.front().is_some_and(|(_, _, w)| w.is_gone()) {
-            s.waiting.pop_front();
-        }
-        if brought && s.waiting.is_empty() {
-            // Its receive was cancelled as it arrived: kept for the next, in its place.
+        let for_gone = match s.waiting.iter().find(|(t, _, _)| *t == s.fetch_for) {
+            None => true,
+            Some((_, _, w)) => w.is_gone(),
+        };
+        if brought && for_gone {
+            // The receive it was fetched for was cancelled as it arrived: what it brought goes
+            // to the next receive, in its place.
             probe::orphaned();
         }
         self.serve(s);

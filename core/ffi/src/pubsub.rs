@@ -146,11 +146,11 @@ impl FanOut {
         Ok(n)
     }
 
-    /// A call of `write`: one that completed as its caller cancelled cancels the message, as
-    /// one dropped midway does.
+    /// A call of `write`: its caller cancelling it cancels the message at once, as `cancel()`
+    /// does, even if the write completed meanwhile.
     pub fn write_call(self: &Arc<Self>, chunk: Bytes) -> Call<usize> {
-        let cancel = Arc::clone(self);
-        Call::new(Arc::clone(self).write(chunk)).keeping(move |_| cancel.cancel())
+        let f = Arc::clone(self);
+        Call::new(Arc::clone(self).write(chunk)).cancelling(move || f.cancel())
     }
 
     /// Runs a synchronous operation on the open fan-out: [`Fail::Busy`] while a write holds

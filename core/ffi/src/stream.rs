@@ -5,9 +5,9 @@
 //! - a handle used after a call consumed it (finished, answered, awaited) is `Closed`, and
 //!   after `cancel()` it is `Canceled`;
 //! - cancelling a write in progress: `cancel()` interrupts a pending `write`/`finish` (it
-//!   rejects with `Canceled`), and a `write` whose caller cancels cancels the transfer (a
-//!   write dropped midway leaves an unknown prefix written; one that finished as its caller
-//!   cancelled is cancelled by its orphan action, [`OutgoingTransfer::write_call`]);
+//!   rejects with `Canceled`), and a `write` whose caller cancels cancels the transfer at once
+//!   ([`OutgoingTransfer::write_call`]: a write dropped midway leaves an unknown prefix
+//!   written, and one that completed as it was cancelled, an outcome its caller never saw);
 //! - every core value is dropped inside the I/O runtime's context.
 //!
 //! The race between a write that completes and a `cancel()` is one state machine,
@@ -125,17 +125,18 @@ impl OutgoingTransfer {
         .await
     }
 
-    /// A call of `write`: a write that completed as its caller cancelled cancels the
-    /// transfer, as one dropped midway does (its caller cannot know what was written).
+    /// A call of `write`: its caller cancelling it cancels the transfer at once, as
+    /// `cancel()` does, even if the write completed meanwhile (the caller cannot know what was
+    /// written).
     pub fn write_call(self: &Arc<Self>, body: Bytes) -> Call<()> {
-        let cancel = Arc::clone(self);
-        Call::new(Arc::clone(self).write(body)).keeping(move |()| cancel.cancel())
+        let t = Arc::clone(self);
+        Call::new(Arc::clone(self).write(body)).cancelling(move || t.cancel())
     }
 
     /// A call of `write_chunks`, cancelled as [`OutgoingTransfer::write_call`] is.
     pub fn write_chunks_call(self: &Arc<Self>, chunks: Vec<Bytes>) -> Call<()> {
-        let cancel = Arc::clone(self);
-        Call::new(Arc::clone(self).write_chunks(chunks)).keeping(move |()| cancel.cancel())
+        let t = Arc::clone(self);
+        Call::new(Arc::clone(self).write_chunks(chunks)).cancelling(move || t.cancel())
     }
 
     /// Queues the FIN; the [`Delivery`] reports the transport receipt.
@@ -490,7 +491,7 @@ mod tests {
         // Cancelled while it waits: it rejects Canceled, and so does the reader.
         t.cancel();
         let (tx, rx) = mpsc::channel();
-        c.spawn(None, move |done| tx.send(done.settle(false)).unwrap());
+        c.on_io_thread(None, move |done| tx.send(done.settle(false)).unwrap());
         let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(code(r), Some(weida::ErrorCode::Canceled));
         let read = io().block_on(puller.recv());
@@ -500,10 +501,14 @@ mod tests {
         let t = io()
             .block_on(async { OutgoingTransfer::new(pusher.open(Metadata::new()).await.unwrap()) });
         let c = t.write_call("small".into());
+        let cancel = crate::call::Cancel::new();
         let (tx, rx) = mpsc::channel();
-        c.spawn(None, move |done| tx.send(done).ok().unwrap());
+        c.on_io_thread(Some(cancel.clone()), move |done| {
+            tx.send(done).ok().unwrap()
+        });
         let done = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert!(matches!(done.settle(true), Err(Fail::Aborted)));
+        cancel.cancel();
+        assert!(matches!(done.settle(false), Err(Fail::Aborted)));
         let after = io().block_on(Arc::clone(&t).finish());
         assert_eq!(code(after), Some(weida::ErrorCode::Canceled));
     }
