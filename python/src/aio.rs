@@ -80,21 +80,15 @@ impl Bridge {
     }
 }
 
-/// Fires a call's `Cancel` when its asyncio future was cancelled.
+/// Fires a call's `Cancel` once its asyncio future is done: a no-op when the call settled it
+/// (weida-ffi's `Completion::settle` marked it so), a cancellation when its caller cancelled.
 #[pyclass(frozen)]
 struct CancelOnDone(Cancel);
 
 #[pymethods]
 impl CancelOnDone {
     fn __call__(&self, future: &Bound<'_, PyAny>) {
-        let py = future.py();
-        if future
-            .call_method0(pyo3::intern!(py, "cancelled"))
-            .and_then(|b| b.is_truthy())
-            .unwrap_or(false)
-        {
-            py.detach(|| self.0.cancel());
-        }
+        future.py().detach(|| self.0.cancel());
     }
 }
 

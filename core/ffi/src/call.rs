@@ -71,6 +71,8 @@ pub struct Cancel(Arc<CancelState>);
 #[derive(Default)]
 struct CancelState {
     cancelled: AtomicBool,
+    /// The call's outcome was delivered to its caller: cancelling is too late, and a no-op.
+    settled: AtomicBool,
     waker: AtomicWaker,
     /// The call's cancel action, run by the first `cancel()`.
     action: Mutex<Option<Action>>,
@@ -89,7 +91,8 @@ impl Cancel {
     /// I/O thread), which cancels the operation; a value it produced meanwhile goes to its
     /// orphan action.
     pub fn cancel(&self) {
-        if self.0.cancelled.swap(true, Ordering::AcqRel) {
+        if self.0.settled.load(Ordering::Acquire) || self.0.cancelled.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         self.0.waker.wake();
@@ -250,6 +253,10 @@ impl<T> Completion<T> {
     /// action, or is dropped inside the I/O runtime's context.
     pub fn settle(self, gone: bool) -> Result<T, Fail> {
         let gone = gone || self.cancel.as_ref().is_some_and(Cancel::is_cancelled);
+        if let (false, Some(c)) = (gone, &self.cancel) {
+            // Delivered: a later `cancel()` (a done callback, an abort listener) does nothing.
+            c.0.settled.store(true, Ordering::Release);
+        }
         match self.out {
             None => Err(Fail::Aborted),
             Some(r) if !gone => r,
