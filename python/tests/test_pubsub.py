@@ -526,6 +526,9 @@ async def test_a_pending_fanout_write_cancelled_cancels_the_message(
         await pending
     else:
         raise AssertionError("no write ever waited")
+    # A synchronous call while the write holds the fan-out: await it first.
+    with pytest.raises(RuntimeError, match="pending"):
+        fan.write_now(b"x")
     if how == "asyncio":
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -91,8 +91,7 @@ impl Cancel {
     /// I/O thread), which cancels the operation; a value it produced meanwhile goes to its
     /// orphan action.
     pub fn cancel(&self) {
-        if self.0.settled.load(Ordering::Acquire) || self.0.cancelled.swap(true, Ordering::AcqRel)
-        {
+        if self.0.settled.load(Ordering::Acquire) || self.0.cancelled.swap(true, Ordering::AcqRel) {
             return;
         }
         self.0.waker.wake();
