@@ -75,15 +75,12 @@ extern "C" fn forget_in_child() {
     STARTING.store(false, Ordering::Release);
 }
 
-/// Enters the I/O runtime's context, unless this thread is already in a runtime's: for a
+/// Enters the I/O runtime's context (on the I/O thread itself too: contexts nest), for a
 /// synchronous core call that may spawn a task (an AF_UNIX stream's drop writes its RESET or
-/// STOP in one, docs/ARCHITECTURE.md §5).
-pub fn enter() -> Option<EnterGuard<'static>> {
-    if Handle::try_current().is_ok() {
-        None
-    } else {
-        Some(io().enter())
-    }
+/// STOP in one, docs/ARCHITECTURE.md §5). Asking first whether a context is entered would cost
+/// more than entering: that clones the current handle.
+pub fn enter() -> EnterGuard<'static> {
+    io().enter()
 }
 
 /// Runs `f` inside the I/O runtime's context ([`enter`]).
