@@ -368,47 +368,44 @@ pub fn duration_out(d: Duration, spelling: Spelling) -> f64 {
     }
 }
 
-/// A duration a call takes as an argument (`drain`'s deadline), checked as an option's is.
+/// A value a call takes as an argument, checked as an option's is (None stands for absent).
+fn arg(name: &'static str, unit: Unit, given: Given, spelling: Spelling) -> Result<Value, Error> {
+    let opt = Opt::<()> {
+        name,
+        unit,
+        can_be_off: false,
+        max: EXACT,
+        get: |_| Value::Off,
+        set: |_, _| {},
+    };
+    check(&opt, given, spelling)?.ok_or_else(|| {
+        Error::InvalidConfig(format!(
+            "{} must be {}",
+            opt.spelled(spelling),
+            unit_text(unit, spelling)
+        ))
+    })
+}
+
+/// A duration a call takes as an argument (`drain`'s deadline).
 pub fn duration_arg(
     name: &'static str,
     given: Given,
     spelling: Spelling,
 ) -> Result<Duration, Error> {
-    let opt = Opt::<()> {
-        name,
-        unit: Unit::Duration,
-        can_be_off: false,
-        max: EXACT,
-        get: |_| Value::Off,
-        set: |_, _| {},
-    };
-    match check(&opt, given, spelling)? {
-        Some(Value::Time(d)) => Ok(d),
-        _ => Err(Error::InvalidConfig(format!(
-            "{} must be {}",
-            opt.spelled(spelling),
-            unit_text(Unit::Duration, spelling)
+    match arg(name, Unit::Duration, given, spelling)? {
+        Value::Time(d) => Ok(d),
+        v => Err(Error::InvalidConfig(format!(
+            "{name}: {v:?} is no duration"
         ))),
     }
 }
 
-/// A count a call takes as an argument (`recv_many`'s `max`, `collect`'s), checked as an
-/// option's is.
+/// A count a call takes as an argument (`recv_many`'s `max`, `collect`'s).
 pub fn count_arg(name: &'static str, given: Given, spelling: Spelling) -> Result<u64, Error> {
-    let opt = Opt::<()> {
-        name,
-        unit: Unit::Count,
-        can_be_off: false,
-        max: EXACT,
-        get: |_| Value::Off,
-        set: |_, _| {},
-    };
-    match check(&opt, given, spelling)? {
-        Some(Value::Whole(n)) => Ok(n),
-        _ => Err(Error::InvalidConfig(format!(
-            "{} must be a whole number",
-            opt.spelled(spelling)
-        ))),
+    match arg(name, Unit::Count, given, spelling)? {
+        Value::Whole(n) => Ok(n),
+        v => Err(Error::InvalidConfig(format!("{name}: {v:?} is no count"))),
     }
 }
 

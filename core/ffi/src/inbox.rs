@@ -307,7 +307,7 @@ impl<W: Waiter> Inbox<weida::Subscriber, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -351,26 +351,12 @@ mod tests {
     }
 
     fn setup() -> Setup {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "weida+inproc://ffi-inbox-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let (rts, puller, pusher) = io().block_on(async move {
-            let server = weida::Runtime::new(Default::default()).unwrap();
-            let listener = server.bind(&name).await.unwrap();
-            let puller = listener.puller("/jobs").unwrap();
-            let client = weida::Runtime::new(Default::default()).unwrap();
-            let pusher = client.pusher();
-            pusher.connect(&puller.address().to_string()).await.unwrap();
-            ((server, client, listener), puller, pusher)
-        });
+        let p = crate::testing::pair();
         let (tx, jobs) = mpsc::channel();
         Setup {
-            _rts: rts,
-            pusher: Arc::new(pusher),
-            inbox: Inbox::new(Arc::new(puller)),
+            _rts: p._runtimes,
+            pusher: Arc::new(p.pusher),
+            inbox: Inbox::new(Arc::new(p.puller)),
             post: Arc::new(Jobs(Mutex::new(tx))),
             jobs,
         }

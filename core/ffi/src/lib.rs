@@ -24,6 +24,8 @@ pub mod probe;
 pub mod pubsub;
 pub mod runtime;
 pub mod stream;
+#[cfg(test)]
+mod testing;
 
 pub use call::{Call, Cancel, Completion, READY_STREAK};
 pub use error::Fail;

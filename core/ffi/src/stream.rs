@@ -29,24 +29,68 @@ const OPEN: u8 = 0;
 const FINISHED: u8 = 1;
 const CANCELED: u8 = 2;
 
-/// Resolves once `state` is CANCELED (`cancel()` was called).
-async fn canceled(state: &AtomicU8, notify: &Notify) {
-    loop {
-        let n = notify.notified();
-        tokio::pin!(n);
-        n.as_mut().enable();
-        if state.load(Ordering::Acquire) == CANCELED {
-            return;
-        }
-        n.await;
-    }
+/// A core value a handle holds until a call consumes it or `cancel()` drops it, and the state
+/// that says which: the "consumed: `Closed`; cancelled: `Canceled`" rule and the race of a
+/// `cancel()` with the operation holding the value, once for the transfer and the exchange.
+struct Slot<T> {
+    /// Empty while an operation holds the value, and once it was consumed or cancelled.
+    value: OnIo<tokio::sync::Mutex<Option<T>>>,
+    state: AtomicU8,
+    cancel: Notify,
 }
 
-/// Why a handle is gone: `Canceled` after `cancel()`, `Closed` after a call consumed it.
-fn gone(state: &AtomicU8) -> Fail {
-    match state.load(Ordering::Acquire) {
-        CANCELED => Fail::Core(Error::Canceled),
-        _ => Fail::Core(Error::Closed),
+impl<T> Slot<T> {
+    fn new(v: T) -> Slot<T> {
+        Slot {
+            value: OnIo::new(tokio::sync::Mutex::new(Some(v))),
+            state: AtomicU8::new(OPEN),
+            cancel: Notify::new(),
+        }
+    }
+
+    /// Why the value is gone: `Canceled` after `cancel()`, `Closed` after a call consumed it.
+    fn gone(&self) -> Fail {
+        match self.state.load(Ordering::Acquire) {
+            CANCELED => Fail::Core(Error::Canceled),
+            _ => Fail::Core(Error::Closed),
+        }
+    }
+
+    /// Takes the value for a call that consumes it.
+    async fn take(&self) -> Result<T, Fail> {
+        self.value.lock().await.take().ok_or_else(|| self.gone())
+    }
+
+    /// Resolves once `cancel()` was called.
+    async fn canceled(&self) {
+        loop {
+            let n = self.cancel.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.state.load(Ordering::Acquire) == CANCELED {
+                return;
+            }
+            n.await;
+        }
+    }
+
+    /// Marks it cancelled (nothing once finished) and wakes the operation holding the value,
+    /// which drops it; with none holding it, `drop_with` drops it now, inside the I/O
+    /// runtime's context.
+    fn cancel(&self, drop_with: impl FnOnce(T)) {
+        if self
+            .state
+            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        self.cancel.notify_waiters();
+        if let Ok(mut slot) = self.value.try_lock() {
+            if let Some(v) = slot.take() {
+                on_io(|| drop_with(v));
+            }
+        }
     }
 }
 
@@ -65,20 +109,13 @@ impl Drop for CancelOnDrop<'_> {
 /// An outgoing stream: `write` at the caller's pace, then `finish` (the payload then arrives
 /// with no local handle) or `cancel` (the reader sees `Canceled`, never a short payload).
 pub struct OutgoingTransfer {
-    /// Empty while a write holds the transfer, and once it is finished or cancelled.
-    slot: OnIo<tokio::sync::Mutex<Option<weida::OutgoingTransfer>>>,
-    state: AtomicU8,
-    cancel: Notify,
+    slot: Slot<weida::OutgoingTransfer>,
 }
 
 impl OutgoingTransfer {
     /// Wraps an open transfer.
     pub fn new(t: weida::OutgoingTransfer) -> Arc<OutgoingTransfer> {
-        Arc::new(OutgoingTransfer {
-            slot: OnIo::new(tokio::sync::Mutex::new(Some(t))),
-            state: AtomicU8::new(OPEN),
-            cancel: Notify::new(),
-        })
+        Arc::new(OutgoingTransfer { slot: Slot::new(t) })
     }
 
     /// Runs `op` on the transfer, owned for its length (writes take turns): if `cancel()` is
@@ -91,13 +128,13 @@ impl OutgoingTransfer {
     where
         Fut: std::future::Future<Output = (Option<weida::OutgoingTransfer>, weida::Result<T>)>,
     {
-        let mut slot = self.slot.lock().await;
-        let t = slot.take().ok_or_else(|| gone(&self.state))?;
-        let mark = CancelOnDrop(&self.state);
+        let mut slot = self.slot.value.lock().await;
+        let t = slot.take().ok_or_else(|| self.slot.gone())?;
+        let mark = CancelOnDrop(&self.slot.state);
         // Biased: once `cancel()` was called, the write ends Canceled even if it could finish.
         let r = tokio::select! {
             biased;
-            () = canceled(&self.state, &self.cancel) => Err(Fail::Core(Error::Canceled)),
+            () = self.slot.canceled() => Err(Fail::Core(Error::Canceled)),
             (back, r) = op(t) => {
                 *slot = back;
                 r.map_err(Fail::from)
@@ -145,7 +182,7 @@ impl OutgoingTransfer {
         let d = self
             .with(|t| async move {
                 let r = t.finish().await;
-                state.state.store(FINISHED, Ordering::Release);
+                state.slot.state.store(FINISHED, Ordering::Release);
                 (None, r)
             })
             .await?;
@@ -154,10 +191,10 @@ impl OutgoingTransfer {
 
     /// Finishes the transfer unless it was finished or cancelled (leaving a scope cleanly).
     pub async fn close(self: Arc<Self>) -> Result<(), Fail> {
-        let mut slot = self.slot.lock().await;
+        let mut slot = self.slot.value.lock().await;
         if let Some(t) = slot.take() {
             t.finish().await?;
-            self.state.store(FINISHED, Ordering::Release);
+            self.slot.state.store(FINISHED, Ordering::Release);
         }
         Ok(())
     }
@@ -165,20 +202,7 @@ impl OutgoingTransfer {
     /// Abandons the transfer: the reader sees `Canceled`; a pending write or finish rejects
     /// with it. Nothing once finished.
     pub fn cancel(&self) {
-        if self
-            .state
-            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
-        }
-        self.cancel.notify_waiters();
-        // A pending write holds the transfer and drops it when it sees the state.
-        if let Ok(mut slot) = self.slot.try_lock() {
-            if let Some(t) = slot.take() {
-                on_io(|| t.cancel());
-            }
-        }
+        self.slot.cancel(weida::OutgoingTransfer::cancel);
     }
 }
 
@@ -246,10 +270,8 @@ impl IncomingTransfer {
 /// An incoming exchange: the request, and the reply this side owes. Dropped or cancelled
 /// unanswered, the requester sees `Canceled`.
 pub struct Exchange {
-    x: OnIo<tokio::sync::Mutex<Option<weida::Exchange>>>,
+    slot: Slot<weida::Exchange>,
     meta: Arc<IncomingMeta>,
-    state: AtomicU8,
-    cancel: Notify,
 }
 
 impl Exchange {
@@ -257,9 +279,7 @@ impl Exchange {
     pub fn new(x: weida::Exchange) -> Arc<Exchange> {
         Arc::new(Exchange {
             meta: Arc::new(x.meta().clone()),
-            x: OnIo::new(tokio::sync::Mutex::new(Some(x))),
-            state: AtomicU8::new(OPEN),
-            cancel: Notify::new(),
+            slot: Slot::new(x),
         })
     }
 
@@ -275,19 +295,14 @@ impl Exchange {
         Err(Fail::Core(Error::Canceled))
     }
 
-    /// Takes the exchange for a call that answers it.
-    async fn take(&self) -> Result<weida::Exchange, Fail> {
-        self.x.lock().await.take().ok_or_else(|| gone(&self.state))
-    }
-
     /// The request's next chunk, None at its end (the reply may start before). Cancel-safe;
     /// `cancel()` interrupts it.
     pub async fn read_chunk(self: Arc<Self>) -> Result<Option<Bytes>, Fail> {
-        let mut slot = self.x.lock().await;
-        let x = slot.as_mut().ok_or_else(|| gone(&self.state))?;
+        let mut slot = self.slot.value.lock().await;
+        let x = slot.as_mut().ok_or_else(|| self.slot.gone())?;
         let r = tokio::select! {
             biased;
-            () = canceled(&self.state, &self.cancel) => None,
+            () = self.slot.canceled() => None,
             r = x.read_chunk() => Some(r),
         };
         match r {
@@ -299,11 +314,11 @@ impl Exchange {
     /// The whole request body, bounded by `max` (default `Limits::max_collected_body`);
     /// `cancel()` interrupts it.
     pub async fn take_body(self: Arc<Self>, max: Option<u64>) -> Result<Bytes, Fail> {
-        let mut slot = self.x.lock().await;
-        let x = slot.as_mut().ok_or_else(|| gone(&self.state))?;
+        let mut slot = self.slot.value.lock().await;
+        let x = slot.as_mut().ok_or_else(|| self.slot.gone())?;
         let r = tokio::select! {
             biased;
-            () = canceled(&self.state, &self.cancel) => None,
+            () = self.slot.canceled() => None,
             r = async {
                 match max {
                     Some(m) => x.take_body_capped(m).await,
@@ -319,7 +334,7 @@ impl Exchange {
 
     /// Replies with `body` (and metadata) and finishes the reply.
     pub async fn reply(self: Arc<Self>, meta: Metadata, body: Bytes) -> Result<(), Fail> {
-        Ok(self.take().await?.reply_with(meta, body).await?)
+        Ok(self.slot.take().await?.reply_with(meta, body).await?)
     }
 
     /// Opens the reply as a stream, for a reply written in parts.
@@ -327,36 +342,25 @@ impl Exchange {
         self: Arc<Self>,
         meta: Metadata,
     ) -> Result<Arc<OutgoingTransfer>, Fail> {
-        let mut x = self.take().await?;
+        let mut x = self.slot.take().await?;
         Ok(OutgoingTransfer::new(x.open_reply(meta).await?))
     }
 
     /// Answers REJECTED with `reason`.
     pub async fn reject(self: Arc<Self>, reason: String) -> Result<(), Fail> {
-        Ok(self.take().await?.reject(&reason).await?)
+        Ok(self.slot.take().await?.reject(&reason).await?)
     }
 
     /// Answers with the error `code` names and `message` ([`crate::error::answer`]).
     pub async fn fail(self: Arc<Self>, code: String, message: String) -> Result<(), Fail> {
         let e = crate::error::answer(&code, &message)?;
-        Ok(self.take().await?.fail(&e).await?)
+        Ok(self.slot.take().await?.fail(&e).await?)
     }
 
     /// Abandons the exchange unanswered (what dropping it does in Rust): the requester sees
     /// `Canceled`, and calls pending here reject with it.
     pub fn cancel(&self) {
-        if self
-            .state
-            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
-        }
-        self.cancel.notify_waiters();
-        if let Ok(mut slot) = self.x.try_lock() {
-            let x = slot.take();
-            on_io(|| drop(x));
-        }
+        self.slot.cancel(drop);
     }
 }
 
@@ -423,43 +427,24 @@ pub fn opened(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
     use std::sync::mpsc;
     use std::time::Duration;
 
     use crate::io::io;
-
-    /// A pusher connected to a puller in process, and the puller.
-    fn pair() -> (Vec<weida::Runtime>, weida::Pusher, weida::Puller) {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "weida+inproc://ffi-stream-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        io().block_on(async move {
-            let server = weida::Runtime::new(Default::default()).unwrap();
-            let listener = server.bind(&name).await.unwrap();
-            let puller = listener.puller("/jobs").unwrap();
-            let client = weida::Runtime::new(Default::default()).unwrap();
-            let pusher = client.pusher();
-            pusher.connect(&puller.address().to_string()).await.unwrap();
-            (vec![server, client], pusher, puller)
-        })
-    }
+    use crate::testing::pair;
 
     fn code<T>(r: Result<T, Fail>) -> Option<weida::ErrorCode> {
         r.err().and_then(|f| f.code())
     }
 
+    fn open(pusher: &weida::Pusher) -> Arc<OutgoingTransfer> {
+        io().block_on(async { OutgoingTransfer::new(pusher.open(Metadata::new()).await.unwrap()) })
+    }
+
     #[test]
     fn a_transfer_used_after_finish_is_closed_and_after_cancel_canceled() {
-        let (_rts, pusher, _puller) = pair();
-        let (a, b) = io().block_on(async {
-            let a = OutgoingTransfer::new(pusher.open(Metadata::new()).await.unwrap());
-            let b = OutgoingTransfer::new(pusher.open(Metadata::new()).await.unwrap());
-            (a, b)
-        });
+        let p = pair();
+        let (a, b) = (open(&p.pusher), open(&p.pusher));
         let finished = io().block_on(async {
             Arc::clone(&a).finish().await.unwrap();
             Arc::clone(&a).write("late".into()).await
@@ -472,9 +457,8 @@ mod tests {
 
     #[test]
     fn cancel_interrupts_a_pending_write_and_a_caller_cancelled_write_cancels_the_transfer() {
-        let (_rts, pusher, puller) = pair();
-        let t = io()
-            .block_on(async { OutgoingTransfer::new(pusher.open(Metadata::new()).await.unwrap()) });
+        let p = pair();
+        let t = open(&p.pusher);
         // Above the 1 MiB stream window with nobody reading: a write waits (in process the
         // first are taken whole, so write until one does).
         let big = bytes::Bytes::from(vec![7u8; 4 << 20]);
@@ -494,12 +478,11 @@ mod tests {
         c.on_io_thread(None, move |done| tx.send(done.settle(false)).unwrap());
         let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(code(r), Some(weida::ErrorCode::Canceled));
-        let read = io().block_on(puller.recv());
+        let read = io().block_on(p.puller.recv());
         assert_eq!(read.unwrap_err().code(), weida::ErrorCode::Canceled);
 
         // A write whose caller cancelled after it completed: the transfer is cancelled too.
-        let t = io()
-            .block_on(async { OutgoingTransfer::new(pusher.open(Metadata::new()).await.unwrap()) });
+        let t = open(&p.pusher);
         let c = t.write_call("small".into());
         let cancel = crate::call::Cancel::new();
         let (tx, rx) = mpsc::channel();
