@@ -19,7 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 use weida::Message;
-use weida_ffi::inbox::{Inbox, Post, Waiter};
+use weida_ffi::inbox::{Inbox, Leave, Post, Ticket, Waiter};
 use weida_ffi::{Call, Cancel, Fail};
 
 use crate::error;
@@ -95,12 +95,12 @@ impl CancelOnDone {
 /// Takes a receive out of its inbox's queue once its future is done (a no-op when the inbox
 /// settled it).
 #[pyclass(frozen)]
-struct LeaveOnDone(Box<dyn Fn() + Send + Sync>);
+struct LeaveOnDone(Arc<dyn Leave>, Ticket);
 
 #[pymethods]
 impl LeaveOnDone {
     fn __call__(&self, _future: &Bound<'_, PyAny>) {
-        (self.0)();
+        self.0.leave(self.1);
     }
 }
 
@@ -287,13 +287,10 @@ pub(crate) fn receive<'py, R: weida::Receiving>(
     };
     let post: Arc<dyn Post> = bridge.get().finished.clone();
     if let Some(ticket) = inbox.recv(max, w, &post) {
-        let inbox = Arc::clone(inbox);
-        let leave = move || {
-            inbox.leave(ticket);
-        };
+        let inbox: Arc<dyn Leave> = Arc::clone(inbox) as Arc<dyn Leave>;
         future.call_method1(
             pyo3::intern!(py, "add_done_callback"),
-            (LeaveOnDone(Box::new(leave)),),
+            (LeaveOnDone(inbox, ticket),),
         )?;
     }
     Ok(future)

@@ -257,8 +257,9 @@ fn unit_text(unit: Unit, spelling: Spelling) -> &'static str {
 
 /// Checks `given` for `opt`: the value to set, or None to keep the default.
 fn check<T>(opt: &Opt<T>, given: Given, spelling: Spelling) -> Result<Option<Value>, Error> {
-    let name = opt.spelled(spelling);
+    // The name is spelled only for an error: a call's argument is checked on every call.
     let bad = |shown: &str| {
+        let name = opt.spelled(spelling);
         let what = match opt.unit {
             Unit::Choice(names) => format!("one of {names:?}"),
             Unit::Bytes | Unit::Count => {

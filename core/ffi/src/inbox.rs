@@ -30,8 +30,8 @@ use crate::probe;
 /// thread, then serve this many receives, not one.
 pub const BATCH: usize = 64;
 
-/// Up to `max` messages from the endpoint (at least one): the core's `recv_many` on the I/O
-/// thread, counted by [`probe::fetched`].
+/// Up to `max` messages from the endpoint (at least one): the core's `recv_many`, counted by
+/// [`probe::fetched`].
 pub async fn fetch<R: Receiving>(r: Arc<R>, max: usize) -> Result<Vec<Message>, Fail> {
     let ms = r.recv_many(max.max(1)).await?;
     probe::fetched_one();
@@ -62,13 +62,26 @@ pub trait Post: Send + Sync + 'static {
     fn post(&self, job: Box<dyn FnOnce() + Send>);
 }
 
+/// What a binding holds to take a cancelled receive out of its inbox, whatever the endpoint.
+pub trait Leave: Send + Sync {
+    /// [`Inbox::leave`].
+    fn leave(&self, ticket: Ticket) -> bool;
+}
+
+impl<R: Receiving, W: Waiter> Leave for Inbox<R, W> {
+    fn leave(&self, ticket: Ticket) -> bool {
+        Inbox::leave(self, ticket)
+    }
+}
+
 /// A waiting receive's place, for [`Inbox::leave`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket(u64);
 
 struct State<W> {
-    /// Taken from the core, not yet handed out; an error keeps its place among them.
-    held: VecDeque<Result<Message, Fail>>,
+    /// Taken from the core, not yet handed out; an error keeps its place among them (boxed:
+    /// messages are moved through here by the batch, and an error is rare and large).
+    held: VecDeque<Result<Message, Box<Fail>>>,
     /// Receives waiting, in call order: (ticket, up to how many, the receive).
     waiting: VecDeque<(u64, usize, W)>,
     /// The one fetch running, until its completion is handled here.
@@ -89,8 +102,11 @@ pub struct Inbox<R: Receiving, W: Waiter> {
 }
 
 /// Up to `max` held items: messages, stopping before an error unless it comes first.
-fn take_held(held: &mut VecDeque<Result<Message, Fail>>, max: usize) -> Result<Vec<Message>, Fail> {
-    let mut out = Vec::new();
+fn take_held(
+    held: &mut VecDeque<Result<Message, Box<Fail>>>,
+    max: usize,
+) -> Result<Vec<Message>, Fail> {
+    let mut out = Vec::with_capacity(max.clamp(1, held.len().max(1)));
     while out.len() < max.max(1) {
         match held.front() {
             Some(Ok(_)) => {
@@ -99,7 +115,7 @@ fn take_held(held: &mut VecDeque<Result<Message, Fail>>, max: usize) -> Result<V
                 }
             }
             Some(Err(_)) if out.is_empty() => {
-                return Err(held.pop_front().and_then(Result::err).expect("an error"));
+                return Err(*held.pop_front().and_then(Result::err).expect("an error"));
             }
             _ => break,
         }
@@ -149,18 +165,34 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
             return None;
         }
         let mut s = self.lock();
-        if s.waiting.is_empty() && call::ready_turn() {
-            let now = if !s.held.is_empty() {
-                Some(take_held(&mut s.held, max))
-            } else if s.fetching.is_none() {
-                take_now(&**self.endpoint, max)
-            } else {
-                None
-            };
-            if let Some(got) = now {
-                drop(s);
-                w.settle(got);
-                return None;
+        if s.waiting.is_empty() && !s.held.is_empty() && call::ready_turn() {
+            let got = take_held(&mut s.held, max);
+            drop(s);
+            w.settle(got);
+            return None;
+        }
+        // A fetch of everything ready (up to a batch), polled once here: what is ready settles
+        // this receive now (the rest is held for the next), else the same future waits on the
+        // I/O thread, with no second look at the endpoint.
+        let mut now = None;
+        if s.waiting.is_empty() && s.held.is_empty() && s.fetching.is_none() {
+            let mut c = Call::new(fetch(Arc::clone(&self.endpoint), BATCH.max(max)));
+            match c.poll_now() {
+                Some(Ok(mut ms)) => {
+                    // What this receive does not want is held, in order, for the next.
+                    if ms.len() > max {
+                        s.held.extend(ms.drain(max..).map(Ok));
+                    }
+                    drop(s);
+                    w.settle(Ok(ms));
+                    return None;
+                }
+                Some(Err(f)) => {
+                    drop(s);
+                    w.settle(Err(f));
+                    return None;
+                }
+                None => now = Some(c),
             }
         }
         call::waited();
@@ -168,7 +200,9 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
         s.next += 1;
         s.waiting.push_back((ticket, max, w));
         s.post = Some(Arc::clone(post));
-        if !s.held.is_empty() {
+        if let Some(c) = now {
+            self.run_fetch(&mut s, c);
+        } else if !s.held.is_empty() {
             // The streak is spent: hand out on the foreign loop's next turn.
             if !s.serving {
                 s.serving = true;
@@ -189,7 +223,7 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
             return None;
         }
         if let Some(item) = s.held.pop_front() {
-            return Some(item);
+            return Some(item.map_err(|f| *f));
         }
         if s.fetching.is_some() {
             return None;
@@ -218,15 +252,21 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
     }
 
     fn start_fetch(self: &Arc<Self>, s: &mut State<W>) {
+        let max = s.waiting.front().map_or(BATCH, |(_, m, _)| BATCH.max(*m));
+        let c = Call::new(fetch(Arc::clone(&self.endpoint), max));
+        self.run_fetch(s, c);
+    }
+
+    /// Runs `c` as the one fetch, for the first waiting receive, on the I/O thread.
+    fn run_fetch(self: &Arc<Self>, s: &mut State<W>, c: Call<Vec<Message>>) {
         let Some(post) = s.post.clone() else {
             return;
         };
         let cancel = Cancel::new();
         s.fetching = Some(cancel.clone());
         s.fetch_for = s.waiting.front().map_or(0, |(t, _, _)| *t);
-        let max = s.waiting.front().map_or(BATCH, |(_, m, _)| BATCH.max(*m));
         let inbox = Arc::clone(self);
-        Call::new(fetch(Arc::clone(&self.endpoint), max)).on_io_thread(Some(cancel), move |done| {
+        c.on_io_thread(Some(cancel), move |done| {
             post.post(Box::new(move || inbox.fetched(done)))
         });
     }
@@ -236,46 +276,66 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
     fn fetched(self: &Arc<Self>, done: Completion<Vec<Message>>) {
         let mut s = self.lock();
         s.fetching = None;
+        let for_ticket = s.fetch_for;
         let brought = match done.into_outcome() {
             None => false,
             Some(r) => {
+                // The common case: nothing held, and the first waiting receive (alive) takes
+                // all it brought, handed over as it came.
+                let direct = s.held.is_empty()
+                    && match (&r, s.waiting.front()) {
+                        (Ok(ms), Some((_, max, w))) => ms.len() <= *max && !w.is_gone(),
+                        (Err(_), Some((_, _, w))) => !w.is_gone(),
+                        _ => false,
+                    };
+                if direct {
+                    let (ticket, _, w) = s.waiting.pop_front().expect("a waiting receive");
+                    if !s.waiting.is_empty() {
+                        self.start_fetch(&mut s);
+                    }
+                    drop(s);
+                    w.settle(r);
+                    if ticket != for_ticket {
+                        probe::orphaned();
+                    }
+                    return;
+                }
                 match r {
                     Ok(ms) => s.held.extend(ms.into_iter().map(Ok)),
-                    Err(f) => s.held.push_back(Err(f)),
+                    Err(f) => s.held.push_back(Err(Box::new(f))),
                 }
                 true
             }
         };
-        let for_gone = match s.waiting.iter().find(|(t, _, _)| *t == s.fetch_for) {
-            None => true,
-            Some((_, _, w)) => w.is_gone(),
-        };
-        if brought && for_gone {
-            // The receive it was fetched for was cancelled as it arrived: what it brought goes
-            // to the next receive, in its place.
+        let served = self.serve(s, for_ticket);
+        if brought && !served {
+            // The receive it was fetched for was cancelled as it arrived: what it brought went
+            // to the next receive, or is held for it, in its place.
             probe::orphaned();
         }
-        self.serve(s);
     }
 
     /// On the foreign thread: a receive that yielded to the event loop is served.
     fn serve_posted(self: &Arc<Self>) {
         let mut s = self.lock();
         s.serving = false;
-        self.serve(s);
+        self.serve(s, u64::MAX);
     }
 
-    /// Hands held items to the waiting receives, in call order, then starts a fetch if any is
-    /// left waiting; settles them once the lock is released.
-    fn serve(self: &Arc<Self>, mut s: MutexGuard<'_, State<W>>) {
+    /// Hands held items to the waiting receives, in call order (skipping those cancelled),
+    /// then starts a fetch if any is left waiting; settles them once the lock is released.
+    /// Whether the receive `watch` was among those settled.
+    fn serve(self: &Arc<Self>, mut s: MutexGuard<'_, State<W>>, watch: u64) -> bool {
         let mut settled = Vec::new();
+        let mut watched = false;
         while !s.held.is_empty() {
-            let Some((_, max, w)) = s.waiting.pop_front() else {
+            let Some((ticket, max, w)) = s.waiting.pop_front() else {
                 break;
             };
             if w.is_gone() {
                 continue;
             }
+            watched |= ticket == watch;
             let got = take_held(&mut s.held, max);
             settled.push((w, got));
         }
@@ -286,6 +346,7 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
         for (w, got) in settled {
             w.settle(got);
         }
+        watched
     }
 }
 
@@ -468,13 +529,13 @@ mod tests {
 
     #[test]
     fn an_error_keeps_its_place_among_the_messages() {
-        let mut held: VecDeque<Result<Message, Fail>> = VecDeque::new();
+        let mut held: VecDeque<Result<Message, Box<Fail>>> = VecDeque::new();
         let m = |b: &'static str| Message {
             meta: Arc::new(weida::IncomingMeta::default()),
             body: b.into(),
         };
         held.push_back(Ok(m("a")));
-        held.push_back(Err(Fail::Core(weida::Error::Canceled)));
+        held.push_back(Err(Box::new(Fail::Core(weida::Error::Canceled))));
         held.push_back(Ok(m("b")));
         assert_eq!(
             take_held(&mut held, 8).unwrap().len(),

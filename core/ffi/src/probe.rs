@@ -22,8 +22,9 @@ pub(crate) fn orphaned() {
     ORPHANS.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Receives that finished on the I/O thread with messages, on their way to the foreign
-/// thread ([`crate::inbox::fetch`]).
+/// Fetches from an endpoint that finished with messages ([`crate::inbox::fetch`]): a test
+/// that holds its event loop while a pending receive waits on the I/O thread waits for this to
+/// move.
 pub fn fetched() -> u64 {
     FETCHED.load(Ordering::Acquire)
 }
