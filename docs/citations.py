@@ -60,10 +60,15 @@ def rust_tests(text: str) -> set[str]:
 
 
 def node_tests(text: str) -> set[str]:
-    """Test names; a template literal's `${...}` parts stand for any text."""
+    """Test names; a template literal's `${...}` parts stand for any text. A family named
+    `stem (${case})` is also cited by its stem, as a parametrized Python test is by its name."""
     out = set()
     for _, name in NODE_TEST.findall(text):
-        out.add(re.sub(r"\$\{[^}]*\}", "*", name))
+        name = re.sub(r"\$\{[^}]*\}", "*", name)
+        out.add(name)
+        family = re.fullmatch(r"(\w+) \(\*\)", name)
+        if family:
+            out.add(family.group(1))
     return out
 
 
@@ -174,10 +179,12 @@ def self_test() -> int:
         "core/tests/pool.rs": "fn helper_only() {}\non_every_transport!(shared_by_endpoints, body);\n",
         "python/tests/test_pubsub.py": "async def test_filters_work(pair):\n    pass\n",
         "node/test/pubsub.test.mjs": "onEveryTransport('filters_work', async () => {})\n"
-        "test(`talks_over_${t}`, () => {})\n",
+        "test(`talks_over_${t}`, () => {})\n"
+        "onEveryTransport(`drops_nothing (${how})`, () => {})\n",
         "docs/GOOD.md": "`pool.rs: shared_by_endpoints`, `wire/lane.rs (unit): frames_decode`, "
         "`core/src/lane.rs (unit): writer_batches`, `test_pubsub.py: test_filters_work`, "
-        "`pubsub.test.mjs: filters_work`, `pubsub.test.mjs: talks_over_quic`\n",
+        "`pubsub.test.mjs: filters_work`, `pubsub.test.mjs: talks_over_quic`, "
+        "`pubsub.test.mjs: drops_nothing`\n",
         "docs/BAD.md": "`lane.rs (unit): frames_decode` `pool.rs: helper_only` "
         "`test_pubsub.py: test_missing` `nothing.rs: something`\n",
     }
@@ -189,7 +196,7 @@ def self_test() -> int:
         bad, count = broken(root)
     good = [b for b in bad if b.startswith("docs/GOOD.md")]
     expected = ["is ambiguous", "helper_only names no test", "test_missing names no test", "is no test file"]
-    ok = not good and count == 10 and all(any(e in b for b in bad) for e in expected) and len(bad) == 4
+    ok = not good and count == 11 and all(any(e in b for b in bad) for e in expected) and len(bad) == 4
     if not ok:
         print(f"citations self-test failed: {count} citations, {bad}", file=sys.stderr)
         return 1

@@ -34,6 +34,60 @@ export interface Message {
  */
 export type Batch = [metas: Metas, count: number, packed: Buffer | null, bodies: Buffer[] | null]
 
+/**
+ * Per-connection bounds (core `Limits`): the core's names in camelCase, durations in
+ * milliseconds (`…Ms`); an absent field keeps the core's default. Checked by weida-ffi's option
+ * table: a bad one throws ERR_WEIDA_INVALID_CONFIG naming it.
+ */
+export interface LimitsOptions {
+  /** Bytes a writer may run ahead of the reader on one stream. Default 1 MiB. */
+  streamReceiveWindow?: number
+  /** Bytes all streams of one connection may run ahead of their readers. Default 8 MiB. */
+  connectionReceiveWindow?: number
+  /** Bytes this side may have in flight on one connection. Default 8 MiB. */
+  sendWindow?: number
+  /** One-way streams the peer may have open toward us at once. Default 256. */
+  maxConcurrentUniStreams?: number
+  /** Exchanges the peer may have open toward us at once. Default 256. */
+  maxConcurrentBidiStreams?: number
+  /** Streams a local socket connection may hold at once. Default 255. */
+  maxLocalStreams?: number
+  /** Incoming streams an endpoint holds before its application takes them. Default 256. */
+  endpointQueue?: number
+  /** The largest header accepted. Default 16 KiB. */
+  maxHeaderSize?: number
+  /** The largest body `recv`/`request`/`takeBody` collect. Default 16 MiB. */
+  maxCollectedBody?: number
+  /** Milliseconds without traffic after which a connection is dead. Default 30 000. */
+  idleTimeoutMs?: number
+  /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
+  keepAliveMs?: number | null
+  /** Pub/Sub: bytes a publisher holds queued for one subscriber. Default 1 MiB. */
+  subscriberBufferBytes?: number
+  /** Pub/Sub, ordering `'reassemble'`: copies held per producer. Default 256. */
+  maxReorderHold?: number
+  /** Pub/Sub over AF_UNIX: reverse connections parked per publisher. Default 8. */
+  maxParkedReverse?: number
+  /** Pub/Sub: filters one subscriber may hold on one publisher. Default 1024. */
+  maxFilters?: number
+  /** Pub/Sub: milliseconds `FanOut.write` waits for a slow subscriber. Default 1000. */
+  fanoutWaitMs?: number
+  /** QUIC: the largest UDP payload accepted and sent, 1200 to 65527. Default 65527. */
+  maxUdpPayload?: number
+}
+
+/** What `new Runtime(options)` takes (lib/index.ts `RuntimeOptions` documents each). */
+export interface RuntimeOptions {
+  identity?: Identity
+  trust?: Trust
+  limits?: LimitsOptions
+  presentIdentity?: boolean
+  sendTimeoutMs?: number | null
+  udpBuffer?: number
+  ordering?: 'none' | 'detect' | 'reassemble'
+  laneMaxMessage?: number
+}
+
 /** Monotonic counters since the runtime started. */
 export interface Counters {
   streamsOpened: bigint

@@ -34,6 +34,60 @@ export interface Message {
  */
 export type Batch = [metas: Metas, count: number, packed: Buffer | null, bodies: Buffer[] | null]
 
+/**
+ * Per-connection bounds (core `Limits`): the core's names in camelCase, durations in
+ * milliseconds (`…Ms`); an absent field keeps the core's default. Checked by weida-ffi's option
+ * table: a bad one throws ERR_WEIDA_INVALID_CONFIG naming it.
+ */
+export interface LimitsOptions {
+  /** Bytes a writer may run ahead of the reader on one stream. Default 1 MiB. */
+  streamReceiveWindow?: number
+  /** Bytes all streams of one connection may run ahead of their readers. Default 8 MiB. */
+  connectionReceiveWindow?: number
+  /** Bytes this side may have in flight on one connection. Default 8 MiB. */
+  sendWindow?: number
+  /** One-way streams the peer may have open toward us at once. Default 256. */
+  maxConcurrentUniStreams?: number
+  /** Exchanges the peer may have open toward us at once. Default 256. */
+  maxConcurrentBidiStreams?: number
+  /** Streams a local socket connection may hold at once. Default 255. */
+  maxLocalStreams?: number
+  /** Incoming streams an endpoint holds before its application takes them. Default 256. */
+  endpointQueue?: number
+  /** The largest header accepted. Default 16 KiB. */
+  maxHeaderSize?: number
+  /** The largest body `recv`/`request`/`takeBody` collect. Default 16 MiB. */
+  maxCollectedBody?: number
+  /** Milliseconds without traffic after which a connection is dead. Default 30 000. */
+  idleTimeoutMs?: number
+  /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
+  keepAliveMs?: number | null
+  /** Pub/Sub: bytes a publisher holds queued for one subscriber. Default 1 MiB. */
+  subscriberBufferBytes?: number
+  /** Pub/Sub, ordering `'reassemble'`: copies held per producer. Default 256. */
+  maxReorderHold?: number
+  /** Pub/Sub over AF_UNIX: reverse connections parked per publisher. Default 8. */
+  maxParkedReverse?: number
+  /** Pub/Sub: filters one subscriber may hold on one publisher. Default 1024. */
+  maxFilters?: number
+  /** Pub/Sub: milliseconds `FanOut.write` waits for a slow subscriber. Default 1000. */
+  fanoutWaitMs?: number
+  /** QUIC: the largest UDP payload accepted and sent, 1200 to 65527. Default 65527. */
+  maxUdpPayload?: number
+}
+
+/** What `new Runtime(options)` takes (lib/index.ts `RuntimeOptions` documents each). */
+export interface RuntimeOptions {
+  identity?: Identity
+  trust?: Trust
+  limits?: LimitsOptions
+  presentIdentity?: boolean
+  sendTimeoutMs?: number | null
+  udpBuffer?: number
+  ordering?: 'none' | 'detect' | 'reassemble'
+  laneMaxMessage?: number
+}
+
 /** Monotonic counters since the runtime started. */
 export interface Counters {
   streamsOpened: bigint
@@ -72,13 +126,14 @@ export declare class Acceptor {
 }
 
 /**
- * A cancellation the TypeScript layer ties to an AbortSignal: `cancel()` drops the Rust future
- * of every call it was passed to, which cancels the operation in the core (a request or a
- * transfer being written is reset, and the peer sees Canceled).
+ * A cancellation the TypeScript layer ties to an AbortSignal: `cancel()` cancels the call it
+ * was passed to (weida-ffi's `Cancel`: its core future is dropped, which cancels the
+ * operation in the core; a request or a transfer being written is reset, and the peer sees
+ * Canceled).
  */
 export declare class Cancel {
   constructor()
-  /** Aborts every pending call this was passed to; later calls abort at once. */
+  /** Aborts the call this was passed to; a call it is passed to later aborts at once. */
   cancel(): void
 }
 
@@ -108,8 +163,10 @@ export declare class Exchange {
   /** Answers REJECTED with a reason: the requester's call fails with ERR_WEIDA_REJECTED. */
   reject(reason: string, cancel?: Cancel | undefined | null): Promise<void>
   /**
-   * Answers with an error `code` (`REJECTED`, `UNSUPPORTED`, `LIMIT_EXCEEDED`, ...; the
-   * `ERR_WEIDA_` prefix optional) and `message`.
+   * Answers with an error `code` (`REJECTED`, `UNSUPPORTED`, `CLOSED`, ...; the
+   * `ERR_WEIDA_` prefix optional) and `message`: the code's own wire code (`CLOSED`:
+   * GOING_AWAY), any other as REJECTED; a name that is no code rejects with
+   * ERR_WEIDA_INVALID_CONFIG.
    */
   fail(code: string, message: string, cancel?: Cancel | undefined | null): Promise<void>
   /**
@@ -128,8 +185,8 @@ export declare class FanOut {
   get copies(): number
   /**
    * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for room;
-   * resolves with the copies still attached. Aborting it writes nothing (the fan-out goes
-   * on); `cancel()` while it waits rejects it with ERR_WEIDA_CANCELED.
+   * resolves with the copies still attached. Aborting it cancels the message, as `cancel()`
+   * does; `cancel()` while it waits rejects it with ERR_WEIDA_CANCELED.
    */
   write(chunk: string | Uint8Array, cancel?: Cancel | undefined | null): Promise<number>
   /**
@@ -205,8 +262,8 @@ export declare class Metas {
 
 /**
  * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
- * no local handle) or `cancel` (the reader sees Canceled, never a complete payload). A
- * transfer garbage-collected unfinished is cancelled.
+ * no local handle) or `cancel` (the reader sees Canceled, never a complete payload). An
+ * aborted write cancels the transfer. A transfer garbage-collected unfinished is cancelled.
  */
 export declare class OutgoingTransfer {
   /**
@@ -260,6 +317,11 @@ export declare class Publisher {
   droppedOn(topic: string): Dropped
   /** Subscribers connected now (with at least one filter). */
   get subscriberCount(): number
+  /**
+   * Resolves once `subscriberCount` is `n`, the copies of one that went counted: a test's
+   * event to await instead of polling. Internal.
+   */
+  _untilSubscribers(n: number): Promise<void>
   /** Unbinds the path and ends every subscription. */
   close(): void
 }
@@ -269,10 +331,10 @@ export declare class Puller {
   /** The address to dial this puller at. */
   get address(): string
   /**
-   * Up to `max` whole messages as `[metas, bodies]` (lib/index.ts makes them `Message`s),
-   * waiting for the first. A message its sender cancelled rejects with ERR_WEIDA_CANCELED
-   * and the puller goes on; an error met after the first message rejects the next receive;
-   * after `close()`, ERR_WEIDA_CLOSED. Aborted as they arrived, they go back to the puller.
+   * Up to `max` whole messages as a `Batch` (lib/index.ts makes them `Message`s), waiting
+   * for the first. A message its sender cancelled rejects with ERR_WEIDA_CANCELED and the
+   * puller goes on; an error met after the first message rejects the next receive; after
+   * `close()`, ERR_WEIDA_CLOSED. Aborted as they arrived, they go back to the puller, first.
    */
   recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
   /** What `recvBatch` would give without waiting, or null; throws what it would reject with. */
@@ -305,7 +367,7 @@ export declare class Pusher {
   trySend(body: string | Uint8Array): boolean
   /**
    * Sends each body as its own message, in order, in one call across the boundary; the
-   * first failure rejects (the bodies before it were sent).
+   * first failure rejects, its `sent` saying how many went before it.
    */
   sendMany(bodies: Array<string | Uint8Array>, cancel?: Cancel | undefined | null): Promise<void>
   /**
@@ -347,11 +409,10 @@ export declare class Requester {
 /** The process-wide entry point: binds listeners, makes the dialling endpoints. */
 export declare class Runtime {
   /**
-   * `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, ordering,
-   * laneMaxMessage})`,
-   * spelled out by position here (lib/index.ts takes the options object).
+   * `new Runtime({identity, trust, limits, presentIdentity, sendTimeoutMs, udpBuffer,
+   * ordering, laneMaxMessage})`: the options of weida-ffi's table, checked there.
    */
-  constructor(identity?: Identity | undefined | null, trust?: Trust | undefined | null, limits?: LimitsOptions | undefined | null, presentIdentity?: boolean | undefined | null, sendTimeoutMs?: number | undefined | null, ordering?: 'none' | 'detect' | 'reassemble' | undefined | null, laneMaxMessage?: number | undefined | null)
+  constructor(options?: RuntimeOptions | undefined | null)
   /** The `sha256:…` fingerprint of the key this runtime presents. */
   get fingerprint(): string
   /** Binds `address` (no path); `requireClient` makes a client key mandatory. */
@@ -367,7 +428,7 @@ export declare class Runtime {
   drain(deadlineMs: number): Promise<{ delivered: bigint; outstanding: bigint }>
   /** Closes every connection and listener now; pending calls end with their error. */
   shutdown(): void
-  /** The counters, as BigInts (monotonic since the runtime started). */
+  /** The counters, as BigInts by camelCase name (weida-ffi lists them). */
   counters(): Counters
 }
 
@@ -393,16 +454,21 @@ export declare class Subscriber {
   /** The filters held, in the order given. */
   get filters(): Array<string>
   /**
-   * Up to `max` messages as `[metas, bodies]` (lib/index.ts makes them `Message`s, each
-   * with its `meta.topic`, and `sequence` and `gap` under PerProducer ordering), waiting for
-   * the first; an error met after the first rejects the next receive. Aborted as they
-   * arrived, they go back to the subscriber.
+   * Up to `max` messages as a `Batch` (lib/index.ts makes them `Message`s, each with its
+   * `meta.topic`, and `sequence` and `gap` under PerProducer ordering), waiting for the
+   * first; an error met after the first rejects the next receive. Aborted as they arrived,
+   * they go back to the subscriber, first.
    */
   recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
   /** What `recvBatch` would give without waiting, or null; throws what it would reject with. */
   take(max: number): Batch | null
-  /** Messages received and waiting for `recv`. */
+  /** Messages received and waiting for `recv` in the core (lib/index.ts adds its inbox's). */
   get queued(): number
+  /**
+   * Resolves once `queued` is at least `n`: a test's event to await instead of polling.
+   * Internal.
+   */
+  _untilQueued(n: number): Promise<void>
   /** Closes every connection; receiving returns what is queued, then ERR_WEIDA_CLOSED. */
   close(): void
 }
@@ -426,6 +492,21 @@ export declare class Trust {
   get pins(): Array<string>
 }
 
+/** Receives that finished on the I/O thread with messages (weida-ffi's probe). Internal. */
+export declare function _fetched(): number
+
+/**
+ * Values that reached the JS thread after their call was aborted and went back where they
+ * came from (weida-ffi's probe). Internal: tests show the race they aim at ran.
+ */
+export declare function _orphans(): number
+
+/**
+ * Blocks the JS thread until `_fetched()` reaches `n`, at most `timeoutMs`; true if it did.
+ * Internal: a test holds its event loop here while the I/O thread receives.
+ */
+export declare function _waitFetched(n: number, timeoutMs: number): boolean
+
 /** Copies a publisher dropped, by cause (core `Dropped`), and their `total`. */
 export interface Dropped {
   queueFull: bigint
@@ -436,31 +517,14 @@ export interface Dropped {
   total: bigint
 }
 
-/** Per-connection bounds (core `Limits`); an absent field keeps the core's default. */
-export interface LimitsOptions {
-  streamReceiveWindow?: number
-  connectionReceiveWindow?: number
-  sendWindow?: number
-  maxConcurrentUniStreams?: number
-  maxConcurrentBidiStreams?: number
-  maxLocalStreams?: number
-  endpointQueue?: number
-  maxHeaderSize?: number
-  maxCollectedBody?: number
-  idleTimeoutMs?: number
-  /** `null` sends no keep-alives. */
-  keepAliveMs?: number | null
-  subscriberBufferBytes?: number
-  maxReorderHold?: number
-  maxParkedReverse?: number
-  maxFilters?: number
-  fanoutWaitMs?: number
-  /**
-   * QUIC: the largest UDP payload accepted and sent (a loopback connection starts there;
-   * elsewhere path MTU discovery probes up to it). 1200 to 65527; default 65527.
-   */
-  maxUdpPayload?: number
-}
+/** Every loss cause an error's `lossCause` can be, as the core names them. */
+export declare function lossCauses(): Array<string>
+
+/**
+ * Operations in a row that may finish at once before one yields to the event loop (weida-ffi's
+ * `READY_STREAK`; lib/index.ts counts its synchronous paths against it).
+ */
+export declare const READY_STREAK: number
 
 /**
  * Registers the error classes of the TypeScript layer by `code` (`ERR_WEIDA_…`, and

@@ -86,8 +86,8 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
+    fn default() -> Self {
+        Self {
             stream_receive_window: 1 << 20,
             connection_receive_window: 8 << 20,
             send_window: 8 << 20,
@@ -183,8 +183,8 @@ pub struct RuntimeConfig {
 }
 
 impl Default for RuntimeConfig {
-    fn default() -> RuntimeConfig {
-        RuntimeConfig {
+    fn default() -> Self {
+        Self {
             identity: Identity::ephemeral(),
             trust: Trust::address(),
             present_identity: true,

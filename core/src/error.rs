@@ -25,14 +25,37 @@ pub enum LossCause {
     TransportError(String),
 }
 
+impl LossCause {
+    /// Every name [`LossCause::name`] gives, in declaration order: the bindings' vocabulary
+    /// (a new cause gets its name here, so no binding has an "unknown" name of its own).
+    pub const NAMES: [&'static str; 5] = [
+        "idle_timeout",
+        "peer_closed",
+        "locally_closed",
+        "reset",
+        "transport_error",
+    ];
+
+    /// The cause's stable name, as the bindings and the conformance suite spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::IdleTimeout => "idle_timeout",
+            Self::PeerClosed => "peer_closed",
+            Self::LocallyClosed => "locally_closed",
+            Self::Reset => "reset",
+            Self::TransportError(_) => "transport_error",
+        }
+    }
+}
+
 impl fmt::Display for LossCause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LossCause::IdleTimeout => f.write_str("idle timeout"),
-            LossCause::PeerClosed => f.write_str("peer closed"),
-            LossCause::LocallyClosed => f.write_str("locally closed"),
-            LossCause::Reset => f.write_str("reset"),
-            LossCause::TransportError(s) => write!(f, "transport error: {s}"),
+            Self::IdleTimeout => f.write_str("idle timeout"),
+            Self::PeerClosed => f.write_str("peer closed"),
+            Self::LocallyClosed => f.write_str("locally closed"),
+            Self::Reset => f.write_str("reset"),
+            Self::TransportError(s) => write!(f, "transport error: {s}"),
         }
     }
 }
@@ -57,16 +80,31 @@ pub enum AddressPart {
     Path,
 }
 
+impl AddressPart {
+    /// The part's stable name (`scheme`, `pin`, `host`, `port`, `socket_path`, `name`, `path`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Scheme => "scheme",
+            Self::Pin => "pin",
+            Self::Host => "host",
+            Self::Port => "port",
+            Self::SocketPath => "socket_path",
+            Self::Name => "name",
+            Self::Path => "path",
+        }
+    }
+}
+
 impl fmt::Display for AddressPart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AddressPart::Scheme => "scheme",
-            AddressPart::Pin => "pin",
-            AddressPart::Host => "host",
-            AddressPart::Port => "port",
-            AddressPart::SocketPath => "socket path",
-            AddressPart::Name => "name",
-            AddressPart::Path => "path",
+            Self::Scheme => "scheme",
+            Self::Pin => "pin",
+            Self::Host => "host",
+            Self::Port => "port",
+            Self::SocketPath => "socket path",
+            Self::Name => "name",
+            Self::Path => "path",
         })
     }
 }
@@ -89,15 +127,30 @@ pub enum Limit {
     Filters,
 }
 
+impl Limit {
+    /// The bound's stable name: the `Limits` field it is (`max_header_size`,
+    /// `max_collected_body`, `max_filters`) or what it is (`remote`, `byte_budget`, `queue`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::HeaderSize => "max_header_size",
+            Self::CollectedBody => "max_collected_body",
+            Self::Remote => "remote",
+            Self::ByteBudget => "byte_budget",
+            Self::Queue => "queue",
+            Self::Filters => "max_filters",
+        }
+    }
+}
+
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Limit::HeaderSize => "max_header_size",
-            Limit::CollectedBody => "max_collected_body",
-            Limit::Remote => "the peer's limit",
-            Limit::ByteBudget => "byte budget",
-            Limit::Queue => "queue bound",
-            Limit::Filters => "max_filters",
+            Self::HeaderSize => "max_header_size",
+            Self::CollectedBody => "max_collected_body",
+            Self::Remote => "the peer's limit",
+            Self::ByteBudget => "byte budget",
+            Self::Queue => "queue bound",
+            Self::Filters => "max_filters",
         })
     }
 }
@@ -147,45 +200,56 @@ impl ErrorCode {
     /// The code as the conformance vocabulary spells it.
     pub fn as_str(self) -> &'static str {
         match self {
-            ErrorCode::NotConnected => "NOT_CONNECTED",
-            ErrorCode::ConnectionLost => "CONNECTION_LOST",
-            ErrorCode::Indeterminate => "INDETERMINATE",
-            ErrorCode::Untrusted => "UNTRUSTED",
-            ErrorCode::UnknownEndpoint => "UNKNOWN_ENDPOINT",
-            ErrorCode::Unsupported => "UNSUPPORTED",
-            ErrorCode::Rejected => "REJECTED",
-            ErrorCode::Canceled => "CANCELED",
-            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
-            ErrorCode::Timeout => "TIMEOUT",
-            ErrorCode::InvalidAddress => "INVALID_ADDRESS",
-            ErrorCode::NegotiationFailed => "NEGOTIATION_FAILED",
-            ErrorCode::Protocol => "PROTOCOL",
-            ErrorCode::InvalidConfig => "INVALID_CONFIG",
-            ErrorCode::InvalidFilter => "INVALID_FILTER",
-            ErrorCode::Closed => "CLOSED",
-            ErrorCode::Io => "IO",
+            Self::NotConnected => "NOT_CONNECTED",
+            Self::ConnectionLost => "CONNECTION_LOST",
+            Self::Indeterminate => "INDETERMINATE",
+            Self::Untrusted => "UNTRUSTED",
+            Self::UnknownEndpoint => "UNKNOWN_ENDPOINT",
+            Self::Unsupported => "UNSUPPORTED",
+            Self::Rejected => "REJECTED",
+            Self::Canceled => "CANCELED",
+            Self::LimitExceeded => "LIMIT_EXCEEDED",
+            Self::Timeout => "TIMEOUT",
+            Self::InvalidAddress => "INVALID_ADDRESS",
+            Self::NegotiationFailed => "NEGOTIATION_FAILED",
+            Self::Protocol => "PROTOCOL",
+            Self::InvalidConfig => "INVALID_CONFIG",
+            Self::InvalidFilter => "INVALID_FILTER",
+            Self::Closed => "CLOSED",
+            Self::Io => "IO",
         }
     }
 
+    /// The code `name` spells (as [`ErrorCode::as_str`] does), if it is one.
+    ///
+    /// ```
+    /// use weida::ErrorCode;
+    /// assert_eq!(ErrorCode::from_name("CLOSED"), Some(ErrorCode::Closed));
+    /// assert_eq!(ErrorCode::from_name("closed"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     /// Every code, for bindings that build one class per code.
-    pub const ALL: [ErrorCode; 17] = [
-        ErrorCode::NotConnected,
-        ErrorCode::ConnectionLost,
-        ErrorCode::Indeterminate,
-        ErrorCode::Untrusted,
-        ErrorCode::UnknownEndpoint,
-        ErrorCode::Unsupported,
-        ErrorCode::Rejected,
-        ErrorCode::Canceled,
-        ErrorCode::LimitExceeded,
-        ErrorCode::Timeout,
-        ErrorCode::InvalidAddress,
-        ErrorCode::NegotiationFailed,
-        ErrorCode::Protocol,
-        ErrorCode::InvalidConfig,
-        ErrorCode::InvalidFilter,
-        ErrorCode::Closed,
-        ErrorCode::Io,
+    pub const ALL: [Self; 17] = [
+        Self::NotConnected,
+        Self::ConnectionLost,
+        Self::Indeterminate,
+        Self::Untrusted,
+        Self::UnknownEndpoint,
+        Self::Unsupported,
+        Self::Rejected,
+        Self::Canceled,
+        Self::LimitExceeded,
+        Self::Timeout,
+        Self::InvalidAddress,
+        Self::NegotiationFailed,
+        Self::Protocol,
+        Self::InvalidConfig,
+        Self::InvalidFilter,
+        Self::Closed,
+        Self::Io,
     ];
 }
 
@@ -286,46 +350,115 @@ fn expected_note(expected: &Option<Fingerprint>) -> String {
     }
 }
 
+/// The value of one structured field of an [`Error`] ([`Error::fields`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FieldValue {
+    /// A text, or a name from a fixed set (a loss cause, a limit, an address part).
+    Text(String),
+    /// A number (an OS error number).
+    Int(i64),
+    /// Known to be absent (no pin was named, the OS gave no number).
+    Null,
+}
+
 impl Error {
+    /// The structured fields this error keeps, as data, so a binding builds its error from
+    /// them with no match of its own: `loss_cause` (ConnectionLost, Indeterminate);
+    /// `fingerprint` and `expected` (Untrusted); `path` (UnknownEndpoint); `limit` and
+    /// `detail` (LimitExceeded); `part` and `reason` (InvalidAddress); `reason` (Rejected,
+    /// Unsupported); `what`, `text` and `reason` (InvalidFilter); `errno` (Io). Names are
+    /// snake_case; enumerated values are the names of [`LossCause::name`], [`Limit::name`]
+    /// and [`AddressPart::name`].
+    ///
+    /// ```
+    /// use weida::{Error, FieldValue, LossCause};
+    /// let e = Error::ConnectionLost(LossCause::IdleTimeout);
+    /// assert_eq!(e.fields(), [("loss_cause", FieldValue::Text("idle_timeout".into()))]);
+    /// ```
+    pub fn fields(&self) -> Vec<(&'static str, FieldValue)> {
+        let text = |s: &str| FieldValue::Text(s.to_string());
+        match self {
+            Self::ConnectionLost(c) | Self::Indeterminate(c) => {
+                vec![("loss_cause", text(c.name()))]
+            }
+            Self::Untrusted {
+                fingerprint,
+                expected,
+            } => vec![
+                ("fingerprint", FieldValue::Text(fingerprint.to_string())),
+                (
+                    "expected",
+                    expected.map_or(FieldValue::Null, |f| FieldValue::Text(f.to_string())),
+                ),
+            ],
+            Self::UnknownEndpoint { path } => vec![("path", text(path))],
+            Self::LimitExceeded { limit, detail } => {
+                vec![("limit", text(limit.name())), ("detail", text(detail))]
+            }
+            Self::InvalidAddress { part, reason } => {
+                vec![("part", text(part.name())), ("reason", text(reason))]
+            }
+            Self::Rejected(r) | Self::Unsupported(r) => vec![("reason", text(r))],
+            Self::InvalidFilter(f) => vec![
+                ("what", text(f.what)),
+                ("text", text(&f.text)),
+                ("reason", text(&f.reason)),
+            ],
+            Self::Io(e) => vec![(
+                "errno",
+                e.raw_os_error()
+                    .map_or(FieldValue::Null, |n| FieldValue::Int(n.into())),
+            )],
+            Self::NotConnected
+            | Self::Canceled
+            | Self::Timeout
+            | Self::NegotiationFailed(_)
+            | Self::Protocol(_)
+            | Self::InvalidConfig(_)
+            | Self::Closed => Vec::new(),
+        }
+    }
+
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::NotConnected => ErrorCode::NotConnected,
-            Error::ConnectionLost(_) => ErrorCode::ConnectionLost,
-            Error::Indeterminate(_) => ErrorCode::Indeterminate,
-            Error::Untrusted { .. } => ErrorCode::Untrusted,
-            Error::UnknownEndpoint { .. } => ErrorCode::UnknownEndpoint,
-            Error::Unsupported(_) => ErrorCode::Unsupported,
-            Error::Rejected(_) => ErrorCode::Rejected,
-            Error::Canceled => ErrorCode::Canceled,
-            Error::LimitExceeded { .. } => ErrorCode::LimitExceeded,
-            Error::Timeout => ErrorCode::Timeout,
-            Error::InvalidAddress { .. } => ErrorCode::InvalidAddress,
-            Error::NegotiationFailed(_) => ErrorCode::NegotiationFailed,
-            Error::Protocol(_) => ErrorCode::Protocol,
-            Error::InvalidConfig(_) => ErrorCode::InvalidConfig,
-            Error::InvalidFilter(_) => ErrorCode::InvalidFilter,
-            Error::Closed => ErrorCode::Closed,
-            Error::Io(_) => ErrorCode::Io,
+            Self::NotConnected => ErrorCode::NotConnected,
+            Self::ConnectionLost(_) => ErrorCode::ConnectionLost,
+            Self::Indeterminate(_) => ErrorCode::Indeterminate,
+            Self::Untrusted { .. } => ErrorCode::Untrusted,
+            Self::UnknownEndpoint { .. } => ErrorCode::UnknownEndpoint,
+            Self::Unsupported(_) => ErrorCode::Unsupported,
+            Self::Rejected(_) => ErrorCode::Rejected,
+            Self::Canceled => ErrorCode::Canceled,
+            Self::LimitExceeded { .. } => ErrorCode::LimitExceeded,
+            Self::Timeout => ErrorCode::Timeout,
+            Self::InvalidAddress { .. } => ErrorCode::InvalidAddress,
+            Self::NegotiationFailed(_) => ErrorCode::NegotiationFailed,
+            Self::Protocol(_) => ErrorCode::Protocol,
+            Self::InvalidConfig(_) => ErrorCode::InvalidConfig,
+            Self::InvalidFilter(_) => ErrorCode::InvalidFilter,
+            Self::Closed => ErrorCode::Closed,
+            Self::Io(_) => ErrorCode::Io,
         }
     }
 
     /// True when the operation certainly did not take effect at the peer's application, or
     /// certainly failed; false for [`Error::Indeterminate`], whose outcome is unknown.
     pub fn is_definite_failure(&self) -> bool {
-        !matches!(self, Error::Indeterminate(_))
+        !matches!(self, Self::Indeterminate(_))
     }
 
     /// The loss cause, for `ConnectionLost` and `Indeterminate`.
     pub fn loss_cause(&self) -> Option<&LossCause> {
         match self {
-            Error::ConnectionLost(c) | Error::Indeterminate(c) => Some(c),
+            Self::ConnectionLost(c) | Self::Indeterminate(c) => Some(c),
             _ => None,
         }
     }
 
-    pub(crate) fn limit(limit: Limit, detail: impl Into<String>) -> Error {
-        Error::LimitExceeded {
+    pub(crate) fn limit(limit: Limit, detail: impl Into<String>) -> Self {
+        Self::LimitExceeded {
             limit,
             detail: detail.into(),
         }
@@ -334,3 +467,61 @@ impl Error {
 
 /// `Result` with weida's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_loss_cause_has_a_listed_name() {
+        let all = [
+            LossCause::IdleTimeout,
+            LossCause::PeerClosed,
+            LossCause::LocallyClosed,
+            LossCause::Reset,
+            LossCause::TransportError("x".into()),
+        ];
+        let names: Vec<_> = all.iter().map(LossCause::name).collect();
+        assert_eq!(names, LossCause::NAMES);
+    }
+
+    #[test]
+    fn every_code_is_found_by_its_name() {
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_name(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::from_name("ERR_WEIDA_CLOSED"), None);
+    }
+
+    #[test]
+    fn fields_name_what_each_error_keeps() {
+        let f = |e: Error| {
+            e.fields()
+                .into_iter()
+                .map(|(n, v)| match v {
+                    FieldValue::Text(t) => format!("{n}={t}"),
+                    FieldValue::Int(i) => format!("{n}={i}"),
+                    FieldValue::Null => format!("{n}=null"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            f(Error::Indeterminate(LossCause::Reset)),
+            ["loss_cause=reset"]
+        );
+        assert_eq!(
+            f(Error::limit(Limit::Filters, "one more")),
+            ["limit=max_filters", "detail=one more"]
+        );
+        assert_eq!(
+            f(Error::InvalidAddress {
+                part: AddressPart::SocketPath,
+                reason: "empty".into()
+            }),
+            ["part=socket_path", "reason=empty"]
+        );
+        assert_eq!(f(Error::Io(io::Error::from_raw_os_error(2))), ["errno=2"]);
+        assert_eq!(f(Error::Io(io::Error::other("x"))), ["errno=null"]);
+        assert!(f(Error::Closed).is_empty());
+    }
+}

@@ -24,22 +24,8 @@
 #![warn(missing_docs)]
 
 pub mod address;
-// error.rs and config.rs are being changed on another branch: the crate's newer lints
-// (core/Cargo.toml) are fixed in them once that work has merged, so the merge stays easy.
-#[allow(
-    unused_qualifications,
-    elided_lifetimes_in_paths,
-    clippy::use_self,
-    clippy::manual_let_else
-)]
 mod config;
 mod connection;
-#[allow(
-    unused_qualifications,
-    elided_lifetimes_in_paths,
-    clippy::use_self,
-    clippy::manual_let_else
-)]
 mod error;
 mod patterns;
 mod runtime;
@@ -66,7 +52,7 @@ pub use connection::handles::{
     Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,
     PendingReply,
 };
-pub use error::{AddressPart, Error, ErrorCode, Limit, LossCause, Result};
+pub use error::{AddressPart, Error, ErrorCode, FieldValue, Limit, LossCause, Result};
 pub use patterns::{
     Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
     Requester, Subscriber,

@@ -750,3 +750,42 @@ async fn small_copies_ride_the_subscribers_lane_in_publish_order_quic() {
 async fn small_copies_ride_the_subscribers_lane_in_publish_order_inproc() {
     common::bounded(small_copies_in_order(Transport::Inproc)).await;
 }
+
+on_every_transport!(
+    a_copy_handed_back_wakes_a_waiting_receive_and_the_waits_for_tests_resolve_on_their_event,
+    |t| async move {
+        let (_s, listener, client) = pair(t).await;
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("t").await.unwrap();
+        // Resolved by the subscribe's own event, not by polling.
+        publisher.until_subscribers(1).await;
+        for i in 0..2u8 {
+            publisher.publish("t", vec![i]).unwrap();
+        }
+        sub.until_queued(2).await;
+        assert_eq!(sub.queued(), 2);
+        let (first, second) = (sub.recv().await.unwrap(), sub.recv().await.unwrap());
+        // A receive already waiting on an empty queue gets a copy handed back.
+        let (got, ()) = tokio::join!(sub.recv(), async {
+            tokio::task::yield_now().await;
+            sub.give_back(first);
+        });
+        assert_eq!(&got.unwrap().body[..], [0]);
+        // A copy handed back goes before one queued meanwhile.
+        publisher.publish("t", vec![2]).unwrap();
+        sub.until_queued(1).await;
+        sub.give_back(second);
+        assert_eq!(&sub.recv().await.unwrap().body[..], [1]);
+        assert_eq!(&sub.recv().await.unwrap().body[..], [2]);
+        let waiting = tokio::spawn(async move { sub.recv().await.map(|m| m.body) });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        // A subscriber that goes: the count falls to 0 once its copies are counted.
+        client.shutdown();
+        publisher.until_subscribers(0).await;
+        assert_eq!(publisher.subscriber_count(), 0);
+        assert!(waiting.await.unwrap().is_err());
+    }
+);

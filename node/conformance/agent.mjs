@@ -53,7 +53,7 @@ function errorJson(e) {
   /** @type {Record<string, unknown>} */
   const m = { code, message: e.message, definite: e.definite }
   const err = /** @type {any} */ (e)
-  if (code === 'CONNECTION_LOST' || code === 'INDETERMINATE') m.cause = err.cause
+  if (code === 'CONNECTION_LOST' || code === 'INDETERMINATE') m.loss_cause = err.lossCause
   if (code === 'UNKNOWN_ENDPOINT') m.path = err.path
   if (code === 'UNTRUSTED') {
     m.fingerprint = err.fingerprint

@@ -1,11 +1,18 @@
 // The error classes: one per core error code (docs/BINDINGS.md, "Errors"), all under
-// WeidaError. The addon maps every core error in one Rust function (src/error.rs, `to_js`) and
-// constructs it as the class registered here for its `code`, then sets its fields.
+// WeidaError. The addon maps every failure in one Rust function (src/error.rs, `to_js`) and
+// constructs it as the class registered here for its `code`, then sets every field the core
+// error carries, by the same names as Python's in camelCase (weida-ffi's `Fail::fields`).
 
 import * as native from '../native.cjs'
 
-/** Why a connection ended (`err.cause` of ConnectionLost and Indeterminate). */
+/**
+ * Why a connection ended (`err.lossCause` of ConnectionLost and Indeterminate), as the core names
+ * it (`lossCauses()` lists them); `err.cause` stays the standard `Error.cause`.
+ */
 export type LossCause = 'idle_timeout' | 'peer_closed' | 'locally_closed' | 'reset' | 'transport_error'
+
+/** Every loss cause, as the core names them. */
+export const lossCauses = (): LossCause[] => native.lossCauses() as LossCause[]
 
 /** Every `code` a WeidaError can carry. */
 export type WeidaErrorCode =
@@ -35,6 +42,8 @@ export type WeidaErrorCode =
 export class WeidaError extends Error {
   declare code: WeidaErrorCode
   declare definite: boolean
+  /** Set only on a rejection of `Pusher.sendMany`: how many bodies were sent before it. */
+  declare sent?: number
   constructor(message: string) {
     super(message)
     this.name = new.target.name
@@ -43,13 +52,13 @@ export class WeidaError extends Error {
 
 /** The endpoint was never connected to any address. */
 export class NotConnected extends WeidaError {}
-/** The connection ended before the operation succeeded; `cause` says why. */
+/** The connection ended before the operation succeeded; `lossCause` says why. */
 export class ConnectionLost extends WeidaError {
-  declare cause: LossCause
+  declare lossCause: LossCause
 }
 /** Sent whole, reply lost: neither a success nor a definite failure. Do not blindly retry. */
 export class Indeterminate extends WeidaError {
-  declare cause: LossCause
+  declare lossCause: LossCause
 }
 /** The peer presented a key outside the configured trust. */
 export class Untrusted extends WeidaError {
@@ -62,30 +71,52 @@ export class Untrusted extends WeidaError {
 export class UnknownEndpoint extends WeidaError {
   declare path: string
 }
-/** The endpoint at that path cannot serve this kind of stream or request. */
-export class Unsupported extends WeidaError {}
-/** The peer's application refused; the message is its reason. */
-export class Rejected extends WeidaError {}
+/** The endpoint at that path cannot serve this kind of stream or request; `reason` says why. */
+export class Unsupported extends WeidaError {
+  declare reason: string
+}
+/** The peer's application refused; `reason` is what it said. */
+export class Rejected extends WeidaError {
+  declare reason: string
+}
 /** The transfer was cancelled (by either side) before it completed. */
 export class Canceled extends WeidaError {}
-/** A configured bound was exceeded. */
-export class LimitExceeded extends WeidaError {}
+/**
+ * A configured bound was exceeded: `limit` names it (`max_header_size`, `max_collected_body`,
+ * `remote`, `byte_budget`, `queue`, `max_filters`), `detail` says what exceeded it.
+ */
+export class LimitExceeded extends WeidaError {
+  declare limit: string
+  declare detail: string
+}
 /** `sendTimeoutMs` (or another deadline) passed. */
 export class Timeout extends WeidaError {}
-/** The address could not be parsed; the message says which part. */
-export class InvalidAddress extends WeidaError {}
+/** The address could not be parsed; `part` says which part, `reason` why. */
+export class InvalidAddress extends WeidaError {
+  declare part: string
+  declare reason: string
+}
 /** The peers' guarantee sets or versions do not meet. */
 export class NegotiationFailed extends WeidaError {}
 /** The peer sent bytes that violate the wire protocol. */
 export class ProtocolError extends WeidaError {}
 /** A configuration was refused before any traffic. */
 export class InvalidConfig extends WeidaError {}
-/** A Pub/Sub filter or topic is malformed (refused, never widened); the message says where. */
-export class InvalidFilter extends WeidaError {}
+/**
+ * A Pub/Sub filter or topic is malformed (refused, never widened): `what` is `'filter'` or
+ * `'topic'`, `text` the text as given, `reason` why.
+ */
+export class InvalidFilter extends WeidaError {
+  declare what: string
+  declare text: string
+  declare reason: string
+}
 /** The runtime, listener or endpoint was closed or is draining. */
 export class Closed extends WeidaError {}
-/** An operating-system error. */
-export class IoError extends WeidaError {}
+/** An operating-system error; `errno` is its number, or null. */
+export class IoError extends WeidaError {
+  declare errno: number | null
+}
 
 /**
  * What a call rejects with when its AbortSignal fires (Node's own shape: `name` AbortError,

@@ -45,8 +45,10 @@ export interface RuntimeOptions {
   limits?: Limits
   /** Whether dialling presents `identity` (default true) or stays anonymous. */
   presentIdentity?: boolean
-  /** How long `open`/`send`/`request` may wait for a stream slot before ERR_WEIDA_TIMEOUT. Default: unbounded. */
-  sendTimeoutMs?: number
+  /** How long `open`/`send`/`request` may wait for a stream slot before ERR_WEIDA_TIMEOUT. Default (or null): unbounded. */
+  sendTimeoutMs?: number | null
+  /** The UDP socket buffer size asked of the kernel, in bytes. Default 4 MiB. */
+  udpBuffer?: number
   /** The ordering level this runtime requires of every connection. Default `'none'`. */
   ordering?: Ordering
   /**
@@ -117,8 +119,10 @@ function call<T>(signal: AbortSignal | undefined, run: (c: native.Cancel | undef
  * How many operations in a row may complete at once (a send onto a lane with room, a message
  * already queued) before one takes the waiting path, which yields to the event loop: a loop
  * that always finds work ready runs as microtasks, and would otherwise starve timers and I/O.
+ * The number is weida-ffi's, for every language; the synchronous paths below count against it
+ * here because they never enter the addon's calls, which count their own.
  */
-const READY_STREAK = 64
+const READY_STREAK = native.READY_STREAK
 
 /**
  * Runs `ready` (a synchronous attempt: a value, or null when it must wait) unless the streak
@@ -473,15 +477,7 @@ export class Runtime {
   readonly #n: native.Runtime
 
   constructor(options: RuntimeOptions = {}) {
-    this.#n = new native.Runtime(
-      options.identity,
-      options.trust,
-      options.limits,
-      options.presentIdentity,
-      options.sendTimeoutMs,
-      options.ordering,
-      options.laneMaxMessage,
-    )
+    this.#n = new native.Runtime(options)
   }
 
   /** The `sha256:…` fingerprint of the key this runtime presents. */
@@ -623,7 +619,10 @@ export class Pusher {
     return this.#n.trySend(body)
   }
 
-  /** Sends each body as its own message, in order, in one call; the first failure rejects. */
+  /**
+   * Sends each body as its own message, in order, in one call; the first failure rejects, and
+   * its `sent` says how many bodies were sent before it.
+   */
   sendMany(bodies: Body[], options: CallOptions = {}): Promise<void> {
     const packed = pack(bodies)
     return call(options.signal, (c) =>
@@ -921,6 +920,11 @@ export class Publisher {
     return this.#n.subscriberCount
   }
 
+  /** @internal Resolves once `subscriberCount === n`, the copies of one that went counted. */
+  _untilSubscribers(n: number): Promise<void> {
+    return this.#n._untilSubscribers(n)
+  }
+
   /** Unbinds the path and ends every subscription. */
   close(): void {
     this.#n.close()
@@ -952,7 +956,8 @@ export class FanOut {
   /**
    * Hands `chunk` to every attached copy, first waiting up to `limits.fanoutWaitMs` for a slow
    * subscriber's backlog to make room; a copy still full then is dropped. Resolves with the
-   * copies still attached. Aborting it writes nothing, and the fan-out goes on.
+   * copies still attached. Aborting it cancels the message, as {@link FanOut.cancel} does (its
+   * caller cannot know whether the chunk went), so no subscriber gets it with a chunk missing.
    */
   write(chunk: Body, options: CallOptions = {}): Promise<number> {
     return call(options.signal, (c) => this.#n.write(chunk, c))
@@ -1052,6 +1057,11 @@ export class Subscriber implements AsyncIterable<Message> {
   /** Messages received and waiting for `recv`. */
   get queued(): number {
     return this.#n.queued + this.#inbox.size
+  }
+
+  /** @internal Resolves once `queued >= n` (a test's event to await instead of polling). */
+  _untilQueued(n: number): Promise<void> {
+    return this.#n._untilQueued(Math.max(0, n - this.#inbox.size))
   }
 
   /** Closes every connection: receiving returns what is queued, then ends (ERR_WEIDA_CLOSED). */

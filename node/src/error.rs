@@ -1,49 +1,30 @@
-//! Errors: every `weida::Error` becomes one JS error in [`to_js`], the one place the core's codes
-//! are mapped (docs/BINDINGS.md, "Errors"). The object is an instance of the class the
-//! TypeScript layer registered for its code (lib/errors.ts: `WeidaError` and one subclass per
-//! code), with `code` (`ERR_WEIDA_<CODE>`), `definite`, and the fields the core error carries:
-//! `cause` for a loss, `fingerprint` and `expected` for an untrusted peer, `path` for an unknown
-//! endpoint.
+//! Errors: every failure becomes one JS error in [`to_js`], the one place the core's codes are
+//! mapped (docs/BINDINGS.md, "Errors"). The object is an instance of the class the TypeScript
+//! layer registered for its code (lib/errors.ts: `WeidaError` and one subclass per code), with
+//! `code` (`ERR_WEIDA_<CODE>`), `definite`, and every field the failure carries (weida-ffi's
+//! `Fail::fields`) in camelCase: `lossCause`, `fingerprint`, `expected`, `path`, `limit`,
+//! `detail`, `part`, `reason`, `what`, `text`, `errno`, `sent`. No match on the error's variant
+//! here.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Null, Object, Unknown};
 use napi::{Env, JsValue, Status};
 use napi_derive::napi;
-use weida::{Error as CoreError, ErrorCode, LossCause};
-
-/// Why a binding call failed: the core said so, or the caller's AbortSignal fired.
-#[derive(Debug)]
-pub(crate) enum Fail {
-    /// The core's error, mapped by [`to_js`].
-    Core(CoreError),
-    /// The call was aborted (an AbortSignal, or the object it worked on was cancelled).
-    Aborted,
-}
-
-impl From<CoreError> for Fail {
-    fn from(e: CoreError) -> Fail {
-        Fail::Core(e)
-    }
-}
-
-/// The `code` Node sees: `ERR_WEIDA_` and the core's stable name.
-pub(crate) fn node_code(code: ErrorCode) -> String {
-    format!("ERR_WEIDA_{}", code.as_str())
-}
+use weida::{Error as CoreError, FieldValue};
+use weida_ffi::config::camel_case;
+use weida_ffi::Fail;
 
 /// The `code` of the AbortError an aborted call rejects with (Node's own name for it).
 const ABORT_CODE: &str = "ABORT_ERR";
 
-fn loss_cause(c: &LossCause) -> &'static str {
-    match c {
-        LossCause::IdleTimeout => "idle_timeout",
-        LossCause::PeerClosed => "peer_closed",
-        LossCause::LocallyClosed => "locally_closed",
-        LossCause::Reset => "reset",
-        LossCause::TransportError(_) => "transport_error",
-        _ => "transport_error",
+/// The `code` a failure carries: `ERR_WEIDA_` and the core's code, `ABORT_ERR` for an aborted
+/// call, `ERR_WEIDA_BUSY` or `ERR_WEIDA_PANIC` for the binding's own.
+fn code(f: &Fail) -> String {
+    match f {
+        Fail::Aborted => ABORT_CODE.to_string(),
+        f => format!("ERR_WEIDA_{}", f.kind().to_ascii_uppercase()),
     }
 }
 
@@ -82,35 +63,21 @@ pub(crate) fn throw(env: &Env, e: CoreError) -> napi::Error {
 }
 
 fn build<'env>(env: &'env Env, failure: Fail) -> napi::Result<Object<'env>> {
-    let (code, message) = match &failure {
-        Fail::Aborted => (
-            ABORT_CODE.to_string(),
-            "the operation was aborted".to_string(),
-        ),
-        Fail::Core(e) => (node_code(e.code()), e.to_string()),
-    };
-    let mut obj = instantiate(env, &code, message)?;
+    let code = code(&failure);
+    let mut obj = instantiate(env, &code, failure.message())?;
     obj.set_named_property("code", code.as_str())?;
-    let Fail::Core(e) = failure else {
+    if matches!(failure, Fail::Aborted) {
         obj.set_named_property("name", "AbortError")?;
         return Ok(obj);
-    };
-    obj.set_named_property("definite", e.is_definite_failure())?;
-    match e {
-        CoreError::ConnectionLost(c) | CoreError::Indeterminate(c) => {
-            obj.set_named_property("cause", loss_cause(&c))?;
+    }
+    obj.set_named_property("definite", failure.definite())?;
+    for (name, value) in failure.fields() {
+        let name = camel_case(name);
+        match value {
+            FieldValue::Text(t) => obj.set_named_property(&name, t)?,
+            FieldValue::Int(n) => obj.set_named_property(&name, n as f64)?,
+            _ => obj.set_named_property(&name, Null)?,
         }
-        CoreError::Untrusted {
-            fingerprint,
-            expected,
-        } => {
-            obj.set_named_property("fingerprint", fingerprint.to_string())?;
-            obj.set_named_property("expected", expected.map(|f| f.to_string()))?;
-        }
-        CoreError::UnknownEndpoint { path } => {
-            obj.set_named_property("path", path)?;
-        }
-        _ => {}
     }
     Ok(obj)
 }
@@ -126,12 +93,4 @@ fn instantiate<'env>(env: &'env Env, code: &str, message: String) -> napi::Resul
         Some(u) => Ok(Object::from_raw(env.raw(), u.raw())),
         None => env.create_error(napi::Error::new(Status::GenericFailure, message)),
     }
-}
-
-/// The core error a replier's `fail(code, message)` answers with: the code named by its
-/// `ERR_WEIDA_…` or bare name (`REJECTED`, ...), carried over the wire as the core maps it.
-pub(crate) fn from_code(code: &str, message: &str) -> Option<CoreError> {
-    let bare = code.strip_prefix("ERR_WEIDA_").unwrap_or(code);
-    let code = ErrorCode::ALL.into_iter().find(|c| c.as_str() == bare)?;
-    Some(CoreError::for_reply(code, message))
 }

@@ -1,6 +1,8 @@
 //! The Node binding of weida: a napi-rs addon (`weida.<platform>.node`, loaded by native.cjs)
-//! under the TypeScript layer in lib/. A binding only converts; behaviour lives in the core.
-//! One file per core module it projects (docs/BINDINGS.md): runtime, patterns, stream, error,
+//! under the TypeScript layer in lib/. A binding only converts: behaviour lives in the core,
+//! and what every binding needs besides conversion (the I/O runtime, settling a promise from a
+//! core call, cancellation, the error fields, the options, the counters) in weida-ffi. One
+//! file per core module it projects (docs/BINDINGS.md): runtime, patterns, stream, error,
 //! config, identity, address.
 
 #![deny(clippy::all)]
@@ -23,3 +25,37 @@ pub mod identity;
 pub mod patterns;
 pub mod runtime;
 pub mod stream;
+
+use napi_derive::napi;
+
+/// Operations in a row that may finish at once before one yields to the event loop (weida-ffi's
+/// `READY_STREAK`; lib/index.ts counts its synchronous paths against it).
+#[napi]
+pub const READY_STREAK: u32 = weida_ffi::READY_STREAK;
+
+/// Every loss cause an error's `lossCause` can be, as the core names them.
+#[napi]
+pub fn loss_causes() -> Vec<&'static str> {
+    weida::LossCause::NAMES.to_vec()
+}
+
+/// Values that reached the JS thread after their call was aborted and went back where they
+/// came from (weida-ffi's probe). Internal: tests show the race they aim at ran.
+#[napi(js_name = "_orphans")]
+pub fn orphans() -> f64 {
+    weida_ffi::probe::orphans() as f64
+}
+
+/// Receives that finished on the I/O thread with messages (weida-ffi's probe). Internal.
+#[napi(js_name = "_fetched")]
+pub fn fetched() -> f64 {
+    weida_ffi::probe::fetched() as f64
+}
+
+/// Blocks the JS thread until `_fetched()` reaches `n`, at most `timeoutMs`; true if it did.
+/// Internal: a test holds its event loop here while the I/O thread receives.
+#[napi(js_name = "_waitFetched")]
+pub fn wait_fetched(n: f64, timeout_ms: f64) -> bool {
+    let t = std::time::Duration::from_secs_f64(timeout_ms.max(0.0) / 1000.0);
+    weida_ffi::probe::wait_fetched(n as u64, t)
+}

@@ -1,22 +1,26 @@
 //! The patterns: `Pusher`/`Puller`, `Requester`/`Replier`, raw `Peer`/`Acceptor`,
-//! `Publisher` (with its `FanOut` and `Dropped`)/`Subscriber`.
+//! `Publisher` (with its `FanOut` and `Dropped`)/`Subscriber`. Receives cross in batches
+//! (weida-ffi's `fetch` and `take_now`) into the TypeScript layer's inbox (lib/index.ts).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
 use napi::bindgen_prelude::{BigInt, Either, Object};
-use napi::{Env, Status};
+use napi::Env;
 use napi_derive::napi;
-use weida::{Error as CoreError, Incoming, Receiving};
+use weida::Receiving;
+use weida_ffi::config::{count_arg, Given};
+use weida_ffi::inbox::{fetch, take_now};
+use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::patterns::{send_many, Endpoint};
+use weida_ffi::{pubsub, Call, Fail};
 
-use crate::config::count;
-use crate::error::{self, Fail};
-use crate::runtime::{on_io, promise, promise_keeping, Cancel, Io};
+use crate::config::JS;
+use crate::error;
+use crate::runtime::{promise, Cancel};
 use crate::stream::{
-    batch_out, message_out, metadata_in, BodyIn, BodyOut, Exchange, IncomingTransfer,
-    OutgoingTransfer, PendingReply, Raw, Slot,
+    batch_out, message_out, metadata_in, opened, BodyIn, BodyOut, Exchange, IncomingTransfer,
+    OutgoingTransfer, Raw,
 };
 
 /// A JS count from a core one (connections, copies, queued messages: far below 2^32).
@@ -24,95 +28,61 @@ fn small(n: usize) -> u32 {
     n.try_into().unwrap_or(u32::MAX)
 }
 
-/// The `max` of a `recvMany`: a whole number (0 is taken as 1, as the core does).
-fn batch(max: f64) -> Result<usize, CoreError> {
+/// A count argument (`max`) from a JS number, checked as an option's is.
+pub(crate) fn count(name: &'static str, v: f64) -> Result<u64, Fail> {
+    Ok(count_arg(name, Given::Float(v), JS)?)
+}
+
+/// The `max` of a receive.
+fn batch(max: f64) -> Result<usize, Fail> {
     Ok(usize::try_from(count("max", max)?).unwrap_or(usize::MAX))
 }
 
-/// A receive for JS: up to `max` whole messages as `[metas, bodies]` (stream.rs `batch_out`),
-/// waiting for the first; an aborted receive hands what it got back (`give_back`).
+/// A receive for JS: up to `max` whole messages as a `Batch` (stream.rs `batch_out`), waiting
+/// for the first; what an aborted receive got goes back to the endpoint (`give_back`, in
+/// order: the TypeScript inbox takes nothing from the endpoint while this is pending, so it is
+/// the next any receive takes).
 fn recv_batch<'env, R: Receiving>(
     env: &'env Env,
     cancel: Option<&Cancel>,
-    r: &Arc<Io<R>>,
+    r: &Arc<R>,
     max: f64,
 ) -> napi::Result<Object<'env>> {
-    let (r, back) = (r.clone(), r.clone());
-    promise_keeping(
-        env,
-        cancel,
-        async move { Ok(r.recv_many(batch(max)?).await?) },
-        batch_out,
-        Box::new(move |ms| ms.into_iter().for_each(|m| back.give_back(m))),
-    )
+    let (r, back) = (Arc::clone(r), Arc::clone(r));
+    let call = Call::new(async move { fetch(r, batch(max)?).await })
+        .keeping(move |ms| ms.into_iter().for_each(|m| back.give_back(m)));
+    promise(env, cancel, call, batch_out)
 }
 
 /// The messages ready now, up to `max`, as [`recv_batch`] gives them; null when none is ready,
-/// and the error a receive would reject with thrown at once. Its `recv_many` ends before an
-/// error met after the first message and keeps the error for the next receive, as it does when
-/// it waits, so nothing is lost between the two.
+/// and the error a receive would reject with thrown at once.
 fn take_ready<R: Receiving>(env: &Env, r: &R, max: f64) -> napi::Result<Option<Raw>> {
-    let max = batch(max).map_err(|e| error::throw(env, e))?;
-    match on_io(|| r.recv_many(max).now_or_never()) {
+    let max = batch(max).map_err(|f| error::to_js(env, f))?;
+    match take_now(r, max) {
         None => Ok(None),
         Some(Ok(ms)) => Ok(Some(batch_out(env, ms)?)),
-        Some(Err(e)) => Err(error::throw(env, e)),
+        Some(Err(f)) => Err(error::to_js(env, f)),
     }
 }
 
-/// A dialling endpoint held for JS: `close()` lets go of it (calls already pending run on).
-struct Dialing<T>(Mutex<Option<Arc<T>>>);
-
-impl<T> Dialing<T> {
-    fn new(t: T) -> Dialing<T> {
-        Dialing(Mutex::new(Some(Arc::new(t))))
-    }
-
-    /// The endpoint, or Closed after `close()` (reported by the promise, not thrown).
-    fn get(&self) -> Result<Arc<T>, Fail> {
-        self.0
-            .lock()
-            .unwrap()
-            .clone()
-            .ok_or(Fail::Core(CoreError::Closed))
-    }
-
-    fn sync(&self, env: &Env) -> napi::Result<Arc<T>> {
-        self.0
-            .lock()
-            .unwrap()
-            .clone()
-            .ok_or_else(|| error::throw(env, CoreError::Closed))
-    }
-
-    fn close(&self) {
-        let t = self.0.lock().unwrap().take();
-        on_io(|| drop(t));
-    }
-}
-
-impl<T> Drop for Dialing<T> {
-    fn drop(&mut self) {
-        self.close();
-    }
+/// The endpoint for a synchronous call, or the throw of `Closed`.
+fn sync<T>(env: &Env, e: &Endpoint<T>) -> napi::Result<Arc<T>> {
+    e.get().map_err(|f| error::to_js(env, f))
 }
 
 /// Sends messages to pullers, one stream each, round-robin per message.
 #[napi]
 pub struct Pusher {
-    inner: Dialing<weida::Pusher>,
+    inner: Endpoint<weida::Pusher>,
 }
 
 impl Pusher {
     pub(crate) fn new(p: weida::Pusher) -> Pusher {
         Pusher {
-            inner: Dialing::new(p),
+            inner: Endpoint::new(p),
         }
     }
-}
 
-impl Pusher {
-    /// Sends each body as its own message, in order; the first failure rejects.
     fn send_all<'env>(
         &self,
         env: &'env Env,
@@ -123,13 +93,7 @@ impl Pusher {
         promise(
             env,
             cancel,
-            async move {
-                let p = p?;
-                for b in bodies {
-                    p.send(b).await?;
-                }
-                Ok(())
-            },
+            Call::new(async move { send_many(p?, bodies).await }),
             |_, ()| Ok(()),
         )
     }
@@ -149,7 +113,7 @@ impl Pusher {
         promise(
             env,
             cancel,
-            async move { Ok(p?.connect(&address).await?) },
+            Call::new(async move { Ok(p?.connect(&address).await?) }),
             |_, ()| Ok(()),
         )
     }
@@ -157,16 +121,14 @@ impl Pusher {
     /// Removes `address`; true if it was connected.
     #[napi]
     pub fn disconnect(&self, env: Env, address: String) -> napi::Result<bool> {
-        let p = self.inner.sync(&env)?;
+        let p = sync(&env, &self.inner)?;
         on_io(|| p.disconnect(&address)).map_err(|e| error::throw(&env, e))
     }
 
     /// Live connections.
     #[napi(getter)]
     pub fn peer_count(&self) -> u32 {
-        self.inner
-            .get()
-            .map_or(0, |p| p.peer_count().try_into().unwrap_or(u32::MAX))
+        self.inner.get().map_or(0, |p| small(p.peer_count()))
     }
 
     /// Sends a whole message: resolves once its FIN is queued (it then arrives with no local
@@ -185,7 +147,7 @@ impl Pusher {
         promise(
             env,
             cancel,
-            async move { Ok(p?.send_with(meta, body.0).await?) },
+            Call::new(async move { Ok(p?.send_with(meta, body.0).await?) }),
             |_, ()| Ok(()),
         )
     }
@@ -200,7 +162,7 @@ impl Pusher {
         env: Env,
         #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
     ) -> napi::Result<bool> {
-        let p = self.inner.sync(&env)?;
+        let p = sync(&env, &self.inner)?;
         match on_io(|| p.try_send(body.0)) {
             Ok(None) => Ok(true),
             Ok(Some(_)) => Ok(false),
@@ -209,7 +171,7 @@ impl Pusher {
     }
 
     /// Sends each body as its own message, in order, in one call across the boundary; the
-    /// first failure rejects (the bodies before it were sent).
+    /// first failure rejects, its `sent` saying how many went before it.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn send_many<'env>(
         &self,
@@ -217,8 +179,7 @@ impl Pusher {
         #[napi(ts_arg_type = "Array<string | Uint8Array>")] bodies: Vec<BodyIn>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let bodies: Vec<Bytes> = bodies.into_iter().map(|b| b.0).collect();
-        self.send_all(env, bodies, cancel)
+        self.send_all(env, bodies.into_iter().map(|b| b.0).collect(), cancel)
     }
 
     /// `send_many` of small bodies packed in one buffer by lib/index.ts (`stream::unpack`):
@@ -249,8 +210,12 @@ impl Pusher {
         promise(
             env,
             cancel,
-            async move { Ok(p?.open(meta).await?) },
-            |_, t| Ok(OutgoingTransfer::new(t)),
+            Call::new(async move { Ok(p?.open(meta).await?) }),
+            |_, t| {
+                Ok(OutgoingTransfer::new(
+                    weida_ffi::stream::OutgoingTransfer::new(t),
+                ))
+            },
         )
     }
 
@@ -264,13 +229,13 @@ impl Pusher {
 /// Sends requests and awaits replies, round-robin over connected repliers.
 #[napi]
 pub struct Requester {
-    inner: Dialing<weida::Requester>,
+    inner: Endpoint<weida::Requester>,
 }
 
 impl Requester {
     pub(crate) fn new(r: weida::Requester) -> Requester {
         Requester {
-            inner: Dialing::new(r),
+            inner: Endpoint::new(r),
         }
     }
 }
@@ -288,22 +253,20 @@ impl Requester {
         promise(
             env,
             cancel,
-            async move { Ok(r?.connect(&address).await?) },
+            Call::new(async move { Ok(r?.connect(&address).await?) }),
             |_, ()| Ok(()),
         )
     }
 
     #[napi]
     pub fn disconnect(&self, env: Env, address: String) -> napi::Result<bool> {
-        let r = self.inner.sync(&env)?;
+        let r = sync(&env, &self.inner)?;
         on_io(|| r.disconnect(&address)).map_err(|e| error::throw(&env, e))
     }
 
     #[napi(getter)]
     pub fn peer_count(&self) -> u32 {
-        self.inner
-            .get()
-            .map_or(0, |r| r.peer_count().try_into().unwrap_or(u32::MAX))
+        self.inner.get().map_or(0, |r| small(r.peer_count()))
     }
 
     /// Sends `body` and resolves with the reply body. A reply lost after the request's FIN
@@ -322,7 +285,7 @@ impl Requester {
         promise(
             env,
             cancel,
-            async move { Ok(r?.request_with(meta, body.0).await?) },
+            Call::new(async move { Ok(r?.request_with(meta, body.0).await?) }),
             |_, m| Ok(BodyOut(m.body)),
         )
     }
@@ -342,7 +305,7 @@ impl Requester {
         promise(
             env,
             cancel,
-            async move { Ok(r?.request_with(meta, body.0).await?) },
+            Call::new(async move { Ok(r?.request_with(meta, body.0).await?) }),
             message_out,
         )
     }
@@ -361,8 +324,8 @@ impl Requester {
         promise(
             env,
             cancel,
-            async move { Ok(r?.open(meta).await?) },
-            |_, (t, p)| Ok((OutgoingTransfer::new(t), PendingReply::new(p))),
+            Call::new(async move { Ok(r?.open(meta).await?) }),
+            |_, o| Ok(opened(o)),
         )
     }
 
@@ -375,13 +338,13 @@ impl Requester {
 /// Opens raw streams to acceptors: one-way transfers and exchanges.
 #[napi]
 pub struct Peer {
-    inner: Dialing<weida::Peer>,
+    inner: Endpoint<weida::Peer>,
 }
 
 impl Peer {
     pub(crate) fn new(p: weida::Peer) -> Peer {
         Peer {
-            inner: Dialing::new(p),
+            inner: Endpoint::new(p),
         }
     }
 }
@@ -399,22 +362,20 @@ impl Peer {
         promise(
             env,
             cancel,
-            async move { Ok(p?.connect(&address).await?) },
+            Call::new(async move { Ok(p?.connect(&address).await?) }),
             |_, ()| Ok(()),
         )
     }
 
     #[napi]
     pub fn disconnect(&self, env: Env, address: String) -> napi::Result<bool> {
-        let p = self.inner.sync(&env)?;
+        let p = sync(&env, &self.inner)?;
         on_io(|| p.disconnect(&address)).map_err(|e| error::throw(&env, e))
     }
 
     #[napi(getter)]
     pub fn peer_count(&self) -> u32 {
-        self.inner
-            .get()
-            .map_or(0, |p| p.peer_count().try_into().unwrap_or(u32::MAX))
+        self.inner.get().map_or(0, |p| small(p.peer_count()))
     }
 
     /// Opens a one-way stream.
@@ -431,8 +392,12 @@ impl Peer {
         promise(
             env,
             cancel,
-            async move { Ok(p?.open(meta).await?) },
-            |_, t| Ok(OutgoingTransfer::new(t)),
+            Call::new(async move { Ok(p?.open(meta).await?) }),
+            |_, t| {
+                Ok(OutgoingTransfer::new(
+                    weida_ffi::stream::OutgoingTransfer::new(t),
+                ))
+            },
         )
     }
 
@@ -450,8 +415,8 @@ impl Peer {
         promise(
             env,
             cancel,
-            async move { Ok(p?.exchange(meta).await?) },
-            |_, (t, r)| Ok((OutgoingTransfer::new(t), PendingReply::new(r))),
+            Call::new(async move { Ok(p?.exchange(meta).await?) }),
+            |_, o| Ok(opened(o)),
         )
     }
 
@@ -464,17 +429,13 @@ impl Peer {
 /// Receives pushed messages at a bound path.
 #[napi]
 pub struct Puller {
-    inner: Arc<Io<weida::Puller>>,
-    // Keeps the listener open while an endpoint on it is in use (the core closes a listener
-    // when its last handle drops, which in JS would be whenever the GC ran).
-    _listener: Io<weida::Listener>,
+    inner: OnIo<Arc<weida::Puller>>,
 }
 
 impl Puller {
-    pub(crate) fn new(p: weida::Puller, listener: weida::Listener) -> Puller {
+    pub(crate) fn new(p: weida::Puller) -> Puller {
         Puller {
-            inner: Arc::new(Io::new(p)),
-            _listener: Io::new(listener),
+            inner: OnIo::new(Arc::new(p)),
         }
     }
 }
@@ -487,10 +448,10 @@ impl Puller {
         self.inner.address().to_string()
     }
 
-    /// Up to `max` whole messages as `[metas, bodies]` (lib/index.ts makes them `Message`s),
-    /// waiting for the first. A message its sender cancelled rejects with ERR_WEIDA_CANCELED
-    /// and the puller goes on; an error met after the first message rejects the next receive;
-    /// after `close()`, ERR_WEIDA_CLOSED. Aborted as they arrived, they go back to the puller.
+    /// Up to `max` whole messages as a `Batch` (lib/index.ts makes them `Message`s), waiting
+    /// for the first. A message its sender cancelled rejects with ERR_WEIDA_CANCELED and the
+    /// puller goes on; an error met after the first message rejects the next receive; after
+    /// `close()`, ERR_WEIDA_CLOSED. Aborted as they arrived, they go back to the puller, first.
     #[napi(ts_return_type = "Promise<Batch>")]
     pub fn recv_batch<'env>(
         &self,
@@ -514,10 +475,17 @@ impl Puller {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let p = self.inner.clone();
-        promise(env, cancel, async move { Ok(p.accept().await?) }, |_, t| {
-            Ok(IncomingTransfer::new(t))
-        })
+        let p = Arc::clone(&self.inner);
+        promise(
+            env,
+            cancel,
+            Call::new(async move { Ok(p.accept().await?) }),
+            |_, t| {
+                Ok(IncomingTransfer::new(
+                    weida_ffi::stream::IncomingTransfer::new(t),
+                ))
+            },
+        )
     }
 
     /// Unbinds the path; receiving ends with ERR_WEIDA_CLOSED once the queue is taken.
@@ -530,15 +498,13 @@ impl Puller {
 /// Answers requests at a bound path.
 #[napi]
 pub struct Replier {
-    inner: Arc<Io<weida::Replier>>,
-    _listener: Io<weida::Listener>,
+    inner: OnIo<Arc<weida::Replier>>,
 }
 
 impl Replier {
-    pub(crate) fn new(r: weida::Replier, listener: weida::Listener) -> Replier {
+    pub(crate) fn new(r: weida::Replier) -> Replier {
         Replier {
-            inner: Arc::new(Io::new(r)),
-            _listener: Io::new(listener),
+            inner: OnIo::new(Arc::new(r)),
         }
     }
 }
@@ -557,10 +523,13 @@ impl Replier {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let r = self.inner.clone();
-        promise(env, cancel, async move { Ok(r.accept().await?) }, |_, x| {
-            Ok(Exchange::new(x))
-        })
+        let r = Arc::clone(&self.inner);
+        promise(
+            env,
+            cancel,
+            Call::new(async move { Ok(r.accept().await?) }),
+            |_, x| Ok(Exchange::new(weida_ffi::stream::Exchange::new(x))),
+        )
     }
 
     #[napi]
@@ -572,15 +541,13 @@ impl Replier {
 /// Receives both stream kinds at a bound path.
 #[napi]
 pub struct Acceptor {
-    inner: Arc<Io<weida::Acceptor>>,
-    _listener: Io<weida::Listener>,
+    inner: OnIo<Arc<weida::Acceptor>>,
 }
 
 impl Acceptor {
-    pub(crate) fn new(a: weida::Acceptor, listener: weida::Listener) -> Acceptor {
+    pub(crate) fn new(a: weida::Acceptor) -> Acceptor {
         Acceptor {
-            inner: Arc::new(Io::new(a)),
-            _listener: Io::new(listener),
+            inner: OnIo::new(Arc::new(a)),
         }
     }
 }
@@ -599,15 +566,18 @@ impl Acceptor {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let a = self.inner.clone();
-        promise(env, cancel, async move { Ok(a.accept().await?) }, |_, i| {
-            Ok(match i {
-                Incoming::Stream(t) => Either::A(IncomingTransfer::new(t)),
-                Incoming::Exchange(x) => Either::B(Exchange::new(x)),
-                #[allow(unreachable_patterns)]
-                _ => return Err(napi::Error::from_reason("an unknown kind of stream")),
-            })
-        })
+        let a = Arc::clone(&self.inner);
+        promise(
+            env,
+            cancel,
+            Call::new(async move { weida_ffi::stream::Incoming::new(a.accept().await?) }),
+            |_, i| {
+                Ok(match i {
+                    weida_ffi::stream::Incoming::Stream(t) => Either::A(IncomingTransfer::new(t)),
+                    weida_ffi::stream::Incoming::Exchange(x) => Either::B(Exchange::new(x)),
+                })
+            },
+        )
     }
 
     #[napi]
@@ -643,15 +613,13 @@ impl From<weida::Dropped> for Dropped {
 /// Publishes messages by topic to the subscribers whose filters select them, never waiting.
 #[napi]
 pub struct Publisher {
-    inner: Io<weida::Publisher>,
-    _listener: Io<weida::Listener>,
+    inner: OnIo<Arc<weida::Publisher>>,
 }
 
 impl Publisher {
-    pub(crate) fn new(p: weida::Publisher, listener: weida::Listener) -> Publisher {
+    pub(crate) fn new(p: weida::Publisher) -> Publisher {
         Publisher {
-            inner: Io::new(p),
-            _listener: Io::new(listener),
+            inner: OnIo::new(Arc::new(p)),
         }
     }
 }
@@ -683,7 +651,7 @@ impl Publisher {
     #[napi]
     pub fn open(&self, env: Env, topic: String) -> napi::Result<FanOut> {
         let f = on_io(|| self.inner.open(&topic)).map_err(|e| error::throw(&env, e))?;
-        Ok(FanOut::new(f))
+        Ok(FanOut(pubsub::FanOut::new(f)))
     }
 
     /// Copies dropped since the publisher was bound, by cause.
@@ -704,6 +672,22 @@ impl Publisher {
         small(self.inner.subscriber_count())
     }
 
+    /// Resolves once `subscriberCount` is `n`, the copies of one that went counted: a test's
+    /// event to await instead of polling. Internal.
+    #[napi(js_name = "_untilSubscribers", ts_return_type = "Promise<void>")]
+    pub fn until_subscribers<'env>(&self, env: &'env Env, n: u32) -> napi::Result<Object<'env>> {
+        let p = Arc::clone(&self.inner);
+        promise(
+            env,
+            None,
+            Call::new(async move {
+                p.until_subscribers(n as usize).await;
+                Ok(())
+            }),
+            |_, ()| Ok(()),
+        )
+    }
+
     /// Unbinds the path and ends every subscription.
     #[napi]
     pub fn close(&self) {
@@ -714,56 +698,19 @@ impl Publisher {
 /// A message streamed to every subscriber matched at `Publisher.open`, chunk by chunk. One
 /// garbage-collected unfinished is cancelled (subscribers never see half a message).
 #[napi]
-pub struct FanOut {
-    slot: Arc<Slot<weida::FanOut>>,
-    /// The copies attached after the last call that changed them: what `copies` reads while a
-    /// write holds the fan-out, or once `finish` (its count) or `cancel` (0) consumed it.
-    last: Arc<AtomicU32>,
-}
-
-impl FanOut {
-    fn new(f: weida::FanOut) -> FanOut {
-        FanOut {
-            last: Arc::new(AtomicU32::new(small(f.copies()))),
-            slot: Slot::new(f),
-        }
-    }
-
-    /// The fan-out for a synchronous call: a pending `write` holds it (await it first), and
-    /// `finish` or `cancel` consumed it.
-    fn held<'a>(
-        &'a self,
-        env: &Env,
-    ) -> napi::Result<tokio::sync::MutexGuard<'a, Option<weida::FanOut>>> {
-        let g = self.slot.item.try_lock().map_err(|_| {
-            napi::Error::new(
-                Status::GenericFailure,
-                "a write is pending on this FanOut: await it first",
-            )
-        })?;
-        if g.is_none() {
-            return Err(error::throw(env, self.slot.spent()));
-        }
-        Ok(g)
-    }
-}
+pub struct FanOut(Arc<pubsub::FanOut>);
 
 #[napi]
 impl FanOut {
     /// Copies still attached (not dropped).
     #[napi(getter)]
     pub fn copies(&self) -> u32 {
-        match self.slot.item.try_lock() {
-            Ok(g) => g
-                .as_ref()
-                .map_or_else(|| self.last.load(Ordering::Relaxed), |f| small(f.copies())),
-            Err(_) => self.last.load(Ordering::Relaxed),
-        }
+        small(self.0.copies())
     }
 
     /// Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for room;
-    /// resolves with the copies still attached. Aborting it writes nothing (the fan-out goes
-    /// on); `cancel()` while it waits rejects it with ERR_WEIDA_CANCELED.
+    /// resolves with the copies still attached. Aborting it cancels the message, as `cancel()`
+    /// does; `cancel()` while it waits rejects it with ERR_WEIDA_CANCELED.
     #[napi(ts_return_type = "Promise<number>")]
     pub fn write<'env>(
         &self,
@@ -771,28 +718,7 @@ impl FanOut {
         #[napi(ts_arg_type = "string | Uint8Array")] chunk: BodyIn,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let (slot, last) = (self.slot.clone(), self.last.clone());
-        promise(
-            env,
-            cancel,
-            async move {
-                let mut g = slot.item.lock().await;
-                let f = g.as_mut().ok_or_else(|| slot.used())?;
-                let r = tokio::select! {
-                    r = f.write(chunk.0) => Some(r),
-                    _ = slot.gone.cancelled() => None,
-                };
-                let Some(r) = r else {
-                    // `cancel()` found the fan-out held: dropping it cancels every copy.
-                    g.take();
-                    return Err(Fail::Core(CoreError::Canceled));
-                };
-                let n = small(r?);
-                last.store(n, Ordering::Relaxed);
-                Ok(n)
-            },
-            |_, n| Ok(n),
-        )
+        promise(env, cancel, self.0.write_call(chunk.0), |_, n| Ok(small(n)))
     }
 
     /// Hands `chunk` to every attached copy without waiting (a copy with no room is dropped);
@@ -803,48 +729,38 @@ impl FanOut {
         env: Env,
         #[napi(ts_arg_type = "string | Uint8Array")] chunk: BodyIn,
     ) -> napi::Result<u32> {
-        let mut g = self.held(&env)?;
-        let f = g.as_mut().expect("held checked it");
-        let n = on_io(|| f.write_now(chunk.0))
+        self.0
+            .write_now(chunk.0)
             .map(small)
-            .map_err(|e| error::throw(&env, e))?;
-        self.last.store(n, Ordering::Relaxed);
-        Ok(n)
+            .map_err(|f| error::to_js(&env, f))
     }
 
     /// Ends the message for every attached copy; returns how many were still attached.
     #[napi]
     pub fn finish(&self, env: Env) -> napi::Result<u32> {
-        let f = self.held(&env)?.take().expect("held checked it");
-        let n = small(on_io(|| f.finish()));
-        self.last.store(n, Ordering::Relaxed);
-        Ok(n)
+        self.0
+            .finish()
+            .map(small)
+            .map_err(|f| error::to_js(&env, f))
     }
 
     /// Cancels every copy: subscribers discard what they received of it. A no-op once finished.
     #[napi]
     pub fn cancel(&self) {
-        self.slot.gone.cancel();
-        // A pending write holds the fan-out and drops it when it sees `gone`.
-        if let Ok(mut g) = self.slot.item.try_lock() {
-            if let Some(f) = g.take() {
-                self.last.store(0, Ordering::Relaxed);
-                on_io(|| f.cancel());
-            }
-        }
+        self.0.cancel();
     }
 }
 
 /// Receives the messages of the publishers it connects to whose topics its filters select.
 #[napi]
 pub struct Subscriber {
-    inner: Arc<Io<weida::Subscriber>>,
+    inner: OnIo<Arc<weida::Subscriber>>,
 }
 
 impl Subscriber {
     pub(crate) fn new(s: weida::Subscriber) -> Subscriber {
         Subscriber {
-            inner: Arc::new(Io::new(s)),
+            inner: OnIo::new(Arc::new(s)),
         }
     }
 }
@@ -859,11 +775,11 @@ impl Subscriber {
         address: String,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
+        let s = Arc::clone(&self.inner);
         promise(
             env,
             cancel,
-            async move { Ok(s.connect(&address).await?) },
+            Call::new(async move { Ok(s.connect(&address).await?) }),
             |_, ()| Ok(()),
         )
     }
@@ -890,11 +806,11 @@ impl Subscriber {
         filter: String,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
+        let s = Arc::clone(&self.inner);
         promise(
             env,
             cancel,
-            async move { Ok(s.subscribe(&filter).await?) },
+            Call::new(async move { Ok(s.subscribe(&filter).await?) }),
             |_, ()| Ok(()),
         )
     }
@@ -908,11 +824,11 @@ impl Subscriber {
         filter: String,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
+        let s = Arc::clone(&self.inner);
         promise(
             env,
             cancel,
-            async move { Ok(s.unsubscribe(&filter).await?) },
+            Call::new(async move { Ok(s.unsubscribe(&filter).await?) }),
             |_, removed| Ok(removed),
         )
     }
@@ -923,10 +839,10 @@ impl Subscriber {
         self.inner.filters()
     }
 
-    /// Up to `max` messages as `[metas, bodies]` (lib/index.ts makes them `Message`s, each
-    /// with its `meta.topic`, and `sequence` and `gap` under PerProducer ordering), waiting for
-    /// the first; an error met after the first rejects the next receive. Aborted as they
-    /// arrived, they go back to the subscriber.
+    /// Up to `max` messages as a `Batch` (lib/index.ts makes them `Message`s, each with its
+    /// `meta.topic`, and `sequence` and `gap` under PerProducer ordering), waiting for the
+    /// first; an error met after the first rejects the next receive. Aborted as they arrived,
+    /// they go back to the subscriber, first.
     #[napi(ts_return_type = "Promise<Batch>")]
     pub fn recv_batch<'env>(
         &self,
@@ -943,10 +859,26 @@ impl Subscriber {
         take_ready(&env, &**self.inner, max)
     }
 
-    /// Messages received and waiting for `recv`.
+    /// Messages received and waiting for `recv` in the core (lib/index.ts adds its inbox's).
     #[napi(getter)]
     pub fn queued(&self) -> u32 {
         small(self.inner.queued())
+    }
+
+    /// Resolves once `queued` is at least `n`: a test's event to await instead of polling.
+    /// Internal.
+    #[napi(js_name = "_untilQueued", ts_return_type = "Promise<void>")]
+    pub fn until_queued<'env>(&self, env: &'env Env, n: u32) -> napi::Result<Object<'env>> {
+        let s = Arc::clone(&self.inner);
+        promise(
+            env,
+            None,
+            Call::new(async move {
+                s.until_queued(n as usize).await;
+                Ok(())
+            }),
+            |_, ()| Ok(()),
+        )
     }
 
     /// Closes every connection; receiving returns what is queued, then ERR_WEIDA_CLOSED.

@@ -13,11 +13,10 @@ use napi::bindgen_prelude::{
 };
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
-use tokio_util::sync::CancellationToken;
-use weida::{Error as CoreError, IncomingMeta, Metadata, PeerIdentity};
+use weida::{IncomingMeta, Metadata, PeerIdentity};
+use weida_ffi::{stream as ffi, Call};
 
-use crate::error::{self, Fail};
-use crate::runtime::{on_io, promise, Cancel, Io};
+use crate::runtime::{promise, Cancel};
 
 /// Bodies up to this size cross the boundary as a copy, which costs less than a reference into
 /// the other side's heap and its release; larger ones are shared without a copy.
@@ -320,74 +319,17 @@ impl ToNapiValue for Raw {
     }
 }
 
-/// A core object used once (finished, answered, cancelled) from JS, and the token that ends the
-/// calls pending on it when JS cancels it.
-pub(crate) struct Slot<T> {
-    pub(crate) item: tokio::sync::Mutex<Option<T>>,
-    pub(crate) gone: CancellationToken,
-}
-
-impl<T> Drop for Slot<T> {
-    fn drop(&mut self) {
-        let item = self.item.get_mut().take();
-        on_io(|| drop(item));
-    }
-}
-
-impl<T> Slot<T> {
-    pub(crate) fn new(item: T) -> Arc<Slot<T>> {
-        Arc::new(Slot {
-            item: tokio::sync::Mutex::new(Some(item)),
-            gone: CancellationToken::new(),
-        })
-    }
-
-    /// Takes the object out, for a call that consumes it: Canceled after `cancel()`, Closed
-    /// after another call consumed it.
-    async fn take(&self) -> Result<T, Fail> {
-        self.item.lock().await.take().ok_or_else(|| self.used())
-    }
-
-    pub(crate) fn used(&self) -> Fail {
-        Fail::Core(self.spent())
-    }
-
-    /// Why the object is gone: Canceled after `cancel()`, Closed after a call consumed it.
-    pub(crate) fn spent(&self) -> CoreError {
-        if self.gone.is_cancelled() {
-            CoreError::Canceled
-        } else {
-            CoreError::Closed
-        }
-    }
-}
-
-/// Drops (so cancels) an unfinished transfer unless the write that holds it completed: a write
-/// dropped midway leaves an unknown prefix written, so the core's advice is to cancel.
-struct CancelUnlessDone<'a> {
-    slot: &'a mut Option<weida::OutgoingTransfer>,
-    done: bool,
-}
-
-impl Drop for CancelUnlessDone<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.slot.take();
-        }
-    }
-}
-
 /// An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
-/// no local handle) or `cancel` (the reader sees Canceled, never a complete payload). A
-/// transfer garbage-collected unfinished is cancelled.
+/// no local handle) or `cancel` (the reader sees Canceled, never a complete payload). An
+/// aborted write cancels the transfer. A transfer garbage-collected unfinished is cancelled.
 #[napi]
 pub struct OutgoingTransfer {
-    slot: Arc<Slot<weida::OutgoingTransfer>>,
+    t: Arc<ffi::OutgoingTransfer>,
 }
 
 impl OutgoingTransfer {
-    pub(crate) fn new(t: weida::OutgoingTransfer) -> OutgoingTransfer {
-        OutgoingTransfer { slot: Slot::new(t) }
+    pub(crate) fn new(t: Arc<ffi::OutgoingTransfer>) -> OutgoingTransfer {
+        OutgoingTransfer { t }
     }
 }
 
@@ -402,26 +344,7 @@ impl OutgoingTransfer {
         #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move {
-                let mut g = slot.item.lock().await;
-                let mut held = CancelUnlessDone {
-                    slot: &mut g,
-                    done: false,
-                };
-                let t = held.slot.as_mut().ok_or_else(|| slot.used())?;
-                let r = tokio::select! {
-                    r = t.write(body.0) => r,
-                    _ = slot.gone.cancelled() => return Err(Fail::Core(CoreError::Canceled)),
-                };
-                held.done = true;
-                Ok(r?)
-            },
-            |_, ()| Ok(()),
-        )
+        promise(env, cancel, self.t.write_call(body.0), |_, ()| Ok(()))
     }
 
     /// Writes several buffers in order, as one write where the transport allows.
@@ -432,25 +355,11 @@ impl OutgoingTransfer {
         #[napi(ts_arg_type = "Array<string | Uint8Array>")] chunks: Vec<BodyIn>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        let chunks: Vec<Bytes> = chunks.into_iter().map(|b| b.0).collect();
+        let chunks = chunks.into_iter().map(|b| b.0).collect();
         promise(
             env,
             cancel,
-            async move {
-                let mut g = slot.item.lock().await;
-                let mut held = CancelUnlessDone {
-                    slot: &mut g,
-                    done: false,
-                };
-                let t = held.slot.as_mut().ok_or_else(|| slot.used())?;
-                let r = tokio::select! {
-                    r = t.write_chunks(chunks) => r,
-                    _ = slot.gone.cancelled() => return Err(Fail::Core(CoreError::Canceled)),
-                };
-                held.done = true;
-                Ok(r?)
-            },
+            self.t.write_chunks_call(chunks),
             |_, ()| Ok(()),
         )
     }
@@ -462,42 +371,20 @@ impl OutgoingTransfer {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move {
-                let t = slot.take().await?;
-                Ok(t.finish().await?)
-            },
-            |_, d| Ok(Delivery::new(d)),
-        )
+        let t = Arc::clone(&self.t);
+        promise(env, cancel, Call::new(t.finish()), |_, d| Ok(Delivery(d)))
     }
 
     /// Abandons the transfer: the reader sees Canceled; pending writes reject with it.
     #[napi]
     pub fn cancel(&self) {
-        self.slot.gone.cancel();
-        // A pending write holds the transfer and drops it when it sees `gone`.
-        if let Ok(mut g) = self.slot.item.try_lock() {
-            if let Some(t) = g.take() {
-                on_io(|| t.cancel());
-            }
-        }
+        self.t.cancel();
     }
 }
 
 /// The transport receipt of a finished transfer; free to ignore.
 #[napi]
-pub struct Delivery {
-    slot: Arc<Slot<weida::Delivery>>,
-}
-
-impl Delivery {
-    fn new(d: weida::Delivery) -> Delivery {
-        Delivery { slot: Slot::new(d) }
-    }
-}
+pub struct Delivery(Arc<ffi::Delivery>);
 
 #[napi]
 impl Delivery {
@@ -509,11 +396,10 @@ impl Delivery {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
         promise(
             env,
             cancel,
-            async move { Ok(slot.take().await?.delivered().await?) },
+            Call::new(Arc::clone(&self.0).delivered()),
             |_, ()| Ok(()),
         )
     }
@@ -523,16 +409,12 @@ impl Delivery {
 /// it unread stops the writer.
 #[napi]
 pub struct IncomingTransfer {
-    inner: Arc<Io<tokio::sync::Mutex<weida::IncomingTransfer>>>,
-    meta: IncomingMeta,
+    t: Arc<ffi::IncomingTransfer>,
 }
 
 impl IncomingTransfer {
-    pub(crate) fn new(t: weida::IncomingTransfer) -> IncomingTransfer {
-        IncomingTransfer {
-            meta: t.meta().clone(),
-            inner: Arc::new(Io::new(tokio::sync::Mutex::new(t))),
-        }
+    pub(crate) fn new(t: Arc<ffi::IncomingTransfer>) -> IncomingTransfer {
+        IncomingTransfer { t }
     }
 }
 
@@ -540,7 +422,7 @@ impl IncomingTransfer {
 impl IncomingTransfer {
     #[napi(getter, ts_return_type = "IncomingMeta")]
     pub fn meta<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        meta_out(env, &self.meta)
+        meta_out(env, self.t.meta())
     }
 
     /// The next chunk, `null` after the writer's FIN; a cancelled stream is an error, never
@@ -551,13 +433,10 @@ impl IncomingTransfer {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let inner = self.inner.clone();
-        promise(
-            env,
-            cancel,
-            async move { Ok(inner.lock().await.read_chunk().await?) },
-            |_, c| Ok(c.map(BodyOut)),
-        )
+        let t = Arc::clone(&self.t);
+        promise(env, cancel, Call::new(t.read_chunk()), |_, c| {
+            Ok(c.map(BodyOut))
+        })
     }
 
     /// The whole body, refusing one above `max` bytes (LIMIT_EXCEEDED).
@@ -568,14 +447,12 @@ impl IncomingTransfer {
         max: f64,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let inner = self.inner.clone();
+        let t = Arc::clone(&self.t);
+        let max = crate::patterns::count("max", max);
         promise(
             env,
             cancel,
-            async move {
-                let max = crate::config::count("max", max)?;
-                Ok(inner.lock().await.collect(max).await?)
-            },
+            Call::new(async move { t.collect(max?).await }),
             |_, b| Ok(BodyOut(b)),
         )
     }
@@ -585,16 +462,12 @@ impl IncomingTransfer {
 /// garbage-collected unanswered is Canceled for the requester.
 #[napi]
 pub struct Exchange {
-    slot: Arc<Slot<weida::Exchange>>,
-    meta: IncomingMeta,
+    x: Arc<ffi::Exchange>,
 }
 
 impl Exchange {
-    pub(crate) fn new(x: weida::Exchange) -> Exchange {
-        Exchange {
-            meta: x.meta().clone(),
-            slot: Slot::new(x),
-        }
+    pub(crate) fn new(x: Arc<ffi::Exchange>) -> Exchange {
+        Exchange { x }
     }
 }
 
@@ -602,7 +475,7 @@ impl Exchange {
 impl Exchange {
     #[napi(getter, ts_return_type = "IncomingMeta")]
     pub fn meta<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        meta_out(env, &self.meta)
+        meta_out(env, self.x.meta())
     }
 
     /// The request's next chunk, `null` at its end.
@@ -612,20 +485,10 @@ impl Exchange {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move {
-                let mut g = slot.item.lock().await;
-                let x = g.as_mut().ok_or_else(|| slot.used())?;
-                tokio::select! {
-                    r = x.read_chunk() => Ok(r?),
-                    _ = slot.gone.cancelled() => Err(Fail::Core(CoreError::Canceled)),
-                }
-            },
-            |_, c| Ok(c.map(BodyOut)),
-        )
+        let x = Arc::clone(&self.x);
+        promise(env, cancel, Call::new(x.read_chunk()), |_, c| {
+            Ok(c.map(BodyOut))
+        })
     }
 
     /// The whole request body, bounded by `limits.maxCollectedBody`.
@@ -635,20 +498,10 @@ impl Exchange {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move {
-                let mut g = slot.item.lock().await;
-                let x = g.as_mut().ok_or_else(|| slot.used())?;
-                tokio::select! {
-                    r = x.take_body() => Ok(r?),
-                    _ = slot.gone.cancelled() => Err(Fail::Core(CoreError::Canceled)),
-                }
-            },
-            |_, b| Ok(BodyOut(b)),
-        )
+        let x = Arc::clone(&self.x);
+        promise(env, cancel, Call::new(x.take_body(None)), |_, b| {
+            Ok(BodyOut(b))
+        })
     }
 
     /// Replies with `body` (and metadata) and finishes the reply.
@@ -661,12 +514,12 @@ impl Exchange {
         meta: Option<Object>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
         let meta = metadata_in(meta)?;
+        let x = Arc::clone(&self.x);
         promise(
             env,
             cancel,
-            async move { Ok(slot.take().await?.reply_with(meta, body.0).await?) },
+            Call::new(x.reply(meta, body.0)),
             |_, ()| Ok(()),
         )
     }
@@ -680,14 +533,11 @@ impl Exchange {
         meta: Option<Object>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
         let meta = metadata_in(meta)?;
-        promise(
-            env,
-            cancel,
-            async move { Ok(slot.take().await?.open_reply(meta).await?) },
-            |_, t| Ok(OutgoingTransfer::new(t)),
-        )
+        let x = Arc::clone(&self.x);
+        promise(env, cancel, Call::new(x.open_reply(meta)), |_, t| {
+            Ok(OutgoingTransfer::new(t))
+        })
     }
 
     /// Answers REJECTED with a reason: the requester's call fails with ERR_WEIDA_REJECTED.
@@ -698,17 +548,14 @@ impl Exchange {
         reason: String,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move { Ok(slot.take().await?.reject(&reason).await?) },
-            |_, ()| Ok(()),
-        )
+        let x = Arc::clone(&self.x);
+        promise(env, cancel, Call::new(x.reject(reason)), |_, ()| Ok(()))
     }
 
-    /// Answers with an error `code` (`REJECTED`, `UNSUPPORTED`, `LIMIT_EXCEEDED`, ...; the
-    /// `ERR_WEIDA_` prefix optional) and `message`.
+    /// Answers with an error `code` (`REJECTED`, `UNSUPPORTED`, `CLOSED`, ...; the
+    /// `ERR_WEIDA_` prefix optional) and `message`: the code's own wire code (`CLOSED`:
+    /// GOING_AWAY), any other as REJECTED; a name that is no code rejects with
+    /// ERR_WEIDA_INVALID_CONFIG.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn fail<'env>(
         &self,
@@ -717,44 +564,34 @@ impl Exchange {
         message: String,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
+        // Node spells codes ERR_WEIDA_<CODE>; the core's name is the rest.
+        let code = code
+            .strip_prefix("ERR_WEIDA_")
+            .map_or(code.clone(), str::to_string);
+        let x = Arc::clone(&self.x);
         promise(
             env,
             cancel,
-            async move {
-                let e = error::from_code(&code, &message).ok_or_else(|| {
-                    CoreError::InvalidConfig(format!("{code:?} is not a weida error code"))
-                })?;
-                Ok(slot.take().await?.fail(&e).await?)
-            },
+            Call::new(x.fail(code, message)),
             |_, ()| Ok(()),
         )
     }
-}
 
-#[napi]
-impl Exchange {
     /// Abandons the exchange unanswered (what dropping it does in Rust): the requester sees
     /// ERR_WEIDA_CANCELED, and calls pending here reject with it.
     #[napi]
     pub fn cancel(&self) {
-        self.slot.gone.cancel();
-        if let Ok(mut g) = self.slot.item.try_lock() {
-            let x = g.take();
-            on_io(|| drop(x));
-        }
+        self.x.cancel();
     }
 }
 
 /// The reply half of an exchange this side opened.
 #[napi]
-pub struct PendingReply {
-    slot: Arc<Slot<weida::PendingReply>>,
-}
+pub struct PendingReply(Arc<ffi::PendingReply>);
 
 impl PendingReply {
-    pub(crate) fn new(r: weida::PendingReply) -> PendingReply {
-        PendingReply { slot: Slot::new(r) }
+    pub(crate) fn new(r: Arc<ffi::PendingReply>) -> PendingReply {
+        PendingReply(r)
     }
 }
 
@@ -767,13 +604,10 @@ impl PendingReply {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move { Ok(slot.take().await?.reply().await?) },
-            |_, t| Ok(IncomingTransfer::new(t)),
-        )
+        let r = Arc::clone(&self.0);
+        promise(env, cancel, Call::new(r.reply()), |_, t| {
+            Ok(IncomingTransfer::new(t))
+        })
     }
 
     /// The whole reply, bounded by `limits.maxCollectedBody`.
@@ -783,12 +617,15 @@ impl PendingReply {
         env: &'env Env,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        let slot = self.slot.clone();
-        promise(
-            env,
-            cancel,
-            async move { Ok(slot.take().await?.body().await?) },
-            message_out,
-        )
+        let r = Arc::clone(&self.0);
+        promise(env, cancel, Call::new(r.body()), message_out)
     }
+}
+
+/// A streamed exchange this side opened, as JS objects.
+pub(crate) fn opened(
+    o: (weida::OutgoingTransfer, weida::PendingReply),
+) -> (OutgoingTransfer, PendingReply) {
+    let (t, r) = ffi::opened(o);
+    (OutgoingTransfer::new(t), PendingReply::new(r))
 }

@@ -47,7 +47,7 @@ const cases = [
       server.shutdown()
       return rejection(reply.body())
     },
-    check: (e) => assert.ok(['peer_closed', 'reset', 'locally_closed'].includes(e.cause), e.cause),
+    check: (e) => assert.ok(['peer_closed', 'reset', 'locally_closed'].includes(e.lossCause), e.lossCause),
   },
   {
     code: 'ERR_WEIDA_INDETERMINATE',
@@ -70,7 +70,7 @@ const cases = [
     },
     check: (e) => {
       assert.equal(e.definite, false)
-      assert.equal(typeof e.cause, 'string')
+      assert.equal(typeof e.lossCause, 'string')
     },
   },
   {
@@ -214,4 +214,111 @@ test('an_unknown_error_code_cannot_be_answered', { timeout: TIMEOUT }, async (ct
   await assert.rejects(ex.fail('NOT_A_CODE', 'x'), weida.InvalidConfig)
   ex.cancel()
   assert.ok((await asking) instanceof weida.Canceled)
+})
+
+// The fields each code's error carries, in every language (python/tests/test_errors.py has the
+// same table in snake_case): weida-ffi sets them from the core's `Error::fields`.
+const FIELDS = {
+  ERR_WEIDA_CONNECTION_LOST: ['lossCause'],
+  ERR_WEIDA_INDETERMINATE: ['lossCause'],
+  ERR_WEIDA_UNTRUSTED: ['fingerprint', 'expected'],
+  ERR_WEIDA_UNKNOWN_ENDPOINT: ['path'],
+  ERR_WEIDA_UNSUPPORTED: ['reason'],
+  ERR_WEIDA_REJECTED: ['reason'],
+  ERR_WEIDA_LIMIT_EXCEEDED: ['limit', 'detail'],
+  ERR_WEIDA_INVALID_ADDRESS: ['part', 'reason'],
+  ERR_WEIDA_INVALID_FILTER: ['what', 'text', 'reason'],
+  ERR_WEIDA_IO: ['errno'],
+}
+
+/** The fields an error carries: its own properties beyond what every error has. @param {any} e */
+const fields = (e) =>
+  Object.keys(e)
+    .filter((k) => !['code', 'definite', 'name', 'message', 'stack'].includes(k))
+    .sort()
+
+test('the_loss_cause_is_named_by_the_core', { timeout: TIMEOUT }, async (ctx) => {
+  // The core names every cause (there is no binding's own "unknown" name): these five.
+  assert.deepEqual(weida.lossCauses(), ['idle_timeout', 'peer_closed', 'locally_closed', 'reset', 'transport_error'])
+  const { server, listener, client } = await pair('inproc', ctx)
+  const replier = listener.replier('/x')
+  const req = client.requester()
+  await req.connect(replier.address)
+  const [body, reply] = await req.open()
+  await body.write('part')
+  const held = await replier.accept() // unanswered but alive: its loss is the connection's
+  server.shutdown()
+  const e = /** @type {any} */ (await rejection(reply.body()))
+  assert.ok(e instanceof weida.ConnectionLost, String(e))
+  assert.ok(weida.lossCauses().includes(e.lossCause), e.lossCause)
+  // `cause` stays the standard Error.cause: the loss cause is not there.
+  assert.equal(e.cause, undefined)
+  assert.deepEqual(fields(e), ['lossCause'])
+  held.cancel()
+})
+
+test('errors_carry_their_fields_by_the_same_names_everywhere', { timeout: TIMEOUT }, async (ctx) => {
+  const rt = runtime(ctx)
+  /** @param {unknown} e @param {weida.WeidaErrorCode} code */
+  const check = (e, code) => {
+    const err = /** @type {any} */ (e)
+    assert.equal(err.code, code, String(e))
+    assert.deepEqual(fields(err), [...(/** @type {Record<string, string[]>} */ (FIELDS)[code] ?? [])].sort(), code)
+    return err
+  }
+  assert.equal(check(await rejection(rt.bind('weida://127.0.0.1:0/path')), 'ERR_WEIDA_INVALID_ADDRESS').part, 'path')
+  const f = check(await rejection(rt.subscriber().subscribe('a..b')), 'ERR_WEIDA_INVALID_FILTER')
+  assert.deepEqual([f.what, f.text], ['filter', 'a..b'])
+  const taken = await rt.bind('weida://127.0.0.1:0')
+  const port = /:(\d+)$/.exec(taken.address)?.[1]
+  assert.equal(typeof check(await rejection(rt.bind(`weida://127.0.0.1:${port}`)), 'ERR_WEIDA_IO').errno, 'number')
+  const listener = await rt.bind(bindAddress('inproc'))
+  const replier = listener.replier('/x')
+  const req = rt.requester()
+  await req.connect(replier.address)
+  const asking = rejection(req.request('q'))
+  await (await replier.accept()).reject('not today')
+  assert.equal(check(await asking, 'ERR_WEIDA_REJECTED').reason, 'not today')
+  const big = check(await rejection(req.request('x', { blob: 'x'.repeat(20_000) })), 'ERR_WEIDA_LIMIT_EXCEEDED')
+  assert.equal(big.limit, 'max_header_size')
+})
+
+test('fail_closed_is_going_away_on_the_wire', { timeout: TIMEOUT }, async (ctx) => {
+  const { listener, client } = await pair('inproc', ctx)
+  const replier = listener.replier('/x')
+  const req = client.requester()
+  await req.connect(replier.address)
+  /** @param {string} code */
+  const answered = async (code) => {
+    const asking = rejection(req.request('q'))
+    await (await replier.accept()).fail(code, 'said so')
+    return /** @type {any} */ (await asking)
+  }
+  // CLOSED goes as GOING_AWAY: the requester's connection is going away.
+  const closed = await answered('CLOSED')
+  assert.ok(closed instanceof weida.ConnectionLost, String(closed))
+  assert.equal(closed.lossCause, 'peer_closed')
+  // A code with no wire code of its own goes as INTERNAL_ERROR, read as Rejected with the message.
+  const timeout = await answered('ERR_WEIDA_TIMEOUT')
+  assert.ok(timeout instanceof weida.Rejected, String(timeout))
+  assert.equal(timeout.reason, 'said so')
+  const unsupported = await answered('UNSUPPORTED')
+  assert.ok(unsupported instanceof weida.Unsupported, String(unsupported))
+  assert.equal(unsupported.reason, 'said so')
+})
+
+test('every_error_carries_a_code', { timeout: TIMEOUT }, async (ctx) => {
+  // The binding's own failures too: an abort, a FanOut used while a write holds it, a bad
+  // argument the addon refuses.
+  const { listener, client } = await pair('inproc', ctx)
+  const publisher = listener.publisher('/feed')
+  const sub = client.subscriber()
+  await sub.connect(publisher.address)
+  await sub.subscribe('t')
+  const ac = new AbortController()
+  const pending = rejection(sub.recv({ signal: ac.signal }))
+  ac.abort()
+  assert.equal(/** @type {any} */ (await pending).code, 'ABORT_ERR')
+  assert.equal(/** @type {any} */ (await rejection(sub.recvMany(-1))).code, 'ERR_WEIDA_INVALID_CONFIG')
+  assert.throws(() => new Runtime({ limits: { endpointQueue: -1 } }), { code: 'ERR_WEIDA_INVALID_CONFIG' })
 })

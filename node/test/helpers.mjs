@@ -3,6 +3,7 @@
 // transport, with what a test opens closed after it (so the test process can exit).
 
 import dgram from 'node:dgram'
+import { createRequire } from 'node:module'
 import { mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -177,3 +178,11 @@ export function keep(ctx, ...endpoints) {
     endpoints.length = 0
   })
 }
+
+/**
+ * The addon itself, for the internal probes a race test reads (weida-ffi's `probe`): how many
+ * receives finished on the I/O thread (`_fetched`, `_waitFetched`) and how many values came
+ * back because their call was aborted as they arrived (`_orphans`).
+ * @type {typeof import('../native.cjs')}
+ */
+export const native = createRequire(import.meta.url)('../native.cjs')

@@ -139,7 +139,7 @@ onEveryTransport('a_reply_lost_after_the_request_fin_is_indeterminate', async (t
   assert.ok(e instanceof Indeterminate, String(e))
   assert.equal(e.code, 'ERR_WEIDA_INDETERMINATE')
   assert.equal(e.definite, false)
-  assert.ok(['peer_closed', 'reset', 'locally_closed'].includes(e.cause), e.cause)
+  assert.ok(['peer_closed', 'reset', 'locally_closed'].includes(e.lossCause), e.lossCause)
 })
 
 onEveryTransport('a_loss_before_the_request_fin_is_connection_lost', async (t, ctx) => {
@@ -178,11 +178,11 @@ test('idle_timeout_reports_loss_with_its_cause', { timeout: TIMEOUT }, async (ct
   r.freeze()
   const e = await pending
   assert.ok(e instanceof Indeterminate, String(e))
-  assert.equal(e.cause, 'idle_timeout')
+  assert.equal(e.lossCause, 'idle_timeout')
   // Its connection idles out too: the receipt of what it had sent reports the loss.
   const w = await rejection(unfinished.finish().then((d) => d.delivered()))
   assert.ok(w instanceof ConnectionLost, String(w))
-  assert.equal(w.cause, 'idle_timeout')
+  assert.equal(w.lossCause, 'idle_timeout')
   ex.cancel()
 })
 
@@ -207,7 +207,7 @@ onEveryTransport('a_peer_that_goes_away_is_reported_as_connection_loss', async (
     }
   }
   assert.ok(e instanceof ConnectionLost, String(e))
-  assert.equal(e.cause, 'peer_closed')
+  assert.equal(e.lossCause, 'peer_closed')
   assert.equal(pusher.peerCount, 0)
 })
 
@@ -258,4 +258,62 @@ onEveryTransport('closing_an_endpoint_unbinds_its_path_and_ends_its_receivers', 
   pusher.close()
   await assert.rejects(pusher.send('x'), Closed)
   assert.throws(() => pusher.disconnect(puller.address), Closed)
+})
+
+test('a_bad_option_is_invalid_config_naming_it', () => {
+  // One table checks every option, in every language: ERR_WEIDA_INVALID_CONFIG naming the
+  // option as the caller spelled it (python/tests/test_lifecycle.py the same, in snake_case
+  // and seconds).
+  /** @type {Array<[() => unknown, string]>} */
+  const bad = [
+    [() => new Runtime({ limits: { endpointQueue: -1 } }), 'endpointQueue'],
+    [() => new Runtime({ limits: { endpointQueue: 1.5 } }), 'endpointQueue'],
+    [() => new Runtime({ limits: { idleTimeoutMs: -1 } }), 'idleTimeoutMs'],
+    [() => new Runtime({ limits: { idleTimeoutMs: Number.NaN } }), 'idleTimeoutMs'],
+    [() => new Runtime({ limits: /** @type {any} */ ({ maxFilters: true }) }), 'maxFilters'],
+    [() => new Runtime({ limits: /** @type {any} */ ({ sendWindow: '1' }) }), 'sendWindow'],
+    [() => new Runtime({ limits: /** @type {any} */ ({ nonsense: 1 }) }), 'nonsense'],
+    // The core's own check of a value, the same error.
+    [() => new Runtime({ limits: { endpointQueue: 0 } }), 'endpoint_queue'],
+    [() => new Runtime({ ordering: /** @type {any} */ ('total') }), 'ordering'],
+    [() => new Runtime({ sendTimeoutMs: -1 }), 'sendTimeoutMs'],
+    [() => new Runtime({ udpBuffer: -5 }), 'udpBuffer'],
+    [() => new Runtime({ laneMaxMessage: 2 ** 64 }), 'laneMaxMessage'],
+  ]
+  for (const [make, named] of bad) {
+    assert.throws(make, (e) => e instanceof InvalidConfig && e.message.includes(named), named)
+  }
+  // null is the default, except where it turns something off.
+  new Runtime({ limits: { keepAliveMs: null }, sendTimeoutMs: null }).close()
+})
+
+test('udp_buffer_is_a_runtime_option', { timeout: TIMEOUT }, async (ctx) => {
+  const server = runtime(ctx, { udpBuffer: 1 << 20 })
+  const client = runtime(ctx, { udpBuffer: 256 * 1024 })
+  const listener = await server.bind('weida://127.0.0.1:0')
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  await pusher.send('over a UDP socket of the size asked')
+  assert.equal((await puller.recv()).body.toString(), 'over a UDP socket of the size asked')
+})
+
+test('counters_name_every_core_counter', (ctx) => {
+  const c = runtime(ctx).counters()
+  assert.deepEqual(Object.keys(c).sort(), [
+    'bytesReceived',
+    'bytesSent',
+    'connectionsAccepted',
+    'connectionsDialled',
+    'copiesPublished',
+    'laneMessagesLost',
+    'laneMessagesReceived',
+    'laneMessagesSent',
+    'receiptsDelivered',
+    'receiptsFailed',
+    'streamsAccepted',
+    'streamsOpened',
+    'streamsRefused',
+  ])
+  assert.ok(Object.values(c).every((v) => v === 0n))
 })

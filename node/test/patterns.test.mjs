@@ -2,8 +2,9 @@
 // One body per pattern over every transport (core/tests/patterns.rs, PATTERNS §2, §3, §5).
 
 import assert from 'node:assert/strict'
-import { LimitExceeded, withPath } from 'weida'
-import { metaGet, onEveryTransport, pair, payload, serve } from './helpers.mjs'
+import { test } from 'node:test'
+import { LimitExceeded, Timeout, withPath } from 'weida'
+import { bindAddress, keep, metaGet, onEveryTransport, pair, payload, rejection, runtime, serve, TIMEOUT } from './helpers.mjs'
 
 onEveryTransport('req_rep_echoes_small_and_large_bodies_with_metadata', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
@@ -279,4 +280,19 @@ onEveryTransport('receives_waiting_together_are_served_in_call_order_from_each_b
     rest,
     Array.from({ length: 8 }, (_, i) => 32 + i),
   )
+})
+
+test('send_many_says_how_many_were_sent', { timeout: TIMEOUT }, async (ctx) => {
+  // One stream slot, taken by the first body (nobody reads): the second waits for one and times
+  // out. The error says one was sent (python/tests/test_patterns.py the same).
+  const limits = { maxConcurrentUniStreams: 1, maxLocalStreams: 1 }
+  const server = runtime(ctx, { limits })
+  const listener = await server.bind(bindAddress('inproc'))
+  const puller = listener.puller('/jobs')
+  keep(ctx, puller)
+  const pusher = runtime(ctx, { limits, sendTimeoutMs: 500, laneMaxMessage: 0 }).pusher()
+  await pusher.connect(puller.address)
+  const e = await rejection(pusher.sendMany(['takes the only slot', 'waits', 'never tried']))
+  assert.ok(e instanceof Timeout, String(e))
+  assert.equal(e.sent, 1)
 })

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { AbortError, InvalidFilter, LimitExceeded, NotConnected, Unsupported, UnknownEndpoint, withPath } from 'weida'
-import { bindAddress, keep, onEveryTransport, pair, payload, rejection, runtime, TIMEOUT } from './helpers.mjs'
+import { bindAddress, keep, native, onEveryTransport, pair, payload, rejection, runtime, TIMEOUT } from './helpers.mjs'
 
 /**
  * Receives until `n` messages arrived.
@@ -19,22 +19,21 @@ async function take(sub, n) {
   return out
 }
 
-/** Resolves after `ms` (a poll's tick, never the wait a test relies on). @param {number} ms */
-const tick = (ms) => new Promise((r) => setTimeout(r, ms))
+/**
+ * Waits until `sub` holds at least `n` messages: the event the core raises as each arrives
+ * (`Subscriber::until_queued`), not a poll.
+ * @param {import('weida').Subscriber} sub @param {number} n
+ */
+const queued = (sub, n) => /** @type {any} */ (sub)._untilQueued(n)
 
 /**
- * Blocks the JS thread (the addon's I/O thread runs on) until `done()` holds, then `settle` ms
- * more: what arrives meanwhile is taken on the I/O thread, but no promise can settle.
- * @param {() => boolean} done @param {number} settle
+ * Blocks the JS thread (the addon's I/O thread runs on) until the I/O thread has finished a
+ * receive after `fetched` (weida-ffi's probe): what it took is on its way, but no promise can
+ * settle here meanwhile.
+ * @param {number} fetched
  */
-function blockUntil(done, settle) {
-  const cell = new Int32Array(new SharedArrayBuffer(4))
-  const deadline = Date.now() + 10_000
-  while (!done()) {
-    assert.ok(Date.now() < deadline, 'never happened')
-    Atomics.wait(cell, 0, 0, 1)
-  }
-  Atomics.wait(cell, 0, 0, settle)
+function blockUntilFetched(fetched) {
+  assert.ok(native._waitFetched(fetched + 1, 10_000), 'the receive never took it')
 }
 
 /**
@@ -312,7 +311,7 @@ onEveryTransport('a_streamed_publish_keeps_the_reader_when_another_stalls', asyn
   // The stalled subscriber's queue is full (it never reads from here on).
   publisher.publish('f', 'first')
   assert.equal((await reader.recv()).body.toString(), 'first')
-  while (stalled.queued < 1) await tick(5)
+  await queued(stalled, 1)
   const body = payload(4 << 20)
   const f = publisher.open('f')
   assert.equal(f.copies, 2)
@@ -349,18 +348,15 @@ test('a_local_subscriber_that_parks_nothing_is_refused_at_subscribe', { timeout:
 })
 
 onEveryTransport('an_aborted_recv_loses_nothing', async (t, ctx) => {
-  const { client, publisher, sub } = await feed(t, ctx, 't')
-  // A second subscriber on the same connection kind says when a copy has surely arrived.
-  const witness = client.subscriber()
-  await witness.connect(publisher.address)
-  await witness.subscribe('t')
+  const { publisher, sub } = await feed(t, ctx, 't')
   for (const body of ['first', 'second']) {
     const ac = new AbortController()
     const pending = sub.recv({ signal: ac.signal })
-    assert.equal(publisher.publish('t', body), 2)
+    const [fetched, orphans] = [native._fetched(), native._orphans()]
+    assert.equal(publisher.publish('t', body), 1)
     // The copy arrives and the pending receive takes it on the I/O thread; the abort lands
     // before its promise can settle here, so the binding hands the copy back.
-    blockUntil(() => witness.queued >= 1, 50)
+    blockUntilFetched(fetched)
     ac.abort()
     const e = await rejection(pending)
     assert.ok(e instanceof AbortError, String(e))
@@ -368,13 +364,14 @@ onEveryTransport('an_aborted_recv_loses_nothing', async (t, ctx) => {
     const m = await sub.recv({ signal: AbortSignal.timeout(5_000) })
     assert.equal(m.body.toString(), body, 'the next receive gets it')
     assert.equal(m.meta.topic, 't')
-    await witness.recv()
+    assert.equal(native._orphans(), orphans + 1, 'the copy came back: the race ran')
   }
   // recvMany the same way.
   const ac = new AbortController()
   const pending = sub.recvMany(10, { signal: ac.signal })
+  const [fetched, orphans] = [native._fetched(), native._orphans()]
   for (const body of ['a', 'b', 'c']) publisher.publish('t', body)
-  blockUntil(() => witness.queued >= 3, 50)
+  blockUntilFetched(fetched)
   ac.abort()
   await assert.rejects(pending, AbortError)
   const got = []
@@ -383,6 +380,7 @@ onEveryTransport('an_aborted_recv_loses_nothing', async (t, ctx) => {
     got.map((m) => m.body.toString()),
     ['a', 'b', 'c'],
   )
+  assert.equal(native._orphans(), orphans + 1, 'what it took came back: the race ran')
 })
 
 onEveryTransport('for_await_receives_until_the_subscriber_closes', async (t, ctx) => {
@@ -400,7 +398,7 @@ onEveryTransport('for_await_receives_until_the_subscriber_closes', async (t, ctx
 onEveryTransport('recv_many_takes_what_is_queued_up_to_max', async (t, ctx) => {
   const { publisher, sub } = await feed(t, ctx, 't')
   for (let i = 0; i < 5; i++) publisher.publish('t', `${i}`)
-  while (sub.queued < 5) await tick(5)
+  await queued(sub, 5)
   const first = await sub.recvMany(3)
   assert.deepEqual(
     first.map((m) => m.body.toString()),
@@ -420,7 +418,7 @@ onEveryTransport('recv_many_takes_what_is_queued_up_to_max', async (t, ctx) => {
     ['late'],
   )
   publisher.publish('t', 'queued')
-  while (sub.queued < 1) await tick(5)
+  await queued(sub, 1)
   sub.close()
   assert.equal((await sub.recvMany(10))[0].body.toString(), 'queued')
   await assert.rejects(sub.recvMany(10), { code: 'ERR_WEIDA_CLOSED' })
@@ -457,7 +455,7 @@ onEveryTransport('messages_taken_in_a_batch_are_handed_out_in_order_and_a_stoppe
   // budget, and a copy that finds no room is dropped (PATTERNS §4).
   for (let i = 0; i < 30; i++) {
     publisher.publish(`t.${i}`, body(i))
-    while (sub.queued < i + 1) await tick(1)
+    await queued(sub, i + 1)
   }
   /** @type {number[]} */
   const seen = []
@@ -490,9 +488,64 @@ onEveryTransport('messages_taken_in_a_batch_are_handed_out_in_order_and_a_stoppe
   const big = [payload(40_000), payload(50_000), payload(3)]
   for (const [i, b] of big.entries()) {
     publisher.publish('t.big', b)
-    while (sub.queued < i + 1) await tick(1)
+    await queued(sub, i + 1)
   }
   const got = await sub.recvMany(10)
   assert.equal(got.length, 3)
   got.forEach((m, i) => assert.ok(m.body.equals(big[i]), `big ${i}`))
 })
+
+for (const how of ['abort', 'cancel']) {
+  onEveryTransport(`a_pending_fanout_write_cancelled_cancels_the_message (${how})`, async (t, ctx) => {
+    const limits = {
+      subscriberBufferBytes: 64 * 1024,
+      endpointQueue: 1,
+      streamReceiveWindow: 64 * 1024,
+      connectionReceiveWindow: 128 * 1024,
+      fanoutWaitMs: 60_000,
+    }
+    const { listener, client } = await pair(t, ctx, { limits })
+    const publisher = listener.publisher('/video')
+    const reader = client.subscriber()
+    await reader.connect(publisher.address)
+    await reader.subscribe('f')
+    const stalled = client.subscriber()
+    await stalled.connect(publisher.address)
+    await stalled.subscribe('f')
+    publisher.publish('f', 'first')
+    assert.equal((await reader.recv()).body.toString(), 'first')
+    await queued(stalled, 1)
+    const fan = publisher.open('f')
+    // Write until a write waits for the stalled subscriber's room (fanoutWaitMs: a minute). A
+    // write with room finishes at once on the I/O thread; a second tells them apart however
+    // loaded the machine (python/tests/test_pubsub.py the same).
+    const ac = new AbortController()
+    /** @type {Promise<number> | undefined} */
+    let pending
+    for (let i = 0; i < 64 && pending === undefined; i++) {
+      const w = fan.write(payload(32 * 1024), { signal: ac.signal })
+      const waited = await Promise.race([w.then(() => false), new Promise((r) => setTimeout(() => r(true), 1000))])
+      if (waited) pending = w
+    }
+    assert.ok(pending !== undefined, 'no write ever waited')
+    // A synchronous call while the write holds the fan-out: the binding's own error, with a code.
+    assert.throws(() => fan.writeNow('x'), { code: 'ERR_WEIDA_BUSY' })
+    if (how === 'abort') {
+      ac.abort()
+      await assert.rejects(pending, AbortError)
+    } else {
+      fan.cancel()
+      await assert.rejects(pending, { code: 'ERR_WEIDA_CANCELED' })
+    }
+    assert.equal(fan.copies, 0)
+    await assert.rejects(fan.write('late'), { code: 'ERR_WEIDA_CANCELED' })
+    assert.throws(() => fan.finish(), { code: 'ERR_WEIDA_CANCELED' })
+    // Neither subscriber ever sees the message: the next one is what comes after it.
+    publisher.publish('f', 'after')
+    assert.equal((await reader.recv()).body.toString(), 'after')
+    assert.deepEqual(
+      (await take(stalled, 2)).map((m) => m.body.toString()),
+      ['first', 'after'],
+    )
+  })
+}

@@ -116,7 +116,7 @@ def error_json(e: weida.WeidaError) -> Json:
     """``{"code", "message", "definite", ...}``, read off the exception's attributes."""
     out: Json = {"code": e.code, "message": e.message, "definite": e.definite}
     if isinstance(e, (weida.ConnectionLost, weida.Indeterminate)):
-        out["cause"] = e.cause
+        out["loss_cause"] = e.loss_cause
     elif isinstance(e, weida.UnknownEndpoint):
         out["path"] = e.path
     elif isinstance(e, weida.Untrusted):

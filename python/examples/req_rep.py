@@ -34,7 +34,7 @@ async def main() -> None:
             try:
                 print(await requester.request(body))
             except weida.Indeterminate as e:
-                print("sent whole, reply lost; do not blindly retry:", e.cause)
+                print("sent whole, reply lost; do not blindly retry:", e.loss_cause)
             except weida.WeidaError as e:
                 print("failed:", e.code, e)
         task.cancel()

@@ -26,7 +26,7 @@ impl Address {
     fn new(py: Python<'_>, address: &str) -> PyResult<Address> {
         weida::Address::parse(address)
             .map(|inner| Address { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// This address with endpoint path `path` (e.g. a listener's address plus `"/jobs"`).
@@ -34,7 +34,7 @@ impl Address {
         self.inner
             .with_path(path)
             .map(|inner| Address { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// This address pinning `fingerprint` (`sha256:<hex>`).
@@ -42,7 +42,7 @@ impl Address {
         self.inner
             .with_pin(parse_fingerprint(py, fingerprint)?)
             .map(|inner| Address { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// This address without its endpoint path.

@@ -1,15 +1,13 @@
-//! The binding's one tokio runtime and its one path to asyncio.
+//! The asyncio side of weida-ffi's calls: the sink that moves a completion to the event
+//! loop's thread, and the conversion of outcomes to an `asyncio.Future`. Everything else (the
+//! I/O runtime, the eager first poll, the ready streak, the spawn, cancellation, the orphan
+//! hand-back, receives) is weida-ffi's (docs/BINDINGS.md, "Threading").
 //!
-//! The runtime is current-thread, on a dedicated I/O thread started on first use
-//! (docs/BINDINGS.md, "Threading"). [`spawn`] runs a core future there and returns an
-//! `asyncio.Future`: the I/O thread never takes the GIL and never runs Python. A finished
-//! operation is queued with its result and the event loop is woken through a socket it watches
-//! (`loop.add_reader`); the loop thread then converts the results and resolves the futures,
-//! as many as finished since the last wake-up. Cancelling the asyncio future aborts the tokio
-//! task, which drops the core future: the operation is cancelled (a transfer being written is
-//! reset, and the peer sees Canceled).
+//! A call that must wait finishes on the I/O thread, which never takes the GIL: its completion
+//! is queued here and the event loop is woken through a socket it watches
+//! (`loop.add_reader`); the loop thread then settles every future whose call finished since
+//! the last wake-up. Cancelling the asyncio future fires the call's `Cancel`.
 
-use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -20,127 +18,39 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
-use tokio::runtime::Handle;
+use weida::Message;
+use weida_ffi::inbox::{Inbox, Leave, Post, Ticket, Waiter};
+use weida_ffi::{Call, Cancel, Fail};
 
 use crate::error;
+use crate::stream::MessageOut;
 
-static IO: Mutex<Option<&'static Handle>> = Mutex::new(None);
+/// A job for the loop thread.
+type Job = Box<dyn FnOnce(Python<'_>) + Send>;
 
-/// The I/O runtime's handle, starting it on first use (and again in a forked child). Leaked
-/// once per start, so guards and tasks can borrow it for the life of the process.
-pub(crate) fn io() -> &'static Handle {
-    let mut io = IO.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(h) = *io {
-        return h;
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .thread_name("weida-io")
-        .build()
-        .expect("the I/O runtime starts");
-    let handle: &'static Handle = Box::leak(Box::new(rt.handle().clone()));
-    std::thread::Builder::new()
-        .name("weida-io".into())
-        .spawn(move || rt.block_on(std::future::pending::<()>()))
-        .expect("the I/O thread starts");
-    *io = Some(handle);
-    handle
-}
-
-/// Forgets the parent's I/O runtime in a forked child (its thread was not forked); the child
-/// starts its own on first use. Registered with `os.register_at_fork` by `weida/__init__.py`.
-#[pyfunction]
-pub(crate) fn after_fork() {
-    IO.lock().unwrap_or_else(|p| p.into_inner()).take();
-}
-
-/// Enters the I/O runtime's context, for synchronous calls into the core that may spawn a
-/// task (a local socket's drop flushes in one).
-pub(crate) fn enter() -> Option<tokio::runtime::EnterGuard<'static>> {
-    if Handle::try_current().is_ok() {
-        None
-    } else {
-        Some(io().enter())
-    }
-}
-
-/// A core value dropped inside the I/O runtime's context, whichever thread drops it.
-pub(crate) struct Rooted<T>(Option<T>);
-
-impl<T> Rooted<T> {
-    pub(crate) fn new(v: T) -> Rooted<T> {
-        Rooted(Some(v))
-    }
-}
-
-impl<T> std::ops::Deref for Rooted<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.0.as_ref().expect("present until dropped")
-    }
-}
-
-impl<T> Drop for Rooted<T> {
-    fn drop(&mut self) {
-        if let Some(v) = self.0.take() {
-            let _g = enter();
-            drop(v);
-        }
-    }
-}
-
-/// How an operation failed: a core error (mapped by `error::to_py`), or the end of an
-/// `async for`.
-pub(crate) enum Fail {
-    Weida(weida::Error),
-    /// A batch send that stopped at `error` after `sent` bodies (the exception's `sent`).
-    Batch {
-        sent: usize,
-        error: weida::Error,
-    },
-    End,
-}
-
-impl From<weida::Error> for Fail {
-    fn from(e: weida::Error) -> Fail {
-        Fail::Weida(e)
-    }
-}
-
-/// What a spawned operation returns.
-pub(crate) type Outcome<T> = Result<T, Fail>;
-
-/// Converts a finished operation's outcome; `None` when its future was already cancelled, in
-/// which case an undeliverable value goes to the operation's orphan action (if it has one).
-type Convert = Box<dyn FnOnce(Python<'_>, bool) -> Option<PyResult<Py<PyAny>>> + Send>;
-
-/// What to do with a value whose asyncio future was cancelled as it arrived (a received
-/// message goes back to its puller, so a cancelled receive loses nothing).
-pub(crate) type Orphan<T> = Box<dyn FnOnce(T) + Send>;
-
-/// A finished operation waiting for the loop thread.
-struct Done {
-    future: Py<PyAny>,
-    result: Convert,
-}
-
-/// Operations finished on the I/O thread for one event loop, and the socket that wakes it.
-struct Finished {
-    done: Mutex<Vec<Done>>,
+/// Jobs from the I/O thread for one event loop, and the socket that wakes it.
+pub(crate) struct Finished {
+    jobs: Mutex<Vec<Job>>,
     wake: UnixStream,
 }
 
 impl Finished {
-    fn push(&self, d: Done) {
+    fn push(&self, job: Job) {
         let first = {
-            let mut q = self.done.lock().unwrap_or_else(|p| p.into_inner());
-            q.push(d);
+            let mut q = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            q.push(job);
             q.len() == 1
         };
         if first {
             // Non-blocking; a full socket already has a wake-up pending.
             let _ = (&self.wake).write(&[1]);
         }
+    }
+}
+
+impl Post for Finished {
+    fn post(&self, job: Box<dyn FnOnce() + Send>) {
+        self.push(Box::new(move |_| job()));
     }
 }
 
@@ -154,7 +64,7 @@ pub(crate) struct Bridge {
 
 #[pymethods]
 impl Bridge {
-    /// Resolves every future whose operation finished (called by the event loop).
+    /// Runs every job the I/O thread queued (called by the event loop).
     fn _resolve(&self, py: Python<'_>) {
         let mut sink = [0u8; 512];
         while let Ok(n) = (&self.read).read(&mut sink) {
@@ -162,69 +72,36 @@ impl Bridge {
                 break;
             }
         }
-        let done =
-            std::mem::take(&mut *self.finished.done.lock().unwrap_or_else(|p| p.into_inner()));
-        for d in done {
-            let f = d.future.bind(py);
-            // Cancelled meanwhile: the result is not deliverable (its orphan action runs).
-            let gone = f
-                .call_method0(pyo3::intern!(py, "done"))
-                .and_then(|b| b.is_truthy())
-                .unwrap_or(true);
-            let Some(r) = (d.result)(py, gone) else {
-                continue;
-            };
-            let r = match r {
-                Ok(v) => f.call_method1(pyo3::intern!(py, "set_result"), (v,)),
-                Err(e) => f.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),)),
-            };
-            if let Err(e) = r {
-                e.write_unraisable(py, Some(f));
-            }
+        let jobs =
+            std::mem::take(&mut *self.finished.jobs.lock().unwrap_or_else(|p| p.into_inner()));
+        for job in jobs {
+            job(py);
         }
     }
 }
 
-/// What to do when an operation's asyncio future is cancelled, besides dropping its future.
-pub(crate) type OnCancel = Box<dyn FnOnce() + Send>;
-
-/// Aborts the operation's task when its asyncio future is done (a no-op unless cancelled: a
-/// finished task ignores an abort), and runs its cancel action if it was cancelled: the
-/// operation may have finished on the I/O thread meanwhile, and a cancelled write must still
-/// cancel its transfer.
+/// Fires a call's `Cancel` once its asyncio future is done: a no-op when the call settled it
+/// (weida-ffi's `Completion::settle` marked it so), a cancellation when its caller cancelled.
 #[pyclass(frozen)]
-struct AbortOnDone {
-    task: tokio::task::AbortHandle,
-    on_cancel: Mutex<Option<OnCancel>>,
-}
+struct CancelOnDone(Cancel);
 
 #[pymethods]
-impl AbortOnDone {
+impl CancelOnDone {
     fn __call__(&self, future: &Bound<'_, PyAny>) {
-        self.task.abort();
-        let action = self
-            .on_cancel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(action) = action {
-            if future
-                .call_method0("cancelled")
-                .and_then(|b| b.is_truthy())
-                .unwrap_or(false)
-            {
-                let _g = enter();
-                action();
-            }
-        }
+        future.py().detach(|| self.0.cancel());
     }
 }
 
-/// Operations in a row that may complete without yielding to the event loop.
-const MAX_READY_STREAK: u32 = 16;
+/// Takes a receive out of its inbox's queue once its future is done (a no-op when the inbox
+/// settled it).
+#[pyclass(frozen)]
+struct LeaveOnDone(Arc<dyn Leave>, Ticket);
 
-thread_local! {
-    static READY_STREAK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+#[pymethods]
+impl LeaveOnDone {
+    fn __call__(&self, _future: &Bound<'_, PyAny>) {
+        self.0.leave(self.1);
+    }
 }
 
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -237,7 +114,13 @@ fn running(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Bridge>)> {
             .getattr("get_running_loop")
             .map(Bound::unbind)
     })?;
-    let lp = get.bind(py).call0()?;
+    let lp = get.bind(py).call0().map_err(|e| {
+        if e.is_instance_of::<PyRuntimeError>(py) {
+            PyRuntimeError::new_err("weida operations must be awaited inside a running event loop")
+        } else {
+            e
+        }
+    })?;
     let bridges = BRIDGES
         .get_or_init(py, || PyDict::new(py).unbind())
         .bind(py);
@@ -265,7 +148,7 @@ fn running(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Bridge>)> {
         py,
         Bridge {
             finished: Arc::new(Finished {
-                done: Mutex::new(Vec::new()),
+                jobs: Mutex::new(Vec::new()),
                 wake,
             }),
             read,
@@ -276,146 +159,147 @@ fn running(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Bridge>)> {
     Ok((lp, bridge))
 }
 
-/// Runs `fut` and returns an `asyncio.Future` of its result. Must be called from a coroutine
-/// (there must be a running loop).
-///
-/// The future is polled once on the calling thread first, with the GIL released and inside the
-/// I/O runtime's context: an operation that can complete at once (a send within the peer's
-/// budget, a receive with a message already queued) then resolves without crossing threads.
-/// Otherwise the same future, pinned on the heap, moves to the I/O thread and continues there.
-pub(crate) fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = Outcome<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
-    spawn_full(py, fut, None, None)
+fn new_future<'py>(lp: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    lp.call_method0(pyo3::intern!(lp.py(), "create_future"))
 }
 
-/// [`spawn`], handing a value that arrives after its future was cancelled to `orphan`.
-pub(crate) fn spawn_keeping<'py, F, T>(
-    py: Python<'py>,
-    fut: F,
-    orphan: Orphan<T>,
-) -> PyResult<Bound<'py, PyAny>>
+/// Settles `future` with `r`, converted.
+fn settle<T>(py: Python<'_>, future: &Bound<'_, PyAny>, r: Result<T, Fail>) -> PyResult<()>
 where
-    F: Future<Output = Outcome<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    T: for<'a> IntoPyObject<'a>,
 {
-    spawn_full(py, fut, None, Some(orphan))
-}
-
-/// [`spawn`], running `on_cancel` (on the loop thread) if the asyncio future is cancelled.
-pub(crate) fn spawn_or_cancel<'py, F, T>(
-    py: Python<'py>,
-    fut: F,
-    on_cancel: Option<OnCancel>,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = Outcome<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
-    spawn_full(py, fut, on_cancel, None)
-}
-
-fn spawn_full<'py, F, T>(
-    py: Python<'py>,
-    fut: F,
-    on_cancel: Option<OnCancel>,
-    orphan: Option<Orphan<T>>,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = Outcome<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
-    let (lp, bridge) = running(py).map_err(|e| {
-        if e.is_instance_of::<PyRuntimeError>(py) {
-            PyRuntimeError::new_err("weida operations must be awaited inside a running event loop")
-        } else {
-            e
-        }
-    })?;
-    let future = lp.call_method0(pyo3::intern!(py, "create_future"))?;
-    let mut fut = Box::pin(fut);
-    // Awaiting a resolved future does not yield to the event loop: after a streak of
-    // operations that completed at once, the next one takes the I/O thread's path, which does,
-    // so a stream of ready messages cannot starve other tasks (or cancellation callbacks).
-    let eager = READY_STREAK.with(|n| {
-        let streak = n.get();
-        n.set(if streak >= MAX_READY_STREAK {
-            0
-        } else {
-            streak + 1
-        });
-        streak < MAX_READY_STREAK
-    });
-    let first = if eager {
-        py.detach(|| {
-            let _g = enter();
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            fut.as_mut().poll(&mut cx)
-        })
-    } else {
-        std::task::Poll::Pending
+    let r = r
+        .map_err(|f| error::to_py(py, f))
+        .and_then(|v| v.into_py_any(py));
+    match r {
+        Ok(v) => future.call_method1(pyo3::intern!(py, "set_result"), (v,))?,
+        Err(e) => future.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),))?,
     };
-    if first.is_pending() {
-        READY_STREAK.with(|n| n.set(0));
-    }
-    if let std::task::Poll::Ready(r) = first {
-        match convert(py, r) {
-            Ok(v) => future.call_method1(pyo3::intern!(py, "set_result"), (v,))?,
-            Err(e) => {
-                future.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),))?
-            }
-        };
+    Ok(())
+}
+
+/// Runs `c` and returns an `asyncio.Future` of its outcome. Must be called from a coroutine
+/// (there must be a running loop). The first poll runs here with the GIL released.
+pub(crate) fn call<'py, T>(py: Python<'py>, mut c: Call<T>) -> PyResult<Bound<'py, PyAny>>
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let (lp, bridge) = running(py)?;
+    let future = new_future(&lp)?;
+    if let Some(r) = py.detach(|| c.poll_now()) {
+        settle(py, &future, r)?;
         return Ok(future);
     }
-    let finished = bridge.get().finished.clone();
+    let cancel = Cancel::new();
+    let finished = Arc::clone(&bridge.get().finished);
     let target = future.clone().unbind();
-    let task = io().spawn(async move {
-        let r = fut.await;
-        finished.push(Done {
-            future: target,
-            result: Box::new(move |py, gone| {
-                if !gone {
-                    return Some(convert(py, r));
+    c.on_io_thread(Some(cancel.clone()), move |done| {
+        finished.push(Box::new(move |py| {
+            let f = target.bind(py);
+            let gone = f
+                .call_method0(pyo3::intern!(py, "done"))
+                .and_then(|b| b.is_truthy())
+                .unwrap_or(true);
+            let r = done.settle(gone);
+            if !gone {
+                if let Err(e) = settle(py, f, r) {
+                    e.write_unraisable(py, Some(f));
                 }
-                if let (Ok(v), Some(keep)) = (r, orphan) {
-                    keep(v);
-                }
-                None
-            }),
-        });
+            }
+        }));
     });
     future.call_method1(
         pyo3::intern!(py, "add_done_callback"),
-        (AbortOnDone {
-            task: task.abort_handle(),
-            on_cancel: Mutex::new(on_cancel),
-        },),
+        (CancelOnDone(cancel),),
     )?;
     Ok(future)
 }
 
-fn convert<T>(py: Python<'_>, r: Outcome<T>) -> PyResult<Py<PyAny>>
-where
-    T: for<'a> IntoPyObject<'a>,
-{
-    match r {
-        Ok(v) => v.into_py_any(py),
-        Err(Fail::Weida(e)) => Err(error::to_py(py, e)),
-        Err(Fail::Batch { sent, error }) => {
-            let e = error::to_py(py, error);
-            e.value(py).setattr("sent", sent)?;
-            Err(e)
-        }
-        Err(Fail::End) => Err(PyStopAsyncIteration::new_err(())),
+/// How a receive's messages become its result.
+#[derive(Clone, Copy)]
+pub(crate) enum Shape {
+    /// `recv()`: one `Message`.
+    One,
+    /// `recv_many(n)`: a list.
+    Many,
+    /// `__anext__`: one `Message`, `Closed` ending the iteration.
+    Next,
+}
+
+/// A receive waiting in an inbox: its asyncio future.
+pub(crate) struct Receive {
+    future: Py<PyAny>,
+    shape: Shape,
+}
+
+impl Waiter for Receive {
+    fn is_gone(&self) -> bool {
+        Python::attach(|py| {
+            self.future
+                .bind(py)
+                .call_method0(pyo3::intern!(py, "done"))
+                .and_then(|b| b.is_truthy())
+                .unwrap_or(true)
+        })
     }
+
+    fn settle(self, got: Result<Vec<Message>, Fail>) {
+        Python::attach(|py| {
+            let f = self.future.bind(py);
+            let r = match (self.shape, got) {
+                (Shape::Next, Err(Fail::Core(weida::Error::Closed))) => {
+                    Err(PyStopAsyncIteration::new_err(()))
+                }
+                (_, Err(e)) => Err(error::to_py(py, e)),
+                (Shape::Many, Ok(ms)) => ms
+                    .into_iter()
+                    .map(MessageOut)
+                    .collect::<Vec<_>>()
+                    .into_py_any(py),
+                (_, Ok(ms)) => match ms.into_iter().next() {
+                    Some(m) => MessageOut(m).into_py_any(py),
+                    None => Err(PyRuntimeError::new_err("a receive got nothing")),
+                },
+            };
+            let r = match r {
+                Ok(v) => f.call_method1(pyo3::intern!(py, "set_result"), (v,)),
+                Err(e) => f.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),)),
+            };
+            if let Err(e) = r {
+                e.write_unraisable(py, Some(f));
+            }
+        });
+    }
+}
+
+/// A receive of up to `max` messages from `inbox`, as an `asyncio.Future` of `shape`.
+pub(crate) fn receive<'py, R: weida::Receiving>(
+    py: Python<'py>,
+    inbox: &Arc<Inbox<R, Receive>>,
+    max: usize,
+    shape: Shape,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (lp, bridge) = running(py)?;
+    let future = new_future(&lp)?;
+    let w = Receive {
+        future: future.clone().unbind(),
+        shape,
+    };
+    let post: Arc<dyn Post> = bridge.get().finished.clone();
+    if let Some(ticket) = inbox.recv(max, w, &post) {
+        let inbox: Arc<dyn Leave> = Arc::clone(inbox) as Arc<dyn Leave>;
+        future.call_method1(
+            pyo3::intern!(py, "add_done_callback"),
+            (LeaveOnDone(inbox, ticket),),
+        )?;
+    }
+    Ok(future)
 }
 
 /// An awaitable already resolved with `value` (for `__aexit__` of what closes synchronously).
 pub(crate) fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let (lp, _) = running(py)?;
-    let f = lp.call_method0(pyo3::intern!(py, "create_future"))?;
+    let f = new_future(&lp)?;
     f.call_method1(pyo3::intern!(py, "set_result"), (value,))?;
     Ok(f)
 }

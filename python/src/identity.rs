@@ -26,7 +26,7 @@ impl Identity {
     fn load_or_create(py: Python<'_>, dir: std::path::PathBuf) -> PyResult<Identity> {
         py.detach(|| weida::Identity::load_or_create(&dir))
             .map(|inner| Identity { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// The identity kept in directory `dir` (`key.pem` and `cert.pem`).
@@ -34,7 +34,7 @@ impl Identity {
     fn load(py: Python<'_>, dir: std::path::PathBuf) -> PyResult<Identity> {
         py.detach(|| weida::Identity::load(&dir))
             .map(|inner| Identity { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// An identity from a PEM certificate chain (leaf first) and the leaf's PEM private key.
@@ -42,13 +42,13 @@ impl Identity {
     fn from_pem(py: Python<'_>, cert_chain_pem: &str, key_pem: &str) -> PyResult<Identity> {
         weida::Identity::from_pem(cert_chain_pem, key_pem)
             .map(|inner| Identity { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// Writes this identity into directory `dir`, replacing what is there.
     fn save(&self, py: Python<'_>, dir: std::path::PathBuf) -> PyResult<()> {
         py.detach(|| self.inner.save(&dir))
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// The fingerprint of this identity's public key, `sha256:<64 hex>`: what a peer pins.
@@ -67,10 +67,10 @@ impl Identity {
 pub(crate) fn fingerprint_of_certificate(py: Python<'_>, der: &[u8]) -> PyResult<String> {
     weida::fingerprint_of_certificate(der)
         .map(|f| f.to_string())
-        .map_err(|e| error::to_py(py, e))
+        .map_err(|e| error::core(py, e))
 }
 
 /// A fingerprint from its `sha256:<hex>` text.
 pub(crate) fn parse_fingerprint(py: Python<'_>, s: &str) -> PyResult<weida::Fingerprint> {
-    s.parse().map_err(|e| error::to_py(py, e))
+    s.parse().map_err(|e| error::core(py, e))
 }

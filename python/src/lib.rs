@@ -1,9 +1,11 @@
 //! `weida._weida`: the native half of the Python binding. It only converts: every behaviour is
-//! in the `weida` crate. The hand-written `weida` package beside it adds the exceptions and
-//! re-exports (docs/BINDINGS.md).
+//! in the `weida` crate, and what every binding needs besides conversion (the I/O runtime,
+//! settling a future from a core call, cancellation, receives, the error fields, the options,
+//! the counters) in `weida-ffi`. The hand-written `weida` package beside it adds the
+//! exceptions and re-exports (docs/BINDINGS.md).
 //!
 //! One file per core module it projects (`runtime`, `patterns`, `stream`, `error`, `config`,
-//! `identity`, `trust`, `address`), plus `aio`, the bridge from the I/O thread's futures to asyncio.
+//! `identity`, `trust`, `address`), plus `aio`, the asyncio end of weida-ffi's calls.
 
 use pyo3::prelude::*;
 
@@ -26,12 +28,40 @@ mod runtime;
 mod stream;
 mod trust;
 
+/// Values that reached the event loop after their call was cancelled and went back where they
+/// came from (weida-ffi's probe). Internal: tests show the race they aim at ran.
+#[pyfunction]
+fn _orphans() -> u64 {
+    weida_ffi::probe::orphans()
+}
+
+/// Receives that finished on the I/O thread with messages (weida-ffi's probe). Internal.
+#[pyfunction]
+fn _fetched() -> u64 {
+    weida_ffi::probe::fetched()
+}
+
+/// Blocks this thread (the event loop with it) until `_fetched()` reaches `n`, at most
+/// `timeout` seconds; True if it did. Internal: a test holds its loop here while the I/O thread
+/// receives.
+#[pyfunction]
+fn _wait_fetched(py: Python<'_>, n: u64, timeout: f64) -> bool {
+    let t = std::time::Duration::from_secs_f64(timeout.max(0.0));
+    py.detach(|| weida_ffi::probe::wait_fetched(n, t))
+}
+
 /// The module `weida._weida`.
 #[pymodule]
 fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<aio::Bridge>()?;
     m.add_class::<address::Address>()?;
-    m.add_function(wrap_pyfunction!(aio::after_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(_orphans, m)?)?;
+    m.add_function(wrap_pyfunction!(_fetched, m)?)?;
+    m.add_function(wrap_pyfunction!(_wait_fetched, m)?)?;
+    m.add(
+        "LOSS_CAUSES",
+        pyo3::types::PyTuple::new(m.py(), weida::LossCause::NAMES)?,
+    )?;
     m.add_class::<config::Limits>()?;
     m.add_class::<identity::Identity>()?;
     m.add_function(wrap_pyfunction!(identity::fingerprint_of_certificate, m)?)?;

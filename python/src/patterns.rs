@@ -1,49 +1,28 @@
 //! The patterns' endpoints: `Pusher`/`Puller`, `Requester`/`Replier`, `Peer`/`Acceptor`, and
 //! `Publisher`/`Subscriber` in `pubsub` (the core's `patterns/pubsub.rs`). Every endpoint is an
 //! async context manager (`close()` on exit); the receiving ones are async iterators that end
-//! when their listener (a subscriber: itself) closes.
+//! when their listener (a subscriber: itself) closes. Receives go through weida-ffi's `Inbox`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
-use weida::{Error, Receiving};
+use pyo3::IntoPyObjectExt;
+use weida::Error;
+use weida_ffi::inbox::Inbox;
+use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::patterns::{send_many, Endpoint};
+use weida_ffi::{Call, Fail};
 
 pub(crate) mod pubsub;
 
-use crate::aio::{self, spawn, spawn_keeping, Fail, Rooted};
+use crate::aio::{self, call, receive, Receive, Shape};
 use crate::error;
 use crate::runtime::Listener;
 use crate::stream::{
-    meta_or_empty, Body, BytesOut, Exchange, IncomingOut, IncomingTransfer, MessageOut, MetaIn,
-    OutgoingTransfer, PendingReply,
+    meta_or_empty, opened, Body, BytesOut, Exchange, IncomingOut, IncomingTransfer, MessageOut,
+    MetaIn, OutgoingTransfer,
 };
-
-/// An endpoint's core handle until `close()`.
-struct Slot<T>(Rooted<Mutex<Option<Arc<T>>>>);
-
-impl<T: Send + Sync> Slot<T> {
-    fn new(v: T) -> Slot<T> {
-        Slot(Rooted::new(Mutex::new(Some(Arc::new(v)))))
-    }
-
-    fn get(&self, py: Python<'_>) -> PyResult<Arc<T>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| error::to_py(py, Error::Closed))
-    }
-
-    /// Drops this handle's reference: a bound endpoint's path is released once no operation
-    /// of it is pending.
-    fn close(&self, py: Python<'_>) {
-        let v = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-        py.detach(|| {
-            let _g = aio::enter();
-            drop(v);
-        });
-    }
-}
 
 fn this<'py, S: pyo3::PyClass>(slf: Bound<'py, S>) -> PyResult<Bound<'py, PyAny>> {
     let py = slf.py();
@@ -54,47 +33,47 @@ fn none(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     aio::ready(py, py.None().into_bound(py))
 }
 
-fn to_tuple(
-    (t, r): (weida::OutgoingTransfer, weida::PendingReply),
-) -> (OutgoingTransfer, PendingReply) {
-    (OutgoingTransfer::new(t), PendingReply::new(r))
+/// The endpoint, or `Closed` after `close()`.
+fn get<T>(py: Python<'_>, e: &Endpoint<T>) -> PyResult<Arc<T>> {
+    e.get().map_err(|f| error::to_py(py, f))
 }
 
-/// `recv` for Python: a cancelled receive hands its message back.
-pub(crate) fn recv_one<R: Receiving>(py: Python<'_>, r: Arc<R>) -> PyResult<Bound<'_, PyAny>> {
-    let back = r.clone();
-    spawn_keeping(
-        py,
-        async move { Ok(MessageOut(r.recv().await?)) },
-        Box::new(move |MessageOut(m)| back.give_back(m)),
-    )
+/// The next item of an `async for`, or its end (`Closed`: the endpoint closed).
+pub(crate) enum Next<T> {
+    Item(T),
+    End,
 }
 
-/// `recv_many` for Python: a cancelled receive hands its messages back.
-pub(crate) fn recv_batch<R: Receiving>(
-    py: Python<'_>,
-    r: Arc<R>,
-    max: usize,
-) -> PyResult<Bound<'_, PyAny>> {
-    let back = r.clone();
-    spawn_keeping(
-        py,
-        async move {
-            let batch = r.recv_many(max).await?;
-            Ok(batch.into_iter().map(MessageOut).collect::<Vec<_>>())
-        },
-        Box::new(move |batch: Vec<MessageOut>| {
-            for MessageOut(m) in batch {
-                back.give_back(m);
-            }
-        }),
-    )
+impl<T> Next<T> {
+    fn of(r: weida::Result<T>) -> Result<Next<T>, Fail> {
+        match r {
+            Ok(v) => Ok(Next::Item(v)),
+            Err(Error::Closed) => Ok(Next::End),
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
-/// What a core `try_recv` found, for Python: the message, None, or the error raised.
+impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for Next<T>
+where
+    T::Error: Into<PyErr>,
+{
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Next::Item(v) => v.into_bound_py_any(py),
+            Next::End => Err(PyStopAsyncIteration::new_err(())),
+        }
+    }
+}
+
+/// What a `try_recv` found: the message, None, or the error raised.
 pub(crate) fn ready_message(
     py: Python<'_>,
-    r: Option<Result<weida::Message, Error>>,
+    r: Option<Result<weida::Message, Fail>>,
 ) -> PyResult<Option<MessageOut>> {
     match r {
         None => Ok(None),
@@ -106,12 +85,14 @@ pub(crate) fn ready_message(
 /// Sends messages to pullers, one stream each, round-robin per message.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Pusher {
-    p: Slot<weida::Pusher>,
+    p: Endpoint<weida::Pusher>,
 }
 
 impl Pusher {
     pub(crate) fn new(p: weida::Pusher) -> Pusher {
-        Pusher { p: Slot::new(p) }
+        Pusher {
+            p: Endpoint::new(p),
+        }
     }
 }
 
@@ -119,22 +100,23 @@ impl Pusher {
 impl Pusher {
     /// Dials `address` (with its path) and adds it to the round-robin.
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        spawn(py, async move { Ok(p.connect(&address).await?) })
+        let p = get(py, &self.p)?;
+        call(py, Call::new(async move { Ok(p.connect(&address).await?) }))
     }
 
     /// Removes `address`; True if it was connected.
     fn disconnect(&self, py: Python<'_>, address: &str) -> PyResult<bool> {
-        self.p
-            .get(py)?
-            .disconnect(address)
-            .map_err(|e| error::to_py(py, e))
+        on_io(|| {
+            get(py, &self.p)?
+                .disconnect(address)
+                .map_err(|e| error::core(py, e))
+        })
     }
 
     /// Live connections.
     #[getter]
     fn peer_count(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.p.get(py)?.peer_count())
+        Ok(get(py, &self.p)?.peer_count())
     }
 
     /// Sends a whole message, fire-and-forget: returns once its FIN is queued. Waits for the
@@ -146,14 +128,17 @@ impl Pusher {
         body: Body,
         meta: Option<MetaIn>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        spawn(py, async move {
-            match meta {
-                None => p.send(body.0).await?,
-                Some(m) => p.send_with(m.0, body.0).await?,
-            }
-            Ok(())
-        })
+        let p = get(py, &self.p)?;
+        call(
+            py,
+            Call::new(async move {
+                match meta {
+                    None => p.send(body.0).await?,
+                    Some(m) => p.send_with(m.0, body.0).await?,
+                }
+                Ok(())
+            }),
+        )
     }
 
     /// Sends a whole message only if that can be done now (a small body on an open lane with room):
@@ -161,11 +146,10 @@ impl Pusher {
     /// peer in the round-robin). Raises what `send` would.
     fn try_send(&self, py: Python<'_>, body: Body) -> PyResult<bool> {
         // It starts nothing and waits for nothing: no runtime context, and the GIL may stay.
-        self.p
-            .get(py)?
+        get(py, &self.p)?
             .try_send(body.0)
             .map(|back| back.is_none())
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// Sends each body as its own message, in one crossing. On failure the exception's
@@ -175,30 +159,30 @@ impl Pusher {
         py: Python<'py>,
         bodies: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
+        let p = get(py, &self.p)?;
         let bodies = crate::stream::bodies(bodies)?;
-        spawn(py, async move {
-            match p.send_many(bodies).await {
-                (_, Ok(())) => Ok(()),
-                (sent, Err(error)) => Err(Fail::Batch { sent, error }),
-            }
-        })
+        call(py, Call::new(send_many(p, bodies)))
     }
 
     /// Opens a streamed message (an `OutgoingTransfer`).
     #[pyo3(signature = (meta=None))]
     fn open<'py>(&self, py: Python<'py>, meta: Option<MetaIn>) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
+        let p = get(py, &self.p)?;
         let meta = meta_or_empty(meta);
-        spawn(
+        call(
             py,
-            async move { Ok(OutgoingTransfer::new(p.open(meta).await?)) },
+            Call::new(async move {
+                let t = p.open(meta).await?;
+                Ok(OutgoingTransfer::new(
+                    weida_ffi::stream::OutgoingTransfer::new(t),
+                ))
+            }),
         )
     }
 
     /// Forgets this endpoint's connections; later calls raise `Closed`.
-    fn close(&self, py: Python<'_>) {
-        self.p.close(py)
+    fn close(&self) {
+        self.p.close()
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -212,7 +196,7 @@ impl Pusher {
         _e: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.close(py);
+        self.close();
         none(py)
     }
 }
@@ -220,7 +204,7 @@ impl Pusher {
 /// Receives pushed messages at a bound path; `async for msg in puller`.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Puller {
-    p: Slot<weida::Puller>,
+    inbox: Arc<Inbox<weida::Puller, Receive>>,
     address: String,
     _listener: Py<Listener>,
 }
@@ -229,7 +213,7 @@ impl Puller {
     pub(crate) fn new(p: weida::Puller, listener: Py<Listener>) -> Puller {
         Puller {
             address: p.address().to_string(),
-            p: Slot::new(p),
+            inbox: Inbox::new(Arc::new(p)),
             _listener: listener,
         }
     }
@@ -244,56 +228,53 @@ impl Puller {
     }
 
     /// The next whole message (bounded by `Limits.max_collected_body`). A message its sender
-    /// cancelled raises `Canceled` and the puller goes on. Cancel-safe.
+    /// cancelled raises `Canceled` and the puller goes on. Cancel-safe: a message that
+    /// arrives as it is cancelled is the next receive's, in its place.
     fn recv<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        recv_one(py, self.p.get(py)?)
+        receive(py, &self.inbox, 1, Shape::One)
     }
 
     /// The next whole message if one is ready now, else None; raises what `recv` would at
     /// once (`Closed` after `close()`).
     fn try_recv(&self, py: Python<'_>) -> PyResult<Option<MessageOut>> {
-        ready_message(py, self.p.get(py)?.try_recv())
+        ready_message(py, self.inbox.try_recv())
     }
 
     /// Up to `max` messages (at least one): waits for the first, then takes those ready. An
     /// error met after the first is raised by the next receive. Cancel-safe.
     fn recv_many<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
-        recv_batch(py, self.p.get(py)?, max)
+        receive(py, &self.inbox, max, Shape::Many)
     }
 
-    /// The next message as a stream (`IncomingTransfer`), for bodies read in parts.
+    /// The next message as a stream (`IncomingTransfer`), for bodies read in parts: the next
+    /// one no receive has taken.
     fn accept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        spawn(
+        let p = Arc::clone(self.inbox.endpoint());
+        call(
             py,
-            async move { Ok(IncomingTransfer::new(p.accept().await?)) },
+            Call::new(async move {
+                let t = p.accept().await?;
+                Ok(IncomingTransfer::new(
+                    weida_ffi::stream::IncomingTransfer::new(t),
+                ))
+            }),
         )
     }
 
-    /// Releases the path (once no receive is pending); later calls raise `Closed`.
-    fn close(&self, py: Python<'_>) {
-        self.p.close(py)
+    /// Unbinds the path: messages already received are still handed out, then receiving
+    /// raises `Closed`.
+    fn close(&self) {
+        on_io(|| self.inbox.endpoint().close())
     }
 
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
-    /// The next message; the iteration ends when the listener closes. Cancel-safe.
+    /// The next message; the iteration ends when the puller or its listener closes.
+    /// Cancel-safe.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        let back = p.clone();
-        spawn_keeping(
-            py,
-            async move {
-                match p.recv().await {
-                    Ok(m) => Ok(MessageOut(m)),
-                    Err(Error::Closed) => Err(Fail::End),
-                    Err(e) => Err(e.into()),
-                }
-            },
-            Box::new(move |MessageOut(m)| back.give_back(m)),
-        )
+        receive(py, &self.inbox, 1, Shape::Next)
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -307,7 +288,7 @@ impl Puller {
         _e: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.close(py);
+        self.close();
         none(py)
     }
 }
@@ -315,12 +296,14 @@ impl Puller {
 /// Sends requests and awaits replies, round-robin over connected repliers.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Requester {
-    r: Slot<weida::Requester>,
+    r: Endpoint<weida::Requester>,
 }
 
 impl Requester {
     pub(crate) fn new(r: weida::Requester) -> Requester {
-        Requester { r: Slot::new(r) }
+        Requester {
+            r: Endpoint::new(r),
+        }
     }
 }
 
@@ -328,22 +311,23 @@ impl Requester {
 impl Requester {
     /// Dials `address` (with its path) and adds it to the round-robin.
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r.get(py)?;
-        spawn(py, async move { Ok(r.connect(&address).await?) })
+        let r = get(py, &self.r)?;
+        call(py, Call::new(async move { Ok(r.connect(&address).await?) }))
     }
 
     /// Removes `address`; True if it was connected.
     fn disconnect(&self, py: Python<'_>, address: &str) -> PyResult<bool> {
-        self.r
-            .get(py)?
-            .disconnect(address)
-            .map_err(|e| error::to_py(py, e))
+        on_io(|| {
+            get(py, &self.r)?
+                .disconnect(address)
+                .map_err(|e| error::core(py, e))
+        })
     }
 
     /// Live connections.
     #[getter]
     fn peer_count(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.r.get(py)?.peer_count())
+        Ok(get(py, &self.r)?.peer_count())
     }
 
     /// Sends `body` and returns the reply body. The replier's error is raised here; a reply
@@ -356,13 +340,16 @@ impl Requester {
         body: Body,
         meta: Option<MetaIn>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r.get(py)?;
-        spawn(py, async move {
-            Ok(BytesOut(match meta {
-                None => r.request(body.0).await?,
-                Some(m) => r.request_with(m.0, body.0).await?.body,
-            }))
-        })
+        let r = get(py, &self.r)?;
+        call(
+            py,
+            Call::new(async move {
+                Ok(BytesOut(match meta {
+                    None => r.request(body.0).await?,
+                    Some(m) => r.request_with(m.0, body.0).await?.body,
+                }))
+            }),
+        )
     }
 
     /// `request` with metadata both ways: returns the reply as a `Message`.
@@ -372,23 +359,27 @@ impl Requester {
         body: Body,
         meta: MetaIn,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r.get(py)?;
-        spawn(py, async move {
-            Ok(MessageOut(r.request_with(meta.0, body.0).await?))
-        })
+        let r = get(py, &self.r)?;
+        call(
+            py,
+            Call::new(async move { Ok(MessageOut(r.request_with(meta.0, body.0).await?)) }),
+        )
     }
 
     /// Opens a streamed request: `(OutgoingTransfer, PendingReply)`.
     #[pyo3(signature = (meta=None))]
     fn open<'py>(&self, py: Python<'py>, meta: Option<MetaIn>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r.get(py)?;
+        let r = get(py, &self.r)?;
         let meta = meta_or_empty(meta);
-        spawn(py, async move { Ok(to_tuple(r.open(meta).await?)) })
+        call(
+            py,
+            Call::new(async move { Ok(opened(r.open(meta).await?)) }),
+        )
     }
 
     /// Forgets this endpoint's connections; later calls raise `Closed`.
-    fn close(&self, py: Python<'_>) {
-        self.r.close(py)
+    fn close(&self) {
+        self.r.close()
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -402,7 +393,7 @@ impl Requester {
         _e: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.close(py);
+        self.close();
         none(py)
     }
 }
@@ -410,7 +401,7 @@ impl Requester {
 /// Answers requests at a bound path; `async for exchange in replier`.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Replier {
-    r: Slot<weida::Replier>,
+    r: OnIo<Arc<weida::Replier>>,
     address: String,
     _listener: Py<Listener>,
 }
@@ -419,10 +410,14 @@ impl Replier {
     pub(crate) fn new(r: weida::Replier, listener: Py<Listener>) -> Replier {
         Replier {
             address: r.address().to_string(),
-            r: Slot::new(r),
+            r: OnIo::new(Arc::new(r)),
             _listener: listener,
         }
     }
+}
+
+fn exchange(x: weida::Exchange) -> Exchange {
+    Exchange::new(weida_ffi::stream::Exchange::new(x))
 }
 
 #[pymethods]
@@ -435,29 +430,29 @@ impl Replier {
 
     /// The next `Exchange`. Cancel-safe.
     fn accept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r.get(py)?;
-        spawn(py, async move { Ok(Exchange::new(r.accept().await?)) })
+        let r = Arc::clone(&self.r);
+        call(
+            py,
+            Call::new(async move { Ok(exchange(r.accept().await?)) }),
+        )
     }
 
-    /// Releases the path (once no accept is pending); later calls raise `Closed`.
-    fn close(&self, py: Python<'_>) {
-        self.r.close(py)
+    /// Unbinds the path: exchanges already received are still handed out, then `Closed`.
+    fn close(&self) {
+        on_io(|| self.r.close())
     }
 
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
-    /// The next exchange; the iteration ends when the listener closes.
+    /// The next exchange; the iteration ends when the replier or its listener closes.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r.get(py)?;
-        spawn(py, async move {
-            match r.accept().await {
-                Ok(x) => Ok(Exchange::new(x)),
-                Err(Error::Closed) => Err(Fail::End),
-                Err(e) => Err(e.into()),
-            }
-        })
+        let r = Arc::clone(&self.r);
+        call(
+            py,
+            Call::new(async move { Next::of(r.accept().await.map(exchange)) }),
+        )
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -471,7 +466,7 @@ impl Replier {
         _e: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.close(py);
+        self.close();
         none(py)
     }
 }
@@ -479,12 +474,14 @@ impl Replier {
 /// Opens raw streams to acceptors: one-way transfers and exchanges.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Peer {
-    p: Slot<weida::Peer>,
+    p: Endpoint<weida::Peer>,
 }
 
 impl Peer {
     pub(crate) fn new(p: weida::Peer) -> Peer {
-        Peer { p: Slot::new(p) }
+        Peer {
+            p: Endpoint::new(p),
+        }
     }
 }
 
@@ -492,46 +489,55 @@ impl Peer {
 impl Peer {
     /// Dials `address` (with its path).
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
-        spawn(py, async move { Ok(p.connect(&address).await?) })
+        let p = get(py, &self.p)?;
+        call(py, Call::new(async move { Ok(p.connect(&address).await?) }))
     }
 
     /// Removes `address`; True if it was connected.
     fn disconnect(&self, py: Python<'_>, address: &str) -> PyResult<bool> {
-        self.p
-            .get(py)?
-            .disconnect(address)
-            .map_err(|e| error::to_py(py, e))
+        on_io(|| {
+            get(py, &self.p)?
+                .disconnect(address)
+                .map_err(|e| error::core(py, e))
+        })
     }
 
     /// Live connections.
     #[getter]
     fn peer_count(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.p.get(py)?.peer_count())
+        Ok(get(py, &self.p)?.peer_count())
     }
 
     /// Opens a one-way stream (an `OutgoingTransfer`).
     #[pyo3(signature = (meta=None))]
     fn open<'py>(&self, py: Python<'py>, meta: Option<MetaIn>) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
+        let p = get(py, &self.p)?;
         let meta = meta_or_empty(meta);
-        spawn(
+        call(
             py,
-            async move { Ok(OutgoingTransfer::new(p.open(meta).await?)) },
+            Call::new(async move {
+                let t = p.open(meta).await?;
+                Ok(OutgoingTransfer::new(
+                    weida_ffi::stream::OutgoingTransfer::new(t),
+                ))
+            }),
         )
     }
 
     /// Opens an exchange: `(OutgoingTransfer, PendingReply)`.
     #[pyo3(signature = (meta=None))]
     fn exchange<'py>(&self, py: Python<'py>, meta: Option<MetaIn>) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.p.get(py)?;
+        let p = get(py, &self.p)?;
         let meta = meta_or_empty(meta);
-        spawn(py, async move { Ok(to_tuple(p.exchange(meta).await?)) })
+        call(
+            py,
+            Call::new(async move { Ok(opened(p.exchange(meta).await?)) }),
+        )
     }
 
     /// Forgets this endpoint's connections; later calls raise `Closed`.
-    fn close(&self, py: Python<'_>) {
-        self.p.close(py)
+    fn close(&self) {
+        self.p.close()
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -545,7 +551,7 @@ impl Peer {
         _e: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.close(py);
+        self.close();
         none(py)
     }
 }
@@ -553,7 +559,7 @@ impl Peer {
 /// Receives both stream kinds at a bound path: `IncomingTransfer` or `Exchange`.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Acceptor {
-    a: Slot<weida::Acceptor>,
+    a: OnIo<Arc<weida::Acceptor>>,
     address: String,
     _listener: Py<Listener>,
 }
@@ -562,7 +568,7 @@ impl Acceptor {
     pub(crate) fn new(a: weida::Acceptor, listener: Py<Listener>) -> Acceptor {
         Acceptor {
             address: a.address().to_string(),
-            a: Slot::new(a),
+            a: OnIo::new(Arc::new(a)),
             _listener: listener,
         }
     }
@@ -578,29 +584,34 @@ impl Acceptor {
 
     /// The next stream: an `IncomingTransfer` or an `Exchange`. Cancel-safe.
     fn accept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let a = self.a.get(py)?;
-        spawn(py, async move { Ok(IncomingOut::new(a.accept().await?)) })
+        let a = Arc::clone(&self.a);
+        call(
+            py,
+            Call::new(async move { IncomingOut::new(a.accept().await?) }),
+        )
     }
 
-    /// Releases the path (once no accept is pending); later calls raise `Closed`.
-    fn close(&self, py: Python<'_>) {
-        self.a.close(py)
+    /// Unbinds the path: streams already received are still handed out, then `Closed`.
+    fn close(&self) {
+        on_io(|| self.a.close())
     }
 
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
-    /// The next stream; the iteration ends when the listener closes.
+    /// The next stream; the iteration ends when the acceptor or its listener closes.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let a = self.a.get(py)?;
-        spawn(py, async move {
-            match a.accept().await {
-                Ok(i) => Ok(IncomingOut::new(i)),
-                Err(Error::Closed) => Err(Fail::End),
-                Err(e) => Err(e.into()),
-            }
-        })
+        let a = Arc::clone(&self.a);
+        call(
+            py,
+            Call::new(async move {
+                match Next::of(a.accept().await)? {
+                    Next::Item(i) => Ok(Next::Item(IncomingOut::new(i)?)),
+                    Next::End => Ok(Next::End),
+                }
+            }),
+        )
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -614,7 +625,7 @@ impl Acceptor {
         _e: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.close(py);
+        self.close();
         none(py)
     }
 }

@@ -1,9 +1,14 @@
 //! `Runtime` (dials, binds) and `Listener` (endpoints by path), with `Counters` and `Drained`.
 
+use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use weida_ffi::config::{self, Given};
+use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::{Call, Fail};
 
-use crate::aio::{self, spawn, Rooted};
-use crate::config::{seconds, Limits};
+use crate::aio::{self, call};
+use crate::config::{given, Limits, PY};
 use crate::error;
 use crate::identity::Identity;
 use crate::patterns::pubsub::{Publisher, Subscriber};
@@ -12,63 +17,39 @@ use crate::trust::Trust;
 
 /// The process-wide entry point: dials addresses, binds listeners, owns every connection.
 /// `async with Runtime() as rt:` shuts it down on exit (`await rt.drain(seconds)` first to let
-/// finished transfers arrive). `ordering` is the ordering level this runtime requires of its
-/// connections (`RuntimeConfig::guarantees`): its subscribers receive under it.
-/// `lane_max_message` is the largest body `send`/`publish` write as a frame on a message lane
-/// (0: lanes off; default 16 KiB).
+/// finished transfers arrive). Keyword arguments: `identity`, `trust`, `limits`, and the
+/// options of weida-ffi's table (`present_identity`, `send_timeout`, `udp_buffer`, `ordering`,
+/// `lane_max_message`); a bad one raises `InvalidConfig`.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Runtime {
-    rt: Rooted<weida::Runtime>,
+    rt: OnIo<weida::Runtime>,
     identity: weida::Identity,
 }
 
 #[pymethods]
 impl Runtime {
     #[new]
-    #[pyo3(signature = (*, identity=None, trust=None, limits=None, present_identity=true,
-        send_timeout=None, udp_buffer=None, ordering="none", lane_max_message=None))]
-    #[allow(clippy::too_many_arguments)] // one keyword argument per configuration field
-    fn new(
-        py: Python<'_>,
-        identity: Option<Identity>,
-        trust: Option<Trust>,
-        limits: Option<Limits>,
-        present_identity: bool,
-        send_timeout: Option<f64>,
-        udp_buffer: Option<usize>,
-        ordering: &str,
-        lane_max_message: Option<usize>,
-    ) -> PyResult<Runtime> {
-        let send_timeout = send_timeout
-            .map(|s| seconds("send_timeout", s))
-            .transpose()?;
-        let ordering = crate::config::ordering(ordering)?;
-        let r = py.detach(|| {
-            let mut config = weida::RuntimeConfig::default();
-            if let Some(i) = identity {
-                config.identity = i.inner;
+    #[pyo3(signature = (**options))]
+    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Runtime> {
+        let mut cfg = weida::RuntimeConfig::default();
+        let mut rest: Vec<(String, Given)> = Vec::new();
+        for (k, v) in options.into_iter().flat_map(|d| d.iter()) {
+            let k: String = k.extract()?;
+            match k.as_str() {
+                "identity" if !v.is_none() => cfg.identity = v.extract::<Identity>()?.inner,
+                "trust" if !v.is_none() => cfg.trust = v.extract::<Trust>()?.inner,
+                "limits" if !v.is_none() => cfg.limits = v.extract::<Limits>()?.inner,
+                "identity" | "trust" | "limits" => {}
+                _ => rest.push((k, given(&v))),
             }
-            if let Some(t) = trust {
-                config.trust = t.inner;
-            }
-            if let Some(l) = limits {
-                config.limits = l.inner;
-            }
-            if let Some(u) = udp_buffer {
-                config.udp_buffer = u;
-            }
-            config.present_identity = present_identity;
-            config.send_timeout = send_timeout;
-            config.guarantees.ordering = ordering;
-            if let Some(n) = lane_max_message {
-                config.lane_max_message = n;
-            }
-            let identity = config.identity.clone();
-            weida::Runtime::new(config).map(|rt| (rt, identity))
-        });
-        let (rt, identity) = r.map_err(|e| error::to_py(py, e))?;
+        }
+        config::apply(&config::RUNTIME, &mut cfg, PY, rest).map_err(|e| error::core(py, e))?;
+        let identity = cfg.identity.clone();
+        let rt = py
+            .detach(|| weida_ffi::runtime::runtime(cfg))
+            .map_err(|f| error::to_py(py, f))?;
         Ok(Runtime {
-            rt: Rooted::new(rt),
+            rt: OnIo::new(rt),
             identity,
         })
     }
@@ -88,81 +69,74 @@ impl Runtime {
         address: String,
         require_client: Option<Trust>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let rt = (*self.rt).clone();
+        let rt = weida::Runtime::clone(&self.rt);
         let tls = weida::ServerTls::new(self.identity.clone());
         let tls = match require_client {
             Some(t) => tls.require_client(t.inner),
             None => tls,
         };
-        spawn(py, async move {
-            let l = rt.bind_with(&address, tls).await?;
-            Ok(Listener {
-                inner: Rooted::new(l),
-            })
-        })
+        call(
+            py,
+            Call::new(async move {
+                let l = rt.bind_with(&address, tls).await?;
+                Ok(Listener {
+                    inner: OnIo::new(l),
+                })
+            }),
+        )
     }
 
     /// A Push endpoint: `connect` it to pullers, then `send`.
     fn pusher(&self) -> Pusher {
-        Pusher::new(self.rt.pusher())
+        Pusher::new(on_io(|| self.rt.pusher()))
     }
 
     /// A Req endpoint: `connect` it to repliers, then `request`.
     fn requester(&self) -> Requester {
-        Requester::new(self.rt.requester())
+        Requester::new(on_io(|| self.rt.requester()))
     }
 
     /// A Sub endpoint: `connect` it to publishers and `subscribe` to topics (in either
     /// order), then `recv`.
     fn subscriber(&self) -> Subscriber {
-        Subscriber::new(self.rt.subscriber())
+        Subscriber::new(on_io(|| self.rt.subscriber()))
     }
 
     /// A raw endpoint: `connect` it to acceptors, then `open` transfers or `exchange`s.
     fn peer(&self) -> Peer {
-        Peer::new(self.rt.peer())
+        Peer::new(on_io(|| self.rt.peer()))
     }
 
     /// The counters, monotonic since the runtime started.
     fn counters(&self) -> Counters {
-        let c = self.rt.counters();
-        Counters {
-            streams_opened: c.streams_opened,
-            streams_accepted: c.streams_accepted,
-            streams_refused: c.streams_refused,
-            bytes_sent: c.bytes_sent,
-            bytes_received: c.bytes_received,
-            connections_dialled: c.connections_dialled,
-            connections_accepted: c.connections_accepted,
-            receipts_delivered: c.receipts_delivered,
-            receipts_failed: c.receipts_failed,
-            copies_published: c.copies_published,
-            lane_messages_sent: c.lane_messages_sent,
-            lane_messages_received: c.lane_messages_received,
-            lane_messages_lost: c.lane_messages_lost,
-        }
+        Counters(weida_ffi::runtime::counters(&self.rt.counters()))
     }
 
     /// Stops admitting work, gives finished transfers until `seconds` to reach the peer's
     /// transport, then closes everything. An expired drain is not an error.
-    fn drain<'py>(&self, py: Python<'py>, seconds: f64) -> PyResult<Bound<'py, PyAny>> {
-        let deadline = crate::config::seconds("seconds", seconds)?;
-        let rt = (*self.rt).clone();
-        spawn(py, async move {
-            let d = rt.drain(deadline).await;
-            Ok(Drained {
-                delivered: d.delivered,
-                outstanding: d.outstanding,
-            })
-        })
+    fn drain<'py>(
+        &self,
+        py: Python<'py>,
+        seconds: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let deadline =
+            config::duration_arg("seconds", given(seconds), PY).map_err(|e| error::core(py, e))?;
+        let rt = weida::Runtime::clone(&self.rt);
+        call(
+            py,
+            Call::new(async move {
+                let d = rt.drain(deadline).await;
+                Ok::<_, Fail>(Drained {
+                    delivered: d.delivered,
+                    outstanding: d.outstanding,
+                })
+            }),
+        )
     }
 
     /// Closes every connection now: finished transfers still in flight are cut short.
     fn shutdown(&self, py: Python<'_>) {
-        py.detach(|| {
-            let _g = aio::enter();
-            self.rt.shutdown()
-        });
+        py.detach(|| on_io(|| self.rt.shutdown()));
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -191,7 +165,7 @@ impl Runtime {
 /// `close()` (or leaving `async with`) closes it and ends them.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Listener {
-    inner: Rooted<weida::Listener>,
+    inner: OnIo<weida::Listener>,
 }
 
 #[pymethods]
@@ -204,50 +178,31 @@ impl Listener {
 
     /// Binds a `Puller` at `path`.
     fn puller(slf: &Bound<'_, Self>, path: &str) -> PyResult<Puller> {
-        let p = slf
-            .get()
-            .inner
-            .puller(path)
-            .map_err(|e| error::to_py(slf.py(), e))?;
+        let p = on_io(|| slf.get().inner.puller(path)).map_err(|e| error::core(slf.py(), e))?;
         Ok(Puller::new(p, slf.clone().unbind()))
     }
 
     /// Binds a `Replier` at `path`.
     fn replier(slf: &Bound<'_, Self>, path: &str) -> PyResult<Replier> {
-        let r = slf
-            .get()
-            .inner
-            .replier(path)
-            .map_err(|e| error::to_py(slf.py(), e))?;
+        let r = on_io(|| slf.get().inner.replier(path)).map_err(|e| error::core(slf.py(), e))?;
         Ok(Replier::new(r, slf.clone().unbind()))
     }
 
     /// Binds a `Publisher` at `path`.
     fn publisher(slf: &Bound<'_, Self>, path: &str) -> PyResult<Publisher> {
-        let p = slf
-            .get()
-            .inner
-            .publisher(path)
-            .map_err(|e| error::to_py(slf.py(), e))?;
+        let p = on_io(|| slf.get().inner.publisher(path)).map_err(|e| error::core(slf.py(), e))?;
         Ok(Publisher::new(p, slf.clone().unbind()))
     }
 
     /// Binds a raw `Acceptor` at `path`.
     fn acceptor(slf: &Bound<'_, Self>, path: &str) -> PyResult<Acceptor> {
-        let a = slf
-            .get()
-            .inner
-            .acceptor(path)
-            .map_err(|e| error::to_py(slf.py(), e))?;
+        let a = on_io(|| slf.get().inner.acceptor(path)).map_err(|e| error::core(slf.py(), e))?;
         Ok(Acceptor::new(a, slf.clone().unbind()))
     }
 
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.
     fn close(&self, py: Python<'_>) {
-        py.detach(|| {
-            let _g = aio::enter();
-            self.inner.close()
-        });
+        py.detach(|| on_io(|| self.inner.close()));
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -273,58 +228,28 @@ impl Listener {
 }
 
 /// Counters a user can read without a metrics stack; monotonic since the runtime started.
-#[pyclass(frozen, get_all, module = "weida._weida")]
-pub(crate) struct Counters {
-    /// Streams this runtime opened (transfers and exchanges).
-    streams_opened: u64,
-    /// Streams it accepted and dispatched to an endpoint.
-    streams_accepted: u64,
-    /// Streams it refused (unknown path, unsupported, bad header, ...).
-    streams_refused: u64,
-    /// Body bytes written.
-    bytes_sent: u64,
-    /// Body bytes read.
-    bytes_received: u64,
-    /// Connections dialled.
-    connections_dialled: u64,
-    /// Connections accepted.
-    connections_accepted: u64,
-    /// Receipts nobody awaited that resolved delivered.
-    receipts_delivered: u64,
-    /// ... that resolved with a refusal or a loss.
-    receipts_failed: u64,
-    /// Pub/Sub copies queued for subscribers by this runtime's publishers.
-    copies_published: u64,
-    /// Messages written as frames on message lanes (each also counts in `bytes_sent`).
-    lane_messages_sent: u64,
-    /// Messages read from message lanes and handed to an endpoint.
-    lane_messages_received: u64,
-    /// Messages queued on a lane that ended before writing them (a refusal or a loss).
-    lane_messages_lost: u64,
-}
+/// Every counter of the core's `Counters`, by the same name, as an attribute.
+#[pyclass(frozen, module = "weida._weida")]
+pub(crate) struct Counters([(&'static str, u64); 13]);
 
 #[pymethods]
 impl Counters {
+    fn __getattr__(&self, name: &str) -> PyResult<u64> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| PyAttributeError::new_err(name.to_string()))
+    }
+
+    /// The counter names (what `__getattr__` reads).
+    fn __dir__(&self) -> Vec<&'static str> {
+        self.0.iter().map(|(n, _)| *n).collect()
+    }
+
     fn __repr__(&self) -> String {
-        format!(
-            "Counters(streams_opened={}, streams_accepted={}, streams_refused={}, bytes_sent={}, \
-             bytes_received={}, connections_dialled={}, connections_accepted={}, \
-             receipts_delivered={}, receipts_failed={}, copies_published={}, \
-             lane_messages_sent={}, lane_messages_received={}, lane_messages_lost={})",
-            self.streams_opened,
-            self.streams_accepted,
-            self.streams_refused,
-            self.bytes_sent,
-            self.bytes_received,
-            self.connections_dialled,
-            self.connections_accepted,
-            self.receipts_delivered,
-            self.receipts_failed,
-            self.copies_published,
-            self.lane_messages_sent,
-            self.lane_messages_received,
-            self.lane_messages_lost
-        )
+        let fields: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        format!("Counters({})", fields.join(", "))
     }
 }
 

@@ -6,17 +6,16 @@
 //! sent), `memoryview` (copied once through `tobytes()`: the abi3 floor, Python 3.10, has no
 //! buffer protocol in its stable ABI). Bodies out: `bytes`, one copy.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyStopAsyncIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
-use weida::Error;
+use weida_ffi::{stream as ffi, Call, Fail};
 
-use crate::aio::{self, spawn, spawn_or_cancel, Fail, Outcome, Rooted};
+use crate::aio::{self, call};
 use crate::error;
 
 /// From this size up a `bytes` body is kept alive and sent without a copy.
@@ -307,122 +306,38 @@ impl<'py> IntoPyObject<'py> for MessageOut {
     }
 }
 
-/// The error for a handle used after it was consumed (finished, answered, awaited): the
-/// core's `Closed`, as for a closed endpoint.
-fn consumed() -> Fail {
-    Fail::Weida(Error::Closed)
-}
+/// The end of an `async for` over chunks (`None`), or the next chunk.
+pub(crate) struct NextChunk(Option<Bytes>);
 
-const OPEN: u8 = 0;
-const FINISHED: u8 = 1;
-const CANCELED: u8 = 2;
+impl<'py> IntoPyObject<'py> for NextChunk {
+    type Target = PyBytes;
+    type Output = Bound<'py, PyBytes>;
+    type Error = PyErr;
 
-/// Marks a transfer cancelled when an operation that owned it is dropped midway.
-struct CancelOnDrop<'a>(&'a AtomicU8);
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = self
-            .0
-            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire);
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        match self.0 {
+            Some(c) => Ok(PyBytes::new(py, &c)),
+            None => Err(PyStopAsyncIteration::new_err(())),
+        }
     }
 }
 
-/// An outgoing stream's state shared with the operations running on the I/O thread.
-struct Writer {
-    transfer: tokio::sync::Mutex<Option<weida::OutgoingTransfer>>,
-    state: AtomicU8,
-    cancel: tokio::sync::Notify,
-}
-
-impl Writer {
-    fn gone(&self) -> Fail {
-        match self.state.load(Ordering::Acquire) {
-            CANCELED => Fail::Weida(Error::Canceled),
-            _ => consumed(),
-        }
-    }
-
-    /// Cancels the transfer: at once if no operation holds it, else through that operation.
-    fn cancel(&self) {
-        if self
-            .state
-            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
-        }
-        self.cancel.notify_waiters();
-        if let Some(t) = self.transfer.try_lock().ok().and_then(|mut s| s.take()) {
-            t.cancel();
-        }
-    }
-
-    /// Resolves once `cancel()` was called.
-    async fn canceled(&self) {
-        loop {
-            let n = self.cancel.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.state.load(Ordering::Acquire) == CANCELED {
-                return;
-            }
-            n.await;
-        }
-    }
+fn chunk(c: Option<Bytes>) -> Option<BytesOut> {
+    c.map(BytesOut)
 }
 
 /// An outgoing stream: `write` at your own pace, then `finish()` (a commitment: the payload
 /// arrives with no local handle) or `cancel()` (the reader sees `Canceled`, never a short
-/// payload). Cancelling a pending `write`/`finish` (asyncio) cancels the transfer. As an
-/// async context manager it finishes on a clean exit and cancels on an exception.
+/// payload). Cancelling a pending `write` (asyncio) cancels the transfer. As an async context
+/// manager it finishes on a clean exit and cancels on an exception.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct OutgoingTransfer {
-    w: Rooted<Arc<Writer>>,
+    t: Arc<ffi::OutgoingTransfer>,
 }
 
 impl OutgoingTransfer {
-    pub(crate) fn new(t: weida::OutgoingTransfer) -> OutgoingTransfer {
-        OutgoingTransfer {
-            w: Rooted::new(Arc::new(Writer {
-                transfer: tokio::sync::Mutex::new(Some(t)),
-                state: AtomicU8::new(OPEN),
-                cancel: tokio::sync::Notify::new(),
-            })),
-        }
-    }
-
-    /// Runs `op` on the transfer, owned for the duration: if the operation is dropped
-    /// (asyncio cancellation) or `cancel()` is called meanwhile, the transfer is dropped,
-    /// which resets it: the reader sees Canceled.
-    fn with<'py, T, F, Fut>(&self, py: Python<'py>, op: F) -> PyResult<Bound<'py, PyAny>>
-    where
-        F: FnOnce(weida::OutgoingTransfer) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = (Option<weida::OutgoingTransfer>, Outcome<T>)> + Send,
-        T: for<'a> IntoPyObject<'a> + Send + 'static,
-    {
-        let w = Arc::clone(&self.w);
-        let on_cancel = Arc::clone(&self.w);
-        spawn_or_cancel(
-            py,
-            async move {
-                let mut slot = w.transfer.lock().await;
-                let t = slot.take().ok_or_else(|| w.gone())?;
-                // Dropped before the operation ends (asyncio cancelled it): the transfer, owned by
-                // the operation, is reset, and later calls say Canceled.
-                let mark = CancelOnDrop(&w.state);
-                let r = tokio::select! {
-                    (back, r) = op(t) => {
-                        *slot = back;
-                        r
-                    }
-                    () = w.canceled() => Err(Fail::Weida(Error::Canceled)),
-                };
-                std::mem::forget(mark);
-                r
-            },
-            Some(Box::new(move || on_cancel.cancel())),
-        )
+    pub(crate) fn new(t: Arc<ffi::OutgoingTransfer>) -> OutgoingTransfer {
+        OutgoingTransfer { t }
     }
 }
 
@@ -430,10 +345,7 @@ impl OutgoingTransfer {
 impl OutgoingTransfer {
     /// Writes all of `body`; waits while the peer's window is full (backpressure).
     fn write<'py>(&self, py: Python<'py>, body: Body) -> PyResult<Bound<'py, PyAny>> {
-        self.with(py, move |mut t| async move {
-            let r = t.write(body.0).await;
-            (Some(t), r.map_err(Fail::from))
-        })
+        call(py, self.t.write_call(body.0))
     }
 
     /// Writes several bodies in order, as one write where the transport allows.
@@ -443,28 +355,21 @@ impl OutgoingTransfer {
         bodies: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let chunks = self::bodies(bodies)?;
-        self.with(py, move |mut t| async move {
-            let r = t.write_chunks(chunks).await;
-            (Some(t), r.map_err(Fail::from))
-        })
+        call(py, self.t.write_chunks_call(chunks))
     }
 
     /// Queues the FIN and returns the `Delivery` (its transport receipt, free to ignore).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let w = Arc::clone(&self.w);
-        self.with(py, move |t| async move {
-            let r = t.finish().await;
-            w.state.store(FINISHED, Ordering::Release);
-            (None, r.map(Delivery::new).map_err(Fail::from))
-        })
+        let t = Arc::clone(&self.t);
+        call(
+            py,
+            Call::new(async move { Ok(Delivery(t.finish().await?)) }),
+        )
     }
 
     /// Abandons the transfer: the reader sees `Canceled`. Also interrupts a pending write.
     fn cancel(&self, py: Python<'_>) {
-        py.detach(|| {
-            let _g = aio::enter();
-            self.w.cancel();
-        });
+        py.detach(|| self.t.cancel());
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -484,78 +389,33 @@ impl OutgoingTransfer {
             self.cancel(py);
             return aio::ready(py, py.None().into_bound(py));
         }
-        let w = Arc::clone(&self.w);
-        spawn(py, async move {
-            let mut slot = w.transfer.lock().await;
-            if let Some(t) = slot.take() {
-                t.finish().await?;
-                w.state.store(FINISHED, Ordering::Release);
-            }
-            Ok(())
-        })
+        call(py, Call::new(Arc::clone(&self.t).close()))
     }
 }
 
 /// The transport receipt of a finished transfer; dropping it is free.
 #[pyclass(frozen, module = "weida._weida")]
-pub(crate) struct Delivery {
-    inner: Rooted<Mutex<Option<weida::Delivery>>>,
-}
-
-impl Delivery {
-    fn new(d: weida::Delivery) -> Delivery {
-        Delivery {
-            inner: Rooted::new(Mutex::new(Some(d))),
-        }
-    }
-}
+pub(crate) struct Delivery(Arc<ffi::Delivery>);
 
 #[pymethods]
 impl Delivery {
     /// Resolves when the peer's transport holds every byte and the FIN (not when its
     /// application read them); raises the peer's refusal if one came first.
     fn delivered<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let d = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        spawn(py, async move {
-            d.ok_or_else(consumed)?.delivered().await?;
-            Ok(())
-        })
+        call(py, Call::new(Arc::clone(&self.0).delivered()))
     }
-}
-
-type Shared<T> = Rooted<Arc<tokio::sync::Mutex<Option<T>>>>;
-
-fn shared<T>(v: T) -> Shared<T> {
-    Rooted::new(Arc::new(tokio::sync::Mutex::new(Some(v))))
 }
 
 /// An incoming stream (a one-way transfer, or a reply): read it in chunks (`async for`) or
 /// `collect` it. Dropping it unread stops the writer.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct IncomingTransfer {
-    t: Shared<weida::IncomingTransfer>,
-    meta: Arc<weida::IncomingMeta>,
+    t: Arc<ffi::IncomingTransfer>,
 }
 
 impl IncomingTransfer {
-    pub(crate) fn new(t: weida::IncomingTransfer) -> IncomingTransfer {
-        IncomingTransfer {
-            meta: Arc::new(t.meta().clone()),
-            t: shared(t),
-        }
-    }
-
-    fn next_chunk<'py>(&self, py: Python<'py>, end: bool) -> PyResult<Bound<'py, PyAny>> {
-        let t = Arc::clone(&self.t);
-        spawn(py, async move {
-            let mut slot = t.lock().await;
-            let c = slot.as_mut().ok_or_else(consumed)?.read_chunk().await?;
-            match c {
-                Some(c) => Ok(Some(BytesOut(c))),
-                None if end => Err(Fail::End),
-                None => Ok(None),
-            }
-        })
+    pub(crate) fn new(t: Arc<ffi::IncomingTransfer>) -> IncomingTransfer {
+        IncomingTransfer { t }
     }
 }
 
@@ -565,38 +425,34 @@ impl IncomingTransfer {
     #[getter]
     fn meta(&self) -> IncomingMeta {
         IncomingMeta {
-            inner: self.meta.clone(),
+            inner: Arc::clone(self.t.meta()),
         }
     }
 
     /// The next chunk, `None` after the writer's FIN; a cancelled stream raises `Canceled`,
     /// never ends short. Cancel-safe.
     fn read_chunk<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.next_chunk(py, false)
+        let t = Arc::clone(&self.t);
+        call(
+            py,
+            Call::new(async move { Ok(chunk(t.read_chunk().await?)) }),
+        )
     }
 
     /// The whole body, refusing one above `max` bytes (`LimitExceeded`, the writer stopped).
     fn collect<'py>(&self, py: Python<'py>, max: u64) -> PyResult<Bound<'py, PyAny>> {
         let t = Arc::clone(&self.t);
-        spawn(py, async move {
-            let mut slot = t.lock().await;
-            let mut owned = slot.take().ok_or_else(consumed)?;
-            let r = owned.collect(max).await;
-            *slot = Some(owned);
-            Ok(BytesOut(r?))
-        })
+        call(
+            py,
+            Call::new(async move { Ok(BytesOut(t.collect(max).await?)) }),
+        )
     }
 
     /// Refuses the stream with the code `code` names (e.g. `"REJECTED"`).
     #[pyo3(signature = (code, message=""))]
     fn refuse(&self, py: Python<'_>, code: &str, message: &str) -> PyResult<()> {
-        let e = error::from_code(code, message)?;
-        if let Some(t) = self.t.try_lock().ok().and_then(|mut s| s.take()) {
-            py.detach(|| {
-                let _g = aio::enter();
-                t.refuse(&e);
-            });
-        }
+        let e = weida_ffi::error::answer(code, message).map_err(|e| error::core(py, e))?;
+        py.detach(|| self.t.refuse(&e));
         Ok(())
     }
 
@@ -605,38 +461,32 @@ impl IncomingTransfer {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.next_chunk(py, true)
+        let t = Arc::clone(&self.t);
+        call(
+            py,
+            Call::new(async move { Ok(NextChunk(t.read_chunk().await?)) }),
+        )
     }
 }
 
-/// An incoming exchange: the request and the reply half. An exchange dropped without an
-/// answer resets its reply: the requester sees `Canceled`.
+/// An incoming exchange: the request and the reply half. An exchange dropped (or cancelled)
+/// without an answer resets its reply: the requester sees `Canceled`.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Exchange {
-    x: Shared<weida::Exchange>,
-    meta: Arc<weida::IncomingMeta>,
+    x: Arc<ffi::Exchange>,
 }
 
 impl Exchange {
-    pub(crate) fn new(x: weida::Exchange) -> Exchange {
-        Exchange {
-            meta: Arc::new(x.meta().clone()),
-            x: shared(x),
-        }
+    pub(crate) fn new(x: Arc<ffi::Exchange>) -> Exchange {
+        Exchange { x }
     }
 
-    /// Runs a consuming answer on the exchange.
-    fn answer<'py, T, F, Fut>(&self, py: Python<'py>, op: F) -> PyResult<Bound<'py, PyAny>>
-    where
-        F: FnOnce(weida::Exchange) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Outcome<T>> + Send,
-        T: for<'a> IntoPyObject<'a> + Send + 'static,
-    {
-        let x = Arc::clone(&self.x);
-        spawn(py, async move {
-            let owned = x.lock().await.take().ok_or_else(consumed)?;
-            op(owned).await
-        })
+    fn answer<'py>(
+        &self,
+        py: Python<'py>,
+        op: impl std::future::Future<Output = Result<(), Fail>> + Send + 'static,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        call(py, Call::new(op))
     }
 }
 
@@ -646,35 +496,27 @@ impl Exchange {
     #[getter]
     fn meta(&self) -> IncomingMeta {
         IncomingMeta {
-            inner: self.meta.clone(),
+            inner: Arc::clone(self.x.meta()),
         }
     }
 
     /// The request's next chunk, `None` at its end (the reply may start before it). Cancel-safe.
     fn read_chunk<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let x = Arc::clone(&self.x);
-        spawn(py, async move {
-            let mut slot = x.lock().await;
-            let c = slot.as_mut().ok_or_else(consumed)?.read_chunk().await?;
-            Ok(c.map(BytesOut))
-        })
+        call(
+            py,
+            Call::new(async move { Ok(chunk(x.read_chunk().await?)) }),
+        )
     }
 
     /// The whole request body, bounded by `max` (default `Limits.max_collected_body`).
-    /// Cancelling it abandons the exchange (the requester sees `Canceled`).
     #[pyo3(signature = (max=None))]
     fn take_body<'py>(&self, py: Python<'py>, max: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let x = Arc::clone(&self.x);
-        spawn(py, async move {
-            let mut slot = x.lock().await;
-            let mut owned = slot.take().ok_or_else(consumed)?;
-            let r = match max {
-                Some(m) => owned.take_body_capped(m).await,
-                None => owned.take_body().await,
-            };
-            *slot = Some(owned);
-            Ok(BytesOut(r?))
-        })
+        call(
+            py,
+            Call::new(async move { Ok(BytesOut(x.take_body(max).await?)) }),
+        )
     }
 
     /// Replies with `body` (and metadata) and finishes the reply.
@@ -685,11 +527,7 @@ impl Exchange {
         body: Body,
         meta: Option<MetaIn>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let meta = meta_or_empty(meta);
-        self.answer(py, move |x| async move {
-            x.reply_with(meta, body.0).await?;
-            Ok(())
-        })
+        self.answer(py, Arc::clone(&self.x).reply(meta_or_empty(meta), body.0))
     }
 
     /// Opens the reply as a stream, for a reply written in parts.
@@ -699,45 +537,45 @@ impl Exchange {
         py: Python<'py>,
         meta: Option<MetaIn>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let x = Arc::clone(&self.x);
         let meta = meta_or_empty(meta);
-        self.answer(py, move |mut x| async move {
-            Ok(OutgoingTransfer::new(x.open_reply(meta).await?))
-        })
+        call(
+            py,
+            Call::new(async move { Ok(OutgoingTransfer::new(x.open_reply(meta).await?)) }),
+        )
     }
 
     /// Answers REJECTED with `reason`: the requester's `request` raises `Rejected`.
     fn reject<'py>(&self, py: Python<'py>, reason: String) -> PyResult<Bound<'py, PyAny>> {
-        self.answer(py, move |x| async move {
-            x.reject(&reason).await?;
-            Ok(())
-        })
+        self.answer(py, Arc::clone(&self.x).reject(reason))
     }
 
-    /// Answers with an error by its code (`"UNSUPPORTED"`, `"REJECTED"`, ...) and message.
-    fn fail<'py>(&self, py: Python<'py>, code: &str, message: &str) -> PyResult<Bound<'py, PyAny>> {
-        let e = error::from_code(code, message)?;
-        self.answer(py, move |x| async move {
-            x.fail(&e).await?;
-            Ok(())
-        })
+    /// Answers with an error by its code (`"UNSUPPORTED"`, `"REJECTED"`, ...) and message: the
+    /// code's own wire code (`"CLOSED"`: GOING_AWAY), any other as REJECTED; a name that is no
+    /// code raises `InvalidConfig`.
+    fn fail<'py>(
+        &self,
+        py: Python<'py>,
+        code: String,
+        message: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.answer(py, Arc::clone(&self.x).fail(code, message))
+    }
+
+    /// Abandons the exchange unanswered: the requester sees `Canceled`, and calls pending here
+    /// raise it.
+    fn cancel(&self, py: Python<'_>) {
+        py.detach(|| self.x.cancel());
     }
 }
 
 /// The reply half of an exchange this side opened.
 #[pyclass(frozen, module = "weida._weida")]
-pub(crate) struct PendingReply {
-    inner: Rooted<Mutex<Option<weida::PendingReply>>>,
-}
+pub(crate) struct PendingReply(Arc<ffi::PendingReply>);
 
 impl PendingReply {
-    pub(crate) fn new(r: weida::PendingReply) -> PendingReply {
-        PendingReply {
-            inner: Rooted::new(Mutex::new(Some(r))),
-        }
-    }
-
-    fn take(&self) -> Option<weida::PendingReply> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take()
+    pub(crate) fn new(r: Arc<ffi::PendingReply>) -> PendingReply {
+        PendingReply(r)
     }
 }
 
@@ -747,35 +585,37 @@ impl PendingReply {
     /// The peer's ERROR is raised as its exception; a loss after the request's FIN is
     /// `Indeterminate`.
     fn reply<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.take();
-        spawn(py, async move {
-            let t = r.ok_or_else(consumed)?.reply().await?;
-            Ok(IncomingTransfer::new(t))
-        })
+        let r = Arc::clone(&self.0);
+        call(
+            py,
+            Call::new(async move { Ok(IncomingTransfer::new(r.reply().await?)) }),
+        )
     }
 
     /// The whole reply as a `Message`, bounded by `Limits.max_collected_body`.
     fn body<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.take();
-        spawn(py, async move {
-            let m = r.ok_or_else(consumed)?.body().await?;
-            Ok(MessageOut(m))
-        })
+        let r = Arc::clone(&self.0);
+        call(
+            py,
+            Call::new(async move { Ok(MessageOut(r.body().await?)) }),
+        )
     }
 }
 
-/// A stream an acceptor took: a one-way transfer or an exchange.
-pub(crate) enum IncomingOut {
-    Stream(IncomingTransfer),
-    Exchange(Exchange),
+/// A streamed exchange this side opened: `(OutgoingTransfer, PendingReply)`.
+pub(crate) fn opened(
+    o: (weida::OutgoingTransfer, weida::PendingReply),
+) -> (OutgoingTransfer, PendingReply) {
+    let (t, r) = ffi::opened(o);
+    (OutgoingTransfer::new(t), PendingReply::new(r))
 }
 
+/// A stream an acceptor took: a one-way transfer or an exchange.
+pub(crate) struct IncomingOut(ffi::Incoming);
+
 impl IncomingOut {
-    pub(crate) fn new(i: weida::Incoming) -> IncomingOut {
-        match i {
-            weida::Incoming::Stream(t) => IncomingOut::Stream(IncomingTransfer::new(t)),
-            weida::Incoming::Exchange(x) => IncomingOut::Exchange(Exchange::new(x)),
-        }
+    pub(crate) fn new(i: weida::Incoming) -> Result<IncomingOut, Fail> {
+        ffi::Incoming::new(i).map(IncomingOut)
     }
 }
 
@@ -785,9 +625,9 @@ impl<'py> IntoPyObject<'py> for IncomingOut {
     type Error = PyErr;
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self {
-            IncomingOut::Stream(t) => Ok(Bound::new(py, t)?.into_any()),
-            IncomingOut::Exchange(x) => Ok(Bound::new(py, x)?.into_any()),
+        match self.0 {
+            ffi::Incoming::Stream(t) => Ok(Bound::new(py, IncomingTransfer::new(t))?.into_any()),
+            ffi::Incoming::Exchange(x) => Ok(Bound::new(py, Exchange::new(x))?.into_any()),
         }
     }
 }

@@ -52,7 +52,7 @@ impl Trust {
     fn anchors_pem(py: Python<'_>, pem: &str) -> PyResult<Trust> {
         weida::Trust::anchors_pem(pem)
             .map(|inner| Trust { inner })
-            .map_err(|e| error::to_py(py, e))
+            .map_err(|e| error::core(py, e))
     }
 
     /// Accept any key. For tests and trusted networks only.

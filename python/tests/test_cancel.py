@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
+import itertools
 from collections.abc import Awaitable, Callable
 
 import pytest
 from conftest import Pair, payload
 
 import weida
+from weida import _weida
 
 # Above the 1 MiB stream window: a write of this much waits for a reader that does not read.
 BLOCKING = 4 << 20
@@ -193,19 +194,18 @@ async def test_a_receive_cancelled_as_its_message_arrives_hands_it_back(pair: Pa
     for i in range(30):
         pending = asyncio.ensure_future(receives[i % 3]())
         await asyncio.sleep(0)
-        # The loop thread is held while the I/O thread receives it: the loop sees the
-        # cancellation first, then the message, which goes back to the puller.
+        fetched, orphans = _weida._fetched(), _weida._orphans()
         sent = pusher.send(str(i).encode())
-        time.sleep(0.005)  # noqa: ASYNC251 - holds the loop while the I/O thread receives it
+        # The loop thread is held until the I/O thread has received the message for the
+        # pending receive: the loop sees the cancellation first, then the message, which is
+        # kept for the next receive.
+        assert _weida._wait_fetched(fetched + 1, 10)
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending
         await sent
-        # Puller::give_back does not wake a receive already waiting (core/src/patterns/
-        # pushpull.rs): let the loop hand the message back before the next receive starts.
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
         assert (await asyncio.wait_for(puller.recv(), 5)).body == str(i).encode()
+        assert _weida._orphans() == orphans + 1, "the message came back: the race ran"
 
 
 async def test_leaving_async_with_on_an_exception_cancels_the_transfer(pair: Pair) -> None:
@@ -222,3 +222,33 @@ async def test_leaving_async_with_on_an_exception_cancels_the_transfer(pair: Pai
     async with await pusher.open() as t:
         await t.write(b"all of it")
     assert (await puller.recv()).body == b"all of it"
+
+
+async def test_receives_raced_and_cancelled_keep_the_order(pair: Pair) -> None:
+    # A new user's race: two receives, the first to finish wins, the other is cancelled. A
+    # message the loser had taken as it was cancelled goes back to the endpoint, and must be
+    # the next one any receive takes: the messages come out in the order they were sent.
+    puller = pair.listener.puller("/jobs")
+    pusher = pair.client.pusher()
+    await pusher.connect(puller.address)
+    n = 20_000
+
+    async def send() -> None:
+        for i in range(n):
+            await pusher.send(i.to_bytes(4, "big"))
+
+    sending = asyncio.ensure_future(send())
+    got: list[int] = []
+    while len(got) < n:
+        first, second = puller.recv(), puller.recv()
+        _, pending = await asyncio.wait({first, second}, return_when=asyncio.FIRST_COMPLETED)
+        for p in pending:
+            p.cancel()
+        await asyncio.wait({first, second})
+        # Both may have finished: the one called first holds the earlier message.
+        got += [
+            int.from_bytes(f.result().body, "big") for f in (first, second) if not f.cancelled()
+        ]
+    await sending
+    out_of_order = [(a, b) for a, b in itertools.pairwise(got) if b != a + 1]
+    assert got == list(range(n)), f"out of order: {out_of_order[:5]}"

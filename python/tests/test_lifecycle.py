@@ -3,8 +3,11 @@ core/tests/lifecycle.rs)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from conftest import Pair, bind_address, make_pair
@@ -101,7 +104,7 @@ async def test_a_reply_lost_after_the_request_fin_is_indeterminate(pair: Pair) -
         await pending
     assert not e.value.definite
     assert not isinstance(e.value, weida.ConnectionLost)
-    assert e.value.cause in ("locally_closed", "peer_closed", "reset")
+    assert e.value.loss_cause in ("locally_closed", "peer_closed", "reset")
     await server
 
 
@@ -116,7 +119,7 @@ async def test_a_loss_before_the_request_fin_is_connection_lost(pair: Pair) -> N
     with pytest.raises(weida.ConnectionLost) as e:
         await reply.body()
     assert e.value.definite
-    assert e.value.cause in ("locally_closed", "peer_closed", "reset")
+    assert e.value.loss_cause in ("locally_closed", "peer_closed", "reset")
 
 
 async def test_a_peer_that_goes_away_is_reported_as_connection_loss(transport: str) -> None:
@@ -133,7 +136,7 @@ async def test_a_peer_that_goes_away_is_reported_as_connection_loss(transport: s
         try:
             await pusher.send(b"two")
         except weida.ConnectionLost as e:
-            assert e.cause == "peer_closed"
+            assert e.loss_cause == "peer_closed"
             break
         await asyncio.sleep(0)
     else:
@@ -158,7 +161,7 @@ async def test_configurations_that_cannot_be_honoured_are_refused() -> None:
     with pytest.raises(weida.InvalidAddress) as e:
         await rt.bind("weida://127.0.0.1:0/path")
     assert e.value.part == "path"
-    with pytest.raises(ValueError):
+    with pytest.raises(weida.InvalidConfig):
         weida.Limits(idle_timeout=-1)
 
 
@@ -226,3 +229,84 @@ async def test_counters_count(pair: Pair) -> None:
     s = pair.server.counters()
     assert s.bytes_received == 5 and s.lane_messages_received == 2
     assert s.connections_accepted == 1
+
+
+def test_a_bad_option_is_invalid_config_naming_it() -> None:
+    # One table checks every option, in every language: InvalidConfig naming the option as
+    # the caller spelled it (node/test/lifecycle.test.mjs the same, in camelCase and ms).
+    bad: list[tuple[Callable[[], object], str]] = [
+        (lambda: weida.Limits(endpoint_queue=-1), "endpoint_queue"),
+        (lambda: weida.Limits(endpoint_queue=1.5), "endpoint_queue"),  # type: ignore[arg-type]
+        (lambda: weida.Limits(idle_timeout=-1), "idle_timeout"),
+        (lambda: weida.Limits(idle_timeout=float("nan")), "idle_timeout"),
+        (lambda: weida.Limits(max_filters=True), "max_filters"),
+        (lambda: weida.Limits(send_window="1"), "send_window"),  # type: ignore[arg-type]
+        (lambda: weida.Limits(nonsense=1), "nonsense"),  # type: ignore[call-arg]
+        # The core's own check of a value, the same error.
+        (lambda: weida.Limits(endpoint_queue=0), "endpoint_queue"),
+        (lambda: weida.Runtime(ordering="total"), "ordering"),  # type: ignore[arg-type]
+        (lambda: weida.Runtime(send_timeout=-1), "send_timeout"),
+        (lambda: weida.Runtime(udp_buffer=-5), "udp_buffer"),
+        (lambda: weida.Runtime(lane_max_message=2**64), "lane_max_message"),
+    ]
+    for make, named in bad:
+        with pytest.raises(weida.InvalidConfig, match=named):
+            make()
+    # None is the default, except where it turns something off.
+    assert weida.Limits(idle_timeout=None) == weida.Limits()
+    assert weida.Limits(keep_alive=None).keep_alive is None
+    assert weida.Limits(idle_timeout=1.5, endpoint_queue=8).idle_timeout == 1.5
+
+
+async def test_udp_buffer_is_a_runtime_option() -> None:
+    async with (
+        weida.Runtime(udp_buffer=1 << 20) as server,
+        weida.Runtime(udp_buffer=256 * 1024) as client,
+    ):
+        listener = await server.bind("weida://127.0.0.1:0")
+        puller = listener.puller("/jobs")
+        pusher = client.pusher()
+        await pusher.connect(puller.address)
+        await pusher.send(b"over a UDP socket of the size asked")
+        assert (await puller.recv()).body == b"over a UDP socket of the size asked"
+
+
+def test_counters_name_every_core_counter() -> None:
+    c = weida.Runtime().counters()
+    names = dir(c)
+    assert sorted(names) == sorted(
+        [
+            "streams_opened",
+            "streams_accepted",
+            "streams_refused",
+            "bytes_sent",
+            "bytes_received",
+            "connections_dialled",
+            "connections_accepted",
+            "receipts_delivered",
+            "receipts_failed",
+            "copies_published",
+            "lane_messages_sent",
+            "lane_messages_received",
+            "lane_messages_lost",
+        ]
+    )
+    assert all(getattr(c, n) == 0 for n in names)
+    with pytest.raises(AttributeError):
+        _ = c.nonsense  # type: ignore[attr-defined]
+
+
+def test_limits_and_counters_name_every_core_field() -> None:
+    # The stub lists the fields weida-ffi's tables read at runtime: the two must agree.
+    stub = ast.parse((Path(weida.__file__).parent / "_weida.pyi").read_text())
+    declared: dict[str, set[str]] = {}
+    for node in stub.body:
+        if isinstance(node, ast.ClassDef) and node.name in ("Limits", "Counters"):
+            declared[node.name] = {
+                n.name if isinstance(n, ast.FunctionDef) else n.target.id  # type: ignore[union-attr]
+                for n in node.body
+                if (isinstance(n, ast.FunctionDef) and not n.name.startswith("_"))
+                or (isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name))
+            }
+    assert declared["Limits"] == set(dir(weida.Limits()))
+    assert declared["Counters"] == set(dir(weida.Runtime().counters()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import Pair, make_pair, payload
+from conftest import Pair, bind_address, make_pair, payload
 
 import weida
 
@@ -215,3 +215,20 @@ async def test_try_send_queues_at_once_or_returns_false_and_try_recv_takes_what_
     puller.close()
     with pytest.raises(weida.Closed):
         puller.try_recv()
+
+
+async def test_send_many_says_how_many_were_sent() -> None:
+    # One stream slot, taken by the first body (nobody reads): the second waits for one and
+    # times out. The error says one was sent (node/test/patterns.test.mjs the same).
+    limits = weida.Limits(max_concurrent_uni_streams=1, max_local_streams=1)
+    async with (
+        weida.Runtime(limits=limits) as server,
+        weida.Runtime(limits=limits, send_timeout=0.5, lane_max_message=0) as client,
+    ):
+        listener = await server.bind(bind_address("inproc"))
+        puller = listener.puller("/jobs")
+        pusher = client.pusher()
+        await pusher.connect(puller.address)
+        with pytest.raises(weida.Timeout) as e:
+            await pusher.send_many([b"takes the only slot", b"waits", b"never tried"])
+        assert e.value.sent == 1

@@ -6,13 +6,13 @@ nothing, ``async for``, ``async with``."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 
 import pytest
 from conftest import Pair, bind_address, make_pair, payload
 
 import weida
+from weida import _weida
 
 
 async def take(sub: weida.Subscriber, n: int) -> list[weida.Message]:
@@ -20,13 +20,10 @@ async def take(sub: weida.Subscriber, n: int) -> list[weida.Message]:
     return [await sub.recv() for _ in range(n)]
 
 
-async def until(cond: Callable[[], bool], what: str, tries: int = 2000) -> None:
-    """Waits for ``cond`` (for what the core does on its own thread with no event to await)."""
-    for _ in range(tries):
-        if cond():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"never: {what}")
+async def queued(sub: weida.Subscriber, n: int) -> None:
+    """Waits until ``sub`` holds at least ``n`` messages: the event the core raises as each
+    arrives (``Subscriber::until_queued``), not a poll."""
+    await asyncio.wait_for(sub._until_queued(n), 30)
 
 
 async def test_subscribe_filters_topics_by_segment(pair: Pair, transport: str) -> None:
@@ -309,7 +306,7 @@ async def test_a_streamed_publish_keeps_the_reader_when_another_stalls(transport
     # The stalled subscriber's queue is full (it never reads from here on).
     publisher.publish("f", b"first")
     assert (await reader.recv()).body == b"first"
-    await until(lambda: stalled.queued >= 1, "the stalled queue holds the first message")
+    await queued(stalled, 1)
     body = payload(4 << 20)
     fan = publisher.open("f")
     assert fan.copies == 2
@@ -350,18 +347,16 @@ async def test_a_dead_subscriber_loses_its_queue_counted(transport: str) -> None
         await sub.subscribe("t")
         for _ in range(2):
             assert publisher.publish("t", b"x") == 1
-        await until(lambda: sub.queued >= 2, "the subscriber's queue is full")
+        await queued(sub, 2)
         for _ in range(20):
             assert publisher.publish("t", b"y" * 4096) == 1
         c.shutdown()  # the subscriber goes without unsubscribing
         # The subscriber leaves the filters before its queued copies are counted (hub.rs):
         # both, from the I/O thread.
-        await until(
-            lambda: (
-                publisher.subscriber_count == 0 and publisher.dropped_on("t").dead_subscriber >= 1
-            ),
-            "the publisher sees it go and counts its copies",
-        )
+        # The publisher sees it go, its queued copies counted first (hub.rs): an event, from
+        # the I/O thread.
+        await asyncio.wait_for(publisher._until_subscribers(0), 30)
+        assert publisher.dropped_on("t").dead_subscriber >= 1
         assert publisher.publish("t", b"z") == 0, "gone from the filters"
 
 
@@ -435,12 +430,16 @@ async def test_an_asyncio_cancelled_recv_loses_nothing(pair: Pair) -> None:
     for i in range(60):
         pending = asyncio.ensure_future(receives[i % 3]())
         await asyncio.sleep(0)
+        fetched, orphans = _weida._fetched(), _weida._orphans()
         publisher.publish("t", str(i).encode())
-        time.sleep(0.002)  # noqa: ASYNC251 - holds the loop while the I/O thread receives it
+        # The loop thread is held until the I/O thread has received the copy for the pending
+        # receive: the loop sees the cancellation first, then the copy, kept for the next.
+        assert _weida._wait_fetched(fetched + 1, 10)
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending
         assert (await sub.recv()).body == str(i).encode()
+        assert _weida._orphans() == orphans + 1, "the copy came back: the race ran"
     assert sub.queued == 0
     assert publisher.dropped().total == 0
 
@@ -456,7 +455,7 @@ async def test_async_for_and_async_with_end_with_the_subscriber(pair: Pair) -> N
             got.append(m.body)
             if len(got) == 2:
                 # What is queued is still returned after close; then the iteration ends.
-                await until(lambda: sub.queued >= 1, "the last copy is queued")
+                await queued(sub, 1)
                 sub.close()
         assert got == [b"a", b"b", b"c"]
         with pytest.raises(weida.Closed):
@@ -514,7 +513,7 @@ async def test_a_pending_fanout_write_cancelled_cancels_the_message(
     await stalled.subscribe("f")
     publisher.publish("f", b"first")
     assert (await reader.recv()).body == b"first"
-    await until(lambda: stalled.queued >= 1, "the stalled queue is full")
+    await queued(stalled, 1)
     fan = publisher.open("f")
     # Write until a write waits for the stalled subscriber's room (fanout_wait: a minute).
     for _ in range(64):
@@ -527,6 +526,9 @@ async def test_a_pending_fanout_write_cancelled_cancels_the_message(
         await pending
     else:
         raise AssertionError("no write ever waited")
+    # A synchronous call while the write holds the fan-out: await it first.
+    with pytest.raises(RuntimeError, match="pending"):
+        fan.write_now(b"x")
     if how == "asyncio":
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -567,9 +569,9 @@ def test_limits_ordering_and_dropped_convert_both_ways() -> None:
     )
     assert (l2.subscriber_buffer_bytes, l2.max_reorder_hold, l2.max_parked_reverse) == (1000, 3, 0)
     assert (l2.max_filters, l2.fanout_wait, l2.max_udp_payload) == (7, 0.25, 1452)
-    with pytest.raises(ValueError, match="fanout_wait"):
+    with pytest.raises(weida.InvalidConfig, match="fanout_wait"):
         weida.Limits(fanout_wait=-1)
-    with pytest.raises(ValueError, match="ordering"):
+    with pytest.raises(weida.InvalidConfig, match="ordering"):
         weida.Runtime(ordering="total")  # type: ignore[arg-type]
     with pytest.raises(weida.InvalidConfig):
         weida.Runtime(limits=weida.Limits(subscriber_buffer_bytes=0))

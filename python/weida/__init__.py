@@ -23,8 +23,6 @@ Every operation that waits is awaited; cancelling the await cancels the operatio
 
 from __future__ import annotations
 
-import os
-
 from ._errors import (
     Canceled,
     Closed,
@@ -73,12 +71,11 @@ from ._weida import (
     Runtime,
     Subscriber,
     Trust,
-    after_fork,
     fingerprint_of_certificate,
 )
 
-# A forked child starts its own I/O thread on first use (the parent's was not forked).
-os.register_at_fork(after_in_child=after_fork)
+# A forked child starts its own I/O thread on first use: weida-ffi's fork handler forgets the
+# parent's (its thread was not forked), whatever forked, with no hook here.
 
 __version__ = "0.1.0"
 

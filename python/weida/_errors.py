@@ -2,7 +2,8 @@
 
 Every class carries ``code`` (the core's stable code) and ``definite`` (False only for
 :class:`Indeterminate`, whose outcome is unknown). The native module maps each core error to
-its class in one place; the fields the core keeps become attributes.
+its class in one place and sets every field the core keeps as an attribute of the same name
+(weida-ffi's ``Fail::fields``): the same fields as the Node binding's, in snake_case.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class WeidaError(Exception):
     """Base class of every weida error.
 
     ``sent`` is set only on errors raised by :meth:`Pusher.send_many`: how many bodies were
-    sent before the failure.
+    sent before the failure (None otherwise).
     """
 
     code: ClassVar[str] = ""
@@ -59,29 +60,29 @@ class NotConnected(WeidaError):
 class ConnectionLost(WeidaError):
     """The connection ended before the operation reached a definite outcome that succeeded.
 
-    ``cause`` is one of ``idle_timeout``, ``peer_closed``, ``locally_closed``, ``reset``,
-    ``transport_error``.
+    ``loss_cause`` is one of ``idle_timeout``, ``peer_closed``, ``locally_closed``, ``reset``,
+    ``transport_error`` (the core names every cause: ``weida._weida.LOSS_CAUSES``).
     """
 
     code = "CONNECTION_LOST"
 
-    def __init__(self, message: str = "", *, cause: str = "peer_closed") -> None:
+    def __init__(self, message: str = "", *, loss_cause: str = "peer_closed") -> None:
         super().__init__(message)
-        self.cause = cause
+        self.loss_cause = loss_cause
 
 
 class Indeterminate(WeidaError):
     """The request reached the peer whole but its reply was lost: the peer may or may not have
     acted on it. Neither a success nor a definite failure, so not a subclass of one; do not
-    blindly retry. ``cause`` is the loss cause, as for :class:`ConnectionLost`.
+    blindly retry. ``loss_cause`` is the loss cause, as for :class:`ConnectionLost`.
     """
 
     code = "INDETERMINATE"
     definite = False
 
-    def __init__(self, message: str = "", *, cause: str = "peer_closed") -> None:
+    def __init__(self, message: str = "", *, loss_cause: str = "peer_closed") -> None:
         super().__init__(message)
-        self.cause = cause
+        self.loss_cause = loss_cause
 
 
 class Untrusted(WeidaError):

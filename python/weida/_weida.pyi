@@ -143,8 +143,13 @@ class Identity:
 def fingerprint_of_certificate(der: bytes) -> str:
     """The fingerprint (``sha256:<hex>``) of the key in a DER certificate."""
 
-def after_fork() -> None:
-    """Forgets the parent's I/O thread in a forked child (registered at import)."""
+LOSS_CAUSES: tuple[str, ...]
+"""Every loss cause a ``ConnectionLost`` or ``Indeterminate`` carries (``loss_cause``), as the
+core names them."""
+
+def _orphans() -> int: ...
+def _fetched() -> int: ...
+def _wait_fetched(n: int, timeout: float) -> bool: ...
 
 @final
 class Trust:
@@ -470,6 +475,7 @@ class Publisher:
     @property
     def subscriber_count(self) -> int:
         """Subscribers connected now (with at least one filter)."""
+    def _until_subscribers(self, n: int) -> Future[None]: ...
     def close(self) -> None:
         """Unbinds the path and ends every subscription."""
     def __aenter__(self) -> Future[Publisher]: ...
@@ -538,6 +544,7 @@ class Subscriber:
     @property
     def queued(self) -> int:
         """Messages received and waiting for ``recv``."""
+    def _until_queued(self, n: int) -> Future[None]: ...
     def close(self) -> None:
         """Closes every connection; receiving returns what is queued, then ``Closed``."""
     def __aiter__(self) -> Subscriber: ...
@@ -666,7 +673,10 @@ class Exchange:
     def reject(self, reason: str) -> Future[None]:
         """Answers REJECTED with ``reason``."""
     def fail(self, code: str, message: str) -> Future[None]:
-        """Answers with an error code and message."""
+        """Answers with an error code and message: the code's own wire code (``"CLOSED"``:
+        GOING_AWAY), any other as REJECTED; a name that is no code raises ``InvalidConfig``."""
+    def cancel(self) -> None:
+        """Abandons the exchange unanswered: the requester sees ``Canceled``."""
 
 @final
 class PendingReply:

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
-use weida::{Error, IncomingMeta, LossCause, Metadata, PeerIdentity};
+use weida::{Error, IncomingMeta, Metadata, PeerIdentity};
 
 /// Why an op failed: weida's error, or a request this agent cannot carry out (never expected by
 /// a scenario, so always a failed cell).
@@ -39,7 +39,7 @@ pub(crate) fn error_json(e: &Error) -> Value {
     m.insert("message".into(), json!(e.to_string()));
     m.insert("definite".into(), json!(e.is_definite_failure()));
     if let Some(c) = e.loss_cause() {
-        m.insert("cause".into(), json!(cause_name(c)));
+        m.insert("loss_cause".into(), json!(c.name()));
     }
     match e {
         Error::UnknownEndpoint { path } => {
@@ -58,17 +58,6 @@ pub(crate) fn error_json(e: &Error) -> Value {
         _ => {}
     }
     Value::Object(m)
-}
-
-fn cause_name(c: &LossCause) -> &'static str {
-    match c {
-        LossCause::IdleTimeout => "idle_timeout",
-        LossCause::PeerClosed => "peer_closed",
-        LossCause::LocallyClosed => "locally_closed",
-        LossCause::Reset => "reset",
-        LossCause::TransportError(_) => "transport_error",
-        _ => "other",
-    }
 }
 
 pub(crate) fn peer_json(p: &Option<PeerIdentity>) -> Value {

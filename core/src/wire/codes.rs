@@ -131,11 +131,14 @@ impl Code {
 impl Error {
     /// The error that, given to `Exchange::fail`, answers a request with the wire code of
     /// `code` and `message`; its requester's `request` then fails with an error of that code.
-    /// For a replier that names a code and a message (a binding's `fail(code, message)`). A
-    /// code with no wire code of its own (`Timeout`, `Closed`, ...) answers INTERNAL_ERROR,
-    /// which a requester reads as `Rejected`.
+    /// For a replier that names a code and a message (a binding's `fail(code, message)`).
+    /// `Closed` answers GOING_AWAY, as a replier whose runtime closes does (the requester's
+    /// `request` fails `ConnectionLost`, loss cause `peer_closed`); any other code with no wire
+    /// code of its own (`Timeout`, `Io`, ...) answers INTERNAL_ERROR, which a requester reads as
+    /// `Rejected` with the message.
     pub fn for_reply(code: ErrorCode, message: &str) -> Self {
         let wire = match code {
+            ErrorCode::Closed => return Self::Closed,
             ErrorCode::Canceled => Code::Canceled,
             ErrorCode::UnknownEndpoint => Code::UnknownEndpoint,
             ErrorCode::Unsupported => Code::Unsupported,
@@ -169,10 +172,18 @@ mod tests {
                 ErrorCode::NegotiationFailed => {
                     (Code::NegotiationFailed, ErrorCode::NegotiationFailed)
                 }
+                ErrorCode::Closed => (Code::GoingAway, ErrorCode::ConnectionLost),
                 // INTERNAL_ERROR reads as Rejected, which is sent as REJECTED.
                 _ => (Code::Rejected, ErrorCode::Rejected),
             };
             assert_eq!(Code::of_error(&e), wire, "{code:?}");
+            if code == ErrorCode::Closed {
+                assert!(matches!(
+                    Code::of_error(&e).into_error("", "why"),
+                    Error::ConnectionLost(LossCause::PeerClosed)
+                ));
+                continue;
+            }
             assert_eq!(e.code(), read, "{code:?}");
             assert_eq!(
                 Code::of_error(&e).into_error("", "why").code(),

@@ -2,25 +2,23 @@
 //! and `Dropped`, the publisher's drops by cause. Conversion only: filters, bounds, drops and
 //! ordering are the core's.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use weida::Error;
+use weida_ffi::inbox::Inbox;
+use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::pubsub as ffi;
+use weida_ffi::Call;
 
-use super::{none, this};
-use crate::aio::{self, spawn, spawn_keeping, spawn_or_cancel, Fail, Rooted};
+use super::{none, ready_message, this};
+use crate::aio::{call, receive, Receive, Shape};
 use crate::error;
 use crate::runtime::Listener;
 use crate::stream::{Body, MessageOut};
 
 /// Runs a synchronous core call with the GIL released, inside the I/O runtime's context.
 fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
-    py.detach(|| {
-        let _g = aio::enter();
-        f()
-    })
+    py.detach(|| on_io(f))
 }
 
 /// Copies a publisher dropped, by cause: `publisher.dropped()` (every topic) or
@@ -124,7 +122,7 @@ impl Dropped {
 /// ```
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Publisher {
-    p: Rooted<weida::Publisher>,
+    p: OnIo<Arc<weida::Publisher>>,
     address: String,
     _listener: Py<Listener>,
 }
@@ -133,7 +131,7 @@ impl Publisher {
     pub(crate) fn new(p: weida::Publisher, listener: Py<Listener>) -> Publisher {
         Publisher {
             address: p.address().to_string(),
-            p: Rooted::new(p),
+            p: OnIo::new(Arc::new(p)),
             _listener: listener,
         }
     }
@@ -153,15 +151,15 @@ impl Publisher {
     /// `LimitExceeded` (stream it with `open`), a malformed topic `InvalidFilter`, a closed
     /// publisher `Closed`.
     fn publish(&self, py: Python<'_>, topic: &str, body: Body) -> PyResult<usize> {
-        detached(py, || self.p.publish(topic, body.0)).map_err(|e| error::to_py(py, e))
+        detached(py, || self.p.publish(topic, body.0)).map_err(|e| error::core(py, e))
     }
 
     /// Opens a streamed message (a `FanOut`) to the subscribers whose filters select `topic`
     /// now; one subscribing later gets the next message, never a fragment. The payload has no
     /// ceiling; each chunk is bounded by `Limits.subscriber_buffer_bytes`.
     fn open(&self, py: Python<'_>, topic: &str) -> PyResult<FanOut> {
-        let f = detached(py, || self.p.open(topic)).map_err(|e| error::to_py(py, e))?;
-        Ok(FanOut::new(f))
+        let f = detached(py, || self.p.open(topic)).map_err(|e| error::core(py, e))?;
+        Ok(FanOut(ffi::FanOut::new(f)))
     }
 
     /// Copies dropped since the publisher was bound, by cause.
@@ -179,6 +177,19 @@ impl Publisher {
     #[getter]
     fn subscriber_count(&self) -> usize {
         self.p.subscriber_count()
+    }
+
+    /// Resolves once `subscriber_count == n`, the copies of one that went counted (a test's
+    /// event to await instead of polling). Internal.
+    fn _until_subscribers<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyAny>> {
+        let p = Arc::clone(&self.p);
+        call(
+            py,
+            Call::new(async move {
+                p.until_subscribers(n).await;
+                Ok(())
+            }),
+        )
     }
 
     /// Unbinds the path and ends every subscription; `publish` then raises `Closed`, and the
@@ -207,135 +218,6 @@ impl Publisher {
     }
 }
 
-/// Where a fan-out is: open (its core handle in the slot, or held by a pending `write`),
-/// finished, or cancelled.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Open,
-    Finished,
-    Canceled,
-}
-
-struct FanSlot {
-    state: State,
-    /// `None` while open: a `write` holds it.
-    f: Option<weida::FanOut>,
-}
-
-/// A fan-out's core handle, shared with a `write` running on the I/O thread. The state and the
-/// handle change together under one (never awaited) lock, so a cancel racing a write that
-/// completes cannot leave the message open.
-struct Fan {
-    slot: std::sync::Mutex<FanSlot>,
-    /// Writes take their turn (the core's `write` takes `&mut`).
-    turn: tokio::sync::Mutex<()>,
-    /// The copies attached after the last operation (the core's count changes only in one).
-    copies: AtomicUsize,
-    cancel: tokio::sync::Notify,
-}
-
-impl Fan {
-    fn lock(&self) -> std::sync::MutexGuard<'_, FanSlot> {
-        self.slot.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn gone(state: State) -> Error {
-        match state {
-            State::Canceled => Error::Canceled,
-            _ => Error::Closed,
-        }
-    }
-
-    /// Cancels the message: every copy is reset at its subscriber. A `write` holding the
-    /// handle is interrupted and drops it.
-    fn cancel(&self) {
-        let f = {
-            let mut s = self.lock();
-            if s.state != State::Open {
-                return;
-            }
-            s.state = State::Canceled;
-            s.f.take()
-        };
-        self.copies.store(0, Ordering::Release);
-        self.cancel.notify_waiters();
-        drop(f);
-    }
-
-    /// Resolves once the message was cancelled.
-    async fn canceled(&self) {
-        loop {
-            let n = self.cancel.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.lock().state == State::Canceled {
-                return;
-            }
-            n.await;
-        }
-    }
-
-    /// Takes the handle for a write.
-    fn hold(&self) -> Result<Held<'_>, Error> {
-        let mut s = self.lock();
-        match (s.state, s.f.take()) {
-            (State::Open, Some(f)) => Ok(Held {
-                fan: self,
-                f: Some(f),
-            }),
-            // Writes take turns, so only a cancel can have emptied an open slot.
-            (state, _) => Err(Fan::gone(state)),
-        }
-    }
-}
-
-/// The handle a write holds. Dropped without `put_back` (the write was cancelled, or its
-/// future dropped by asyncio cancellation), it cancels the message.
-struct Held<'a> {
-    fan: &'a Fan,
-    f: Option<weida::FanOut>,
-}
-
-impl Held<'_> {
-    fn put_back(mut self) {
-        let f = self.f.take();
-        let mut s = self.fan.lock();
-        if s.state == State::Open {
-            s.f = f;
-        }
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        if let Some(f) = self.f.take() {
-            let mut s = self.fan.lock();
-            s.state = State::Canceled;
-            drop(s);
-            self.fan.copies.store(0, Ordering::Release);
-            drop(f);
-        }
-    }
-}
-
-/// Why a synchronous `FanOut` call could not run.
-enum NowFail {
-    Weida(Error),
-    /// A `write` of the same fan-out holds it.
-    Busy,
-}
-
-impl NowFail {
-    fn into_py(self, py: Python<'_>) -> PyErr {
-        match self {
-            NowFail::Weida(e) => error::to_py(py, e),
-            NowFail::Busy => PyRuntimeError::new_err(
-                "a write of this FanOut is pending: await it before the next call",
-            ),
-        }
-    }
-}
-
 /// A message streamed to every subscriber `Publisher.open` matched, chunk by chunk: `write`
 /// (waits up to `Limits.fanout_wait` for a slow subscriber's room, then drops its copy) or
 /// `write_now` (never waits), then `finish()`, or `cancel()` (subscribers never see half a
@@ -349,50 +231,14 @@ impl NowFail {
 /// print(fan.copies, "subscribers got it whole")
 /// ```
 #[pyclass(frozen, module = "weida._weida")]
-pub(crate) struct FanOut {
-    s: Rooted<Arc<Fan>>,
-}
-
-impl FanOut {
-    fn new(f: weida::FanOut) -> FanOut {
-        FanOut {
-            s: Rooted::new(Arc::new(Fan {
-                copies: AtomicUsize::new(f.copies()),
-                slot: std::sync::Mutex::new(FanSlot {
-                    state: State::Open,
-                    f: Some(f),
-                }),
-                turn: tokio::sync::Mutex::new(()),
-                cancel: tokio::sync::Notify::new(),
-            })),
-        }
-    }
-
-    /// Runs a synchronous operation on the open fan-out, with the GIL released.
-    fn now<T: Send>(
-        &self,
-        py: Python<'_>,
-        op: impl FnOnce(&mut FanSlot) -> Result<T, Error> + Send,
-    ) -> PyResult<T> {
-        let s = &self.s;
-        detached(py, || {
-            let mut slot = s.lock();
-            match (slot.state, slot.f.is_some()) {
-                (State::Open, true) => op(&mut slot).map_err(NowFail::Weida),
-                (State::Open, false) => Err(NowFail::Busy),
-                (state, _) => Err(NowFail::Weida(Fan::gone(state))),
-            }
-        })
-        .map_err(|e| e.into_py(py))
-    }
-}
+pub(crate) struct FanOut(Arc<ffi::FanOut>);
 
 #[pymethods]
 impl FanOut {
     /// Copies still attached (not dropped); after `finish()`, those it was finished for.
     #[getter]
     fn copies(&self) -> usize {
-        self.s.copies.load(Ordering::Acquire)
+        self.0.copies()
     }
 
     /// Hands `chunk` to every attached copy, first waiting up to `Limits.fanout_wait` for the
@@ -401,55 +247,27 @@ impl FanOut {
     /// (asyncio) cancels the message, as `cancel()` does, so no subscriber can get a payload
     /// with a chunk missing; `cancel()` interrupts it (`Canceled`).
     fn write<'py>(&self, py: Python<'py>, chunk: Body) -> PyResult<Bound<'py, PyAny>> {
-        let s = Arc::clone(&self.s);
-        let on_cancel = Arc::clone(&self.s);
-        spawn_or_cancel(
-            py,
-            async move {
-                let _turn = s.turn.lock().await;
-                let mut held = s.hold()?;
-                let f = held.f.as_mut().expect("held");
-                let r = tokio::select! {
-                    r = f.write(chunk.0) => r,
-                    // Dropping `held` below cancels every copy.
-                    () = s.canceled() => return Err(Fail::Weida(Error::Canceled)),
-                };
-                held.put_back();
-                let n = r?;
-                s.copies.store(n, Ordering::Release);
-                Ok(n)
-            },
-            Some(Box::new(move || on_cancel.cancel())),
-        )
+        call(py, self.0.write_call(chunk.0))
     }
 
     /// Hands `chunk` to every attached copy without waiting: a copy whose backlog would pass
     /// `Limits.subscriber_buffer_bytes` is dropped whole (counted `byte_budget`). Returns the
     /// copies still attached.
     fn write_now(&self, py: Python<'_>, chunk: Body) -> PyResult<usize> {
-        let s = &self.s;
-        self.now(py, |slot| {
-            let n = slot.f.as_mut().expect("open").write_now(chunk.0)?;
-            s.copies.store(n, Ordering::Release);
-            Ok(n)
-        })
+        py.detach(|| self.0.write_now(chunk.0))
+            .map_err(|f| error::to_py(py, f))
     }
 
     /// Ends the message for every attached copy; returns how many were still attached.
     fn finish(&self, py: Python<'_>) -> PyResult<usize> {
-        let s = &self.s;
-        self.now(py, |slot| {
-            let n = slot.f.take().expect("open").finish();
-            slot.state = State::Finished;
-            s.copies.store(n, Ordering::Release);
-            Ok(n)
-        })
+        py.detach(|| self.0.finish())
+            .map_err(|f| error::to_py(py, f))
     }
 
     /// Cancels every copy: subscribers discard what they received of it. Also interrupts a
     /// pending `write`. Does nothing after `finish()`.
     fn cancel(&self, py: Python<'_>) {
-        detached(py, || self.s.cancel())
+        py.detach(|| self.0.cancel())
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -467,7 +285,7 @@ impl FanOut {
     ) -> PyResult<Bound<'py, PyAny>> {
         if exc_type.is_some() {
             self.cancel(py);
-        } else if self.s.lock().state == State::Open {
+        } else if self.0.is_open() {
             self.finish(py)?;
         }
         none(py)
@@ -491,18 +309,18 @@ impl FanOut {
 /// ```
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Subscriber {
-    s: Rooted<Arc<weida::Subscriber>>,
+    inbox: Arc<Inbox<weida::Subscriber, Receive>>,
 }
 
 impl Subscriber {
     pub(crate) fn new(s: weida::Subscriber) -> Subscriber {
         Subscriber {
-            s: Rooted::new(Arc::new(s)),
+            inbox: Inbox::new(Arc::new(s)),
         }
     }
 
     fn handle(&self) -> Arc<weida::Subscriber> {
-        Arc::clone(&self.s)
+        Arc::clone(self.inbox.endpoint())
     }
 }
 
@@ -512,18 +330,18 @@ impl Subscriber {
     /// installs every filter this subscriber holds there before it returns.
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
         let s = self.handle();
-        spawn(py, async move { Ok(s.connect(&address).await?) })
+        call(py, Call::new(async move { Ok(s.connect(&address).await?) }))
     }
 
     /// Closes the connection to `address`; True if it was connected.
     fn disconnect(&self, py: Python<'_>, address: &str) -> PyResult<bool> {
-        detached(py, || self.s.disconnect(address)).map_err(|e| error::to_py(py, e))
+        detached(py, || self.inbox.endpoint().disconnect(address)).map_err(|e| error::core(py, e))
     }
 
     /// Live connections.
     #[getter]
     fn peer_count(&self) -> usize {
-        self.s.peer_count()
+        self.inbox.endpoint().peer_count()
     }
 
     /// Adds `filter`: returns once every connected publisher has installed it, so a message
@@ -533,51 +351,63 @@ impl Subscriber {
     /// cancelled call may leave it installed at some publishers (`unsubscribe` removes it).
     fn subscribe<'py>(&self, py: Python<'py>, filter: String) -> PyResult<Bound<'py, PyAny>> {
         let s = self.handle();
-        spawn(py, async move { Ok(s.subscribe(&filter).await?) })
+        call(
+            py,
+            Call::new(async move { Ok(s.subscribe(&filter).await?) }),
+        )
     }
 
     /// Removes one entry of `filter`; False if it was not held. Returns once every connected
     /// publisher has removed it: from then on nothing only it selected is delivered.
     fn unsubscribe<'py>(&self, py: Python<'py>, filter: String) -> PyResult<Bound<'py, PyAny>> {
         let s = self.handle();
-        spawn(py, async move { Ok(s.unsubscribe(&filter).await?) })
+        call(
+            py,
+            Call::new(async move { Ok(s.unsubscribe(&filter).await?) }),
+        )
     }
 
     /// The filters held, in the order given.
     #[getter]
     fn filters(&self) -> Vec<String> {
-        self.s.filters()
+        self.inbox.endpoint().filters()
     }
 
     /// The next message, with `meta.topic` and, under `Runtime(ordering=...)`,
     /// `meta.sequence` and `meta.gap`. Raises `NotConnected` before any connect,
     /// `ConnectionLost` once every connection has ended and nothing is queued, `Closed` after
-    /// `close()`. Cancel-safe: a message that arrives as it is cancelled is kept for the next.
+    /// `close()`. Cancel-safe: a message that arrives as it is cancelled is the next
+    /// receive's, in its place.
     fn recv<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        super::recv_one(py, self.handle())
+        receive(py, &self.inbox, 1, Shape::One)
     }
 
     /// The next message if one is ready now, else None; raises what `recv` would at once.
     fn try_recv(&self, py: Python<'_>) -> PyResult<Option<MessageOut>> {
-        super::ready_message(py, self.handle().try_recv())
+        ready_message(py, self.inbox.try_recv())
     }
 
     /// Up to `max` messages (at least one): waits for the first, then takes those queued. An
     /// error met after the first is raised by the next receive. Cancel-safe.
     fn recv_many<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
-        super::recv_batch(py, self.handle(), max)
+        receive(py, &self.inbox, max, Shape::Many)
     }
 
     /// Messages received and waiting for `recv`.
     #[getter]
     fn queued(&self) -> usize {
-        self.s.queued()
+        self.inbox.queued()
+    }
+
+    /// Resolves once `queued >= n` (a test's event to await instead of polling). Internal.
+    fn _until_queued<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyAny>> {
+        call(py, Call::new(Arc::clone(&self.inbox).until_queued(n)))
     }
 
     /// Closes every connection; receiving returns what is queued, then raises `Closed` (an
     /// `async for` ends there).
     fn close(&self, py: Python<'_>) {
-        detached(py, || self.s.close())
+        detached(py, || self.inbox.endpoint().close())
     }
 
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -586,18 +416,7 @@ impl Subscriber {
 
     /// The next message; the iteration ends after `close()`. Cancel-safe.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let (s, back) = (self.handle(), self.handle());
-        spawn_keeping(
-            py,
-            async move {
-                match s.recv().await {
-                    Ok(m) => Ok(MessageOut(m)),
-                    Err(Error::Closed) => Err(Fail::End),
-                    Err(e) => Err(e.into()),
-                }
-            },
-            Box::new(move |MessageOut(m)| back.give_back(m)),
-        )
+        receive(py, &self.inbox, 1, Shape::Next)
     }
 
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -616,6 +435,6 @@ impl Subscriber {
     }
 
     fn __repr__(&self) -> String {
-        format!("Subscriber(filters={:?})", self.s.filters())
+        format!("Subscriber(filters={:?})", self.inbox.endpoint().filters())
     }
 }

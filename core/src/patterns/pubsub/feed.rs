@@ -160,6 +160,19 @@ impl Feed {
         s.ready.len() + s.returned.len()
     }
 
+    /// Resolves once at least `n` messages are queued (every arrival wakes `readable`).
+    pub(crate) async fn until_queued(&self, n: usize) {
+        loop {
+            let readable = self.readable.notified();
+            tokio::pin!(readable);
+            readable.as_mut().enable();
+            if self.queued() >= n {
+                return;
+            }
+            readable.await;
+        }
+    }
+
     pub(crate) fn defer(&self, e: Error) {
         self.state.lock().unwrap().deferred = Some(e);
     }

@@ -320,6 +320,8 @@ pub(crate) struct Hub {
     drops: DropBook,
     next_id: AtomicU64,
     closed: AtomicBool,
+    /// Wakes [`Hub::until_subscribers`]: a subscriber came, or went (its copies counted).
+    changed: Notify,
 }
 
 impl Hub {
@@ -335,7 +337,23 @@ impl Hub {
             drops: DropBook::default(),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
+            changed: Notify::new(),
         })
+    }
+
+    /// Resolves once exactly `n` subscribers are connected, a departed one's queued copies
+    /// already counted as drops (a waiter, e.g. a binding's test, has an event to await
+    /// instead of polling).
+    pub(crate) async fn until_subscribers(&self, n: usize) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.subscribers() == n {
+                return;
+            }
+            changed.await;
+        }
     }
 
     pub(crate) fn dropped(&self) -> Dropped {
@@ -381,6 +399,7 @@ impl Hub {
                 self.subs.write().unwrap().insert(sid, sub.clone());
                 *id = Some(sid);
                 tokio::spawn(writer(Arc::downgrade(self), sub.clone()));
+                self.changed.notify_waiters();
                 sub
             }
         };
@@ -423,6 +442,7 @@ impl Hub {
         if let Some(s) = sub {
             s.kill(self);
         }
+        self.changed.notify_waiters();
     }
 
     /// Ends every subscription (the publisher was closed or dropped).
@@ -433,6 +453,7 @@ impl Hub {
         for (_, s) in subs {
             s.kill(self);
         }
+        self.changed.notify_waiters();
     }
 
     fn matched(&self, topic: &str) -> Vec<Arc<Sub>> {

@@ -122,6 +122,16 @@ impl Publisher {
         self.hub.subscribers()
     }
 
+    /// Resolves once [`Publisher::subscriber_count`] is `n`, the queued copies of any
+    /// subscriber that went already counted in [`Publisher::dropped`]: an event for a test to
+    /// await where it would otherwise poll.
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
+    #[doc(hidden)]
+    pub async fn until_subscribers(&self, n: usize) {
+        self.hub.until_subscribers(n).await
+    }
+
     /// Unbinds the path and ends every subscription: subscribers' filters go with it.
     pub fn close(&self) {
         self.hub.close();
@@ -477,6 +487,15 @@ impl Subscriber {
     /// reassembly hold released at once).
     pub fn queued(&self) -> usize {
         self.feed.queued()
+    }
+
+    /// Resolves once [`Subscriber::queued`] is at least `n`: an event for a test to await where
+    /// it would otherwise poll.
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
+    #[doc(hidden)]
+    pub async fn until_queued(&self, n: usize) {
+        self.feed.until_queued(n).await
     }
 
     /// Hands back a message a binding received but could not deliver; the next receive

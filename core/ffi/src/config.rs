@@ -1,0 +1,557 @@
+//! The options of `Limits` and `RuntimeConfig` as data: each one's canonical snake_case name,
+//! its unit and its bounds, so every language parses and checks them here, and a bad one is
+//! the same error everywhere: `InvalidConfig` naming the option as the caller spelled it
+//! (python/tests/test_lifecycle.py and node/test/lifecycle.test.mjs
+//! `a_bad_option_is_invalid_config_naming_it`). Python spells the names as they are, with
+//! durations in seconds; Node in camelCase, with durations in milliseconds and the suffix `Ms`
+//! (`idleTimeoutMs`). The core checks what only it knows (`Limits::validate`: a window of 0, a
+//! UDP payload outside 1200..=65527), with the same error.
+
+use std::time::Duration;
+
+use weida::{Error, Limits, Ordering, RuntimeConfig};
+
+/// What an option's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A whole number of bytes.
+    Bytes,
+    /// A whole number of things (streams, messages, filters).
+    Count,
+    /// A duration: seconds in Python, milliseconds in Node.
+    Duration,
+    /// One name of a fixed set.
+    Choice(&'static [&'static str]),
+    /// True or false.
+    Flag,
+}
+
+/// How a language spells option names and durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spelling {
+    /// `snake_case`, durations in seconds (Python).
+    SnakeSeconds,
+    /// `camelCase`, durations in milliseconds named `…Ms` (Node).
+    CamelMillis,
+}
+
+/// A value a caller gave, as its language had it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Given {
+    /// `None` / `null`: for an option that can be off (`keep_alive`, `send_timeout`), off;
+    /// for any other, the default.
+    Null,
+    /// A whole number.
+    Int(i128),
+    /// A number with a fraction (every JS number).
+    Float(f64),
+    /// A text.
+    Text(String),
+    /// True or false.
+    Bool(bool),
+    /// Anything else: the name of its type, for the error.
+    Other(String),
+}
+
+/// An option's value as it is set and read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Bytes or a count.
+    Whole(u64),
+    /// A duration.
+    Time(Duration),
+    /// Off (`None`).
+    Off,
+    /// A name of its choice.
+    Name(&'static str),
+    /// A flag.
+    Flag(bool),
+}
+
+/// One option of `T` (`Limits` or `RuntimeConfig`).
+pub struct Opt<T> {
+    /// The canonical name: the core's field name.
+    pub name: &'static str,
+    /// What its value is.
+    pub unit: Unit,
+    /// Whether it can be off (`Value::Off`).
+    pub can_be_off: bool,
+    /// The largest whole value (the field's type, and 2^53, which a JS number holds exactly).
+    pub max: u64,
+    get: fn(&T) -> Value,
+    set: fn(&mut T, Value),
+}
+
+impl<T> Opt<T> {
+    /// The name as `spelling` spells it.
+    pub fn spelled(&self, spelling: Spelling) -> String {
+        match spelling {
+            Spelling::SnakeSeconds => self.name.to_string(),
+            Spelling::CamelMillis => {
+                let mut out = camel_case(self.name);
+                if self.unit == Unit::Duration {
+                    out.push_str("Ms");
+                }
+                out
+            }
+        }
+    }
+
+    /// The value of this option in `target`, as the language reads it.
+    pub fn get(&self, target: &T) -> Value {
+        (self.get)(target)
+    }
+}
+
+/// `snake_case` as `camelCase`: every field name a binding hands to a language that
+/// spells names so (Node's option names and error fields).
+pub fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A JS number holds every whole number up to this exactly; no bound comes near it.
+const EXACT: u64 = 1 << 53;
+
+macro_rules! whole {
+    ($t:ty, $field:ident, $unit:expr, $ty:ty) => {
+        Opt::<$t> {
+            name: stringify!($field),
+            unit: $unit,
+            can_be_off: false,
+            max: if (<$ty>::MAX as u64) < EXACT {
+                <$ty>::MAX as u64
+            } else {
+                EXACT
+            },
+            get: |t| Value::Whole(t.$field as u64),
+            set: |t, v| {
+                if let Value::Whole(n) = v {
+                    t.$field = n as $ty;
+                }
+            },
+        }
+    };
+}
+
+macro_rules! time {
+    ($t:ty, $field:ident) => {
+        Opt::<$t> {
+            name: stringify!($field),
+            unit: Unit::Duration,
+            can_be_off: false,
+            max: EXACT,
+            get: |t| Value::Time(t.$field),
+            set: |t, v| {
+                if let Value::Time(d) = v {
+                    t.$field = d;
+                }
+            },
+        }
+    };
+}
+
+macro_rules! time_or_off {
+    ($t:ty, $field:ident) => {
+        Opt::<$t> {
+            name: stringify!($field),
+            unit: Unit::Duration,
+            can_be_off: true,
+            max: EXACT,
+            get: |t| t.$field.map_or(Value::Off, Value::Time),
+            set: |t, v| match v {
+                Value::Time(d) => t.$field = Some(d),
+                Value::Off => t.$field = None,
+                _ => {}
+            },
+        }
+    };
+}
+
+/// Every field of `Limits`, in the core's order.
+pub static LIMITS: [Opt<Limits>; 17] = [
+    whole!(Limits, stream_receive_window, Unit::Bytes, u64),
+    whole!(Limits, connection_receive_window, Unit::Bytes, u64),
+    whole!(Limits, send_window, Unit::Bytes, u64),
+    whole!(Limits, max_concurrent_uni_streams, Unit::Count, u64),
+    whole!(Limits, max_concurrent_bidi_streams, Unit::Count, u64),
+    whole!(Limits, max_local_streams, Unit::Count, u64),
+    whole!(Limits, endpoint_queue, Unit::Count, usize),
+    whole!(Limits, max_header_size, Unit::Bytes, u64),
+    whole!(Limits, max_collected_body, Unit::Bytes, u64),
+    time!(Limits, idle_timeout),
+    time_or_off!(Limits, keep_alive),
+    whole!(Limits, subscriber_buffer_bytes, Unit::Bytes, usize),
+    whole!(Limits, max_reorder_hold, Unit::Count, usize),
+    whole!(Limits, max_parked_reverse, Unit::Count, usize),
+    whole!(Limits, max_filters, Unit::Count, usize),
+    time!(Limits, fanout_wait),
+    whole!(Limits, max_udp_payload, Unit::Bytes, u64),
+];
+
+const ORDERINGS: &[&str] = &["none", "detect", "reassemble"];
+
+/// The options of `RuntimeConfig` that are plain values (its identity, trust and limits are
+/// objects the binding converts).
+pub static RUNTIME: [Opt<RuntimeConfig>; 5] = [
+    Opt {
+        name: "present_identity",
+        unit: Unit::Flag,
+        can_be_off: false,
+        max: 1,
+        get: |c| Value::Flag(c.present_identity),
+        set: |c, v| {
+            if let Value::Flag(f) = v {
+                c.present_identity = f;
+            }
+        },
+    },
+    time_or_off!(RuntimeConfig, send_timeout),
+    whole!(RuntimeConfig, udp_buffer, Unit::Bytes, usize),
+    Opt {
+        name: "ordering",
+        unit: Unit::Choice(ORDERINGS),
+        can_be_off: false,
+        max: 0,
+        get: |c| {
+            Value::Name(match c.guarantees.ordering {
+                Ordering::Detect => "detect",
+                Ordering::Reassemble => "reassemble",
+                _ => "none",
+            })
+        },
+        set: |c, v| {
+            if let Value::Name(n) = v {
+                c.guarantees.ordering = match n {
+                    "detect" => Ordering::Detect,
+                    "reassemble" => Ordering::Reassemble,
+                    _ => Ordering::None,
+                };
+            }
+        },
+    },
+    whole!(RuntimeConfig, lane_max_message, Unit::Bytes, usize),
+];
+
+fn unit_text(unit: Unit, spelling: Spelling) -> &'static str {
+    match (unit, spelling) {
+        (Unit::Bytes, _) => "a whole number of bytes",
+        (Unit::Count, _) => "a whole number",
+        (Unit::Duration, Spelling::SnakeSeconds) => "a number of seconds",
+        (Unit::Duration, Spelling::CamelMillis) => "a number of milliseconds",
+        (Unit::Choice(_), _) => "one of",
+        (Unit::Flag, _) => "true or false",
+    }
+}
+
+/// Checks `given` for `opt`: the value to set, or None to keep the default.
+fn check<T>(opt: &Opt<T>, given: Given, spelling: Spelling) -> Result<Option<Value>, Error> {
+    // The name is spelled only for an error: a call's argument is checked on every call.
+    let bad = |shown: &str| {
+        let name = opt.spelled(spelling);
+        let what = match opt.unit {
+            Unit::Choice(names) => format!("one of {names:?}"),
+            Unit::Bytes | Unit::Count => {
+                format!("{} from 0 to {}", unit_text(opt.unit, spelling), opt.max)
+            }
+            u => unit_text(u, spelling).to_string(),
+        };
+        Error::InvalidConfig(format!("{name} must be {what}, not {shown}"))
+    };
+    let number = |g: &Given| match g {
+        Given::Int(i) => Some(*i as f64),
+        Given::Float(f) => Some(*f),
+        _ => None,
+    };
+    match (opt.unit, given) {
+        (_, Given::Null) if opt.can_be_off => Ok(Some(Value::Off)),
+        (_, Given::Null) => Ok(None),
+        (Unit::Flag, Given::Bool(b)) => Ok(Some(Value::Flag(b))),
+        (Unit::Choice(names), Given::Text(t)) => names
+            .iter()
+            .find(|n| **n == t)
+            .map(|n| Some(Value::Name(n)))
+            .ok_or_else(|| bad(&format!("{t:?}"))),
+        (Unit::Bytes | Unit::Count, Given::Int(i)) => match u64::try_from(i) {
+            Ok(n) if n <= opt.max => Ok(Some(Value::Whole(n))),
+            _ => Err(bad(&i.to_string())),
+        },
+        (Unit::Bytes | Unit::Count, Given::Float(f)) => {
+            if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= opt.max as f64 {
+                Ok(Some(Value::Whole(f as u64)))
+            } else {
+                Err(bad(&f.to_string()))
+            }
+        }
+        (Unit::Duration, g @ (Given::Int(_) | Given::Float(_))) => {
+            let v = number(&g).unwrap_or(f64::NAN);
+            let secs = match spelling {
+                Spelling::SnakeSeconds => v,
+                Spelling::CamelMillis => v / 1000.0,
+            };
+            if !(0.0..=EXACT as f64).contains(&v) {
+                return Err(bad(&v.to_string()));
+            }
+            Duration::try_from_secs_f64(secs)
+                .map(|d| Some(Value::Time(d)))
+                .map_err(|_| bad(&v.to_string()))
+        }
+        (_, Given::Bool(b)) => Err(bad(&b.to_string())),
+        (_, Given::Text(t)) => Err(bad(&format!("{t:?}"))),
+        (_, Given::Int(i)) => Err(bad(&i.to_string())),
+        (_, Given::Float(f)) => Err(bad(&f.to_string())),
+        (_, Given::Other(ty)) => Err(bad(&format!("a {ty}"))),
+    }
+}
+
+/// Sets the options `given` names (as `spelling` spells them) on `target`, in the table's
+/// order, checking each; a name that is no option is `InvalidConfig` too.
+pub fn apply<T>(
+    table: &[Opt<T>],
+    target: &mut T,
+    spelling: Spelling,
+    given: impl IntoIterator<Item = (String, Given)>,
+) -> Result<(), Error> {
+    let mut found: Vec<(usize, Given)> = Vec::new();
+    for (name, g) in given {
+        let i = table
+            .iter()
+            .position(|o| o.spelled(spelling) == name)
+            .ok_or_else(|| Error::InvalidConfig(format!("there is no option {name:?}")))?;
+        found.push((i, g));
+    }
+    found.sort_by_key(|(i, _)| *i);
+    for (i, g) in found {
+        let opt = &table[i];
+        if let Some(v) = check(opt, g, spelling)? {
+            (opt.set)(target, v);
+        }
+    }
+    Ok(())
+}
+
+/// `Limits` from the options given (each absent one the core's default), checked by the core
+/// too (`Limits::validate`).
+pub fn limits(
+    spelling: Spelling,
+    given: impl IntoIterator<Item = (String, Given)>,
+) -> Result<Limits, Error> {
+    let mut l = Limits::default();
+    apply(&LIMITS, &mut l, spelling, given)?;
+    l.validate()?;
+    Ok(l)
+}
+
+/// The value of the option `name` (as `spelling` spells it) in `target`.
+pub fn get<T>(table: &[Opt<T>], target: &T, spelling: Spelling, name: &str) -> Option<Value> {
+    table
+        .iter()
+        .find(|o| o.spelled(spelling) == name)
+        .map(|o| o.get(target))
+}
+
+/// A duration as `spelling` gives it: seconds or milliseconds.
+pub fn duration_out(d: Duration, spelling: Spelling) -> f64 {
+    match spelling {
+        Spelling::SnakeSeconds => d.as_secs_f64(),
+        Spelling::CamelMillis => d.as_secs_f64() * 1000.0,
+    }
+}
+
+/// A value a call takes as an argument, checked as an option's is (None stands for absent).
+fn arg(name: &'static str, unit: Unit, given: Given, spelling: Spelling) -> Result<Value, Error> {
+    let opt = Opt::<()> {
+        name,
+        unit,
+        can_be_off: false,
+        max: EXACT,
+        get: |_| Value::Off,
+        set: |_, _| {},
+    };
+    check(&opt, given, spelling)?.ok_or_else(|| {
+        Error::InvalidConfig(format!(
+            "{} must be {}",
+            opt.spelled(spelling),
+            unit_text(unit, spelling)
+        ))
+    })
+}
+
+/// A duration a call takes as an argument (`drain`'s deadline).
+pub fn duration_arg(
+    name: &'static str,
+    given: Given,
+    spelling: Spelling,
+) -> Result<Duration, Error> {
+    match arg(name, Unit::Duration, given, spelling)? {
+        Value::Time(d) => Ok(d),
+        v => Err(Error::InvalidConfig(format!(
+            "{name}: {v:?} is no duration"
+        ))),
+    }
+}
+
+/// A count a call takes as an argument (`recv_many`'s `max`, `collect`'s).
+pub fn count_arg(name: &'static str, given: Given, spelling: Spelling) -> Result<u64, Error> {
+    match arg(name, Unit::Count, given, spelling)? {
+        Value::Whole(n) => Ok(n),
+        v => Err(Error::InvalidConfig(format!("{name}: {v:?} is no count"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(pairs: &[(&str, Given)]) -> Vec<(String, Given)> {
+        pairs
+            .iter()
+            .map(|(n, g)| (n.to_string(), g.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn the_table_names_every_limit_once_and_reads_back_the_defaults() {
+        let d = Limits::default();
+        let text = format!("{d:?}");
+        for o in &LIMITS {
+            assert!(text.contains(&format!("{}:", o.name)), "{}", o.name);
+        }
+        // Limits's Debug lists every field; the table has one option per field.
+        assert_eq!(text.matches(": ").count(), LIMITS.len());
+        assert_eq!(
+            get(&LIMITS, &d, Spelling::SnakeSeconds, "idle_timeout"),
+            Some(Value::Time(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            LIMITS[9].spelled(Spelling::CamelMillis),
+            "idleTimeoutMs",
+            "durations in ms"
+        );
+        assert_eq!(
+            LIMITS[0].spelled(Spelling::CamelMillis),
+            "streamReceiveWindow"
+        );
+    }
+
+    #[test]
+    fn both_spellings_set_the_same_limits() {
+        let py = limits(
+            Spelling::SnakeSeconds,
+            given(&[
+                ("endpoint_queue", Given::Int(8)),
+                ("idle_timeout", Given::Float(1.5)),
+                ("keep_alive", Given::Null),
+            ]),
+        )
+        .unwrap();
+        let js = limits(
+            Spelling::CamelMillis,
+            given(&[
+                ("endpointQueue", Given::Float(8.0)),
+                ("idleTimeoutMs", Given::Float(1500.0)),
+                ("keepAliveMs", Given::Null),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(py, js);
+        assert_eq!(py.endpoint_queue, 8);
+        assert_eq!(py.keep_alive, None, "null turns keep-alives off");
+        assert_eq!(py.idle_timeout, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn a_bad_option_is_invalid_config_naming_it() {
+        let cases: [(Spelling, &str, Given, &str); 8] = [
+            (
+                Spelling::SnakeSeconds,
+                "endpoint_queue",
+                Given::Int(-1),
+                "endpoint_queue",
+            ),
+            (
+                Spelling::CamelMillis,
+                "endpointQueue",
+                Given::Float(1.5),
+                "endpointQueue",
+            ),
+            (
+                Spelling::SnakeSeconds,
+                "idle_timeout",
+                Given::Float(-1.0),
+                "idle_timeout",
+            ),
+            (
+                Spelling::CamelMillis,
+                "idleTimeoutMs",
+                Given::Float(f64::NAN),
+                "idleTimeoutMs",
+            ),
+            (
+                Spelling::SnakeSeconds,
+                "max_filters",
+                Given::Bool(true),
+                "max_filters",
+            ),
+            (
+                Spelling::SnakeSeconds,
+                "send_window",
+                Given::Text("1".into()),
+                "send_window",
+            ),
+            (
+                Spelling::SnakeSeconds,
+                "nonsense",
+                Given::Int(1),
+                "nonsense",
+            ),
+            // The core's own check, the same error.
+            (
+                Spelling::SnakeSeconds,
+                "endpoint_queue",
+                Given::Int(0),
+                "endpoint_queue",
+            ),
+        ];
+        for (spelling, name, g, named) in cases {
+            match limits(spelling, given(&[(name, g.clone())])) {
+                Err(Error::InvalidConfig(m)) => assert!(m.contains(named), "{m}"),
+                other => panic!("{name} {g:?}: {other:?}"),
+            }
+        }
+        let mut c = RuntimeConfig::default();
+        let e = apply(
+            &RUNTIME,
+            &mut c,
+            Spelling::CamelMillis,
+            given(&[("ordering", Given::Text("total".into()))]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("ordering"), "{e}");
+        apply(
+            &RUNTIME,
+            &mut c,
+            Spelling::CamelMillis,
+            given(&[
+                ("ordering", Given::Text("detect".into())),
+                ("udpBuffer", Given::Float(65536.0)),
+                ("sendTimeoutMs", Given::Float(250.0)),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.guarantees.ordering, Ordering::Detect);
+        assert_eq!(c.udp_buffer, 65536);
+        assert_eq!(c.send_timeout, Some(Duration::from_millis(250)));
+    }
+}

@@ -1,0 +1,31 @@
+//! weida-ffi: the one binding layer every language shares. What a binding needs besides type
+//! conversion is written here once, with no pyo3 or napi in it; python/src and node/src (and
+//! later a UniFFI crate for Kotlin and Swift) convert types and nothing more
+//! (docs/BINDINGS.md, docs/ARCHITECTURE.md §6).
+//!
+//! - [`io`]: the I/O runtime and its thread, fork-aware; the value dropped inside it.
+//! - [`call`]: running a core future for a foreign caller and settling its promise: the
+//!   eager first poll, the ready budget, the spawn, cancellation, the orphan hand-back.
+//! - [`inbox`]: receives, queued in call order behind one fetch, so a cancelled receive
+//!   neither loses nor reorders.
+//! - [`stream`], [`pubsub`], [`patterns`], [`runtime`]: the handles a binding wraps, with the
+//!   "consumed → Closed" rule and the cancel-versus-write state machines once.
+//! - [`error`], [`config`], [`runtime::counters`]: the error fields, the options and the
+//!   counters as data.
+
+pub mod call;
+pub mod config;
+pub mod error;
+pub mod inbox;
+pub mod io;
+pub mod patterns;
+#[doc(hidden)]
+pub mod probe;
+pub mod pubsub;
+pub mod runtime;
+pub mod stream;
+#[cfg(test)]
+mod testing;
+
+pub use call::{Call, Cancel, Completion, READY_STREAK};
+pub use error::Fail;
