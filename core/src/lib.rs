@@ -48,6 +48,7 @@ pub use patterns::pubsub::filter;
 
 pub use address::Address;
 pub use config::{Limits, RuntimeConfig};
+pub use connection::cancel::Canceler;
 pub use connection::handles::{
     Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,
     PendingReply,

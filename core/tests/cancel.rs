@@ -313,3 +313,82 @@ async fn a_reply_dropped_mid_write_is_canceled_at_the_requester_quic() {
 async fn a_reply_dropped_mid_write_is_canceled_at_the_requester_unix() {
     dropped_reply(Transport::Unix).await;
 }
+
+/// A [`weida::Canceler`] taken before a write that waits on a full window cancels it from
+/// another task: the write fails `Canceled`, so does every later call on the transfer, and the
+/// reader reads `Canceled`, never a complete payload (PATTERNS §1.5).
+async fn canceler_interrupts_a_write(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    let canceler = tr.canceler();
+    let piece = Bytes::from(payload(256 << 10));
+    let writing = tokio::spawn(async move {
+        for _ in 0..64 {
+            if let Err(e) = tr.write(piece.clone()).await {
+                return (tr, e);
+            }
+        }
+        panic!("16 MiB cannot fit in the windows");
+    });
+    // Once the reader has the first bytes, the writer is waiting on a window (or about to).
+    let mut incoming = puller.accept().await.unwrap();
+    assert!(incoming.read_chunk().await.unwrap().is_some());
+    assert!(canceler.cancel(), "the first cancel cancels");
+    assert!(!canceler.clone().cancel(), "a second does nothing");
+    let (mut tr, e) = writing.await.unwrap();
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+    assert_eq!(
+        tr.write("late").await.unwrap_err().code(),
+        ErrorCode::Canceled
+    );
+    assert_eq!(
+        tr.finish().await.err().map(|e| e.code()),
+        Some(ErrorCode::Canceled)
+    );
+    let e = read_to_error(incoming, "a cancelled transfer").await;
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+    assert!(canceler.is_canceled());
+}
+on_every_transport!(
+    a_canceler_interrupts_a_pending_write_and_the_reader_reads_canceled,
+    canceler_interrupts_a_write
+);
+
+/// Cancelling an idle transfer through its canceler resets it at once: the reader reads
+/// `Canceled` while the writer still holds the transfer and calls nothing.
+async fn canceler_idle(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    let canceler = tr.canceler();
+    tr.write(&b"half a frame"[..]).await.unwrap();
+    let incoming = puller.accept().await.unwrap();
+    assert!(canceler.cancel());
+    let e = read_to_error(incoming, "a cancelled transfer").await;
+    assert_eq!(e.code(), ErrorCode::Canceled, "{e:?}");
+    assert_eq!(tr.stopped().await.code(), ErrorCode::Canceled);
+    drop(tr);
+}
+on_every_transport!(a_canceler_resets_an_idle_transfer_at_once, canceler_idle);
+
+/// After `finish` a canceler does nothing: the message arrives whole.
+async fn canceler_after_finish(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut tr = pusher.open(Metadata::new()).await.unwrap();
+    let canceler = tr.canceler();
+    tr.write(&b"whole"[..]).await.unwrap();
+    let delivery = tr.finish().await.unwrap();
+    assert!(!canceler.cancel(), "finished: nothing to cancel");
+    assert!(!canceler.is_canceled());
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"whole");
+    delivery.delivered().await.unwrap();
+}
+on_every_transport!(a_canceler_after_finish_does_nothing, canceler_after_finish);

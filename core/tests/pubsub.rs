@@ -789,3 +789,64 @@ on_every_transport!(
         assert!(waiting.await.unwrap().is_err());
     }
 );
+
+/// A fan-out's canceler (PATTERNS §4.1): a write waiting for a full subscriber's room fails
+/// `Canceled` when it is called, every copy is cancelled (the subscriber never sees the
+/// message), later writes fail `Canceled`, `finish` reports no copy, and the publisher goes on.
+async fn fanout_canceler(t: Transport) {
+    let limits = Limits {
+        subscriber_buffer_bytes: 1000,
+        fanout_wait: Duration::from_secs(60),
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    publisher.until_subscribers(1).await;
+    let mut f = publisher.open("t").unwrap();
+    let canceler = f.canceler();
+    assert_eq!(f.write_now(payload(600)).unwrap(), 1);
+    // No room for a second 600 bytes until the copy's writer runs, which it cannot before the
+    // cancel (a current-thread runtime: the join polls the write, then cancels).
+    let (written, ()) = tokio::join!(f.write(payload(600)), async {
+        assert!(canceler.cancel());
+    });
+    assert_eq!(written.unwrap_err().code(), ErrorCode::Canceled);
+    assert_eq!(f.copies(), 0);
+    assert_eq!(
+        f.write_now(&b"late"[..]).unwrap_err().code(),
+        ErrorCode::Canceled
+    );
+    assert_eq!(f.finish(), 0);
+    assert!(!canceler.cancel());
+    publisher.publish("t", &b"after"[..]).unwrap();
+    let m = sub.recv().await.unwrap();
+    assert_eq!(&m.body[..], b"after", "the cancelled message never arrives");
+}
+on_every_transport!(
+    a_fanout_canceler_interrupts_a_waiting_write_and_cancels_every_copy,
+    fanout_canceler
+);
+
+/// After `finish` a fan-out's canceler does nothing: the message arrives whole.
+async fn fanout_canceler_after_finish(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    publisher.until_subscribers(1).await;
+    let mut f = publisher.open("t").unwrap();
+    let canceler = f.canceler();
+    f.write_now(&b"who"[..]).unwrap();
+    f.write(&b"le"[..]).await.unwrap();
+    assert_eq!(f.finish(), 1);
+    assert!(!canceler.cancel());
+    assert_eq!(&sub.recv().await.unwrap().body[..], b"whole");
+}
+on_every_transport!(
+    a_fanout_canceler_after_finish_does_nothing,
+    fanout_canceler_after_finish
+);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::cancel::{Canceler, Parked};
 use super::context::Context;
 use crate::error::{Error, Limit, LossCause, Result};
 use crate::transport::reader::{concat, ReadFail, StreamReader, READ_CHUNK};
@@ -66,7 +67,10 @@ impl IncomingMeta {
 /// # Ok(()) }
 /// ```
 pub struct OutgoingTransfer {
+    /// The send half, until a canceler was taken (then it is parked in `parked` between
+    /// operations) or `finish`/`cancel` consumed it.
     send: Option<SendHalf>,
+    parked: Option<Arc<Parked<SendHalf>>>,
     path: Arc<str>,
     ctx: Arc<Context>,
     // Set once the FIN is queued: the request half of an exchange tells its reply reader that a
@@ -81,6 +85,7 @@ impl OutgoingTransfer {
     pub(crate) fn new(send: SendHalf, path: Arc<str>, ctx: Arc<Context>) -> Self {
         Self {
             send: Some(send),
+            parked: None,
             path,
             ctx,
             finished: None,
@@ -93,23 +98,46 @@ impl OutgoingTransfer {
         self
     }
 
-    fn half(&mut self) -> &mut SendHalf {
-        self.send
-            .as_mut()
-            .expect("present until finish or cancel consume the transfer")
+    /// A handle that cancels this transfer from anywhere: a pending `write` or `stopped`
+    /// fails `Canceled` at once, a later one too, the reader sees `Canceled`, and an idle
+    /// transfer is reset at once; after `finish` it does nothing (see [`Canceler`]). Free
+    /// until called; from then on the send half is shared with the handle.
+    pub fn canceler(&mut self) -> Canceler {
+        if let Some(p) = &self.parked {
+            return p.canceler();
+        }
+        let p = match self.send.take() {
+            Some(send) => Parked::new(send, reset_canceled),
+            // Only `finish` and `cancel` take it, and both consume the transfer.
+            None => unreachable!("present until finish or cancel consume the transfer"),
+        };
+        let c = p.canceler();
+        self.parked = Some(p);
+        c
+    }
+
+    /// Runs `op` on the send half: directly, or, once a canceler was taken, interrupted by it.
+    async fn with_half<R>(
+        &mut self,
+        op: impl AsyncFnOnce(&mut SendHalf) -> Result<R>,
+    ) -> Result<R> {
+        match (&mut self.send, &self.parked) {
+            (Some(send), _) => op(send).await,
+            (None, Some(p)) => p.run(op).await,
+            (None, None) => unreachable!("present until finish or cancel consume the transfer"),
+        }
     }
 
     /// Writes all of `data`. Waits while the peer's window is full (backpressure). Not
     /// cancel-safe: a dropped write leaves an unknown prefix written, and the transfer should
-    /// be cancelled.
+    /// be cancelled. `Canceled` once a [`Canceler`] cancelled it, even if the bytes were
+    /// written as it did.
     pub async fn write(&mut self, data: impl Into<Bytes>) -> Result<()> {
         let b: Bytes = data.into();
         let n = b.len() as u64;
         let path = self.path.clone();
-        self.half()
-            .write(b)
-            .await
-            .map_err(|e| e.into_write_error(&path))?;
+        self.with_half(async |h| h.write(b).await.map_err(|e| e.into_write_error(&path)))
+            .await?;
         self.ctx.stats.add_sent(n);
         Ok(())
     }
@@ -119,10 +147,12 @@ impl OutgoingTransfer {
     pub async fn write_chunks(&mut self, mut data: Vec<Bytes>) -> Result<()> {
         let n: u64 = data.iter().map(|b| b.len() as u64).sum();
         let path = self.path.clone();
-        self.half()
-            .write_all(&mut data)
-            .await
-            .map_err(|e| e.into_write_error(&path))?;
+        self.with_half(async |h| {
+            h.write_all(&mut data)
+                .await
+                .map_err(|e| e.into_write_error(&path))
+        })
+        .await?;
         self.ctx.stats.add_sent(n);
         Ok(())
     }
@@ -131,9 +161,14 @@ impl OutgoingTransfer {
     /// [`Delivery`] reports the transport receipt and may be dropped for free. Not
     /// cancel-safe: it consumes the transfer. It waits only over AF_UNIX, to write the FIN,
     /// and a `finish` dropped there ends the stream without one, which the reader sees as a
-    /// loss, never as a complete payload.
+    /// loss, never as a complete payload. `Canceled` if a [`Canceler`] cancelled it first; a
+    /// cancel once the finish began does nothing.
     pub async fn finish(mut self) -> Result<Delivery> {
-        let send = self.send.take().expect("present until finish");
+        let send = match (self.send.take(), &self.parked) {
+            (Some(send), _) => send,
+            (None, Some(p)) => p.finish()?,
+            (None, None) => unreachable!("present until finish"),
+        };
         let receipt = send
             .finish()
             .await
@@ -152,27 +187,37 @@ impl OutgoingTransfer {
     }
 
     /// Abandons the transfer: the reader sees Canceled, never a complete payload.
-    pub fn cancel(mut self) {
-        if let Some(mut s) = self.send.take() {
-            s.reset(Code::Canceled);
-        }
+    pub fn cancel(self) {
+        // Dropping it does: see Drop.
     }
 
-    /// Resolves when the reader refuses or stops the transfer, with the error it means.
-    /// Cancel-safe.
+    /// Resolves when the reader refuses or stops the transfer, with the error it means
+    /// (`Canceled` once a [`Canceler`] cancelled it). Cancel-safe.
     pub async fn stopped(&mut self) -> Error {
         let path = self.path.clone();
-        match self.half().stopped().await {
-            Ok(code) => code.into_error(&path, ""),
-            Err(e) => e.into_write_error(&path),
-        }
+        let r = self
+            .with_half(async |h| {
+                Ok(match h.stopped().await {
+                    Ok(code) => code.into_error(&path, ""),
+                    Err(e) => e.into_write_error(&path),
+                })
+            })
+            .await;
+        r.unwrap_or_else(|e| e)
     }
+}
+
+fn reset_canceled(mut send: SendHalf) {
+    send.reset(Code::Canceled);
 }
 
 impl Drop for OutgoingTransfer {
     fn drop(&mut self) {
-        if let Some(mut s) = self.send.take() {
-            s.reset(Code::Canceled);
+        if let Some(s) = self.send.take() {
+            reset_canceled(s);
+        } else if let Some(p) = &self.parked {
+            // Unfinished: cancelled (after finish, nothing).
+            p.canceler().cancel();
         }
     }
 }

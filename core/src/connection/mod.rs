@@ -15,6 +15,7 @@
 //! `core/layers.py`).
 
 pub(crate) mod admission;
+pub(crate) mod cancel;
 pub(crate) mod context;
 pub(crate) mod control;
 pub(crate) mod dial;

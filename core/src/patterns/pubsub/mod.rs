@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 
 use crate::address::Address;
 use crate::connection::admission::RouteKind;
+use crate::connection::cancel::{Canceler, Parked};
 use crate::connection::handles::Message;
 use crate::connection::link::Link;
 use crate::error::{Error, Limit, Result};
@@ -99,12 +101,7 @@ impl Publisher {
     /// budget (PATTERNS §4.1).
     pub fn open(&self, topic: &str) -> Result<FanOut> {
         let (topic, copies) = self.hub.open(topic)?;
-        Ok(FanOut {
-            hub: self.hub.clone(),
-            topic,
-            copies,
-            finished: false,
-        })
+        Ok(FanOut::new(self.hub.clone(), topic, copies))
     }
 
     /// Copies dropped since the publisher was bound, by cause.
@@ -160,12 +157,63 @@ pub struct FanOut {
     topic: Arc<str>,
     copies: Vec<StreamCopy>,
     finished: bool,
+    /// Once a canceler was taken: the copies' senders it resets, and whether it did.
+    parked: Option<Arc<Parked<Vec<mpsc::UnboundedSender<Chunk>>>>>,
+}
+
+/// Ends every copy a canceled fan-out's senders reach: subscribers discard what they received.
+fn reset_copies(copies: Vec<mpsc::UnboundedSender<Chunk>>) {
+    for tx in copies {
+        let _ = tx.send(Chunk::Reset);
+    }
 }
 
 impl FanOut {
-    /// Copies still attached (not dropped).
+    pub(crate) fn new(hub: Arc<Hub>, topic: Arc<str>, copies: Vec<StreamCopy>) -> Self {
+        Self {
+            hub,
+            topic,
+            copies,
+            finished: false,
+            parked: None,
+        }
+    }
+
+    /// Copies still attached (not dropped); 0 once cancelled.
     pub fn copies(&self) -> usize {
+        if self.canceled() {
+            return 0;
+        }
         self.copies.iter().filter(|c| c.attached).count()
+    }
+
+    fn canceled(&self) -> bool {
+        self.parked.as_ref().is_some_and(|p| p.is_canceled())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.canceled() {
+            return Err(Error::Canceled);
+        }
+        Ok(())
+    }
+
+    /// A handle that cancels this message from anywhere: every copy is cancelled at once, a
+    /// pending `write` fails `Canceled`, a later one too; after `finish` it does nothing (see
+    /// [`Canceler`]). Free until called.
+    pub fn canceler(&mut self) -> Canceler {
+        if let Some(p) = &self.parked {
+            return p.canceler();
+        }
+        let senders = self
+            .copies
+            .iter()
+            .filter(|c| c.attached)
+            .map(|c| c.tx.clone());
+        let p = Parked::new(senders.collect(), reset_copies);
+        let c = p.canceler();
+        self.parked = Some(p);
+        c
     }
 
     fn budget(&self, len: usize) -> Result<()> {
@@ -183,6 +231,7 @@ impl FanOut {
     /// the byte budget is dropped whole (cancelled at the subscriber) and counted. Returns the
     /// copies still attached.
     pub fn write_now(&mut self, chunk: impl Into<Bytes>) -> Result<usize> {
+        self.check_open()?;
         let chunk = chunk.into();
         self.budget(chunk.len())?;
         let budget = self.hub.ctx.limits.subscriber_buffer_bytes;
@@ -204,13 +253,17 @@ impl FanOut {
                 c.attached = false;
             }
         }
+        // A cancel that came as the chunk was handed out wins: the copies were reset.
+        self.check_open()?;
         Ok(self.copies())
     }
 
     /// Hands `chunk` to every attached copy, first waiting up to `Limits::fanout_wait` for the
     /// copies whose backlog has no room for it; those still full then are dropped as in
-    /// [`FanOut::write_now`]. Cancel-safe (nothing is written until the wait ends).
+    /// [`FanOut::write_now`]. Cancel-safe (nothing is written until the wait ends). A
+    /// [`Canceler`] interrupts the wait: `Canceled`.
     pub async fn write(&mut self, chunk: impl Into<Bytes>) -> Result<usize> {
+        self.check_open()?;
         let chunk = chunk.into();
         self.budget(chunk.len())?;
         let budget = self.hub.ctx.limits.subscriber_buffer_bytes;
@@ -231,12 +284,30 @@ impl FanOut {
                 }
             }
         };
-        let _ = tokio::time::timeout(wait, room).await;
+        let canceled = async {
+            match &self.parked {
+                Some(p) => p.canceled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = canceled => return Err(Error::Canceled),
+            _ = tokio::time::timeout(wait, room) => {}
+        }
         self.write_now(chunk)
     }
 
-    /// Ends the message for every attached copy; returns how many were still attached.
+    /// Ends the message for every attached copy; returns how many were still attached (0
+    /// when a [`Canceler`] cancelled it first; a cancel once the finish began does nothing).
     pub fn finish(mut self) -> usize {
+        if let Some(p) = &self.parked {
+            if p.finish().is_err() {
+                // Cancelled: the copies were reset, and Drop need not again.
+                self.finished = true;
+                return 0;
+            }
+        }
         self.finished = true;
         let mut n = 0;
         for c in self.copies.iter().filter(|c| c.attached) {
@@ -253,6 +324,10 @@ impl FanOut {
 
 impl Drop for FanOut {
     fn drop(&mut self) {
+        if let Some(p) = &self.parked {
+            // Unfinished: cancelled, for anyone holding a canceler (after finish, nothing).
+            p.canceler().cancel();
+        }
         if !self.finished {
             for c in self.copies.iter().filter(|c| c.attached) {
                 let _ = c.tx.send(Chunk::Reset);
