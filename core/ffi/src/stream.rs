@@ -10,9 +10,9 @@
 //!   written, and one that completed as it was cancelled, an outcome its caller never saw);
 //! - every core value is dropped inside the I/O runtime's context.
 //!
-//! The race between a write that completes and a `cancel()` is one state machine,
-//! [`OutgoingTransfer`]'s; a core cancel handle on `OutgoingTransfer` (and `FanOut`) will
-//! replace it inside this file without changing its API.
+//! The race between a write that completes and a cancel is the core's, resolved once by its
+//! `Canceler` (the transfer's and the fan-out's); what is left here is the exchange's, whose
+//! cancel interrupts a read of the request ([`Slot`]).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,6 @@ use crate::error::Fail;
 use crate::io::{on_io, OnIo};
 
 const OPEN: u8 = 0;
-const FINISHED: u8 = 1;
 const CANCELED: u8 = 2;
 
 /// A core value a handle holds until a call consumes it or `cancel()` drops it, and the state
@@ -94,115 +93,86 @@ impl<T> Slot<T> {
     }
 }
 
-/// Marks a handle cancelled when the operation that owns its core value is dropped midway
-/// (its caller cancelled): the value, dropped with the operation, was reset.
-struct CancelOnDrop<'a>(&'a AtomicU8);
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = self
-            .0
-            .compare_exchange(OPEN, CANCELED, Ordering::AcqRel, Ordering::Acquire);
-    }
-}
-
 /// An outgoing stream: `write` at the caller's pace, then `finish` (the payload then arrives
 /// with no local handle) or `cancel` (the reader sees `Canceled`, never a short payload).
 pub struct OutgoingTransfer {
-    slot: Slot<weida::OutgoingTransfer>,
+    /// Writes take turns; empty once `finish` or `close` took it.
+    t: OnIo<tokio::sync::Mutex<Option<weida::OutgoingTransfer>>>,
+    canceler: weida::Canceler,
 }
 
 impl OutgoingTransfer {
     /// Wraps an open transfer.
-    pub fn new(t: weida::OutgoingTransfer) -> Arc<OutgoingTransfer> {
-        Arc::new(OutgoingTransfer { slot: Slot::new(t) })
+    pub fn new(mut t: weida::OutgoingTransfer) -> Arc<OutgoingTransfer> {
+        let canceler = t.canceler();
+        Arc::new(OutgoingTransfer {
+            t: OnIo::new(tokio::sync::Mutex::new(Some(t))),
+            canceler,
+        })
     }
 
-    /// Runs `op` on the transfer, owned for its length (writes take turns): if `cancel()` is
-    /// called meanwhile, or the operation is dropped (its caller cancelled), the transfer is
-    /// dropped with it, which resets it.
-    async fn with<T, Fut>(
-        self: Arc<Self>,
-        op: impl FnOnce(weida::OutgoingTransfer) -> Fut,
-    ) -> Result<T, Fail>
-    where
-        Fut: std::future::Future<Output = (Option<weida::OutgoingTransfer>, weida::Result<T>)>,
-    {
-        let mut slot = self.slot.value.lock().await;
-        let t = slot.take().ok_or_else(|| self.slot.gone())?;
-        let mark = CancelOnDrop(&self.slot.state);
-        // Biased: once `cancel()` was called, the write ends Canceled even if it could finish.
-        let r = tokio::select! {
-            biased;
-            () = self.slot.canceled() => Err(Fail::Core(Error::Canceled)),
-            (back, r) = op(t) => {
-                *slot = back;
-                r.map_err(Fail::from)
-            }
-        };
-        std::mem::forget(mark);
-        r
+    /// Why the transfer is gone: `Canceled` after a cancel, `Closed` after `finish`.
+    fn gone(&self) -> Fail {
+        if self.canceler.is_canceled() {
+            Fail::Core(Error::Canceled)
+        } else {
+            Fail::Core(Error::Closed)
+        }
     }
 
     /// Writes all of `body`; waits while the peer's window is full (backpressure).
     pub async fn write(self: Arc<Self>, body: Bytes) -> Result<(), Fail> {
-        self.with(|mut t| async move {
-            let r = t.write(body).await;
-            (Some(t), r)
-        })
-        .await
+        let mut slot = self.t.lock().await;
+        let t = slot.as_mut().ok_or_else(|| self.gone())?;
+        Ok(t.write(body).await?)
     }
 
     /// Writes several bodies in order, as one write where the transport allows.
     pub async fn write_chunks(self: Arc<Self>, chunks: Vec<Bytes>) -> Result<(), Fail> {
-        self.with(|mut t| async move {
-            let r = t.write_chunks(chunks).await;
-            (Some(t), r)
-        })
-        .await
+        let mut slot = self.t.lock().await;
+        let t = slot.as_mut().ok_or_else(|| self.gone())?;
+        Ok(t.write_chunks(chunks).await?)
     }
 
     /// A call of `write`: its caller cancelling it cancels the transfer at once, as
     /// `cancel()` does, even if the write completed meanwhile (the caller cannot know what was
     /// written).
     pub fn write_call(self: &Arc<Self>, body: Bytes) -> Call<()> {
-        let t = Arc::clone(self);
-        Call::new(Arc::clone(self).write(body)).cancelling(move || t.cancel())
+        let c = self.canceler.clone();
+        Call::new(Arc::clone(self).write(body)).cancelling(move || {
+            c.cancel();
+        })
     }
 
     /// A call of `write_chunks`, cancelled as [`OutgoingTransfer::write_call`] is.
     pub fn write_chunks_call(self: &Arc<Self>, chunks: Vec<Bytes>) -> Call<()> {
-        let t = Arc::clone(self);
-        Call::new(Arc::clone(self).write_chunks(chunks)).cancelling(move || t.cancel())
+        let c = self.canceler.clone();
+        Call::new(Arc::clone(self).write_chunks(chunks)).cancelling(move || {
+            c.cancel();
+        })
     }
 
     /// Queues the FIN; the [`Delivery`] reports the transport receipt.
     pub async fn finish(self: Arc<Self>) -> Result<Arc<Delivery>, Fail> {
-        let state = Arc::clone(&self);
-        let d = self
-            .with(|t| async move {
-                let r = t.finish().await;
-                state.slot.state.store(FINISHED, Ordering::Release);
-                (None, r)
-            })
-            .await?;
-        Ok(Delivery::new(d))
+        let t = self.t.lock().await.take().ok_or_else(|| self.gone())?;
+        Ok(Delivery::new(t.finish().await?))
     }
 
     /// Finishes the transfer unless it was finished or cancelled (leaving a scope cleanly).
     pub async fn close(self: Arc<Self>) -> Result<(), Fail> {
-        let mut slot = self.slot.value.lock().await;
-        if let Some(t) = slot.take() {
-            t.finish().await?;
-            self.slot.state.store(FINISHED, Ordering::Release);
+        let t = self.t.lock().await.take();
+        match t {
+            Some(t) if !self.canceler.is_canceled() => {
+                t.finish().await.map(drop).map_err(Fail::from)
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Abandons the transfer: the reader sees `Canceled`; a pending write or finish rejects
     /// with it. Nothing once finished.
     pub fn cancel(&self) {
-        self.slot.cancel(weida::OutgoingTransfer::cancel);
+        self.canceler.cancel();
     }
 }
 
