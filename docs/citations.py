@@ -36,7 +36,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = r"([a-z][a-z0-9_]{5,})"
 CITATION = re.compile(
-    r"(?<![\w/.-])((?:[\w-]+/)*(?:[\w-]+\.rs|test_\w+\.py|[\w-]+\.test\.mjs))( \(unit\))?: `?" + NAME
+    r"(?<![\w/.-])((?:[\w-]+/)*(?:[\w-]+\.rs|test_\w+\.py|[\w-]+\.test\.mjs))( \(unit\))?:\s+`?" + NAME
 )
 # The docs explain the form with these placeholders.
 PLACEHOLDERS = {("file.rs", "test_name"), ("test_pubsub.py", "test_name")}
