@@ -25,25 +25,25 @@ pub(crate) enum Transport {
 }
 
 impl Transport {
-    pub(crate) const ALL: [Transport; 3] = [Transport::Quic, Transport::Unix, Transport::Inproc];
+    pub(crate) const ALL: [Self; 3] = [Self::Quic, Self::Unix, Self::Inproc];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Transport::Quic => "QUIC",
-            Transport::Unix => "AF_UNIX",
-            Transport::Inproc => "in process",
+            Self::Quic => "QUIC",
+            Self::Unix => "AF_UNIX",
+            Self::Inproc => "in process",
         }
     }
 
     /// What the substrate row measures.
     pub(crate) fn substrate(self, reqrep: bool) -> &'static str {
         match (self, reqrep) {
-            (Transport::Quic, false) => "quinn, uni stream per msg",
-            (Transport::Quic, true) => "quinn, bidi stream per req",
-            (Transport::Unix, false) => "framed UnixStream",
-            (Transport::Unix, true) => "framed UnixStream ping-pong",
-            (Transport::Inproc, false) => "tokio mpsc<Bytes>",
-            (Transport::Inproc, true) => "mpsc + oneshot",
+            (Self::Quic, false) => "quinn, uni stream per msg",
+            (Self::Quic, true) => "quinn, bidi stream per req",
+            (Self::Unix, false) => "framed UnixStream",
+            (Self::Unix, true) => "framed UnixStream ping-pong",
+            (Self::Inproc, false) => "tokio mpsc<Bytes>",
+            (Self::Inproc, true) => "mpsc + oneshot",
         }
     }
 }

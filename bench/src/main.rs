@@ -41,15 +41,15 @@ pub(crate) enum Flavour {
 impl Flavour {
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Flavour::Current => "current-thread",
-            Flavour::Multi => "multi-thread, 2 workers",
+            Self::Current => "current-thread",
+            Self::Multi => "multi-thread, 2 workers",
         }
     }
 
     fn key(self) -> &'static str {
         match self {
-            Flavour::Current => "current",
-            Flavour::Multi => "multi",
+            Self::Current => "current",
+            Self::Multi => "multi",
         }
     }
 }

@@ -44,8 +44,8 @@ impl Rate {
 }
 
 impl Meter {
-    pub(crate) fn new(window: Window, size: usize) -> Meter {
-        Meter {
+    pub(crate) fn new(window: Window, size: usize) -> Self {
+        Self {
             window,
             stride: (65536 / size.max(1)).clamp(1, 64) as u64,
             created: Instant::now(),
@@ -106,8 +106,8 @@ pub(crate) struct Latency {
 }
 
 impl Recorder {
-    pub(crate) fn new(window: Window) -> Recorder {
-        Recorder {
+    pub(crate) fn new(window: Window) -> Self {
+        Self {
             window,
             created: Instant::now(),
             start: None,

@@ -31,24 +31,24 @@ impl Subject {
     /// The name the suite files the row under.
     fn key(self) -> &'static str {
         match self {
-            Subject::Weida(_) => "weida",
-            Subject::Substrate(Transport::Quic) => "quinn-stream",
-            Subject::Substrate(Transport::Unix) => "framed-unix",
-            Subject::Substrate(Transport::Inproc) => "tokio-mpsc",
-            Subject::QuinnLong => "quinn-long",
-            Subject::Tcp => "framed-tcp",
+            Self::Weida(_) => "weida",
+            Self::Substrate(Transport::Quic) => "quinn-stream",
+            Self::Substrate(Transport::Unix) => "framed-unix",
+            Self::Substrate(Transport::Inproc) => "tokio-mpsc",
+            Self::QuinnLong => "quinn-long",
+            Self::Tcp => "framed-tcp",
         }
     }
 
     fn transport(self) -> &'static str {
         match self {
-            Subject::Weida(t) | Subject::Substrate(t) => match t {
+            Self::Weida(t) | Self::Substrate(t) => match t {
                 Transport::Quic => "quic",
                 Transport::Unix => "unix",
                 Transport::Inproc => "inproc",
             },
-            Subject::QuinnLong => "quic",
-            Subject::Tcp => "tcp",
+            Self::QuinnLong => "quic",
+            Self::Tcp => "tcp",
         }
     }
 }

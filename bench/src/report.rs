@@ -18,9 +18,9 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
-    pub(crate) fn probe() -> Machine {
+    pub(crate) fn probe() -> Self {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        Machine {
+        Self {
             nproc: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(0),
@@ -133,7 +133,7 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
-    pub(crate) fn of(values: &[Option<f64>]) -> Option<Summary> {
+    pub(crate) fn of(values: &[Option<f64>]) -> Option<Self> {
         let mut v: Vec<f64> = values
             .iter()
             .flatten()
@@ -150,7 +150,7 @@ impl Summary {
         } else {
             (v[mid - 1] + v[mid]) / 2.0
         };
-        Some(Summary {
+        Some(Self {
             median,
             min: v[0],
             max: v[v.len() - 1],
@@ -158,21 +158,21 @@ impl Summary {
         })
     }
 
-    fn cell(s: Option<Summary>, f: fn(f64) -> String) -> (String, String) {
+    fn cell(s: Option<Self>, f: fn(f64) -> String) -> (String, String) {
         match s {
             Some(s) => (f(s.median), format!("{}–{}", f(s.min), f(s.max))),
             None => ("failed".into(), "".into()),
         }
     }
 
-    fn ratio_cell(s: Option<Summary>) -> String {
+    fn ratio_cell(s: Option<Self>) -> String {
         match s {
             Some(s) => format!("{} [{}–{}]", ratio(s.median), ratio(s.min), ratio(s.max)),
             None => "–".into(),
         }
     }
 
-    fn to_json(s: Option<Summary>) -> Value {
+    fn to_json(s: Option<Self>) -> Value {
         match s {
             Some(s) => json!({"median": s.median, "min": s.min, "max": s.max, "reps": s.n}),
             None => Value::Null,
@@ -292,7 +292,7 @@ pub(crate) struct Tables {
 }
 
 impl Tables {
-    pub(crate) fn build(o: &Options, records: &[Record]) -> Tables {
+    pub(crate) fn build(o: &Options, records: &[Record]) -> Self {
         let reps = o.reps;
         let mut push = Vec::new();
         for &t in &o.transports {
@@ -401,7 +401,7 @@ impl Tables {
                 }
             }
         }
-        Tables { push, lat, flavour }
+        Self { push, lat, flavour }
     }
 
     pub(crate) fn markdown(&self, o: &Options) -> String {

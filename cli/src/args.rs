@@ -190,11 +190,11 @@ pub(crate) enum OrderingArg {
 }
 
 impl From<OrderingArg> for weida::Ordering {
-    fn from(o: OrderingArg) -> weida::Ordering {
+    fn from(o: OrderingArg) -> Self {
         match o {
-            OrderingArg::None => weida::Ordering::None,
-            OrderingArg::Detect => weida::Ordering::Detect,
-            OrderingArg::Reassemble => weida::Ordering::Reassemble,
+            OrderingArg::None => Self::None,
+            OrderingArg::Detect => Self::Detect,
+            OrderingArg::Reassemble => Self::Reassemble,
         }
     }
 }

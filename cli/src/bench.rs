@@ -196,8 +196,8 @@ struct Meter {
 }
 
 impl Meter {
-    fn new(start: Instant) -> Meter {
-        Meter {
+    fn new(start: Instant) -> Self {
+        Self {
             start,
             last: (start, 0),
         }

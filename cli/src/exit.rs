@@ -102,20 +102,20 @@ enum Kind {
 }
 
 impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        Failure::new(Kind::Weida(e))
+    fn from(e: Error) -> Self {
+        Self::new(Kind::Weida(e))
     }
 }
 
 impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Failure {
-        Failure::new(Kind::Io(e))
+    fn from(e: io::Error) -> Self {
+        Self::new(Kind::Io(e))
     }
 }
 
 impl Failure {
-    fn new(kind: Kind) -> Failure {
-        Failure {
+    fn new(kind: Kind) -> Self {
+        Self {
             kind,
             context: Vec::new(),
             hint: None,
@@ -123,33 +123,33 @@ impl Failure {
     }
 
     /// A refusal of this tool's own, with exit status 1.
-    pub(crate) fn msg(text: impl Into<String>) -> Failure {
-        Failure::new(Kind::Message(text.into()))
+    pub(crate) fn msg(text: impl Into<String>) -> Self {
+        Self::new(Kind::Message(text.into()))
     }
 
     /// Interrupted by a signal before a client operation completed.
-    pub(crate) fn interrupted() -> Failure {
-        Failure::new(Kind::Interrupted)
+    pub(crate) fn interrupted() -> Self {
+        Self::new(Kind::Interrupted)
     }
 
     /// A failed write to stdout: a closed pipe ends the command quietly, anything else is an
     /// I/O error.
-    pub(crate) fn output(e: io::Error) -> Failure {
+    pub(crate) fn output(e: io::Error) -> Self {
         if e.kind() == io::ErrorKind::BrokenPipe {
-            Failure::new(Kind::OutputClosed)
+            Self::new(Kind::OutputClosed)
         } else {
-            Failure::from(e).context("writing to stdout")
+            Self::from(e).context("writing to stdout")
         }
     }
 
     /// Adds what the command was doing when this happened.
-    pub(crate) fn context(mut self, what: impl Into<String>) -> Failure {
+    pub(crate) fn context(mut self, what: impl Into<String>) -> Self {
         self.context.push(what.into());
         self
     }
 
     /// Adds what to do about it.
-    pub(crate) fn hint(mut self, what: impl Into<String>) -> Failure {
+    pub(crate) fn hint(mut self, what: impl Into<String>) -> Self {
         self.hint = Some(what.into());
         self
     }

@@ -20,9 +20,9 @@ pub(crate) struct Input {
 
 impl Input {
     /// `file`, or stdin when `None`.
-    pub(crate) async fn open(file: Option<&Path>) -> Result<Input, Failure> {
+    pub(crate) async fn open(file: Option<&Path>) -> Result<Self, Failure> {
         Ok(match file {
-            Some(p) => Input {
+            Some(p) => Self {
                 reader: Box::new(BufReader::with_capacity(
                     CHUNK,
                     tokio::fs::File::open(p).await.map_err(|e| {
@@ -36,7 +36,7 @@ impl Input {
                 if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
                     eprintln!("reading stdin (end it with Ctrl-D)");
                 }
-                Input {
+                Self {
                     reader: Box::new(BufReader::with_capacity(CHUNK, tokio::io::stdin())),
                     name: "stdin".into(),
                 }
@@ -103,8 +103,8 @@ impl Bodies {
     /// The next body, `None` after the last.
     pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, Failure> {
         match self {
-            Bodies::Args(args) => Ok(args.next().map(Bytes::from)),
-            Bodies::Lines(input) => input.line().await,
+            Self::Args(args) => Ok(args.next().map(Bytes::from)),
+            Self::Lines(input) => input.line().await,
         }
     }
 }

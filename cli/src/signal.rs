@@ -18,8 +18,8 @@ pub(crate) struct Stop {
 
 impl Stop {
     /// Registers SIGINT and SIGTERM handlers. Must run inside the tokio runtime.
-    pub(crate) fn new() -> io::Result<Stop> {
-        Ok(Stop {
+    pub(crate) fn new() -> io::Result<Self> {
+        Ok(Self {
             interrupt: signal(SignalKind::interrupt())?,
             terminate: signal(SignalKind::terminate())?,
             requested: false,

@@ -30,7 +30,7 @@ pub(crate) fn pairs(o: &Object<'_>, skip: &[&str]) -> napi::Result<Vec<(String, 
         if skip.contains(&k.as_str()) {
             continue;
         }
-        let v: Unknown = o.get_named_property_unchecked(&k)?;
+        let v: Unknown<'_> = o.get_named_property_unchecked(&k)?;
         if let Some(g) = given(&v)? {
             out.push((k, g));
         }

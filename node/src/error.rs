@@ -38,11 +38,11 @@ thread_local! {
 /// calls this once when it loads; without it errors are plain `Error`s with the same fields.
 #[napi]
 pub fn register_error_classes(
-    #[napi(ts_arg_type = "Record<string, new (message: string) => Error>")] classes: Object,
+    #[napi(ts_arg_type = "Record<string, new (message: string) => Error>")] classes: Object<'_>,
 ) -> napi::Result<()> {
     let mut found = HashMap::new();
     for key in Object::keys(&classes)? {
-        let f: Function<String, ()> = classes.get_named_property(&key)?;
+        let f: Function<'_, String, ()> = classes.get_named_property(&key)?;
         found.insert(key, f.create_ref()?);
     }
     CLASSES.with(|c| *c.borrow_mut() = found);

@@ -16,8 +16,8 @@ pub struct Identity {
 impl Identity {
     /// A fresh key, kept nowhere.
     #[napi(factory)]
-    pub fn ephemeral() -> Identity {
-        Identity {
+    pub fn ephemeral() -> Self {
+        Self {
             inner: weida::Identity::ephemeral(),
         }
     }
@@ -25,25 +25,25 @@ impl Identity {
     /// The identity kept in `dir`, created (mode 0700 / 0600) on first use, so the fingerprint
     /// survives a restart. Synchronous: a few small files.
     #[napi(factory)]
-    pub fn load_or_create(env: Env, dir: String) -> napi::Result<Identity> {
+    pub fn load_or_create(env: Env, dir: String) -> napi::Result<Self> {
         weida::Identity::load_or_create(dir)
-            .map(|inner| Identity { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::throw(&env, e))
     }
 
     /// The identity kept in `dir` (`key.pem`, `cert.pem`).
     #[napi(factory)]
-    pub fn load(env: Env, dir: String) -> napi::Result<Identity> {
+    pub fn load(env: Env, dir: String) -> napi::Result<Self> {
         weida::Identity::load(dir)
-            .map(|inner| Identity { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::throw(&env, e))
     }
 
     /// An identity from a PEM certificate chain (leaf first) and the leaf's PEM key.
     #[napi(factory)]
-    pub fn from_pem(env: Env, cert_chain_pem: String, key_pem: String) -> napi::Result<Identity> {
+    pub fn from_pem(env: Env, cert_chain_pem: String, key_pem: String) -> napi::Result<Self> {
         weida::Identity::from_pem(&cert_chain_pem, &key_pem)
-            .map(|inner| Identity { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::throw(&env, e))
     }
 
@@ -77,41 +77,41 @@ fn parse_fingerprints(env: &Env, fps: Vec<String>) -> napi::Result<Vec<weida::Fi
 impl Trust {
     /// Only the key the address pins (the default).
     #[napi(factory)]
-    pub fn address() -> Trust {
-        Trust {
+    pub fn address() -> Self {
+        Self {
             inner: weida::Trust::address(),
         }
     }
 
     /// These keys (`sha256:…`), besides an address pin, which still decides alone.
     #[napi(factory)]
-    pub fn pinned(env: Env, fingerprints: Vec<String>) -> napi::Result<Trust> {
-        Ok(Trust {
+    pub fn pinned(env: Env, fingerprints: Vec<String>) -> napi::Result<Self> {
+        Ok(Self {
             inner: weida::Trust::pinned(parse_fingerprints(&env, fingerprints)?),
         })
     }
 
     /// Any key: for tests and first contact only.
     #[napi(factory)]
-    pub fn unverified() -> Trust {
-        Trust {
+    pub fn unverified() -> Self {
+        Self {
             inner: weida::Trust::unverified(),
         }
     }
 
     /// Certificate chains to these CA certificates (PEM), for the host dialled.
     #[napi(factory)]
-    pub fn anchors_pem(env: Env, pem: String) -> napi::Result<Trust> {
+    pub fn anchors_pem(env: Env, pem: String) -> napi::Result<Self> {
         weida::Trust::anchors_pem(&pem)
-            .map(|inner| Trust { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::throw(&env, e))
     }
 
     /// This trust, also accepting `fingerprint`.
     #[napi]
-    pub fn with_pin(&self, env: Env, fingerprint: String) -> napi::Result<Trust> {
+    pub fn with_pin(&self, env: Env, fingerprint: String) -> napi::Result<Self> {
         let fp = fingerprint.parse().map_err(|e| error::throw(&env, e))?;
-        Ok(Trust {
+        Ok(Self {
             inner: self.inner.clone().with_pin(fp),
         })
     }

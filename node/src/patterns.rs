@@ -77,8 +77,8 @@ pub struct Pusher {
 }
 
 impl Pusher {
-    pub(crate) fn new(p: weida::Pusher) -> Pusher {
-        Pusher {
+    pub(crate) fn new(p: weida::Pusher) -> Self {
+        Self {
             inner: Endpoint::new(p),
         }
     }
@@ -139,7 +139,7 @@ impl Pusher {
         env: &'env Env,
         #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.get();
@@ -202,7 +202,7 @@ impl Pusher {
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.get();
@@ -233,8 +233,8 @@ pub struct Requester {
 }
 
 impl Requester {
-    pub(crate) fn new(r: weida::Requester) -> Requester {
-        Requester {
+    pub(crate) fn new(r: weida::Requester) -> Self {
+        Self {
             inner: Endpoint::new(r),
         }
     }
@@ -277,7 +277,7 @@ impl Requester {
         env: &'env Env,
         #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let r = self.inner.get();
@@ -297,7 +297,7 @@ impl Requester {
         env: &'env Env,
         #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let r = self.inner.get();
@@ -316,7 +316,7 @@ impl Requester {
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let r = self.inner.get();
@@ -342,8 +342,8 @@ pub struct Peer {
 }
 
 impl Peer {
-    pub(crate) fn new(p: weida::Peer) -> Peer {
-        Peer {
+    pub(crate) fn new(p: weida::Peer) -> Self {
+        Self {
             inner: Endpoint::new(p),
         }
     }
@@ -384,7 +384,7 @@ impl Peer {
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.get();
@@ -407,7 +407,7 @@ impl Peer {
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.get();
@@ -433,8 +433,8 @@ pub struct Puller {
 }
 
 impl Puller {
-    pub(crate) fn new(p: weida::Puller) -> Puller {
-        Puller {
+    pub(crate) fn new(p: weida::Puller) -> Self {
+        Self {
             inner: OnIo::new(Arc::new(p)),
         }
     }
@@ -502,8 +502,8 @@ pub struct Replier {
 }
 
 impl Replier {
-    pub(crate) fn new(r: weida::Replier) -> Replier {
-        Replier {
+    pub(crate) fn new(r: weida::Replier) -> Self {
+        Self {
             inner: OnIo::new(Arc::new(r)),
         }
     }
@@ -545,8 +545,8 @@ pub struct Acceptor {
 }
 
 impl Acceptor {
-    pub(crate) fn new(a: weida::Acceptor) -> Acceptor {
-        Acceptor {
+    pub(crate) fn new(a: weida::Acceptor) -> Self {
+        Self {
             inner: OnIo::new(Arc::new(a)),
         }
     }
@@ -598,8 +598,8 @@ pub struct Dropped {
 }
 
 impl From<weida::Dropped> for Dropped {
-    fn from(d: weida::Dropped) -> Dropped {
-        Dropped {
+    fn from(d: weida::Dropped) -> Self {
+        Self {
             queue_full: d.queue_full.into(),
             byte_budget: d.byte_budget.into(),
             reverse_pool_empty: d.reverse_pool_empty.into(),
@@ -617,8 +617,8 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    pub(crate) fn new(p: weida::Publisher) -> Publisher {
-        Publisher {
+    pub(crate) fn new(p: weida::Publisher) -> Self {
+        Self {
             inner: OnIo::new(Arc::new(p)),
         }
     }
@@ -758,8 +758,8 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
-    pub(crate) fn new(s: weida::Subscriber) -> Subscriber {
-        Subscriber {
+    pub(crate) fn new(s: weida::Subscriber) -> Self {
+        Self {
             inner: OnIo::new(Arc::new(s)),
         }
     }

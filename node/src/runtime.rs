@@ -31,8 +31,8 @@ pub struct Cancel {
 impl Cancel {
     #[napi(constructor)]
     #[allow(clippy::new_without_default)]
-    pub fn new() -> Cancel {
-        Cancel {
+    pub fn new() -> Self {
+        Self {
             inner: weida_ffi::Cancel::new(),
         }
     }
@@ -118,17 +118,17 @@ impl Runtime {
     #[napi(constructor)]
     pub fn new(
         env: Env,
-        #[napi(ts_arg_type = "RuntimeOptions | undefined | null")] options: Option<Object>,
-    ) -> napi::Result<Runtime> {
+        #[napi(ts_arg_type = "RuntimeOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Self> {
         let mut cfg = weida::RuntimeConfig::default();
         if let Some(o) = &options {
-            if let Some(i) = o.get::<ClassInstance<Identity>>("identity")? {
+            if let Some(i) = o.get::<ClassInstance<'_, Identity>>("identity")? {
                 cfg.identity = i.inner.clone();
             }
-            if let Some(t) = o.get::<ClassInstance<Trust>>("trust")? {
+            if let Some(t) = o.get::<ClassInstance<'_, Trust>>("trust")? {
                 cfg.trust = t.inner.clone();
             }
-            if let Some(l) = o.get::<Object>("limits")? {
+            if let Some(l) = o.get::<Object<'_>>("limits")? {
                 cfg.limits =
                     options::limits(JS, pairs(&l, &[])?).map_err(|e| error::throw(&env, e))?;
             }
@@ -142,7 +142,7 @@ impl Runtime {
         }
         let identity = cfg.identity.clone();
         let inner = weida_ffi::runtime::runtime(cfg).map_err(|f| error::to_js(&env, f))?;
-        Ok(Runtime {
+        Ok(Self {
             inner: OnIo::new(inner),
             identity,
         })

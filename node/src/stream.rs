@@ -38,13 +38,13 @@ impl TypeName for BodyIn {
 impl ValidateNapiValue for BodyIn {}
 
 impl FromNapiValue for BodyIn {
-    unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> napi::Result<BodyIn> {
+    unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> napi::Result<Self> {
         let mut ty = 0;
         // SAFETY: env and v come from napi for this call.
         unsafe { sys::napi_typeof(env, v, &mut ty) };
         if ty == sys::ValueType::napi_string {
             // SAFETY: as above.
-            return Ok(BodyIn(Bytes::from(unsafe {
+            return Ok(Self(Bytes::from(unsafe {
                 String::from_napi_value(env, v)?
             })));
         }
@@ -56,11 +56,11 @@ impl FromNapiValue for BodyIn {
             )
         })?;
         if slice.len() <= COPY_MAX {
-            Ok(BodyIn(Bytes::copy_from_slice(&slice)))
+            Ok(Self(Bytes::copy_from_slice(&slice)))
         } else {
             // SAFETY: as above.
             let held = unsafe { Buffer::from_napi_value(env, v)? };
-            Ok(BodyIn(Bytes::from_owner(held)))
+            Ok(Self(Bytes::from_owner(held)))
         }
     }
 }
@@ -74,7 +74,7 @@ unsafe extern "C" fn release_bytes(_env: sys::napi_env, _data: *mut c_void, hint
 }
 
 impl ToNapiValue for BodyOut {
-    unsafe fn to_napi_value(env: sys::napi_env, val: BodyOut) -> napi::Result<sys::napi_value> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
         let bytes = val.0;
         let len = bytes.len();
         let mut out = ptr::null_mut();
@@ -122,7 +122,7 @@ fn copy_out(env: sys::napi_env, b: &[u8]) -> napi::Result<sys::napi_value> {
 }
 
 /// Metadata from a JS `Record<string, string | Uint8Array>`, in its key order.
-pub(crate) fn metadata_in(meta: Option<Object>) -> napi::Result<Metadata> {
+pub(crate) fn metadata_in(meta: Option<Object<'_>>) -> napi::Result<Metadata> {
     let mut m = Metadata::new();
     if let Some(o) = meta {
         for k in Object::keys(&o)? {
@@ -176,7 +176,7 @@ pub(crate) fn meta_out<'env>(env: &'env Env, m: &IncomingMeta) -> napi::Result<O
 /// reference, ~10 % of a 64 B receive when it was one per message (profiled, docs/BINDINGS.md).
 #[napi]
 pub struct Metas {
-    metas: Vec<std::sync::Arc<IncomingMeta>>,
+    metas: Vec<Arc<IncomingMeta>>,
 }
 
 #[napi]
@@ -204,7 +204,7 @@ thread_local! {
 #[napi]
 pub fn register_message_class(
     #[napi(ts_arg_type = "new (body: Buffer, metas: Metas, index: number) => object")]
-    message_class: Function<FnArgs<(BodyOut, Metas, u32)>, ()>,
+    message_class: Function<'_, FnArgs<(BodyOut, Metas, u32)>, ()>,
 ) -> napi::Result<()> {
     let class = message_class.create_ref()?;
     MESSAGE.with(|m| *m.borrow_mut() = Some(class));
@@ -314,7 +314,7 @@ pub(crate) fn unpack(all: Bytes, count: u32) -> napi::Result<Vec<Bytes>> {
 pub struct Raw(pub(crate) sys::napi_value);
 
 impl ToNapiValue for Raw {
-    unsafe fn to_napi_value(_env: sys::napi_env, val: Raw) -> napi::Result<sys::napi_value> {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
         Ok(val.0)
     }
 }
@@ -328,8 +328,8 @@ pub struct OutgoingTransfer {
 }
 
 impl OutgoingTransfer {
-    pub(crate) fn new(t: Arc<ffi::OutgoingTransfer>) -> OutgoingTransfer {
-        OutgoingTransfer { t }
+    pub(crate) fn new(t: Arc<ffi::OutgoingTransfer>) -> Self {
+        Self { t }
     }
 }
 
@@ -413,8 +413,8 @@ pub struct IncomingTransfer {
 }
 
 impl IncomingTransfer {
-    pub(crate) fn new(t: Arc<ffi::IncomingTransfer>) -> IncomingTransfer {
-        IncomingTransfer { t }
+    pub(crate) fn new(t: Arc<ffi::IncomingTransfer>) -> Self {
+        Self { t }
     }
 }
 
@@ -466,8 +466,8 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub(crate) fn new(x: Arc<ffi::Exchange>) -> Exchange {
-        Exchange { x }
+    pub(crate) fn new(x: Arc<ffi::Exchange>) -> Self {
+        Self { x }
     }
 }
 
@@ -511,7 +511,7 @@ impl Exchange {
         env: &'env Env,
         #[napi(ts_arg_type = "string | Uint8Array")] body: BodyIn,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let meta = metadata_in(meta)?;
@@ -530,7 +530,7 @@ impl Exchange {
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "Record<string, string | Uint8Array> | undefined | null")]
-        meta: Option<Object>,
+        meta: Option<Object<'_>>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let meta = metadata_in(meta)?;
@@ -590,8 +590,8 @@ impl Exchange {
 pub struct PendingReply(Arc<ffi::PendingReply>);
 
 impl PendingReply {
-    pub(crate) fn new(r: Arc<ffi::PendingReply>) -> PendingReply {
-        PendingReply(r)
+    pub(crate) fn new(r: Arc<ffi::PendingReply>) -> Self {
+        Self(r)
     }
 }
 

@@ -23,31 +23,31 @@ impl std::fmt::Display for Address {
 impl Address {
     /// Parses `address`; raises `InvalidAddress` naming the malformed part.
     #[new]
-    fn new(py: Python<'_>, address: &str) -> PyResult<Address> {
+    fn new(py: Python<'_>, address: &str) -> PyResult<Self> {
         weida::Address::parse(address)
-            .map(|inner| Address { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 
     /// This address with endpoint path `path` (e.g. a listener's address plus `"/jobs"`).
-    fn with_path(&self, py: Python<'_>, path: &str) -> PyResult<Address> {
+    fn with_path(&self, py: Python<'_>, path: &str) -> PyResult<Self> {
         self.inner
             .with_path(path)
-            .map(|inner| Address { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 
     /// This address pinning `fingerprint` (`sha256:<hex>`).
-    fn with_pin(&self, py: Python<'_>, fingerprint: &str) -> PyResult<Address> {
+    fn with_pin(&self, py: Python<'_>, fingerprint: &str) -> PyResult<Self> {
         self.inner
             .with_pin(parse_fingerprint(py, fingerprint)?)
-            .map(|inner| Address { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 
     /// This address without its endpoint path.
-    fn without_path(&self) -> Address {
-        Address {
+    fn without_path(&self) -> Self {
+        Self {
             inner: self.inner.without_path(),
         }
     }

@@ -69,9 +69,9 @@ pub(crate) struct Limits {
 impl Limits {
     #[new]
     #[pyo3(signature = (**options))]
-    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Limits> {
+    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         config::limits(PY, pairs(options)?)
-            .map(|inner| Limits { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 
@@ -93,7 +93,7 @@ impl Limits {
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
-            .cast::<Limits>()
+            .cast::<Self>()
             .is_ok_and(|o| o.get().inner == self.inner)
     }
 }

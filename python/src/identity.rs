@@ -15,33 +15,33 @@ pub(crate) struct Identity {
 impl Identity {
     /// A fresh P-256 key in a self-signed certificate; nothing is written anywhere.
     #[staticmethod]
-    fn ephemeral(py: Python<'_>) -> Identity {
-        Identity {
+    fn ephemeral(py: Python<'_>) -> Self {
+        Self {
             inner: py.detach(weida::Identity::ephemeral),
         }
     }
 
     /// The identity kept in directory `dir`, created there (mode 0700, key 0600) on first use.
     #[staticmethod]
-    fn load_or_create(py: Python<'_>, dir: std::path::PathBuf) -> PyResult<Identity> {
+    fn load_or_create(py: Python<'_>, dir: std::path::PathBuf) -> PyResult<Self> {
         py.detach(|| weida::Identity::load_or_create(&dir))
-            .map(|inner| Identity { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 
     /// The identity kept in directory `dir` (`key.pem` and `cert.pem`).
     #[staticmethod]
-    fn load(py: Python<'_>, dir: std::path::PathBuf) -> PyResult<Identity> {
+    fn load(py: Python<'_>, dir: std::path::PathBuf) -> PyResult<Self> {
         py.detach(|| weida::Identity::load(&dir))
-            .map(|inner| Identity { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 
     /// An identity from a PEM certificate chain (leaf first) and the leaf's PEM private key.
     #[staticmethod]
-    fn from_pem(py: Python<'_>, cert_chain_pem: &str, key_pem: &str) -> PyResult<Identity> {
+    fn from_pem(py: Python<'_>, cert_chain_pem: &str, key_pem: &str) -> PyResult<Self> {
         weida::Identity::from_pem(cert_chain_pem, key_pem)
-            .map(|inner| Identity { inner })
+            .map(|inner| Self { inner })
             .map_err(|e| error::core(py, e))
     }
 

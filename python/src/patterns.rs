@@ -45,10 +45,10 @@ pub(crate) enum Next<T> {
 }
 
 impl<T> Next<T> {
-    fn of(r: weida::Result<T>) -> Result<Next<T>, Fail> {
+    fn of(r: weida::Result<T>) -> Result<Self, Fail> {
         match r {
-            Ok(v) => Ok(Next::Item(v)),
-            Err(Error::Closed) => Ok(Next::End),
+            Ok(v) => Ok(Self::Item(v)),
+            Err(Error::Closed) => Ok(Self::End),
             Err(e) => Err(e.into()),
         }
     }
@@ -64,8 +64,8 @@ where
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self {
-            Next::Item(v) => v.into_bound_py_any(py),
-            Next::End => Err(PyStopAsyncIteration::new_err(())),
+            Self::Item(v) => v.into_bound_py_any(py),
+            Self::End => Err(PyStopAsyncIteration::new_err(())),
         }
     }
 }
@@ -89,8 +89,8 @@ pub(crate) struct Pusher {
 }
 
 impl Pusher {
-    pub(crate) fn new(p: weida::Pusher) -> Pusher {
-        Pusher {
+    pub(crate) fn new(p: weida::Pusher) -> Self {
+        Self {
             p: Endpoint::new(p),
         }
     }
@@ -210,8 +210,8 @@ pub(crate) struct Puller {
 }
 
 impl Puller {
-    pub(crate) fn new(p: weida::Puller, listener: Py<Listener>) -> Puller {
-        Puller {
+    pub(crate) fn new(p: weida::Puller, listener: Py<Listener>) -> Self {
+        Self {
             address: p.address().to_string(),
             inbox: Inbox::new(Arc::new(p)),
             _listener: listener,
@@ -300,8 +300,8 @@ pub(crate) struct Requester {
 }
 
 impl Requester {
-    pub(crate) fn new(r: weida::Requester) -> Requester {
-        Requester {
+    pub(crate) fn new(r: weida::Requester) -> Self {
+        Self {
             r: Endpoint::new(r),
         }
     }
@@ -407,8 +407,8 @@ pub(crate) struct Replier {
 }
 
 impl Replier {
-    pub(crate) fn new(r: weida::Replier, listener: Py<Listener>) -> Replier {
-        Replier {
+    pub(crate) fn new(r: weida::Replier, listener: Py<Listener>) -> Self {
+        Self {
             address: r.address().to_string(),
             r: OnIo::new(Arc::new(r)),
             _listener: listener,
@@ -478,8 +478,8 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    pub(crate) fn new(p: weida::Peer) -> Peer {
-        Peer {
+    pub(crate) fn new(p: weida::Peer) -> Self {
+        Self {
             p: Endpoint::new(p),
         }
     }
@@ -565,8 +565,8 @@ pub(crate) struct Acceptor {
 }
 
 impl Acceptor {
-    pub(crate) fn new(a: weida::Acceptor, listener: Py<Listener>) -> Acceptor {
-        Acceptor {
+    pub(crate) fn new(a: weida::Acceptor, listener: Py<Listener>) -> Self {
+        Self {
             address: a.address().to_string(),
             a: OnIo::new(Arc::new(a)),
             _listener: listener,

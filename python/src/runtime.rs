@@ -30,7 +30,7 @@ pub(crate) struct Runtime {
 impl Runtime {
     #[new]
     #[pyo3(signature = (**options))]
-    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Runtime> {
+    fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let mut cfg = weida::RuntimeConfig::default();
         let mut rest: Vec<(String, Given)> = Vec::new();
         for (k, v) in options.into_iter().flat_map(|d| d.iter()) {
@@ -48,7 +48,7 @@ impl Runtime {
         let rt = py
             .detach(|| weida_ffi::runtime::runtime(cfg))
             .map_err(|f| error::to_py(py, f))?;
-        Ok(Runtime {
+        Ok(Self {
             rt: OnIo::new(rt),
             identity,
         })
@@ -266,8 +266,8 @@ pub(crate) struct Drained {
 #[pymethods]
 impl Drained {
     #[new]
-    fn new(delivered: u64, outstanding: u64) -> Drained {
-        Drained {
+    fn new(delivered: u64, outstanding: u64) -> Self {
+        Self {
             delivered,
             outstanding,
         }

@@ -36,16 +36,16 @@ fn from_bytes(b: Bound<'_, PyBytes>) -> Bytes {
 impl<'a, 'py> FromPyObject<'a, 'py> for Body {
     type Error = PyErr;
 
-    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Body> {
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         if let Ok(b) = obj.cast::<PyBytes>() {
-            return Ok(Body(from_bytes(b.to_owned())));
+            return Ok(Self(from_bytes(b.to_owned())));
         }
         if let Ok(b) = obj.cast::<PyByteArray>() {
-            return Ok(Body(Bytes::from(b.to_vec())));
+            return Ok(Self(Bytes::from(b.to_vec())));
         }
         if obj.is_instance_of::<PyMemoryView>() {
             let b = obj.call_method0("tobytes")?.cast_into::<PyBytes>()?;
-            return Ok(Body(from_bytes(b)));
+            return Ok(Self(from_bytes(b)));
         }
         Err(PyTypeError::new_err(format!(
             "a body is bytes, bytearray or memoryview, not {}",
@@ -78,7 +78,7 @@ pub(crate) struct MetaIn(pub(crate) weida::Metadata);
 impl<'a, 'py> FromPyObject<'a, 'py> for MetaIn {
     type Error = PyErr;
 
-    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<MetaIn> {
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let mut m = weida::Metadata::new();
         if let Ok(d) = obj.cast::<PyDict>() {
             for (k, v) in d.iter() {
@@ -90,7 +90,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for MetaIn {
                 m.insert(k, meta_value(&v)?);
             }
         }
-        Ok(MetaIn(m))
+        Ok(Self(m))
     }
 }
 
@@ -123,8 +123,8 @@ pub(crate) struct PeerKey {
 #[pymethods]
 impl PeerKey {
     #[new]
-    fn new(fingerprint: String) -> PeerKey {
-        PeerKey { fingerprint }
+    fn new(fingerprint: String) -> Self {
+        Self { fingerprint }
     }
 
     fn __repr__(&self) -> String {
@@ -150,8 +150,8 @@ pub(crate) struct PeerLocal {
 #[pymethods]
 impl PeerLocal {
     #[new]
-    fn new(uid: u32, gid: u32, pid: i32) -> PeerLocal {
-        PeerLocal { uid, gid, pid }
+    fn new(uid: u32, gid: u32, pid: i32) -> Self {
+        Self { uid, gid, pid }
     }
 
     fn __repr__(&self) -> String {
@@ -336,8 +336,8 @@ pub(crate) struct OutgoingTransfer {
 }
 
 impl OutgoingTransfer {
-    pub(crate) fn new(t: Arc<ffi::OutgoingTransfer>) -> OutgoingTransfer {
-        OutgoingTransfer { t }
+    pub(crate) fn new(t: Arc<ffi::OutgoingTransfer>) -> Self {
+        Self { t }
     }
 }
 
@@ -414,8 +414,8 @@ pub(crate) struct IncomingTransfer {
 }
 
 impl IncomingTransfer {
-    pub(crate) fn new(t: Arc<ffi::IncomingTransfer>) -> IncomingTransfer {
-        IncomingTransfer { t }
+    pub(crate) fn new(t: Arc<ffi::IncomingTransfer>) -> Self {
+        Self { t }
     }
 }
 
@@ -477,8 +477,8 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
-    pub(crate) fn new(x: Arc<ffi::Exchange>) -> Exchange {
-        Exchange { x }
+    pub(crate) fn new(x: Arc<ffi::Exchange>) -> Self {
+        Self { x }
     }
 
     fn answer<'py>(
@@ -574,8 +574,8 @@ impl Exchange {
 pub(crate) struct PendingReply(Arc<ffi::PendingReply>);
 
 impl PendingReply {
-    pub(crate) fn new(r: Arc<ffi::PendingReply>) -> PendingReply {
-        PendingReply(r)
+    pub(crate) fn new(r: Arc<ffi::PendingReply>) -> Self {
+        Self(r)
     }
 }
 
@@ -614,7 +614,7 @@ pub(crate) fn opened(
 pub(crate) struct IncomingOut(ffi::Incoming);
 
 impl IncomingOut {
-    pub(crate) fn new(i: weida::Incoming) -> Result<IncomingOut, Fail> {
+    pub(crate) fn new(i: weida::Incoming) -> Result<Self, Fail> {
         ffi::Incoming::new(i).map(IncomingOut)
     }
 }

@@ -37,13 +37,13 @@ pub(crate) struct Served {
 
 impl Served {
     /// Starts `weida ARGS --ready` and waits for its READY line.
-    pub(crate) fn start(args: &[&str]) -> Served {
-        Served::start_with_stdin(args, None)
+    pub(crate) fn start(args: &[&str]) -> Self {
+        Self::start_with_stdin(args, None)
     }
 
     /// [`Served::start`] with `stdin` written to its stdin (then closed) on a thread, or an
     /// empty stdin for `None`.
-    pub(crate) fn start_with_stdin(args: &[&str], stdin: Option<Vec<u8>>) -> Served {
+    pub(crate) fn start_with_stdin(args: &[&str], stdin: Option<Vec<u8>>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr");
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("weida"))
@@ -77,7 +77,7 @@ impl Served {
                 }
             }
         });
-        let mut served = Served {
+        let mut served = Self {
             child,
             address: String::new(),
             lines,

@@ -26,13 +26,13 @@ pub(crate) enum ReplierMode {
 }
 
 impl ReplierMode {
-    pub(crate) fn parse(s: &str) -> Result<ReplierMode, Failure> {
+    pub(crate) fn parse(s: &str) -> Result<Self, Failure> {
         Ok(match s {
-            "echo" => ReplierMode::Echo,
-            "stream_echo" => ReplierMode::StreamEcho,
-            "hold" => ReplierMode::Hold,
-            "reject" => ReplierMode::Reject,
-            "drop" => ReplierMode::Drop,
+            "echo" => Self::Echo,
+            "stream_echo" => Self::StreamEcho,
+            "hold" => Self::Hold,
+            "reject" => Self::Reject,
+            "drop" => Self::Drop,
             other => return Err(Failure::bad(format!("unknown replier mode {other:?}"))),
         })
     }
@@ -50,11 +50,11 @@ pub(crate) enum PullerMode {
 }
 
 impl PullerMode {
-    pub(crate) fn parse(s: &str) -> Result<PullerMode, Failure> {
+    pub(crate) fn parse(s: &str) -> Result<Self, Failure> {
         Ok(match s {
-            "recv" => PullerMode::Recv,
-            "stream" => PullerMode::Stream,
-            "manual" => PullerMode::Manual,
+            "recv" => Self::Recv,
+            "stream" => Self::Stream,
+            "manual" => Self::Manual,
             other => return Err(Failure::bad(format!("unknown puller mode {other:?}"))),
         })
     }
@@ -70,15 +70,15 @@ pub(crate) enum Answering {
 impl Answering {
     pub(crate) fn address(&self) -> String {
         match self {
-            Answering::Replier(r) => r.address().to_string(),
-            Answering::Acceptor(a) => a.address().to_string(),
+            Self::Replier(r) => r.address().to_string(),
+            Self::Acceptor(a) => a.address().to_string(),
         }
     }
 
     async fn accept(&self) -> Result<Incoming, Error> {
         match self {
-            Answering::Replier(r) => r.accept().await.map(Incoming::Exchange),
-            Answering::Acceptor(a) => a.accept().await,
+            Self::Replier(r) => r.accept().await.map(Incoming::Exchange),
+            Self::Acceptor(a) => a.accept().await,
         }
     }
 }

@@ -58,8 +58,8 @@ fn missing(kind: &str, name: &str) -> Failure {
 }
 
 impl Agent {
-    pub(crate) fn new(out: Out) -> Agent {
-        Agent {
+    pub(crate) fn new(out: Out) -> Self {
+        Self {
             out,
             handles: Mutex::new(Handles::default()),
         }

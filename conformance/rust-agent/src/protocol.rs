@@ -14,21 +14,21 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    pub(crate) fn bad(why: impl Into<String>) -> Failure {
-        Failure::BadRequest(why.into())
+    pub(crate) fn bad(why: impl Into<String>) -> Self {
+        Self::BadRequest(why.into())
     }
 
     pub(crate) fn to_json(&self) -> Value {
         match self {
-            Failure::Weida(e) => error_json(e),
-            Failure::BadRequest(why) => json!({"code": "AGENT_BAD_REQUEST", "message": why}),
+            Self::Weida(e) => error_json(e),
+            Self::BadRequest(why) => json!({"code": "AGENT_BAD_REQUEST", "message": why}),
         }
     }
 }
 
 impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        Failure::Weida(e)
+    fn from(e: Error) -> Self {
+        Self::Weida(e)
     }
 }
 

@@ -83,8 +83,8 @@ type Action = Box<dyn FnOnce() + Send>;
 
 impl Cancel {
     /// A cancellation not yet fired.
-    pub fn new() -> Cancel {
-        Cancel::default()
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Fires it: the call's cancel action runs now, here; its core future is dropped (on the
@@ -152,8 +152,8 @@ pub struct Call<T> {
 
 impl<T: Send + 'static> Call<T> {
     /// A call of `fut`. A panic inside it becomes [`Fail::Panic`], not a lost promise.
-    pub fn new(fut: impl Future<Output = Result<T, Fail>> + Send + 'static) -> Call<T> {
-        Call {
+    pub fn new(fut: impl Future<Output = Result<T, Fail>> + Send + 'static) -> Self {
+        Self {
             fut: Box::pin(
                 AssertUnwindSafe(fut)
                     .catch_unwind()
@@ -167,13 +167,13 @@ impl<T: Send + 'static> Call<T> {
     /// Runs `action` at once when the caller cancels, on its thread: whatever the I/O thread
     /// is doing with the call, its effect is known when `cancel` returns (a write cancels its
     /// transfer, even one whose write completed as it was cancelled).
-    pub fn cancelling(mut self, action: impl FnOnce() + Send + 'static) -> Call<T> {
+    pub fn cancelling(mut self, action: impl FnOnce() + Send + 'static) -> Self {
         self.on_cancel = Some(Box::new(action));
         self
     }
 
     /// Hands a value that arrives after its caller cancelled to `orphan`.
-    pub fn keeping(mut self, orphan: impl FnOnce(T) + Send + 'static) -> Call<T> {
+    pub fn keeping(mut self, orphan: impl FnOnce(T) + Send + 'static) -> Self {
         self.orphan = Some(Box::new(orphan));
         self
     }
@@ -208,7 +208,7 @@ impl<T: Send + 'static> Call<T> {
         cancel: Option<Cancel>,
         deliver: impl FnOnce(Completion<T>) + Send + 'static,
     ) {
-        let Call {
+        let Self {
             fut,
             orphan,
             on_cancel,

@@ -26,8 +26,8 @@ pub enum Fail {
 }
 
 impl From<Error> for Fail {
-    fn from(e: Error) -> Fail {
-        Fail::Core(e)
+    fn from(e: Error) -> Self {
+        Self::Core(e)
     }
 }
 
@@ -35,16 +35,16 @@ impl Fail {
     /// The core error, if the core said so.
     pub fn core(&self) -> Option<&Error> {
         match self {
-            Fail::Core(e) | Fail::Sent { error: e, .. } => Some(e),
-            Fail::Aborted | Fail::Busy | Fail::Panic => None,
+            Self::Core(e) | Self::Sent { error: e, .. } => Some(e),
+            Self::Aborted | Self::Busy | Self::Panic => None,
         }
     }
 
     /// The core error, owned.
     pub fn into_core(self) -> Option<Error> {
         match self {
-            Fail::Core(e) | Fail::Sent { error: e, .. } => Some(e),
-            Fail::Aborted | Fail::Busy | Fail::Panic => None,
+            Self::Core(e) | Self::Sent { error: e, .. } => Some(e),
+            Self::Aborted | Self::Busy | Self::Panic => None,
         }
     }
 
@@ -57,20 +57,20 @@ impl Fail {
     /// otherwise.
     pub fn kind(&self) -> &'static str {
         match self {
-            Fail::Aborted => "aborted",
-            Fail::Busy => "busy",
-            Fail::Panic => "panic",
-            Fail::Core(e) | Fail::Sent { error: e, .. } => e.code().as_str(),
+            Self::Aborted => "aborted",
+            Self::Busy => "busy",
+            Self::Panic => "panic",
+            Self::Core(e) | Self::Sent { error: e, .. } => e.code().as_str(),
         }
     }
 
     /// The message: the core error's text, or what the binding's own failure means.
     pub fn message(&self) -> String {
         match self {
-            Fail::Core(e) | Fail::Sent { error: e, .. } => e.to_string(),
-            Fail::Aborted => "the operation was aborted".into(),
-            Fail::Busy => "a write of this object is pending: await it before the next call".into(),
-            Fail::Panic => "a panic in the weida binding (a bug: please report it)".into(),
+            Self::Core(e) | Self::Sent { error: e, .. } => e.to_string(),
+            Self::Aborted => "the operation was aborted".into(),
+            Self::Busy => "a write of this object is pending: await it before the next call".into(),
+            Self::Panic => "a panic in the weida binding (a bug: please report it)".into(),
         }
     }
 
@@ -82,13 +82,13 @@ impl Fail {
     /// The fields the error carries, snake_case names: the core's, and `sent` for a batch.
     pub fn fields(&self) -> Vec<(&'static str, FieldValue)> {
         match self {
-            Fail::Core(e) => e.fields(),
-            Fail::Sent { sent, error } => {
+            Self::Core(e) => e.fields(),
+            Self::Sent { sent, error } => {
                 let mut f = error.fields();
                 f.push(("sent", FieldValue::Int(*sent as i64)));
                 f
             }
-            Fail::Aborted | Fail::Busy | Fail::Panic => Vec::new(),
+            Self::Aborted | Self::Busy | Self::Panic => Vec::new(),
         }
     }
 }

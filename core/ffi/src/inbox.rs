@@ -70,7 +70,8 @@ pub trait Leave: Send + Sync {
 
 impl<R: Receiving, W: Waiter> Leave for Inbox<R, W> {
     fn leave(&self, ticket: Ticket) -> bool {
-        Inbox::leave(self, ticket)
+        // The inherent `Inbox::leave` (a path resolves to it before the trait's): no recursion.
+        Self::leave(self, ticket)
     }
 }
 
@@ -125,8 +126,8 @@ fn take_held(
 
 impl<R: Receiving, W: Waiter> Inbox<R, W> {
     /// The receives of `endpoint`.
-    pub fn new(endpoint: Arc<R>) -> Arc<Inbox<R, W>> {
-        Arc::new(Inbox {
+    pub fn new(endpoint: Arc<R>) -> Arc<Self> {
+        Arc::new(Self {
             endpoint: OnIo::new(endpoint),
             state: Mutex::new(State {
                 held: VecDeque::new(),

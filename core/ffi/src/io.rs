@@ -96,8 +96,8 @@ pub struct OnIo<T>(ManuallyDrop<T>);
 
 impl<T> OnIo<T> {
     /// Wraps `v`.
-    pub fn new(v: T) -> OnIo<T> {
-        OnIo(ManuallyDrop::new(v))
+    pub fn new(v: T) -> Self {
+        Self(ManuallyDrop::new(v))
     }
 }
 

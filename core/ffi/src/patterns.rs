@@ -15,8 +15,8 @@ pub struct Endpoint<T>(OnIo<Mutex<Option<Arc<T>>>>);
 
 impl<T> Endpoint<T> {
     /// Holds `t`.
-    pub fn new(t: T) -> Endpoint<T> {
-        Endpoint(OnIo::new(Mutex::new(Some(Arc::new(t)))))
+    pub fn new(t: T) -> Self {
+        Self(OnIo::new(Mutex::new(Some(Arc::new(t)))))
     }
 
     /// The endpoint, or `Closed` after `close()`.

@@ -6,7 +6,7 @@
 //!
 //! Owns: the bytes of PROTOCOL.md (varints, the DATA header, control frames and HELLO, the
 //! reply half and ERROR, error codes, lane frames, the AF_UNIX chunk framing). Every decoder
-//! returns [`DecodeError`] and never panics.
+//! returns [`DecodeError`](crate::wire::DecodeError) and never panics.
 //! Must not: touch a socket, a task or a clock, or import any other layer: only the foundation
 //! modules (`error` for the code-to-error mapping; `core/layers.py` checks it).
 

@@ -45,8 +45,8 @@ pub(crate) struct Dropped {
 }
 
 impl From<weida::Dropped> for Dropped {
-    fn from(d: weida::Dropped) -> Dropped {
-        Dropped {
+    fn from(d: weida::Dropped) -> Self {
+        Self {
             queue_full: d.queue_full,
             byte_budget: d.byte_budget,
             reverse_pool_empty: d.reverse_pool_empty,
@@ -79,8 +79,8 @@ impl Dropped {
         reverse_pool_empty: u64,
         dead_subscriber: u64,
         refused: u64,
-    ) -> Dropped {
-        Dropped {
+    ) -> Self {
+        Self {
             queue_full,
             byte_budget,
             reverse_pool_empty,
@@ -128,8 +128,8 @@ pub(crate) struct Publisher {
 }
 
 impl Publisher {
-    pub(crate) fn new(p: weida::Publisher, listener: Py<Listener>) -> Publisher {
-        Publisher {
+    pub(crate) fn new(p: weida::Publisher, listener: Py<Listener>) -> Self {
+        Self {
             address: p.address().to_string(),
             p: OnIo::new(Arc::new(p)),
             _listener: listener,
@@ -313,8 +313,8 @@ pub(crate) struct Subscriber {
 }
 
 impl Subscriber {
-    pub(crate) fn new(s: weida::Subscriber) -> Subscriber {
-        Subscriber {
+    pub(crate) fn new(s: weida::Subscriber) -> Self {
+        Self {
             inbox: Inbox::new(Arc::new(s)),
         }
     }
