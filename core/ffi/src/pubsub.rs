@@ -28,8 +28,8 @@ pub struct FanOut {
 
 impl FanOut {
     /// Wraps an open fan-out.
-    pub fn new(mut f: weida::FanOut) -> Arc<FanOut> {
-        Arc::new(FanOut {
+    pub fn new(mut f: weida::FanOut) -> Arc<Self> {
+        Arc::new(Self {
             copies: AtomicUsize::new(f.copies()),
             canceler: f.canceler(),
             f: OnIo::new(tokio::sync::Mutex::new(Some(f))),

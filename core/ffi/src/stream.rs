@@ -39,8 +39,8 @@ struct Slot<T> {
 }
 
 impl<T> Slot<T> {
-    fn new(v: T) -> Slot<T> {
-        Slot {
+    fn new(v: T) -> Self {
+        Self {
             value: OnIo::new(tokio::sync::Mutex::new(Some(v))),
             state: AtomicU8::new(OPEN),
             cancel: Notify::new(),
@@ -103,9 +103,9 @@ pub struct OutgoingTransfer {
 
 impl OutgoingTransfer {
     /// Wraps an open transfer.
-    pub fn new(mut t: weida::OutgoingTransfer) -> Arc<OutgoingTransfer> {
+    pub fn new(mut t: weida::OutgoingTransfer) -> Arc<Self> {
         let canceler = t.canceler();
-        Arc::new(OutgoingTransfer {
+        Arc::new(Self {
             t: OnIo::new(tokio::sync::Mutex::new(Some(t))),
             canceler,
         })
@@ -180,8 +180,8 @@ impl OutgoingTransfer {
 pub struct Delivery(OnIo<Mutex<Option<weida::Delivery>>>);
 
 impl Delivery {
-    fn new(d: weida::Delivery) -> Arc<Delivery> {
-        Arc::new(Delivery(OnIo::new(Mutex::new(Some(d)))))
+    fn new(d: weida::Delivery) -> Arc<Self> {
+        Arc::new(Self(OnIo::new(Mutex::new(Some(d)))))
     }
 
     /// Resolves when the peer's transport holds every byte and the FIN; a refusal that reached
@@ -201,8 +201,8 @@ pub struct IncomingTransfer {
 
 impl IncomingTransfer {
     /// Wraps an incoming stream.
-    pub fn new(t: weida::IncomingTransfer) -> Arc<IncomingTransfer> {
-        Arc::new(IncomingTransfer {
+    pub fn new(t: weida::IncomingTransfer) -> Arc<Self> {
+        Arc::new(Self {
             meta: Arc::new(t.meta().clone()),
             t: OnIo::new(tokio::sync::Mutex::new(Some(t))),
         })
@@ -246,8 +246,8 @@ pub struct Exchange {
 
 impl Exchange {
     /// Wraps an incoming exchange.
-    pub fn new(x: weida::Exchange) -> Arc<Exchange> {
-        Arc::new(Exchange {
+    pub fn new(x: weida::Exchange) -> Arc<Self> {
+        Arc::new(Self {
             meta: Arc::new(x.meta().clone()),
             slot: Slot::new(x),
         })
@@ -339,8 +339,8 @@ pub struct PendingReply(OnIo<Mutex<Option<weida::PendingReply>>>);
 
 impl PendingReply {
     /// Wraps a pending reply.
-    pub fn new(r: weida::PendingReply) -> Arc<PendingReply> {
-        Arc::new(PendingReply(OnIo::new(Mutex::new(Some(r)))))
+    pub fn new(r: weida::PendingReply) -> Arc<Self> {
+        Arc::new(Self(OnIo::new(Mutex::new(Some(r)))))
     }
 
     fn take(&self) -> Result<weida::PendingReply, Fail> {
@@ -375,10 +375,10 @@ pub enum Incoming {
 
 impl Incoming {
     /// Wraps what the core's acceptor took.
-    pub fn new(i: weida::Incoming) -> Result<Incoming, Fail> {
+    pub fn new(i: weida::Incoming) -> Result<Self, Fail> {
         match i {
-            weida::Incoming::Stream(t) => Ok(Incoming::Stream(IncomingTransfer::new(t))),
-            weida::Incoming::Exchange(x) => Ok(Incoming::Exchange(Exchange::new(x))),
+            weida::Incoming::Stream(t) => Ok(Self::Stream(IncomingTransfer::new(t))),
+            weida::Incoming::Exchange(x) => Ok(Self::Exchange(Exchange::new(x))),
             #[allow(unreachable_patterns)]
             _ => Err(Fail::Core(Error::Protocol(
                 "an unknown kind of stream".into(),
@@ -431,7 +431,7 @@ mod tests {
         let t = open(&p.pusher);
         // Above the 1 MiB stream window with nobody reading: a write waits (in process the
         // first are taken whole, so write until one does).
-        let big = bytes::Bytes::from(vec![7u8; 4 << 20]);
+        let big = Bytes::from(vec![7u8; 4 << 20]);
         let mut c = t.write_call(big.clone());
         for _ in 0..8 {
             match c.poll_now() {
