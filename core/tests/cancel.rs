@@ -314,16 +314,30 @@ async fn a_reply_dropped_mid_write_is_canceled_at_the_requester_unix() {
     dropped_reply(Transport::Unix).await;
 }
 
-/// A [`weida::Canceler`] taken before a write that waits on a full window cancels it from
-/// another task: the write fails `Canceled`, so does every later call on the transfer, and the
-/// reader reads `Canceled`, never a complete payload (PATTERNS §1.5).
-async fn canceler_interrupts_a_write(t: Transport) {
-    let (_s, listener, client) = pair(t).await;
+/// A transfer opened to a puller, and its canceler (the runtimes and the pusher kept alive
+/// with them).
+async fn opened_with_canceler(
+    t: Transport,
+) -> (
+    (weida::Runtime, weida::Runtime, weida::Pusher),
+    weida::Puller,
+    weida::OutgoingTransfer,
+    weida::Canceler,
+) {
+    let (s, listener, client) = pair(t).await;
     let puller = listener.puller("/jobs").unwrap();
     let pusher = client.pusher();
     pusher.connect(&puller.address().to_string()).await.unwrap();
     let mut tr = pusher.open(Metadata::new()).await.unwrap();
     let canceler = tr.canceler();
+    ((s, client, pusher), puller, tr, canceler)
+}
+
+/// A [`weida::Canceler`] taken before a write that waits on a full window cancels it from
+/// another task: the write fails `Canceled`, so does every later call on the transfer, and the
+/// reader reads `Canceled`, never a complete payload (PATTERNS §1.5).
+async fn canceler_interrupts_a_write(t: Transport) {
+    let (_rts, puller, mut tr, canceler) = opened_with_canceler(t).await;
     let piece = Bytes::from(payload(256 << 10));
     let writing = tokio::spawn(async move {
         for _ in 0..64 {
@@ -360,12 +374,7 @@ on_every_transport!(
 /// Cancelling an idle transfer through its canceler resets it at once: the reader reads
 /// `Canceled` while the writer still holds the transfer and calls nothing.
 async fn canceler_idle(t: Transport) {
-    let (_s, listener, client) = pair(t).await;
-    let puller = listener.puller("/jobs").unwrap();
-    let pusher = client.pusher();
-    pusher.connect(&puller.address().to_string()).await.unwrap();
-    let mut tr = pusher.open(Metadata::new()).await.unwrap();
-    let canceler = tr.canceler();
+    let (_rts, puller, mut tr, canceler) = opened_with_canceler(t).await;
     tr.write(&b"half a frame"[..]).await.unwrap();
     let incoming = puller.accept().await.unwrap();
     assert!(canceler.cancel());
@@ -378,12 +387,7 @@ on_every_transport!(a_canceler_resets_an_idle_transfer_at_once, canceler_idle);
 
 /// After `finish` a canceler does nothing: the message arrives whole.
 async fn canceler_after_finish(t: Transport) {
-    let (_s, listener, client) = pair(t).await;
-    let puller = listener.puller("/jobs").unwrap();
-    let pusher = client.pusher();
-    pusher.connect(&puller.address().to_string()).await.unwrap();
-    let mut tr = pusher.open(Metadata::new()).await.unwrap();
-    let canceler = tr.canceler();
+    let (_rts, puller, mut tr, canceler) = opened_with_canceler(t).await;
     tr.write(&b"whole"[..]).await.unwrap();
     let delivery = tr.finish().await.unwrap();
     assert!(!canceler.cancel(), "finished: nothing to cancel");

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{bind_address, config, pair, pair_with, payload, Transport};
 use weida::{
-    DropCause, Error, ErrorCode, GuaranteeSet, Limits, Ordering, PeerIdentity, Runtime,
-    RuntimeConfig,
+    DropCause, Error, ErrorCode, GuaranteeSet, Limits, Listener, Ordering, PeerIdentity, Publisher,
+    Runtime, RuntimeConfig, Subscriber,
 };
 
 fn ordered(limits: Limits, ordering: Ordering) -> RuntimeConfig {
@@ -790,6 +790,16 @@ on_every_transport!(
     }
 );
 
+/// A publisher at /feed and a subscriber to "t" its publisher counts.
+async fn subscribed_to_t(listener: &Listener, client: &Runtime) -> (Publisher, Subscriber) {
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    publisher.until_subscribers(1).await;
+    (publisher, sub)
+}
+
 /// A fan-out's canceler (PATTERNS §4.1): a write waiting for a full subscriber's room fails
 /// `Canceled` when it is called, every copy is cancelled (the subscriber never sees the
 /// message), later writes fail `Canceled`, `finish` reports no copy, and the publisher goes on.
@@ -800,11 +810,7 @@ async fn fanout_canceler(t: Transport) {
         ..Limits::default()
     };
     let (_s, listener, client) = pair_with(t, limits).await;
-    let publisher = listener.publisher("/feed").unwrap();
-    let sub = client.subscriber();
-    sub.connect(&publisher.address().to_string()).await.unwrap();
-    sub.subscribe("t").await.unwrap();
-    publisher.until_subscribers(1).await;
+    let (publisher, sub) = subscribed_to_t(&listener, &client).await;
     let mut f = publisher.open("t").unwrap();
     let canceler = f.canceler();
     assert_eq!(f.write_now(payload(600)).unwrap(), 1);
@@ -833,11 +839,7 @@ on_every_transport!(
 /// After `finish` a fan-out's canceler does nothing: the message arrives whole.
 async fn fanout_canceler_after_finish(t: Transport) {
     let (_s, listener, client) = pair(t).await;
-    let publisher = listener.publisher("/feed").unwrap();
-    let sub = client.subscriber();
-    sub.connect(&publisher.address().to_string()).await.unwrap();
-    sub.subscribe("t").await.unwrap();
-    publisher.until_subscribers(1).await;
+    let (publisher, sub) = subscribed_to_t(&listener, &client).await;
     let mut f = publisher.open("t").unwrap();
     let canceler = f.canceler();
     f.write_now(&b"who"[..]).unwrap();
