@@ -24,7 +24,7 @@ fn ordered(limits: Limits, ordering: Ordering) -> RuntimeConfig {
 }
 
 /// Receives until `n` messages arrived, or fails after `within`.
-async fn take(sub: &weida::Subscriber, n: usize) -> Vec<weida::Message> {
+async fn take(sub: &Subscriber, n: usize) -> Vec<weida::Message> {
     let mut out = Vec::new();
     while out.len() < n {
         out.push(sub.recv().await.unwrap());
