@@ -40,6 +40,13 @@ pub struct Limits {
     /// largest single cost of a binding's receive (the Node and Python profiles, ~10 % of
     /// their thread); 256 lane messages of at most `lane_max_message` bound it to 4 MiB.
     pub endpoint_queue: usize,
+    /// Streams (transfers, requests) one connection may have at one endpoint at once, queued
+    /// or being read whole or unanswered; past it that connection's next stream waits in its
+    /// transport, so no one peer fills an endpoint's queue or holds all it is reading
+    /// (PATTERNS §1.11). Whole messages from a lane are not counted: they hold no stream.
+    /// Not applied over AF_UNIX, where every stream is a connection of its own. Default 64, a
+    /// quarter of `endpoint_queue`.
+    pub peer_share: usize,
     /// The largest DATA header accepted; a larger one is refused with LIMIT_EXCEEDED.
     /// Default 16 KiB.
     pub max_header_size: u64,
@@ -51,6 +58,18 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// How often the dialling side sends keep-alives (`None`: never). Default 10 s.
     pub keep_alive: Option<Duration>,
+    /// How long a stream the peer opened may wait to say what it is (its type byte and its
+    /// DATA header, or a lane's head) before it is stopped with LIMIT_EXCEEDED: a stream
+    /// that never names its endpoint holds nothing for longer (PATTERNS §1.11). Default 10 s.
+    pub header_timeout: Duration,
+    /// How long a reader of a peer's stream waits for the writer's next bytes mid-message
+    /// (a transfer's body, a request, a streamed copy, a lane frame cut short) before the
+    /// stream is stopped with LIMIT_EXCEEDED; the receive that waited fails
+    /// `LimitExceeded` (`body_idle_timeout`). It runs only while a reader waits: a writer held
+    /// back by this side's window, or a lane idle between messages, is not idle. Keep-alives
+    /// do not reset it (PATTERNS §1.11). Not applied to this side's own reply readers (a
+    /// request's wait for its reply is the caller's to bound). Default 30 s.
+    pub body_idle_timeout: Duration,
     /// Pub/Sub: payload bytes a publisher holds queued for one subscriber. A copy that would
     /// pass it is dropped for that subscriber and counted (`ByteBudget`); a body above it is
     /// refused to the publisher (`LimitExceeded`), and it bounds one chunk of a `FanOut`.
@@ -95,10 +114,13 @@ impl Default for Limits {
             max_concurrent_bidi_streams: 256,
             max_local_streams: 255,
             endpoint_queue: 256,
+            peer_share: 64,
             max_header_size: 16 * 1024,
             max_collected_body: 16 << 20,
             idle_timeout: Duration::from_secs(30),
             keep_alive: Some(Duration::from_secs(10)),
+            header_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(30),
             subscriber_buffer_bytes: 1 << 20,
             max_reorder_hold: 256,
             max_parked_reverse: 8,
@@ -125,6 +147,9 @@ impl Limits {
         if self.endpoint_queue == 0 {
             return bad("endpoint_queue must be above zero");
         }
+        if self.peer_share == 0 {
+            return bad("peer_share must be above zero");
+        }
         if self.max_header_size < 64 {
             return bad("max_header_size below 64 bytes cannot carry a path");
         }
@@ -136,6 +161,9 @@ impl Limits {
         }
         if self.idle_timeout.is_zero() {
             return bad("idle_timeout must be above zero");
+        }
+        if self.header_timeout.is_zero() || self.body_idle_timeout.is_zero() {
+            return bad("header_timeout and body_idle_timeout must be above zero");
         }
         if let Some(k) = self.keep_alive {
             if k.is_zero() {

@@ -125,6 +125,11 @@ pub enum Limit {
     Queue,
     /// `Limits::max_filters` (filters of one subscriber on one publisher).
     Filters,
+    /// `Limits::body_idle_timeout`: a stream's writer sent nothing for that long while its
+    /// reader waited.
+    BodyIdle,
+    /// `Limits::header_timeout`: a stream's type byte and header did not arrive in time.
+    HeaderTimeout,
 }
 
 impl Limit {
@@ -138,6 +143,8 @@ impl Limit {
             Self::ByteBudget => "byte_budget",
             Self::Queue => "queue",
             Self::Filters => "max_filters",
+            Self::BodyIdle => "body_idle_timeout",
+            Self::HeaderTimeout => "header_timeout",
         }
     }
 }
@@ -151,6 +158,8 @@ impl fmt::Display for Limit {
             Self::ByteBudget => "byte budget",
             Self::Queue => "queue bound",
             Self::Filters => "max_filters",
+            Self::BodyIdle => "body_idle_timeout",
+            Self::HeaderTimeout => "header_timeout",
         })
     }
 }

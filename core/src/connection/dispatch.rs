@@ -22,6 +22,7 @@ use super::handles::{
 };
 use super::handshake::{conclude, our_hello, Agreed, Side};
 use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
+use super::share::Shares;
 use crate::error::{Error, Limit};
 use crate::transport::reader::{ReadFail, StreamReader};
 use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
@@ -87,6 +88,10 @@ pub(crate) struct Dispatch<E> {
     /// The dialler's MAX_HEADER_SIZE, for reply headers (per connection; unknown, so
     /// unbounded, for an AF_UNIX data connection, which carries no session: Open point 3).
     peer_max_header: u64,
+    /// This connection's share of each endpoint (per QUIC or in-process connection; None for
+    /// AF_UNIX, where every stream is a socket of its own and no peer has a connection to
+    /// count against).
+    shares: Option<Arc<Shares>>,
 }
 
 /// The subscriptions of one accepted connection (or local session), by publisher path.
@@ -138,6 +143,7 @@ impl<E> Clone for Dispatch<E> {
             life: self.life.clone(),
             sessions: self.sessions.clone(),
             peer_max_header: self.peer_max_header,
+            shares: self.shares.clone(),
         }
     }
 }
@@ -151,6 +157,7 @@ impl<E: Endpoints> Dispatch<E> {
             life,
             sessions: Arc::default(),
             peer_max_header: u64::MAX,
+            shares: None,
         }
     }
 
@@ -173,20 +180,22 @@ impl<E: Endpoints> Dispatch<E> {
             peer,
             live,
         } = raw;
+        let limits = &self.ctx.limits;
         let mut reader = StreamReader::new(recv).counted(live);
-        let first = reader.byte();
-        let ty = if matches!(send, Some(SendHalf::Unix(_))) {
-            // An AF_UNIX connection is accepted before it says anything: one that stays silent
-            // is not waited for forever, as a silent QUIC opening is not (PROTOCOL §3.2 step 2).
-            match tokio::time::timeout(self.ctx.limits.idle_timeout, first).await {
-                Ok(Ok(b)) => b,
-                _ => return,
-            }
-        } else {
-            match first.await {
-                Ok(b) => b,
-                Err(_) => return,
-            }
+        // The type byte and the header (or a lane's head) must come by one deadline: a stream
+        // that never says what it is holds its budget slot and this task no longer. An AF_UNIX
+        // connection is accepted before it says anything, so it is also a connection opening,
+        // bounded by the idle timeout as a silent QUIC opening is (PROTOCOL §3.2 step 2).
+        let mut within = limits.header_timeout;
+        if matches!(send, Some(SendHalf::Unix(_))) {
+            within = within.min(limits.idle_timeout);
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        let ty = match tokio::time::timeout_at(deadline, reader.byte()).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(_)) => return,
+            // Of a stream that never said what it is, nothing is answered: it is stopped.
+            Err(_) => return self.too_slow(reader, None).await,
         };
         let lanes = self.ctx.config.lane_max_message > 0;
         let (ty, reply) = match by_type(ty, arrival(&send), lanes) {
@@ -201,12 +210,20 @@ impl<E: Endpoints> Dispatch<E> {
                 return self.park(reader, send).await;
             }
             // Over a local socket the back direction carries the lane's STOPs.
-            ByType::Lane => return self.lane(reader, send, peer).await,
+            ByType::Lane => {
+                reader.set_idle(limits.body_idle_timeout);
+                return self.lane(reader, send, peer, deadline).await;
+            }
             ByType::Refused(r) => return self.refuse(reader, send, r).await,
         };
+        // A message (a transfer, a request) may not stall mid-body.
+        reader.set_idle(limits.body_idle_timeout);
         // Only an exchange keeps its other half: as its reply half.
         let send = if reply { send } else { None };
-        let header = reader.header(self.ctx.limits.max_header_size).await;
+        let header = reader.header(limits.max_header_size);
+        let Ok(header) = tokio::time::timeout_at(deadline, header).await else {
+            return self.too_slow(reader, send).await;
+        };
         let path = match by_header(ty, &header) {
             Step::Next(path) => path.to_owned(),
             Step::Refuse(r) => return self.refuse(reader, send, r).await,
@@ -220,8 +237,14 @@ impl<E: Endpoints> Dispatch<E> {
         let Some((_, Some(tx))) = route else {
             unreachable!("an endpoint that takes a stream has a queue")
         };
+        // This connection's place at the endpoint: past its share, this stream waits here, in
+        // its transport, and only this peer's streams are held back.
+        let ticket = match &self.shares {
+            Some(s) => Some(s.take(&path, self.ctx.limits.peer_share).await),
+            None => None,
+        };
         let meta = IncomingMeta::from_header(header, peer);
-        let transfer = IncomingTransfer::new(reader, meta, self.ctx.clone());
+        let transfer = IncomingTransfer::new(reader, meta, self.ctx.clone()).holding(ticket);
         let incoming = match send {
             Some(s) => Incoming::Exchange(Exchange::new(transfer, s, self.peer_max_header)),
             None => Incoming::Stream(transfer),
@@ -251,9 +274,13 @@ impl<E: Endpoints> Dispatch<E> {
         mut reader: StreamReader,
         send: Option<SendHalf>,
         peer: Option<PeerIdentity>,
+        deadline: tokio::time::Instant,
     ) {
         let limits = &self.ctx.limits;
-        let head = reader.header(limits.max_header_size).await;
+        let head = reader.header(limits.max_header_size);
+        let Ok(head) = tokio::time::timeout_at(deadline, head).await else {
+            return self.too_slow(reader, send).await;
+        };
         let path = match by_header(StreamType::Lane, &head) {
             Step::Next(path) => path,
             Step::Refuse(r) => return self.refuse(reader, send, r).await,
@@ -336,6 +363,13 @@ impl<E: Endpoints> Dispatch<E> {
                 return reader.stop(Code::UnknownEndpoint);
             }
         }
+    }
+
+    /// Refuses a stream whose type byte or header did not come by `Limits::header_timeout`:
+    /// LIMIT_EXCEEDED, counted as a refusal.
+    async fn too_slow(&self, reader: StreamReader, send: Option<SendHalf>) {
+        let r = StreamRefusal::new(Code::LimitExceeded, "header_timeout: no header in time");
+        self.refuse(reader, send, r).await;
     }
 
     /// Stops the stream with the refusal's code and, for an exchange, answers its ERROR.
@@ -613,6 +647,7 @@ impl<E: Endpoints> Dispatch<E> {
         tracing::debug!(?peer, "accepted");
         let this = Self {
             peer_max_header: agreed.peer_max_header,
+            shares: Some(Arc::default()),
             ..self.clone()
         };
         let tracker = Tracker::new();

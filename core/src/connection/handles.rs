@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::cancel::{Canceler, Parked};
 use super::context::Context;
+use super::share::Ticket;
 use crate::error::{Error, Limit, LossCause, Result};
 use crate::transport::reader::{concat, ReadFail, StreamReader, READ_CHUNK};
 use crate::transport::{
@@ -278,6 +279,8 @@ pub struct IncomingTransfer {
     /// Set when this is a reply and its request's FIN is queued: a loss from then on is
     /// Indeterminate (the flag is read at the loss, since a streamed request may finish late).
     indeterminate_on_loss: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Its place in its connection's share of the endpoint, given back when it is dropped.
+    _ticket: Option<Ticket>,
 }
 
 impl IncomingTransfer {
@@ -296,7 +299,14 @@ impl IncomingTransfer {
             meta,
             ctx,
             indeterminate_on_loss: None,
+            _ticket: None,
         }
+    }
+
+    /// Holds `ticket` until this transfer is dropped (read whole, answered, or refused).
+    pub(crate) fn holding(mut self, ticket: Option<Ticket>) -> Self {
+        self._ticket = ticket;
+        self
     }
 
     /// What arrived with the stream.

@@ -27,3 +27,4 @@ pub(crate) mod lane;
 pub(crate) mod link;
 pub(crate) mod receipts;
 pub(crate) mod reverse;
+pub(crate) mod share;

@@ -218,6 +218,8 @@ impl Puller {
     }
 
     async fn recv_waiting(&self) -> Result<Message> {
+        let limits = &self.inbox.ctx.limits;
+        let (max, bound) = (limits.max_collected_body, limits.endpoint_queue);
         loop {
             // A message handed back (by a binding whose caller cancelled) wakes a waiting
             // receive: it is served first.
@@ -227,34 +229,43 @@ impl Puller {
             if let Some(m) = self.inbox.take_returned() {
                 return Ok(m);
             }
-            let max = self.inbox.ctx.limits.max_collected_body;
-            let mut rx = tokio::select! {
+            let mut guard = tokio::select! {
                 rx = self.inbox.rx.lock() => rx,
                 _ = &mut handed_back => continue,
             };
+            let rx = &mut *guard;
             if let Some(e) = rx.deferred.take() {
-                self.inbox.settle(&rx);
+                self.inbox.settle(rx);
                 return Err(e);
             }
-            if rx.partial.is_none() {
-                let q = tokio::select! {
+            if rx.drained && rx.collecting.is_empty() {
+                return Err(Error::Closed);
+            }
+            // Whichever comes first: a message being collected is whole, or the queue has
+            // the next (taken while fewer than `endpoint_queue` are being collected). Each
+            // stream is read as its bytes come, so one that stalls delays no other.
+            let room = !rx.drained && rx.collecting.len() < bound;
+            let collecting = !rx.collecting.is_empty();
+            let event = {
+                let (partials, next) = rx.split();
+                tokio::select! {
                     biased;
                     _ = &mut handed_back => continue,
-                    q = rx.next() => q?,
-                };
-                let t = match q {
-                    Queued::Incoming(i) => transfer(*i)?,
-                    // Whole already: a message that came on a lane.
-                    Queued::Message(m) => return Ok(m),
-                    Queued::Refused(e) => return Err(*e),
-                };
-                rx.partial = Some(Partial::new(t));
-                self.inbox.settle(&rx);
+                    (i, r) = first_whole(partials, max), if collecting => Ok((i, r)),
+                    q = next, if room => Err(q),
+                }
+            };
+            match event {
+                Ok((i, r)) => {
+                    let p = rx.collecting.remove(i);
+                    return r.map(|()| p.into_message());
+                }
+                // Closed and empty: what is being collected is still handed out.
+                Err(None) => {}
+                Err(Some(Queued::Message(m))) => return Ok(m),
+                Err(Some(Queued::Refused(e))) => return Err(*e),
+                Err(Some(Queued::Incoming(i))) => rx.collecting.push(Partial::new(transfer(*i)?)),
             }
-            let r = rx.partial.as_mut().expect("set above").read_all(max).await;
-            let p = rx.partial.take().expect("set above");
-            self.inbox.settle(&rx);
-            return r.map(|()| p.into_message());
         }
     }
 
@@ -283,11 +294,8 @@ impl Puller {
         if let Some(m) = self.inbox.take_returned() {
             return Some(Ok(m));
         }
-        // Held by a waiting `recv` (or a half-read stream): that receive goes first.
+        // Held by a waiting `recv`: that receive goes first.
         let mut rx = self.inbox.rx.try_lock().ok()?;
-        if rx.partial.is_some() {
-            return None;
-        }
         if let Some(e) = rx.deferred.take() {
             self.inbox.settle(&rx);
             return Some(Err(e));
@@ -296,10 +304,10 @@ impl Puller {
             Ok(Queued::Message(m)) => Some(Ok(m)),
             Ok(Queued::Refused(e)) => Some(Err(*e)),
             Err(e) => Some(Err(e)),
+            // Collected by the next `recv`, beside any other being collected.
             Ok(Queued::Incoming(i)) => match transfer(*i) {
                 Ok(t) => {
-                    rx.partial = Some(Partial::new(t));
-                    self.inbox.settle(&rx);
+                    rx.collecting.push(Partial::new(t));
                     None
                 }
                 Err(e) => Some(Err(e)),
@@ -361,6 +369,16 @@ impl Puller {
     pub async fn accept(&self) -> Result<IncomingTransfer> {
         transfer(self.inbox.next().await?)
     }
+}
+
+/// The first of `collecting` to be whole (or to fail): its index and how its read ended.
+/// Cancel-safe: each keeps what it read.
+async fn first_whole(collecting: &mut [Partial], max: u64) -> (usize, Result<()>) {
+    let reads = collecting
+        .iter_mut()
+        .enumerate()
+        .map(|(i, p)| Box::pin(async move { (i, p.read_all(max).await) }));
+    futures_util::future::select_all(reads).await.0
 }
 
 /// A puller's route admits only transfers.

@@ -36,11 +36,14 @@ pub(crate) struct Inbox {
     returned_first: AtomicBool,
 }
 
-/// An endpoint's queue, a message a cancelled `recv` was collecting (resumed by the next), and
-/// the error of a message `recv_many` met after its first (returned by the next receive).
+/// An endpoint's queue, the messages being collected whole (each read as its bytes come, so
+/// one that stalls holds back no other; resumed by the next receive when one is cancelled),
+/// and the error of a message `recv_many` met after its first (returned by the next receive).
 pub(crate) struct InboxRx {
     rx: Receiver<Queued>,
-    pub(crate) partial: Option<Partial>,
+    pub(crate) collecting: Vec<Partial>,
+    /// The queue said it is closed and empty: only `collecting` is left.
+    pub(crate) drained: bool,
     pub(crate) deferred: Option<Error>,
 }
 
@@ -49,6 +52,23 @@ impl InboxRx {
     /// which closes the queue). Cancel-safe.
     pub(crate) async fn next(&mut self) -> Result<Queued> {
         self.rx.recv().await.ok_or(Error::Closed)
+    }
+
+    /// What is being collected, and the next item of the queue (None once it is closed and
+    /// empty: then `drained`), apart, to wait on both. The wait is cancel-safe.
+    pub(crate) fn split(
+        &mut self,
+    ) -> (
+        &mut Vec<Partial>,
+        impl std::future::Future<Output = Option<Queued>> + '_,
+    ) {
+        let (rx, drained) = (&mut self.rx, &mut self.drained);
+        let next = async move {
+            let q = rx.recv().await;
+            *drained = q.is_none();
+            q
+        };
+        (&mut self.collecting, next)
     }
 
     /// The next item if one is queued now.
@@ -75,7 +95,8 @@ impl Inbox {
             returned_first: AtomicBool::new(false),
             rx: tokio::sync::Mutex::new(InboxRx {
                 rx,
-                partial: None,
+                collecting: Vec::new(),
+                drained: false,
                 deferred: None,
             }),
             route,
@@ -131,17 +152,18 @@ impl Inbox {
         );
     }
 
-    /// A half-collected message, a deferred error or a message handed back comes before what
-    /// the queue holds: taking from the queue directly would overtake it.
+    /// A deferred error or a message handed back comes before what the queue holds: taking
+    /// from the queue directly would overtake it. (A message still being collected does not:
+    /// whole messages are delivered as they complete.)
     fn something_first(&self) -> bool {
         self.rx_first.load(Ordering::Acquire) || self.returned_first.load(Ordering::Acquire)
     }
 
     /// Records whether `rx` now holds something that comes before the queue; called under its
-    /// lock after `partial` or `deferred` changed, before any await.
+    /// lock after `deferred` changed, before any await.
     pub(crate) fn settle(&self, rx: &InboxRx) {
-        let first = rx.partial.is_some() || rx.deferred.is_some();
-        self.rx_first.store(first, Ordering::Release);
+        self.rx_first
+            .store(rx.deferred.is_some(), Ordering::Release);
     }
 
     /// Hands a message back, to be served before anything else.

@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-use crate::error::{Error, LossCause};
+use crate::error::{Error, Limit, LossCause};
 use crate::wire::Code;
 
 /// Who is on the other side of a stream, as the transport proved it. Never from a header.
@@ -67,6 +67,9 @@ pub(crate) enum StreamError {
     Stopped(Code),
     /// The connection died.
     Lost(LossCause),
+    /// This side gave up waiting for the writer (`Limits::body_idle_timeout` or the header
+    /// deadline) and stopped the stream with LIMIT_EXCEEDED.
+    Idle(Limit),
 }
 
 impl StreamError {
@@ -77,6 +80,7 @@ impl StreamError {
             Self::Reset(_) => Error::Canceled,
             Self::Stopped(_) => Error::Canceled,
             Self::Lost(c) => Error::ConnectionLost(c),
+            Self::Idle(limit) => Error::limit(limit, "no bytes from the peer within the bound"),
         }
     }
 
@@ -84,7 +88,7 @@ impl StreamError {
     pub(crate) fn into_write_error(self, path: &str) -> Error {
         match self {
             Self::Stopped(code) => code.into_error(path, ""),
-            Self::Reset(_) => Error::Canceled,
+            Self::Reset(_) | Self::Idle(_) => Error::Canceled,
             Self::Lost(c) => Error::ConnectionLost(c),
         }
     }

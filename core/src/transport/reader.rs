@@ -3,7 +3,10 @@
 //! caller kept in front. Pure framing over a [`RecvHalf`]: it knows the wire's shapes (from
 //! `wire`), not what a stream means.
 
+use std::time::Duration;
+
 use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
 
 use super::{LiveStream, RecvHalf, StreamError};
 use crate::error::{Error, Limit};
@@ -31,6 +34,11 @@ pub(crate) struct StreamReader {
     ended: bool,
     /// Counts this stream as live on its connection until dropped (for a graceful drain).
     live: Option<LiveStream>,
+    /// `Limits::body_idle_timeout` in milliseconds: how long a read waits for the writer's
+    /// next bytes before the stream is stopped with LIMIT_EXCEEDED. 0: for as long as it takes
+    /// (a control stream, or this side's own reply reader). Milliseconds, not a `Duration`:
+    /// the reader is moved with every stream handle, and this keeps it as small as it was.
+    idle_ms: u32,
 }
 
 impl StreamReader {
@@ -40,12 +48,21 @@ impl StreamReader {
             ahead: Bytes::new(),
             ended: false,
             live: None,
+            idle_ms: 0,
         }
     }
 
     pub(crate) fn counted(mut self, live: Option<LiveStream>) -> Self {
         self.live = live;
         self
+    }
+
+    /// Bounds every wait for the writer's bytes by `idle` (`Limits::body_idle_timeout`),
+    /// except a lane's wait between frames (an idle lane is not a stalled message). Set once
+    /// the stream's type is known: a control stream waits between frames for as long as it
+    /// takes.
+    pub(crate) fn set_idle(&mut self, idle: Duration) {
+        self.idle_ms = u32::try_from(idle.as_millis()).unwrap_or(u32::MAX).max(1);
     }
 
     pub(crate) async fn chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
@@ -56,11 +73,36 @@ impl StreamReader {
         if self.ended {
             return Ok(None);
         }
-        let r = self.recv.read_chunk(max).await;
+        let r = self.read_timed(max).await;
         if !matches!(r, Ok(Some(_))) {
             self.ended = true;
         }
         r
+    }
+
+    /// A read from the transport, bounded by `idle` if set: past it the stream is stopped
+    /// with LIMIT_EXCEEDED (the writer's next write fails with it) and the read fails
+    /// [`StreamError::Idle`]. The timer is set only when the read must wait: bytes already
+    /// received cost no timer.
+    async fn read_timed(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
+        if self.idle_ms == 0 {
+            return self.recv.read_chunk(max).await;
+        }
+        let idle = Duration::from_millis(u64::from(self.idle_ms));
+        let r = {
+            let mut read = std::pin::pin!(self.recv.read_chunk(max));
+            match read.as_mut().now_or_never() {
+                Some(r) => Some(r),
+                None => tokio::time::timeout(idle, read).await.ok(),
+            }
+        };
+        match r {
+            Some(r) => r,
+            None => {
+                self.stop(Code::LimitExceeded);
+                Err(StreamError::Idle(Limit::BodyIdle))
+            }
+        }
     }
 
     /// Exactly `n` bytes, or `Truncated` if the stream ends first. Without a copy when the
@@ -119,11 +161,8 @@ impl StreamReader {
         max_header: u64,
         max_body: u64,
     ) -> Result<Option<(Header, Result<Bytes, u64>)>, ReadFail> {
-        if self.ahead.is_empty() {
-            match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
-                Some(c) => self.ahead = c,
-                None => return Ok(None),
-            }
+        if self.ahead.is_empty() && !self.wait_data().await? {
+            return Ok(None);
         }
         loop {
             let mut header = None;
@@ -136,7 +175,7 @@ impl StreamReader {
             // the next chunk, so that this frame parses in place. When the frame's length is
             // known only the bytes that complete it are copied, and the rest of the chunk (up
             // to 64 KiB on loopback) stays where it is for the frames after it.
-            match self.recv.read_chunk(usize::MAX).await {
+            match self.read_timed(usize::MAX).await {
                 Ok(Some(c)) => {
                     let take = missing.map_or(c.len(), |n| n.min(c.len()));
                     self.ahead = joined(&self.ahead, &c[..take]);
@@ -252,17 +291,28 @@ impl StreamReader {
         }
     }
 
-    /// Waits until a byte is there to read: true, or false at the FIN.
+    /// Waits until a byte is there to read: true, or false at the FIN. Not bounded by
+    /// `idle`: it is a lane's wait between frames.
     pub(crate) async fn wait_data(&mut self) -> Result<bool, ReadFail> {
         if !self.ahead.is_empty() {
             return Ok(true);
         }
-        match self.chunk(usize::MAX).await.map_err(ReadFail::Stream)? {
-            Some(c) => {
+        if self.ended {
+            return Ok(false);
+        }
+        match self.recv.read_chunk(usize::MAX).await {
+            Ok(Some(c)) => {
                 self.ahead = c;
                 Ok(true)
             }
-            None => Ok(false),
+            Ok(None) => {
+                self.ended = true;
+                Ok(false)
+            }
+            Err(e) => {
+                self.ended = true;
+                Err(ReadFail::Stream(e))
+            }
         }
     }
 
@@ -465,7 +515,7 @@ mod tests {
             w.write(Bytes::copy_from_slice(bad)).await.unwrap();
             let mut reader = StreamReader::new(RecvHalf::Channel(r));
             let got = tokio::time::timeout(
-                std::time::Duration::from_secs(10),
+                Duration::from_secs(10),
                 reader.lane_frame(1024, u64::MAX),
             )
             .await

@@ -220,17 +220,30 @@ impl Feed {
 }
 
 /// Reads one copy a publisher opened toward this subscriber and queues it. False when the
-/// stream ended before its type byte (a parked connection the publisher refused).
+/// stream ended before its type byte (a parked connection the publisher refused). A stream
+/// the publisher opened says what it is by `Limits::header_timeout` (`opened`); a parked
+/// connection waits for its copy for as long as the publisher has none.
 async fn copy(
     feed: Arc<Feed>,
     link_id: u64,
     path: Arc<str>,
     recv: RecvHalf,
     peer: Option<PeerIdentity>,
+    opened: bool,
 ) -> bool {
     let ctx = feed.ctx.clone();
     let mut reader = StreamReader::new(recv);
-    match reader.byte().await.map(StreamType::from_byte) {
+    let first = match opened {
+        true => tokio::time::timeout(ctx.limits.header_timeout, reader.byte()).await,
+        false => Ok(reader.byte().await),
+    };
+    let Ok(first) = first else {
+        reader.stop(Code::LimitExceeded);
+        return true;
+    };
+    // From its type byte on, a copy (or a lane frame) may not stall mid-body.
+    reader.set_idle(ctx.limits.body_idle_timeout);
+    match first.map(StreamType::from_byte) {
         Ok(Ok(StreamType::Transfer)) => {}
         Ok(Ok(StreamType::Lane)) if ctx.config.lane_max_message > 0 => {
             read_lane(feed, link_id, path, reader, peer, ctx).await;
@@ -372,7 +385,7 @@ pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
             let accept = link.conn.accept_each(Accept::OneWay, |raw| {
                 let (f, p) = (feed.clone(), path.clone());
                 admit(async move {
-                    copy(f, link_id, p, raw.recv, raw.peer).await;
+                    copy(f, link_id, p, raw.recv, raw.peer, true).await;
                 });
             });
             accept.await;
@@ -409,6 +422,7 @@ async fn park(feed: Arc<Feed>, link: Arc<Link>, session: Session, link_id: u64) 
             link.path.clone(),
             recv,
             link.peer.clone(),
+            false,
         )
         .await;
         // Our half carried only the token; it closes with the copy.

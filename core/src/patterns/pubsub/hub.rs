@@ -620,7 +620,8 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
         match outcome {
             Ok(()) => {}
             Err(StreamError::Stopped(_)) => h.count(&topic, DropCause::Refused),
-            Err(StreamError::Reset(_)) => {}
+            // A writer's error is never Idle (a reader's); as a reset, nothing to count.
+            Err(StreamError::Reset(_) | StreamError::Idle(_)) => {}
             Err(StreamError::Lost(_)) => {
                 h.count(&topic, DropCause::DeadSubscriber);
                 h.remove(sub.id);

@@ -1,0 +1,231 @@
+//! No peer can stall another (PATTERNS §1.11): a transfer or a request that is opened and
+//! never finished delays no other message to the same endpoint, a transfer that makes no
+//! progress is reset at `Limits::body_idle_timeout`, and one connection holds at most
+//! `Limits::peer_share` of an endpoint's streams. The stalling peer here is a weida runtime
+//! that opens a stream and stops writing, which is all a hostile peer can do to a stream;
+//! misbehaving.rs does the same from a raw QUIC peer.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{bind_address, config, payload, Transport};
+use weida::{Error, ErrorCode, Limit, Limits, Metadata, Runtime};
+
+/// Limits under which only the behaviour under test can end a stall: the deadlines are far
+/// beyond every test's own bound (60 s), unless a test sets them.
+fn patient() -> Limits {
+    Limits {
+        body_idle_timeout: Duration::from_secs(600),
+        header_timeout: Duration::from_secs(600),
+        idle_timeout: Duration::from_secs(600),
+        ..Limits::default()
+    }
+}
+
+/// A listener and two dialling runtimes (two peers), all with `limits`.
+async fn two_peers(t: Transport, limits: Limits) -> (Runtime, weida::Listener, Runtime, Runtime) {
+    let server = Runtime::new(config(limits.clone())).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let a = Runtime::new(config(limits.clone())).unwrap();
+    let b = Runtime::new(config(limits)).unwrap();
+    (server, listener, a, b)
+}
+
+/// A transfer opened to a puller and stopped halfway: the messages another peer sends after
+/// it, small (a lane, when lanes are on) and large (a stream each), all arrive while it is
+/// held; then the stalled one is finished and arrives too.
+async fn stalled_transfer(t: Transport) {
+    let (_s, listener, a, b) = two_peers(t, patient()).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let (stalling, sending) = (a.pusher(), b.pusher());
+    let address = puller.address().to_string();
+    stalling.connect(&address).await.unwrap();
+    sending.connect(&address).await.unwrap();
+    let mut held = stalling.open(Metadata::new()).await.unwrap();
+    held.write(&b"the first half, "[..]).await.unwrap();
+    // The stalled stream reaches the puller first: the receive below is collecting it.
+    let first = puller.recv();
+    tokio::pin!(first);
+    assert!(futures_util::FutureExt::now_or_never(first.as_mut()).is_none());
+    let large = Bytes::from(payload(200_000));
+    for i in 0..6u8 {
+        if i % 2 == 0 {
+            sending.send(vec![i]).await.unwrap();
+        } else {
+            let mut body = large.to_vec();
+            body[0] = i;
+            sending.send(body).await.unwrap();
+        }
+    }
+    let mut got = vec![first.await.unwrap().body[0]];
+    while got.len() < 6 {
+        got.push(puller.recv().await.unwrap().body[0]);
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [0, 1, 2, 3, 4, 5],
+        "every other message, while one is held"
+    );
+    held.write(&b"then the rest"[..]).await.unwrap();
+    held.finish().await.unwrap();
+    assert_eq!(
+        &puller.recv().await.unwrap().body[..],
+        b"the first half, then the rest"
+    );
+}
+on_every_transport!(
+    a_stalled_transfer_does_not_delay_other_messages_to_the_same_puller,
+    stalled_transfer
+);
+
+/// A request opened and stopped halfway is handed to the replier at once, and the requests
+/// after it are answered while it is held (a replier that serves each exchange on a task of
+/// its own, as `weida rep --concurrency` does).
+async fn stalled_request(t: Transport) {
+    let (_s, listener, a, b) = two_peers(t, patient()).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let (stalling, asking) = (a.requester(), b.requester());
+    let address = replier.address().to_string();
+    stalling.connect(&address).await.unwrap();
+    asking.connect(&address).await.unwrap();
+    let (mut held, held_reply) = stalling.open(Metadata::new()).await.unwrap();
+    held.write(&b"half a question"[..]).await.unwrap();
+    let serving = tokio::spawn(async move {
+        loop {
+            let Ok(mut ex) = replier.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                if let Ok(body) = ex.take_body().await {
+                    let _ = ex.reply(body).await;
+                }
+            });
+        }
+    });
+    for i in 0..5u8 {
+        assert_eq!(&asking.request(vec![i]).await.unwrap()[..], [i]);
+    }
+    held.write(&b", answered"[..]).await.unwrap();
+    held.finish().await.unwrap();
+    assert_eq!(
+        &held_reply.body().await.unwrap().body[..],
+        b"half a question, answered"
+    );
+    serving.abort();
+}
+on_every_transport!(
+    a_stalled_request_does_not_delay_other_requests,
+    stalled_request
+);
+
+/// A transfer whose writer stops sending mid-body is stopped at `body_idle_timeout`: the
+/// receive that waited fails `LimitExceeded` (`body_idle_timeout`), the writer reads
+/// LIMIT_EXCEEDED, and the puller goes on.
+async fn body_idle(t: Transport) {
+    let limits = Limits {
+        body_idle_timeout: Duration::from_millis(300),
+        ..patient()
+    };
+    let (_s, listener, a, _b) = two_peers(t, limits).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let pusher = a.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    let mut held = pusher.open(Metadata::new()).await.unwrap();
+    held.write(&b"and then nothing"[..]).await.unwrap();
+    let e = puller.recv().await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LimitExceeded {
+                limit: Limit::BodyIdle,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let stopped = held.stopped().await;
+    assert_eq!(stopped.code(), ErrorCode::LimitExceeded, "{stopped:?}");
+    pusher.send(&b"next"[..]).await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
+}
+on_every_transport!(
+    a_transfer_with_no_progress_is_reset_at_body_idle_timeout,
+    body_idle
+);
+
+/// One connection holds at most `peer_share` of an endpoint's streams: with two of its
+/// transfers queued, its third waits in its transport, and a message another peer sends after
+/// all three is received before that third (without the share it would be received after all
+/// of them). Over QUIC and in process: over AF_UNIX every stream is a connection of its own.
+async fn share(t: Transport) {
+    let limits = Limits {
+        peer_share: 2,
+        ..patient()
+    };
+    let (server, listener, a, b) = two_peers(t, limits).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let (flooding, sending) = (a.pusher(), b.pusher());
+    let address = puller.address().to_string();
+    flooding.connect(&address).await.unwrap();
+    sending.connect(&address).await.unwrap();
+    // Streams of their own (not lane messages, which hold no stream), each whole at the
+    // listener's transport before the next is opened.
+    for i in 0..4u8 {
+        let mut tr = flooding.open(Metadata::new()).await.unwrap();
+        tr.write(vec![b'a', i]).await.unwrap();
+        tr.finish().await.unwrap().delivered().await.unwrap();
+    }
+    // Two are admitted, at the share; the other two wait in the transport.
+    let admitted = async {
+        while server.counters().streams_accepted < 2 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), admitted)
+        .await
+        .expect("two streams admitted");
+    let streams = server.counters().streams_accepted;
+    assert_eq!(streams, 2, "no more than the share");
+    sending.send(&b"b"[..]).await.unwrap();
+    // Received by the listener (on a lane, or as a third admitted stream).
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let c = server.counters();
+            if c.lane_messages_received + c.streams_accepted > streams {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the other peer's message reaches the puller");
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        order.push(puller.recv().await.unwrap().body.to_vec());
+    }
+    let at = order.iter().position(|m| m == b"b").unwrap();
+    assert!(
+        at <= 2,
+        "the other peer's message waited for the flood: {order:?}"
+    );
+    let mut flood: Vec<_> = order
+        .iter()
+        .filter(|m| m[0] == b'a')
+        .map(|m| m[1])
+        .collect();
+    flood.sort_unstable();
+    assert_eq!(flood, [0, 1, 2, 3], "the flood's own messages, each once");
+}
+
+#[tokio::test]
+async fn a_peer_cannot_take_more_than_its_share_of_an_endpoint_queue_quic() {
+    common::bounded(share(Transport::Quic)).await;
+}
+
+#[tokio::test]
+async fn a_peer_cannot_take_more_than_its_share_of_an_endpoint_queue_inproc() {
+    common::bounded(share(Transport::Inproc)).await;
+}
