@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::io::AsyncWriteExt;
 use weida::{Address, Error, Exchange, IncomingMeta, Limits, Listener, Runtime, RuntimeConfig};
 
@@ -27,28 +28,44 @@ const ACK_LINGER: Duration = Duration::from_millis(100);
 pub(crate) const CLOSE_FLUSH: Duration = Duration::from_millis(20);
 
 /// `weida rep`: answers each request with its own body (`--echo`) or a command's output
-/// (`--exec`), one at a time, in arrival order.
+/// (`--exec`), up to `--concurrency` at once: a request that is slow to arrive (or a command
+/// that is slow to run) holds up no other (PATTERNS §1.11).
 pub(crate) async fn rep(args: RepArgs, stop: &mut Stop) -> Result<(), Failure> {
     let s = &args.serve;
     let (rt, listener, path) = bind(s).await?;
     let replier = listener.replier(&path)?;
     announce(replier.address(), s.ready)?;
-    let mut answered = 0u64;
     let served = async {
-        while s.count.is_none_or(|n| answered < n) {
-            let exchange = match stop.finish(replier.accept(), || replier.close()).await? {
-                Ok(x) => x,
-                Err(Error::Closed) => break,
-                Err(e) => return Err(Failure::from(e).context("accepting a request")),
-            };
-            let answer = answer(exchange, args.exec.as_deref(), s);
-            if stop.finish(answer, || replier.close()).await?? {
-                answered += 1;
+        let mut answered = 0u64;
+        let mut running = FuturesUnordered::new();
+        let mut closed = false;
+        loop {
+            // Accept while the count allows (answers still running may yet count) and there
+            // is room; stop once nothing more will be accepted and every answer is done.
+            let taken = answered + running.len() as u64;
+            let more = !closed && s.count.is_none_or(|n| taken < n);
+            if !more && running.is_empty() {
+                return Ok(());
+            }
+            let room = more && running.len() < args.concurrency as usize;
+            tokio::select! {
+                Some(done) = running.next(), if !running.is_empty() => {
+                    if done? {
+                        answered += 1;
+                    }
+                }
+                accepted = replier.accept(), if room => match accepted {
+                    Ok(x) => running.push(answer(x, args.exec.as_deref(), s)),
+                    Err(Error::Closed) => closed = true,
+                    Err(e) => return Err(Failure::from(e).context("accepting a request")),
+                },
             }
         }
-        Ok(())
-    }
-    .await;
+    };
+    let served = stop
+        .finish(served, || replier.close())
+        .await
+        .and_then(|r| r);
     replier.close();
     close(&rt, &served).await;
     drop(listener);
@@ -132,7 +149,9 @@ async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, Str
     })
 }
 
-/// `weida pull`: prints each message as it arrives.
+/// `weida pull`: prints each message as it arrives whole. The core's `recv` collects every
+/// message it has taken at once, so one that is slow to arrive holds up no other (PATTERNS
+/// §1.11); printing is one at a time, in the order messages complete.
 pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure> {
     let s = &args.serve;
     let (rt, listener, path) = bind(s).await?;

@@ -494,6 +494,7 @@ const LIMITS = {
   max_concurrent_bidi_streams: 'maxConcurrentBidiStreams',
   max_local_streams: 'maxLocalStreams',
   endpoint_queue: 'endpointQueue',
+  peer_share: 'peerShare',
   max_header_size: 'maxHeaderSize',
   max_collected_body: 'maxCollectedBody',
   idle_timeout_ms: 'idleTimeoutMs',
@@ -503,6 +504,8 @@ const LIMITS = {
   max_parked_reverse: 'maxParkedReverse',
   max_filters: 'maxFilters',
   fanout_wait_ms: 'fanoutWaitMs',
+  header_timeout_ms: 'headerTimeoutMs',
+  body_idle_timeout_ms: 'bodyIdleTimeoutMs',
   max_udp_payload: 'maxUdpPayload',
 }
 

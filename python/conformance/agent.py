@@ -230,6 +230,7 @@ LIMIT_NAMES = (
     "max_concurrent_bidi_streams",
     "max_local_streams",
     "endpoint_queue",
+    "peer_share",
     "max_header_size",
     "max_collected_body",
     "subscriber_buffer_bytes",
@@ -255,8 +256,8 @@ def limits_arg(v: Any) -> weida.Limits | None:
         elif k == "keep_alive_ms":
             ms = non_negative(val, f"limits.{k}")
             kw["keep_alive"] = None if ms is None else ms / 1000
-        elif k == "fanout_wait_ms":
-            kw["fanout_wait"] = (non_negative(val, f"limits.{k}") or 0) / 1000
+        elif k in ("fanout_wait_ms", "header_timeout_ms", "body_idle_timeout_ms"):
+            kw[k.removesuffix("_ms")] = (non_negative(val, f"limits.{k}") or 0) / 1000
         else:
             raise BadRequest(f"unknown limit {k!r}")
     return weida.Limits(**kw)

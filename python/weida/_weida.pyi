@@ -55,10 +55,13 @@ class Limits:
         max_concurrent_bidi_streams: int | None = None,
         max_local_streams: int | None = None,
         endpoint_queue: int | None = None,
+        peer_share: int | None = None,
         max_header_size: int | None = None,
         max_collected_body: int | None = None,
         idle_timeout: float | None = None,
         keep_alive: float | None = ...,
+        header_timeout: float | None = None,
+        body_idle_timeout: float | None = None,
         subscriber_buffer_bytes: int | None = None,
         max_reorder_hold: int | None = None,
         max_parked_reverse: int | None = None,
@@ -86,7 +89,10 @@ class Limits:
         """Streams a local socket connection may hold at once. Default 255."""
     @property
     def endpoint_queue(self) -> int:
-        """Incoming streams an endpoint holds before its application takes them. Default 32."""
+        """Incoming streams an endpoint holds before its application takes them. Default 256."""
+    @property
+    def peer_share(self) -> int:
+        """Streams one connection may have at one endpoint, queued or being read. Default 64."""
     @property
     def max_header_size(self) -> int:
         """The largest header accepted. Default 16 KiB."""
@@ -99,6 +105,12 @@ class Limits:
     @property
     def keep_alive(self) -> float | None:
         """Seconds between keep-alives from the dialling side; None: never. Default 10."""
+    @property
+    def header_timeout(self) -> float:
+        """Seconds a peer's stream may take to say what it is (type and header). Default 10."""
+    @property
+    def body_idle_timeout(self) -> float:
+        """Seconds a reader waits for a peer's next bytes mid-message. Default 30."""
     @property
     def subscriber_buffer_bytes(self) -> int:
         """Pub/Sub: bytes a publisher holds queued for one subscriber. Default 1 MiB."""

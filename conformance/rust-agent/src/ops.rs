@@ -622,6 +622,7 @@ fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
             "max_concurrent_bidi_streams" => l.max_concurrent_bidi_streams = n()?,
             "max_local_streams" => l.max_local_streams = n()?,
             "endpoint_queue" => l.endpoint_queue = n()? as usize,
+            "peer_share" => l.peer_share = n()? as usize,
             "max_header_size" => l.max_header_size = n()?,
             "max_collected_body" => l.max_collected_body = n()?,
             "idle_timeout_ms" => l.idle_timeout = Duration::from_millis(n()?),
@@ -630,6 +631,8 @@ fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
             "max_parked_reverse" => l.max_parked_reverse = n()? as usize,
             "max_filters" => l.max_filters = n()? as usize,
             "fanout_wait_ms" => l.fanout_wait = Duration::from_millis(n()?),
+            "header_timeout_ms" => l.header_timeout = Duration::from_millis(n()?),
+            "body_idle_timeout_ms" => l.body_idle_timeout = Duration::from_millis(n()?),
             "max_udp_payload" => l.max_udp_payload = n()?,
             "keep_alive_ms" => {
                 l.keep_alive = if val.is_null() {

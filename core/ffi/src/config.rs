@@ -180,7 +180,7 @@ macro_rules! time_or_off {
 }
 
 /// Every field of `Limits`, in the core's order.
-pub static LIMITS: [Opt<Limits>; 17] = [
+pub static LIMITS: [Opt<Limits>; 20] = [
     whole!(Limits, stream_receive_window, Unit::Bytes, u64),
     whole!(Limits, connection_receive_window, Unit::Bytes, u64),
     whole!(Limits, send_window, Unit::Bytes, u64),
@@ -188,10 +188,13 @@ pub static LIMITS: [Opt<Limits>; 17] = [
     whole!(Limits, max_concurrent_bidi_streams, Unit::Count, u64),
     whole!(Limits, max_local_streams, Unit::Count, u64),
     whole!(Limits, endpoint_queue, Unit::Count, usize),
+    whole!(Limits, peer_share, Unit::Count, usize),
     whole!(Limits, max_header_size, Unit::Bytes, u64),
     whole!(Limits, max_collected_body, Unit::Bytes, u64),
     time!(Limits, idle_timeout),
     time_or_off!(Limits, keep_alive),
+    time!(Limits, header_timeout),
+    time!(Limits, body_idle_timeout),
     whole!(Limits, subscriber_buffer_bytes, Unit::Bytes, usize),
     whole!(Limits, max_reorder_hold, Unit::Count, usize),
     whole!(Limits, max_parked_reverse, Unit::Count, usize),
@@ -435,7 +438,7 @@ mod tests {
             Some(Value::Time(Duration::from_secs(30)))
         );
         assert_eq!(
-            LIMITS[9].spelled(Spelling::CamelMillis),
+            LIMITS[10].spelled(Spelling::CamelMillis),
             "idleTimeoutMs",
             "durations in ms"
         );
