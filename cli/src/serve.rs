@@ -29,7 +29,7 @@ pub(crate) const CLOSE_FLUSH: Duration = Duration::from_millis(20);
 
 /// `weida rep`: answers each request with its own body (`--echo`) or a command's output
 /// (`--exec`), up to `--concurrency` at once: a request that is slow to arrive (or a command
-/// that is slow to run) holds up no other (PATTERNS §1.11).
+/// that is slow to run) holds up no other (PATTERNS §1.12).
 pub(crate) async fn rep(args: RepArgs, stop: &mut Stop) -> Result<(), Failure> {
     let s = &args.serve;
     let (rt, listener, path) = bind(s).await?;
@@ -151,7 +151,7 @@ async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, Str
 
 /// `weida pull`: prints each message as it arrives whole. The core's `recv` collects every
 /// message it has taken at once, so one that is slow to arrive holds up no other (PATTERNS
-/// §1.11); printing is one at a time, in the order messages complete.
+/// §1.12); printing is one at a time, in the order messages complete.
 pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure> {
     let s = &args.serve;
     let (rt, listener, path) = bind(s).await?;

@@ -136,7 +136,7 @@ fn rep_count_exits_after_n_requests() {
 }
 
 /// A request opened and never finished (from a peer that stops writing) holds up no other:
-/// `rep` answers the next while it waits for the rest (`--concurrency`, PATTERNS §1.11). One at
+/// `rep` answers the next while it waits for the rest (`--concurrency`, PATTERNS §1.12). One at
 /// a time, the next request would wait for the stalled one's `body_idle_timeout` (30 s), far
 /// beyond this test's bound.
 #[test]

@@ -43,7 +43,7 @@ pub struct Limits {
     /// Streams (transfers, requests) one connection may have at one endpoint at once, queued
     /// or being read whole or unanswered; past it that connection's next stream waits in its
     /// transport, so no one peer fills an endpoint's queue or holds all it is reading
-    /// (PATTERNS §1.11). Whole messages from a lane are not counted: they hold no stream.
+    /// (PATTERNS §1.12). Whole messages from a lane are not counted: they hold no stream.
     /// Not applied over AF_UNIX, where every stream is a connection of its own. Default 64, a
     /// quarter of `endpoint_queue`.
     pub peer_share: usize,
@@ -60,14 +60,14 @@ pub struct Limits {
     pub keep_alive: Option<Duration>,
     /// How long a stream the peer opened may wait to say what it is (its type byte and its
     /// DATA header, or a lane's head) before it is stopped with LIMIT_EXCEEDED: a stream
-    /// that never names its endpoint holds nothing for longer (PATTERNS §1.11). Default 10 s.
+    /// that never names its endpoint holds nothing for longer (PATTERNS §1.12). Default 10 s.
     pub header_timeout: Duration,
     /// How long a reader of a peer's stream waits for the writer's next bytes mid-message
     /// (a transfer's body, a request, a streamed copy, a lane frame cut short) before the
     /// stream is stopped with LIMIT_EXCEEDED; the receive that waited fails
     /// `LimitExceeded` (`body_idle_timeout`). It runs only while a reader waits: a writer held
     /// back by this side's window, or a lane idle between messages, is not idle. Keep-alives
-    /// do not reset it (PATTERNS §1.11). Not applied to this side's own reply readers (a
+    /// do not reset it (PATTERNS §1.12). Not applied to this side's own reply readers (a
     /// request's wait for its reply is the caller's to bound). Default 30 s.
     pub body_idle_timeout: Duration,
     /// Pub/Sub: payload bytes a publisher holds queued for one subscriber. A copy that would

@@ -424,7 +424,7 @@ async fn recv_cancel_safe(t: Transport) {
         }
     }
     // A whole message sent after it is not held back by it: messages are delivered as they
-    // complete (PATTERNS §1.11). On a lane it is ready at once, without the receive lock.
+    // complete (PATTERNS §1.12). On a lane it is ready at once, without the receive lock.
     pusher.send(&b"small"[..]).await.unwrap();
     if common::lanes_on() {
         tokio::time::timeout(Duration::from_secs(10), async {

@@ -553,6 +553,93 @@ async fn refused_uni(conn: &quinn::Connection, bytes: &[u8]) -> Option<u32> {
     stopped.map(|c| c.into_inner() as u32)
 }
 
+/// A listener whose `header_timeout` is short, with a replier at `/rpc` and a puller at
+/// `/jobs`; the other deadlines far off.
+async fn impatient_listener() -> (Runtime, weida::Listener, weida::Replier, weida::Puller) {
+    let limits = Limits {
+        header_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let rt = Runtime::new(common::config(limits)).unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    (rt, listener, replier, puller)
+}
+
+/// A raw peer's streams that do not say what they are by `header_timeout` are stopped with
+/// LIMIT_EXCEEDED, a request's with an ERROR of that code too (PROTOCOL §9.5), and the
+/// connection goes on.
+#[tokio::test]
+async fn a_stream_that_never_sends_its_header_is_stopped_at_header_timeout() {
+    let (_rt, listener, _replier, puller) = impatient_listener().await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    // A type byte and no header; then a header cut short (it says 10 bytes, gives 1).
+    assert_eq!(refused_uni(&conn, &[0x01]).await, Some(LIMIT_EXCEEDED));
+    assert_eq!(
+        refused_uni(&conn, &[0x01, 0x0a, 0x01]).await,
+        Some(LIMIT_EXCEEDED)
+    );
+    let (stopped, (code, message)) = refused_bi(&conn, &[0x02, 0x0a]).await;
+    assert_eq!(stopped, Some(LIMIT_EXCEEDED));
+    assert_eq!(code, LIMIT_EXCEEDED, "{message}");
+    assert!(message.contains("header_timeout"), "{message}");
+    // The connection goes on: a whole transfer on it arrives.
+    let mut send = conn.open_uni().await.unwrap();
+    let mut bytes = vec![0x01];
+    weida::wire::Header::for_path("/jobs").encode(&mut bytes);
+    bytes.extend_from_slice(b"after");
+    send.write_all(&bytes).await.unwrap();
+    send.finish().unwrap();
+    let m = guarded("the transfer after", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"after");
+}
+
+/// A raw peer that opens a transfer to a puller, sends its header and half a body, and stops
+/// (keeping its connection alive) delays nothing another peer sends to that puller
+/// (PATTERNS §1.12); its own message arrives once it sends the rest.
+#[tokio::test]
+async fn a_raw_peers_stalled_transfer_does_not_delay_another_peers_messages() {
+    let (_rt, listener, _replier, puller) = listener_with_puller().await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    let mut held = conn.open_uni().await.unwrap();
+    let mut bytes = vec![0x01];
+    weida::wire::Header::for_path("/jobs").encode(&mut bytes);
+    bytes.extend_from_slice(b"held, ");
+    held.write_all(&bytes).await.unwrap();
+    let other = runtime();
+    let pusher = other.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for i in 0..5u8 {
+        pusher
+            .send(vec![i; 100_000 * usize::from(i % 2) + 1])
+            .await
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        got.push(
+            guarded("another peer's message", puller.recv())
+                .await
+                .unwrap()
+                .body[0],
+        );
+    }
+    got.sort_unstable();
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+    held.write_all(b"then done").await.unwrap();
+    held.finish().unwrap();
+    let m = guarded("the held message", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"held, then done");
+}
+
+/// [`listener`] with a puller at `/jobs` too, and the default deadlines.
+async fn listener_with_puller() -> (Runtime, weida::Listener, weida::Replier, weida::Puller) {
+    let (rt, listener, replier) = listener().await;
+    let puller = listener.puller("/jobs").unwrap();
+    (rt, listener, replier, puller)
+}
+
 #[tokio::test]
 async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connection_goes_on() {
     let (_rt, listener, _replier) = listener().await;

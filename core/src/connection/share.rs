@@ -3,7 +3,7 @@
 //! takes a [`Ticket`] before it queues a stream and the stream carries it until it is read
 //! whole, answered or dropped; past the share, that connection's next stream waits in its
 //! transport (backpressure on that peer alone), so no one peer fills an endpoint's queue or
-//! its set of messages being collected (PATTERNS §1.11).
+//! its set of messages being collected (PATTERNS §1.12).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -514,12 +514,10 @@ mod tests {
             let (mut w, r) = byte_channel(1 << 20, None, None, None);
             w.write(Bytes::copy_from_slice(bad)).await.unwrap();
             let mut reader = StreamReader::new(RecvHalf::Channel(r));
-            let got = tokio::time::timeout(
-                Duration::from_secs(10),
-                reader.lane_frame(1024, u64::MAX),
-            )
-            .await
-            .expect("the malformed frame was reported");
+            let got =
+                tokio::time::timeout(Duration::from_secs(10), reader.lane_frame(1024, u64::MAX))
+                    .await
+                    .expect("the malformed frame was reported");
             assert!(matches!(got, Err(ReadFail::Decode(_))), "{bad:?}: {got:?}");
             drop(w);
         }
