@@ -314,6 +314,19 @@ async fn configurations_that_cannot_be_honoured_are_refused() {
             max_udp_payload: 1199,
             ..Limits::default()
         },
+        // A peer with no share, and deadlines that expire at once.
+        Limits {
+            peer_share: 0,
+            ..Limits::default()
+        },
+        Limits {
+            header_timeout: Duration::ZERO,
+            ..Limits::default()
+        },
+        Limits {
+            body_idle_timeout: Duration::ZERO,
+            ..Limits::default()
+        },
     ] {
         let bad = RuntimeConfig {
             limits,
