@@ -49,6 +49,9 @@ pub fn transport_config(
         })?,
     ));
     t.keep_alive_interval(if dialling { limits.keep_alive } else { None });
+    // Wire v0 carries nothing in QUIC DATAGRAM frames, so neither side advertises
+    // max_datagram_frame_size (quinn would by default: PROTOCOL.md §10.1).
+    t.datagram_receive_buffer_size(None);
     let mut mtu = quinn::MtuDiscoveryConfig::default();
     mtu.upper_bound(udp_payload(limits));
     if let Some(payload) = loopback.then(|| loopback_payload(limits)).flatten() {
@@ -458,6 +461,20 @@ mod tests {
         // The first probe of an uncapped search would be far above 1452.
         let (c, _s) = pair(&Limits::default(), &small, true).await;
         assert!(mtu_reaching(&c, 1432).await <= 1452);
+    }
+
+    /// Neither side advertises QUIC DATAGRAM support (the max_datagram_frame_size transport
+    /// parameter), over loopback or elsewhere: wire v0 does not use it (PROTOCOL.md §10.1).
+    #[tokio::test]
+    async fn neither_side_advertises_quic_datagrams() {
+        for as_remote in [false, true] {
+            let (c, s) = pair(&Limits::default(), &Limits::default(), as_remote).await;
+            assert_eq!(
+                (c.max_datagram_size(), s.max_datagram_size()),
+                (None, None),
+                "as_remote: {as_remote}"
+            );
+        }
     }
 
     #[test]
