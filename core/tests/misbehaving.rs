@@ -511,10 +511,27 @@ async fn handshaken_with(
     transport: quinn::TransportConfig,
 ) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
     let conn = dial_with(listener, b"weida/0", transport).await.unwrap();
+    said_hello(conn, HELLO).await
+}
+
+/// [`handshaken`], the dialler's HELLO being `hello`.
+async fn handshaken_saying(
+    listener: &weida::Listener,
+    hello: &[u8],
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+    let conn = dial(listener, b"weida/0").await.unwrap();
+    said_hello(conn, hello).await
+}
+
+/// Opens the control stream of `conn` with `hello`, and reads the listener's HELLO.
+async fn said_hello(
+    conn: quinn::Connection,
+    hello: &[u8],
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
     let (mut send, mut recv) = conn.open_bi().await.unwrap();
-    let mut hello = vec![0x00];
-    hello.extend_from_slice(HELLO);
-    send.write_all(&hello).await.unwrap();
+    send.write_all(&[&[0x00][..], hello].concat())
+        .await
+        .unwrap();
     let mut buf = Vec::new();
     loop {
         if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
@@ -683,6 +700,56 @@ async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connect
     }
     // A refusal refuses the stream, never the connection.
     assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+}
+
+/// A lane (stream type 03) is a feature: in use only when both HELLOs set FEATURES bit 0
+/// (PROTOCOL §3.1.1, §4, §9.1 step 1). A dialler whose HELLO did not offer lanes has its lane
+/// refused as an unassigned type is, with UNSUPPORTED, and nothing on it is delivered; the
+/// connection goes on. The same lane from a dialler that offered lanes is delivered. On QUIC
+/// only: no fake dialler exists in process, and an AF_UNIX data connection is not tied to its
+/// session's HELLO (PROTOCOL Open point 3).
+#[tokio::test]
+async fn a_lane_not_negotiated_is_refused() {
+    let rt = Runtime::new(RuntimeConfig {
+        lane_max_message: 16 * 1024,
+        ..common::config(Limits::default())
+    })
+    .unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let path = b"/jobs";
+    // 03, a head naming /jobs, then one frame: a header with no field and the body "hello".
+    let lane = [
+        &[0x03, 0x08, 0x00, 0x01, 0x05][..],
+        path,
+        &[0x01, 0x00, 0x05],
+        b"hello",
+    ]
+    .concat();
+
+    // The fake's HELLO sets no FEATURES.
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    assert_eq!(refused_uni(&conn, &lane).await, Some(UNSUPPORTED));
+    // A transfer on the same connection after it is delivered, and is all that is.
+    let mut t = conn.open_uni().await.unwrap();
+    let transfer = [&[0x01, 0x08, 0x00, 0x01, 0x05][..], path, b"after"].concat();
+    t.write_all(&transfer).await.unwrap();
+    t.finish().unwrap();
+    let m = guarded("the transfer", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"after");
+    assert!(puller.try_recv().is_none(), "the refused lane delivered");
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+
+    // A HELLO with FEATURES bit 0 (`02 01 01`): the same bytes are a lane.
+    let offering = [
+        0x01, 0x0a, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00, 0x02, 0x01, 0x01,
+    ];
+    let (conn, _control_send, _control_recv) = handshaken_saying(&listener, &offering).await;
+    let mut s = conn.open_uni().await.unwrap();
+    s.write_all(&lane).await.unwrap();
+    s.finish().unwrap();
+    let m = guarded("the lane's message", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"hello");
 }
 
 #[tokio::test]

@@ -92,6 +92,10 @@ pub(crate) struct Dispatch<E> {
     /// AF_UNIX, where every stream is a socket of its own and no peer has a connection to
     /// count against).
     shares: Option<Arc<Shares>>,
+    /// Message lanes are in use: both HELLOs set FEATURES bit 0 (per connection, PROTOCOL.md
+    /// §3.1.1). For an AF_UNIX data connection, which carries no session, the dialler's HELLO
+    /// is not known: whether this side offers them (Open point 3).
+    lanes: bool,
 }
 
 /// The subscriptions of one accepted connection (or local session), by publisher path.
@@ -144,6 +148,7 @@ impl<E> Clone for Dispatch<E> {
             sessions: self.sessions.clone(),
             peer_max_header: self.peer_max_header,
             shares: self.shares.clone(),
+            lanes: self.lanes,
         }
     }
 }
@@ -152,6 +157,7 @@ impl<E: Endpoints> Dispatch<E> {
     /// The dispatch of a listener whose endpoints are `endpoints` and whose life is `life`.
     pub(crate) fn new(ctx: Arc<Context>, endpoints: Arc<E>, life: Arc<Life>) -> Self {
         Self {
+            lanes: ctx.config.lane_max_message > 0,
             ctx,
             endpoints,
             life,
@@ -197,8 +203,7 @@ impl<E: Endpoints> Dispatch<E> {
             // Of a stream that never said what it is, nothing is answered: it is stopped.
             Err(_) => return self.too_slow(reader, None).await,
         };
-        let lanes = self.ctx.config.lane_max_message > 0;
-        let (ty, reply) = match by_type(ty, arrival(&send), lanes) {
+        let (ty, reply) = match by_type(ty, arrival(&send), self.lanes) {
             ByType::Stream { ty, reply } => (ty, reply),
             ByType::LocalSession => {
                 let ctl = ControlReader::with_reader(reader);
@@ -648,6 +653,7 @@ impl<E: Endpoints> Dispatch<E> {
         let this = Self {
             peer_max_header: agreed.peer_max_header,
             shares: Some(Arc::default()),
+            lanes: agreed.lanes,
             ..self.clone()
         };
         let tracker = Tracker::new();
