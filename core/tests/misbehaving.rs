@@ -18,6 +18,7 @@ use weida::{Error, Limit, Limits, LossCause, Runtime, RuntimeConfig};
 
 /// Application close codes of PROTOCOL §7.
 const NO_ERROR: u32 = 0x00;
+const UNKNOWN_ENDPOINT: u32 = 0x02;
 const UNSUPPORTED: u32 = 0x03;
 const LIMIT_EXCEEDED: u32 = 0x05;
 const PROTOCOL_ERROR: u32 = 0x06;
@@ -27,6 +28,11 @@ const GOING_AWAY: u32 = 0x09;
 /// The HELLO a v0 listener with the default header bound and core sets answers with
 /// (PROTOCOL §3.1.1): no FEATURES, so the dialler opens no lane.
 const HELLO: &[u8] = &[0x01, 0x07, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00];
+
+/// [`HELLO`] with FEATURES bit 0: a peer that offers message lanes (PROTOCOL §3.1.1, §4.1).
+const HELLO_WITH_LANES: &[u8] = &[
+    0x01, 0x0a, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00, 0x02, 0x01, 0x01,
+];
 
 /// A hang guard: every operation here ends in well under a second on a healthy machine.
 const GUARD: Duration = Duration::from_secs(30);
@@ -741,10 +747,7 @@ async fn a_lane_not_negotiated_is_refused() {
     assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
 
     // A HELLO with FEATURES bit 0 (`02 01 01`): the same bytes are a lane.
-    let offering = [
-        0x01, 0x0a, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00, 0x02, 0x01, 0x01,
-    ];
-    let (conn, _control_send, _control_recv) = handshaken_saying(&listener, &offering).await;
+    let (conn, _control_send, _control_recv) = handshaken_saying(&listener, HELLO_WITH_LANES).await;
     let mut s = conn.open_uni().await.unwrap();
     s.write_all(&lane).await.unwrap();
     s.finish().unwrap();
@@ -786,6 +789,125 @@ async fn a_subscribe_whose_connection_ends_before_the_answer_is_connection_lost(
         matches!(r, Err(Error::ConnectionLost(LossCause::PeerClosed))),
         "{r:?}"
     );
+}
+
+/// The next control frame on `recv`, `buf` keeping what came after it.
+async fn next_frame(recv: &mut quinn::RecvStream, buf: &mut Vec<u8>) -> weida::wire::ControlFrame {
+    loop {
+        if let Some((frame, used)) = weida::wire::ControlFrame::decode(buf).unwrap() {
+            buf.drain(..used);
+            return frame;
+        }
+        let chunk = guarded("a control frame", recv.read_chunk(1 << 16, true)).await;
+        buf.extend_from_slice(&chunk.unwrap().expect("a control frame").bytes);
+    }
+}
+
+/// A DATA header (PROTOCOL §5) with `path` and `topic`, each if given.
+fn header(path: Option<&str>, topic: Option<&str>) -> Vec<u8> {
+    weida::wire::Header {
+        path: path.map(Into::into),
+        topic: topic.map(Into::into),
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
+/// A lane (PROTOCOL §4.1): `03`, a head naming `path`, then one frame with `topic` and `body`.
+fn lane(path: Option<&str>, topic: Option<&str>, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x03];
+    out.extend_from_slice(&header(path, None));
+    let frame = weida::wire::Header {
+        topic: topic.map(Into::into),
+        ..Default::default()
+    };
+    weida::wire::lane_frame::encode_frame_head(&frame, body.len(), &mut out);
+    out.extend_from_slice(body);
+    out
+}
+
+/// What a subscriber does with each stream a publisher opens toward it (PROTOCOL §3.7): a
+/// copy (`01`) whose PATH is absent or not its publisher's is stopped with UNKNOWN_ENDPOINT, one
+/// without TOPIC with PROTOCOL_ERROR; a lane (`03`) is taken only when both HELLOs set FEATURES
+/// bit 0, and then its head must name the publisher's path (UNKNOWN_ENDPOINT) and each frame
+/// carry TOPIC (PROTOCOL_ERROR); any other type, a lane where lanes are not in use included, is
+/// stopped with UNSUPPORTED. Nothing refused is delivered; what is well-formed is. QUIC, a fake
+/// publisher (its path is `/rpc`).
+#[tokio::test]
+async fn a_subscriber_takes_only_the_copies_and_lanes_its_connection_allows() {
+    let copy = |path: Option<&str>, topic: Option<&str>, body: &[u8]| {
+        [&[0x01][..], &header(path, topic), body].concat()
+    };
+    for lanes in [false, true] {
+        let fake = Fake::start();
+        let rt = Runtime::new(RuntimeConfig {
+            lane_max_message: 16 * 1024,
+            ..common::config(Limits::default())
+        })
+        .unwrap();
+        let subscriber = rt.subscriber();
+        let fake_side = async {
+            let (conn, mut send, mut recv) = fake.accept().await;
+            let hello = if lanes { HELLO_WITH_LANES } else { HELLO };
+            send.write_all(hello).await.unwrap();
+            let request = match next_frame(&mut recv, &mut Vec::new()).await {
+                weida::wire::ControlFrame::Subscribe(s) => s.request,
+                other => panic!("{other:?}"),
+            };
+            let mut answer = Vec::new();
+            weida::wire::ControlFrame::Answer {
+                request,
+                code: weida::wire::Code::NoError,
+                reason: String::new(),
+            }
+            .encode(&mut answer);
+            send.write_all(&answer).await.unwrap();
+            (conn, send, recv)
+        };
+        let subscriber_side = async {
+            subscriber.connect(&fake.address).await?;
+            subscriber.subscribe("t").await
+        };
+        let (subscribed, (conn, _send, _recv)) = guarded("the subscribe", async {
+            tokio::join!(subscriber_side, fake_side)
+        })
+        .await;
+        subscribed.unwrap();
+        let mut refused: Vec<(Vec<u8>, u32)> = vec![
+            (vec![0x02], UNSUPPORTED),
+            (vec![0x09], UNSUPPORTED),
+            (copy(Some("/other"), Some("t"), b"x"), UNKNOWN_ENDPOINT),
+            (copy(None, Some("t"), b"x"), UNKNOWN_ENDPOINT),
+            (copy(Some("/rpc"), None, b"x"), PROTOCOL_ERROR),
+        ];
+        if lanes {
+            refused.push((lane(Some("/other"), Some("t"), b"x"), UNKNOWN_ENDPOINT));
+            refused.push((lane(Some("/rpc"), None, b"x"), PROTOCOL_ERROR));
+        } else {
+            refused.push((lane(Some("/rpc"), Some("t"), b"x"), UNSUPPORTED));
+        }
+        for (bytes, code) in refused {
+            assert_eq!(
+                refused_uni(&conn, &bytes).await,
+                Some(code),
+                "lanes {lanes}: {bytes:02x?}"
+            );
+        }
+        // What is well-formed is delivered, and it is all that is.
+        let (good, body): (Vec<u8>, &[u8]) = match lanes {
+            true => (lane(Some("/rpc"), Some("t"), b"on a lane"), b"on a lane"),
+            false => (copy(Some("/rpc"), Some("t"), b"a copy"), b"a copy"),
+        };
+        let mut s = conn.open_uni().await.unwrap();
+        s.write_all(&good).await.unwrap();
+        s.finish().unwrap();
+        let m = guarded("the copy", subscriber.recv()).await.unwrap();
+        assert_eq!(&m.body[..], body, "lanes {lanes}");
+        assert!(
+            subscriber.try_recv().is_none(),
+            "lanes {lanes}: a refused copy arrived"
+        );
+    }
 }
 
 /// A client session store that counts the TLS 1.3 tickets it is given.
