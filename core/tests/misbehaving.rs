@@ -910,6 +910,47 @@ async fn a_subscriber_takes_only_the_copies_and_lanes_its_connection_allows() {
     }
 }
 
+/// A replier that refuses an exchange sends the ERROR on the reply half; on the request half it
+/// sends a STOP only while that half has not ended at its side (PROTOCOL §9.2, §9.3): none once
+/// it has read the request's FIN (the fake's stream ends acknowledged, never stopped), and
+/// STOP with NO_ERROR, not the ERROR's code, when it refuses before the end (it drops the
+/// unread request, §6.4). QUIC, a fake dialler.
+#[tokio::test]
+async fn a_replier_that_refuses_after_the_request_fin_sends_the_error_alone() {
+    let (_rt, listener, replier) = listener().await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    let request = [&[0x02][..], &header(Some("/rpc"), None), b"question"].concat();
+    for read_to_fin in [true, false] {
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(&request).await.unwrap();
+        if read_to_fin {
+            send.finish().unwrap();
+        }
+        let mut exchange = guarded("the exchange", replier.accept()).await.unwrap();
+        if read_to_fin {
+            let body = guarded("the request", exchange.take_body()).await.unwrap();
+            assert_eq!(&body[..], b"question");
+        }
+        exchange.reject("no").await.unwrap();
+        // ERROR, REJECTED, "no", then FIN.
+        let reply = guarded("the ERROR", recv.read_to_end(4096)).await.unwrap();
+        assert_eq!(
+            reply,
+            [0x01, 0x04, 0x02, b'n', b'o'],
+            "read to FIN: {read_to_fin}"
+        );
+        let stopped = guarded("the request half's end", send.stopped())
+            .await
+            .unwrap();
+        let want = if read_to_fin { None } else { Some(NO_ERROR) };
+        assert_eq!(
+            stopped.map(|c| c.into_inner() as u32),
+            want,
+            "read to FIN: {read_to_fin}"
+        );
+    }
+}
+
 /// A client session store that counts the TLS 1.3 tickets it is given.
 #[derive(Debug)]
 struct CountingClientStore {
