@@ -503,6 +503,57 @@ async fn a_listener_closes_a_connection_whose_handshake_breaks_the_protocol() {
     }
 }
 
+/// A listener that refuses a dialler's HELLO tells it why twice, and the CLOSE frame arrives
+/// first (PROTOCOL §3.2 step 4): CLOSE with NEGOTIATION_FAILED and the reason on the control
+/// stream, then FIN, and only once the dialler's transport has acknowledged them the
+/// CONNECTION_CLOSE with the same code and reason. A QUIC close discards stream data not yet
+/// sent, so a listener that closed at once would leave the dialler only the CONNECTION_CLOSE.
+#[tokio::test]
+async fn a_refused_dialler_reads_the_close_frame_before_the_connection_close() {
+    let (_rt, listener, _replier) = listener().await;
+    let hellos: [(&[u8], &str); 2] = [
+        // Offers and requires level 1 of dimension 05, which nobody reaches (§3.3).
+        (
+            &[
+                0x01, 0x0d, 0x00, 0x01, 0x02, 0x40, 0x40, 0x03, 0x02, 0x05, 0x01, 0x04, 0x02, 0x05,
+                0x01,
+            ],
+            "the peer requires",
+        ),
+        // A HELLO of version 1.
+        (
+            &[0x01, 0x07, 0x01, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00],
+            "unsupported HELLO version 1",
+        ),
+    ];
+    for (hello, why) in hellos {
+        let conn = dial(&listener, b"weida/0").await.unwrap();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(&[&[0x00][..], hello].concat())
+            .await
+            .unwrap();
+        // The listener's half: the CLOSE frame, then its end.
+        let half = guarded("the listener's half", recv.read_to_end(1 << 16))
+            .await
+            .unwrap_or_else(|e| panic!("{why}: the CLOSE frame did not arrive: {e:?}"));
+        let (frame, used) = weida::wire::ControlFrame::decode(&half).unwrap().unwrap();
+        assert_eq!(used, half.len(), "{why}: only the CLOSE frame");
+        let weida::wire::ControlFrame::Close { code, reason } = frame else {
+            panic!("{why}: {frame:?}")
+        };
+        assert_eq!(code.to_u64() as u32, NEGOTIATION_FAILED, "{why}");
+        assert!(reason.starts_with(why), "{reason:?}");
+        // What a weida dialler reports from it (§3.2 step 5).
+        match code.into_error("", &reason) {
+            Error::NegotiationFailed(r) => assert_eq!(r, reason),
+            other => panic!("{why}: {other:?}"),
+        }
+        // And the connection's close says the same.
+        let (c, r) = closed_with(&conn).await;
+        assert_eq!((c, r.as_str()), (NEGOTIATION_FAILED, reason.as_str()));
+    }
+}
+
 /// A connection to `listener` whose handshake completed: our HELLO sent (no FEATURES), the
 /// listener's read. The control stream is returned to be held open.
 async fn handshaken(

@@ -77,6 +77,10 @@ pub(crate) enum Queued {
 /// Lane frames a reader hands to its endpoint's queue at once, at most.
 const LANE_BATCH: usize = 64;
 
+/// How long a listener that refuses a HELLO waits, at most, for the dialler's transport to
+/// acknowledge its CLOSE frame before it closes the connection (PROTOCOL.md §3.2 step 4).
+const CLOSE_FRAME_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Everything a dispatch task needs.
 pub(crate) struct Dispatch<E> {
     ctx: Arc<Context>,
@@ -392,14 +396,14 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
-    /// meet (decided by [`conclude`]). Returns what was agreed, or None when the connection is
-    /// refused.
+    /// meet (decided by [`conclude`]). Returns what was agreed and this side's half of the
+    /// control stream, or None when the connection is refused.
     async fn handshake(
         &self,
         ctl: &mut ControlReader,
-        send: &mut SendHalf,
+        mut send: SendHalf,
         conn: Option<&Conn>,
-    ) -> Option<Agreed> {
+    ) -> Option<(Agreed, SendHalf)> {
         // A dialler that never says HELLO is not waited for longer than an idle connection.
         let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next())
             .await
@@ -410,7 +414,7 @@ impl<E: Endpoints> Dispatch<E> {
                 let mut out = Vec::new();
                 ControlFrame::Hello(mine).encode(&mut out);
                 send.write(Bytes::from(out)).await.ok()?;
-                Some(agreed)
+                Some((agreed, send))
             }
             Err(refused) => {
                 tracing::debug!(
@@ -425,7 +429,17 @@ impl<E: Endpoints> Dispatch<E> {
                         reason: refused.reason.clone(),
                     }
                     .encode(&mut out);
-                    let _ = send.write(Bytes::from(out)).await;
+                    let written = send.write(Bytes::from(out)).await.is_ok();
+                    if let (true, Some(_)) = (written, conn) {
+                        // A QUIC close discards the stream data it has not sent: the frame, and
+                        // a FIN after it, go first, until the dialler's transport acknowledges
+                        // them, or the dialler would learn only the close (§3.2 step 4).
+                        // Bounded, as a dialler that acknowledges nothing is not waited for.
+                        if let Ok(receipt) = send.finish().await {
+                            let wait = CLOSE_FRAME_WAIT.min(self.ctx.limits.idle_timeout);
+                            let _ = tokio::time::timeout(wait, receipt.wait()).await;
+                        }
+                    }
                 }
                 if let Some(c) = conn {
                     c.close(refused.code, &refused.reason);
@@ -576,8 +590,8 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// A local socket session: its control connection, alive until the peer goes.
-    async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
-        let Some(agreed) = self.handshake(&mut ctl, &mut send, None).await else {
+    async fn session(&self, mut ctl: ControlReader, send: SendHalf) {
+        let Some((agreed, mut send)) = self.handshake(&mut ctl, send, None).await else {
             return;
         };
         self.ctx
@@ -628,8 +642,7 @@ impl<E: Endpoints> Dispatch<E> {
             let ty = reader.byte().await.ok().map(StreamType::from_byte);
             Some((send, reader, ty))
         };
-        let Ok(Some((mut send, reader, ty))) = tokio::time::timeout_at(deadline, opening).await
-        else {
+        let Ok(Some((send, reader, ty))) = tokio::time::timeout_at(deadline, opening).await else {
             conn.close(Code::ProtocolError, "no control stream");
             return;
         };
@@ -641,7 +654,7 @@ impl<E: Endpoints> Dispatch<E> {
             return;
         }
         let mut ctl = ControlReader::with_reader(reader);
-        let Some(agreed) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
+        let Some((agreed, mut send)) = self.handshake(&mut ctl, send, Some(&conn)).await else {
             return;
         };
         self.ctx
