@@ -168,6 +168,12 @@ impl Client {
     pub(crate) fn close(&self, code: Code, reason: &[u8]) {
         self.0.close(varint(code.to_u64()), reason);
     }
+
+    /// Resolves once no connection dialled from it is left: every close has been sent and its
+    /// draining period is over (quinn's `Endpoint::wait_idle`). Cancel-safe.
+    pub(crate) async fn idle(&self) {
+        self.0.wait_idle().await;
+    }
 }
 
 /// What [`Server::next`] yields: a peer's first packets, its handshake still to complete.
@@ -236,6 +242,12 @@ impl Server {
     /// Stops accepting and closes every connection it accepted with `code`.
     pub(crate) fn close(&self, code: Code, reason: &[u8]) {
         self.endpoint.close(varint(code.to_u64()), reason);
+    }
+
+    /// Resolves once no connection it accepted is left: every close has been sent and its
+    /// draining period is over (quinn's `Endpoint::wait_idle`). Cancel-safe.
+    pub(crate) async fn idle(&self) {
+        self.endpoint.wait_idle().await;
     }
 }
 
