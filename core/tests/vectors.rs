@@ -355,7 +355,7 @@ fn a_session_vector_carries_a_session() {
     assert!(
         sessions
             .iter()
-            .any(|s| s.parked == 2 && &s.token[..] == [0xab, 0xcd]),
+            .any(|s| s.parked == 2 && s.token[..] == [0xab, 0xcd]),
         "{sessions:?}"
     );
 }
