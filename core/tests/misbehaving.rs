@@ -1,12 +1,14 @@
 //! Peers that break the protocol, or invite weida to (FAILURE_MODEL §2, §3.2, §3.5, §3.8;
-//! PROTOCOL §2.4, §3.2, §4, §6, §7, §9.1, §10.3), built on quinn and rustls.
+//! PROTOCOL §2.4, §3.2, §3.7, §4, §6, §7, §9, §10.3), built on quinn and rustls.
 //!
 //! A fake QUIC listener, presenting a key weida pins, answers a weida dialler's handshake,
 //! request or SUBSCRIBE with bytes no weida runtime would send, or not at all, or issues session
-//! tickets; a second one with the first's reset key resets its connection, as a restarted server
-//! would. A fake dialler offers a weida listener another ALPN id, a broken handshake, streams a
-//! v0 runtime never opens, or a store for tickets. Each test checks what the weida side
-//! reports, and what it tells the fake or sends it unasked (tickets, keep-alives).
+//! tickets, or opens copies and lanes toward a weida subscriber; a second one with the first's
+//! reset key resets its connection, as a restarted server would. A fake dialler offers a weida
+//! listener another ALPN id, a broken or refused handshake, streams a v0 runtime never opens
+//! (a lane it did not negotiate included), requests to refuse, or a store for tickets. Each
+//! test checks what the weida side reports, and what it tells the fake or sends it unasked
+//! (tickets, keep-alives).
 
 mod common;
 
