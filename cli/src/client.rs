@@ -13,6 +13,7 @@ use crate::exit::Failure;
 use crate::identity;
 use crate::input::{Bodies, Input, Source};
 use crate::output::{self, Format};
+use crate::signal::Stop;
 
 /// Receipts awaited at once while pushing: the default stream budget of a connection, so
 /// the window is never what limits the rate.
@@ -25,15 +26,23 @@ const DRAIN: Duration = Duration::from_secs(10);
 /// idle timeout.
 const CLOSE: Duration = Duration::from_secs(1);
 
-/// `weida req`: one request (or one per line) and its reply on stdout.
-pub(crate) async fn req(args: ReqArgs) -> Result<(), Failure> {
+/// `weida req`: one request (or one per line) and its reply on stdout. A signal interrupts it.
+pub(crate) async fn req(args: ReqArgs, stop: &mut Stop) -> Result<(), Failure> {
+    let rt = runtime(&args.dial, args.max_body)?;
+    let done = stop.interrupt(request(&rt, args)).await;
+    // However it ended, the peer learns now, not at its idle timeout (cli/README.md).
+    rt.close().await;
+    done
+}
+
+/// `weida req`'s work on `rt`.
+async fn request(rt: &Runtime, args: ReqArgs) -> Result<(), Failure> {
     let source = source(args.data.into_iter().collect(), args.input, Split::Whole);
     let format = args.format.unwrap_or(match source {
         Source::Lines(_) => Format::Text,
         _ => Format::Raw,
     });
     let d = &args.dial;
-    let rt = runtime(d, args.max_body)?;
     let requester = rt.requester();
     connect(d, requester.connect(&d.url)).await?;
     let meta = metadata(d);
@@ -125,11 +134,20 @@ async fn streamed_request(
     }
 }
 
-/// `weida push`: every message sent, then every receipt awaited, then a graceful drain.
-pub(crate) async fn push(args: PushArgs) -> Result<(), Failure> {
+/// `weida push`: every message sent, then every receipt awaited, then a graceful drain. A
+/// signal interrupts it.
+pub(crate) async fn push(args: PushArgs, stop: &mut Stop) -> Result<(), Failure> {
+    let rt = runtime(&args.dial, None)?;
+    let done = stop.interrupt(pushed(&rt, args)).await;
+    // However it ended, the peer learns now, not at its idle timeout (cli/README.md).
+    rt.close().await;
+    done
+}
+
+/// `weida push`'s work on `rt`.
+async fn pushed(rt: &Runtime, args: PushArgs) -> Result<(), Failure> {
     let source = source(args.data, args.input, Split::Lines);
     let d = &args.dial;
-    let rt = runtime(d, None)?;
     let pusher = rt.pusher();
     connect(d, pusher.connect(&d.url)).await?;
     let meta = metadata(d);

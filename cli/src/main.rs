@@ -53,8 +53,8 @@ fn run_async(command: Command) -> Result<(), Failure> {
         match command {
             Command::Rep(a) => serve::rep(a, &mut stop).await,
             Command::Pull(a) => serve::pull(a, &mut stop).await,
-            Command::Req(a) => stop.interrupt(client::req(a)).await,
-            Command::Push(a) => stop.interrupt(client::push(a)).await,
+            Command::Req(a) => client::req(a, &mut stop).await,
+            Command::Push(a) => client::push(a, &mut stop).await,
             Command::Pub(a) => pubsub::publish(a, &mut stop).await,
             Command::Sub(a) => pubsub::subscribe(a, &mut stop).await,
             Command::Bench(a) => stop.interrupt(bench::run(a)).await,

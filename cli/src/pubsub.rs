@@ -48,9 +48,8 @@ pub(crate) async fn publish(args: PubArgs, stop: &mut Stop) -> Result<(), Failur
     publisher.close();
     let dropped = publisher.dropped();
     eprintln!("{}", tally.summary(&dropped));
-    rt.shutdown();
-    // Let the closes leave the socket, so subscribers learn at once, not at their idle timeout.
-    tokio::time::sleep(serve::CLOSE_FLUSH).await;
+    // Subscribers learn at once, not at their idle timeout.
+    rt.close().await;
     drop(listener);
     published
 }
@@ -272,55 +271,54 @@ pub(crate) async fn subscribe(args: SubArgs, stop: &mut Stop) -> Result<(), Fail
     }
     let rt = runtime(&args)?;
     let subscriber = rt.subscriber();
-    stop.interrupt(install(&subscriber, &args)).await?;
-    announce_subscribed(&args, args.ready)?;
+    let outcome = receive(&subscriber, &args, stop).await;
+    // Leave at once, however it ended: the publisher learns now (its linger can end) rather
+    // than at its idle timeout.
+    subscriber.close();
+    rt.close().await;
+    outcome
+}
 
+/// `weida sub`'s work: every filter installed, then each message printed.
+async fn receive(subscriber: &Subscriber, args: &SubArgs, stop: &mut Stop) -> Result<(), Failure> {
+    stop.interrupt(install(subscriber, args)).await?;
+    announce_subscribed(args, args.ready)?;
     let mut received = 0u64;
-    let outcome = async {
-        while args.count.is_none_or(|n| received < n) {
-            match stop
-                .finish(subscriber.recv(), || subscriber.close())
-                .await?
-            {
-                Ok(m) => {
-                    received += 1;
-                    if let (Some(gap @ 1..), Some(seq)) = (m.meta.gap, m.meta.sequence) {
-                        eprintln!(
-                            "warning: {gap} {} missed before sequence {seq} (dropped by the publisher)",
-                            plural(gap, "message", "messages")
-                        );
-                    }
-                    if !args.quiet {
-                        output::print_message(args.format, &m.meta, &m.body)
-                            .map_err(Failure::output)?;
-                    }
+    while args.count.is_none_or(|n| received < n) {
+        match stop
+            .finish(subscriber.recv(), || subscriber.close())
+            .await?
+        {
+            Ok(m) => {
+                received += 1;
+                if let (Some(gap @ 1..), Some(seq)) = (m.meta.gap, m.meta.sequence) {
+                    eprintln!(
+                        "warning: {gap} {} missed before sequence {seq} (dropped by the publisher)",
+                        plural(gap, "message", "messages")
+                    );
                 }
-                // Our own close, after a signal: what was queued has been printed.
-                Err(Error::Closed) => break,
-                // The publisher ended the feed: done, unless --count asked for more.
-                Err(Error::ConnectionLost(LossCause::PeerClosed)) if args.count.is_none() => {
-                    eprintln!("the publisher closed");
-                    break;
-                }
-                Err(e) => {
-                    let what = match args.count {
-                        Some(n) => format!("receiving from {} ({received} of {n})", args.url),
-                        None => format!("receiving from {}", args.url),
-                    };
-                    return Err(Failure::from(e).context(what));
+                if !args.quiet {
+                    output::print_message(args.format, &m.meta, &m.body)
+                        .map_err(Failure::output)?;
                 }
             }
+            // Our own close, after a signal: what was queued has been printed.
+            Err(Error::Closed) => break,
+            // The publisher ended the feed: done, unless --count asked for more.
+            Err(Error::ConnectionLost(LossCause::PeerClosed)) if args.count.is_none() => {
+                eprintln!("the publisher closed");
+                break;
+            }
+            Err(e) => {
+                let what = match args.count {
+                    Some(n) => format!("receiving from {} ({received} of {n})", args.url),
+                    None => format!("receiving from {}", args.url),
+                };
+                return Err(Failure::from(e).context(what));
+            }
         }
-        Ok(())
     }
-    .await;
-    // Leave at once: the publisher learns (its linger can end) rather than at its idle timeout.
-    subscriber.close();
-    if !outcome.as_ref().is_err_and(Failure::is_interrupted) {
-        tokio::time::sleep(serve::CLOSE_FLUSH).await;
-    }
-    rt.shutdown();
-    outcome
+    Ok(())
 }
 
 /// `READY <address>` first on stdout when asked, once every filter is installed, and what

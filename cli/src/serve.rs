@@ -23,9 +23,6 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// (quinn delays an ACK by at most 25 ms): a pusher's receipt needs that ACK, and without it
 /// the pusher would report a message this side printed as lost.
 const ACK_LINGER: Duration = Duration::from_millis(100);
-/// How long the closes are given to leave the socket before the process exits, so peers
-/// learn at once rather than at their idle timeout.
-pub(crate) const CLOSE_FLUSH: Duration = Duration::from_millis(20);
 
 /// `weida rep`: answers each request with its own body (`--echo`) or a command's output
 /// (`--exec`), up to `--concurrency` at once: a request that is slow to arrive (or a command
@@ -190,18 +187,18 @@ pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure>
 /// Ends a serving role's connections from its side.
 ///
 /// A dialler's drain is graceful by protocol (GOAWAY, then the listener closes once it took
-/// every stream), but the core has no such close for a listener, nor a wait until its closes
-/// are sent (quinn's `Endpoint::wait_idle`): so this waits for the acknowledgements, drains
-/// (the replies' receipts), and gives the closes a moment to leave. Fixed waits, bounded,
-/// in place of the facility the core lacks.
-/// A role abandoned by a second signal skips it: exiting at once is what was asked.
+/// every stream), but the core has no such close for a listener: so this waits for the
+/// acknowledgements (a fixed wait, bounded, in place of the facility the core lacks), then
+/// drains (the replies' receipts), which returns once its closes have been sent.
+/// A role abandoned by a second signal only closes: exiting at once is what was asked, and
+/// its peers still learn at once.
 async fn close(rt: &Runtime, served: &Result<(), Failure>) {
     if served.as_ref().is_err_and(Failure::is_interrupted) {
+        rt.close().await;
         return;
     }
     tokio::time::sleep(ACK_LINGER).await;
     rt.drain(DRAIN).await;
-    tokio::time::sleep(CLOSE_FLUSH).await;
 }
 
 /// A runtime presenting `--identity` (or an ephemeral key), bound to the URL without its path,

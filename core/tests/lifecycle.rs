@@ -677,3 +677,50 @@ on_every_transport!(
     a_transfer_lost_before_its_fin_is_connection_lost_never_a_short_body,
     transfer_lost
 );
+
+/// `Runtime::close` returns once its closes have been sent (PROTOCOL §3.4): a dialler whose
+/// tokio runtime ends as soon as `close` returns, as a process that exits does, has told its
+/// peer, which learns the loss at once (the peer closed), not at its idle timeout (30 s). The
+/// dialler runs on a thread of its own; the peer waits on the loss, bounded far below the idle
+/// timeout. QUIC: the local transports end with their process's sockets or pipes.
+#[tokio::test]
+async fn a_runtime_closed_before_its_process_exits_tells_its_peer_at_once() {
+    let (_server, listener, _) = pair(Transport::Quic).await;
+    let replier = listener.replier("/rpc").unwrap();
+    let address = replier.address().to_string();
+    let (opened, accepted) = (
+        tokio::sync::oneshot::channel::<()>(),
+        tokio::sync::oneshot::channel::<()>(),
+    );
+    let ((opened_tx, opened_rx), (accepted_tx, accepted_rx)) = (opened, accepted);
+    let dialler = std::thread::spawn(move || {
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio.block_on(async {
+            let client = Runtime::new(common::config(Limits::default())).unwrap();
+            let requester = client.requester();
+            requester.connect(&address).await.unwrap();
+            let (mut request, _reply) = requester.open(Metadata::new()).await.unwrap();
+            request.write("question").await.unwrap();
+            opened_tx.send(()).unwrap();
+            // The replier holds the exchange: now the process ends.
+            accepted_rx.await.unwrap();
+            client.close().await;
+        });
+        // Here the tokio runtime, and every task the weida runtime had on it, is gone.
+    });
+    opened_rx.await.unwrap();
+    let mut exchange = replier.accept().await.unwrap();
+    let mut reply = exchange.open_reply(Metadata::new()).await.unwrap();
+    accepted_tx.send(()).unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(5), reply.stopped())
+        .await
+        .expect("the peer learned nothing before its idle timeout");
+    assert!(
+        matches!(lost, Error::ConnectionLost(LossCause::PeerClosed)),
+        "{lost:?}"
+    );
+    dialler.join().unwrap();
+}

@@ -1,12 +1,14 @@
 //! Peers that break the protocol, or invite weida to (FAILURE_MODEL §2, §3.2, §3.5, §3.8;
-//! PROTOCOL §2.4, §3.2, §4, §6, §7, §9.1, §10.3), built on quinn and rustls.
+//! PROTOCOL §2.4, §3.2, §3.7, §4, §6, §7, §9, §10.3), built on quinn and rustls.
 //!
 //! A fake QUIC listener, presenting a key weida pins, answers a weida dialler's handshake,
 //! request or SUBSCRIBE with bytes no weida runtime would send, or not at all, or issues session
-//! tickets; a second one with the first's reset key resets its connection, as a restarted server
-//! would. A fake dialler offers a weida listener another ALPN id, a broken handshake, streams a
-//! v0 runtime never opens, or a store for tickets. Each test checks what the weida side
-//! reports, and what it tells the fake or sends it unasked (tickets, keep-alives).
+//! tickets, or opens copies and lanes toward a weida subscriber; a second one with the first's
+//! reset key resets its connection, as a restarted server would. A fake dialler offers a weida
+//! listener another ALPN id, a broken or refused handshake, streams a v0 runtime never opens
+//! (a lane it did not negotiate included), requests to refuse, or a store for tickets. Each
+//! test checks what the weida side reports, and what it tells the fake or sends it unasked
+//! (tickets, keep-alives).
 
 mod common;
 
@@ -18,6 +20,7 @@ use weida::{Error, Limit, Limits, LossCause, Runtime, RuntimeConfig};
 
 /// Application close codes of PROTOCOL §7.
 const NO_ERROR: u32 = 0x00;
+const UNKNOWN_ENDPOINT: u32 = 0x02;
 const UNSUPPORTED: u32 = 0x03;
 const LIMIT_EXCEEDED: u32 = 0x05;
 const PROTOCOL_ERROR: u32 = 0x06;
@@ -27,6 +30,11 @@ const GOING_AWAY: u32 = 0x09;
 /// The HELLO a v0 listener with the default header bound and core sets answers with
 /// (PROTOCOL §3.1.1): no FEATURES, so the dialler opens no lane.
 const HELLO: &[u8] = &[0x01, 0x07, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00];
+
+/// [`HELLO`] with FEATURES bit 0: a peer that offers message lanes (PROTOCOL §3.1.1, §4.1).
+const HELLO_WITH_LANES: &[u8] = &[
+    0x01, 0x0a, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00, 0x02, 0x01, 0x01,
+];
 
 /// A hang guard: every operation here ends in well under a second on a healthy machine.
 const GUARD: Duration = Duration::from_secs(30);
@@ -497,6 +505,57 @@ async fn a_listener_closes_a_connection_whose_handshake_breaks_the_protocol() {
     }
 }
 
+/// A listener that refuses a dialler's HELLO tells it why twice, and the CLOSE frame arrives
+/// first (PROTOCOL §3.2 step 4): CLOSE with NEGOTIATION_FAILED and the reason on the control
+/// stream, then FIN, and only once the dialler's transport has acknowledged them the
+/// CONNECTION_CLOSE with the same code and reason. A QUIC close discards stream data not yet
+/// sent, so a listener that closed at once would leave the dialler only the CONNECTION_CLOSE.
+#[tokio::test]
+async fn a_refused_dialler_reads_the_close_frame_before_the_connection_close() {
+    let (_rt, listener, _replier) = listener().await;
+    let hellos: [(&[u8], &str); 2] = [
+        // Offers and requires level 1 of dimension 05, which nobody reaches (§3.3).
+        (
+            &[
+                0x01, 0x0d, 0x00, 0x01, 0x02, 0x40, 0x40, 0x03, 0x02, 0x05, 0x01, 0x04, 0x02, 0x05,
+                0x01,
+            ],
+            "the peer requires",
+        ),
+        // A HELLO of version 1.
+        (
+            &[0x01, 0x07, 0x01, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00],
+            "unsupported HELLO version 1",
+        ),
+    ];
+    for (hello, why) in hellos {
+        let conn = dial(&listener, b"weida/0").await.unwrap();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(&[&[0x00][..], hello].concat())
+            .await
+            .unwrap();
+        // The listener's half: the CLOSE frame, then its end.
+        let half = guarded("the listener's half", recv.read_to_end(1 << 16))
+            .await
+            .unwrap_or_else(|e| panic!("{why}: the CLOSE frame did not arrive: {e:?}"));
+        let (frame, used) = weida::wire::ControlFrame::decode(&half).unwrap().unwrap();
+        assert_eq!(used, half.len(), "{why}: only the CLOSE frame");
+        let weida::wire::ControlFrame::Close { code, reason } = frame else {
+            panic!("{why}: {frame:?}")
+        };
+        assert_eq!(code.to_u64() as u32, NEGOTIATION_FAILED, "{why}");
+        assert!(reason.starts_with(why), "{reason:?}");
+        // What a weida dialler reports from it (§3.2 step 5).
+        match code.into_error("", &reason) {
+            Error::NegotiationFailed(r) => assert_eq!(r, reason),
+            other => panic!("{why}: {other:?}"),
+        }
+        // And the connection's close says the same.
+        let (c, r) = closed_with(&conn).await;
+        assert_eq!((c, r.as_str()), (NEGOTIATION_FAILED, reason.as_str()));
+    }
+}
+
 /// A connection to `listener` whose handshake completed: our HELLO sent (no FEATURES), the
 /// listener's read. The control stream is returned to be held open.
 async fn handshaken(
@@ -511,10 +570,27 @@ async fn handshaken_with(
     transport: quinn::TransportConfig,
 ) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
     let conn = dial_with(listener, b"weida/0", transport).await.unwrap();
+    said_hello(conn, HELLO).await
+}
+
+/// [`handshaken`], the dialler's HELLO being `hello`.
+async fn handshaken_saying(
+    listener: &weida::Listener,
+    hello: &[u8],
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
+    let conn = dial(listener, b"weida/0").await.unwrap();
+    said_hello(conn, hello).await
+}
+
+/// Opens the control stream of `conn` with `hello`, and reads the listener's HELLO.
+async fn said_hello(
+    conn: quinn::Connection,
+    hello: &[u8],
+) -> (quinn::Connection, quinn::SendStream, quinn::RecvStream) {
     let (mut send, mut recv) = conn.open_bi().await.unwrap();
-    let mut hello = vec![0x00];
-    hello.extend_from_slice(HELLO);
-    send.write_all(&hello).await.unwrap();
+    send.write_all(&[&[0x00][..], hello].concat())
+        .await
+        .unwrap();
     let mut buf = Vec::new();
     loop {
         if let Some((frame, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
@@ -685,6 +761,53 @@ async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connect
     assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
 }
 
+/// A lane (stream type 03) is a feature: in use only when both HELLOs set FEATURES bit 0
+/// (PROTOCOL §3.1.1, §4, §9.1 step 1). A dialler whose HELLO did not offer lanes has its lane
+/// refused as an unassigned type is, with UNSUPPORTED, and nothing on it is delivered; the
+/// connection goes on. The same lane from a dialler that offered lanes is delivered. On QUIC
+/// only: no fake dialler exists in process, and an AF_UNIX data connection is not tied to its
+/// session's HELLO (PROTOCOL Open point 3).
+#[tokio::test]
+async fn a_lane_not_negotiated_is_refused() {
+    let rt = Runtime::new(RuntimeConfig {
+        lane_max_message: 16 * 1024,
+        ..common::config(Limits::default())
+    })
+    .unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let path = b"/jobs";
+    // 03, a head naming /jobs, then one frame: a header with no field and the body "hello".
+    let lane = [
+        &[0x03, 0x08, 0x00, 0x01, 0x05][..],
+        path,
+        &[0x01, 0x00, 0x05],
+        b"hello",
+    ]
+    .concat();
+
+    // The fake's HELLO sets no FEATURES.
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    assert_eq!(refused_uni(&conn, &lane).await, Some(UNSUPPORTED));
+    // A transfer on the same connection after it is delivered, and is all that is.
+    let mut t = conn.open_uni().await.unwrap();
+    let transfer = [&[0x01, 0x08, 0x00, 0x01, 0x05][..], path, b"after"].concat();
+    t.write_all(&transfer).await.unwrap();
+    t.finish().unwrap();
+    let m = guarded("the transfer", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"after");
+    assert!(puller.try_recv().is_none(), "the refused lane delivered");
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+
+    // A HELLO with FEATURES bit 0 (`02 01 01`): the same bytes are a lane.
+    let (conn, _control_send, _control_recv) = handshaken_saying(&listener, HELLO_WITH_LANES).await;
+    let mut s = conn.open_uni().await.unwrap();
+    s.write_all(&lane).await.unwrap();
+    s.finish().unwrap();
+    let m = guarded("the lane's message", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"hello");
+}
+
 #[tokio::test]
 async fn a_subscribe_whose_connection_ends_before_the_answer_is_connection_lost() {
     let fake = Fake::start();
@@ -719,6 +842,166 @@ async fn a_subscribe_whose_connection_ends_before_the_answer_is_connection_lost(
         matches!(r, Err(Error::ConnectionLost(LossCause::PeerClosed))),
         "{r:?}"
     );
+}
+
+/// The next control frame on `recv`, `buf` keeping what came after it.
+async fn next_frame(recv: &mut quinn::RecvStream, buf: &mut Vec<u8>) -> weida::wire::ControlFrame {
+    loop {
+        if let Some((frame, used)) = weida::wire::ControlFrame::decode(buf).unwrap() {
+            buf.drain(..used);
+            return frame;
+        }
+        let chunk = guarded("a control frame", recv.read_chunk(1 << 16, true)).await;
+        buf.extend_from_slice(&chunk.unwrap().expect("a control frame").bytes);
+    }
+}
+
+/// A DATA header (PROTOCOL §5) with `path` and `topic`, each if given.
+fn header(path: Option<&str>, topic: Option<&str>) -> Vec<u8> {
+    weida::wire::Header {
+        path: path.map(Into::into),
+        topic: topic.map(Into::into),
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
+/// A lane (PROTOCOL §4.1): `03`, a head naming `path`, then one frame with `topic` and `body`.
+fn lane(path: Option<&str>, topic: Option<&str>, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x03];
+    out.extend_from_slice(&header(path, None));
+    let frame = weida::wire::Header {
+        topic: topic.map(Into::into),
+        ..Default::default()
+    };
+    weida::wire::lane_frame::encode_frame_head(&frame, body.len(), &mut out);
+    out.extend_from_slice(body);
+    out
+}
+
+/// What a subscriber does with each stream a publisher opens toward it (PROTOCOL §3.7): a
+/// copy (`01`) whose PATH is absent or not its publisher's is stopped with UNKNOWN_ENDPOINT, one
+/// without TOPIC with PROTOCOL_ERROR; a lane (`03`) is taken only when both HELLOs set FEATURES
+/// bit 0, and then its head must name the publisher's path (UNKNOWN_ENDPOINT) and each frame
+/// carry TOPIC (PROTOCOL_ERROR); any other type, a lane where lanes are not in use included, is
+/// stopped with UNSUPPORTED. Nothing refused is delivered; what is well-formed is. QUIC, a fake
+/// publisher (its path is `/rpc`).
+#[tokio::test]
+async fn a_subscriber_takes_only_the_copies_and_lanes_its_connection_allows() {
+    let copy = |path: Option<&str>, topic: Option<&str>, body: &[u8]| {
+        [&[0x01][..], &header(path, topic), body].concat()
+    };
+    for lanes in [false, true] {
+        let fake = Fake::start();
+        let rt = Runtime::new(RuntimeConfig {
+            lane_max_message: 16 * 1024,
+            ..common::config(Limits::default())
+        })
+        .unwrap();
+        let subscriber = rt.subscriber();
+        let fake_side = async {
+            let (conn, mut send, mut recv) = fake.accept().await;
+            let hello = if lanes { HELLO_WITH_LANES } else { HELLO };
+            send.write_all(hello).await.unwrap();
+            let request = match next_frame(&mut recv, &mut Vec::new()).await {
+                weida::wire::ControlFrame::Subscribe(s) => s.request,
+                other => panic!("{other:?}"),
+            };
+            let mut answer = Vec::new();
+            weida::wire::ControlFrame::Answer {
+                request,
+                code: weida::wire::Code::NoError,
+                reason: String::new(),
+            }
+            .encode(&mut answer);
+            send.write_all(&answer).await.unwrap();
+            (conn, send, recv)
+        };
+        let subscriber_side = async {
+            subscriber.connect(&fake.address).await?;
+            subscriber.subscribe("t").await
+        };
+        let (subscribed, (conn, _send, _recv)) = guarded("the subscribe", async {
+            tokio::join!(subscriber_side, fake_side)
+        })
+        .await;
+        subscribed.unwrap();
+        let mut refused: Vec<(Vec<u8>, u32)> = vec![
+            (vec![0x02], UNSUPPORTED),
+            (vec![0x09], UNSUPPORTED),
+            (copy(Some("/other"), Some("t"), b"x"), UNKNOWN_ENDPOINT),
+            (copy(None, Some("t"), b"x"), UNKNOWN_ENDPOINT),
+            (copy(Some("/rpc"), None, b"x"), PROTOCOL_ERROR),
+        ];
+        if lanes {
+            refused.push((lane(Some("/other"), Some("t"), b"x"), UNKNOWN_ENDPOINT));
+            refused.push((lane(Some("/rpc"), None, b"x"), PROTOCOL_ERROR));
+        } else {
+            refused.push((lane(Some("/rpc"), Some("t"), b"x"), UNSUPPORTED));
+        }
+        for (bytes, code) in refused {
+            assert_eq!(
+                refused_uni(&conn, &bytes).await,
+                Some(code),
+                "lanes {lanes}: {bytes:02x?}"
+            );
+        }
+        // What is well-formed is delivered, and it is all that is.
+        let (good, body): (Vec<u8>, &[u8]) = match lanes {
+            true => (lane(Some("/rpc"), Some("t"), b"on a lane"), b"on a lane"),
+            false => (copy(Some("/rpc"), Some("t"), b"a copy"), b"a copy"),
+        };
+        let mut s = conn.open_uni().await.unwrap();
+        s.write_all(&good).await.unwrap();
+        s.finish().unwrap();
+        let m = guarded("the copy", subscriber.recv()).await.unwrap();
+        assert_eq!(&m.body[..], body, "lanes {lanes}");
+        assert!(
+            subscriber.try_recv().is_none(),
+            "lanes {lanes}: a refused copy arrived"
+        );
+    }
+}
+
+/// A replier that refuses an exchange sends the ERROR on the reply half; on the request half it
+/// sends a STOP only while that half has not ended at its side (PROTOCOL §9.2, §9.3): none once
+/// it has read the request's FIN (the fake's stream ends acknowledged, never stopped), and
+/// STOP with NO_ERROR, not the ERROR's code, when it refuses before the end (it drops the
+/// unread request, §6.4). QUIC, a fake dialler.
+#[tokio::test]
+async fn a_replier_that_refuses_after_the_request_fin_sends_the_error_alone() {
+    let (_rt, listener, replier) = listener().await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    let request = [&[0x02][..], &header(Some("/rpc"), None), b"question"].concat();
+    for read_to_fin in [true, false] {
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(&request).await.unwrap();
+        if read_to_fin {
+            send.finish().unwrap();
+        }
+        let mut exchange = guarded("the exchange", replier.accept()).await.unwrap();
+        if read_to_fin {
+            let body = guarded("the request", exchange.take_body()).await.unwrap();
+            assert_eq!(&body[..], b"question");
+        }
+        exchange.reject("no").await.unwrap();
+        // ERROR, REJECTED, "no", then FIN.
+        let reply = guarded("the ERROR", recv.read_to_end(4096)).await.unwrap();
+        assert_eq!(
+            reply,
+            [0x01, 0x04, 0x02, b'n', b'o'],
+            "read to FIN: {read_to_fin}"
+        );
+        let stopped = guarded("the request half's end", send.stopped())
+            .await
+            .unwrap();
+        let want = if read_to_fin { None } else { Some(NO_ERROR) };
+        assert_eq!(
+            stopped.map(|c| c.into_inner() as u32),
+            want,
+            "read to FIN: {read_to_fin}"
+        );
+    }
 }
 
 /// A client session store that counts the TLS 1.3 tickets it is given.

@@ -12,7 +12,7 @@ use weida::wire::chunk::{self, ChunkType};
 use weida::wire::control::dimension;
 use weida::wire::{
     reply, varint, Code, ControlFrame, DecodeError, GuaranteeSet, Header, Hello, Metadata,
-    Ordering, ReplyStatus, StreamType,
+    Ordering, ReplyStatus, Session, StreamType,
 };
 
 /// Every file the directory must hold, and nothing else but README.md.
@@ -306,7 +306,9 @@ fn parse_control(v: &Value) -> ControlFrame {
             features: u64_of(v, "features"),
             offered: parse_set(field(v, "offered")),
             required: parse_set(field(v, "required")),
-            session: opt_hex(v, "session_hex"),
+            session: opt_hex(v, "session_hex").inspect(|s| {
+                session_of(s);
+            }),
         }),
         "subscribe" => ControlFrame::Subscribe(parse_subscription(v)),
         "unsubscribe" => ControlFrame::Unsubscribe(parse_subscription(v)),
@@ -325,6 +327,37 @@ fn parse_control(v: &Value) -> ControlFrame {
         "unknown" => ControlFrame::Unknown(u64_of(v, "type")),
         other => panic!("frame {other:?}"),
     }
+}
+
+/// A vector's SESSION value is a session (PROTOCOL §3.1.1, §3.7): `parked:varint token`, with
+/// a token of 1 to 64 bytes, that encodes back to exactly its bytes. The HELLO codec keeps the
+/// field as bytes (a listener that cannot decode one treats the dialler as having none), so
+/// without this a vector could name a session and carry something else.
+fn session_of(bytes: &Bytes) -> Session {
+    let s = Session::decode(bytes).unwrap_or_else(|e| panic!("SESSION {bytes:02x?}: {e:?}"));
+    assert_eq!(&s.encode(), bytes, "SESSION {bytes:02x?} is not canonical");
+    s
+}
+
+#[test]
+fn a_session_vector_carries_a_session() {
+    let doc = load("hello.json");
+    let sessions: Vec<Session> = field(&doc, "vectors")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| field(v, "value"))
+        .filter(|v| v.get("session_hex").is_some())
+        .filter_map(|v| opt_hex(v, "session_hex"))
+        .map(|b| session_of(&b))
+        .collect();
+    // The one of §3.7's example: two parked connections, the token `ab cd`.
+    assert!(
+        sessions
+            .iter()
+            .any(|s| s.parked == 2 && s.token[..] == [0xab, 0xcd]),
+        "{sessions:?}"
+    );
 }
 
 fn parse_subscription(v: &Value) -> weida::wire::Subscription {

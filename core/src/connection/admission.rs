@@ -92,7 +92,8 @@ pub(crate) enum ByType {
 }
 
 /// Steps 1 and 2: the stream's type byte, read from a stream that arrived as `arrival`, on a
-/// listener that takes message lanes when `lanes`.
+/// connection where message lanes are in use when `lanes` (both HELLOs set FEATURES bit 0,
+/// PROTOCOL.md §3.1.1): a lane where they are not is refused as an unassigned type is.
 pub(crate) fn by_type(byte: u8, arrival: Arrival, lanes: bool) -> ByType {
     let local = arrival == Arrival::LocalSocket;
     match StreamType::from_byte(byte) {
@@ -282,7 +283,7 @@ mod tests {
             (0x02, InprocBidi, true, stream(Exchange)),
             (0x02, LocalSocket, false, stream(Exchange)),
             (0x02, OneWay, true, refused(Code::ProtocolError, DIRECTION)),
-            // 03: a lane, one-way (or over a local socket), when the listener takes lanes.
+            // 03: a lane, one-way (or over a local socket), when lanes are in use.
             (0x03, OneWay, true, ByType::Lane),
             (0x03, LocalSocket, true, ByType::Lane),
             (

@@ -52,6 +52,14 @@ impl Dialler {
         }
     }
 
+    /// Resolves once the QUIC endpoint, if one was made, has no connection left: after
+    /// `close`, once every close has been sent. Cancel-safe.
+    pub(crate) async fn idle(&self) {
+        if let Some(ep) = self.quic_client.get() {
+            ep.idle().await;
+        }
+    }
+
     /// Dials `address` and runs the HELLO handshake (PROTOCOL.md §3.2): a link to `path`, with
     /// `session` announced in this side's HELLO (a local-socket subscriber's parked
     /// connections).

@@ -77,6 +77,10 @@ pub(crate) enum Queued {
 /// Lane frames a reader hands to its endpoint's queue at once, at most.
 const LANE_BATCH: usize = 64;
 
+/// How long a listener that refuses a HELLO waits, at most, for the dialler's transport to
+/// acknowledge its CLOSE frame before it closes the connection (PROTOCOL.md §3.2 step 4).
+const CLOSE_FRAME_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Everything a dispatch task needs.
 pub(crate) struct Dispatch<E> {
     ctx: Arc<Context>,
@@ -92,6 +96,10 @@ pub(crate) struct Dispatch<E> {
     /// AF_UNIX, where every stream is a socket of its own and no peer has a connection to
     /// count against).
     shares: Option<Arc<Shares>>,
+    /// Message lanes are in use: both HELLOs set FEATURES bit 0 (per connection, PROTOCOL.md
+    /// §3.1.1). For an AF_UNIX data connection, which carries no session, the dialler's HELLO
+    /// is not known: whether this side offers them (Open point 3).
+    lanes: bool,
 }
 
 /// The subscriptions of one accepted connection (or local session), by publisher path.
@@ -144,6 +152,7 @@ impl<E> Clone for Dispatch<E> {
             sessions: self.sessions.clone(),
             peer_max_header: self.peer_max_header,
             shares: self.shares.clone(),
+            lanes: self.lanes,
         }
     }
 }
@@ -152,6 +161,7 @@ impl<E: Endpoints> Dispatch<E> {
     /// The dispatch of a listener whose endpoints are `endpoints` and whose life is `life`.
     pub(crate) fn new(ctx: Arc<Context>, endpoints: Arc<E>, life: Arc<Life>) -> Self {
         Self {
+            lanes: ctx.config.lane_max_message > 0,
             ctx,
             endpoints,
             life,
@@ -197,8 +207,7 @@ impl<E: Endpoints> Dispatch<E> {
             // Of a stream that never said what it is, nothing is answered: it is stopped.
             Err(_) => return self.too_slow(reader, None).await,
         };
-        let lanes = self.ctx.config.lane_max_message > 0;
-        let (ty, reply) = match by_type(ty, arrival(&send), lanes) {
+        let (ty, reply) = match by_type(ty, arrival(&send), self.lanes) {
             ByType::Stream { ty, reply } => (ty, reply),
             ByType::LocalSession => {
                 let ctl = ControlReader::with_reader(reader);
@@ -387,14 +396,14 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// The bound side of a handshake: the peer's HELLO, then ours, or CLOSE when they do not
-    /// meet (decided by [`conclude`]). Returns what was agreed, or None when the connection is
-    /// refused.
+    /// meet (decided by [`conclude`]). Returns what was agreed and this side's half of the
+    /// control stream, or None when the connection is refused.
     async fn handshake(
         &self,
         ctl: &mut ControlReader,
-        send: &mut SendHalf,
+        mut send: SendHalf,
         conn: Option<&Conn>,
-    ) -> Option<Agreed> {
+    ) -> Option<(Agreed, SendHalf)> {
         // A dialler that never says HELLO is not waited for longer than an idle connection.
         let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next())
             .await
@@ -405,7 +414,7 @@ impl<E: Endpoints> Dispatch<E> {
                 let mut out = Vec::new();
                 ControlFrame::Hello(mine).encode(&mut out);
                 send.write(Bytes::from(out)).await.ok()?;
-                Some(agreed)
+                Some((agreed, send))
             }
             Err(refused) => {
                 tracing::debug!(
@@ -420,7 +429,17 @@ impl<E: Endpoints> Dispatch<E> {
                         reason: refused.reason.clone(),
                     }
                     .encode(&mut out);
-                    let _ = send.write(Bytes::from(out)).await;
+                    let written = send.write(Bytes::from(out)).await.is_ok();
+                    if let (true, Some(_)) = (written, conn) {
+                        // A QUIC close discards the stream data it has not sent: the frame, and
+                        // a FIN after it, go first, until the dialler's transport acknowledges
+                        // them, or the dialler would learn only the close (§3.2 step 4).
+                        // Bounded, as a dialler that acknowledges nothing is not waited for.
+                        if let Ok(receipt) = send.finish().await {
+                            let wait = CLOSE_FRAME_WAIT.min(self.ctx.limits.idle_timeout);
+                            let _ = tokio::time::timeout(wait, receipt.wait()).await;
+                        }
+                    }
                 }
                 if let Some(c) = conn {
                     c.close(refused.code, &refused.reason);
@@ -571,8 +590,8 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// A local socket session: its control connection, alive until the peer goes.
-    async fn session(&self, mut ctl: ControlReader, mut send: SendHalf) {
-        let Some(agreed) = self.handshake(&mut ctl, &mut send, None).await else {
+    async fn session(&self, mut ctl: ControlReader, send: SendHalf) {
+        let Some((agreed, mut send)) = self.handshake(&mut ctl, send, None).await else {
             return;
         };
         self.ctx
@@ -623,8 +642,7 @@ impl<E: Endpoints> Dispatch<E> {
             let ty = reader.byte().await.ok().map(StreamType::from_byte);
             Some((send, reader, ty))
         };
-        let Ok(Some((mut send, reader, ty))) = tokio::time::timeout_at(deadline, opening).await
-        else {
+        let Ok(Some((send, reader, ty))) = tokio::time::timeout_at(deadline, opening).await else {
             conn.close(Code::ProtocolError, "no control stream");
             return;
         };
@@ -636,7 +654,7 @@ impl<E: Endpoints> Dispatch<E> {
             return;
         }
         let mut ctl = ControlReader::with_reader(reader);
-        let Some(agreed) = self.handshake(&mut ctl, &mut send, Some(&conn)).await else {
+        let Some((agreed, mut send)) = self.handshake(&mut ctl, send, Some(&conn)).await else {
             return;
         };
         self.ctx
@@ -648,6 +666,7 @@ impl<E: Endpoints> Dispatch<E> {
         let this = Self {
             peer_max_header: agreed.peer_max_header,
             shares: Some(Arc::default()),
+            lanes: agreed.lanes,
             ..self.clone()
         };
         let tracker = Tracker::new();

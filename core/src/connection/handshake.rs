@@ -147,6 +147,7 @@ pub(crate) fn conclude(
 mod tests {
     use super::*;
     use crate::error::LossCause;
+    use crate::wire::StreamType;
     use bytes::Bytes;
 
     fn hello(lanes: bool, required: Ordering) -> Hello {
@@ -432,7 +433,7 @@ mod tests {
     }
 
     /// This side's HELLO offers every ordering level, requires the configuration's, and offers
-    /// lanes when they are on (PROTOCOL.md §3.3's example bytes are `wire_props.rs`'s).
+    /// lanes when they are on (its bytes: `the_hello_bytes_protocol_md_shows_are_the_ones_sent`).
     #[test]
     fn our_hello_offers_everything_and_requires_the_configuration() {
         let h = hello(true, Ordering::Detect);
@@ -443,5 +444,75 @@ mod tests {
         let s = session(2);
         let config = RuntimeConfig::default();
         assert_eq!(our_hello(&config, Some(&s)).session, Some(s.encode()));
+    }
+
+    /// The bytes PROTOCOL.md shows as this implementation's HELLO (§3.3, and the examples of
+    /// §3.2, §3.6 and §3.7), and the vector of conformance/vectors/hello.json that names it, are
+    /// what `our_hello` encodes: neither can drift from the code again.
+    #[test]
+    fn the_hello_bytes_protocol_md_shows_are_the_ones_sent() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let read = |path: &str| {
+            std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        let frame = |config: &RuntimeConfig, session: Option<&Session>| {
+            let mut out = Vec::new();
+            ControlFrame::Hello(our_hello(config, session)).encode(&mut out);
+            out
+        };
+        let spaced = |b: &[u8]| {
+            b.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // A DATA chunk of AF_UNIX (§8.1) carrying `payload`, as §3.6 writes it.
+        let chunk = |payload: &[u8]| {
+            let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+            format!(
+                "{}  {}",
+                spaced(&[&[0][..], &len].concat()),
+                spaced(payload)
+            )
+        };
+        let default = RuntimeConfig::default();
+        let hello = frame(&default, None);
+        let detect = RuntimeConfig {
+            guarantees: GuaranteeSet {
+                ordering: Ordering::Detect,
+                other: Vec::new(),
+            },
+            ..RuntimeConfig::default()
+        };
+        let parked = Session {
+            parked: 2,
+            token: Bytes::from_static(&[0xab, 0xcd]),
+        };
+        let control = [&[StreamType::Control.to_byte()][..], &hello].concat();
+        let shown = [
+            ("§3.3, the default HELLO", spaced(&hello)),
+            ("§3.3, requiring detect", spaced(&frame(&detect, None))),
+            ("§3.2, the dialler's first bytes", spaced(&control)),
+            ("§3.6, the dialler's first chunk", chunk(&control)),
+            ("§3.6, the listener's answer", chunk(&hello)),
+            (
+                "§3.7, a parking subscriber",
+                spaced(&frame(&default, Some(&parked))),
+            ),
+        ];
+        let doc = read("docs/PROTOCOL.md");
+        for (what, bytes) in shown {
+            assert!(doc.contains(&bytes), "PROTOCOL.md {what} is not `{bytes}`");
+        }
+        let vectors: serde_json::Value =
+            serde_json::from_str(&read("conformance/vectors/hello.json")).unwrap();
+        let name = "HELLO: this implementation's default (lanes, offers reassemble)";
+        let vector = vectors["vectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("hello.json has no vector {name:?}"));
+        assert_eq!(vector["hex"], hex::encode(&hello), "{name}");
     }
 }

@@ -56,19 +56,31 @@ impl Drop for ListenerInner {
 
 /// Every listener of a runtime, by its life and its routes: at shutdown the lives are killed
 /// (local socket streams watch theirs) and the routes dropped (which ends every endpoint's
-/// queue).
+/// queue); and its QUIC listeners, whose endpoints are closed then, and waited for until their
+/// closes have been sent.
 #[derive(Default)]
-pub(crate) struct Listeners(Mutex<Vec<(Weak<Life>, Weak<RouteTable>)>>);
+pub(crate) struct Listeners {
+    ends: Mutex<Vec<(Weak<Life>, Weak<RouteTable>)>>,
+    /// Weak: a listener nothing holds any more closes itself (`ListenerInner`'s drop).
+    quic: Mutex<Vec<Weak<ListenerInner>>>,
+}
 
 impl Listeners {
     fn add(&self, life: &Arc<Life>, routes: &Arc<RouteTable>) {
         let entry = (Arc::downgrade(life), Arc::downgrade(routes));
-        self.0.lock().unwrap().push(entry);
+        self.ends.lock().unwrap().push(entry);
     }
 
-    /// Ends every listener (shutdown).
-    pub(crate) fn close(&self) {
-        for (l, r) in self.0.lock().unwrap().drain(..) {
+    fn add_quic(&self, inner: &Arc<ListenerInner>) {
+        let mut quic = self.quic.lock().unwrap();
+        quic.retain(|l| l.strong_count() > 0);
+        quic.push(Arc::downgrade(inner));
+    }
+
+    /// Ends every listener (shutdown), and returns the QUIC endpoints of those still held, to
+    /// wait until their closes have been sent.
+    pub(crate) fn close(&self) -> Vec<quic::Server> {
+        for (l, r) in self.ends.lock().unwrap().drain(..) {
             if let Some(l) = l.upgrade() {
                 l.kill(LossCause::LocallyClosed);
             }
@@ -76,6 +88,12 @@ impl Listeners {
                 r.clear();
             }
         }
+        let quic: Vec<_> = self.quic.lock().unwrap().drain(..).collect();
+        quic.iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|l| l.quic.clone())
+            .inspect(|ep| ep.close(Code::GoingAway, b"shutdown"))
+            .collect()
     }
 }
 
@@ -190,15 +208,17 @@ pub(crate) async fn bind(
         _ => return Err(Error::Unsupported(format!("transport of {addr}"))),
     };
     tracing::debug!(address = %bound_address, "bound");
-    Ok(Listener {
-        inner: Arc::new(ListenerInner {
-            ctx: ctx.clone(),
-            address: bound_address,
-            routes,
-            life,
-            quic: quic_ep,
-        }),
-    })
+    let inner = Arc::new(ListenerInner {
+        ctx: ctx.clone(),
+        address: bound_address,
+        routes,
+        life,
+        quic: quic_ep,
+    });
+    if inner.quic.is_some() {
+        listeners.add_quic(&inner);
+    }
+    Ok(Listener { inner })
 }
 
 impl Listener {

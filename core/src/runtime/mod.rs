@@ -30,6 +30,11 @@ use counters::Counters;
 use listener::{Listener, Listeners};
 use pool::Pool;
 
+/// How long `Runtime::close` (and the end of a drain) waits, at most, for the closes to have
+/// been sent: a peer on a lossy or silent path keeps a closed connection draining longer, and
+/// is not waited for.
+const CLOSES_SENT_WITHIN: Duration = Duration::from_secs(1);
+
 /// What a drain achieved: counts, not a promise (PATTERNS §1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -116,7 +121,8 @@ impl Runtime {
     }
 
     /// Stops admitting work, gives finished transfers until `deadline` to reach the peer's
-    /// transport, then closes everything. The deadline is mandatory and finite.
+    /// transport, then closes everything and waits, as `close` does, until the closes have been
+    /// sent (at most a second more). The deadline is mandatory and finite.
     /// An expired drain with transfers outstanding is not an error. Not cancel-safe: a drain
     /// dropped before it returns leaves the runtime draining (it admits no new work) with
     /// what it had not closed still open, until `shutdown` or another `drain`.
@@ -148,25 +154,50 @@ impl Runtime {
             futures_util::future::join_all(links.iter().map(|l| l.conn.closed())),
         )
         .await;
-        self.close_all();
+        self.close_all_and_wait().await;
         Drained {
             delivered: ctx.receipts.delivered(),
             outstanding,
         }
     }
 
-    /// Closes every connection now: finished transfers still in flight are cut short.
+    /// Closes every connection now: finished transfers still in flight are cut short. The
+    /// closes leave with the runtime's tasks: a process about to exit awaits `close` instead.
     pub fn shutdown(&self) {
-        self.close_all();
+        let _ = self.close_all();
     }
 
-    /// Closes every connection and stops every accept loop.
-    fn close_all(&self) {
+    /// Closes every connection now, as `shutdown` does, and returns once the closes have been
+    /// sent: once no QUIC endpoint of the runtime has a connection left (its CONNECTION_CLOSE
+    /// sent and its draining period over), at most a second after the call. A process that
+    /// exits right after `shutdown` can exit before its CONNECTION_CLOSE and STOP_SENDING
+    /// frames leave, and its peers then learn of the end only at their idle timeout
+    /// (PROTOCOL.md §3.4). Cancel-safe: dropped, it has closed everything all the same and
+    /// only stops waiting.
+    pub async fn close(&self) {
+        self.close_all_and_wait().await;
+    }
+
+    /// Closes every connection and stops every accept loop; returns the QUIC endpoints of its
+    /// listeners, for a wait until their closes have been sent.
+    fn close_all(&self) -> Vec<crate::transport::quic::Server> {
         // Connections and the runtime's life first (see `Context::close`), then the listeners,
         // then the pool and its QUIC endpoint.
         self.pool.ctx.close();
-        self.listeners.close();
+        let servers = self.listeners.close();
         self.pool.close();
+        servers
+    }
+
+    /// `close_all`, then waits (at most [`CLOSES_SENT_WITHIN`]) until every QUIC endpoint of
+    /// the runtime, dialling and listening, has no connection left.
+    async fn close_all_and_wait(&self) {
+        let servers = self.close_all();
+        let idle = futures_util::future::join(
+            self.pool.idle(),
+            futures_util::future::join_all(servers.iter().map(|s| s.idle())),
+        );
+        let _ = tokio::time::timeout(CLOSES_SENT_WITHIN, idle).await;
     }
 }
 

@@ -98,4 +98,10 @@ impl Pool {
         self.links.lock().unwrap().clear();
         self.dialler.close();
     }
+
+    /// Resolves once the dialling QUIC endpoint has no connection left (after `close`: every
+    /// close has been sent). Cancel-safe.
+    pub(crate) async fn idle(&self) {
+        self.dialler.idle().await;
+    }
 }

@@ -49,6 +49,9 @@ pub fn transport_config(
         })?,
     ));
     t.keep_alive_interval(if dialling { limits.keep_alive } else { None });
+    // Wire v0 carries nothing in QUIC DATAGRAM frames, so neither side advertises
+    // max_datagram_frame_size (quinn would by default: PROTOCOL.md §10.1).
+    t.datagram_receive_buffer_size(None);
     let mut mtu = quinn::MtuDiscoveryConfig::default();
     mtu.upper_bound(udp_payload(limits));
     if let Some(payload) = loopback.then(|| loopback_payload(limits)).flatten() {
@@ -165,6 +168,12 @@ impl Client {
     pub(crate) fn close(&self, code: Code, reason: &[u8]) {
         self.0.close(varint(code.to_u64()), reason);
     }
+
+    /// Resolves once no connection dialled from it is left: every close has been sent and its
+    /// draining period is over (quinn's `Endpoint::wait_idle`). Cancel-safe.
+    pub(crate) async fn idle(&self) {
+        self.0.wait_idle().await;
+    }
 }
 
 /// What [`Server::next`] yields: a peer's first packets, its handshake still to complete.
@@ -233,6 +242,12 @@ impl Server {
     /// Stops accepting and closes every connection it accepted with `code`.
     pub(crate) fn close(&self, code: Code, reason: &[u8]) {
         self.endpoint.close(varint(code.to_u64()), reason);
+    }
+
+    /// Resolves once no connection it accepted is left: every close has been sent and its
+    /// draining period is over (quinn's `Endpoint::wait_idle`). Cancel-safe.
+    pub(crate) async fn idle(&self) {
+        self.endpoint.wait_idle().await;
     }
 }
 
@@ -458,6 +473,20 @@ mod tests {
         // The first probe of an uncapped search would be far above 1452.
         let (c, _s) = pair(&Limits::default(), &small, true).await;
         assert!(mtu_reaching(&c, 1432).await <= 1452);
+    }
+
+    /// Neither side advertises QUIC DATAGRAM support (the max_datagram_frame_size transport
+    /// parameter), over loopback or elsewhere: wire v0 does not use it (PROTOCOL.md §10.1).
+    #[tokio::test]
+    async fn neither_side_advertises_quic_datagrams() {
+        for as_remote in [false, true] {
+            let (c, s) = pair(&Limits::default(), &Limits::default(), as_remote).await;
+            assert_eq!(
+                (c.max_datagram_size(), s.max_datagram_size()),
+                (None, None),
+                "as_remote: {as_remote}"
+            );
+        }
     }
 
     #[test]

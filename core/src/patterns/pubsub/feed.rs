@@ -222,7 +222,9 @@ impl Feed {
 /// Reads one copy a publisher opened toward this subscriber and queues it. False when the
 /// stream ended before its type byte (a parked connection the publisher refused). A stream
 /// the publisher opened says what it is by `Limits::header_timeout` (`opened`); a parked
-/// connection waits for its copy for as long as the publisher has none.
+/// connection waits for its copy for as long as the publisher has none. `lanes`: the stream
+/// may be a lane, because both HELLOs set FEATURES bit 0 and it is not a parked connection
+/// (PROTOCOL.md §3.7); any type but a transfer, or such a lane, is UNSUPPORTED.
 async fn copy(
     feed: Arc<Feed>,
     link_id: u64,
@@ -230,6 +232,7 @@ async fn copy(
     recv: RecvHalf,
     peer: Option<PeerIdentity>,
     opened: bool,
+    lanes: bool,
 ) -> bool {
     let ctx = feed.ctx.clone();
     let mut reader = StreamReader::new(recv);
@@ -245,7 +248,7 @@ async fn copy(
     reader.set_idle(ctx.limits.body_idle_timeout);
     match first.map(StreamType::from_byte) {
         Ok(Ok(StreamType::Transfer)) => {}
-        Ok(Ok(StreamType::Lane)) if ctx.config.lane_max_message > 0 => {
+        Ok(Ok(StreamType::Lane)) if lanes => {
             read_lane(feed, link_id, path, reader, peer, ctx).await;
             return true;
         }
@@ -382,10 +385,11 @@ pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
     let path = link.path.clone();
     match &link.conn {
         Conn::Quic(_) | Conn::Inproc(_) => {
+            let lanes = link.lanes;
             let accept = link.conn.accept_each(Accept::OneWay, |raw| {
                 let (f, p) = (feed.clone(), path.clone());
                 admit(async move {
-                    copy(f, link_id, p, raw.recv, raw.peer, true).await;
+                    copy(f, link_id, p, raw.recv, raw.peer, true, lanes).await;
                 });
             });
             accept.await;
@@ -416,12 +420,15 @@ async fn park(feed: Arc<Feed>, link: Arc<Link>, session: Session, link_id: u64) 
         if send.write(head.clone()).await.is_err() {
             continue;
         }
+        // A parked connection waits for its copy as long as it takes, and the copy rides it
+        // alone: never a lane (§3.7).
         let got = copy(
             feed.clone(),
             link_id,
             link.path.clone(),
             recv,
             link.peer.clone(),
+            false,
             false,
         )
         .await;
