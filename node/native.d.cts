@@ -54,6 +54,8 @@ export interface LimitsOptions {
   maxLocalStreams?: number
   /** Incoming streams an endpoint holds before its application takes them. Default 256. */
   endpointQueue?: number
+  /** Streams one connection may have at one endpoint, queued or being read. Default 64. */
+  peerShare?: number
   /** The largest header accepted. Default 16 KiB. */
   maxHeaderSize?: number
   /** The largest body `recv`/`request`/`takeBody` collect. Default 16 MiB. */
@@ -62,6 +64,10 @@ export interface LimitsOptions {
   idleTimeoutMs?: number
   /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
   keepAliveMs?: number | null
+  /** Milliseconds a peer's stream may take to say what it is (type and header). Default 10 000. */
+  headerTimeoutMs?: number
+  /** Milliseconds a reader waits for a peer's next bytes mid-message. Default 30 000. */
+  bodyIdleTimeoutMs?: number
   /** Pub/Sub: bytes a publisher holds queued for one subscriber. Default 1 MiB. */
   subscriberBufferBytes?: number
   /** Pub/Sub, ordering `'reassemble'`: copies held per producer. Default 256. */
