@@ -1,4 +1,4 @@
-//! No peer can stall another (PATTERNS §1.11): a transfer or a request that is opened and
+//! No peer can stall another (PATTERNS §1.12): a transfer or a request that is opened and
 //! never finished delays no other message to the same endpoint, a transfer that makes no
 //! progress is reset at `Limits::body_idle_timeout`, and one connection holds at most
 //! `Limits::peer_share` of an endpoint's streams. The stalling peer here is a weida runtime
