@@ -78,7 +78,10 @@ const cases = [
     make: async (ctx) => {
       const server = runtime(ctx)
       const listener = await server.bind('weida://127.0.0.1:0')
-      listener.acceptor('/a')
+      // Held to the end: a listener the garbage collector takes closes, and the dial would
+      // then time out instead of meeting the wrong key.
+      keep(ctx, listener)
+      keep(ctx, listener.acceptor('/a'))
       const other = weida.Identity.ephemeral().fingerprint
       return rejection(runtime(ctx).peer().connect(withPath(withPin(listener.address, other), '/a')))
     },
