@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{bind_address, config, payload, Transport};
-use weida::{Error, ErrorCode, Limit, Limits, Metadata, Runtime};
+use weida::{DropCause, Error, ErrorCode, Limit, Limits, Metadata, Runtime};
 
 /// Limits under which only the behaviour under test can end a stall: the deadlines are far
 /// beyond every test's own bound (60 s), unless a test sets them.
@@ -229,3 +229,41 @@ async fn a_peer_cannot_take_more_than_its_share_of_an_endpoint_queue_quic() {
 async fn a_peer_cannot_take_more_than_its_share_of_an_endpoint_queue_inproc() {
     common::bounded(share(Transport::Inproc)).await;
 }
+
+/// A publisher that stalls a streamed copy mid-body holds the subscriber's room for it only
+/// until the subscriber's `body_idle_timeout`: with room for one copy, the copy published after
+/// the stalled one arrives once the stalled one is dropped, which never arrives (a gap, if the
+/// subscriber numbered them).
+async fn stalled_copy(t: Transport) {
+    let subscriber_side = Limits {
+        endpoint_queue: 1,
+        body_idle_timeout: Duration::from_millis(300),
+        ..patient()
+    };
+    let server = Runtime::new(config(patient())).unwrap();
+    let listener = server.bind(&bind_address(t)).await.unwrap();
+    let client = Runtime::new(config(subscriber_side)).unwrap();
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    publisher.until_subscribers(1).await;
+    let mut held = publisher.open("t").unwrap();
+    assert_eq!(held.write_now(&b"half a copy"[..]).unwrap(), 1);
+    // Larger than a lane frame: a stream of its own, which needs the room the held one has.
+    let next = Bytes::from(payload(100_000));
+    assert_eq!(publisher.publish("t", next.clone()).unwrap(), 1);
+    let got = sub.recv().await.unwrap();
+    assert_eq!(
+        got.body, next,
+        "the next copy, once the stalled one was dropped"
+    );
+    // The publisher learned of the stop while it waited for the held copy's next chunk, and
+    // counted the drop; a write to the held copy finds it gone.
+    assert_eq!(publisher.dropped_on("t").of(DropCause::Refused), 1);
+    assert_eq!(held.write_now(&b"late"[..]).unwrap(), 0);
+}
+on_every_transport!(
+    a_stalled_copy_holds_a_subscribers_room_only_until_body_idle_timeout,
+    stalled_copy
+);

@@ -724,7 +724,20 @@ async fn write_streamed(
     let r = async {
         send.write(head).await?;
         loop {
-            match chunks.recv().await {
+            // While the publisher's application has no chunk for it, the subscriber may stop
+            // the copy (at its body_idle_timeout, say): then it is dropped here and counted,
+            // and the copies queued behind it go on.
+            let next = tokio::select! {
+                biased;
+                next = chunks.recv() => next,
+                stopped = send.stopped() => {
+                    return Err(match stopped {
+                        Ok(code) => StreamError::Stopped(code),
+                        Err(e) => e,
+                    })
+                }
+            };
+            match next {
                 Some(Chunk::Data(b)) => {
                     let n = b.len();
                     send.write(b).await?;
