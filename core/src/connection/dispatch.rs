@@ -122,6 +122,33 @@ impl Drop for ConnSubs {
     }
 }
 
+/// The header deadline of one incoming stream, set the first time a read of its type byte or
+/// header must wait: what has already arrived (the common case) costs neither a clock read
+/// nor a timer. The deadline is counted from that first wait, which is at most the time the
+/// first poll takes after the stream was accepted.
+struct Deadline {
+    within: std::time::Duration,
+    at: Option<tokio::time::Instant>,
+}
+
+impl Deadline {
+    fn within(within: std::time::Duration) -> Self {
+        Self { within, at: None }
+    }
+
+    /// `read`'s output, or `Err(())` once the deadline passed.
+    async fn bound<F: Future>(&mut self, read: F) -> Result<F::Output, ()> {
+        let mut read = std::pin::pin!(read);
+        if let Some(out) = futures_util::FutureExt::now_or_never(read.as_mut()) {
+            return Ok(out);
+        }
+        let at = *self
+            .at
+            .get_or_insert_with(|| tokio::time::Instant::now() + self.within);
+        tokio::time::timeout_at(at, read).await.map_err(drop)
+    }
+}
+
 /// How a stream arrived, from the other half it came with.
 fn arrival(send: &Option<SendHalf>) -> Arrival {
     match send {
@@ -200,8 +227,8 @@ impl<E: Endpoints> Dispatch<E> {
         if matches!(send, Some(SendHalf::Unix(_))) {
             within = within.min(limits.idle_timeout);
         }
-        let deadline = tokio::time::Instant::now() + within;
-        let ty = match tokio::time::timeout_at(deadline, reader.byte()).await {
+        let mut deadline = Deadline::within(within);
+        let ty = match deadline.bound(reader.byte()).await {
             Ok(Ok(b)) => b,
             Ok(Err(_)) => return,
             // Of a stream that never said what it is, nothing is answered: it is stopped.
@@ -230,7 +257,7 @@ impl<E: Endpoints> Dispatch<E> {
         // Only an exchange keeps its other half: as its reply half.
         let send = if reply { send } else { None };
         let header = reader.header(limits.max_header_size);
-        let Ok(header) = tokio::time::timeout_at(deadline, header).await else {
+        let Ok(header) = deadline.bound(header).await else {
             return self.too_slow(reader, send).await;
         };
         let path = match by_header(ty, &header) {
@@ -283,11 +310,11 @@ impl<E: Endpoints> Dispatch<E> {
         mut reader: StreamReader,
         send: Option<SendHalf>,
         peer: Option<PeerIdentity>,
-        deadline: tokio::time::Instant,
+        mut deadline: Deadline,
     ) {
         let limits = &self.ctx.limits;
         let head = reader.header(limits.max_header_size);
-        let Ok(head) = tokio::time::timeout_at(deadline, head).await else {
+        let Ok(head) = deadline.bound(head).await else {
             return self.too_slow(reader, send).await;
         };
         let path = match by_header(StreamType::Lane, &head) {
