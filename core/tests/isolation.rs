@@ -122,18 +122,22 @@ on_every_transport!(
 );
 
 /// A transfer whose writer stops sending mid-body is stopped at `body_idle_timeout`: the
-/// receive that waited fails `LimitExceeded` (`body_idle_timeout`), the writer reads
-/// LIMIT_EXCEEDED, and the puller goes on.
+/// receive that waited fails `LimitExceeded` (`body_idle_timeout`), and the puller goes on.
+/// The writer reads LIMIT_EXCEEDED, or, over QUIC and in process, may read its connection's
+/// loss first: a connection that carried nothing else meanwhile is closed too
+/// (misbehaving.rs checks the close from a raw peer).
 async fn body_idle(t: Transport) {
     let limits = Limits {
         body_idle_timeout: Duration::from_millis(300),
         ..patient()
     };
-    let (_s, listener, a, _b) = two_peers(t, limits).await;
+    let (_s, listener, a, b) = two_peers(t, limits).await;
     let puller = listener.puller("/jobs").unwrap();
-    let pusher = a.pusher();
-    pusher.connect(&puller.address().to_string()).await.unwrap();
-    let mut held = pusher.open(Metadata::new()).await.unwrap();
+    let (stalling, other) = (a.pusher(), b.pusher());
+    let address = puller.address().to_string();
+    stalling.connect(&address).await.unwrap();
+    other.connect(&address).await.unwrap();
+    let mut held = stalling.open(Metadata::new()).await.unwrap();
     held.write(&b"and then nothing"[..]).await.unwrap();
     let e = puller.recv().await.unwrap_err();
     assert!(
@@ -147,8 +151,14 @@ async fn body_idle(t: Transport) {
         "{e:?}"
     );
     let stopped = held.stopped().await;
-    assert_eq!(stopped.code(), ErrorCode::LimitExceeded, "{stopped:?}");
-    pusher.send(&b"next"[..]).await.unwrap();
+    assert!(
+        matches!(
+            stopped.code(),
+            ErrorCode::LimitExceeded | ErrorCode::ConnectionLost
+        ),
+        "{stopped:?}"
+    );
+    other.send(&b"next"[..]).await.unwrap();
     assert_eq!(&puller.recv().await.unwrap().body[..], b"next");
 }
 on_every_transport!(

@@ -629,13 +629,10 @@ async fn refused_uni(conn: &quinn::Connection, bytes: &[u8]) -> Option<u32> {
     stopped.map(|c| c.into_inner() as u32)
 }
 
-/// A listener whose `header_timeout` is short, with a replier at `/rpc` and a puller at
-/// `/jobs`; the other deadlines far off.
-async fn impatient_listener() -> (Runtime, weida::Listener, weida::Replier, weida::Puller) {
-    let limits = Limits {
-        header_timeout: Duration::from_millis(300),
-        ..Limits::default()
-    };
+/// A listener with `limits`, a replier at `/rpc` and a puller at `/jobs`.
+async fn listener_with(
+    limits: Limits,
+) -> (Runtime, weida::Listener, weida::Replier, weida::Puller) {
     let rt = Runtime::new(common::config(limits)).unwrap();
     let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
     let replier = listener.replier("/rpc").unwrap();
@@ -643,32 +640,91 @@ async fn impatient_listener() -> (Runtime, weida::Listener, weida::Replier, weid
     (rt, listener, replier, puller)
 }
 
-/// A raw peer's streams that do not say what they are by `header_timeout` are stopped with
-/// LIMIT_EXCEEDED, a request's with an ERROR of that code too (PROTOCOL §9.5), and the
-/// connection goes on.
-#[tokio::test]
-async fn a_stream_that_never_sends_its_header_is_stopped_at_header_timeout() {
-    let (_rt, listener, _replier, puller) = impatient_listener().await;
-    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
-    // A type byte and no header; then a header cut short (it says 10 bytes, gives 1).
-    assert_eq!(refused_uni(&conn, &[0x01]).await, Some(LIMIT_EXCEEDED));
-    assert_eq!(
-        refused_uni(&conn, &[0x01, 0x0a, 0x01]).await,
-        Some(LIMIT_EXCEEDED)
-    );
-    let (stopped, (code, message)) = refused_bi(&conn, &[0x02, 0x0a]).await;
-    assert_eq!(stopped, Some(LIMIT_EXCEEDED));
-    assert_eq!(code, LIMIT_EXCEEDED, "{message}");
-    assert!(message.contains("header_timeout"), "{message}");
-    // The connection goes on: a whole transfer on it arrives.
+/// `bytes` on a new unidirectional stream, unfinished.
+async fn opened_uni(conn: &quinn::Connection, bytes: &[u8]) -> quinn::SendStream {
     let mut send = conn.open_uni().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    send
+}
+
+/// A whole transfer to `/jobs` on `conn`, and the puller's receipt of it.
+async fn transfer_arrives(conn: &quinn::Connection, puller: &weida::Puller, body: &[u8]) {
     let mut bytes = vec![0x01];
     weida::wire::Header::for_path("/jobs").encode(&mut bytes);
-    bytes.extend_from_slice(b"after");
-    send.write_all(&bytes).await.unwrap();
+    bytes.extend_from_slice(body);
+    let mut send = opened_uni(conn, &bytes).await;
     send.finish().unwrap();
-    let m = guarded("the transfer after", puller.recv()).await.unwrap();
-    assert_eq!(&m.body[..], b"after");
+    let m = guarded("a whole transfer", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], body);
+}
+
+/// A raw peer's streams that do not say what they are by `header_timeout` are stopped with
+/// LIMIT_EXCEEDED, a request's with an ERROR of that code too (PROTOCOL §9.5). Its connection
+/// carried other traffic meanwhile, so it goes on.
+#[tokio::test]
+async fn a_stream_that_never_sends_its_header_is_stopped_at_header_timeout() {
+    // Long enough that the whole transfer below certainly comes within it.
+    let limits = Limits {
+        header_timeout: Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let (_rt, listener, _replier, puller) = listener_with(limits).await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    // A type byte and no header; a header cut short (it says 10 bytes, gives 1); a request
+    // header cut short.
+    let mut alone = opened_uni(&conn, &[0x01]).await;
+    let mut short = opened_uni(&conn, &[0x01, 0x0a, 0x01]).await;
+    let (mut request, mut reply) = conn.open_bi().await.unwrap();
+    request.write_all(&[0x02, 0x0a]).await.unwrap();
+    // Traffic on the connection while they wait: it is not only stalled streams.
+    transfer_arrives(&conn, &puller, b"meanwhile").await;
+    for send in [&mut alone, &mut short, &mut request] {
+        let stopped = guarded("the STOP", send.stopped()).await.unwrap();
+        assert_eq!(stopped.map(|c| c.into_inner() as u32), Some(LIMIT_EXCEEDED));
+    }
+    let answer = guarded("the ERROR", reply.read_to_end(4096)).await.unwrap();
+    let (code, message) = weida::wire::reply::decode_error(&answer[1..]).unwrap();
+    assert_eq!(code.to_u64() as u32, LIMIT_EXCEEDED, "{message}");
+    assert!(message.contains("header_timeout"), "{message}");
+    // The connection goes on.
+    transfer_arrives(&conn, &puller, b"after").await;
+}
+
+/// A connection that carries nothing but keep-alives and streams stalled past a deadline is
+/// closed with LIMIT_EXCEEDED, not only its streams: at `header_timeout` for a stream that
+/// never said what it is, at `body_idle_timeout` for one stalled mid-body (PROTOCOL §9.5).
+#[tokio::test]
+async fn a_connection_with_only_stalled_streams_is_closed_at_the_deadline() {
+    let limits = Limits {
+        header_timeout: Duration::from_millis(300),
+        body_idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let (_rt, listener, _replier, puller) = listener_with(limits).await;
+    let pinging = || {
+        let mut t = quinn::TransportConfig::default();
+        t.keep_alive_interval(Some(Duration::from_millis(50)));
+        t
+    };
+    // A type byte and nothing more.
+    let (conn, _cs, _cr) = handshaken_with(&listener, pinging()).await;
+    let _held = opened_uni(&conn, &[0x01]).await;
+    let (code, reason) = closed_with(&conn).await;
+    assert_eq!(code, LIMIT_EXCEEDED, "{reason}");
+    assert!(reason.starts_with("header_timeout"), "{reason}");
+    // A header and half a body.
+    let (conn, _cs, _cr) = handshaken_with(&listener, pinging()).await;
+    let mut bytes = vec![0x01];
+    weida::wire::Header::for_path("/jobs").encode(&mut bytes);
+    bytes.extend_from_slice(b"half a body");
+    let _held = opened_uni(&conn, &bytes).await;
+    let e = guarded("the stalled receive", puller.recv())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), weida::ErrorCode::LimitExceeded, "{e:?}");
+    let (code, reason) = closed_with(&conn).await;
+    assert_eq!(code, LIMIT_EXCEEDED, "{reason}");
+    assert!(reason.starts_with("body_idle_timeout"), "{reason}");
 }
 
 /// A raw peer that opens a transfer to a puller, sends its header and half a body, and stops

@@ -24,7 +24,7 @@ use super::handshake::{conclude, our_hello, Agreed, Side};
 use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
 use super::share::Shares;
 use crate::error::{Error, Limit};
-use crate::transport::reader::{ReadFail, StreamReader};
+use crate::transport::reader::{ReadFail, StreamReader, Watch};
 use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
 use crate::wire::{control, Code, ControlFrame, Header, StreamType, Subscription};
 
@@ -100,6 +100,9 @@ pub(crate) struct Dispatch<E> {
     /// §3.1.1). For an AF_UNIX data connection, which carries no session, the dialler's HELLO
     /// is not known: whether this side offers them (Open point 3).
     lanes: bool,
+    /// The body deadline of this connection's streams, and its traffic (per QUIC or
+    /// in-process connection; None for AF_UNIX, whose streams each get their own).
+    watch: Option<Arc<Watch>>,
 }
 
 /// The subscriptions of one accepted connection (or local session), by publisher path.
@@ -129,11 +132,18 @@ impl Drop for ConnSubs {
 struct Deadline {
     within: std::time::Duration,
     at: Option<tokio::time::Instant>,
+    /// The connection's traffic when the wait began: at the deadline, a connection that
+    /// carried nothing meanwhile is closed ([`Watch::expired`]).
+    watch: Option<(Arc<Watch>, u64)>,
 }
 
 impl Deadline {
-    fn within(within: std::time::Duration) -> Self {
-        Self { within, at: None }
+    fn within(within: std::time::Duration, watch: Option<&Arc<Watch>>) -> Self {
+        Self {
+            within,
+            at: None,
+            watch: watch.map(|w| (w.clone(), 0)),
+        }
     }
 
     /// `read`'s output, or `Err(())` once the deadline passed.
@@ -142,10 +152,18 @@ impl Deadline {
         if let Some(out) = futures_util::FutureExt::now_or_never(read.as_mut()) {
             return Ok(out);
         }
-        let at = *self
-            .at
-            .get_or_insert_with(|| tokio::time::Instant::now() + self.within);
-        tokio::time::timeout_at(at, read).await.map_err(drop)
+        if self.at.is_none() {
+            self.at = Some(tokio::time::Instant::now() + self.within);
+            if let Some((w, seen)) = &mut self.watch {
+                *seen = w.seen();
+            }
+        }
+        let at = self.at.expect("set above");
+        let r = tokio::time::timeout_at(at, read).await.map_err(drop);
+        if let (Err(()), Some((w, seen))) = (&r, &self.watch) {
+            w.expired(*seen, "header_timeout");
+        }
+        r
     }
 }
 
@@ -179,6 +197,7 @@ impl<E> Clone for Dispatch<E> {
             sessions: self.sessions.clone(),
             peer_max_header: self.peer_max_header,
             shares: self.shares.clone(),
+            watch: self.watch.clone(),
             lanes: self.lanes,
         }
     }
@@ -195,6 +214,7 @@ impl<E: Endpoints> Dispatch<E> {
             sessions: Arc::default(),
             peer_max_header: u64::MAX,
             shares: None,
+            watch: None,
         }
     }
 
@@ -227,7 +247,9 @@ impl<E: Endpoints> Dispatch<E> {
         if matches!(send, Some(SendHalf::Unix(_))) {
             within = within.min(limits.idle_timeout);
         }
-        let mut deadline = Deadline::within(within);
+        // The body deadline (and the connection's traffic count) starts once the header is
+        // read; until then the header deadline alone bounds the stream.
+        let mut deadline = Deadline::within(within, self.watch.as_ref());
         let ty = match deadline.bound(reader.byte()).await {
             Ok(Ok(b)) => b,
             Ok(Err(_)) => return,
@@ -246,20 +268,17 @@ impl<E: Endpoints> Dispatch<E> {
                 return self.park(reader, send).await;
             }
             // Over a local socket the back direction carries the lane's STOPs.
-            ByType::Lane => {
-                reader.set_idle(limits.body_idle_timeout);
-                return self.lane(reader, send, peer, deadline).await;
-            }
+            ByType::Lane => return self.lane(reader, send, peer, deadline).await,
             ByType::Refused(r) => return self.refuse(reader, send, r).await,
         };
-        // A message (a transfer, a request) may not stall mid-body.
-        reader.set_idle(limits.body_idle_timeout);
         // Only an exchange keeps its other half: as its reply half.
         let send = if reply { send } else { None };
         let header = reader.header(limits.max_header_size);
         let Ok(header) = deadline.bound(header).await else {
             return self.too_slow(reader, send).await;
         };
+        // A message (a transfer, a request) may not stall mid-body.
+        reader.set_idle(&self.stream_watch());
         let path = match by_header(ty, &header) {
             Step::Next(path) => path.to_owned(),
             Step::Refuse(r) => return self.refuse(reader, send, r).await,
@@ -317,6 +336,8 @@ impl<E: Endpoints> Dispatch<E> {
         let Ok(head) = deadline.bound(head).await else {
             return self.too_slow(reader, send).await;
         };
+        // From its head on, a lane may not stall mid-frame (between frames it may idle).
+        reader.set_idle(&self.stream_watch());
         let path = match by_header(StreamType::Lane, &head) {
             Step::Next(path) => path,
             Step::Refuse(r) => return self.refuse(reader, send, r).await,
@@ -398,6 +419,14 @@ impl<E: Endpoints> Dispatch<E> {
             if tx.send_many(&mut batch).await.is_err() {
                 return reader.stop(Code::UnknownEndpoint);
             }
+        }
+    }
+
+    /// The body deadline for a stream of this connection (AF_UNIX: one of its own).
+    fn stream_watch(&self) -> Arc<Watch> {
+        match &self.watch {
+            Some(w) => w.clone(),
+            None => Watch::alone(self.ctx.limits.body_idle_timeout),
         }
     }
 
@@ -609,8 +638,7 @@ impl<E: Endpoints> Dispatch<E> {
         };
         let bound = self.ctx.limits.max_parked_reverse;
         // `park` hands the connection over, or returns it when the pool is full.
-        if let Err((send, reader)) = pool.park(send, reader, bound) {
-            drop(send);
+        if let Err(reader) = pool.park(send, reader, bound) {
             let full = StreamRefusal::new(Code::LimitExceeded, "parked pool full");
             self.refuse(reader, None, full).await;
         }
@@ -694,6 +722,7 @@ impl<E: Endpoints> Dispatch<E> {
             peer_max_header: agreed.peer_max_header,
             shares: Some(Arc::default()),
             lanes: agreed.lanes,
+            watch: Some(Watch::of(conn.clone(), self.ctx.limits.body_idle_timeout)),
             ..self.clone()
         };
         let tracker = Tracker::new();

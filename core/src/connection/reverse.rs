@@ -59,17 +59,18 @@ impl ParkedPool {
         })
     }
 
-    /// Takes a parked connection, or hands it back when the pool is at its bound or the
-    /// session ended (the caller refuses it).
+    /// Takes a parked connection, or hands its reader back when the pool is at its bound or
+    /// the session ended (the caller refuses it; the send half is dropped).
     pub(crate) fn park(
         &self,
         send: SendHalf,
         reader: StreamReader,
         bound: usize,
-    ) -> Result<(), (SendHalf, StreamReader)> {
+    ) -> Result<(), StreamReader> {
         let mut c = self.conns.lock().unwrap();
         if c.len() >= bound.max(1) || self.dead.load(Ordering::Acquire) {
-            return Err((send, reader));
+            drop(send);
+            return Err(reader);
         }
         c.push_back((send, reader));
         self.arrived.fetch_add(1, Ordering::AcqRel);

@@ -3,12 +3,14 @@
 //! caller kept in front. Pure framing over a [`RecvHalf`]: it knows the wire's shapes (from
 //! `wire`), not what a stream means.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
 
-use super::{LiveStream, RecvHalf, StreamError};
+use super::{Conn, LiveStream, RecvHalf, StreamError};
 use crate::error::{Error, Limit};
 use crate::wire::{self, Code, DecodeError, Header};
 
@@ -34,11 +36,67 @@ pub(crate) struct StreamReader {
     ended: bool,
     /// Counts this stream as live on its connection until dropped (for a graceful drain).
     live: Option<LiveStream>,
-    /// `Limits::body_idle_timeout` in milliseconds: how long a read waits for the writer's
-    /// next bytes before the stream is stopped with LIMIT_EXCEEDED. 0: for as long as it takes
-    /// (a control stream, or this side's own reply reader). Milliseconds, not a `Duration`:
-    /// the reader is moved with every stream handle, and this keeps it as small as it was.
-    idle_ms: u32,
+    /// The body deadline and its connection's traffic ([`Watch`]). None: a read waits for as
+    /// long as it takes (a control stream, or this side's own reply reader).
+    watch: Option<Arc<Watch>>,
+}
+
+/// `Limits::body_idle_timeout` for the readers of one connection's streams, and that
+/// connection's traffic as they see it: how many reads of its streams' bodies brought
+/// something (bytes, or a FIN). When a reader's deadline passes and no read of any stream of
+/// the connection brought anything meanwhile, the peer sent nothing but keep-alives while
+/// holding stalled streams: the connection is closed with LIMIT_EXCEEDED (PROTOCOL §9.5), not
+/// only the stream.
+pub(crate) struct Watch {
+    idle: Duration,
+    read: AtomicU64,
+    /// The connection to close; None where a stream is a connection of its own (AF_UNIX) or
+    /// the peer is one this side chose to dial (a subscriber's publisher).
+    conn: Option<Conn>,
+}
+
+impl Watch {
+    /// The watch of `conn`'s streams.
+    pub(crate) fn of(conn: Conn, idle: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            idle,
+            read: AtomicU64::new(0),
+            conn: Some(conn),
+        })
+    }
+
+    /// The deadline alone, for a stream with no connection to close.
+    pub(crate) fn alone(idle: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            idle,
+            read: AtomicU64::new(0),
+            conn: None,
+        })
+    }
+
+    fn got(&self) {
+        self.read.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The traffic so far, to compare with at a deadline.
+    pub(crate) fn seen(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+
+    /// A deadline passed on one of the connection's streams: if no read of any of them
+    /// brought anything since `seen`, the connection carries only stalled streams and
+    /// keep-alives, and is closed.
+    pub(crate) fn expired(&self, seen: u64, what: &str) {
+        if self.seen() != seen {
+            return;
+        }
+        if let Some(c) = &self.conn {
+            c.close(
+                Code::LimitExceeded,
+                &format!("{what}: nothing on any stream of the connection"),
+            );
+        }
+    }
 }
 
 impl StreamReader {
@@ -48,7 +106,7 @@ impl StreamReader {
             ahead: Bytes::new(),
             ended: false,
             live: None,
-            idle_ms: 0,
+            watch: None,
         }
     }
 
@@ -61,8 +119,8 @@ impl StreamReader {
     /// except a lane's wait between frames (an idle lane is not a stalled message). Set once
     /// the stream's type is known: a control stream waits between frames for as long as it
     /// takes.
-    pub(crate) fn set_idle(&mut self, idle: Duration) {
-        self.idle_ms = u32::try_from(idle.as_millis()).unwrap_or(u32::MAX).max(1);
+    pub(crate) fn set_idle(&mut self, watch: &Arc<Watch>) {
+        self.watch = Some(watch.clone());
     }
 
     pub(crate) async fn chunk(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
@@ -85,19 +143,32 @@ impl StreamReader {
     /// [`StreamError::Idle`]. The timer is set only when the read must wait: bytes already
     /// received cost no timer.
     async fn read_timed(&mut self, max: usize) -> Result<Option<Bytes>, StreamError> {
-        if self.idle_ms == 0 {
+        let Some(watch) = self.watch.clone() else {
             return self.recv.read_chunk(max).await;
-        }
-        let idle = Duration::from_millis(u64::from(self.idle_ms));
+        };
         let r = {
             let mut read = std::pin::pin!(self.recv.read_chunk(max));
             match read.as_mut().now_or_never() {
                 Some(r) => Some(r),
-                None => tokio::time::timeout(idle, read).await.ok(),
+                None => {
+                    let seen = watch.seen();
+                    match tokio::time::timeout(watch.idle, read).await {
+                        Ok(r) => Some(r),
+                        Err(_) => {
+                            watch.expired(seen, "body_idle_timeout");
+                            None
+                        }
+                    }
+                }
             }
         };
         match r {
-            Some(r) => r,
+            Some(r) => {
+                if r.is_ok() {
+                    watch.got();
+                }
+                r
+            }
             None => {
                 self.stop(Code::LimitExceeded);
                 Err(StreamError::Idle(Limit::BodyIdle))
@@ -302,10 +373,16 @@ impl StreamReader {
         }
         match self.recv.read_chunk(usize::MAX).await {
             Ok(Some(c)) => {
+                if let Some(w) = &self.watch {
+                    w.got();
+                }
                 self.ahead = c;
                 Ok(true)
             }
             Ok(None) => {
+                if let Some(w) = &self.watch {
+                    w.got();
+                }
                 self.ended = true;
                 Ok(false)
             }

@@ -14,7 +14,7 @@ use crate::connection::context::Context;
 use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};
 use crate::connection::link::Link;
 use crate::error::{Error, LossCause, Result};
-use crate::transport::reader::StreamReader;
+use crate::transport::reader::{StreamReader, Watch};
 use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf};
 use crate::wire::{Code, Ordering, Session, StreamType};
 
@@ -245,7 +245,7 @@ async fn copy(
         return true;
     };
     // From its type byte on, a copy (or a lane frame) may not stall mid-body.
-    reader.set_idle(ctx.limits.body_idle_timeout);
+    reader.set_idle(&Watch::alone(ctx.limits.body_idle_timeout));
     match first.map(StreamType::from_byte) {
         Ok(Ok(StreamType::Transfer)) => {}
         Ok(Ok(StreamType::Lane)) if lanes => {
