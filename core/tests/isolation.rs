@@ -33,16 +33,31 @@ async fn two_peers(t: Transport, limits: Limits) -> (Runtime, weida::Listener, R
     (server, listener, a, b)
 }
 
+/// A puller at `/jobs` of a listener with `limits`, and a pusher connected to it from each of
+/// two peers (two connections); the runtimes kept with them.
+async fn two_pushers(
+    t: Transport,
+    limits: Limits,
+) -> (
+    (Runtime, Runtime, Runtime),
+    weida::Puller,
+    weida::Pusher,
+    weida::Pusher,
+) {
+    let (server, listener, a, b) = two_peers(t, limits).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let (first, second) = (a.pusher(), b.pusher());
+    let address = puller.address().to_string();
+    first.connect(&address).await.unwrap();
+    second.connect(&address).await.unwrap();
+    ((server, a, b), puller, first, second)
+}
+
 /// A transfer opened to a puller and stopped halfway: the messages another peer sends after
 /// it, small (a lane, when lanes are on) and large (a stream each), all arrive while it is
 /// held; then the stalled one is finished and arrives too.
 async fn stalled_transfer(t: Transport) {
-    let (_s, listener, a, b) = two_peers(t, patient()).await;
-    let puller = listener.puller("/jobs").unwrap();
-    let (stalling, sending) = (a.pusher(), b.pusher());
-    let address = puller.address().to_string();
-    stalling.connect(&address).await.unwrap();
-    sending.connect(&address).await.unwrap();
+    let (_rts, puller, stalling, sending) = two_pushers(t, patient()).await;
     let mut held = stalling.open(Metadata::new()).await.unwrap();
     held.write(&b"the first half, "[..]).await.unwrap();
     // The stalled stream reaches the puller first: the receive below is collecting it.
@@ -131,12 +146,7 @@ async fn body_idle(t: Transport) {
         body_idle_timeout: Duration::from_millis(300),
         ..patient()
     };
-    let (_s, listener, a, b) = two_peers(t, limits).await;
-    let puller = listener.puller("/jobs").unwrap();
-    let (stalling, other) = (a.pusher(), b.pusher());
-    let address = puller.address().to_string();
-    stalling.connect(&address).await.unwrap();
-    other.connect(&address).await.unwrap();
+    let (_rts, puller, stalling, other) = two_pushers(t, limits).await;
     let mut held = stalling.open(Metadata::new()).await.unwrap();
     held.write(&b"and then nothing"[..]).await.unwrap();
     let e = puller.recv().await.unwrap_err();
@@ -175,12 +185,7 @@ async fn share(t: Transport) {
         peer_share: 2,
         ..patient()
     };
-    let (server, listener, a, b) = two_peers(t, limits).await;
-    let puller = listener.puller("/jobs").unwrap();
-    let (flooding, sending) = (a.pusher(), b.pusher());
-    let address = puller.address().to_string();
-    flooding.connect(&address).await.unwrap();
-    sending.connect(&address).await.unwrap();
+    let ((server, _a, _b), puller, flooding, sending) = two_pushers(t, limits).await;
     // Streams of their own (not lane messages, which hold no stream), each whole at the
     // listener's transport before the next is opened.
     for i in 0..4u8 {
