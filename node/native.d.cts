@@ -434,6 +434,11 @@ export declare class Runtime {
   drain(deadlineMs: number): Promise<{ delivered: bigint; outstanding: bigint }>
   /** Closes every connection and listener now; pending calls end with their error. */
   shutdown(): void
+  /**
+   * Closes every connection and listener now, as `shutdown` does, and resolves once the
+   * closes have been sent (at most a second).
+   */
+  close(): Promise<void>
   /** The counters, as BigInts by camelCase name (weida-ffi lists them). */
   counters(): Counters
 }

@@ -226,6 +226,19 @@ impl Runtime {
         on_io(|| self.inner.shutdown());
     }
 
+    /// Closes every connection and listener now, as `shutdown` does, and resolves once the
+    /// closes have been sent (at most a second).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let rt = weida::Runtime::clone(&self.inner);
+        promise(
+            env,
+            None,
+            Call::new(async move { Ok::<_, Fail>(rt.close().await) }),
+            |_, ()| Ok(()),
+        )
+    }
+
     /// The counters, as BigInts by camelCase name (weida-ffi lists them).
     #[napi(ts_return_type = "Counters")]
     pub fn counters<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {

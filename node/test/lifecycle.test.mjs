@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Closed, ConnectionLost, Indeterminate, InvalidAddress, InvalidConfig, NotConnected, Runtime, Timeout, Unsupported, UnknownEndpoint, withPath } from 'weida'
+import { Canceled, Closed, ConnectionLost, Indeterminate, InvalidAddress, InvalidConfig, NotConnected, Runtime, Timeout, Unsupported, UnknownEndpoint, withPath } from 'weida'
 import { bindAddress, deferred, keep, onEveryTransport, pair, payload, rejection, relay, runtime, serve, TIMEOUT } from './helpers.mjs'
 
 onEveryTransport('a_finished_transfer_needs_no_local_handle_to_arrive', async (t, ctx) => {
@@ -316,4 +316,27 @@ test('counters_name_every_core_counter', (ctx) => {
     'streamsRefused',
   ])
   assert.ok(Object.values(c).every((v) => v === 0n))
+})
+
+onEveryTransport('close_resolves_once_closed_and_the_peer_learns_of_the_end', async (t, ctx) => {
+  // close() closes as shutdown() does, and resolves once the closes have been sent (core:
+  // lifecycle.rs a_runtime_closed_before_its_process_exits_tells_its_peer_at_once).
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  const held = await pusher.open()
+  await held.write('half')
+  const incoming = await puller.accept()
+  assert.equal((await incoming.readChunk())?.toString(), 'half')
+  await client.close()
+  const e = await rejection((async () => {
+    while ((await incoming.readChunk()) !== null) {
+      // read to the end, which the close cuts short
+    }
+  })())
+  assert.ok(e instanceof ConnectionLost || e instanceof Canceled, String(e))
+  const after = await rejection(pusher.send('after'))
+  assert.equal(after.code, 'ERR_WEIDA_CLOSED')
+  await client.close()
 })

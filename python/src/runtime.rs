@@ -139,12 +139,19 @@ impl Runtime {
         py.detach(|| on_io(|| self.rt.shutdown()));
     }
 
+    /// Closes every connection now, as `shutdown` does, and resolves once the closes have been
+    /// sent (at most a second), so a process that exits next leaves its peers knowing at once.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rt = weida::Runtime::clone(&self.rt);
+        call(py, Call::new(async move { Ok::<_, Fail>(rt.close().await) }))
+    }
+
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         aio::ready(py, slf.into_any())
     }
 
-    /// Shuts the runtime down.
+    /// Closes the runtime, as `close` does.
     fn __aexit__<'py>(
         &self,
         py: Python<'py>,
@@ -152,8 +159,7 @@ impl Runtime {
         _exc: Option<Bound<'py, PyAny>>,
         _tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.shutdown(py);
-        aio::ready(py, py.None().into_bound(py))
+        self.close(py)
     }
 
     fn __repr__(&self) -> String {

@@ -310,3 +310,23 @@ def test_limits_and_counters_name_every_core_field() -> None:
             }
     assert declared["Limits"] == set(dir(weida.Limits()))
     assert declared["Counters"] == set(dir(weida.Runtime().counters()))
+
+
+async def test_close_resolves_once_closed_and_the_peer_learns_of_the_end(pair: Pair) -> None:
+    # close() closes as shutdown() does, and resolves once the closes have been sent (a process
+    # that exits next leaves its peers knowing at once: core/tests/lifecycle.rs
+    # a_runtime_closed_before_its_process_exits_tells_its_peer_at_once).
+    puller = pair.listener.puller("/jobs")
+    pusher = pair.client.pusher()
+    await pusher.connect(puller.address)
+    held = await pusher.open()
+    await held.write(b"half")
+    incoming = await puller.accept()
+    assert await incoming.read_chunk() == b"half"
+    await pair.client.close()
+    with pytest.raises((weida.ConnectionLost, weida.Canceled)):
+        while await incoming.read_chunk() is not None:
+            pass
+    with pytest.raises(weida.Closed):
+        await pusher.send(b"after")
+    await pair.client.close()  # again: nothing left to close

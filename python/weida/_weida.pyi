@@ -260,6 +260,8 @@ class Runtime:
         """Lets finished transfers arrive for up to ``seconds``, then closes everything."""
     def shutdown(self) -> None:
         """Closes every connection now."""
+    def close(self) -> Future[None]:
+        """Closes every connection now and resolves once the closes have been sent (at most 1 s)."""
     def __aenter__(self) -> Future[Runtime]: ...
     def __aexit__(
         self,
