@@ -64,4 +64,4 @@ for (let i = 1; i <= jobs; i++) {
 const drained = await rt.drain(5_000)
 say(`drained: ${drained.outstanding} outstanding`)
 say(`RESULT ${JSON.stringify({ fingerprint: rt.fingerprint, asked, delivered })}`)
-rt.close()
+await rt.close()

@@ -44,6 +44,6 @@ const asking = req.request('never mind', undefined, { signal: slow.signal })
 slow.abort()
 await asking.catch((e: Error) => console.log(`aborted: ${e.name}`))
 
-client.close()
-service.close()
+await client.close()
+await service.close()
 await serving
