@@ -143,7 +143,10 @@ impl Runtime {
     /// sent (at most a second), so a process that exits next leaves its peers knowing at once.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rt = weida::Runtime::clone(&self.rt);
-        call(py, Call::new(async move { Ok::<_, Fail>(rt.close().await) }))
+        call(
+            py,
+            Call::new(async move { Ok::<_, Fail>(rt.close().await) }),
+        )
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
