@@ -234,7 +234,10 @@ impl Runtime {
         promise(
             env,
             None,
-            Call::new(async move { Ok::<_, Fail>(rt.close().await) }),
+            Call::new(async move {
+                rt.close().await;
+                Ok::<_, Fail>(())
+            }),
             |_, ()| Ok(()),
         )
     }

@@ -145,7 +145,10 @@ impl Runtime {
         let rt = weida::Runtime::clone(&self.rt);
         call(
             py,
-            Call::new(async move { Ok::<_, Fail>(rt.close().await) }),
+            Call::new(async move {
+                rt.close().await;
+                Ok::<_, Fail>(())
+            }),
         )
     }
 
