@@ -138,6 +138,17 @@ impl Link {
         header.encode(&mut head);
         // The bound counts what the length prefix counts (PROTOCOL.md §5.3), as the peer does.
         let counted = head.len() - 1 - varint::len_from_first_byte(head[1]);
+        self.within_peer_header(counted)?;
+        let head = Bytes::from(head);
+        if let (true, Some(slot)) = (plain, slot) {
+            let _ = slot.set(head.clone());
+        }
+        Ok(head)
+    }
+
+    /// A header of `counted` bytes (what the length prefix counts) is within the peer's
+    /// MAX_HEADER_SIZE, or `LimitExceeded` before anything is sent.
+    fn within_peer_header(&self, counted: usize) -> Result<()> {
         if counted as u64 > self.peer_max_header {
             return Err(Error::limit(
                 Limit::HeaderSize,
@@ -147,11 +158,7 @@ impl Link {
                 ),
             ));
         }
-        let head = Bytes::from(head);
-        if let (true, Some(slot)) = (plain, slot) {
-            let _ = slot.set(head.clone());
-        }
-        Ok(head)
+        Ok(())
     }
 
     /// Sends a whole message as a frame on this link's lane (started on first use). A lane that
@@ -173,15 +180,7 @@ impl Link {
                 h.len() - varint::len(body.len() as u64) - varint::len_from_first_byte(h[0])
             }
         };
-        if counted as u64 > self.peer_max_header {
-            return Err(Error::limit(
-                Limit::HeaderSize,
-                format!(
-                    "header of {counted} bytes, the peer accepts {}",
-                    self.peer_max_header
-                ),
-            ));
-        }
+        self.within_peer_header(counted)?;
         let lane = {
             let mut slot = self.lane.lock().unwrap();
             if let Some(l) = slot.as_ref() {
