@@ -39,7 +39,7 @@ async fn two_pushers(
     t: Transport,
     limits: Limits,
 ) -> (
-    (Runtime, Runtime, Runtime),
+    (Runtime, weida::Listener, Runtime, Runtime),
     weida::Puller,
     weida::Pusher,
     weida::Pusher,
@@ -50,7 +50,7 @@ async fn two_pushers(
     let address = puller.address().to_string();
     first.connect(&address).await.unwrap();
     second.connect(&address).await.unwrap();
-    ((server, a, b), puller, first, second)
+    ((server, listener, a, b), puller, first, second)
 }
 
 /// A transfer opened to a puller and stopped halfway: the messages another peer sends after
@@ -185,7 +185,7 @@ async fn share(t: Transport) {
         peer_share: 2,
         ..patient()
     };
-    let ((server, _a, _b), puller, flooding, sending) = two_pushers(t, limits).await;
+    let ((server, _l, _a, _b), puller, flooding, sending) = two_pushers(t, limits).await;
     // Streams of their own (not lane messages, which hold no stream), each whole at the
     // listener's transport before the next is opened.
     for i in 0..4u8 {

@@ -101,8 +101,15 @@ async fn raw_body(t: Transport) {
 }
 on_every_transport!(acceptor_receives_both_stream_kinds, raw_body);
 
-async fn streaming_overlap_body(t: Transport) {
-    let (_s, listener, client) = pair(t).await;
+/// A requester connected to a replier at /upper that streams its answer (the request upper
+/// cased) while it reads the request; the runtimes kept with it.
+async fn upper_casing(
+    t: Transport,
+) -> (
+    (weida::Runtime, weida::Listener, weida::Runtime),
+    weida::Requester,
+) {
+    let (s, listener, client) = pair(t).await;
     let replier = listener.replier("/upper").unwrap();
     tokio::spawn(async move {
         let mut ex = replier.accept().await.unwrap();
@@ -119,6 +126,11 @@ async fn streaming_overlap_body(t: Transport) {
     req.connect(&listener.address().with_path("/upper").unwrap().to_string())
         .await
         .unwrap();
+    ((s, listener, client), req)
+}
+
+async fn streaming_overlap_body(t: Transport) {
+    let (_rts, req) = upper_casing(t).await;
     let (mut body, reply) = req.open(Metadata::new()).await.unwrap();
     let reading = tokio::spawn(async move { reply.body().await });
     for part in ["abc", "def", "ghi"] {
@@ -136,22 +148,7 @@ on_every_transport!(
 /// that streams its answer as it reads, a request and a reply both far above their windows
 /// would wait on each other if the whole request were written first.
 async fn request_overlap_body(t: Transport) {
-    let (_s, listener, client) = pair(t).await;
-    let replier = listener.replier("/upper").unwrap();
-    tokio::spawn(async move {
-        let mut ex = replier.accept().await.unwrap();
-        let mut out = ex.open_reply(Metadata::new()).await.unwrap();
-        while let Some(chunk) = ex.read_chunk().await.unwrap() {
-            out.write(Bytes::from(chunk.to_ascii_uppercase()))
-                .await
-                .unwrap();
-        }
-        out.finish().await.unwrap();
-    });
-    let req = client.requester();
-    req.connect(&listener.address().with_path("/upper").unwrap().to_string())
-        .await
-        .unwrap();
+    let (_rts, req) = upper_casing(t).await;
     // 8 MiB each way: eight stream windows, and the whole of a QUIC connection's window.
     let body: Vec<u8> = (0..8usize << 20).map(|i| b'a' + (i % 26) as u8).collect();
     // A deadlock is a hang: fail it instead.
