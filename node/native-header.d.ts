@@ -64,6 +64,11 @@ export interface LimitsOptions {
   idleTimeoutMs?: number
   /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
   keepAliveMs?: number | null
+  /**
+   * Milliseconds a dial waits for a weida listener to answer before it rejects with
+   * `Unreachable` naming the address. Default 5 000.
+   */
+  connectTimeoutMs?: number
   /** Milliseconds a peer's stream may take to say what it is (type and header). Default 10 000. */
   headerTimeoutMs?: number
   /** Milliseconds a reader waits for a peer's next bytes mid-message. Default 30 000. */

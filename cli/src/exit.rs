@@ -18,7 +18,8 @@ pub(crate) const USAGE: u8 = 2;
 pub(crate) const UNTRUSTED: u8 = 3;
 /// UNKNOWN_ENDPOINT: nothing is bound at that path on the peer.
 pub(crate) const UNKNOWN_ENDPOINT: u8 = 4;
-/// NOT_CONNECTED, CONNECTION_LOST or CLOSED: no connection, or it ended before an outcome.
+/// NOT_CONNECTED, UNREACHABLE, CONNECTION_LOST or CLOSED: no connection (nothing listening
+/// answered the dial), or it ended before an outcome.
 pub(crate) const CONNECTION: u8 = 5;
 /// TIMEOUT: `--timeout` (or a configured deadline) passed first.
 pub(crate) const TIMEOUT: u8 = 6;
@@ -46,7 +47,8 @@ Exit status:
     2    command-line usage
     3    UNTRUSTED: the peer's key is not the one the address pins (nor a --trust-pin)
     4    UNKNOWN_ENDPOINT: nothing is bound at that path
-    5    NOT_CONNECTED, CONNECTION_LOST or CLOSED: the connection failed or ended first
+    5    UNREACHABLE, NOT_CONNECTED, CONNECTION_LOST or CLOSED: the connection failed
+         (nothing listens there) or ended first
     6    TIMEOUT: --timeout passed first
     7    INDETERMINATE: the request arrived whole, its reply was lost: it may have acted
     8    REJECTED: the peer's application refused (rep --exec: the command failed)
@@ -64,7 +66,10 @@ pub(crate) fn status_of(code: ErrorCode) -> u8 {
     match code {
         ErrorCode::Untrusted => UNTRUSTED,
         ErrorCode::UnknownEndpoint => UNKNOWN_ENDPOINT,
-        ErrorCode::NotConnected | ErrorCode::ConnectionLost | ErrorCode::Closed => CONNECTION,
+        ErrorCode::NotConnected
+        | ErrorCode::Unreachable
+        | ErrorCode::ConnectionLost
+        | ErrorCode::Closed => CONNECTION,
         ErrorCode::Timeout => TIMEOUT,
         ErrorCode::Indeterminate => INDETERMINATE,
         ErrorCode::Rejected => REJECTED,

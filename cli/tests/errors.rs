@@ -132,18 +132,23 @@ fn a_reply_lost_after_the_request_arrived_is_indeterminate() {
 }
 
 #[test]
-fn a_missing_socket_is_an_io_error_without_a_repeated_cause() {
+fn a_missing_socket_is_unreachable_without_a_repeated_cause() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("weida+unix://{}//x", dir.path().join("none.sock").display());
+    let sock = dir.path().join("none.sock");
+    let url = format!("weida+unix://{}//x", sock.display());
     let out = weida()
         .args(["req", &url, "hi"])
         .assert()
-        .code(1)
+        .code(5)
         .get_output()
         .stderr
         .clone();
     let stderr = String::from_utf8(out).unwrap();
-    assert!(stderr.contains("No such file or directory"), "{stderr}");
+    let said = format!(
+        "nothing listens at local socket {}: no such socket file",
+        sock.display()
+    );
+    assert!(stderr.contains(&said), "{stderr}");
     assert!(
         !stderr.contains("caused by"),
         "the cause repeats the message: {stderr}"
@@ -219,7 +224,7 @@ fn help_lists_every_exit_status() {
     for line in [
         "3    UNTRUSTED",
         "4    UNKNOWN_ENDPOINT",
-        "5    NOT_CONNECTED, CONNECTION_LOST or CLOSED",
+        "5    UNREACHABLE, NOT_CONNECTED, CONNECTION_LOST or CLOSED",
         "6    TIMEOUT",
         "7    INDETERMINATE",
         "8    REJECTED",

@@ -58,6 +58,12 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// How often the dialling side sends keep-alives (`None`: never). Default 10 s.
     pub keep_alive: Option<Duration>,
+    /// How long a dial waits for a weida listener to answer (the transport's handshake and
+    /// the listener's HELLO) before it fails `Unreachable` naming the address: over QUIC a
+    /// port where nothing listens answers nothing (UDP has no refusal), so this is how long
+    /// such a mistake takes to report. A local socket or name with nothing there fails at
+    /// once. Default 5 s.
+    pub connect_timeout: Duration,
     /// How long a stream the peer opened may wait to say what it is (its type byte and its
     /// DATA header, or a lane's head) before it is stopped with LIMIT_EXCEEDED: a stream
     /// that never names its endpoint holds nothing for longer (PATTERNS §1.12). Default 10 s.
@@ -119,6 +125,7 @@ impl Default for Limits {
             max_collected_body: 16 << 20,
             idle_timeout: Duration::from_secs(30),
             keep_alive: Some(Duration::from_secs(10)),
+            connect_timeout: Duration::from_secs(5),
             header_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             subscriber_buffer_bytes: 1 << 20,
@@ -159,8 +166,8 @@ impl Limits {
         if !(1200..=65527).contains(&self.max_udp_payload) {
             return bad("max_udp_payload must be from 1200 (QUIC's minimum) to 65527 bytes");
         }
-        if self.idle_timeout.is_zero() {
-            return bad("idle_timeout must be above zero");
+        if self.idle_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return bad("idle_timeout and connect_timeout must be above zero");
         }
         if self.header_timeout.is_zero() || self.body_idle_timeout.is_zero() {
             return bad("header_timeout and body_idle_timeout must be above zero");

@@ -109,6 +109,52 @@ impl fmt::Display for AddressPart {
     }
 }
 
+/// Why a dial found no weida listener ([`Error::Unreachable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unanswered {
+    /// Nothing answered the handshake within this long (`Limits::connect_timeout`, or the
+    /// idle timeout when that is shorter): over QUIC a closed port looks so, since UDP has no
+    /// refusal; or a listener that completed the transport's handshake sent no HELLO.
+    NoAnswer(std::time::Duration),
+    /// The operating system refused at once: no socket file, or nothing accepting on it; or
+    /// nothing is bound at that in-process name. The text is what was refused.
+    Refused(String),
+}
+
+impl Unanswered {
+    /// The stable name: `no_answer` or `refused`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::NoAnswer(_) => "no_answer",
+            Self::Refused(_) => "refused",
+        }
+    }
+}
+
+/// A duration as a person reads it in a message: `5 s`, `1.5 s`, `250 ms`.
+pub(crate) fn human_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 1000 && ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+fn unreachable_text(address: &str, why: &Unanswered) -> String {
+    match why {
+        Unanswered::NoAnswer(d) => format!(
+            "no weida listener answered at {address} within {} (connect_timeout): is the \
+             service running, at this host and port?",
+            human_duration(*d)
+        ),
+        Unanswered::Refused(what) => format!("nothing listens at {address}: {what}"),
+    }
+}
+
 /// Which configured bound a [`Error::LimitExceeded`] names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -146,6 +192,65 @@ impl Limit {
             Self::BodyIdle => "body_idle_timeout",
             Self::HeaderTimeout => "header_timeout",
         }
+    }
+}
+
+impl Limit {
+    /// Where the bound is set and the way around it, for the error's message: what a person
+    /// reading `LimitExceeded` needs to do next.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Self::HeaderSize => {
+                "max_header_size is a Limits option of each side, 16 KiB by default: raise it \
+                 on the side that refused, or carry less metadata (a body has no such bound)"
+            }
+            Self::CollectedBody => {
+                "raise max_collected_body (16 MiB by default) in the runtime's Limits or this \
+                 endpoint's options, or stream the body: open() to send it, accept() to \
+                 receive it in chunks"
+            }
+            Self::Remote => {
+                "the peer refused with LIMIT_EXCEEDED: a bound the peer sets (its \
+                 max_collected_body, 16 MiB by default, or its max_header_size); raise it there, \
+                 or stream the body with open() so the peer can accept() it in chunks"
+            }
+            Self::ByteBudget => {
+                "raise subscriber_buffer_bytes (1 MiB by default) in the publisher's Limits, or \
+                 publish the body as a stream (fan_out) in chunks within it"
+            }
+            Self::Queue => "raise the queue's bound, or take from it sooner",
+            Self::Filters => {
+                "raise max_filters (1024 by default) in the publisher's Limits, or subscribe \
+                 with fewer, wider filters"
+            }
+            Self::BodyIdle => {
+                "the peer's stream made no progress for body_idle_timeout (30 s by default); \
+                 raise it in the receiving side's Limits if its writers are slow on purpose"
+            }
+            Self::HeaderTimeout => {
+                "the peer's stream did not say what it is within header_timeout (10 s by \
+                 default); raise it in the receiving side's Limits if its peers are that slow"
+            }
+        }
+    }
+}
+
+/// A byte count as a person reads it next to the exact figure: `16 MiB`, `1.5 KiB`, `300 B`.
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
     }
 }
 
@@ -203,6 +308,8 @@ pub enum ErrorCode {
     Closed,
     /// See [`Error::Io`].
     Io,
+    /// See [`Error::Unreachable`].
+    Unreachable,
 }
 
 impl ErrorCode {
@@ -226,6 +333,7 @@ impl ErrorCode {
             Self::InvalidFilter => "INVALID_FILTER",
             Self::Closed => "CLOSED",
             Self::Io => "IO",
+            Self::Unreachable => "UNREACHABLE",
         }
     }
 
@@ -241,7 +349,7 @@ impl ErrorCode {
     }
 
     /// Every code, for bindings that build one class per code.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::NotConnected,
         Self::ConnectionLost,
         Self::Indeterminate,
@@ -259,6 +367,7 @@ impl ErrorCode {
         Self::InvalidFilter,
         Self::Closed,
         Self::Io,
+        Self::Unreachable,
     ];
 }
 
@@ -312,8 +421,9 @@ pub enum Error {
     /// The transfer was cancelled (by either side) before it completed.
     #[error("canceled")]
     Canceled,
-    /// A configured bound was exceeded.
-    #[error("limit exceeded: {limit} ({detail})")]
+    /// A configured bound was exceeded. The message says which bound, what passed it and
+    /// the bound's value, where it is set and the way around it ([`Limit::hint`]).
+    #[error("limit exceeded: {limit} ({detail}); {}", .limit.hint())]
     LimitExceeded {
         /// Which bound.
         limit: Limit,
@@ -350,6 +460,15 @@ pub enum Error {
     /// An operating-system error.
     #[error("i/o error: {0}")]
     Io(#[from] io::Error),
+    /// A dial found no weida listener at the address: nothing answered within
+    /// `Limits::connect_timeout`, or the operating system refused at once. Nothing was sent.
+    #[error("unreachable: {}", unreachable_text(.address, .why))]
+    Unreachable {
+        /// Where the dial went: `host:port`, the socket's path, or the in-process name.
+        address: String,
+        /// Why nothing answered.
+        why: Unanswered,
+    },
 }
 
 fn expected_note(expected: &Option<Fingerprint>) -> String {
@@ -376,7 +495,8 @@ impl Error {
     /// them with no match of its own: `loss_cause` (ConnectionLost, Indeterminate);
     /// `fingerprint` and `expected` (Untrusted); `path` (UnknownEndpoint); `limit` and
     /// `detail` (LimitExceeded); `part` and `reason` (InvalidAddress); `reason` (Rejected,
-    /// Unsupported); `what`, `text` and `reason` (InvalidFilter); `errno` (Io). Names are
+    /// Unsupported); `what`, `text` and `reason` (InvalidFilter); `errno` (Io); `address`
+    /// and `why` (Unreachable: `no_answer` or `refused`). Names are
     /// snake_case; enumerated values are the names of [`LossCause::name`], [`Limit::name`]
     /// and [`AddressPart::name`].
     ///
@@ -414,6 +534,9 @@ impl Error {
                 ("text", text(&f.text)),
                 ("reason", text(&f.reason)),
             ],
+            Self::Unreachable { address, why } => {
+                vec![("address", text(address)), ("why", text(why.name()))]
+            }
             Self::Io(e) => vec![(
                 "errno",
                 e.raw_os_error()
@@ -449,6 +572,7 @@ impl Error {
             Self::InvalidFilter(_) => ErrorCode::InvalidFilter,
             Self::Closed => ErrorCode::Closed,
             Self::Io(_) => ErrorCode::Io,
+            Self::Unreachable { .. } => ErrorCode::Unreachable,
         }
     }
 
@@ -492,6 +616,35 @@ mod tests {
         ];
         let names: Vec<_> = all.iter().map(LossCause::name).collect();
         assert_eq!(names, LossCause::NAMES);
+    }
+
+    #[test]
+    fn every_limit_says_where_it_is_set_and_the_way_around_it() {
+        use Limit::*;
+        for (limit, option) in [
+            (HeaderSize, "max_header_size"),
+            (CollectedBody, "max_collected_body"),
+            (Remote, "max_collected_body"),
+            (ByteBudget, "subscriber_buffer_bytes"),
+            (Filters, "max_filters"),
+            (BodyIdle, "body_idle_timeout"),
+            (HeaderTimeout, "header_timeout"),
+        ] {
+            let e = Error::limit(limit, "what passed it");
+            let said = e.to_string();
+            assert!(said.contains(option), "{limit:?}: {said}");
+            assert!(said.contains("raise"), "{limit:?}: {said}");
+            assert!(said.contains("(what passed it)"), "{limit:?}: {said}");
+        }
+        assert!(Error::limit(Queue, "x").to_string().contains("raise"));
+        assert_eq!(human_bytes(16 << 20), "16 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1000), "1000 B");
+        assert_eq!(
+            human_duration(std::time::Duration::from_millis(300)),
+            "300 ms"
+        );
+        assert_eq!(human_duration(std::time::Duration::from_secs(5)), "5 s");
     }
 
     #[test]

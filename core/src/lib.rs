@@ -53,7 +53,7 @@ pub use connection::handles::{
     Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,
     PendingReply,
 };
-pub use error::{AddressPart, Error, ErrorCode, FieldValue, Limit, LossCause, Result};
+pub use error::{AddressPart, Error, ErrorCode, FieldValue, Limit, LossCause, Result, Unanswered};
 pub use patterns::{
     Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
     Requester, Subscriber,

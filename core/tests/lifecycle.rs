@@ -574,17 +574,44 @@ enum Ending {
 }
 
 async fn nothing_there_or_closed(t: Transport) {
-    // Nothing listens at the socket, nothing is bound at the name (QUIC cannot know: it times
-    // out instead).
-    if t != Transport::Quic {
-        let rt = Runtime::new(common::config(Limits::default())).unwrap();
-        let nowhere = weida::Address::parse(&common::bind_address(t))
+    // Nothing listens at the socket, nothing is bound at the name: refused at once. Over QUIC
+    // nothing can refuse (UDP): a port whose socket never answers is reported at
+    // `connect_timeout`, naming the address and the option.
+    let limits = Limits {
+        connect_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let rt = Runtime::new(common::config(limits)).unwrap();
+    let black_hole = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let nowhere = match t {
+        Transport::Quic => format!("weida://{}/jobs", black_hole.local_addr().unwrap()),
+        _ => weida::Address::parse(&common::bind_address(t))
             .unwrap()
             .with_path("/jobs")
             .unwrap()
-            .to_string();
-        let e = rt.pusher().connect(&nowhere).await.unwrap_err();
-        assert_eq!(e.code(), ErrorCode::Io, "{e:?}");
+            .to_string(),
+    };
+    let e = rt.pusher().connect(&nowhere).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unreachable, "{e:?}");
+    let (address, cause) = match &e {
+        Error::Unreachable { address, why } => (address.clone(), why.name()),
+        _ => unreachable!(),
+    };
+    let message = e.to_string();
+    if t == Transport::Quic {
+        assert_eq!(cause, "no_answer");
+        let port = black_hole.local_addr().unwrap().to_string();
+        assert_eq!(address, port);
+        assert!(
+            message.contains(&format!("at {port} within 300 ms (connect_timeout)")),
+            "{message}"
+        );
+    } else {
+        assert_eq!(cause, "refused");
+        assert!(
+            message.starts_with("unreachable: nothing listens at "),
+            "{message}"
+        );
     }
     for ending in [Ending::Drain, Ending::Shutdown] {
         let (_s, listener, client) = pair(t).await;
@@ -608,7 +635,7 @@ async fn nothing_there_or_closed(t: Transport) {
     }
 }
 on_every_transport!(
-    nothing_listening_is_io_and_a_closed_runtime_is_closed_at_bind_and_connect,
+    nothing_listening_is_unreachable_and_a_closed_runtime_is_closed_at_bind_and_connect,
     nothing_there_or_closed
 );
 

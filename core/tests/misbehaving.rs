@@ -153,9 +153,11 @@ async fn connect_against<T>(
     .await
 }
 
+/// A port where something is bound and reads nothing (no ICMP error, just silence) is
+/// `Unreachable` (`no_answer`) at the shorter of `connect_timeout` and the idle timeout (quinn
+/// gives up a handshake at the latter), naming the address.
 #[tokio::test]
-async fn a_handshake_nobody_answers_is_timeout() {
-    // Something is bound at the port and reads nothing: no ICMP error, just silence.
+async fn a_handshake_nobody_answers_is_unreachable_at_the_shorter_timeout() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let rt = Runtime::new(RuntimeConfig {
         limits: Limits {
@@ -167,11 +169,49 @@ async fn a_handshake_nobody_answers_is_timeout() {
     })
     .unwrap();
     let pin = weida::Identity::ephemeral().fingerprint();
-    let address = format!("weida://{pin}@{}/rpc", silent.local_addr().unwrap());
+    let at = silent.local_addr().unwrap().to_string();
+    let address = format!("weida://{pin}@{at}/rpc");
     let e = guarded("connect", rt.requester().connect(&address))
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::Timeout), "{e:?}");
+    match &e {
+        Error::Unreachable { address, why } => {
+            assert_eq!((address.as_str(), why.name()), (at.as_str(), "no_answer"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        e.to_string().contains(&format!("at {at} within 1 s")),
+        "{e}"
+    );
+}
+
+/// A listener that completes the QUIC handshake and never sends its HELLO is `Unreachable`
+/// (`no_answer`) at `connect_timeout`, and the dialler closes the connection with GOING_AWAY.
+#[tokio::test]
+async fn a_listener_that_never_sends_its_hello_is_unreachable_at_connect_timeout() {
+    let fake = Fake::start();
+    let rt = Runtime::new(common::config(Limits {
+        connect_timeout: Duration::from_millis(400),
+        ..Limits::default()
+    }))
+    .unwrap();
+    let requester = rt.requester();
+    let (r, (code, reason)) = guarded("connect", async {
+        tokio::join!(requester.connect(&fake.address), async {
+            let (conn, _send, _recv) = fake.accept().await;
+            closed_with(&conn).await
+        })
+    })
+    .await;
+    match r {
+        Err(Error::Unreachable { why, .. }) => assert_eq!(why.name(), "no_answer"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (code, reason.as_str()),
+        (GOING_AWAY, "no HELLO within connect_timeout")
+    );
 }
 
 #[tokio::test]

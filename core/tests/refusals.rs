@@ -230,6 +230,20 @@ async fn reply_above_collected(t: Transport) {
         is_limit(&stopped, weida::Limit::Remote),
         "the reply half is stopped with LIMIT_EXCEEDED: {stopped:?}"
     );
+    // Each side's message says which bound and its value, where it is set, and the way
+    // around it.
+    let said = e.to_string();
+    for part in [
+        "a body above max_collected_body 1000 (1000 B)",
+        "options",
+        "accept()",
+    ] {
+        assert!(said.contains(part), "{part:?} not in {said:?}");
+    }
+    let said = stopped.to_string();
+    for part in ["the peer refused", "max_collected_body", "open()"] {
+        assert!(said.contains(part), "{part:?} not in {said:?}");
+    }
     // `PendingReply::body` is bounded the same way; a reply at the bound arrives.
     for (n, whole) in [(1001, false), (1000, true)] {
         let (request, reply) = req.open(Metadata::new()).await.unwrap();

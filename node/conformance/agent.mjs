@@ -505,6 +505,7 @@ const LIMITS = {
   max_filters: 'maxFilters',
   fanout_wait_ms: 'fanoutWaitMs',
   header_timeout_ms: 'headerTimeoutMs',
+  connect_timeout_ms: 'connectTimeoutMs',
   body_idle_timeout_ms: 'bodyIdleTimeoutMs',
   max_udp_payload: 'maxUdpPayload',
 }

@@ -33,6 +33,7 @@ export type WeidaErrorCode =
   | 'ERR_WEIDA_INVALID_FILTER'
   | 'ERR_WEIDA_CLOSED'
   | 'ERR_WEIDA_IO'
+  | 'ERR_WEIDA_UNREACHABLE'
 
 /**
  * Every error weida reports. `code` is stable (`ERR_WEIDA_<CODE>`, the core's code names);
@@ -117,6 +118,16 @@ export class Closed extends WeidaError {}
 export class IoError extends WeidaError {
   declare errno: number | null
 }
+/**
+ * A dial found no weida listener, and nothing was sent. `address` is where the dial went
+ * (`host:port`, the socket, the in-process name); `why` is `'no_answer'` (nothing answered
+ * within `connectTimeoutMs`, 5000 by default: over QUIC a port where nothing listens says
+ * nothing) or `'refused'` (no socket file, nothing accepting on it, nothing bound at the name).
+ */
+export class Unreachable extends WeidaError {
+  declare address: string
+  declare why: 'no_answer' | 'refused'
+}
 
 /**
  * What a call rejects with when its AbortSignal fires (Node's own shape: `name` AbortError,
@@ -150,6 +161,7 @@ export const errorClasses = {
   ERR_WEIDA_INVALID_FILTER: InvalidFilter,
   ERR_WEIDA_CLOSED: Closed,
   ERR_WEIDA_IO: IoError,
+  ERR_WEIDA_UNREACHABLE: Unreachable,
 } as const satisfies Record<WeidaErrorCode, typeof WeidaError>
 
 native.registerErrorClasses({ ...errorClasses, ABORT_ERR: AbortError })

@@ -4,6 +4,7 @@
 // src/error.rs).
 
 import assert from 'node:assert/strict'
+import dgram from 'node:dgram'
 import { test } from 'node:test'
 import * as weida from 'weida'
 import { bindAddress, deferred, keep, pair, rejection, runtime, serve, TIMEOUT } from './helpers.mjs'
@@ -170,6 +171,10 @@ const cases = [
     },
   },
   {
+    code: 'ERR_WEIDA_UNREACHABLE',
+    make: async (ctx) => rejection(runtime(ctx).pusher().connect(`${bindAddress('inproc')}/jobs`)),
+  },
+  {
     code: 'ERR_WEIDA_IO',
     make: async (ctx) => {
       const rt = runtime(ctx)
@@ -232,6 +237,7 @@ const FIELDS = {
   ERR_WEIDA_INVALID_ADDRESS: ['part', 'reason'],
   ERR_WEIDA_INVALID_FILTER: ['what', 'text', 'reason'],
   ERR_WEIDA_IO: ['errno'],
+  ERR_WEIDA_UNREACHABLE: ['address', 'why'],
 }
 
 /** The fields an error carries: its own properties beyond what every error has. @param {any} e */
@@ -324,4 +330,21 @@ test('every_error_carries_a_code', { timeout: TIMEOUT }, async (ctx) => {
   assert.equal(/** @type {any} */ (await pending).code, 'ABORT_ERR')
   assert.equal(/** @type {any} */ (await rejection(sub.recvMany(-1))).code, 'ERR_WEIDA_INVALID_CONFIG')
   assert.throws(() => new Runtime({ limits: { endpointQueue: -1 } }), { code: 'ERR_WEIDA_INVALID_CONFIG' })
+})
+
+test('a_dial_nobody_answers_is_unreachable_naming_the_address', { timeout: TIMEOUT }, async (ctx) => {
+  // Over QUIC a port where a socket reads nothing is reported at connectTimeoutMs; a name with
+  // nothing bound is refused at once. Both name where the dial went.
+  const rt = runtime(ctx, { limits: { connectTimeoutMs: 300 } })
+  const blackHole = dgram.createSocket('udp4')
+  await new Promise((resolve) => blackHole.bind(0, '127.0.0.1', () => resolve(undefined)))
+  ctx.after(() => blackHole.close())
+  const at = `127.0.0.1:${blackHole.address().port}`
+  const e = /** @type {any} */ (await rejection(rt.pusher().connect(`weida://${at}/jobs`)))
+  assert.ok(e instanceof weida.Unreachable, String(e))
+  assert.deepEqual([e.address, e.why], [at, 'no_answer'])
+  assert.ok(e.message.includes(`no weida listener answered at ${at} within 300 ms (connect_timeout)`), e.message)
+  const r = /** @type {any} */ (await rejection(rt.requester().connect(`${bindAddress('inproc')}/x`)))
+  assert.ok(r instanceof weida.Unreachable && r.why === 'refused', String(r))
+  assert.ok(r.message.startsWith('unreachable: nothing listens at in-process name'), r.message)
 })

@@ -256,7 +256,12 @@ def limits_arg(v: Any) -> weida.Limits | None:
         elif k == "keep_alive_ms":
             ms = non_negative(val, f"limits.{k}")
             kw["keep_alive"] = None if ms is None else ms / 1000
-        elif k in ("fanout_wait_ms", "header_timeout_ms", "body_idle_timeout_ms"):
+        elif k in (
+            "fanout_wait_ms",
+            "header_timeout_ms",
+            "body_idle_timeout_ms",
+            "connect_timeout_ms",
+        ):
             kw[k.removesuffix("_ms")] = (non_negative(val, f"limits.{k}") or 0) / 1000
         else:
             raise BadRequest(f"unknown limit {k!r}")

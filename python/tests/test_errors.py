@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable
 
 import pytest
@@ -30,6 +31,7 @@ CODES = [
     "INVALID_FILTER",
     "CLOSED",
     "IO",
+    "UNREACHABLE",
 ]
 
 
@@ -85,6 +87,7 @@ FIELDS = {
     "INVALID_ADDRESS": {"part", "reason"},
     "INVALID_FILTER": {"what", "text", "reason"},
     "IO": {"errno"},
+    "UNREACHABLE": {"address", "why"},
 }
 
 
@@ -186,3 +189,23 @@ async def test_fail_closed_is_going_away_on_the_wire() -> None:
             await ex.fail("NOT_A_CODE", "x")
         ex.cancel()
         assert isinstance(await raised(asking), weida.Canceled)
+
+
+async def test_a_dial_nobody_answers_is_unreachable_naming_the_address() -> None:
+    # Over QUIC a port where a socket reads nothing is reported at connect_timeout; a name
+    # with nothing bound is refused at once. Both name where the dial went.
+    rt = weida.Runtime(limits=weida.Limits(connect_timeout=0.3))
+    black_hole = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        black_hole.bind(("127.0.0.1", 0))
+        at = "127.0.0.1:%d" % black_hole.getsockname()[1]
+        e = await raised(rt.pusher().connect(f"weida://{at}/jobs"))
+        assert isinstance(e, weida.Unreachable), e
+        assert (e.address, e.why, fields(e)) == (at, "no_answer", FIELDS["UNREACHABLE"])
+        assert f"no weida listener answered at {at} within 300 ms (connect_timeout)" in str(e)
+        e = await raised(rt.requester().connect(f"{bind_address('inproc')}/x"))
+        assert isinstance(e, weida.Unreachable) and e.why == "refused", e
+        assert str(e).startswith("unreachable: nothing listens at in-process name"), e
+    finally:
+        black_hole.close()
+        await rt.close()

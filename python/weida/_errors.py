@@ -28,6 +28,7 @@ __all__ = [
     "Timeout",
     "UnknownEndpoint",
     "Unsupported",
+    "Unreachable",
     "Untrusted",
     "WeidaError",
 ]
@@ -220,6 +221,23 @@ class IoError(WeidaError):
         self.errno = errno
 
 
+class Unreachable(WeidaError):
+    """A dial found no weida listener, and nothing was sent.
+
+    ``address`` is where the dial went (``host:port``, the socket, the in-process name);
+    ``why`` is ``"no_answer"`` (nothing answered within ``Limits(connect_timeout=...)``, 5 s
+    by default: over QUIC a port where nothing listens says nothing) or ``"refused"`` (no
+    socket file, nothing accepting on it, nothing bound at the name: at once).
+    """
+
+    code = "UNREACHABLE"
+
+    def __init__(self, message: str = "", *, address: str = "", why: str = "") -> None:
+        super().__init__(message)
+        self.address = address
+        self.why = why
+
+
 BY_CODE: dict[str, type[WeidaError]] = {
     cls.code: cls
     for cls in (
@@ -240,6 +258,7 @@ BY_CODE: dict[str, type[WeidaError]] = {
         InvalidFilter,
         Closed,
         IoError,
+        Unreachable,
     )
 }
 """The class of each core error code (the native module's one mapping reads it)."""

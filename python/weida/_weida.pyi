@@ -60,6 +60,7 @@ class Limits:
         max_collected_body: int | None = None,
         idle_timeout: float | None = None,
         keep_alive: float | None = ...,
+        connect_timeout: float | None = None,
         header_timeout: float | None = None,
         body_idle_timeout: float | None = None,
         subscriber_buffer_bytes: int | None = None,
@@ -105,6 +106,9 @@ class Limits:
     @property
     def keep_alive(self) -> float | None:
         """Seconds between keep-alives from the dialling side; None: never. Default 10."""
+    @property
+    def connect_timeout(self) -> float:
+        """Seconds a dial waits for a weida listener to answer (else ``Unreachable``). Default 5."""
     @property
     def header_timeout(self) -> float:
         """Seconds a peer's stream may take to say what it is (type and header). Default 10."""

@@ -632,6 +632,7 @@ fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
             "max_filters" => l.max_filters = n()? as usize,
             "fanout_wait_ms" => l.fanout_wait = Duration::from_millis(n()?),
             "header_timeout_ms" => l.header_timeout = Duration::from_millis(n()?),
+            "connect_timeout_ms" => l.connect_timeout = Duration::from_millis(n()?),
             "body_idle_timeout_ms" => l.body_idle_timeout = Duration::from_millis(n()?),
             "max_udp_payload" => l.max_udp_payload = n()?,
             "keep_alive_ms" => {

@@ -180,7 +180,7 @@ macro_rules! time_or_off {
 }
 
 /// Every field of `Limits`, in the core's order.
-pub static LIMITS: [Opt<Limits>; 20] = [
+pub static LIMITS: [Opt<Limits>; 21] = [
     whole!(Limits, stream_receive_window, Unit::Bytes, u64),
     whole!(Limits, connection_receive_window, Unit::Bytes, u64),
     whole!(Limits, send_window, Unit::Bytes, u64),
@@ -193,6 +193,7 @@ pub static LIMITS: [Opt<Limits>; 20] = [
     whole!(Limits, max_collected_body, Unit::Bytes, u64),
     time!(Limits, idle_timeout),
     time_or_off!(Limits, keep_alive),
+    time!(Limits, connect_timeout),
     time!(Limits, header_timeout),
     time!(Limits, body_idle_timeout),
     whole!(Limits, subscriber_buffer_bytes, Unit::Bytes, usize),

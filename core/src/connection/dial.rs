@@ -13,7 +13,7 @@ use super::handshake::{conclude, our_hello, Side};
 use super::link::Link;
 use crate::address::{Address, Target};
 use crate::config::{Limits, RuntimeConfig};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unanswered};
 use crate::security::tls;
 use crate::security::trust::ClientTls;
 use crate::transport::{inproc, quic, unix, Conn};
@@ -70,31 +70,51 @@ impl Dialler {
         path: Arc<str>,
         session: Option<Session>,
     ) -> Result<Arc<Link>> {
+        // Everything up to the listener's HELLO is bounded by `connect_timeout`: a dial to a
+        // port where nothing listens must say so, not wait out the idle timeout.
+        let within = ctx.limits.connect_timeout;
+        let started = tokio::time::Instant::now();
+        let place = place_of(address);
+        let no_answer = |d| Error::Unreachable {
+            address: place.clone(),
+            why: Unanswered::NoAnswer(d),
+        };
         let (conn, mut send, recv) = match address.target() {
             Target::Quic { host, port } => {
                 let to = quic::resolve(host, *port).await?;
                 let ep = self.quic_client(ctx).await?;
                 let name =
                     tls::server_name(&host.to_string(), &self.client_tls, address.pin().copied());
-                let conn = ep
-                    .connect(
-                        to,
-                        &name,
-                        address.pin().copied(),
-                        &self.client_tls,
-                        &ctx.limits,
-                    )
-                    .await?;
+                let connecting = ep.connect(
+                    to,
+                    &name,
+                    address.pin().copied(),
+                    &self.client_tls,
+                    &ctx.limits,
+                );
+                let conn = match tokio::time::timeout(within, connecting).await {
+                    // quinn gives up a handshake at the idle timeout, if that comes first.
+                    Ok(Err(Error::Timeout)) => {
+                        return Err(no_answer(within.min(ctx.limits.idle_timeout)))
+                    }
+                    Ok(r) => r?,
+                    Err(_) => return Err(no_answer(within)),
+                };
                 let (s, r) = conn.open_bi().await?;
                 (conn, s, r)
             }
             Target::Inproc(name) => {
-                let conn = Conn::Inproc(inproc::connect(name, &ctx.limits)?);
+                let conn =
+                    Conn::Inproc(inproc::connect(name, &ctx.limits).map_err(refused(&place))?);
                 let (s, r) = conn.open_bi().await?;
                 (conn, s, r)
             }
             Target::Unix(t) => {
-                let (c, s, r) = unix::connect(t, &ctx.limits, ctx.life.clone()).await?;
+                let connecting = unix::connect(t, &ctx.limits, ctx.life.clone());
+                let (c, s, r) = match tokio::time::timeout(within, connecting).await {
+                    Ok(r) => r.map_err(refused(&place))?,
+                    Err(_) => return Err(no_answer(within)),
+                };
                 (Conn::Unix(c), s, r)
             }
             Target::Pipe(_) => return Err(pipe_unsupported()),
@@ -113,7 +133,16 @@ impl Dialler {
             return Err(closed_error(&conn, e.into_write_error("")));
         }
         let mut ctl = ControlReader::new(recv);
-        let first = ctl.next().await.map_err(|e| closed_error(&conn, e));
+        let left = within.saturating_sub(started.elapsed());
+        let first = match tokio::time::timeout(left, ctl.next()).await {
+            Ok(first) => first.map_err(|e| closed_error(&conn, e)),
+            Err(_) => {
+                // The transport answered, the listener did not: not a weida listener, or one
+                // too loaded to speak in time. Either way nothing was sent on it.
+                conn.close(Code::GoingAway, "no HELLO within connect_timeout");
+                return Err(no_answer(within));
+            }
+        };
         let agreed = match conclude(Side::Dialling, &mine, first) {
             Ok(agreed) => agreed,
             Err(refused) => {
@@ -202,4 +231,42 @@ fn closed_error(conn: &Conn, fallback: Error) -> Error {
         }
     }
     fallback
+}
+
+/// Where a dial went, as its failure names it: `host:port`, the socket's path, or the
+/// in-process name (the path on the listener is not part of reaching it).
+fn place_of(address: &Address) -> String {
+    match address.target() {
+        Target::Quic { host, port } => format!("{host}:{port}"),
+        Target::Inproc(name) => format!("in-process name {name:?}"),
+        Target::Unix(crate::address::UnixTarget::Path(p)) => {
+            format!("local socket {}", p.display())
+        }
+        Target::Unix(crate::address::UnixTarget::Abstract(n)) => format!("local socket @{n}"),
+        _ => address.to_string(),
+    }
+}
+
+/// An operating-system refusal of a local dial (no socket file, nothing accepting on it,
+/// nothing bound at the name) as `Unreachable`; any other error (a permission, say) as it was.
+fn refused(place: &str) -> impl Fn(Error) -> Error + '_ {
+    move |e| match e {
+        Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            let what = match io.kind() {
+                std::io::ErrorKind::NotFound => "no such socket file",
+                _ if place.starts_with("in-process") => "nothing is bound at that name",
+                _ => "connection refused (no listener on the socket)",
+            };
+            Error::Unreachable {
+                address: place.to_string(),
+                why: Unanswered::Refused(what.to_string()),
+            }
+        }
+        e => e,
+    }
 }

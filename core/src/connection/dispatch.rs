@@ -392,7 +392,10 @@ impl<E: Endpoints> Dispatch<E> {
             let first = match reader.lane_frame(max_header, max_body).await {
                 Ok(Some((_, Err(len)))) => Queued::Refused(Box::new(Error::limit(
                     Limit::CollectedBody,
-                    format!("message of {len} bytes above {max_body}"),
+                    format!(
+                        "a message of {len} bytes, above max_collected_body {max_body} ({})",
+                        crate::error::human_bytes(max_body)
+                    ),
                 ))),
                 Ok(Some((header, Ok(body)))) => message(&mut Some(header), body),
                 Ok(None) | Err(ReadFail::Stream(_)) => return,

@@ -365,7 +365,10 @@ impl IncomingTransfer {
                 self.reader.stop(Code::LimitExceeded);
                 return Err(Error::limit(
                     Limit::CollectedBody,
-                    format!("body above {max} bytes"),
+                    format!(
+                        "a body above max_collected_body {max} ({})",
+                        crate::error::human_bytes(max)
+                    ),
                 ));
             }
             parts.push(c);
@@ -740,7 +743,10 @@ impl Partial {
                         self.transfer.stop_reader(Code::LimitExceeded);
                         return Err(Error::limit(
                             Limit::CollectedBody,
-                            format!("message above {max} bytes; use accept() to stream it"),
+                            format!(
+                                "a message above max_collected_body {max} ({})",
+                                crate::error::human_bytes(max)
+                            ),
                         ));
                     }
                     self.parts.push(c);

@@ -80,7 +80,7 @@ impl StreamError {
             Self::Reset(_) => Error::Canceled,
             Self::Stopped(_) => Error::Canceled,
             Self::Lost(c) => Error::ConnectionLost(c),
-            Self::Idle(limit) => Error::limit(limit, "no bytes from the peer within the bound"),
+            Self::Idle(limit) => Error::limit(limit, "no bytes from the peer in time"),
         }
     }
 

@@ -509,10 +509,26 @@ impl ReadFail {
     pub(crate) fn into_error(self) -> Error {
         match self {
             Self::Stream(e) => e.into_read_error(),
-            Self::Decode(DecodeError::TooLarge { what, len, limit }) => Error::limit(
-                Limit::HeaderSize,
-                format!("{what} of {len} bytes, limit {limit}"),
-            ),
+            Self::Decode(DecodeError::TooLarge { what, len, limit }) => {
+                let (bound, name) = match what {
+                    "header" => (Limit::HeaderSize, "max_header_size"),
+                    "lane frame body" => (Limit::CollectedBody, "max_collected_body"),
+                    // A token, a chunk, a control frame: the protocol's own bounds.
+                    _ => (Limit::HeaderSize, "the protocol's bound"),
+                };
+                let what = if what == "lane frame body" {
+                    "message"
+                } else {
+                    what
+                };
+                Error::limit(
+                    bound,
+                    format!(
+                        "a {what} of {len} bytes, above {name} {limit} ({})",
+                        crate::error::human_bytes(limit)
+                    ),
+                )
+            }
             Self::Decode(DecodeError::Truncated) => {
                 Error::Protocol("stream ended inside a frame".into())
             }

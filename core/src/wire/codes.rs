@@ -103,7 +103,7 @@ impl Code {
                 Error::Unsupported(said(&format!("the endpoint at {path:?} cannot serve this")))
             }
             Self::Rejected => Error::Rejected(said("refused by the peer")),
-            Self::LimitExceeded => Error::limit(Limit::Remote, said("the peer's bound")),
+            Self::LimitExceeded => Error::limit(Limit::Remote, said("refused by the peer")),
             Self::ProtocolError => Error::Protocol(said("the peer reported a protocol error")),
             Self::NegotiationFailed => Error::NegotiationFailed(said("refused by the peer")),
             Self::InternalError => Error::Rejected(said("the peer failed internally")),

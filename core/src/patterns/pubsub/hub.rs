@@ -474,7 +474,10 @@ impl Hub {
             // Nobody could queue it: one refusal to the publisher, not a drop per subscriber.
             return Err(Error::limit(
                 Limit::ByteBudget,
-                format!("{len} bytes, subscriber_buffer_bytes is {budget}"),
+                format!(
+                    "a body of {len} bytes, above subscriber_buffer_bytes {budget} ({})",
+                    crate::error::human_bytes(budget as u64)
+                ),
             ));
         }
         Ok(topic.into())

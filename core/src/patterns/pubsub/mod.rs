@@ -221,7 +221,10 @@ impl FanOut {
         if len > budget {
             return Err(Error::limit(
                 Limit::ByteBudget,
-                format!("a chunk of {len} bytes, subscriber_buffer_bytes is {budget}"),
+                format!(
+                    "a chunk of {len} bytes, above subscriber_buffer_bytes {budget} ({})",
+                    crate::error::human_bytes(budget as u64)
+                ),
             ));
         }
         Ok(())
