@@ -67,8 +67,20 @@ pub(crate) struct Limits {
 
 #[pymethods]
 impl Limits {
+    // The text signature shows the real defaults (help(), IDEs); the options are parsed from
+    // the table, so test_lifecycle.py `limits_signature_shows_the_core_defaults` keeps the two
+    // (and the .pyi) equal.
     #[new]
-    #[pyo3(signature = (**options))]
+    #[pyo3(
+        signature = (**options),
+        text_signature = "(*, stream_receive_window=1048576, connection_receive_window=8388608, \
+            send_window=8388608, max_concurrent_uni_streams=256, max_concurrent_bidi_streams=256, \
+            max_local_streams=255, endpoint_queue=256, peer_share=64, max_header_size=16384, \
+            max_collected_body=16777216, idle_timeout=30.0, keep_alive=10.0, connect_timeout=5.0, \
+            header_timeout=10.0, body_idle_timeout=30.0, subscriber_buffer_bytes=1048576, \
+            max_reorder_hold=256, max_parked_reverse=8, max_filters=1024, fanout_wait=1.0, \
+            max_udp_payload=65527)"
+    )]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         config::limits(PY, pairs(options)?)
             .map(|inner| Self { inner })

@@ -198,7 +198,7 @@ async def test_a_dial_nobody_answers_is_unreachable_naming_the_address() -> None
     black_hole = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         black_hole.bind(("127.0.0.1", 0))
-        at = "127.0.0.1:%d" % black_hole.getsockname()[1]
+        at = f"127.0.0.1:{black_hole.getsockname()[1]}"
         e = await raised(rt.pusher().connect(f"weida://{at}/jobs"))
         assert isinstance(e, weida.Unreachable), e
         assert (e.address, e.why, fields(e)) == (at, "no_answer", FIELDS["UNREACHABLE"])
@@ -209,3 +209,14 @@ async def test_a_dial_nobody_answers_is_unreachable_naming_the_address() -> None
     finally:
         black_hole.close()
         await rt.close()
+
+
+def test_errors_are_named_as_the_package_exports_them() -> None:
+    # A traceback says `weida.LimitExceeded: ...`, the name it is caught by.
+    classes: list[type[weida.WeidaError]] = [weida.WeidaError, *BY_CODE.values()]
+    for cls in classes:
+        assert cls.__module__ == "weida", cls
+        assert getattr(weida, cls.__name__) is cls
+    # The package's namespace is its __all__ and its two private modules: nothing leaked.
+    public = {n for n in dir(weida) if not n.startswith("_")}
+    assert public == set(weida.__all__), public ^ set(weida.__all__)

@@ -252,8 +252,9 @@ def test_a_bad_option_is_invalid_config_naming_it() -> None:
     for make, named in bad:
         with pytest.raises(weida.InvalidConfig, match=named):
             make()
-    # None is the default, except where it turns something off.
-    assert weida.Limits(idle_timeout=None) == weida.Limits()
+    # None is the default, except where it turns something off (the stub types the options
+    # by their defaults, so only keep_alive is typed to take None).
+    assert weida.Limits(idle_timeout=None) == weida.Limits()  # type: ignore[arg-type]
     assert weida.Limits(keep_alive=None).keep_alive is None
     assert weida.Limits(idle_timeout=1.5, endpoint_queue=8).idle_timeout == 1.5
 
@@ -330,3 +331,28 @@ async def test_close_resolves_once_closed_and_the_peer_learns_of_the_end(pair: P
     with pytest.raises(weida.Closed):
         await pusher.send(b"after")
     await pair.client.close()  # again: nothing left to close
+
+
+def test_limits_signature_shows_the_core_defaults() -> None:
+    # help(weida.Limits) and the stub an IDE reads both show every option with its real
+    # default (no Ellipsis, no None standing for "the default"), equal to what Limits() holds.
+    import ast
+    import inspect
+    from pathlib import Path
+
+    made = weida.Limits()
+    shown = {
+        p.name: p.default
+        for p in inspect.signature(weida.Limits).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert shown == {name: getattr(made, name) for name in dir(made)}
+    stub = ast.parse((Path(__file__).parent.parent / "weida" / "_weida.pyi").read_text())
+    limits = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Limits")
+    new = next(n for n in limits.body if isinstance(n, ast.FunctionDef) and n.name == "__new__")
+    stubbed = {
+        a.arg: ast.literal_eval(d)
+        for a, d in zip(new.args.kwonlyargs, new.args.kw_defaults, strict=True)
+        if d is not None
+    }
+    assert stubbed == shown

@@ -21,8 +21,6 @@ Every operation that waits is awaited; cancelling the await cancels the operatio
         msg = await sub.recv()  # msg.meta.topic == "prices.btc.eur"
 """
 
-from __future__ import annotations
-
 from ._errors import (
     Canceled,
     Closed,

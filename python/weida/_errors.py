@@ -27,8 +27,8 @@ __all__ = [
     "Rejected",
     "Timeout",
     "UnknownEndpoint",
-    "Unsupported",
     "Unreachable",
+    "Unsupported",
     "Untrusted",
     "WeidaError",
 ]
@@ -262,3 +262,9 @@ BY_CODE: dict[str, type[WeidaError]] = {
     )
 }
 """The class of each core error code (the native module's one mapping reads it)."""
+
+# Shown as `weida.LimitExceeded` in tracebacks and reprs, the name a user catches it by
+# (test_errors.py `errors_are_named_as_the_package_exports_them`); pickling finds them there too.
+for _cls in (WeidaError, *BY_CODE.values()):
+    _cls.__module__ = "weida"
+del _cls
