@@ -99,6 +99,20 @@ export interface RuntimeOptions {
   laneMaxMessage?: number
 }
 
+/**
+ * An endpoint's own bounds, given when it is made (`listener.puller('/uploads', {
+ * maxCollectedBody: 256 * 2 ** 20 })`); each absent one is the runtime's. An option that does
+ * not apply to the endpoint (`endpointQueue` on a pusher) is accepted and has no effect.
+ */
+export interface EndpointOptions {
+  /** The largest body this endpoint's `recv`, `takeBody`, `body` and a subscriber's copies collect whole. */
+  maxCollectedBody?: number
+  /** Streams and messages a bound endpoint (or a subscriber) holds before the application takes them; a publisher's copies queued per subscriber. Above zero. */
+  endpointQueue?: number
+  /** Milliseconds `send`/`request`/`open` wait for a stream slot or lane room before ERR_WEIDA_TIMEOUT; `null`: unbounded. */
+  sendTimeoutMs?: number | null
+}
+
 /** Monotonic counters since the runtime started. */
 export interface Counters {
   streamsOpened: bigint

@@ -64,6 +64,11 @@ export interface LimitsOptions {
   idleTimeoutMs?: number
   /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
   keepAliveMs?: number | null
+  /**
+   * Milliseconds a dial waits for a weida listener to answer before it rejects with
+   * `Unreachable` naming the address. Default 5 000.
+   */
+  connectTimeoutMs?: number
   /** Milliseconds a peer's stream may take to say what it is (type and header). Default 10 000. */
   headerTimeoutMs?: number
   /** Milliseconds a reader waits for a peer's next bytes mid-message. Default 30 000. */
@@ -92,6 +97,20 @@ export interface RuntimeOptions {
   udpBuffer?: number
   ordering?: 'none' | 'detect' | 'reassemble'
   laneMaxMessage?: number
+}
+
+/**
+ * An endpoint's own bounds, given when it is made (`listener.puller('/uploads', {
+ * maxCollectedBody: 256 * 2 ** 20 })`); each absent one is the runtime's. An option that does
+ * not apply to the endpoint (`endpointQueue` on a pusher) is accepted and has no effect.
+ */
+export interface EndpointOptions {
+  /** The largest body this endpoint's `recv`, `takeBody`, `body` and a subscriber's copies collect whole. */
+  maxCollectedBody?: number
+  /** Streams and messages a bound endpoint (or a subscriber) holds before the application takes them; a publisher's copies queued per subscriber. Above zero. */
+  endpointQueue?: number
+  /** Milliseconds `send`/`request`/`open` wait for a stream slot or lane room before ERR_WEIDA_TIMEOUT; `null`: unbounded. */
+  sendTimeoutMs?: number | null
 }
 
 /** Monotonic counters since the runtime started. */
@@ -244,10 +263,10 @@ export declare class IncomingTransfer {
 export declare class Listener {
   /** The bound address: over QUIC with its real port and the `sha256:` pin of its key. */
   get address(): string
-  puller(path: string): Puller
-  replier(path: string): Replier
-  acceptor(path: string): Acceptor
-  publisher(path: string): Publisher
+  puller(path: string, options?: EndpointOptions | undefined | null): Puller
+  replier(path: string, options?: EndpointOptions | undefined | null): Replier
+  acceptor(path: string, options?: EndpointOptions | undefined | null): Acceptor
+  publisher(path: string, options?: EndpointOptions | undefined | null): Publisher
   /** Stops accepting connections, closes the ones it accepted, and ends its endpoints. */
   close(): void
 }
@@ -423,10 +442,10 @@ export declare class Runtime {
   get fingerprint(): string
   /** Binds `address` (no path); `requireClient` makes a client key mandatory. */
   bind(address: string, requireClient?: Trust | undefined | null, cancel?: Cancel | undefined | null): Promise<Listener>
-  pusher(): Pusher
-  requester(): Requester
-  peer(): Peer
-  subscriber(): Subscriber
+  pusher(options?: EndpointOptions | undefined | null): Pusher
+  requester(options?: EndpointOptions | undefined | null): Requester
+  peer(options?: EndpointOptions | undefined | null): Peer
+  subscriber(options?: EndpointOptions | undefined | null): Subscriber
   /**
    * Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer's
    * transport, then closes everything.

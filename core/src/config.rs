@@ -231,3 +231,79 @@ impl Default for RuntimeConfig {
         }
     }
 }
+
+/// The bounds one endpoint may set for itself, each defaulting to its runtime's: a service
+/// with one endpoint that takes 200 MiB uploads raises `max_collected_body` there alone, not
+/// for every endpoint and connection of the runtime.
+///
+/// ```
+/// # async fn f(rt: weida::Runtime, listener: weida::Listener) -> weida::Result<()> {
+/// use std::time::Duration;
+/// use weida::EndpointOptions;
+/// let uploads = listener.puller_with(
+///     "/uploads",
+///     &EndpointOptions::new().max_collected_body(256 << 20).endpoint_queue(16),
+/// )?;
+/// let jobs = rt.pusher_with(&EndpointOptions::new().send_timeout(Some(Duration::from_secs(2))))?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointOptions {
+    max_collected_body: Option<u64>,
+    endpoint_queue: Option<usize>,
+    send_timeout: Option<Option<Duration>>,
+}
+
+impl EndpointOptions {
+    /// Every bound the runtime's.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The largest body this endpoint's `recv`, `take_body`, `body` and a subscriber's copies
+    /// collect whole (`Limits::max_collected_body` for this endpoint).
+    pub fn max_collected_body(mut self, bytes: u64) -> Self {
+        self.max_collected_body = Some(bytes);
+        self
+    }
+
+    /// How many incoming streams and messages a bound endpoint (or a subscriber) holds before
+    /// its application takes them (`Limits::endpoint_queue` for this endpoint; above zero).
+    pub fn endpoint_queue(mut self, n: usize) -> Self {
+        self.endpoint_queue = Some(n);
+        self
+    }
+
+    /// How long this endpoint's `send`, `request` and `open` wait for a stream slot or lane
+    /// room before `Timeout` (`RuntimeConfig::send_timeout` for this endpoint; `None`:
+    /// unbounded).
+    pub fn send_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.send_timeout = Some(timeout);
+        self
+    }
+
+    /// The endpoint's bounds: each option given, else the runtime's. `InvalidConfig` for an
+    /// `endpoint_queue` of zero, as `Limits::validate` refuses it.
+    pub(crate) fn resolve(&self, config: &RuntimeConfig) -> crate::Result<Bounds> {
+        if self.endpoint_queue == Some(0) {
+            return Err(crate::Error::InvalidConfig(
+                "endpoint_queue must be above zero".into(),
+            ));
+        }
+        Ok(Bounds {
+            max_collected_body: self
+                .max_collected_body
+                .unwrap_or(config.limits.max_collected_body),
+            endpoint_queue: self.endpoint_queue.unwrap_or(config.limits.endpoint_queue),
+            send_timeout: self.send_timeout.unwrap_or(config.send_timeout),
+        })
+    }
+}
+
+/// One endpoint's bounds, resolved against its runtime's ([`EndpointOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    pub(crate) max_collected_body: u64,
+    pub(crate) endpoint_queue: usize,
+    pub(crate) send_timeout: Option<Duration>,
+}

@@ -47,7 +47,7 @@ mod wire;
 pub use patterns::pubsub::filter;
 
 pub use address::Address;
-pub use config::{Limits, RuntimeConfig};
+pub use config::{EndpointOptions, Limits, RuntimeConfig};
 pub use connection::cancel::Canceler;
 pub use connection::handles::{
     Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,

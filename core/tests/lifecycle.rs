@@ -613,6 +613,14 @@ async fn nothing_there_or_closed(t: Transport) {
             "{message}"
         );
     }
+    // A closed listener of a live runtime (over QUIC its socket still open) refuses at once.
+    let (_s, listener, _c) = pair(t).await;
+    let gone = listener.puller("/jobs").unwrap().address().to_string();
+    listener.close();
+    match rt.pusher().connect(&gone).await.unwrap_err() {
+        Error::Unreachable { why, .. } => assert_eq!(why.name(), "refused"),
+        e => panic!("{e:?}"),
+    }
     for ending in [Ending::Drain, Ending::Shutdown] {
         let (_s, listener, client) = pair(t).await;
         let puller = listener.puller("/jobs").unwrap();

@@ -532,6 +532,28 @@ function limits(v) {
   return /** @type {import('weida').Limits} */ (out)
 }
 
+/** An endpoint's own bounds from the step's `options` (`{"max_collected_body": …, "send_timeout_ms": null}`). @param {Record<string, unknown>} args */
+function endpointOptions(args) {
+  const v = args.options
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) throw new BadRequest('options is an object')
+  /** @type {Record<string, string>} */
+  const names = { max_collected_body: 'maxCollectedBody', endpoint_queue: 'endpointQueue', send_timeout_ms: 'sendTimeoutMs' }
+  /** @type {Record<string, number | null>} */
+  const out = {}
+  for (const [k, val] of Object.entries(v)) {
+    const name = names[k]
+    if (name === undefined) throw new BadRequest(`unknown endpoint option ${JSON.stringify(k)}`)
+    if (k === 'send_timeout_ms' && val === null) {
+      out[name] = null
+      continue
+    }
+    if (!Number.isSafeInteger(val) || val < 0) throw new BadRequest(`options.${k} is a non-negative integer`)
+    out[name] = val
+  }
+  return /** @type {import('weida').EndpointOptions} */ (out)
+}
+
 /** A subscriber named by `args[key]`. @param {Record<string, unknown>} args @param {string} key */
 function subscriber(args, key) {
   const name = strArg(args, key)
@@ -666,7 +688,8 @@ async function run(op, args) {
       if (!REPLIER_MODES.includes(mode)) throw new BadRequest(`unknown ${op} mode ${JSON.stringify(mode)}`)
       const reason = typeof args.reason === 'string' ? args.reason : 'rejected'
       const path = strArg(args, 'path')
-      const endpoint = op === 'replier' ? listener.replier(path) : listener.acceptor(path)
+      const opts = endpointOptions(args)
+      const endpoint = op === 'replier' ? listener.replier(path, opts) : listener.acceptor(path, opts)
       const address = endpoint.address
       try {
         claim(name)
@@ -684,7 +707,7 @@ async function run(op, args) {
       const name = strArg(args, 'name')
       const mode = strArg(args, 'mode')
       if (!PULLER_MODES.includes(mode)) throw new BadRequest(`unknown puller mode ${JSON.stringify(mode)}`)
-      const puller = listener.puller(strArg(args, 'path'))
+      const puller = listener.puller(strArg(args, 'path'), endpointOptions(args))
       const address = puller.address
       try {
         claim(name)
@@ -704,7 +727,8 @@ async function run(op, args) {
       const rt = get(runtimes, args, 'runtime', 'runtime')
       const name = strArg(args, 'name')
       claim(name)
-      dialling.set(name, op === 'requester' ? rt.requester() : op === 'pusher' ? rt.pusher() : rt.peer())
+      const opts = endpointOptions(args)
+      dialling.set(name, op === 'requester' ? rt.requester(opts) : op === 'pusher' ? rt.pusher(opts) : rt.peer(opts))
       return {}
     }
 

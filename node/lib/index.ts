@@ -13,7 +13,7 @@ import * as native from '../native.cjs'
 import { AbortError, Closed } from './errors.js'
 
 export * from './errors.js'
-export type { Counters, Dropped, IncomingMeta, PeerInfo } from '../native.cjs'
+export type { Counters, Dropped, EndpointOptions, IncomingMeta, PeerInfo } from '../native.cjs'
 export { Identity, Trust, withPath, withPin, withoutPath } from '../native.cjs'
 
 type IncomingMeta = native.IncomingMeta
@@ -491,21 +491,24 @@ export class Runtime {
     return new Listener(l)
   }
 
-  pusher(): Pusher {
-    return new Pusher(this.#n.pusher())
+  /** A pusher; `sendTimeoutMs` of its own if given. */
+  pusher(options?: native.EndpointOptions): Pusher {
+    return new Pusher(this.#n.pusher(options))
   }
 
-  requester(): Requester {
-    return new Requester(this.#n.requester())
+  /** A requester; `sendTimeoutMs` and `maxCollectedBody` (replies) of its own if given. */
+  requester(options?: native.EndpointOptions): Requester {
+    return new Requester(this.#n.requester(options))
   }
 
-  peer(): Peer {
-    return new Peer(this.#n.peer())
+  /** A raw peer; `sendTimeoutMs` of its own if given. */
+  peer(options?: native.EndpointOptions): Peer {
+    return new Peer(this.#n.peer(options))
   }
 
-  /** A subscriber: connect it to publishers, then subscribe. */
-  subscriber(): Subscriber {
-    return new Subscriber(this.#n.subscriber())
+  /** A subscriber: connect it to publishers, then subscribe; `maxCollectedBody` and `endpointQueue` of its own if given. */
+  subscriber(options?: native.EndpointOptions): Subscriber {
+    return new Subscriber(this.#n.subscriber(options))
   }
 
   /** Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer, then closes everything. */
@@ -551,20 +554,24 @@ export class Listener {
     return this.#n.address
   }
 
-  puller(path: string): Puller {
-    return new Puller(this.#n.puller(path))
+  /** Binds a puller at `path`; `maxCollectedBody` and `endpointQueue` of its own if given. */
+  puller(path: string, options?: native.EndpointOptions): Puller {
+    return new Puller(this.#n.puller(path, options))
   }
 
-  replier(path: string): Replier {
-    return new Replier(this.#n.replier(path))
+  /** Binds a replier at `path`; `maxCollectedBody` and `endpointQueue` of its own if given. */
+  replier(path: string, options?: native.EndpointOptions): Replier {
+    return new Replier(this.#n.replier(path, options))
   }
 
-  acceptor(path: string): Acceptor {
-    return new Acceptor(this.#n.acceptor(path))
+  /** Binds a raw acceptor at `path`; `maxCollectedBody` and `endpointQueue` of its own if given. */
+  acceptor(path: string, options?: native.EndpointOptions): Acceptor {
+    return new Acceptor(this.#n.acceptor(path, options))
   }
 
-  publisher(path: string): Publisher {
-    return new Publisher(this.#n.publisher(path))
+  /** Binds a publisher at `path`; `endpointQueue` (copies queued per subscriber) of its own if given. */
+  publisher(path: string, options?: native.EndpointOptions): Publisher {
+    return new Publisher(this.#n.publisher(path, options))
   }
 
   /** Stops accepting connections, closes those it accepted, and ends its endpoints' receivers. */

@@ -37,3 +37,16 @@ pub(crate) fn pairs(o: &Object<'_>, skip: &[&str]) -> napi::Result<Vec<(String, 
     }
     Ok(out)
 }
+
+/// An endpoint's options object (`maxCollectedBody`, `endpointQueue`, `sendTimeoutMs`), checked
+/// by weida-ffi's table: a bad one throws `InvalidConfig` naming it.
+pub(crate) fn endpoint_options(
+    env: &napi::Env,
+    options: Option<Object<'_>>,
+) -> napi::Result<weida::EndpointOptions> {
+    let given = match &options {
+        Some(o) => pairs(o, &[])?,
+        None => Vec::new(),
+    };
+    weida_ffi::config::endpoint(JS, given).map_err(|e| crate::error::throw(env, e))
+}

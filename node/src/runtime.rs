@@ -12,7 +12,7 @@ use weida_ffi::config as options;
 use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::{Call, Fail};
 
-use crate::config::{pairs, JS};
+use crate::config::{endpoint_options, pairs, JS};
 use crate::error;
 use crate::identity::{Identity, Trust};
 use crate::patterns::{Acceptor, Peer, Publisher, Puller, Pusher, Replier, Requester, Subscriber};
@@ -182,23 +182,47 @@ impl Runtime {
     }
 
     #[napi]
-    pub fn pusher(&self) -> Pusher {
-        Pusher::new(on_io(|| self.inner.pusher()))
+    pub fn pusher(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Pusher> {
+        let o = endpoint_options(&env, options)?;
+        let e = on_io(|| self.inner.pusher_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(Pusher::new(e))
     }
 
     #[napi]
-    pub fn requester(&self) -> Requester {
-        Requester::new(on_io(|| self.inner.requester()))
+    pub fn requester(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Requester> {
+        let o = endpoint_options(&env, options)?;
+        let e = on_io(|| self.inner.requester_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(Requester::new(e))
     }
 
     #[napi]
-    pub fn peer(&self) -> Peer {
-        Peer::new(on_io(|| self.inner.peer()))
+    pub fn peer(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Peer> {
+        let o = endpoint_options(&env, options)?;
+        let e = on_io(|| self.inner.peer_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(Peer::new(e))
     }
 
     #[napi]
-    pub fn subscriber(&self) -> Subscriber {
-        Subscriber::new(on_io(|| self.inner.subscriber()))
+    pub fn subscriber(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Subscriber> {
+        let o = endpoint_options(&env, options)?;
+        let e = on_io(|| self.inner.subscriber_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(Subscriber::new(e))
     }
 
     /// Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer's
@@ -268,26 +292,51 @@ impl Listener {
     }
 
     #[napi]
-    pub fn puller(&self, env: Env, path: String) -> napi::Result<Puller> {
-        let p = on_io(|| self.inner.puller(&path)).map_err(|e| error::throw(&env, e))?;
+    pub fn puller(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Puller> {
+        let o = endpoint_options(&env, options)?;
+        let p = on_io(|| self.inner.puller_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Puller::new(p))
     }
 
     #[napi]
-    pub fn replier(&self, env: Env, path: String) -> napi::Result<Replier> {
-        let r = on_io(|| self.inner.replier(&path)).map_err(|e| error::throw(&env, e))?;
+    pub fn replier(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Replier> {
+        let o = endpoint_options(&env, options)?;
+        let r = on_io(|| self.inner.replier_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Replier::new(r))
     }
 
     #[napi]
-    pub fn acceptor(&self, env: Env, path: String) -> napi::Result<Acceptor> {
-        let a = on_io(|| self.inner.acceptor(&path)).map_err(|e| error::throw(&env, e))?;
+    pub fn acceptor(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Acceptor> {
+        let o = endpoint_options(&env, options)?;
+        let a = on_io(|| self.inner.acceptor_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Acceptor::new(a))
     }
 
     #[napi]
-    pub fn publisher(&self, env: Env, path: String) -> napi::Result<Publisher> {
-        let p = on_io(|| self.inner.publisher(&path)).map_err(|e| error::throw(&env, e))?;
+    pub fn publisher(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Publisher> {
+        let o = endpoint_options(&env, options)?;
+        let p =
+            on_io(|| self.inner.publisher_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Publisher::new(p))
     }
 

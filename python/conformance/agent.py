@@ -27,9 +27,12 @@ import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import weida
+
+if TYPE_CHECKING:
+    from weida._weida import _EndpointOptions as EndpointOptions
 
 PROTOCOL = 1
 TEXT_IN_SUMMARY = 1024
@@ -239,6 +242,29 @@ LIMIT_NAMES = (
     "max_filters",
     "max_udp_payload",
 )
+
+
+def endpoint_options(args: Json) -> EndpointOptions:
+    """The step's `options` (an endpoint's own bounds) as keyword arguments."""
+    v = args.get("options") or {}
+    if not isinstance(v, dict):
+        raise BadRequest("options is an object")
+    out: EndpointOptions = {}
+    for k, val in v.items():
+        if k == "max_collected_body":
+            n = non_negative(val, f"options.{k}")
+            if n is not None:
+                out["max_collected_body"] = n
+        elif k == "endpoint_queue":
+            n = non_negative(val, f"options.{k}")
+            if n is not None:
+                out["endpoint_queue"] = n
+        elif k == "send_timeout_ms":
+            ms = non_negative(val, f"options.{k}")
+            out["send_timeout"] = None if ms is None else ms / 1000
+        else:
+            raise BadRequest(f"unknown endpoint option {k!r}")
+    return out
 
 
 def limits_arg(v: Any) -> weida.Limits | None:
@@ -486,7 +512,10 @@ class Agent:
         reason = args.get("reason")
         reason = reason if isinstance(reason, str) else "rejected"
         path = str_arg(args, "path")
-        endpoint = listener.replier(path) if kind == "replier" else listener.acceptor(path)
+        opts = endpoint_options(args)
+        endpoint = (
+            listener.replier(path, **opts) if kind == "replier" else listener.acceptor(path, **opts)
+        )
         self.claim(name)
         self.spawn(self.serve_answering(endpoint, name, mode, reason), f"{kind} {name}")
         return {"address": endpoint.address}
@@ -497,7 +526,7 @@ class Agent:
         mode = str_arg(args, "mode")
         if mode not in ("recv", "stream", "manual"):
             raise BadRequest(f"unknown puller mode {mode!r}")
-        puller = listener.puller(str_arg(args, "path"))
+        puller = listener.puller(str_arg(args, "path"), **endpoint_options(args))
         self.claim(name)
         if mode == "manual":
             self.pullers[name] = puller
@@ -506,18 +535,20 @@ class Agent:
         return {"address": puller.address}
 
     async def op_requester(self, args: Json) -> Json:
-        return self.dialler(args, weida.Runtime.requester)
+        return self.dialler(args, lambda rt, o: rt.requester(**o))
 
     async def op_pusher(self, args: Json) -> Json:
-        return self.dialler(args, weida.Runtime.pusher)
+        return self.dialler(args, lambda rt, o: rt.pusher(**o))
 
     async def op_peer(self, args: Json) -> Json:
-        return self.dialler(args, weida.Runtime.peer)
+        return self.dialler(args, lambda rt, o: rt.peer(**o))
 
-    def dialler(self, args: Json, make: Callable[[weida.Runtime], Dialling]) -> Json:
+    def dialler(
+        self, args: Json, make: Callable[[weida.Runtime, EndpointOptions], Dialling]
+    ) -> Json:
         rt = self.runtime(args)
         name = self.free(str_arg(args, "name"))
-        self.dialling[name] = make(rt)
+        self.dialling[name] = make(rt, endpoint_options(args))
         self.claim(name)
         return {}
 

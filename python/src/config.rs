@@ -109,3 +109,12 @@ impl Limits {
             .is_ok_and(|o| o.get().inner == self.inner)
     }
 }
+
+/// An endpoint's keyword options (`max_collected_body`, `endpoint_queue`, `send_timeout`),
+/// checked by weida-ffi's table: a bad one raises `InvalidConfig` naming it.
+pub(crate) fn endpoint_options(
+    py: Python<'_>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<weida::EndpointOptions> {
+    config::endpoint(PY, pairs(options)?).map_err(|e| error::core(py, e))
+}

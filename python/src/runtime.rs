@@ -8,7 +8,7 @@ use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::{Call, Fail};
 
 use crate::aio::{self, call};
-use crate::config::{given, Limits, PY};
+use crate::config::{endpoint_options, given, Limits, PY};
 use crate::error;
 use crate::identity::Identity;
 use crate::patterns::pubsub::{Publisher, Subscriber};
@@ -87,24 +87,44 @@ impl Runtime {
     }
 
     /// A Push endpoint: `connect` it to pullers, then `send`.
-    fn pusher(&self) -> Pusher {
-        Pusher::new(on_io(|| self.rt.pusher()))
+    #[pyo3(signature = (**options))]
+    fn pusher(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Pusher> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.pusher_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(Pusher::new(e))
     }
 
     /// A Req endpoint: `connect` it to repliers, then `request`.
-    fn requester(&self) -> Requester {
-        Requester::new(on_io(|| self.rt.requester()))
+    #[pyo3(signature = (**options))]
+    fn requester(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Requester> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.requester_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(Requester::new(e))
     }
 
     /// A Sub endpoint: `connect` it to publishers and `subscribe` to topics (in either
     /// order), then `recv`.
-    fn subscriber(&self) -> Subscriber {
-        Subscriber::new(on_io(|| self.rt.subscriber()))
+    #[pyo3(signature = (**options))]
+    fn subscriber(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Subscriber> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.subscriber_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(Subscriber::new(e))
     }
 
     /// A raw endpoint: `connect` it to acceptors, then `open` transfers or `exchange`s.
-    fn peer(&self) -> Peer {
-        Peer::new(on_io(|| self.rt.peer()))
+    #[pyo3(signature = (**options))]
+    fn peer(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Peer> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.peer_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(Peer::new(e))
     }
 
     /// The counters, monotonic since the runtime started.
@@ -189,26 +209,54 @@ impl Listener {
     }
 
     /// Binds a `Puller` at `path`.
-    fn puller(slf: &Bound<'_, Self>, path: &str) -> PyResult<Puller> {
-        let p = on_io(|| slf.get().inner.puller(path)).map_err(|e| error::core(slf.py(), e))?;
+    #[pyo3(signature = (path, **options))]
+    fn puller(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Puller> {
+        let o = endpoint_options(slf.py(), options)?;
+        let p = on_io(|| slf.get().inner.puller_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
         Ok(Puller::new(p, slf.clone().unbind()))
     }
 
     /// Binds a `Replier` at `path`.
-    fn replier(slf: &Bound<'_, Self>, path: &str) -> PyResult<Replier> {
-        let r = on_io(|| slf.get().inner.replier(path)).map_err(|e| error::core(slf.py(), e))?;
+    #[pyo3(signature = (path, **options))]
+    fn replier(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Replier> {
+        let o = endpoint_options(slf.py(), options)?;
+        let r = on_io(|| slf.get().inner.replier_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
         Ok(Replier::new(r, slf.clone().unbind()))
     }
 
     /// Binds a `Publisher` at `path`.
-    fn publisher(slf: &Bound<'_, Self>, path: &str) -> PyResult<Publisher> {
-        let p = on_io(|| slf.get().inner.publisher(path)).map_err(|e| error::core(slf.py(), e))?;
+    #[pyo3(signature = (path, **options))]
+    fn publisher(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Publisher> {
+        let o = endpoint_options(slf.py(), options)?;
+        let p = on_io(|| slf.get().inner.publisher_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
         Ok(Publisher::new(p, slf.clone().unbind()))
     }
 
     /// Binds a raw `Acceptor` at `path`.
-    fn acceptor(slf: &Bound<'_, Self>, path: &str) -> PyResult<Acceptor> {
-        let a = on_io(|| slf.get().inner.acceptor(path)).map_err(|e| error::core(slf.py(), e))?;
+    #[pyo3(signature = (path, **options))]
+    fn acceptor(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Acceptor> {
+        let o = endpoint_options(slf.py(), options)?;
+        let a = on_io(|| slf.get().inner.acceptor_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
         Ok(Acceptor::new(a, slf.clone().unbind()))
     }
 

@@ -9,7 +9,9 @@ from asyncio import Future
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from types import TracebackType
-from typing import Literal, final
+from typing import Literal, TypedDict, final
+
+from typing_extensions import Unpack
 
 _Buffer = bytes | bytearray | memoryview
 """A body: ``bytes`` (large ones are sent without a copy), ``bytearray`` or ``memoryview``."""
@@ -22,6 +24,22 @@ _Ordering = Literal["none", "detect", "reassemble"]
 """An ordering level (``RuntimeConfig::guarantees``): ``"detect"`` numbers each publisher's
 messages and reports gaps; ``"reassemble"`` also holds out-of-order ones
 (``Limits.max_reorder_hold``)."""
+
+class _EndpointOptions(TypedDict, total=False):
+    """An endpoint's own bounds, given as keyword arguments when it is made
+    (``listener.puller("/uploads", max_collected_body=256 << 20)``); each absent one is the
+    runtime's. An option that does not apply to the endpoint (``endpoint_queue`` on a pusher)
+    is accepted and has no effect."""
+
+    max_collected_body: int
+    """The largest body this endpoint's ``recv``, ``take_body``, ``body`` and a subscriber's
+    copies collect whole."""
+    endpoint_queue: int
+    """Streams and messages a bound endpoint (or a subscriber) holds before the application
+    takes them; a publisher's copies queued per subscriber. Above zero."""
+    send_timeout: float | None
+    """Seconds ``send``/``request``/``open`` wait for a stream slot or lane room before
+    ``Timeout``; ``None``: unbounded."""
 
 @final
 class Address:
@@ -250,14 +268,15 @@ class Runtime:
         """The fingerprint of the key this runtime presents."""
     def bind(self, address: str, *, require_client: Trust | None = None) -> Future[Listener]:
         """Binds ``address`` (no path); endpoints are bound by path on the listener."""
-    def pusher(self) -> Pusher:
-        """A Push endpoint."""
-    def requester(self) -> Requester:
-        """A Req endpoint."""
-    def subscriber(self) -> Subscriber:
-        """A Sub endpoint: ``connect`` and ``subscribe`` (in either order), then ``recv``."""
-    def peer(self) -> Peer:
-        """A raw endpoint."""
+    def pusher(self, **options: Unpack[_EndpointOptions]) -> Pusher:
+        """A Push endpoint; ``send_timeout`` of its own if given."""
+    def requester(self, **options: Unpack[_EndpointOptions]) -> Requester:
+        """A Req endpoint; ``send_timeout`` and ``max_collected_body`` (replies) of its own."""
+    def subscriber(self, **options: Unpack[_EndpointOptions]) -> Subscriber:
+        """A Sub endpoint: ``connect`` and ``subscribe`` (in either order), then ``recv``;
+        ``max_collected_body`` and ``endpoint_queue`` of its own."""
+    def peer(self, **options: Unpack[_EndpointOptions]) -> Peer:
+        """A raw endpoint; ``send_timeout`` of its own."""
     def counters(self) -> Counters:
         """The counters."""
     def drain(self, seconds: float) -> Future[Drained]:
@@ -281,14 +300,14 @@ class Listener:
     @property
     def address(self) -> str:
         """The bound address (real port; over QUIC the pin of its key)."""
-    def puller(self, path: str) -> Puller:
-        """Binds a Puller at ``path``."""
-    def replier(self, path: str) -> Replier:
-        """Binds a Replier at ``path``."""
-    def publisher(self, path: str) -> Publisher:
-        """Binds a Publisher at ``path``."""
-    def acceptor(self, path: str) -> Acceptor:
-        """Binds a raw Acceptor at ``path``."""
+    def puller(self, path: str, **options: Unpack[_EndpointOptions]) -> Puller:
+        """Binds a Puller at ``path``; ``max_collected_body`` and ``endpoint_queue`` of its own."""
+    def replier(self, path: str, **options: Unpack[_EndpointOptions]) -> Replier:
+        """Binds a Replier at ``path``; ``max_collected_body`` and ``endpoint_queue`` of its own."""
+    def publisher(self, path: str, **options: Unpack[_EndpointOptions]) -> Publisher:
+        """Binds a Publisher at ``path``; ``endpoint_queue`` (copies per subscriber) of its own."""
+    def acceptor(self, path: str, **options: Unpack[_EndpointOptions]) -> Acceptor:
+        """Binds a raw Acceptor at ``path``; ``max_collected_body`` and ``endpoint_queue``."""
     def close(self) -> None:
         """Stops accepting, closes accepted connections, ends its endpoints."""
     def __aenter__(self) -> Future[Listener]: ...

@@ -248,10 +248,11 @@ impl Agent {
                 let name = str_arg(args, "name")?;
                 let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
                 let path = str_arg(args, "path")?;
+                let opts = endpoint_options(args)?;
                 let endpoint = if op == "replier" {
-                    Answering::Replier(listener.replier(path)?)
+                    Answering::Replier(listener.replier_with(path, &opts)?)
                 } else {
-                    Answering::Acceptor(listener.acceptor(path)?)
+                    Answering::Acceptor(listener.acceptor_with(path, &opts)?)
                 };
                 let address = endpoint.address();
                 self.claim(name)?;
@@ -268,7 +269,8 @@ impl Agent {
                 let listener = self.listener(args)?;
                 let name = str_arg(args, "name")?;
                 let mode = PullerMode::parse(str_arg(args, "mode")?)?;
-                let puller = Arc::new(listener.puller(str_arg(args, "path")?)?);
+                let opts = endpoint_options(args)?;
+                let puller = Arc::new(listener.puller_with(str_arg(args, "path")?, &opts)?);
                 let address = puller.address().to_string();
                 self.claim(name)?;
                 if mode == PullerMode::Manual {
@@ -286,10 +288,11 @@ impl Agent {
                 let (rt, _) = self.runtime(args)?;
                 let name = str_arg(args, "name")?;
                 self.claim(name)?;
+                let opts = endpoint_options(args)?;
                 let d = match op {
-                    "requester" => Dialling::Requester(Arc::new(rt.requester())),
-                    "pusher" => Dialling::Pusher(Arc::new(rt.pusher())),
-                    _ => Dialling::Peer(Arc::new(rt.peer())),
+                    "requester" => Dialling::Requester(Arc::new(rt.requester_with(&opts)?)),
+                    "pusher" => Dialling::Pusher(Arc::new(rt.pusher_with(&opts)?)),
+                    _ => Dialling::Peer(Arc::new(rt.peer_with(&opts)?)),
                 };
                 self.handles
                     .lock()
@@ -601,6 +604,33 @@ fn trust(v: &Value) -> Result<Trust, Failure> {
 }
 
 /// Limits from `{"idle_timeout_ms": …, "keep_alive_ms": null, "endpoint_queue": …, …}`.
+/// An endpoint's own bounds from the step's `options`.
+fn endpoint_options(args: &Value) -> Result<weida::EndpointOptions, Failure> {
+    let mut o = weida::EndpointOptions::new();
+    let Some(v) = args.get("options").filter(|v| !v.is_null()) else {
+        return Ok(o);
+    };
+    let map = v
+        .as_object()
+        .ok_or_else(|| Failure::bad("options is an object"))?;
+    for (k, val) in map {
+        if k == "send_timeout_ms" && val.is_null() {
+            o = o.send_timeout(None);
+            continue;
+        }
+        let n = val
+            .as_u64()
+            .ok_or_else(|| Failure::bad(format!("options.{k} is a non-negative integer")))?;
+        o = match k.as_str() {
+            "max_collected_body" => o.max_collected_body(n),
+            "endpoint_queue" => o.endpoint_queue(n as usize),
+            "send_timeout_ms" => o.send_timeout(Some(Duration::from_millis(n))),
+            _ => return Err(Failure::bad(format!("unknown endpoint option {k:?}"))),
+        };
+    }
+    Ok(o)
+}
+
 fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
     let mut l = Limits::default();
     let Some(v) = v.filter(|v| !v.is_null()) else {

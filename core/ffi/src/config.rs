@@ -248,6 +248,80 @@ pub static RUNTIME: [Opt<RuntimeConfig>; 5] = [
     whole!(RuntimeConfig, lane_max_message, Unit::Bytes, usize),
 ];
 
+/// The options an endpoint takes when it is made, as they are given: each absent one its
+/// runtime's (`weida::EndpointOptions`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EndpointDraft {
+    max_collected_body: Option<u64>,
+    endpoint_queue: Option<u64>,
+    send_timeout: Option<Option<Duration>>,
+}
+
+/// Every option of an endpoint (`weida::EndpointOptions`): the names of the runtime's options
+/// it overrides. `send_timeout` given as None/null is unbounded (as the runtime's is).
+pub static ENDPOINT: [Opt<EndpointDraft>; 3] = [
+    Opt {
+        name: "max_collected_body",
+        unit: Unit::Bytes,
+        can_be_off: false,
+        max: EXACT,
+        get: |d| d.max_collected_body.map_or(Value::Off, Value::Whole),
+        set: |d, v| {
+            if let Value::Whole(n) = v {
+                d.max_collected_body = Some(n);
+            }
+        },
+    },
+    Opt {
+        name: "endpoint_queue",
+        unit: Unit::Count,
+        can_be_off: false,
+        max: EXACT,
+        get: |d| d.endpoint_queue.map_or(Value::Off, Value::Whole),
+        set: |d, v| {
+            if let Value::Whole(n) = v {
+                d.endpoint_queue = Some(n);
+            }
+        },
+    },
+    Opt {
+        name: "send_timeout",
+        unit: Unit::Duration,
+        can_be_off: true,
+        max: EXACT,
+        get: |d| match d.send_timeout {
+            Some(Some(t)) => Value::Time(t),
+            _ => Value::Off,
+        },
+        set: |d, v| match v {
+            Value::Time(t) => d.send_timeout = Some(Some(t)),
+            Value::Off => d.send_timeout = Some(None),
+            _ => {}
+        },
+    },
+];
+
+/// An endpoint's options from those given (each absent one the runtime's); a bad one is
+/// `InvalidConfig` naming it, as a runtime option's is.
+pub fn endpoint(
+    spelling: Spelling,
+    given: impl IntoIterator<Item = (String, Given)>,
+) -> Result<weida::EndpointOptions, Error> {
+    let mut d = EndpointDraft::default();
+    apply(&ENDPOINT, &mut d, spelling, given)?;
+    let mut o = weida::EndpointOptions::new();
+    if let Some(n) = d.max_collected_body {
+        o = o.max_collected_body(n);
+    }
+    if let Some(n) = d.endpoint_queue {
+        o = o.endpoint_queue(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(t) = d.send_timeout {
+        o = o.send_timeout(t);
+    }
+    Ok(o)
+}
+
 fn unit_text(unit: Unit, spelling: Spelling) -> &'static str {
     match (unit, spelling) {
         (Unit::Bytes, _) => "a whole number of bytes",
@@ -447,6 +521,51 @@ mod tests {
             LIMITS[0].spelled(Spelling::CamelMillis),
             "streamReceiveWindow"
         );
+    }
+
+    #[test]
+    fn endpoint_options_are_checked_and_spelled_as_the_runtimes() {
+        let py = endpoint(
+            Spelling::SnakeSeconds,
+            given(&[
+                ("max_collected_body", Given::Int(64)),
+                ("send_timeout", Given::Float(1.5)),
+            ]),
+        )
+        .unwrap();
+        let js = endpoint(
+            Spelling::CamelMillis,
+            given(&[
+                ("maxCollectedBody", Given::Float(64.0)),
+                ("sendTimeoutMs", Given::Float(1500.0)),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(py, js);
+        assert_eq!(
+            py,
+            weida::EndpointOptions::new()
+                .max_collected_body(64)
+                .send_timeout(Some(Duration::from_millis(1500)))
+        );
+        let off = endpoint(
+            Spelling::SnakeSeconds,
+            given(&[("send_timeout", Given::Null)]),
+        );
+        assert_eq!(
+            off.unwrap(),
+            weida::EndpointOptions::new().send_timeout(None)
+        );
+        let e = endpoint(
+            Spelling::CamelMillis,
+            given(&[("idleTimeoutMs", Given::Int(1))]),
+        );
+        assert!(e.unwrap_err().to_string().contains("idleTimeoutMs"));
+        let e = endpoint(
+            Spelling::SnakeSeconds,
+            given(&[("endpoint_queue", Given::Int(-1))]),
+        );
+        assert!(e.unwrap_err().to_string().contains("endpoint_queue"));
     }
 
     #[test]

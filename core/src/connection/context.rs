@@ -106,9 +106,13 @@ impl Context {
         self.life.kill(LossCause::LocallyClosed);
     }
 
-    /// Bounds a wait for a stream slot by `send_timeout`.
-    pub(crate) async fn within<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
-        match self.config.send_timeout {
+    /// Bounds a wait for a stream slot by `send_timeout` (the endpoint's, which defaults to
+    /// the runtime's).
+    pub(crate) async fn within<T>(
+        send_timeout: Option<std::time::Duration>,
+        f: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match send_timeout {
             Some(d) => tokio::time::timeout(d, f)
                 .await
                 .map_err(|_| Error::Timeout)?,

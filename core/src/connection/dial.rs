@@ -97,6 +97,13 @@ impl Dialler {
                     Ok(Err(Error::Timeout)) => {
                         return Err(no_answer(within.min(ctx.limits.idle_timeout)))
                     }
+                    // Refused by the QUIC endpoint: named as the address was written.
+                    Ok(Err(Error::Unreachable { why, .. })) => {
+                        return Err(Error::Unreachable {
+                            address: place,
+                            why,
+                        })
+                    }
                     Ok(r) => r?,
                     Err(_) => return Err(no_answer(within)),
                 };
@@ -247,18 +254,23 @@ fn place_of(address: &Address) -> String {
     }
 }
 
-/// An operating-system refusal of a local dial (no socket file, nothing accepting on it,
-/// nothing bound at the name) as `Unreachable`; any other error (a permission, say) as it was.
+/// An operating-system refusal of a local dial (no socket file, nothing accepting on it, a
+/// listener that closed as it connected, nothing bound at the name) as `Unreachable`; any other
+/// error (a permission, say) as it was.
 fn refused(place: &str) -> impl Fn(Error) -> Error + '_ {
     move |e| match e {
         Error::Io(io)
             if matches!(
                 io.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::ConnectionReset
             ) =>
         {
             let what = match io.kind() {
                 std::io::ErrorKind::NotFound => "no such socket file",
+                // The listening socket closed with this connection in its backlog.
+                std::io::ErrorKind::ConnectionReset => "the listener closed as it connected",
                 _ if place.starts_with("in-process") => "nothing is bound at that name",
                 _ => "connection refused (no listener on the socket)",
             };

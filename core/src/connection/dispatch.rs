@@ -35,9 +35,10 @@ pub(crate) trait Endpoints: Send + Sync + 'static {
     /// An endpoint's queue.
     type Queue: EndpointQueue;
 
-    /// What is bound at `path`: its kind and its queue (None for a publisher, which takes no
-    /// stream); None when nothing is.
-    fn find(&self, path: &str) -> Option<(RouteKind, Option<Self::Queue>)>;
+    /// What is bound at `path`: its kind, its queue (None for a publisher, which takes no
+    /// stream) and the largest body it collects whole (its `max_collected_body`); None when
+    /// nothing is.
+    fn find(&self, path: &str) -> Option<(RouteKind, Option<Self::Queue>, u64)>;
 
     /// The publisher bound at `path`, for a SUBSCRIBE: `Err(kind)` when an endpoint of another
     /// kind is bound there; None when nothing is.
@@ -178,10 +179,10 @@ fn arrival(send: &Option<SendHalf>) -> Arrival {
 }
 
 /// What is bound at a path, as admission decides on it.
-fn found<Q: EndpointQueue>(route: &Option<(RouteKind, Option<Q>)>) -> Found {
+fn found<Q: EndpointQueue>(route: &Option<(RouteKind, Option<Q>, u64)>) -> Found {
     match route {
         None => Found::Nothing,
-        Some((kind, tx)) => Found::Endpoint {
+        Some((kind, tx, _)) => Found::Endpoint {
             kind: *kind,
             open: tx.as_ref().is_none_or(|t| !t.is_closed()),
         },
@@ -289,7 +290,7 @@ impl<E: Endpoints> Dispatch<E> {
         if let Err(r) = by_endpoint(ty, &path, found(&route)) {
             return self.refuse(reader, send, r).await;
         }
-        let Some((_, Some(tx))) = route else {
+        let Some((_, Some(tx), max_body)) = route else {
             unreachable!("an endpoint that takes a stream has a queue")
         };
         // This connection's place at the endpoint: past its share, this stream waits here, in
@@ -301,7 +302,9 @@ impl<E: Endpoints> Dispatch<E> {
         let meta = IncomingMeta::from_header(header, peer);
         let transfer = IncomingTransfer::new(reader, meta, self.ctx.clone()).holding(ticket);
         let incoming = match send {
-            Some(s) => Incoming::Exchange(Exchange::new(transfer, s, self.peer_max_header)),
+            Some(s) => {
+                Incoming::Exchange(Exchange::new(transfer, s, self.peer_max_header, max_body))
+            }
             None => Incoming::Stream(transfer),
         };
         self.ctx
@@ -347,7 +350,7 @@ impl<E: Endpoints> Dispatch<E> {
         if let Err(r) = by_endpoint(StreamType::Lane, path, found(&route)) {
             return self.refuse(reader, send, r).await;
         }
-        let Some((_, Some(tx))) = route else {
+        let Some((_, Some(tx), max_body)) = route else {
             unreachable!("an endpoint that takes a lane has a queue")
         };
         let path: Arc<str> = path.into();
@@ -361,7 +364,7 @@ impl<E: Endpoints> Dispatch<E> {
             .stats
             .streams_accepted
             .fetch_add(1, Ordering::Relaxed);
-        let (max_header, max_body) = (limits.max_header_size, limits.max_collected_body);
+        let max_header = limits.max_header_size;
         let mut batch = VecDeque::with_capacity(LANE_BATCH);
         // What a frame with no header field arrives with: the same for each, so shared.
         let plain = Arc::new(IncomingMeta::on_path(

@@ -433,14 +433,22 @@ pub struct Exchange {
     reply: Option<SendHalf>,
     /// The largest reply header the requester accepts (its HELLO's MAX_HEADER_SIZE).
     peer_max_header: u64,
+    /// What `take_body` collects: the endpoint's `max_collected_body`.
+    max_body: u64,
 }
 
 impl Exchange {
-    pub(crate) fn new(request: IncomingTransfer, reply: SendHalf, peer_max_header: u64) -> Self {
+    pub(crate) fn new(
+        request: IncomingTransfer,
+        reply: SendHalf,
+        peer_max_header: u64,
+        max_body: u64,
+    ) -> Self {
         Self {
             request,
             reply: Some(reply),
             peer_max_header,
+            max_body,
         }
     }
 
@@ -455,11 +463,11 @@ impl Exchange {
         self.request.read_chunk().await
     }
 
-    /// The whole request body, bounded by `Limits::max_collected_body`. Not cancel-safe: the
-    /// part read before a drop is lost (read with `read_chunk` to resume).
+    /// The whole request body, bounded by `max_collected_body` (the replier's or acceptor's,
+    /// else the runtime's `Limits`). Not cancel-safe: the part read before a drop is lost
+    /// (read with `read_chunk` to resume).
     pub async fn take_body(&mut self) -> Result<Bytes> {
-        let max = self.request.ctx.limits.max_collected_body;
-        self.request.collect(max).await
+        self.request.collect(self.max_body).await
     }
 
     /// The whole request body, bounded by `max`. Not cancel-safe, as `take_body` is not.
@@ -609,6 +617,8 @@ pub struct PendingReply {
     peer: Option<PeerIdentity>,
     /// The request's writer finished: a loss from here on is Indeterminate.
     finished: Arc<std::sync::atomic::AtomicBool>,
+    /// What `body` collects: the requester's `max_collected_body`.
+    max_body: u64,
 }
 
 impl PendingReply {
@@ -618,6 +628,7 @@ impl PendingReply {
         ctx: Arc<Context>,
         peer: Option<PeerIdentity>,
         finished: Arc<std::sync::atomic::AtomicBool>,
+        max_body: u64,
     ) -> Self {
         Self {
             reader: StreamReader::new(recv),
@@ -625,6 +636,7 @@ impl PendingReply {
             ctx,
             peer,
             finished,
+            max_body,
         }
     }
 
@@ -691,10 +703,10 @@ impl PendingReply {
         }
     }
 
-    /// The whole reply body, bounded by `Limits::max_collected_body`. Not cancel-safe, as
-    /// `reply` is not.
+    /// The whole reply body, bounded by `max_collected_body` (the requester's, else the
+    /// runtime's `Limits`). Not cancel-safe, as `reply` is not.
     pub async fn body(self) -> Result<Message> {
-        let max = self.ctx.limits.max_collected_body;
+        let max = self.max_body;
         let mut t = self.reply().await?;
         let body = t.collect(max).await?;
         Ok(Message {

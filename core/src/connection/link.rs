@@ -164,7 +164,12 @@ impl Link {
     /// Sends a whole message as a frame on this link's lane (started on first use). A lane that
     /// ended early reports why to one sender, then is replaced. Waits while the lane's queue is
     /// full. Cancel-safe.
-    pub(crate) async fn lane_send(&self, header: Header, body: Bytes) -> Result<()> {
+    pub(crate) async fn lane_send(
+        &self,
+        header: Header,
+        body: Bytes,
+        send_timeout: Option<std::time::Duration>,
+    ) -> Result<()> {
         self.ctx.check_open()?;
         let head = if header.is_empty() {
             FrameHead::plain(body.len())
@@ -205,7 +210,7 @@ impl Link {
         };
         let (lane, head, body) = lane;
         // Bounded like a wait for a stream slot (`send_timeout`).
-        let r = self.ctx.within(lane.send(head, body)).await;
+        let r = Context::within(send_timeout, lane.send(head, body)).await;
         if r.is_err() {
             self.forget_lane(&lane);
         }
@@ -343,16 +348,20 @@ impl Link {
         ty: StreamType,
         header: Header,
         body: Option<Bytes>,
+        send_timeout: Option<std::time::Duration>,
     ) -> Result<(SendHalf, Option<RecvHalf>)> {
         let shared = &*self.ctx;
         shared.check_open()?;
         let head = self.head(ty, header)?;
         let (send, recv) = match ty {
             StreamType::Exchange => {
-                let (s, r) = shared.within(self.conn.open_bi()).await?;
+                let (s, r) = Context::within(send_timeout, self.conn.open_bi()).await?;
                 (s, Some(r))
             }
-            _ => (shared.within(self.conn.open_uni()).await?, None),
+            _ => (
+                Context::within(send_timeout, self.conn.open_uni()).await?,
+                None,
+            ),
         };
         shared.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
         self.opened.fetch_add(1, Ordering::AcqRel);

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::address::Address;
+use crate::config::{Bounds, EndpointOptions};
 use crate::connection::handles::{OutgoingTransfer, PendingReply};
 use crate::connection::link::Link;
 use crate::error::Result;
@@ -38,6 +39,8 @@ use crate::wire::{Header, StreamType};
 pub(crate) struct Dialer {
     pub(crate) pool: Arc<Pool>,
     pub(crate) peers: PeerSet,
+    /// The endpoint's own bounds (its `EndpointOptions`, else the runtime's).
+    pub(crate) bounds: Bounds,
 }
 
 impl Drop for Dialer {
@@ -49,11 +52,13 @@ impl Drop for Dialer {
 }
 
 impl Dialer {
-    fn new(pool: Arc<Pool>) -> Self {
-        Self {
+    fn new(pool: Arc<Pool>, options: &EndpointOptions) -> Result<Self> {
+        let bounds = options.resolve(&pool.ctx.config)?;
+        Ok(Self {
             pool,
             peers: PeerSet::default(),
-        }
+            bounds,
+        })
     }
 
     async fn connect(&self, address: &str) -> Result<()> {
@@ -90,7 +95,9 @@ impl Dialer {
         header: Header,
         body: Option<Bytes>,
     ) -> Result<OutgoingTransfer> {
-        let (send, _) = link.open(StreamType::Transfer, header, body).await?;
+        let (send, _) = link
+            .open(StreamType::Transfer, header, body, self.bounds.send_timeout)
+            .await?;
         Ok(OutgoingTransfer::new(
             send,
             link.path.clone(),
@@ -106,7 +113,9 @@ impl Dialer {
     ) -> Result<(OutgoingTransfer, PendingReply)> {
         self.pool.ctx.check_open()?;
         let link = self.peers.pick()?;
-        let (send, recv) = link.open(StreamType::Exchange, header, body).await?;
+        let (send, recv) = link
+            .open(StreamType::Exchange, header, body, self.bounds.send_timeout)
+            .await?;
         let finished = Arc::new(AtomicBool::new(false));
         let reply = PendingReply::new(
             recv.expect("an exchange has a reply half"),
@@ -114,6 +123,7 @@ impl Dialer {
             self.pool.ctx.clone(),
             link.peer.clone(),
             finished.clone(),
+            self.bounds.max_collected_body,
         );
         let t = OutgoingTransfer::new(send, link.path.clone(), self.pool.ctx.clone())
             .with_finish_flag(finished);

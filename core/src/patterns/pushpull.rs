@@ -5,6 +5,7 @@ use std::future::Future;
 
 use super::Dialer;
 use crate::address::Address;
+use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
 use crate::connection::dispatch::Queued;
 use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
@@ -30,16 +31,29 @@ pub struct Pusher {
 impl Runtime {
     /// A [`Pusher`].
     pub fn pusher(&self) -> Pusher {
-        Pusher {
-            dialer: Dialer::new(self.pool.clone()),
-        }
+        self.pusher_with(&EndpointOptions::new())
+            .expect("the runtime's own bounds are valid")
+    }
+
+    /// A [`Pusher`] with bounds of its own: its `send_timeout` (the other options do not
+    /// apply to a pusher). `InvalidConfig` for an option out of range.
+    pub fn pusher_with(&self, options: &EndpointOptions) -> Result<Pusher> {
+        Ok(Pusher {
+            dialer: Dialer::new(self.pool.clone(), options)?,
+        })
     }
 }
 
 impl Listener {
     /// Binds a [`Puller`] at `path`.
     pub fn puller(&self, path: &str) -> Result<Puller> {
-        let inbox = self.register(path, RouteKind::Puller)?;
+        self.puller_with(path, &EndpointOptions::new())
+    }
+
+    /// Binds a [`Puller`] at `path` with bounds of its own: `max_collected_body` (what
+    /// `recv` collects) and `endpoint_queue`.
+    pub fn puller_with(&self, path: &str, options: &EndpointOptions) -> Result<Puller> {
+        let inbox = self.register(path, RouteKind::Puller, options)?;
         Ok(Puller { inbox })
     }
 }
@@ -111,7 +125,9 @@ impl Pusher {
         ctx.check_open()?;
         let link = self.dialer.peers.pick()?;
         if link.lanes && body.len() <= ctx.config.lane_max_message {
-            return link.lane_send(header, body).await;
+            return link
+                .lane_send(header, body, self.dialer.bounds.send_timeout)
+                .await;
         }
         let t = self.dialer.transfer_on(&link, header, Some(body)).await?;
         drop(t.finish().await?);
@@ -205,7 +221,8 @@ impl Puller {
         &self.inbox.address
     }
 
-    /// The next whole message, bounded by `Limits::max_collected_body`. A message its sender
+    /// The next whole message, bounded by `max_collected_body` (the puller's, else the
+    /// runtime's `Limits`). A message its sender
     /// cancelled is `Err(Canceled)` (never a short body) and the puller stays usable.
     /// Cancel-safe: a message half collected when the future is dropped is resumed.
     pub async fn recv(&self) -> Result<Message> {
@@ -218,8 +235,8 @@ impl Puller {
     }
 
     async fn recv_waiting(&self) -> Result<Message> {
-        let limits = &self.inbox.ctx.limits;
-        let (max, bound) = (limits.max_collected_body, limits.endpoint_queue);
+        let bounds = &self.inbox.bounds;
+        let (max, bound) = (bounds.max_collected_body, bounds.endpoint_queue);
         loop {
             // A message handed back (by a binding whose caller cancelled) wakes a waiting
             // receive: it is served first.

@@ -3,6 +3,7 @@
 
 use super::Dialer;
 use crate::address::Address;
+use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
 use crate::connection::handles::{Incoming, OutgoingTransfer, PendingReply};
 use crate::error::Result;
@@ -31,16 +32,28 @@ pub struct Peer {
 impl Runtime {
     /// A raw [`Peer`].
     pub fn peer(&self) -> Peer {
-        Peer {
-            dialer: Dialer::new(self.pool.clone()),
-        }
+        self.peer_with(&EndpointOptions::new())
+            .expect("the runtime's own bounds are valid")
+    }
+
+    /// A raw [`Peer`] with bounds of its own: `send_timeout` (the wait to open a stream).
+    pub fn peer_with(&self, options: &EndpointOptions) -> Result<Peer> {
+        Ok(Peer {
+            dialer: Dialer::new(self.pool.clone(), options)?,
+        })
     }
 }
 
 impl Listener {
     /// Binds a raw [`Acceptor`] at `path`.
     pub fn acceptor(&self, path: &str) -> Result<Acceptor> {
-        let inbox = self.register(path, RouteKind::Acceptor)?;
+        self.acceptor_with(path, &EndpointOptions::new())
+    }
+
+    /// Binds a raw [`Acceptor`] at `path` with bounds of its own: `endpoint_queue`, and
+    /// `max_collected_body` for an exchange's `take_body`.
+    pub fn acceptor_with(&self, path: &str, options: &EndpointOptions) -> Result<Acceptor> {
+        let inbox = self.register(path, RouteKind::Acceptor, options)?;
         Ok(Acceptor { inbox })
     }
 }

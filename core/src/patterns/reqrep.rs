@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use super::Dialer;
 use crate::address::Address;
+use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
 use crate::connection::handles::{Exchange, Incoming, Message, OutgoingTransfer, PendingReply};
 use crate::error::{Error, Result};
@@ -46,16 +47,29 @@ pub struct Requester {
 impl Runtime {
     /// A [`Requester`].
     pub fn requester(&self) -> Requester {
-        Requester {
-            dialer: Dialer::new(self.pool.clone()),
-        }
+        self.requester_with(&EndpointOptions::new())
+            .expect("the runtime's own bounds are valid")
+    }
+
+    /// A [`Requester`] with bounds of its own: `send_timeout` (the wait to open an exchange)
+    /// and `max_collected_body` (the largest reply `request` and `body` collect).
+    pub fn requester_with(&self, options: &EndpointOptions) -> Result<Requester> {
+        Ok(Requester {
+            dialer: Dialer::new(self.pool.clone(), options)?,
+        })
     }
 }
 
 impl Listener {
     /// Binds a [`Replier`] at `path`.
     pub fn replier(&self, path: &str) -> Result<Replier> {
-        let inbox = self.register(path, RouteKind::Replier)?;
+        self.replier_with(path, &EndpointOptions::new())
+    }
+
+    /// Binds a [`Replier`] at `path` with bounds of its own: `max_collected_body` (what
+    /// `take_body` collects) and `endpoint_queue`.
+    pub fn replier_with(&self, path: &str, options: &EndpointOptions) -> Result<Replier> {
+        let inbox = self.register(path, RouteKind::Replier, options)?;
         Ok(Replier { inbox })
     }
 }

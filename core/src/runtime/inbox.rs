@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use super::queue::{Receiver, Taker, TryRecvError};
 use super::routes::RouteGuard;
 use crate::address::Address;
+use crate::config::Bounds;
 use crate::connection::context::Context;
 use crate::connection::dispatch::Queued;
 use crate::connection::handles::{Incoming, IncomingTransfer, Message, Partial};
@@ -20,6 +21,8 @@ pub(crate) struct Inbox {
     route: RouteGuard,
     pub(crate) ctx: Arc<Context>,
     pub(crate) address: Address,
+    /// The endpoint's own bounds (its `EndpointOptions`, else the runtime's).
+    pub(crate) bounds: Bounds,
     /// Messages handed back undelivered (a binding whose caller cancelled as the message
     /// arrived), served before anything else.
     returned: Mutex<VecDeque<Message>>,
@@ -88,6 +91,7 @@ impl Inbox {
         route: RouteGuard,
         ctx: Arc<Context>,
         address: Address,
+        bounds: Bounds,
     ) -> Self {
         Self {
             ready: rx.taker(),
@@ -102,6 +106,7 @@ impl Inbox {
             route,
             ctx,
             address,
+            bounds,
             returned: Mutex::new(VecDeque::new()),
             handed_back: tokio::sync::Notify::new(),
         }

@@ -12,6 +12,7 @@ use super::inbox::Inbox;
 use super::queue;
 use super::routes::{RouteGuard, RouteTable};
 use crate::address::{Address, Target};
+use crate::config::{Bounds, EndpointOptions};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
 use crate::connection::dial::pipe_unsupported;
@@ -240,11 +241,16 @@ impl Listener {
         kind: RouteKind,
         tx: Option<queue::Sender<Queued>>,
         publication: Option<Arc<dyn Publication>>,
+        bounds: Bounds,
     ) -> Result<RouteGuard> {
         crate::address::validate_path(path)?;
         static NEXT_ROUTE: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ROUTE.fetch_add(1, Ordering::Relaxed);
-        if !self.inner.routes.insert(path, kind, tx, publication, id) {
+        if !self
+            .inner
+            .routes
+            .insert(path, kind, tx, publication, id, bounds.max_collected_body)
+        {
             return Err(Error::InvalidConfig(format!(
                 "path {path:?} is already bound on {}",
                 self.inner.address
@@ -254,12 +260,25 @@ impl Listener {
         Ok(RouteGuard::new(routes, path, id, self.inner.clone()))
     }
 
-    /// Binds `path` to an endpoint of `kind` that takes streams: its receiving side.
-    pub(crate) fn register(&self, path: &str, kind: RouteKind) -> Result<Inbox> {
+    /// Binds `path` to an endpoint of `kind` that takes streams, with its `options`: its
+    /// receiving side.
+    pub(crate) fn register(
+        &self,
+        path: &str,
+        kind: RouteKind,
+        options: &EndpointOptions,
+    ) -> Result<Inbox> {
         let address = self.inner.address.with_path(path)?;
-        let (tx, rx) = queue::channel(self.inner.ctx.limits.endpoint_queue);
-        let route = self.route(path, kind, Some(tx), None)?;
-        Ok(Inbox::new(rx, route, self.inner.ctx.clone(), address))
+        let bounds = options.resolve(&self.inner.ctx.config)?;
+        let (tx, rx) = queue::channel(bounds.endpoint_queue);
+        let route = self.route(path, kind, Some(tx), None, bounds)?;
+        Ok(Inbox::new(
+            rx,
+            route,
+            self.inner.ctx.clone(),
+            address,
+            bounds,
+        ))
     }
 
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.

@@ -24,6 +24,9 @@ struct Route {
     /// A publisher's subscribers.
     publication: Option<Arc<dyn Publication>>,
     id: u64,
+    /// The endpoint's `max_collected_body`: a lane frame above it is refused at dispatch,
+    /// and an exchange's `take_body` collects up to it.
+    max_body: u64,
 }
 
 impl RouteTable {
@@ -35,6 +38,7 @@ impl RouteTable {
         tx: Option<Sender<Queued>>,
         publication: Option<Arc<dyn Publication>>,
         id: u64,
+        max_body: u64,
     ) -> bool {
         let mut routes = self.routes.write().unwrap();
         if routes.contains_key(path) {
@@ -45,6 +49,7 @@ impl RouteTable {
             tx,
             publication,
             id,
+            max_body,
         };
         routes.insert(path.to_string(), route);
         true
@@ -59,9 +64,9 @@ impl RouteTable {
 impl Endpoints for RouteTable {
     type Queue = Sender<Queued>;
 
-    fn find(&self, path: &str) -> Option<(RouteKind, Option<Sender<Queued>>)> {
+    fn find(&self, path: &str) -> Option<(RouteKind, Option<Sender<Queued>>, u64)> {
         let routes = self.routes.read().unwrap();
-        routes.get(path).map(|r| (r.kind, r.tx.clone()))
+        routes.get(path).map(|r| (r.kind, r.tx.clone(), r.max_body))
     }
 
     fn publication(&self, path: &str) -> Option<Result<Arc<dyn Publication>, RouteKind>> {

@@ -295,6 +295,18 @@ pub(crate) async fn connect(
             }
             Err(match e {
                 ConnectionError::TimedOut => Error::Timeout,
+                // A QUIC endpoint that takes no new connections (a closed listener whose
+                // socket is still open) refuses the handshake: nothing listens there.
+                ConnectionError::ConnectionClosed(c)
+                    if c.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED =>
+                {
+                    Error::Unreachable {
+                        address: addr.to_string(),
+                        why: crate::error::Unanswered::Refused(
+                            "the QUIC endpoint there takes no new connections".into(),
+                        ),
+                    }
+                }
                 other => Error::ConnectionLost(loss_cause(&other)),
             })
         }

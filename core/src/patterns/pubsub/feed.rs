@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 
 use super::filter::{Filter, FilterSet};
 use super::ordering::{Orderer, Release};
+use crate::config::Bounds;
 use crate::connection::context::Context;
 use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};
 use crate::connection::link::Link;
@@ -30,6 +31,8 @@ pub(crate) struct Feed {
     /// The subscriber's filters, checked again on arrival: after `unsubscribe` returns nothing
     /// it no longer selects is delivered, whatever was in flight.
     filters: RwLock<FilterSet<u8>>,
+    /// The largest copy collected (`max_collected_body`, the subscriber's own).
+    max_collected_body: u64,
 }
 
 #[derive(Default)]
@@ -51,13 +54,14 @@ struct FeedState {
 }
 
 impl Feed {
-    pub(crate) fn new(ctx: Arc<Context>) -> Arc<Self> {
+    pub(crate) fn new(ctx: Arc<Context>, bounds: Bounds) -> Arc<Self> {
         Arc::new(Self {
             level: ctx.config.guarantees.ordering,
             ctx: ctx.clone(),
             state: Mutex::new(FeedState::default()),
             readable: Notify::new(),
-            room: tokio::sync::Semaphore::new(ctx.limits.endpoint_queue),
+            room: tokio::sync::Semaphore::new(bounds.endpoint_queue),
+            max_collected_body: bounds.max_collected_body,
             filters: RwLock::new(FilterSet::new()),
         })
     }
@@ -294,7 +298,7 @@ async fn read_copy(
     let mut t = IncomingTransfer::new(reader, meta, ctx.clone());
     // A copy that does not arrive whole (cancelled, lost, above the bound) is not delivered;
     // under PerProducer ordering its number is then a gap, which is what it is.
-    let Ok(body) = t.collect(ctx.limits.max_collected_body).await else {
+    let Ok(body) = t.collect(feed.max_collected_body).await else {
         feed.room.add_permits(1);
         return;
     };
@@ -337,7 +341,7 @@ async fn read_lane(
             }
         }
         let frame = reader
-            .lane_frame(limits.max_header_size, limits.max_collected_body)
+            .lane_frame(limits.max_header_size, feed.max_collected_body)
             .await;
         let (header, body) = match frame {
             Ok(Some((h, Ok(body)))) if h.topic.is_some() => (h, body),

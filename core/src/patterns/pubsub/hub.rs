@@ -10,6 +10,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 
 use super::filter::{Filter, FilterError, FilterSet};
+use crate::config::Bounds;
 use crate::connection::context::Context;
 use crate::connection::lane::Batch;
 use crate::connection::reverse::{OpenFail, Publication, Reverse, SubscriberConn};
@@ -230,7 +231,7 @@ impl Sub {
         let job = make(seq);
         let cause = if q.dead {
             Some(DropCause::DeadSubscriber)
-        } else if q.jobs.len() >= limits.endpoint_queue {
+        } else if q.jobs.len() >= hub.queue_bound {
             Some(DropCause::QueueFull)
         } else if q.bytes + job.len() > limits.subscriber_buffer_bytes {
             Some(DropCause::ByteBudget)
@@ -322,14 +323,17 @@ pub(crate) struct Hub {
     closed: AtomicBool,
     /// Wakes [`Hub::until_subscribers`]: a subscriber came, or went (its copies counted).
     changed: Notify,
+    /// Copies queued per subscriber before a drop (`endpoint_queue`, the publisher's own).
+    queue_bound: usize,
 }
 
 impl Hub {
-    pub(crate) fn new(ctx: Arc<Context>, path: &str) -> Arc<Self> {
+    pub(crate) fn new(ctx: Arc<Context>, path: &str, bounds: Bounds) -> Arc<Self> {
         // Distinctness, not secrecy: a producer name only has to differ between publishers.
         let producer: [u8; 8] = rand::random();
         Arc::new(Self {
             ctx,
+            queue_bound: bounds.endpoint_queue,
             path: path.to_string(),
             producer: Bytes::copy_from_slice(&producer),
             filters: RwLock::new(FilterSet::new()),

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::address::Address;
+use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
 use crate::connection::cancel::{Canceler, Parked};
 use crate::connection::handles::Message;
@@ -54,9 +55,16 @@ pub struct Publisher {
 impl Listener {
     /// Binds a [`Publisher`] at `path`: subscribers dial it and install filters.
     pub fn publisher(&self, path: &str) -> Result<Publisher> {
+        self.publisher_with(path, &EndpointOptions::new())
+    }
+
+    /// Binds a [`Publisher`] at `path` with bounds of its own: `endpoint_queue`, the copies
+    /// it queues for each subscriber before it drops (`QueueFull`).
+    pub fn publisher_with(&self, path: &str, options: &EndpointOptions) -> Result<Publisher> {
         let address = self.address().with_path(path)?;
-        let hub = Hub::new(self.context().clone(), path);
-        let route = self.route(path, RouteKind::Publisher, None, Some(hub.clone()))?;
+        let bounds = options.resolve(&self.context().config)?;
+        let hub = Hub::new(self.context().clone(), path, bounds);
+        let route = self.route(path, RouteKind::Publisher, None, Some(hub.clone()), bounds)?;
         Ok(Publisher {
             hub,
             address,
@@ -68,14 +76,23 @@ impl Listener {
 impl Runtime {
     /// A [`Subscriber`]: connect it to publishers, then subscribe.
     pub fn subscriber(&self) -> Subscriber {
+        self.subscriber_with(&EndpointOptions::new())
+            .expect("the runtime's own bounds are valid")
+    }
+
+    /// A [`Subscriber`] with bounds of its own: `max_collected_body` (a larger copy is not
+    /// delivered, and under PerProducer ordering is a gap) and `endpoint_queue` (the copies
+    /// it holds for `recv`).
+    pub fn subscriber_with(&self, options: &EndpointOptions) -> Result<Subscriber> {
         let pool = self.pool.clone();
-        Subscriber {
-            feed: Feed::new(pool.ctx.clone()),
+        let bounds = options.resolve(&pool.ctx.config)?;
+        Ok(Subscriber {
+            feed: Feed::new(pool.ctx.clone(), bounds),
             pool,
             links: Mutex::new(Vec::new()),
             filters: Mutex::new(Vec::new()),
             op: tokio::sync::Mutex::new(()),
-        }
+        })
     }
 }
 
