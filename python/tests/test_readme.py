@@ -3,13 +3,14 @@
 A program in a README is a file of the repository: the line before its fence names it,
 ``<!-- example: python/examples/echo_service.py -->``, and the block is that file to the byte.
 These tests check every such block in the READMEs and docs/ (the Rust and Node ones too: the Node
-ones run in node/test/readme.test.mjs, the Rust ones compile with ``cargo test``), then run the
-Python quick start as a reader would: the service in one process, the client in another, in a
-fresh directory.
+ones run in node/test/readme.test.mjs), then run the Python and the Rust quick starts as a reader
+would: the service in one process, the client in another, in a fresh directory. The Rust
+examples are the binaries ``./dev python`` builds next to the Rust peer (``WEIDA_PEER_BIN``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -61,13 +62,26 @@ def test_every_program_in_a_readme_is_an_example_file(readme: str) -> None:
             )
 
 
-class Service:
-    """python/examples/echo_service.py, started in `cwd` with `bind`; `address` is its first
-    line of output."""
+def program(language: str, name: str) -> list[str]:
+    """How to run the quick start's `name` (echo_service, echo_client) in `language`."""
+    if language == "python":
+        return [sys.executable, str(REPO / f"python/examples/{name}.py")]
+    peer = os.environ.get("WEIDA_PEER_BIN")
+    if not peer:
+        pytest.skip("the Rust examples are built by ./dev python (set WEIDA_PEER_BIN)")
+    return [str(Path(peer).parent / name)]
 
-    def __init__(self, cwd: Path, bind: str) -> None:
+
+LANGUAGES = ["python", "rust"]
+
+
+class Service:
+    """The quick start's echo_service in `language`, started in `cwd` with `bind`; `address`
+    is its first line of output."""
+
+    def __init__(self, cwd: Path, bind: str, language: str = "python") -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(REPO / "python/examples/echo_service.py"), bind],
+            [*program(language, "echo_service"), bind],
             cwd=cwd,
             stdout=subprocess.PIPE,
             text=True,
@@ -83,18 +97,18 @@ class Service:
 
 
 @contextmanager
-def service(cwd: Path, bind: str) -> Iterator[Service]:
-    s = Service(cwd, bind)
+def service(cwd: Path, bind: str, language: str = "python") -> Iterator[Service]:
+    s = Service(cwd, bind, language)
     try:
         yield s
     finally:
         s.stop()
 
 
-def client(address: str, cwd: Path) -> str:
-    """python/examples/echo_client.py's output; it must exit 0."""
+def client(address: str, cwd: Path, language: str = "python") -> str:
+    """The quick start's echo_client's output in `language`; it must exit 0."""
     return subprocess.run(
-        [sys.executable, str(REPO / "python/examples/echo_client.py"), address],
+        [*program(language, "echo_client"), address],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -103,8 +117,9 @@ def client(address: str, cwd: Path) -> str:
     ).stdout
 
 
-def test_the_quick_start_runs_as_printed(tmp_path: Path) -> None:
-    with service(tmp_path, "weida://127.0.0.1:0") as s:
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_quick_start_runs_as_printed(tmp_path: Path, language: str) -> None:
+    with service(tmp_path, "weida://127.0.0.1:0", language) as s:
         assert re.fullmatch(r"weida://sha256:[0-9a-f]{64}@127\.0\.0\.1:\d+/echo", s.address)
         # The pin is the key the service keeps in ./echo-identity, owner-only.
         keys = tmp_path / "echo-identity"
@@ -113,7 +128,8 @@ def test_the_quick_start_runs_as_printed(tmp_path: Path) -> None:
             0o700,
             0o600,
         )
-        assert client(s.address, tmp_path) == "b'hello'\n"
+        said = "b'hello'\n" if language == "python" else "hello\n"
+        assert client(s.address, tmp_path, language) == said
 
 
 def test_the_service_keeps_its_address_across_a_restart(tmp_path: Path) -> None:
