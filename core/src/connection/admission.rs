@@ -374,7 +374,10 @@ mod tests {
             (
                 Exchange,
                 Err(too_large()),
-                refuse(Code::LimitExceeded, "header of 70000 bytes, limit 16384"),
+                refuse(
+                    Code::LimitExceeded,
+                    "a header of 70000 bytes, above max_header_size 16384 (16 KiB)",
+                ),
             ),
             (
                 Lane,
