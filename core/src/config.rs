@@ -215,6 +215,10 @@ pub struct RuntimeConfig {
     /// offers lanes too. `open`, requests and larger bodies keep their own stream. 0 turns
     /// lanes off (and refuses a peer's lane). Default 16 KiB.
     pub lane_max_message: usize,
+    /// What a dialling endpoint does when a connection it dialled is lost: redial the address
+    /// with backoff (the default), or give it up ([`ReconnectPolicy::never`], the next send
+    /// then fails with the loss). Each endpoint may set its own ([`EndpointOptions`]).
+    pub reconnect: ReconnectPolicy,
 }
 
 impl Default for RuntimeConfig {
@@ -228,6 +232,7 @@ impl Default for RuntimeConfig {
             send_timeout: None,
             udp_buffer: 4 << 20,
             lane_max_message: 16 * 1024,
+            reconnect: ReconnectPolicy::default(),
         }
     }
 }
@@ -252,6 +257,7 @@ pub struct EndpointOptions {
     max_collected_body: Option<u64>,
     endpoint_queue: Option<usize>,
     send_timeout: Option<Option<Duration>>,
+    reconnect: Option<ReconnectPolicy>,
 }
 
 impl EndpointOptions {
@@ -282,6 +288,13 @@ impl EndpointOptions {
         self
     }
 
+    /// How this dialling endpoint redials an address whose connection was lost
+    /// (`RuntimeConfig::reconnect` for this endpoint).
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.reconnect = Some(policy);
+        self
+    }
+
     /// The endpoint's bounds: each option given, else the runtime's. `InvalidConfig` for an
     /// `endpoint_queue` of zero, as `Limits::validate` refuses it.
     pub(crate) fn resolve(&self, config: &RuntimeConfig) -> crate::Result<Bounds> {
@@ -296,6 +309,7 @@ impl EndpointOptions {
                 .unwrap_or(config.limits.max_collected_body),
             endpoint_queue: self.endpoint_queue.unwrap_or(config.limits.endpoint_queue),
             send_timeout: self.send_timeout.unwrap_or(config.send_timeout),
+            reconnect: self.reconnect.unwrap_or(config.reconnect),
         })
     }
 }
@@ -306,4 +320,101 @@ pub(crate) struct Bounds {
     pub(crate) max_collected_body: u64,
     pub(crate) endpoint_queue: usize,
     pub(crate) send_timeout: Option<Duration>,
+    pub(crate) reconnect: ReconnectPolicy,
+}
+
+/// How a dialling endpoint redials an address whose connection was lost (ZeroMQ's
+/// ZMQ_RECONNECT_IVL, _IVL_MAX and _STOP, with a jitter and a give-up of its own).
+///
+/// The delay before attempt `n` is `initial × 2ⁿ⁻¹`, at most `max`, and with `jitter` a
+/// uniformly drawn part of it between a half and the whole, so a restarted server is not met
+/// by every client at the same instant. In process there is no delay: the redial waits for the
+/// name to be bound again.
+///
+/// ```
+/// use std::time::Duration;
+/// use weida::{GiveUp, ReconnectPolicy};
+/// let patient = ReconnectPolicy {
+///     max: Duration::from_secs(5),
+///     give_up: GiveUp::After(Duration::from_secs(60)),
+///     ..ReconnectPolicy::default()
+/// };
+/// assert_eq!(patient.initial, Duration::from_millis(100));
+/// assert_eq!(ReconnectPolicy::never().give_up, GiveUp::AfterAttempts(0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReconnectPolicy {
+    /// The delay before the first redial. Default 100 ms.
+    pub initial: Duration,
+    /// The longest delay between two attempts. Default 30 s.
+    pub max: Duration,
+    /// Draw each delay between half of it and the whole. Default true.
+    pub jitter: bool,
+    /// Losses and failures after which the address is given up at once. Default: none.
+    pub stop: StopOn,
+    /// When to stop trying. Default [`GiveUp::Never`].
+    pub give_up: GiveUp,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(30),
+            jitter: true,
+            stop: StopOn::default(),
+            give_up: GiveUp::Never,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// No redial: a lost connection's address is given up at once, and the next operation on
+    /// the endpoint fails with the loss (`ConnectionLost`), as before redial existed.
+    pub fn never() -> Self {
+        Self {
+            give_up: GiveUp::AfterAttempts(0),
+            ..Self::default()
+        }
+    }
+
+    /// The delay before attempt `attempt` (from 1), before jitter.
+    pub(crate) fn delay(&self, attempt: u32) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(30);
+        self.initial
+            .saturating_mul(1u32 << doublings)
+            .min(self.max.max(self.initial))
+    }
+
+    /// `delay` with the jitter applied, drawn with `unit` in `[0, 1)`.
+    pub(crate) fn jittered(&self, attempt: u32, unit: f64) -> Duration {
+        let d = self.delay(attempt);
+        match self.jitter {
+            true => d.mul_f64(0.5 + 0.5 * unit.clamp(0.0, 1.0)),
+            false => d,
+        }
+    }
+}
+
+/// Losses and dial failures after which a [`ReconnectPolicy`] gives an address up at once
+/// (ZeroMQ's ZMQ_RECONNECT_STOP).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StopOn {
+    /// A redial found nothing listening (`Unreachable`, refused or unanswered).
+    pub refused: bool,
+    /// A redial reached a listener whose handshake failed (TLS, HELLO or its negotiation).
+    pub handshake_failed: bool,
+    /// The peer closed the connection on purpose (it went away, or its listener closed).
+    pub peer_closed: bool,
+}
+
+/// When a [`ReconnectPolicy`] stops redialling an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveUp {
+    /// Never: the address is redialled until the endpoint is dropped or disconnects it.
+    Never,
+    /// After this many failed attempts since the loss (0: no redial at all).
+    AfterAttempts(u32),
+    /// Once this long has passed since the loss.
+    After(Duration),
 }

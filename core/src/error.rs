@@ -23,17 +23,25 @@ pub enum LossCause {
     Reset,
     /// A transport or protocol error ended the connection; the text says which.
     TransportError(String),
+    /// A redial of the address was answered by another key than the one its first connection
+    /// proved: not the same peer, so the address is given up (a redial never goes live to a
+    /// stranger).
+    PeerChanged,
+    /// A redial failed (nothing listening, a handshake refused); the text is that failure.
+    DialFailed(String),
 }
 
 impl LossCause {
     /// Every name [`LossCause::name`] gives, in declaration order: the bindings' vocabulary
     /// (a new cause gets its name here, so no binding has an "unknown" name of its own).
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 7] = [
         "idle_timeout",
         "peer_closed",
         "locally_closed",
         "reset",
         "transport_error",
+        "peer_changed",
+        "dial_failed",
     ];
 
     /// The cause's stable name, as the bindings and the conformance suite spell it.
@@ -44,6 +52,8 @@ impl LossCause {
             Self::LocallyClosed => "locally_closed",
             Self::Reset => "reset",
             Self::TransportError(_) => "transport_error",
+            Self::PeerChanged => "peer_changed",
+            Self::DialFailed(_) => "dial_failed",
         }
     }
 }
@@ -56,6 +66,8 @@ impl fmt::Display for LossCause {
             Self::LocallyClosed => f.write_str("locally closed"),
             Self::Reset => f.write_str("reset"),
             Self::TransportError(s) => write!(f, "transport error: {s}"),
+            Self::PeerChanged => f.write_str("the address answered with another key"),
+            Self::DialFailed(s) => write!(f, "redial failed: {s}"),
         }
     }
 }
@@ -613,6 +625,8 @@ mod tests {
             LossCause::LocallyClosed,
             LossCause::Reset,
             LossCause::TransportError("x".into()),
+            LossCause::PeerChanged,
+            LossCause::DialFailed("x".into()),
         ];
         let names: Vec<_> = all.iter().map(LossCause::name).collect();
         assert_eq!(names, LossCause::NAMES);

@@ -47,7 +47,7 @@ mod wire;
 pub use patterns::pubsub::filter;
 
 pub use address::Address;
-pub use config::{EndpointOptions, Limits, RuntimeConfig};
+pub use config::{EndpointOptions, GiveUp, Limits, ReconnectPolicy, RuntimeConfig, StopOn};
 pub use connection::cancel::Canceler;
 pub use connection::handles::{
     Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,
@@ -59,6 +59,7 @@ pub use patterns::{
     Requester, Subscriber,
 };
 pub use runtime::counters::Counters;
+pub use runtime::events::{Missed, PeerEvent, PeerEvents};
 pub use runtime::listener::Listener;
 pub use runtime::{Drained, Runtime};
 pub use security::fingerprint::Fingerprint;

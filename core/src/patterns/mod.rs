@@ -31,22 +31,26 @@ use crate::config::{Bounds, EndpointOptions};
 use crate::connection::handles::{OutgoingTransfer, PendingReply};
 use crate::connection::link::Link;
 use crate::error::Result;
+use crate::runtime::events::PeerEvent;
 use crate::runtime::peers::PeerSet;
 use crate::runtime::pool::Pool;
+use crate::runtime::redial::{self, Owner, Pooled};
 use crate::wire::{Header, StreamType};
 
 /// The dialling half every connecting endpoint shares: its addresses and their connections.
 pub(crate) struct Dialer {
     pub(crate) pool: Arc<Pool>,
-    pub(crate) peers: PeerSet,
+    pub(crate) peers: Arc<PeerSet>,
+    /// What the slots' redial tasks hold (weakly): the endpoint is gone when this is.
+    owner: Arc<Pooled>,
     /// The endpoint's own bounds (its `EndpointOptions`, else the runtime's).
     pub(crate) bounds: Bounds,
 }
 
 impl Drop for Dialer {
     fn drop(&mut self) {
-        for (address, link) in self.peers.take_all() {
-            self.pool.release(&address, link);
+        for link in self.peers.take_all() {
+            self.pool.release(link);
         }
     }
 }
@@ -54,18 +58,29 @@ impl Drop for Dialer {
 impl Dialer {
     fn new(pool: Arc<Pool>, options: &EndpointOptions) -> Result<Self> {
         let bounds = options.resolve(&pool.ctx.config)?;
+        let peers = Arc::new(PeerSet::default());
         Ok(Self {
+            owner: Arc::new(Pooled::new(pool.clone(), peers.clone())),
             pool,
-            peers: PeerSet::default(),
+            peers,
             bounds,
         })
     }
 
+    /// Dials `address` and makes it a slot of this endpoint, redialled by the endpoint's
+    /// policy when its connection is lost.
     async fn connect(&self, address: &str) -> Result<()> {
         let a = Address::parse(address)?;
         a.endpoint_path()?;
         let link = self.pool.link(&a).await?;
-        self.peers.add(a, link);
+        self.peers.add(a.clone(), link.clone(), None);
+        let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.owner) as _;
+        let task = tokio::spawn(redial::run(owner, a.clone(), &link, self.bounds.reconnect));
+        self.peers.redialled_by(&a, task.abort_handle());
+        self.peers.events.send(PeerEvent::Connected {
+            url: a.to_string(),
+            fingerprint: redial::fingerprint(&link),
+        });
         Ok(())
     }
 
@@ -73,30 +88,43 @@ impl Dialer {
         let address = Address::parse(address)?;
         Ok(match self.peers.remove(&address) {
             Some(link) => {
-                self.pool.release(&address, link);
+                self.pool.release(link);
                 true
             }
             None => false,
         })
     }
 
+    /// The next live peer, waiting for a redial when every slot is down, and what is left of
+    /// `send_timeout` for the stream slot after that wait.
+    async fn pick(&self) -> Result<(Arc<Link>, Option<std::time::Duration>)> {
+        let started = tokio::time::Instant::now();
+        let link = self.peers.pick(self.bounds.send_timeout).await?;
+        let left = self
+            .bounds
+            .send_timeout
+            .map(|d| d.saturating_sub(started.elapsed()));
+        Ok((link, left))
+    }
+
     /// Opens a one-way transfer on the next peer, with `body` (when whole) in the first write.
     async fn transfer(&self, header: Header, body: Option<Bytes>) -> Result<OutgoingTransfer> {
         self.pool.ctx.check_open()?;
-        let link = self.peers.pick()?;
-        self.transfer_on(&link, header, body).await
+        let (link, left) = self.pick().await?;
+        self.transfer_within(&link, header, body, left).await
     }
 
     /// Opens a one-way transfer on `link` (already picked: one pick per message keeps the
-    /// round-robin fair).
-    async fn transfer_on(
+    /// round-robin fair), waiting at most `within` for a stream slot.
+    async fn transfer_within(
         &self,
         link: &Link,
         header: Header,
         body: Option<Bytes>,
+        within: Option<std::time::Duration>,
     ) -> Result<OutgoingTransfer> {
         let (send, _) = link
-            .open(StreamType::Transfer, header, body, self.bounds.send_timeout)
+            .open(StreamType::Transfer, header, body, within)
             .await?;
         Ok(OutgoingTransfer::new(
             send,
@@ -112,10 +140,8 @@ impl Dialer {
         body: Option<Bytes>,
     ) -> Result<(OutgoingTransfer, PendingReply)> {
         self.pool.ctx.check_open()?;
-        let link = self.peers.pick()?;
-        let (send, recv) = link
-            .open(StreamType::Exchange, header, body, self.bounds.send_timeout)
-            .await?;
+        let (link, left) = self.pick().await?;
+        let (send, recv) = link.open(StreamType::Exchange, header, body, left).await?;
         let finished = Arc::new(AtomicBool::new(false));
         let reply = PendingReply::new(
             recv.expect("an exchange has a reply half"),

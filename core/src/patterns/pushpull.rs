@@ -70,9 +70,16 @@ impl Pusher {
         self.dialer.disconnect(address)
     }
 
-    /// Live connections.
+    /// Live connections (slots whose connection is up).
     pub fn peer_count(&self) -> usize {
         self.dialer.peers.live()
+    }
+
+    /// What happens to this pusher's addresses from now on: connected, lost, retrying, given
+    /// up ([`crate::PeerEvent`]). Reading them is optional; a reader that falls behind is told
+    /// how many it missed.
+    pub fn events(&self) -> crate::PeerEvents {
+        self.dialer.peers.events.subscribe()
     }
 
     /// Sends a whole message: fire-and-forget. Returns once the FIN is queued; the receipt is
@@ -123,13 +130,14 @@ impl Pusher {
         };
         let ctx = &self.dialer.pool.ctx;
         ctx.check_open()?;
-        let link = self.dialer.peers.pick()?;
+        let (link, left) = self.dialer.pick().await?;
         if link.lanes && body.len() <= ctx.config.lane_max_message {
-            return link
-                .lane_send(header, body, self.dialer.bounds.send_timeout)
-                .await;
+            return link.lane_send(header, body, left).await;
         }
-        let t = self.dialer.transfer_on(&link, header, Some(body)).await?;
+        let t = self
+            .dialer
+            .transfer_within(&link, header, Some(body), left)
+            .await?;
         drop(t.finish().await?);
         Ok(())
     }

@@ -70,9 +70,15 @@ impl Peer {
         self.dialer.disconnect(address)
     }
 
-    /// Live connections.
+    /// Live connections (slots whose connection is up).
     pub fn peer_count(&self) -> usize {
         self.dialer.peers.live()
+    }
+
+    /// What happens to this peer's addresses from now on ([`crate::PeerEvent`]); see
+    /// [`crate::Pusher::events`].
+    pub fn events(&self) -> crate::PeerEvents {
+        self.dialer.peers.events.subscribe()
     }
 
     /// Opens a one-way stream. Cancel-safe: an `open` dropped before it returns opens nothing

@@ -86,9 +86,15 @@ impl Requester {
         self.dialer.disconnect(address)
     }
 
-    /// Live connections.
+    /// Live connections (slots whose connection is up).
     pub fn peer_count(&self) -> usize {
         self.dialer.peers.live()
+    }
+
+    /// What happens to this requester's addresses from now on ([`crate::PeerEvent`]); see
+    /// [`crate::Pusher::events`].
+    pub fn events(&self) -> crate::PeerEvents {
+        self.dialer.peers.events.subscribe()
     }
 
     /// Sends `body` and returns the reply body. The replier's ERROR is this side's error;

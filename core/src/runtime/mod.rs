@@ -10,11 +10,13 @@
 //! `core/layers.py` checks it).
 
 pub(crate) mod counters;
+pub(crate) mod events;
 pub(crate) mod inbox;
 pub(crate) mod listener;
 pub(crate) mod peers;
 pub(crate) mod pool;
 pub(crate) mod queue;
+pub(crate) mod redial;
 pub(crate) mod routes;
 
 use std::sync::Arc;

@@ -1,18 +1,28 @@
-//! The peers of a dialling endpoint: the links it sends to, picked round-robin per message.
+//! The peers of a dialling endpoint: one slot per address it connected, each live with a link
+//! or down while its redial task works (runtime/redial.rs), picked round-robin per message.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+use super::events::EventSender;
 use crate::address::Address;
 use crate::connection::link::{LaneCache, Link};
 use crate::error::{Error, LossCause, Result};
 
-/// The links a dialling endpoint sends to, picked round-robin per message.
+/// The slots of a dialling endpoint, picked round-robin per message.
 #[derive(Default)]
 pub(crate) struct PeerSet {
     links: Mutex<Links>,
+    /// Wakes a pick that waits for a live link: a slot went live, was given up or removed.
+    changed: Notify,
+    /// The endpoint's [`crate::PeerEvent`]s.
+    pub(crate) events: EventSender,
 }
 
-/// The links and whose turn is next: one lock for both, so a pick is one lock and no other
+/// The slots and whose turn is next: one lock for both, so a pick is one lock and no other
 /// atomic operation.
 #[derive(Default)]
 struct Links {
@@ -21,35 +31,103 @@ struct Links {
 }
 
 struct Entry {
+    /// The address as the application connected it (what `disconnect` names).
     address: Address,
+    /// The slot's current link: live, or the lost one until a redial replaces it.
     link: Arc<Link>,
     /// This endpoint's handle to the link's lane ([`Link::lane_try_send`]).
     lane: LaneCache,
+    /// The slot's redial task while it may still bring the slot back; None once given up (or
+    /// never redialled).
+    redial: Option<AbortHandle>,
+}
+
+/// What a pick found when no link is live.
+enum Down {
+    /// No slot at all: the endpoint never connected (or disconnected everything).
+    Empty,
+    /// Every slot is down and some redial may bring one back.
+    Redialling,
+    /// Every slot is down and given up: the last loss.
+    Lost(LossCause),
 }
 
 impl PeerSet {
-    pub(crate) fn add(&self, address: Address, link: Arc<Link>) {
+    pub(crate) fn add(&self, address: Address, link: Arc<Link>, redial: Option<AbortHandle>) {
         let l = &mut self.links.lock().unwrap().all;
-        l.retain(|e| e.address != address);
+        if let Some(i) = l.iter().position(|e| e.address == address) {
+            if let Some(t) = l.swap_remove(i).redial {
+                t.abort();
+            }
+        }
         l.push(Entry {
             address,
             link,
             lane: None,
+            redial,
         });
+        self.changed.notify_waiters();
     }
 
+    /// `task` redials the slot of `address` from now on.
+    pub(crate) fn redialled_by(&self, address: &Address, task: AbortHandle) {
+        let mut guard = self.links.lock().unwrap();
+        match guard.all.iter_mut().find(|e| &e.address == address) {
+            Some(e) => e.redial = Some(task),
+            None => task.abort(),
+        }
+    }
+
+    /// A redial brought `address` back on `link`; false if the slot is gone (disconnected).
+    pub(crate) fn replace(&self, address: &Address, link: Arc<Link>) -> bool {
+        let mut guard = self.links.lock().unwrap();
+        let Some(e) = guard.all.iter_mut().find(|e| &e.address == address) else {
+            return false;
+        };
+        e.link = link;
+        e.lane = None;
+        drop(guard);
+        self.changed.notify_waiters();
+        true
+    }
+
+    /// The redial of `address` gave up: its slot stays, down, and a pick no longer waits for it.
+    pub(crate) fn gave_up(&self, address: &Address) {
+        let mut guard = self.links.lock().unwrap();
+        if let Some(e) = guard.all.iter_mut().find(|e| &e.address == address) {
+            e.redial = None;
+        }
+        drop(guard);
+        self.changed.notify_waiters();
+    }
+
+    /// Removes the slot of `address` and stops its redial: its current link.
     pub(crate) fn remove(&self, address: &Address) -> Option<Arc<Link>> {
         let l = &mut self.links.lock().unwrap().all;
         let i = l.iter().position(|e| &e.address == address)?;
-        Some(l.swap_remove(i).link)
+        let e = l.swap_remove(i);
+        if let Some(t) = e.redial {
+            t.abort();
+        }
+        self.changed.notify_waiters();
+        Some(e.link)
     }
 
-    pub(crate) fn take_all(&self) -> Vec<(Address, Arc<Link>)> {
+    /// Removes every slot and stops every redial (the endpoint is dropped).
+    pub(crate) fn take_all(&self) -> Vec<Arc<Link>> {
         let all = std::mem::take(&mut self.links.lock().unwrap().all);
-        all.into_iter().map(|e| (e.address, e.link)).collect()
+        self.changed.notify_waiters();
+        all.into_iter()
+            .map(|e| {
+                if let Some(t) = e.redial {
+                    t.abort();
+                }
+                e.link
+            })
+            .collect()
     }
 
-    /// Live connections.
+    /// Live slots.
     pub(crate) fn live(&self) -> usize {
         self.links
             .lock()
@@ -62,7 +140,8 @@ impl PeerSet {
 
     /// Offers the next live link, with this set's handle to its lane, round-robin, to `f`;
     /// the turn passes on only if `f` took it (returned Some), so a caller that then falls
-    /// back to [`PeerSet::pick`] picks the same link. Errors as `pick` does.
+    /// back to [`PeerSet::pick`] picks the same link. `Ok(None)` also when every slot is down
+    /// and some is being redialled (`pick` waits for it); errors as `pick` does otherwise.
     pub(crate) fn try_pick<R>(
         &self,
         f: impl FnOnce(&Arc<Link>, &mut LaneCache) -> Option<R>,
@@ -74,6 +153,7 @@ impl PeerSet {
         }
         let start = *next;
         let mut last = None;
+        let mut redialling = false;
         let n = l.len();
         for i in 0..n {
             let e = &mut l[(start + i) % n];
@@ -85,30 +165,68 @@ impl PeerSet {
                     }
                     return Ok(r);
                 }
-                Some(c) => last = Some(c),
+                Some(c) => {
+                    redialling |= e.redial.is_some();
+                    last = Some(c);
+                }
             }
         }
-        Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed)))
+        match redialling {
+            true => Ok(None),
+            false => Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed))),
+        }
     }
 
-    /// The next live link, round-robin. `NotConnected` when nothing was ever connected; the
-    /// last loss when every connection is gone.
-    pub(crate) fn pick(&self) -> Result<Arc<Link>> {
+    /// The next live link, round-robin, or what there is instead.
+    fn pick_now(&self) -> std::result::Result<Arc<Link>, Down> {
         let mut guard = self.links.lock().unwrap();
         let Links { all: l, next } = &mut *guard;
         if l.is_empty() {
-            return Err(Error::NotConnected);
+            return Err(Down::Empty);
         }
         let start = *next;
         *next = start.wrapping_add(1);
         let mut last = None;
+        let mut redialling = false;
         for i in 0..l.len() {
-            let link = &l[(start + i) % l.len()].link;
-            match link.loss() {
-                None => return Ok(link.clone()),
-                Some(c) => last = Some(c),
+            let e = &l[(start + i) % l.len()];
+            match e.link.loss() {
+                None => return Ok(e.link.clone()),
+                Some(c) => {
+                    redialling |= e.redial.is_some();
+                    last = Some(c);
+                }
             }
         }
-        Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed)))
+        Err(match redialling {
+            true => Down::Redialling,
+            false => Down::Lost(last.unwrap_or(LossCause::PeerClosed)),
+        })
+    }
+
+    /// The next live link, round-robin. When every slot is down and some is being redialled,
+    /// waits for one to come back, at most `within` (then `Timeout`). `NotConnected` when the
+    /// endpoint has no slot; the last loss when every slot is down and given up. Cancel-safe.
+    pub(crate) async fn pick(&self, within: Option<Duration>) -> Result<Arc<Link>> {
+        let deadline = within.map(|d| tokio::time::Instant::now() + d);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.pick_now() {
+                Ok(link) => return Ok(link),
+                Err(Down::Empty) => return Err(Error::NotConnected),
+                Err(Down::Lost(c)) => return Err(Error::ConnectionLost(c)),
+                Err(Down::Redialling) => {}
+            }
+            match deadline {
+                Some(at) => {
+                    if tokio::time::timeout_at(at, changed).await.is_err() {
+                        return Err(Error::Timeout);
+                    }
+                }
+                None => changed.await,
+            }
+        }
     }
 }

@@ -37,11 +37,15 @@ impl Pool {
     /// An endpoint let go of `link`. When no other endpoint holds it, it leaves the pool and
     /// goes away gracefully: GOAWAY, and the listener closes once it has taken every stream,
     /// so what was finished on it still arrives (PATTERNS §1.1).
-    pub(crate) fn release(&self, address: &Address, link: Arc<Link>) {
+    pub(crate) fn release(&self, link: Arc<Link>) {
         let mut pool = self.links.lock().unwrap();
-        let key = address.to_string();
+        // Found by identity: a redialled slot's link is pooled under its pinned address.
+        let key = pool
+            .iter()
+            .find(|(_, l)| Arc::ptr_eq(l, &link))
+            .map(|(k, _)| k.clone());
         // Held by the pool and by `link` only: nobody else sends on it.
-        if Arc::strong_count(&link) == 2 && pool.get(&key).is_some_and(|l| Arc::ptr_eq(l, &link)) {
+        if let (Some(key), 2) = (key, Arc::strong_count(&link)) {
             pool.remove(&key);
             drop(pool);
             if let Some(rt) = self.runtime.get() {

@@ -29,6 +29,29 @@ impl Registration {
 static REGISTRY: LazyLock<Mutex<HashMap<String, Registration>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// Wakes every [`wait_bound`] when a name is bound: a redial in process waits on this, not on
+/// a timer.
+static BOUND: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
+
+/// Resolves once `name` is bound by a live listener (at once if it is). Cancel-safe.
+pub(crate) async fn wait_bound(name: &str) {
+    loop {
+        // Registered before the check, so a bind between the check and the wait wakes it.
+        let bound = BOUND.notified();
+        tokio::pin!(bound);
+        bound.as_mut().enable();
+        if REGISTRY
+            .lock()
+            .unwrap()
+            .get(name)
+            .is_some_and(Registration::live)
+        {
+            return;
+        }
+        bound.await;
+    }
+}
+
 /// A bound in-process name. Dropping it frees the name.
 pub(crate) struct Bound {
     id: u64,
@@ -58,6 +81,8 @@ pub(crate) fn bind(name: &str, limits: &Limits, lives: [Arc<Life>; 2]) -> Result
             lives,
         },
     );
+    drop(reg);
+    BOUND.notify_waiters();
     Ok(Bound {
         id,
         name: name.to_string(),

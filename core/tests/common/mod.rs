@@ -43,10 +43,15 @@ pub fn lanes_on() -> bool {
     lane_max() > 0
 }
 
+/// A runtime's configuration for the tests: `limits`, the lane setting of the run, and no
+/// redial. The tests written before redial existed assert what a loss does to an endpoint that
+/// does not redial (`ReconnectPolicy::never()`, today's behaviour exactly); reconnect.rs
+/// asserts the default, which redials.
 pub fn config(limits: Limits) -> RuntimeConfig {
     RuntimeConfig {
         limits,
         lane_max_message: lane_max(),
+        reconnect: weida::ReconnectPolicy::never(),
         ..RuntimeConfig::default()
     }
 }

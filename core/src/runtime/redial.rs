@@ -1,0 +1,229 @@
+//! A dialled address outlives its connection: one task per slot waits for the slot's
+//! connection to end, then redials the address with the endpoint's [`ReconnectPolicy`] until a
+//! connection is back, the policy gives up, or the endpoint lets go of the address. Every
+//! transition is a [`PeerEvent`].
+//!
+//! The slot pins the key its first connection proved: a redial answered by another key is
+//! refused in the TLS handshake, never goes live, and gives the address up
+//! ([`LossCause::PeerChanged`]). In process there is no network to wait out: the redial waits
+//! for the name to be bound again, with no timer.
+
+use std::sync::{Arc, Weak};
+
+use futures_util::future::BoxFuture;
+
+use super::events::{EventSender, PeerEvent};
+use super::peers::PeerSet;
+use super::pool::Pool;
+use crate::address::{Address, Target};
+use crate::config::{GiveUp, ReconnectPolicy};
+use crate::connection::link::Link;
+use crate::error::{Error, ErrorCode, LossCause, Result};
+use crate::transport::{inproc, PeerIdentity};
+
+/// The endpoint a slot belongs to, as its redial task sees it.
+pub(crate) trait Owner: Send + Sync + 'static {
+    /// Dials `address` (the slot's, pinned) for this endpoint.
+    fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>>;
+    /// Puts `link`, the slot `url`'s new connection, to use: false when the slot is gone.
+    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, bool>;
+    /// The slot `url` is given up: it stays down, and nothing waits for it any more.
+    fn gave_up(&self, url: &Address);
+    /// Where the endpoint's events go.
+    fn events(&self) -> &EventSender;
+}
+
+/// A sending endpoint's slots (Pusher, Requester, Peer): redialled through the runtime's pool.
+pub(crate) struct Pooled {
+    pool: Arc<Pool>,
+    peers: Arc<PeerSet>,
+}
+
+impl Pooled {
+    pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>) -> Self {
+        Self { pool, peers }
+    }
+}
+
+impl Owner for Pooled {
+    fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>> {
+        Box::pin(self.pool.link(address))
+    }
+
+    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let attached = self.peers.replace(url, link.clone());
+            if !attached {
+                self.pool.release(link);
+            }
+            attached
+        })
+    }
+
+    fn gave_up(&self, url: &Address) {
+        self.peers.gave_up(url);
+    }
+
+    fn events(&self) -> &EventSender {
+        &self.peers.events
+    }
+}
+
+/// The address a slot redials: `url` with the key `link` proved pinned into it, so a redial
+/// answered by another key is refused in the handshake. A local transport proves no key.
+pub(crate) fn pinned(url: &Address, link: &Link) -> Address {
+    match (&link.peer, url.pin(), url.target()) {
+        (Some(PeerIdentity::Key(fp)), None, Target::Quic { .. }) => {
+            url.with_pin(*fp).unwrap_or_else(|_| url.clone())
+        }
+        _ => url.clone(),
+    }
+}
+
+/// The key `link` proved, for [`PeerEvent::Connected`].
+pub(crate) fn fingerprint(link: &Link) -> Option<crate::Fingerprint> {
+    match &link.peer {
+        Some(PeerIdentity::Key(fp)) => Some(*fp),
+        _ => None,
+    }
+}
+
+/// The slot `url`'s task: from its first live `link`, redial on every loss by `policy`. It
+/// watches the connection, not the link: the pool counts a link's holders to know when the
+/// last endpoint let go of it, and a watcher is none of them.
+pub(crate) fn run(
+    owner: Weak<dyn Owner>,
+    url: Address,
+    link: &Link,
+    policy: ReconnectPolicy,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let dial_to = pinned(&url, link);
+    let conn = link.conn.clone();
+    watch(owner, url, dial_to, conn, policy)
+}
+
+async fn watch(
+    owner: Weak<dyn Owner>,
+    url: Address,
+    dial_to: Address,
+    mut conn: crate::transport::Conn,
+    policy: ReconnectPolicy,
+) {
+    let name = url.to_string();
+    loop {
+        let cause = conn.closed().await;
+        let Some(o) = owner.upgrade() else { return };
+        o.events().send(PeerEvent::Lost {
+            url: name.clone(),
+            cause: cause.clone(),
+        });
+        let stop_now = matches!(policy.give_up, GiveUp::AfterAttempts(0))
+            || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
+        if stop_now {
+            return give_up(&*o, &url, cause);
+        }
+        drop(o);
+        match redial(&owner, &url, &dial_to, &name, &policy, cause).await {
+            Some(l) => conn = l.conn.clone(),
+            None => return,
+        }
+    }
+}
+
+/// Redials until a connection is attached (Some) or the slot is given up or gone (None).
+async fn redial(
+    owner: &Weak<dyn Owner>,
+    url: &Address,
+    dial_to: &Address,
+    name: &str,
+    policy: &ReconnectPolicy,
+    mut last: LossCause,
+) -> Option<Arc<Link>> {
+    let since = tokio::time::Instant::now();
+    let in_process = match url.target() {
+        Target::Inproc(n) => Some(n.clone()),
+        _ => None,
+    };
+    let mut attempt: u32 = 0;
+    loop {
+        attempt = attempt.saturating_add(1);
+        let exhausted = match policy.give_up {
+            GiveUp::Never => false,
+            GiveUp::AfterAttempts(n) => attempt > n,
+            GiveUp::After(d) => since.elapsed() >= d,
+        };
+        if exhausted {
+            let o = owner.upgrade()?;
+            give_up(&*o, url, last);
+            return None;
+        }
+        let delay = match in_process {
+            Some(_) => std::time::Duration::ZERO,
+            None => policy.jittered(attempt, rand::random::<f64>()),
+        };
+        owner.upgrade()?.events().send(PeerEvent::Retrying {
+            url: name.to_string(),
+            attempt,
+            delay,
+        });
+        match &in_process {
+            Some(n) => bounded_wait(policy, since, inproc::wait_bound(n)).await,
+            None => tokio::time::sleep(delay).await,
+        }
+        let o = owner.upgrade()?;
+        match o.dial(dial_to).await {
+            Ok(link) => {
+                if !o.attach(url, link.clone()).await {
+                    return None;
+                }
+                o.events().send(PeerEvent::Connected {
+                    url: name.to_string(),
+                    fingerprint: fingerprint(&link),
+                });
+                return Some(link);
+            }
+            // The pinned key did not answer: another peer holds the address now.
+            Err(Error::Untrusted { .. }) if dial_to.pin().is_some() => {
+                give_up(&*o, url, LossCause::PeerChanged);
+                return None;
+            }
+            Err(e) => {
+                let stop = match e.code() {
+                    ErrorCode::Unreachable => policy.stop.refused,
+                    ErrorCode::Untrusted | ErrorCode::NegotiationFailed | ErrorCode::Protocol => {
+                        policy.stop.handshake_failed
+                    }
+                    _ => false,
+                };
+                tracing::debug!(address = %url, attempt, error = %e, "redial failed");
+                last = LossCause::DialFailed(e.to_string());
+                if stop {
+                    give_up(&*o, url, last);
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Waits for `f`, or until a `GiveUp::After` deadline passes (the next attempt then gives up).
+async fn bounded_wait(
+    policy: &ReconnectPolicy,
+    since: tokio::time::Instant,
+    f: impl std::future::Future<Output = ()>,
+) {
+    match policy.give_up {
+        GiveUp::After(d) => {
+            let _ = tokio::time::timeout_at(since + d, f).await;
+        }
+        _ => f.await,
+    }
+}
+
+fn give_up(o: &dyn Owner, url: &Address, cause: LossCause) {
+    o.gave_up(url);
+    o.events().send(PeerEvent::GaveUp {
+        url: url.to_string(),
+        cause,
+    });
+}

@@ -1,0 +1,297 @@
+//! A dialled address outlives its connection: a dialling endpoint redials an address whose
+//! peer restarted, with no second `connect`, and says what happened as `PeerEvent`s; `open`
+//! waits for the redial; `ReconnectPolicy::never()` is the behaviour before redial; a peer
+//! that comes back with another key is not reconnected to.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bind_address, socket_addr, Relay, Transport};
+use weida::{
+    EndpointOptions, Error, ErrorCode, Identity, Limits, Listener, LossCause, Metadata, PeerEvent,
+    PeerEvents, ReconnectPolicy, Runtime, RuntimeConfig,
+};
+
+/// Redial fast and without jitter, so the tests' outages are short; a QUIC dial to the relay
+/// whose server is gone gives up at 300 ms instead of the default 5 s.
+fn redialling() -> RuntimeConfig {
+    RuntimeConfig {
+        limits: Limits {
+            connect_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        },
+        lane_max_message: common::lane_max(),
+        reconnect: ReconnectPolicy {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(100),
+            jitter: false,
+            ..ReconnectPolicy::default()
+        },
+        ..RuntimeConfig::default()
+    }
+}
+
+/// A server that keeps `identity`, so one bound again keeps the address's pin.
+fn server(identity: &Identity) -> Runtime {
+    Runtime::new(RuntimeConfig {
+        identity: identity.clone(),
+        ..common::config(Limits::default())
+    })
+    .unwrap()
+}
+
+/// A server at an address the client can keep dialling across a restart: over QUIC a relay
+/// (a UDP port is not free again the moment its runtime closes), elsewhere the same socket
+/// path or in-process name.
+struct Restartable {
+    t: Transport,
+    relay: Option<Relay>,
+    bind: String,
+}
+
+impl Restartable {
+    async fn start(t: Transport, identity: &Identity) -> (Self, Runtime, Listener) {
+        let rt = server(identity);
+        let bind = bind_address(t);
+        let listener = rt.bind(&bind).await.unwrap();
+        let relay = match t {
+            Transport::Quic => Some(Relay::start(socket_addr(&listener)).await),
+            _ => None,
+        };
+        (Self { t, relay, bind }, rt, listener)
+    }
+
+    /// The address a client dials for `path` of `listener`.
+    fn address(&self, listener: &Listener, path: &str) -> String {
+        let a = listener.address().with_path(path).unwrap();
+        match &self.relay {
+            Some(r) => r.address_for(&a),
+            None => a.to_string(),
+        }
+    }
+
+    /// A new server with `identity` at the same address.
+    async fn restart(&self, identity: &Identity) -> (Runtime, Listener) {
+        let rt = server(identity);
+        let bind = match self.t {
+            Transport::Quic => "weida://127.0.0.1:0".to_string(),
+            _ => self.bind.clone(),
+        };
+        let listener = rt.bind(&bind).await.unwrap();
+        if let Some(r) = &self.relay {
+            r.retarget(socket_addr(&listener));
+        }
+        (rt, listener)
+    }
+}
+
+async fn next(events: &mut PeerEvents) -> PeerEvent {
+    tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .expect("an event within 30 s")
+        .expect("the endpoint is alive")
+        .expect("no event missed")
+}
+
+/// Reads events up to and including the first of `name`; every one before it must be one of
+/// `between`.
+async fn until(events: &mut PeerEvents, name: &str, between: &[&str]) -> PeerEvent {
+    loop {
+        let e = next(events).await;
+        if e.name() == name {
+            return e;
+        }
+        assert!(
+            between.contains(&e.name()),
+            "unexpected {e:?} before {name}"
+        );
+    }
+}
+
+async fn restarts(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    assert!(matches!(
+        next(&mut events).await,
+        PeerEvent::Connected { .. }
+    ));
+    pusher.send("one").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"one");
+
+    first.close().await;
+    drop((puller, listener, first));
+    match next(&mut events).await {
+        PeerEvent::Lost { url, .. } => assert_eq!(url, addr),
+        e => panic!("{e:?}"),
+    }
+    match next(&mut events).await {
+        PeerEvent::Retrying { attempt, delay, .. } => {
+            assert_eq!(attempt, 1);
+            // In process the redial waits for the name, not for a timer.
+            let expected = match t {
+                Transport::Inproc => Duration::ZERO,
+                _ => Duration::from_millis(20),
+            };
+            assert_eq!(delay, expected);
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(pusher.peer_count(), 0);
+    let (_second, listener) = place.restart(&identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    match until(&mut events, "connected", &["retrying"]).await {
+        PeerEvent::Connected { url, fingerprint } => {
+            assert_eq!(url, addr);
+            if t == Transport::Quic {
+                assert_eq!(fingerprint, Some(identity.fingerprint()));
+            }
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(pusher.peer_count(), 1);
+    pusher.send("two").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"two");
+}
+on_every_transport!(
+    a_pusher_whose_server_restarts_delivers_again_with_no_second_connect,
+    restarts
+);
+
+async fn never(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client
+        .pusher_with(&EndpointOptions::new().reconnect(ReconnectPolicy::never()))
+        .unwrap();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    pusher.send("one").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"one");
+    first.close().await;
+    assert!(matches!(
+        until(&mut events, "lost", &["connected"]).await,
+        PeerEvent::Lost { .. }
+    ));
+    let gave_up = next(&mut events).await;
+    assert!(matches!(gave_up, PeerEvent::GaveUp { .. }), "{gave_up:?}");
+    // Nothing redials: the next operation reports the loss, as before redial existed.
+    let e = pusher.open(Metadata::new()).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
+    let (_second, _listener) = place.restart(&identity).await;
+    let e = pusher.open(Metadata::new()).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
+    assert_eq!(pusher.peer_count(), 0);
+}
+on_every_transport!(never_reports_connection_lost_as_before, never);
+
+async fn opened_during_outage(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    // Every slot is down: `open` waits for the redial instead of failing.
+    let opening = tokio::spawn(async move {
+        let mut t = pusher.open(Metadata::new()).await?;
+        t.write(&b"during"[..]).await?;
+        t.finish().await.map(drop)?;
+        Ok::<_, Error>(pusher)
+    });
+    let (_second, listener) = place.restart(&identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let m = puller.recv().await.unwrap();
+    assert_eq!(&m.body[..], b"during");
+    opening.await.unwrap().unwrap();
+}
+on_every_transport!(
+    a_transfer_opened_during_the_outage_completes_on_the_redialled_connection,
+    opened_during_outage
+);
+
+async fn bounded_wait(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let options = EndpointOptions::new().send_timeout(Some(Duration::from_millis(200)));
+    let pusher = client.pusher_with(&options).unwrap();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    until(&mut events, "lost", &["connected"]).await;
+    let e = pusher.open(Metadata::new()).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e:?}");
+    // An endpoint that never connected is told so, at once.
+    let e = client.pusher().open(Metadata::new()).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::NotConnected, "{e:?}");
+}
+on_every_transport!(open_waits_for_a_redial_at_most_send_timeout, bounded_wait);
+
+/// A QUIC server that comes back with another key is not the same peer: the redial is refused
+/// in the handshake, never goes live, and the address is given up with `PeerChanged`.
+#[tokio::test]
+async fn a_server_back_with_a_new_key_gives_up_with_peer_changed() {
+    let t = Transport::Quic;
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    let stranger = Identity::ephemeral();
+    let (_second, listener) = place.restart(&stranger).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    match until(&mut events, "gave_up", &["retrying"]).await {
+        PeerEvent::GaveUp { cause, .. } => assert_eq!(cause, LossCause::PeerChanged),
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(pusher.peer_count(), 0);
+    let e = pusher.open(Metadata::new()).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
+}
+
+/// A reader that falls more than the event stream's bound behind is told how many it missed,
+/// and reads on from there; an endpoint nobody reads the events of is not held back.
+#[tokio::test]
+async fn a_lagging_event_reader_is_told_how_many_it_missed() {
+    let t = Transport::Unix;
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let addr = place.address(&listener, "/jobs");
+    let mut config = redialling();
+    config.reconnect.initial = Duration::from_millis(1);
+    config.reconnect.max = Duration::from_millis(1);
+    let client = Runtime::new(config).unwrap();
+    let pusher = client.pusher();
+    let mut keeping_up = pusher.events();
+    let mut lagging = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((listener, first));
+    // A missing socket is refused at once: the redial retries every millisecond.
+    for _ in 0..100 {
+        until(&mut keeping_up, "retrying", &["connected", "lost"]).await;
+    }
+    let missed = lagging.next().await.unwrap().unwrap_err();
+    assert!(missed.0 >= 100 - 64, "{missed:?}");
+    assert!(lagging.next().await.unwrap().is_ok());
+}
