@@ -295,3 +295,52 @@ async fn a_lagging_event_reader_is_told_how_many_it_missed() {
     assert!(missed.0 >= 100 - 64, "{missed:?}");
     assert!(lagging.next().await.unwrap().is_ok());
 }
+
+async fn resubscribes(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let addr = place.address(&listener, "/feed");
+    let client = Runtime::new(redialling()).unwrap();
+    let sub = client.subscriber();
+    let mut events = sub.events();
+    sub.connect(&addr).await.unwrap();
+    sub.subscribe("a.#").await.unwrap();
+    assert_eq!(publisher.publish("a.1", &b"1"[..]).unwrap(), 1);
+    assert_eq!(sub.recv().await.unwrap().meta.topic.as_deref(), Some("a.1"));
+
+    first.close().await;
+    drop((publisher, listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    // During the outage: held here, installed at the publisher when the redial is up.
+    sub.subscribe("b.#").await.unwrap();
+    assert_eq!(sub.peer_count(), 0);
+    let (_second, listener) = place.restart(&identity).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    // The redial re-sent every filter before it went live: both select.
+    assert_eq!(publisher.publish("b.2", &b"2"[..]).unwrap(), 1);
+    assert_eq!(publisher.publish("a.3", &b"3"[..]).unwrap(), 1);
+    assert_eq!(publisher.publish("c.4", &b"4"[..]).unwrap(), 0);
+    assert_eq!(sub.recv().await.unwrap().meta.topic.as_deref(), Some("b.2"));
+    assert_eq!(sub.recv().await.unwrap().meta.topic.as_deref(), Some("a.3"));
+}
+on_every_transport!(
+    a_subscriber_hears_the_next_publish_after_its_publisher_restarts_with_every_filter,
+    resubscribes
+);
+
+/// Under `never()` a subscriber whose only publisher is gone is told so, as before.
+#[tokio::test]
+async fn a_subscriber_that_never_redials_reports_the_loss() {
+    let (_s, listener, _c) = common::pair(Transport::Inproc).await;
+    let publisher = listener.publisher("/feed").unwrap();
+    let client = Runtime::new(redialling()).unwrap();
+    let sub = client
+        .subscriber_with(&EndpointOptions::new().reconnect(ReconnectPolicy::never()))
+        .unwrap();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    listener.close();
+    let e = sub.recv().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
+}

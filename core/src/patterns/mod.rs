@@ -76,7 +76,8 @@ impl Dialer {
         self.peers.add(a.clone(), link.clone(), None);
         let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.owner) as _;
         let task = tokio::spawn(redial::run(owner, a.clone(), &link, self.bounds.reconnect));
-        self.peers.redialled_by(&a, task.abort_handle());
+        let hopeful = redial::redials(&self.bounds.reconnect);
+        self.peers.redialled_by(&a, task.abort_handle(), hopeful);
         self.peers.events.send(PeerEvent::Connected {
             url: a.to_string(),
             fingerprint: redial::fingerprint(&link),

@@ -37,9 +37,11 @@ struct Entry {
     link: Arc<Link>,
     /// This endpoint's handle to the link's lane ([`Link::lane_try_send`]).
     lane: LaneCache,
-    /// The slot's redial task while it may still bring the slot back; None once given up (or
-    /// never redialled).
+    /// The slot's task, which watches its connection and redials it.
     redial: Option<AbortHandle>,
+    /// The task may still bring the slot back (false once given up, and under
+    /// `ReconnectPolicy::never()`): a pick waits for it.
+    hopeful: bool,
 }
 
 /// What a pick found when no link is live.
@@ -64,16 +66,20 @@ impl PeerSet {
             address,
             link,
             lane: None,
+            hopeful: redial.is_some(),
             redial,
         });
         self.changed.notify_waiters();
     }
 
-    /// `task` redials the slot of `address` from now on.
-    pub(crate) fn redialled_by(&self, address: &Address, task: AbortHandle) {
+    /// `task` watches the slot of `address` from now on, and redials it if `hopeful`.
+    pub(crate) fn redialled_by(&self, address: &Address, task: AbortHandle, hopeful: bool) {
         let mut guard = self.links.lock().unwrap();
         match guard.all.iter_mut().find(|e| &e.address == address) {
-            Some(e) => e.redial = Some(task),
+            Some(e) => {
+                e.redial = Some(task);
+                e.hopeful = hopeful;
+            }
             None => task.abort(),
         }
     }
@@ -95,7 +101,7 @@ impl PeerSet {
     pub(crate) fn gave_up(&self, address: &Address) {
         let mut guard = self.links.lock().unwrap();
         if let Some(e) = guard.all.iter_mut().find(|e| &e.address == address) {
-            e.redial = None;
+            e.hopeful = false;
         }
         drop(guard);
         self.changed.notify_waiters();
@@ -166,7 +172,7 @@ impl PeerSet {
                     return Ok(r);
                 }
                 Some(c) => {
-                    redialling |= e.redial.is_some();
+                    redialling |= e.hopeful;
                     last = Some(c);
                 }
             }
@@ -193,7 +199,7 @@ impl PeerSet {
             match e.link.loss() {
                 None => return Ok(e.link.clone()),
                 Some(c) => {
-                    redialling |= e.redial.is_some();
+                    redialling |= e.hopeful;
                     last = Some(c);
                 }
             }

@@ -25,8 +25,9 @@ use crate::transport::{inproc, PeerIdentity};
 pub(crate) trait Owner: Send + Sync + 'static {
     /// Dials `address` (the slot's, pinned) for this endpoint.
     fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>>;
-    /// Puts `link`, the slot `url`'s new connection, to use: false when the slot is gone.
-    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, bool>;
+    /// Puts `link`, the slot `url`'s new connection, to use: false when the slot is gone; an
+    /// error (a publisher refused a filter again) counts as a failed attempt.
+    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, Result<bool>>;
     /// The slot `url` is given up: it stays down, and nothing waits for it any more.
     fn gave_up(&self, url: &Address);
     /// Where the endpoint's events go.
@@ -50,13 +51,13 @@ impl Owner for Pooled {
         Box::pin(self.pool.link(address))
     }
 
-    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, bool> {
+    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let attached = self.peers.replace(url, link.clone());
             if !attached {
                 self.pool.release(link);
             }
-            attached
+            Ok(attached)
         })
     }
 
@@ -78,6 +79,11 @@ pub(crate) fn pinned(url: &Address, link: &Link) -> Address {
         }
         _ => url.clone(),
     }
+}
+
+/// Whether `policy` redials at all (`ReconnectPolicy::never()` does not).
+pub(crate) fn redials(policy: &ReconnectPolicy) -> bool {
+    !matches!(policy.give_up, GiveUp::AfterAttempts(0))
 }
 
 /// The key `link` proved, for [`PeerEvent::Connected`].
@@ -117,8 +123,8 @@ async fn watch(
             url: name.clone(),
             cause: cause.clone(),
         });
-        let stop_now = matches!(policy.give_up, GiveUp::AfterAttempts(0))
-            || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
+        let stop_now =
+            !redials(&policy) || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
         if stop_now {
             return give_up(&*o, &url, cause);
         }
@@ -171,11 +177,16 @@ async fn redial(
             None => tokio::time::sleep(delay).await,
         }
         let o = owner.upgrade()?;
-        match o.dial(dial_to).await {
+        let dialled = match o.dial(dial_to).await {
+            Ok(link) => match o.attach(url, link.clone()).await {
+                Ok(true) => Ok(link),
+                Ok(false) => return None,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        match dialled {
             Ok(link) => {
-                if !o.attach(url, link.clone()).await {
-                    return None;
-                }
                 o.events().send(PeerEvent::Connected {
                     url: name.to_string(),
                     fingerprint: fingerprint(&link),

@@ -49,6 +49,8 @@ struct FeedState {
     debt: usize,
     links: usize,
     live: usize,
+    /// Slots down whose redial may still bring them back: a receive waits for them.
+    hopeful: usize,
     last_loss: Option<LossCause>,
     closed: bool,
 }
@@ -82,6 +84,35 @@ impl Feed {
         let mut s = self.state.lock().unwrap();
         s.links += 1;
         s.live += 1;
+    }
+
+    /// A redial brought a slot back on a new connection.
+    pub(crate) fn link_back(&self) {
+        self.state.lock().unwrap().live += 1;
+    }
+
+    /// `delta` slots began (1) or stopped (-1) being redialled.
+    pub(crate) fn hopeful(&self, delta: isize) {
+        let mut s = self.state.lock().unwrap();
+        s.hopeful = s.hopeful.saturating_add_signed(delta);
+        drop(s);
+        self.readable.notify_waiters();
+    }
+
+    /// The application disconnected slot `link_id` (its connection `live` or not, its redial
+    /// `hopeful` or not).
+    pub(crate) fn slot_removed(&self, link_id: u64, live: bool, hopeful: bool) {
+        let mut s = self.state.lock().unwrap();
+        s.links = s.links.saturating_sub(1);
+        if live {
+            s.live = s.live.saturating_sub(1);
+        }
+        if hopeful {
+            s.hopeful = s.hopeful.saturating_sub(1);
+        }
+        s.orderers.retain(|(l, _), _| *l != link_id);
+        drop(s);
+        self.readable.notify_waiters();
     }
 
     /// A connection ended (or was disconnected): its numbering goes, and a receiver waiting
@@ -150,7 +181,7 @@ impl Feed {
         if s.links == 0 {
             return Some(Err(Error::NotConnected));
         }
-        if s.live == 0 {
+        if s.live == 0 && s.hopeful == 0 {
             return Some(Err(Error::ConnectionLost(
                 s.last_loss.clone().unwrap_or(LossCause::PeerClosed),
             )));

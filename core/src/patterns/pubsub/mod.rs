@@ -10,18 +10,22 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::address::Address;
+use crate::config::Bounds;
 use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
 use crate::connection::cancel::{Canceler, Parked};
 use crate::connection::handles::Message;
 use crate::connection::link::Link;
 use crate::error::{Error, Limit, Result};
+use crate::runtime::events::{EventSender, PeerEvent};
 use crate::runtime::listener::Listener;
 use crate::runtime::pool::Pool;
+use crate::runtime::redial::{self, Owner};
 use crate::runtime::routes::RouteGuard;
 use crate::runtime::Runtime;
 use feed::{run_link, Feed};
 use filter::Filter;
+use futures_util::future::BoxFuture;
 use hub::{Chunk, Hub, StreamCopy};
 
 pub(crate) mod feed;
@@ -87,11 +91,15 @@ impl Runtime {
         let pool = self.pool.clone();
         let bounds = options.resolve(&pool.ctx.config)?;
         Ok(Subscriber {
-            feed: Feed::new(pool.ctx.clone(), bounds),
-            pool,
-            links: Mutex::new(Vec::new()),
-            filters: Mutex::new(Vec::new()),
-            op: tokio::sync::Mutex::new(()),
+            inner: Arc::new(SubInner {
+                feed: Feed::new(pool.ctx.clone(), bounds),
+                pool,
+                links: Mutex::new(Vec::new()),
+                filters: Mutex::new(Vec::new()),
+                op: tokio::sync::Mutex::new(()),
+                events: EventSender::default(),
+            }),
+            bounds,
         })
     }
 }
@@ -365,19 +373,120 @@ impl std::fmt::Debug for FanOut {
     }
 }
 
+/// One publisher slot of a subscriber: its current connection (live, or lost while a redial
+/// works), the task that reads it, and the redial task.
 struct SubLink {
     address: Address,
     link: Arc<Link>,
     id: u64,
     task: tokio::task::JoinHandle<()>,
+    redial: Option<tokio::task::AbortHandle>,
+    /// Its redial may still bring it back: a receive waits for it.
+    hopeful: bool,
 }
 
 impl Drop for SubLink {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(t) = &self.redial {
+            t.abort();
+        }
         self.link
             .conn
             .close(crate::wire::Code::NoError, "subscriber closed");
+    }
+}
+
+impl SubInner {
+    /// A slot for `address` on its new `link`: the feed counts it, and a task reads it.
+    fn start(&self, address: Address, link: Arc<Link>) -> SubLink {
+        let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
+        self.feed.link_added();
+        SubLink {
+            address,
+            task: self.read(link.clone(), id),
+            link,
+            id,
+            redial: None,
+            hopeful: false,
+        }
+    }
+
+    /// The task that reads `link`'s copies into the feed until it ends.
+    fn read(&self, link: Arc<Link>, id: u64) -> tokio::task::JoinHandle<()> {
+        let feed = self.feed.clone();
+        tokio::spawn(async move {
+            run_link(feed.clone(), link.clone(), id).await;
+            feed.link_ended(id, Some(link.conn.closed().await), false);
+        })
+    }
+
+    fn redialled_by(&self, address: &Address, task: tokio::task::AbortHandle, hopeful: bool) {
+        let mut links = self.links.lock().unwrap();
+        match links.iter_mut().find(|l| &l.address == address) {
+            Some(l) => {
+                l.redial = Some(task);
+                l.hopeful = hopeful;
+                if hopeful {
+                    self.feed.hopeful(1);
+                }
+            }
+            None => task.abort(),
+        }
+    }
+}
+
+impl Owner for SubInner {
+    fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>> {
+        Box::pin(self.pool.dial_subscriber(address))
+    }
+
+    /// What `connect` does on the new connection: read it, and install every filter held
+    /// (one implementation for both: `connect` and this share `start` and the filters' loop).
+    fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let _op = self.op.lock().await;
+            if !self.links.lock().unwrap().iter().any(|l| &l.address == url) {
+                return Ok(false);
+            }
+            let filters = self.filters.lock().unwrap().clone();
+            let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
+            self.feed.link_back();
+            let task = self.read(link.clone(), id);
+            for f in &filters {
+                if let Err(e) = link.ask(true, f.as_str()).await {
+                    task.abort();
+                    self.feed.link_ended(id, None, false);
+                    link.conn
+                        .close(crate::wire::Code::NoError, "subscribe refused");
+                    return Err(e);
+                }
+            }
+            let mut links = self.links.lock().unwrap();
+            let Some(slot) = links.iter_mut().find(|l| &l.address == url) else {
+                task.abort();
+                return Ok(false);
+            };
+            // The old connection's reader is done; its drop would close the new one.
+            let old_task = std::mem::replace(&mut slot.task, task);
+            old_task.abort();
+            slot.link = link;
+            slot.id = id;
+            Ok(true)
+        })
+    }
+
+    fn gave_up(&self, url: &Address) {
+        let mut links = self.links.lock().unwrap();
+        if let Some(l) = links.iter_mut().find(|l| &l.address == url) {
+            if std::mem::take(&mut l.hopeful) {
+                self.feed.hopeful(-1);
+            }
+        }
+    }
+
+    fn events(&self) -> &EventSender {
+        &self.events
     }
 }
 
@@ -396,14 +505,22 @@ impl Drop for SubLink {
 /// # Ok(()) }
 /// ```
 pub struct Subscriber {
+    inner: Arc<SubInner>,
+    /// The subscriber's own bounds (its reconnect policy).
+    bounds: Bounds,
+}
+
+/// What a subscriber and its slots' redial tasks share.
+struct SubInner {
     pool: Arc<Pool>,
     feed: Arc<Feed>,
     links: Mutex<Vec<SubLink>>,
     /// The filters held, in the order given (a filter given twice is held twice).
     filters: Mutex<Vec<Filter>>,
-    /// Subscribe, unsubscribe and connect run one at a time, so a filter is never half
-    /// installed across publishers.
+    /// Subscribe, unsubscribe, connect and a redial's re-subscription run one at a time, so a
+    /// filter is never half installed across publishers.
     op: tokio::sync::Mutex<()>,
+    events: EventSender,
 }
 
 static NEXT_LINK: AtomicU64 = AtomicU64::new(1);
@@ -415,51 +532,56 @@ impl Subscriber {
     /// subscriber still counts it as connected, so `recv` waits instead of failing
     /// `ConnectionLost` (untested); close the subscriber and make a new one.
     pub async fn connect(&self, address: &str) -> Result<()> {
-        self.feed.check_open()?;
+        self.inner.feed.check_open()?;
         let a = Address::parse(address)?;
         a.endpoint_path()?;
-        let _op = self.op.lock().await;
-        let link = self.pool.dial_subscriber(&a).await?;
-        let id = NEXT_LINK.fetch_add(1, Ordering::Relaxed);
-        self.feed.link_added();
-        let (feed, l) = (self.feed.clone(), link.clone());
-        let task = tokio::spawn(async move {
-            run_link(feed.clone(), l.clone(), id).await;
-            feed.link_ended(id, Some(l.conn.closed().await), false);
-        });
-        let sl = SubLink {
-            address: a,
-            link,
-            id,
-            task,
-        };
-        let filters = self.filters.lock().unwrap().clone();
+        let _op = self.inner.op.lock().await;
+        let link = self.inner.pool.dial_subscriber(&a).await?;
+        let sl = self.inner.start(a.clone(), link.clone());
+        let filters = self.inner.filters.lock().unwrap().clone();
         for f in &filters {
             if let Err(e) = sl.link.ask(true, f.as_str()).await {
-                self.feed.link_ended(id, None, true);
+                self.inner.feed.link_ended(sl.id, None, true);
                 return Err(e);
             }
         }
-        self.links.lock().unwrap().push(sl);
+        self.inner.links.lock().unwrap().push(sl);
+        let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.inner) as _;
+        let task = tokio::spawn(redial::run(owner, a.clone(), &link, self.bounds.reconnect));
+        let hopeful = redial::redials(&self.bounds.reconnect);
+        self.inner.redialled_by(&a, task.abort_handle(), hopeful);
+        self.inner.events.send(PeerEvent::Connected {
+            url: a.to_string(),
+            fingerprint: redial::fingerprint(&link),
+        });
         Ok(())
+    }
+
+    /// What happens to this subscriber's publishers from now on ([`crate::PeerEvent`]); see
+    /// [`crate::Pusher::events`]. A redialled publisher gets every filter held again: its
+    /// copies resume with a gap, never a replay.
+    pub fn events(&self) -> crate::PeerEvents {
+        self.inner.events.subscribe()
     }
 
     /// Closes the connection to `address`; true if it was connected.
     pub fn disconnect(&self, address: &str) -> Result<bool> {
         let a = Address::parse(address)?;
-        let mut links = self.links.lock().unwrap();
+        let mut links = self.inner.links.lock().unwrap();
         let Some(i) = links.iter().position(|l| l.address == a) else {
             return Ok(false);
         };
         let l = links.swap_remove(i);
         drop(links);
-        self.feed.link_ended(l.id, None, true);
+        let live = l.link.conn.loss().is_none();
+        self.inner.feed.slot_removed(l.id, live, l.hopeful);
         Ok(true)
     }
 
     /// Live connections.
     pub fn peer_count(&self) -> usize {
-        self.links
+        self.inner
+            .links
             .lock()
             .unwrap()
             .iter()
@@ -476,22 +598,22 @@ impl Subscriber {
     /// listed by `filters()`, so `unsubscribe` does not remove it (untested); close the
     /// subscriber to be rid of it.
     pub async fn subscribe(&self, filter: &str) -> Result<()> {
-        self.feed.check_open()?;
+        self.inner.feed.check_open()?;
         let f: Filter = filter.parse()?;
-        let _op = self.op.lock().await;
+        let _op = self.inner.op.lock().await;
         let links: Vec<Arc<Link>> = self.live_links();
         // Locally first: a copy the publisher sends right after its answer must be kept.
-        self.feed.add_filter(&f);
+        self.inner.feed.add_filter(&f);
         for (i, l) in links.iter().enumerate() {
             if let Err(e) = l.ask(true, f.as_str()).await {
                 for done in &links[..i] {
                     let _ = done.ask(false, f.as_str()).await;
                 }
-                self.feed.remove_filter(&f);
+                self.inner.feed.remove_filter(&f);
                 return Err(e);
             }
         }
-        self.filters.lock().unwrap().push(f);
+        self.inner.filters.lock().unwrap().push(f);
         Ok(())
     }
 
@@ -502,15 +624,15 @@ impl Subscriber {
     /// on sending copies this subscriber discards.
     pub async fn unsubscribe(&self, filter: &str) -> Result<bool> {
         let f: Filter = filter.parse()?;
-        let _op = self.op.lock().await;
+        let _op = self.inner.op.lock().await;
         {
-            let mut fs = self.filters.lock().unwrap();
+            let mut fs = self.inner.filters.lock().unwrap();
             let Some(i) = fs.iter().position(|x| x == &f) else {
                 return Ok(false);
             };
             fs.remove(i);
         }
-        self.feed.remove_filter(&f);
+        self.inner.feed.remove_filter(&f);
         let mut first_err = None;
         for l in self.live_links() {
             if let Err(e) = l.ask(false, f.as_str()).await {
@@ -525,7 +647,8 @@ impl Subscriber {
 
     /// The filters held, in the order given.
     pub fn filters(&self) -> Vec<String> {
-        self.filters
+        self.inner
+            .filters
             .lock()
             .unwrap()
             .iter()
@@ -534,7 +657,8 @@ impl Subscriber {
     }
 
     fn live_links(&self) -> Vec<Arc<Link>> {
-        self.links
+        self.inner
+            .links
             .lock()
             .unwrap()
             .iter()
@@ -548,14 +672,14 @@ impl Subscriber {
     /// when every connection has ended and nothing is left to read; `Closed` after `close`.
     /// Cancel-safe.
     pub async fn recv(&self) -> Result<Message> {
-        self.feed.recv().await
+        self.inner.feed.recv().await
     }
 
     /// The next message if one is there now, without waiting, or the error the next `recv`
     /// would return at once; None when nothing is ready. For a caller on another event loop
     /// (a binding), a receive with no crossing to the runtime's thread.
     pub fn try_recv(&self) -> Option<Result<Message>> {
-        self.feed.try_recv()
+        self.inner.feed.try_recv()
     }
 
     /// Up to `max` messages: waits for the first, then takes those already queued. An error
@@ -564,13 +688,13 @@ impl Subscriber {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let mut out = vec![self.feed.recv().await?];
+        let mut out = vec![self.inner.feed.recv().await?];
         while out.len() < max {
-            match self.feed.try_recv() {
+            match self.inner.feed.try_recv() {
                 Some(Ok(m)) => out.push(m),
                 None | Some(Err(Error::Closed)) => break,
                 Some(Err(e)) => {
-                    self.feed.defer(e);
+                    self.inner.feed.defer(e);
                     break;
                 }
             }
@@ -581,7 +705,7 @@ impl Subscriber {
     /// Messages received and waiting for `recv` (at most `Limits::endpoint_queue`, plus what a
     /// reassembly hold released at once).
     pub fn queued(&self) -> usize {
-        self.feed.queued()
+        self.inner.feed.queued()
     }
 
     /// Resolves once [`Subscriber::queued`] is at least `n`: an event for a test to await where
@@ -590,27 +714,27 @@ impl Subscriber {
     /// Cancel-safe: it only waits; dropping it changes nothing.
     #[doc(hidden)]
     pub async fn until_queued(&self, n: usize) {
-        self.feed.until_queued(n).await
+        self.inner.feed.until_queued(n).await
     }
 
     /// Hands back a message a binding received but could not deliver; the next receive
     /// returns it first.
     pub fn give_back(&self, message: Message) {
-        self.feed.give_back(message);
+        self.inner.feed.give_back(message);
     }
 
     /// Closes every connection; receiving returns what is queued, then `Closed`, and
     /// `connect`/`subscribe` fail `Closed`.
     pub fn close(&self) {
-        let links = std::mem::take(&mut *self.links.lock().unwrap());
+        let links = std::mem::take(&mut *self.inner.links.lock().unwrap());
         drop(links);
-        self.feed.close();
+        self.inner.feed.close();
     }
 }
 
 impl Drop for Subscriber {
     fn drop(&mut self) {
-        self.feed.close();
+        self.inner.feed.close();
     }
 }
 
