@@ -87,6 +87,29 @@ export interface LimitsOptions {
   maxUdpPayload?: number
 }
 
+/**
+ * How a dialling endpoint redials an address whose connection was lost; each absent field is
+ * the default. `{ giveUpAfterAttempts: 0 }` never redials.
+ */
+export interface ReconnectOptions {
+  /** Milliseconds before the first redial. Default 100. */
+  initialMs?: number
+  /** The longest delay between two attempts, in milliseconds. Default 30 000. */
+  maxMs?: number
+  /** Draw each delay between half of it and the whole. Default true. */
+  jitter?: boolean
+  /** Give up when a redial finds nothing listening. Default false. */
+  stopRefused?: boolean
+  /** Give up when a redial's handshake fails. Default false. */
+  stopHandshakeFailed?: boolean
+  /** Give up when the peer closed the connection on purpose. Default false. */
+  stopPeerClosed?: boolean
+  /** Give up after this many failed attempts (0: never redial). Default null: never give up. */
+  giveUpAfterAttempts?: number | null
+  /** Give up this many milliseconds after the loss. Default null. */
+  giveUpAfterMs?: number | null
+}
+
 /** What `new Runtime(options)` takes (lib/index.ts `RuntimeOptions` documents each). */
 export interface RuntimeOptions {
   identity?: Identity
@@ -97,6 +120,7 @@ export interface RuntimeOptions {
   udpBuffer?: number
   ordering?: 'none' | 'detect' | 'reassemble'
   laneMaxMessage?: number
+  reconnect?: ReconnectOptions
 }
 
 /**
@@ -109,8 +133,10 @@ export interface EndpointOptions {
   maxCollectedBody?: number
   /** Streams and messages a bound endpoint (or a subscriber) holds before the application takes them; a publisher's copies queued per subscriber. Above zero. */
   endpointQueue?: number
-  /** Milliseconds `send`/`request`/`open` wait for a stream slot or lane room before ERR_WEIDA_TIMEOUT; `null`: unbounded. */
+  /** Milliseconds `send`/`request`/`open` wait for a peer, a stream slot or lane room before ERR_WEIDA_TIMEOUT; `null`: unbounded. */
   sendTimeoutMs?: number | null
+  /** How this dialling endpoint redials a lost address. */
+  reconnect?: ReconnectOptions
 }
 
 /** Monotonic counters since the runtime started. */

@@ -532,6 +532,33 @@ function limits(v) {
   return /** @type {import('weida').Limits} */ (out)
 }
 
+/**
+ * A runtime step's `reconnect`; absent, the runtime does not redial (the scenarios written
+ * before redial assert that behaviour). @param {unknown} v
+ */
+function reconnect(v) {
+  if (v === undefined || v === null) return { giveUpAfterAttempts: 0 }
+  if (typeof v !== 'object' || Array.isArray(v)) throw new BadRequest('reconnect is an object')
+  /** @type {Record<string, string>} */
+  const names = { initial_ms: 'initialMs', max_ms: 'maxMs', give_up_after_ms: 'giveUpAfterMs', give_up_after_attempts: 'giveUpAfterAttempts', jitter: 'jitter' }
+  /** @type {Record<string, number | boolean | null>} */
+  const out = {}
+  for (const [k, val] of Object.entries(v)) {
+    const name = names[k]
+    if (name === undefined) throw new BadRequest(`unknown reconnect option ${JSON.stringify(k)}`)
+    if (k === 'jitter') {
+      if (typeof val !== 'boolean') throw new BadRequest('reconnect.jitter is a boolean')
+      out[name] = val
+    } else if (val === null) {
+      out[name] = null
+    } else {
+      if (!Number.isSafeInteger(val) || val < 0) throw new BadRequest(`reconnect.${k} is a non-negative integer`)
+      out[name] = val
+    }
+  }
+  return /** @type {import('weida').ReconnectOptions} */ (out)
+}
+
 /** An endpoint's own bounds from the step's `options` (`{"max_collected_body": …, "send_timeout_ms": null}`). @param {Record<string, unknown>} args */
 function endpointOptions(args) {
   const v = args.options
@@ -614,6 +641,7 @@ async function run(op, args) {
       }
       const lanes = uintArg(args, 'lane_max_message')
       if (lanes !== undefined) options.laneMaxMessage = lanes
+      options.reconnect = reconnect(args.reconnect)
       const rt = new Runtime(options)
       const fingerprint = rt.fingerprint
       try {

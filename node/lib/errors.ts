@@ -9,7 +9,14 @@ import * as native from '../native.cjs'
  * Why a connection ended (`err.lossCause` of ConnectionLost and Indeterminate), as the core names
  * it (`lossCauses()` lists them); `err.cause` stays the standard `Error.cause`.
  */
-export type LossCause = 'idle_timeout' | 'peer_closed' | 'locally_closed' | 'reset' | 'transport_error'
+export type LossCause =
+  | 'idle_timeout'
+  | 'peer_closed'
+  | 'locally_closed'
+  | 'reset'
+  | 'transport_error'
+  | 'peer_changed'
+  | 'dial_failed'
 
 /** Every loss cause, as the core names them. */
 export const lossCauses = (): LossCause[] => native.lossCauses() as LossCause[]

@@ -13,7 +13,7 @@ import * as native from '../native.cjs'
 import { AbortError, Closed } from './errors.js'
 
 export * from './errors.js'
-export type { Counters, Dropped, EndpointOptions, IncomingMeta, PeerInfo } from '../native.cjs'
+export type { Counters, Dropped, EndpointOptions, IncomingMeta, PeerInfo, ReconnectOptions } from '../native.cjs'
 export { Identity, Trust, withPath, withPin, withoutPath } from '../native.cjs'
 
 type IncomingMeta = native.IncomingMeta
@@ -56,6 +56,47 @@ export interface RuntimeOptions {
    * for many small messages) when the peer offers lanes. 0 turns lanes off. Default 16 KiB.
    */
   laneMaxMessage?: number
+  /**
+   * How a dialling endpoint redials an address whose connection was lost: by default with
+   * backoff from 100 ms to 30 s, forever; `{ giveUpAfterAttempts: 0 }` never redials (the next
+   * operation then fails with the loss).
+   */
+  reconnect?: native.ReconnectOptions
+}
+
+/** One transition of one address of a dialling endpoint, by `kind`. */
+export type PeerEvent =
+  | { kind: 'connected'; url: string; fingerprint?: string }
+  | { kind: 'lost' | 'gave_up'; url: string; cause: LossCause; reason: string }
+  | { kind: 'retrying'; url: string; attempt: number; delayMs: number }
+  | { kind: 'missed'; url: ''; missed: number }
+
+/**
+ * A dialling endpoint's events from the moment `events()` was called: `for await (const e of
+ * pusher.events())`. The iteration ends when the endpoint is gone. Reading them is optional;
+ * a reader that falls behind gets a `missed` event saying by how many.
+ */
+export class PeerEvents implements AsyncIterable<PeerEvent> {
+  readonly #n: native.PeerEvents
+
+  /** @internal */
+  constructor(n: native.PeerEvents) {
+    this.#n = n
+  }
+
+  /** The next event, or null once the endpoint is gone. */
+  async next(options: CallOptions = {}): Promise<PeerEvent | null> {
+    const e = await call(options.signal, (c) => this.#n.next(c))
+    return e === null ? null : (e as unknown as PeerEvent)
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<PeerEvent, void, undefined> {
+    for (;;) {
+      const e = await this.next()
+      if (e === null) return
+      yield e
+    }
+  }
 }
 
 export interface BindOptions extends CallOptions {
@@ -609,6 +650,11 @@ export class Pusher {
     return this.#n.peerCount
   }
 
+  /** Connected, lost, retrying, gave up: `for await (const e of endpoint.events())`. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
   /**
    * Sends a whole message; resolves once it is queued (it then arrives with no local handle).
    * A small body toward a peer with a lane that has room is queued at once, without a round
@@ -743,6 +789,11 @@ export class Requester {
     return this.#n.peerCount
   }
 
+  /** Connected, lost, retrying, gave up: `for await (const e of endpoint.events())`. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
   /**
    * Sends `body` and resolves with the reply body. A reply lost after the request was sent
    * whole rejects with {@link Indeterminate}; aborting cancels the exchange (the replier sees Canceled).
@@ -824,6 +875,11 @@ export class Peer {
 
   get peerCount(): number {
     return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up: `for await (const e of endpoint.events())`. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
   }
 
   /** Opens a one-way stream. `signal` governs the whole transfer. */
@@ -1023,6 +1079,11 @@ export class Subscriber implements AsyncIterable<Message> {
   /** Live connections. */
   get peerCount(): number {
     return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up: `for await (const e of endpoint.events())`. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
   }
 
   /**

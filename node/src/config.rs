@@ -44,9 +44,18 @@ pub(crate) fn endpoint_options(
     env: &napi::Env,
     options: Option<Object<'_>>,
 ) -> napi::Result<weida::EndpointOptions> {
-    let given = match &options {
-        Some(o) => pairs(o, &[])?,
-        None => Vec::new(),
+    let (given, reconnect) = match &options {
+        Some(o) => {
+            let reconnect = match o.get::<Object<'_>>("reconnect")? {
+                Some(r) => Some(
+                    weida_ffi::config::reconnect(JS, pairs(&r, &[])?)
+                        .map_err(|e| crate::error::throw(env, e))?,
+                ),
+                None => None,
+            };
+            (pairs(o, &["reconnect"])?, reconnect)
+        }
+        None => (Vec::new(), None),
     };
-    weida_ffi::config::endpoint(JS, given).map_err(|e| crate::error::throw(env, e))
+    weida_ffi::config::endpoint(JS, given, reconnect).map_err(|e| crate::error::throw(env, e))
 }

@@ -21,6 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod address;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod identity;
 pub mod patterns;
 pub mod runtime;

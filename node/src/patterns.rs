@@ -17,6 +17,7 @@ use weida_ffi::{pubsub, Call, Fail};
 
 use crate::config::JS;
 use crate::error;
+use crate::events::PeerEvents;
 use crate::runtime::{promise, Cancel};
 use crate::stream::{
     batch_out, message_out, metadata_in, opened, BodyIn, BodyOut, Exchange, IncomingTransfer,
@@ -129,6 +130,14 @@ impl Pusher {
     #[napi(getter)]
     pub fn peer_count(&self) -> u32 {
         self.inner.get().map_or(0, |p| small(p.peer_count()))
+    }
+
+    /// What happens to this endpoint's addresses from now on: connected, lost, retrying,
+    /// gave up (`PeerEvent`); `Closed` after `close()`.
+    #[napi]
+    pub fn events(&self, env: Env) -> napi::Result<PeerEvents> {
+        let e = self.inner.get().map_err(|f| error::to_js(&env, f))?;
+        Ok(PeerEvents::new(e.events()))
     }
 
     /// Sends a whole message: resolves once its FIN is queued (it then arrives with no local
@@ -269,6 +278,14 @@ impl Requester {
         self.inner.get().map_or(0, |r| small(r.peer_count()))
     }
 
+    /// What happens to this endpoint's addresses from now on: connected, lost, retrying,
+    /// gave up (`PeerEvent`); `Closed` after `close()`.
+    #[napi]
+    pub fn events(&self, env: Env) -> napi::Result<PeerEvents> {
+        let e = self.inner.get().map_err(|f| error::to_js(&env, f))?;
+        Ok(PeerEvents::new(e.events()))
+    }
+
     /// Sends `body` and resolves with the reply body. A reply lost after the request's FIN
     /// rejects with ERR_WEIDA_INDETERMINATE; an aborted request is Canceled at the replier.
     #[napi(ts_return_type = "Promise<Buffer>")]
@@ -376,6 +393,14 @@ impl Peer {
     #[napi(getter)]
     pub fn peer_count(&self) -> u32 {
         self.inner.get().map_or(0, |p| small(p.peer_count()))
+    }
+
+    /// What happens to this endpoint's addresses from now on: connected, lost, retrying,
+    /// gave up (`PeerEvent`); `Closed` after `close()`.
+    #[napi]
+    pub fn events(&self, env: Env) -> napi::Result<PeerEvents> {
+        let e = self.inner.get().map_err(|f| error::to_js(&env, f))?;
+        Ok(PeerEvents::new(e.events()))
     }
 
     /// Opens a one-way stream.
@@ -794,6 +819,13 @@ impl Subscriber {
     #[napi(getter)]
     pub fn peer_count(&self) -> u32 {
         small(self.inner.peer_count())
+    }
+
+    /// What happens to this subscriber's publishers from now on (`PeerEvent`); a redialled
+    /// publisher gets every filter again.
+    #[napi]
+    pub fn events(&self) -> PeerEvents {
+        PeerEvents::new(self.inner.events())
     }
 
     /// Adds `filter`: resolves once every connected publisher installed it. A malformed filter

@@ -132,11 +132,15 @@ impl Runtime {
                 cfg.limits =
                     options::limits(JS, pairs(&l, &[])?).map_err(|e| error::throw(&env, e))?;
             }
+            if let Some(r) = o.get::<Object<'_>>("reconnect")? {
+                cfg.reconnect = options::reconnect(JS, pairs(&r, &[])?)
+                    .map_err(|e| error::throw(&env, e))?;
+            }
             options::apply(
                 &options::RUNTIME,
                 &mut cfg,
                 JS,
-                pairs(o, &["identity", "trust", "limits"])?,
+                pairs(o, &["identity", "trust", "limits", "reconnect"])?,
             )
             .map_err(|e| error::throw(&env, e))?;
         }

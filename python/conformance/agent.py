@@ -267,6 +267,29 @@ def endpoint_options(args: Json) -> EndpointOptions:
     return out
 
 
+def reconnect_arg(v: Any) -> weida.ReconnectPolicy:
+    """A runtime step's `reconnect`; absent, the runtime does not redial (the scenarios written
+    before redial assert that behaviour)."""
+    if v is None:
+        return weida.ReconnectPolicy.never()
+    if not isinstance(v, dict):
+        raise BadRequest("reconnect is an object")
+    kw: dict[str, Any] = {}
+    for k, val in v.items():
+        if k in ("initial_ms", "max_ms", "give_up_after_ms"):
+            ms = non_negative(val, f"reconnect.{k}")
+            kw[k.removesuffix("_ms")] = None if ms is None else ms / 1000
+        elif k == "give_up_after_attempts":
+            kw[k] = non_negative(val, f"reconnect.{k}")
+        elif k == "jitter":
+            if not isinstance(val, bool):
+                raise BadRequest("reconnect.jitter is a boolean")
+            kw[k] = val
+        else:
+            raise BadRequest(f"unknown reconnect option {k!r}")
+    return weida.ReconnectPolicy(**kw)
+
+
 def limits_arg(v: Any) -> weida.Limits | None:
     """``weida.Limits`` from ``{"idle_timeout_ms": …, "keep_alive_ms": null, …}``."""
     if v is None:
@@ -444,6 +467,7 @@ class Agent:
         lanes = int_arg(args, "lane_max_message")
         if lanes is not None:
             kw["lane_max_message"] = lanes
+        kw["reconnect"] = reconnect_arg(args.get("reconnect"))
         rt = weida.Runtime(**kw)
         self.claim(name)
         self.runtimes[name] = rt

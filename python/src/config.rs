@@ -116,5 +116,17 @@ pub(crate) fn endpoint_options(
     py: Python<'_>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<weida::EndpointOptions> {
-    config::endpoint(PY, pairs(options)?).map_err(|e| error::core(py, e))
+    let mut rest = Vec::new();
+    let mut reconnect = None;
+    for (k, v) in options.into_iter().flat_map(|d| d.iter()) {
+        let k: String = k.extract()?;
+        match k.as_str() {
+            "reconnect" if !v.is_none() => {
+                reconnect = Some(v.extract::<crate::events::ReconnectPolicy>()?.inner)
+            }
+            "reconnect" => {}
+            _ => rest.push((k, given(&v))),
+        }
+    }
+    config::endpoint(PY, rest, reconnect).map_err(|e| error::core(py, e))
 }

@@ -22,6 +22,7 @@ mod address;
 mod aio;
 mod config;
 mod error;
+mod events;
 mod identity;
 mod patterns;
 mod runtime;
@@ -63,6 +64,9 @@ fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
         pyo3::types::PyTuple::new(m.py(), weida::LossCause::NAMES)?,
     )?;
     m.add_class::<config::Limits>()?;
+    m.add_class::<events::ReconnectPolicy>()?;
+    m.add_class::<events::PeerEvent>()?;
+    m.add_class::<events::PeerEvents>()?;
     m.add_class::<identity::Identity>()?;
     m.add_function(wrap_pyfunction!(identity::fingerprint_of_certificate, m)?)?;
     m.add_class::<trust::Trust>()?;

@@ -18,6 +18,7 @@ pub(crate) mod pubsub;
 
 use crate::aio::{self, call, receive, Receive, Shape};
 use crate::error;
+use crate::events::PeerEvents;
 use crate::runtime::Listener;
 use crate::stream::{
     meta_or_empty, opened, Body, BytesOut, Exchange, IncomingOut, IncomingTransfer, MessageOut,
@@ -102,6 +103,12 @@ impl Pusher {
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
         let p = get(py, &self.p)?;
         call(py, Call::new(async move { Ok(p.connect(&address).await?) }))
+    }
+
+    /// What happens to this endpoint's addresses from now on: `async for event in
+    /// endpoint.events()` (`PeerEvent`: connected, lost, retrying, gave_up, missed).
+    fn events(&self, py: Python<'_>) -> PyResult<PeerEvents> {
+        Ok(PeerEvents::new(get(py, &self.p)?.events()))
     }
 
     /// Removes `address`; True if it was connected.
@@ -315,6 +322,12 @@ impl Requester {
         call(py, Call::new(async move { Ok(r.connect(&address).await?) }))
     }
 
+    /// What happens to this endpoint's addresses from now on: `async for event in
+    /// endpoint.events()` (`PeerEvent`: connected, lost, retrying, gave_up, missed).
+    fn events(&self, py: Python<'_>) -> PyResult<PeerEvents> {
+        Ok(PeerEvents::new(get(py, &self.r)?.events()))
+    }
+
     /// Removes `address`; True if it was connected.
     fn disconnect(&self, py: Python<'_>, address: &str) -> PyResult<bool> {
         on_io(|| {
@@ -491,6 +504,12 @@ impl Peer {
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
         let p = get(py, &self.p)?;
         call(py, Call::new(async move { Ok(p.connect(&address).await?) }))
+    }
+
+    /// What happens to this endpoint's addresses from now on: `async for event in
+    /// endpoint.events()` (`PeerEvent`: connected, lost, retrying, gave_up, missed).
+    fn events(&self, py: Python<'_>) -> PyResult<PeerEvents> {
+        Ok(PeerEvents::new(get(py, &self.p)?.events()))
     }
 
     /// Removes `address`; True if it was connected.

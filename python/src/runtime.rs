@@ -19,7 +19,8 @@ use crate::trust::Trust;
 /// `async with Runtime() as rt:` shuts it down on exit (`await rt.drain(seconds)` first to let
 /// finished transfers arrive). Keyword arguments: `identity`, `trust`, `limits`, and the
 /// options of weida-ffi's table (`present_identity`, `send_timeout`, `udp_buffer`, `ordering`,
-/// `lane_max_message`); a bad one raises `InvalidConfig`.
+/// `lane_max_message`), and `reconnect` (a `ReconnectPolicy`); a bad one raises
+/// `InvalidConfig`.
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Runtime {
     rt: OnIo<weida::Runtime>,
@@ -39,7 +40,10 @@ impl Runtime {
                 "identity" if !v.is_none() => cfg.identity = v.extract::<Identity>()?.inner,
                 "trust" if !v.is_none() => cfg.trust = v.extract::<Trust>()?.inner,
                 "limits" if !v.is_none() => cfg.limits = v.extract::<Limits>()?.inner,
-                "identity" | "trust" | "limits" => {}
+                "reconnect" if !v.is_none() => {
+                    cfg.reconnect = v.extract::<crate::events::ReconnectPolicy>()?.inner
+                }
+                "identity" | "trust" | "limits" | "reconnect" => {}
                 _ => rest.push((k, given(&v))),
             }
         }

@@ -47,10 +47,14 @@ class Pair:
 
 
 async def make_pair(transport: str, limits: weida.Limits | None = None) -> Pair:
-    """A bound runtime and a dialling one, both with `limits`."""
+    """A bound runtime and a dialling one, both with `limits`. The dialling one does not
+    redial: the tests written before redial existed assert what a loss does to an endpoint
+    under `ReconnectPolicy.never()` (the behaviour before it); test_reconnect.py asserts the
+    default, which redials."""
     server = weida.Runtime(limits=limits)
     listener = await server.bind(bind_address(transport))
-    return Pair(server, listener, weida.Runtime(limits=limits))
+    client = weida.Runtime(limits=limits, reconnect=weida.ReconnectPolicy.never())
+    return Pair(server, listener, client)
 
 
 @pytest.fixture(params=TRANSPORTS)

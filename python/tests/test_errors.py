@@ -105,13 +105,15 @@ async def raised(pending: Awaitable[object]) -> weida.WeidaError:
 
 
 async def test_the_loss_cause_is_named_by_the_core() -> None:
-    # The core names every cause (there is no binding's own "unknown" name): these five.
+    # The core names every cause (there is no binding's own "unknown" name): these seven.
     assert _weida.LOSS_CAUSES == (
         "idle_timeout",
         "peer_closed",
         "locally_closed",
         "reset",
         "transport_error",
+        "peer_changed",
+        "dial_failed",
     )
     async with weida.Runtime() as server, weida.Runtime() as client:
         listener = await server.bind(bind_address("inproc"))

@@ -25,6 +25,92 @@ _Ordering = Literal["none", "detect", "reassemble"]
 messages and reports gaps; ``"reassemble"`` also holds out-of-order ones
 (``Limits.max_reorder_hold``)."""
 
+@final
+class ReconnectPolicy:
+    """How a dialling endpoint redials an address whose connection was lost. Durations are
+    seconds; give at most one of ``give_up_after_attempts`` and ``give_up_after`` (neither:
+    never give up)."""
+
+    def __new__(
+        cls,
+        *,
+        initial: float = 0.1,
+        max: float = 30.0,
+        jitter: bool = True,
+        stop_refused: bool = False,
+        stop_handshake_failed: bool = False,
+        stop_peer_closed: bool = False,
+        give_up_after_attempts: int | None = None,
+        give_up_after: float | None = None,
+    ) -> ReconnectPolicy: ...
+    @staticmethod
+    def never() -> ReconnectPolicy:
+        """No redial: a lost address is given up and the next operation fails with the loss."""
+    @property
+    def initial(self) -> float:
+        """Seconds before the first redial. Default 0.1."""
+    @property
+    def max(self) -> float:
+        """The longest delay between two attempts, in seconds. Default 30."""
+    @property
+    def jitter(self) -> bool:
+        """Each delay is drawn between half of it and the whole. Default True."""
+    @property
+    def stop_refused(self) -> bool:
+        """Give up when a redial finds nothing listening. Default False."""
+    @property
+    def stop_handshake_failed(self) -> bool:
+        """Give up when a redial's handshake fails. Default False."""
+    @property
+    def stop_peer_closed(self) -> bool:
+        """Give up when the peer closed the connection on purpose. Default False."""
+    @property
+    def give_up_after_attempts(self) -> int | None:
+        """Give up after this many failed attempts (0: never redial). Default None."""
+    @property
+    def give_up_after(self) -> float | None:
+        """Give up this many seconds after the loss. Default None."""
+
+_PeerEventKind = Literal["connected", "lost", "retrying", "gave_up", "missed"]
+
+@final
+class PeerEvent:
+    """One transition of one address of a dialling endpoint."""
+
+    @property
+    def kind(self) -> _PeerEventKind:
+        """``connected``, ``lost``, ``retrying``, ``gave_up``, or ``missed`` (fell behind)."""
+    @property
+    def url(self) -> str:
+        """The address as the endpoint connected it (empty for ``missed``)."""
+    @property
+    def fingerprint(self) -> str | None:
+        """``connected``: the key the peer proved (None over a local transport)."""
+    @property
+    def cause(self) -> str | None:
+        """``lost``, ``gave_up``: the loss cause's name (``"peer_changed"``, ...)."""
+    @property
+    def reason(self) -> str | None:
+        """``lost``, ``gave_up``: the cause as a sentence."""
+    @property
+    def attempt(self) -> int | None:
+        """``retrying``: which attempt since the loss, from 1."""
+    @property
+    def delay(self) -> float | None:
+        """``retrying``: seconds it waits first (0 in process: it waits for the name)."""
+    @property
+    def missed(self) -> int | None:
+        """``missed``: how many events this reader fell behind by."""
+
+@final
+class PeerEvents:
+    """A dialling endpoint's events from the moment ``events()`` was called."""
+
+    def next(self) -> Future[PeerEvent]:
+        """The next event; raises StopAsyncIteration once the endpoint is gone."""
+    def __aiter__(self) -> PeerEvents: ...
+    def __anext__(self) -> Future[PeerEvent]: ...
+
 class _EndpointOptions(TypedDict, total=False):
     """An endpoint's own bounds, given as keyword arguments when it is made
     (``listener.puller("/uploads", max_collected_body=256 << 20)``); each absent one is the
@@ -38,8 +124,10 @@ class _EndpointOptions(TypedDict, total=False):
     """Streams and messages a bound endpoint (or a subscriber) holds before the application
     takes them; a publisher's copies queued per subscriber. Above zero."""
     send_timeout: float | None
-    """Seconds ``send``/``request``/``open`` wait for a stream slot or lane room before
-    ``Timeout``; ``None``: unbounded."""
+    """Seconds ``send``/``request``/``open`` wait for a peer, a stream slot or lane room
+    before ``Timeout``; ``None``: unbounded."""
+    reconnect: ReconnectPolicy
+    """How this dialling endpoint redials a lost address."""
 
 @final
 class Address:
@@ -262,6 +350,7 @@ class Runtime:
         udp_buffer: int | None = None,
         ordering: _Ordering = "none",
         lane_max_message: int | None = None,
+        reconnect: ReconnectPolicy | None = None,
     ) -> Runtime: ...
     @property
     def fingerprint(self) -> str:
@@ -326,6 +415,8 @@ class Pusher:
         """Dials ``address`` (with its path)."""
     def disconnect(self, address: str) -> bool:
         """Removes ``address``; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up: ``async for event in endpoint.events()``."""
     @property
     def peer_count(self) -> int:
         """Live connections."""
@@ -382,6 +473,8 @@ class Requester:
         """Dials ``address`` (with its path)."""
     def disconnect(self, address: str) -> bool:
         """Removes ``address``; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up: ``async for event in endpoint.events()``."""
     @property
     def peer_count(self) -> int:
         """Live connections."""
@@ -430,6 +523,8 @@ class Peer:
         """Dials ``address`` (with its path)."""
     def disconnect(self, address: str) -> bool:
         """Removes ``address``; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up: ``async for event in endpoint.events()``."""
     @property
     def peer_count(self) -> int:
         """Live connections."""
@@ -562,6 +657,8 @@ class Subscriber:
         """Dials the publisher at ``address`` and installs every filter held there."""
     def disconnect(self, address: str) -> bool:
         """Closes the connection to ``address``; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up: ``async for event in endpoint.events()``."""
     @property
     def peer_count(self) -> int:
         """Live connections."""

@@ -170,6 +170,7 @@ impl Agent {
                 if let Some(n) = u64_arg(args, "lane_max_message")? {
                     cfg.lane_max_message = n as usize;
                 }
+                cfg.reconnect = reconnect(args.get("reconnect"))?;
                 cfg.guarantees = GuaranteeSet {
                     ordering: match args.get("ordering").and_then(Value::as_str) {
                         None | Some("none") => Ordering::None,
@@ -604,6 +605,40 @@ fn trust(v: &Value) -> Result<Trust, Failure> {
 }
 
 /// Limits from `{"idle_timeout_ms": …, "keep_alive_ms": null, "endpoint_queue": …, …}`.
+/// A runtime step's `reconnect`; absent, the runtime does not redial (the scenarios written
+/// before redial assert that behaviour).
+fn reconnect(v: Option<&Value>) -> Result<weida::ReconnectPolicy, Failure> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(weida::ReconnectPolicy::never());
+    };
+    let map = v
+        .as_object()
+        .ok_or_else(|| Failure::bad("reconnect is an object"))?;
+    let mut p = weida::ReconnectPolicy::default();
+    for (k, val) in map {
+        if k == "jitter" {
+            p.jitter = val
+                .as_bool()
+                .ok_or_else(|| Failure::bad("reconnect.jitter is a boolean"))?;
+            continue;
+        }
+        if val.is_null() {
+            continue;
+        }
+        let n = val
+            .as_u64()
+            .ok_or_else(|| Failure::bad(format!("reconnect.{k} is a non-negative integer")))?;
+        match k.as_str() {
+            "initial_ms" => p.initial = Duration::from_millis(n),
+            "max_ms" => p.max = Duration::from_millis(n),
+            "give_up_after_ms" => p.give_up = weida::GiveUp::After(Duration::from_millis(n)),
+            "give_up_after_attempts" => p.give_up = weida::GiveUp::AfterAttempts(n as u32),
+            _ => return Err(Failure::bad(format!("unknown reconnect option {k:?}"))),
+        }
+    }
+    Ok(p)
+}
+
 /// An endpoint's own bounds from the step's `options`.
 fn endpoint_options(args: &Value) -> Result<weida::EndpointOptions, Failure> {
     let mut o = weida::EndpointOptions::new();

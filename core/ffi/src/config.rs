@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use weida::{Error, Limits, Ordering, RuntimeConfig};
+use weida::{Error, GiveUp, Limits, Ordering, ReconnectPolicy, RuntimeConfig};
 
 /// What an option's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,15 +301,20 @@ pub static ENDPOINT: [Opt<EndpointDraft>; 3] = [
     },
 ];
 
-/// An endpoint's options from those given (each absent one the runtime's); a bad one is
-/// `InvalidConfig` naming it, as a runtime option's is.
+/// An endpoint's options from those given (each absent one the runtime's), with its own
+/// `reconnect` policy if given (an object the binding converts with [`reconnect`]); a bad one
+/// is `InvalidConfig` naming it, as a runtime option's is.
 pub fn endpoint(
     spelling: Spelling,
     given: impl IntoIterator<Item = (String, Given)>,
+    reconnect: Option<ReconnectPolicy>,
 ) -> Result<weida::EndpointOptions, Error> {
     let mut d = EndpointDraft::default();
     apply(&ENDPOINT, &mut d, spelling, given)?;
     let mut o = weida::EndpointOptions::new();
+    if let Some(p) = reconnect {
+        o = o.reconnect(p);
+    }
     if let Some(n) = d.max_collected_body {
         o = o.max_collected_body(n);
     }
@@ -320,6 +325,110 @@ pub fn endpoint(
         o = o.send_timeout(t);
     }
     Ok(o)
+}
+
+macro_rules! flag {
+    ($t:ty, $name:literal, |$v:ident| $get:expr, |$w:ident, $f:ident| $set:expr) => {
+        Opt::<$t> {
+            name: $name,
+            unit: Unit::Flag,
+            can_be_off: false,
+            max: 1,
+            get: |$v| Value::Flag($get),
+            set: |$w, v| {
+                if let Value::Flag($f) = v {
+                    $set;
+                }
+            },
+        }
+    };
+}
+
+/// Every option of a `ReconnectPolicy` (a binding's reconnect object): its fields, with the
+/// stop causes as three flags and the give-up as two options that can be off (both off:
+/// never give up; `give_up_after_attempts` 0 is `ReconnectPolicy::never()`).
+pub static RECONNECT: [Opt<ReconnectPolicy>; 8] = [
+    time!(ReconnectPolicy, initial),
+    time!(ReconnectPolicy, max),
+    flag!(ReconnectPolicy, "jitter", |p| p.jitter, |p, f| p.jitter = f),
+    flag!(
+        ReconnectPolicy,
+        "stop_refused",
+        |p| p.stop.refused,
+        |p, f| p.stop.refused = f
+    ),
+    flag!(
+        ReconnectPolicy,
+        "stop_handshake_failed",
+        |p| p.stop.handshake_failed,
+        |p, f| p.stop.handshake_failed = f
+    ),
+    flag!(
+        ReconnectPolicy,
+        "stop_peer_closed",
+        |p| p.stop.peer_closed,
+        |p, f| p.stop.peer_closed = f
+    ),
+    Opt {
+        name: "give_up_after_attempts",
+        unit: Unit::Count,
+        can_be_off: true,
+        max: u32::MAX as u64,
+        get: |p| match p.give_up {
+            GiveUp::AfterAttempts(n) => Value::Whole(n.into()),
+            _ => Value::Off,
+        },
+        set: |p, v| match v {
+            Value::Whole(n) => p.give_up = GiveUp::AfterAttempts(n as u32),
+            Value::Off if matches!(p.give_up, GiveUp::AfterAttempts(_)) => {
+                p.give_up = GiveUp::Never
+            }
+            _ => {}
+        },
+    },
+    Opt {
+        name: "give_up_after",
+        unit: Unit::Duration,
+        can_be_off: true,
+        max: EXACT,
+        get: |p| match p.give_up {
+            GiveUp::After(d) => Value::Time(d),
+            _ => Value::Off,
+        },
+        set: |p, v| match v {
+            Value::Time(d) => p.give_up = GiveUp::After(d),
+            Value::Off if matches!(p.give_up, GiveUp::After(_)) => p.give_up = GiveUp::Never,
+            _ => {}
+        },
+    },
+];
+
+/// A `ReconnectPolicy` from the options given, each absent one the default's; both give-ups
+/// at once is `InvalidConfig`.
+pub fn reconnect(
+    spelling: Spelling,
+    given: impl IntoIterator<Item = (String, Given)>,
+) -> Result<ReconnectPolicy, Error> {
+    let given: Vec<(String, Given)> = given.into_iter().collect();
+    let set = |name: &str| {
+        let spelled = RECONNECT
+            .iter()
+            .find(|o| o.name == name)
+            .map(|o| o.spelled(spelling));
+        given
+            .iter()
+            .any(|(n, g)| Some(n) == spelled.as_ref() && *g != Given::Null)
+    };
+    if set("give_up_after_attempts") && set("give_up_after") {
+        return Err(Error::InvalidConfig(format!(
+            "give one of {} and {}, not both",
+            RECONNECT[6].spelled(spelling),
+            RECONNECT[7].spelled(spelling)
+        )));
+    }
+    let mut p = ReconnectPolicy::default();
+    apply(&RECONNECT, &mut p, spelling, given)?;
+    Ok(p)
 }
 
 fn unit_text(unit: Unit, spelling: Spelling) -> &'static str {
@@ -531,6 +640,7 @@ mod tests {
                 ("max_collected_body", Given::Int(64)),
                 ("send_timeout", Given::Float(1.5)),
             ]),
+            None,
         )
         .unwrap();
         let js = endpoint(
@@ -539,6 +649,7 @@ mod tests {
                 ("maxCollectedBody", Given::Float(64.0)),
                 ("sendTimeoutMs", Given::Float(1500.0)),
             ]),
+            None,
         )
         .unwrap();
         assert_eq!(py, js);
@@ -551,6 +662,7 @@ mod tests {
         let off = endpoint(
             Spelling::SnakeSeconds,
             given(&[("send_timeout", Given::Null)]),
+            None,
         );
         assert_eq!(
             off.unwrap(),
@@ -559,13 +671,58 @@ mod tests {
         let e = endpoint(
             Spelling::CamelMillis,
             given(&[("idleTimeoutMs", Given::Int(1))]),
+            None,
         );
         assert!(e.unwrap_err().to_string().contains("idleTimeoutMs"));
         let e = endpoint(
             Spelling::SnakeSeconds,
             given(&[("endpoint_queue", Given::Int(-1))]),
+            None,
         );
         assert!(e.unwrap_err().to_string().contains("endpoint_queue"));
+    }
+
+    #[test]
+    fn a_reconnect_policy_is_read_as_the_runtimes_options_are() {
+        let py = reconnect(
+            Spelling::SnakeSeconds,
+            given(&[
+                ("initial", Given::Float(0.05)),
+                ("jitter", Given::Bool(false)),
+                ("stop_refused", Given::Bool(true)),
+                ("give_up_after", Given::Int(60)),
+            ]),
+        )
+        .unwrap();
+        let js = reconnect(
+            Spelling::CamelMillis,
+            given(&[
+                ("initialMs", Given::Int(50)),
+                ("jitter", Given::Bool(false)),
+                ("stopRefused", Given::Bool(true)),
+                ("giveUpAfterMs", Given::Int(60_000)),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(py, js);
+        assert_eq!(py.give_up, GiveUp::After(Duration::from_secs(60)));
+        assert!(py.stop.refused && !py.jitter);
+        let never = reconnect(
+            Spelling::SnakeSeconds,
+            given(&[("give_up_after_attempts", Given::Int(0))]),
+        );
+        assert_eq!(never.unwrap(), ReconnectPolicy::never());
+        let both = reconnect(
+            Spelling::CamelMillis,
+            given(&[
+                ("giveUpAfterAttempts", Given::Int(3)),
+                ("giveUpAfterMs", Given::Int(3)),
+            ]),
+        );
+        assert!(both
+            .unwrap_err()
+            .to_string()
+            .contains("giveUpAfterAttempts"));
     }
 
     #[test]

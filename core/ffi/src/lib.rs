@@ -11,11 +11,12 @@
 //! - [`stream`], [`pubsub`], [`patterns`], [`runtime`]: the handles a binding wraps, with the
 //!   "consumed → Closed" rule and the cancel-versus-write state machines once.
 //! - [`error`], [`config`], [`runtime::counters`]: the error fields, the options and the
-//!   counters as data.
+//!   counters as data; [`events`]: an endpoint's peer events as one flat record.
 
 pub mod call;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod inbox;
 pub mod io;
 pub mod patterns;

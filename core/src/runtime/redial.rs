@@ -123,8 +123,10 @@ async fn watch(
             url: name.clone(),
             cause: cause.clone(),
         });
-        let stop_now =
-            !redials(&policy) || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
+        // This side closed it (shutdown, drain, close): nothing to come back to.
+        let stop_now = !redials(&policy)
+            || cause == LossCause::LocallyClosed
+            || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
         if stop_now {
             return give_up(&*o, &url, cause);
         }
@@ -163,7 +165,11 @@ async fn redial(
             give_up(&*o, url, last);
             return None;
         }
-        let delay = match in_process {
+        // In process, a name not bound yet is waited for, with no timer; a name bound whose dial
+        // failed (its path not bound yet, a filter refused) waits the policy's delay, as any
+        // transport does, rather than retrying in a loop.
+        let for_name = in_process.as_ref().filter(|n| !inproc::is_bound(n));
+        let delay = match for_name {
             Some(_) => std::time::Duration::ZERO,
             None => policy.jittered(attempt, rand::random::<f64>()),
         };
@@ -172,7 +178,7 @@ async fn redial(
             attempt,
             delay,
         });
-        match &in_process {
+        match for_name {
             Some(n) => bounded_wait(policy, since, inproc::wait_bound(n)).await,
             None => tokio::time::sleep(delay).await,
         }
@@ -196,6 +202,11 @@ async fn redial(
             // The pinned key did not answer: another peer holds the address now.
             Err(Error::Untrusted { .. }) if dial_to.pin().is_some() => {
                 give_up(&*o, url, LossCause::PeerChanged);
+                return None;
+            }
+            // The runtime closed while the redial waited: it is over, with nothing to report.
+            Err(Error::Closed) => {
+                give_up(&*o, url, LossCause::LocallyClosed);
                 return None;
             }
             Err(e) => {

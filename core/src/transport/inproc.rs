@@ -33,6 +33,15 @@ static REGISTRY: LazyLock<Mutex<HashMap<String, Registration>>> =
 /// a timer.
 static BOUND: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
 
+/// Whether `name` is bound by a live listener now.
+pub(crate) fn is_bound(name: &str) -> bool {
+    REGISTRY
+        .lock()
+        .unwrap()
+        .get(name)
+        .is_some_and(Registration::live)
+}
+
 /// Resolves once `name` is bound by a live listener (at once if it is). Cancel-safe.
 pub(crate) async fn wait_bound(name: &str) {
     loop {

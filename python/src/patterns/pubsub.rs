@@ -326,6 +326,12 @@ impl Subscriber {
 
 #[pymethods]
 impl Subscriber {
+    /// What happens to this subscriber's publishers from now on: `async for event in
+    /// sub.events()`. A redialled publisher gets every filter again.
+    fn events(&self) -> crate::events::PeerEvents {
+        crate::events::PeerEvents::new(self.handle().events())
+    }
+
     /// Dials the publisher at `address` (with its path) on a connection of its own, and
     /// installs every filter this subscriber holds there before it returns.
     fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {

@@ -1,0 +1,164 @@
+"""A dialled address outlives its connection (core/tests/reconnect.rs has the same names): an
+endpoint whose peer restarts delivers again with no second ``connect``, says so as
+``PeerEvent``s, and ``ReconnectPolicy.never()`` is the behaviour before redial. The restart
+keeps the address: the same AF_UNIX path or in-process name (a QUIC port is not free again the
+moment its runtime closes; the core's tests restart over QUIC behind a relay)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import bind_address
+
+import weida
+
+RESTARTABLE = ["unix", "inproc"]
+
+
+def redialling() -> weida.Runtime:
+    """Redial fast and without jitter, so the tests' outages are short."""
+    return weida.Runtime(reconnect=weida.ReconnectPolicy(initial=0.02, max=0.1, jitter=False))
+
+
+async def until(events: weida.PeerEvents, kind: str, between: tuple[str, ...]) -> weida.PeerEvent:
+    """Reads events up to the first of `kind`; every one before it must be of `between`."""
+    while True:
+        e = await asyncio.wait_for(events.next(), 30)
+        if e.kind == kind:
+            return e
+        assert e.kind in between, e
+
+
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_a_pusher_whose_server_restarts_delivers_again_with_no_second_connect(
+    transport: str,
+) -> None:
+    bind = bind_address(transport)
+    server = weida.Runtime()
+    listener = await server.bind(bind)
+    puller = listener.puller("/jobs")
+    async with redialling() as client:
+        pusher = client.pusher()
+        events = pusher.events()
+        await pusher.connect(puller.address)
+        assert (await events.next()).kind == "connected"
+        await pusher.send(b"one")
+        assert (await puller.recv()).body == b"one"
+        await server.close()
+        lost = await events.next()
+        assert (lost.kind, lost.url) == ("lost", puller.address)
+        retrying = await events.next()
+        assert (retrying.kind, retrying.attempt) == ("retrying", 1)
+        assert retrying.delay == (0.0 if transport == "inproc" else 0.02)
+        assert pusher.peer_count == 0
+        async with weida.Runtime() as second:
+            puller = (await second.bind(bind)).puller("/jobs")
+            e = await until(events, "connected", ("retrying",))
+            assert e.url == puller.address
+            assert pusher.peer_count == 1
+            await pusher.send(b"two")
+            assert (await puller.recv()).body == b"two"
+
+
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_never_reports_connection_lost_as_before(transport: str) -> None:
+    bind = bind_address(transport)
+    server = weida.Runtime()
+    puller = (await server.bind(bind)).puller("/jobs")
+    async with redialling() as client:
+        pusher = client.pusher(reconnect=weida.ReconnectPolicy.never())
+        events = pusher.events()
+        await pusher.connect(puller.address)
+        await server.close()
+        await until(events, "lost", ("connected",))
+        assert (await events.next()).kind == "gave_up"
+        with pytest.raises(weida.ConnectionLost):
+            await pusher.open()
+
+
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_a_transfer_opened_during_the_outage_completes_on_the_redialled_connection(
+    transport: str,
+) -> None:
+    bind = bind_address(transport)
+    server = weida.Runtime()
+    first = (await server.bind(bind)).puller("/jobs")  # kept: a dropped endpoint unbinds
+    async with redialling() as client:
+        pusher = client.pusher()
+        events = pusher.events()
+        await pusher.connect(first.address)
+        await server.close()
+        await until(events, "retrying", ("connected", "lost"))
+
+        async def during() -> None:
+            t = await pusher.open()  # waits for the redial: every slot is down
+            await t.write(b"during")
+            await t.finish()
+
+        opening = asyncio.ensure_future(during())
+        async with weida.Runtime() as second:
+            puller = (await second.bind(bind)).puller("/jobs")
+            assert (await puller.recv()).body == b"during"
+            await opening
+
+
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_a_subscriber_hears_the_next_publish_after_its_publisher_restarts_with_every_filter(
+    transport: str,
+) -> None:
+    bind = bind_address(transport)
+    server = weida.Runtime()
+    publisher = (await server.bind(bind)).publisher("/feed")
+    async with redialling() as client:
+        sub = client.subscriber()
+        events = sub.events()
+        await sub.connect(publisher.address)
+        await sub.subscribe("a.#")
+        assert publisher.publish("a.1", b"1") == 1
+        assert (await sub.recv()).meta.topic == "a.1"
+        await server.close()
+        await until(events, "retrying", ("connected", "lost"))
+        await sub.subscribe("b.#")  # during the outage: installed when the redial is up
+        async with weida.Runtime() as second:
+            publisher = (await second.bind(bind)).publisher("/feed")
+            await until(events, "connected", ("retrying",))
+            assert publisher.publish("b.2", b"2") == 1
+            assert publisher.publish("a.3", b"3") == 1
+            assert (await sub.recv()).meta.topic == "b.2"
+            assert (await sub.recv()).meta.topic == "a.3"
+
+
+async def test_a_lagging_event_reader_is_told_how_many_it_missed() -> None:
+    bind = bind_address("unix")
+    server = weida.Runtime()
+    first = (await server.bind(bind)).puller("/jobs")  # kept: a dropped endpoint unbinds
+    fast = weida.ReconnectPolicy(initial=0.001, max=0.001, jitter=False)
+    async with weida.Runtime(reconnect=fast) as client:
+        pusher = client.pusher()
+        keeping_up, lagging = pusher.events(), pusher.events()
+        await pusher.connect(first.address)
+        await server.close()
+        # A missing socket is refused at once: a retry every millisecond. (This reader may
+        # fall behind too, on a loaded machine: it is told so, and reads on.)
+        for _ in range(100):
+            await until(keeping_up, "retrying", ("connected", "lost", "missed"))
+        missed = await lagging.next()
+        assert missed.kind == "missed" and missed.missed is not None and missed.missed >= 36
+        assert (await lagging.next()).kind in ("retrying", "lost")
+
+
+def test_a_reconnect_policy_is_checked_and_named() -> None:
+    p = weida.ReconnectPolicy(initial=0.05, give_up_after=60)
+    assert (p.initial, p.max, p.jitter, p.give_up_after, p.give_up_after_attempts) == (
+        0.05,
+        30.0,
+        True,
+        60.0,
+        None,
+    )
+    assert weida.ReconnectPolicy.never().give_up_after_attempts == 0
+    with pytest.raises(weida.InvalidConfig, match="give_up_after"):
+        weida.ReconnectPolicy(give_up_after=1, give_up_after_attempts=1)
+    with pytest.raises(weida.InvalidConfig, match="initial"):
+        weida.ReconnectPolicy(initial=-1)
