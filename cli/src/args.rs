@@ -12,7 +12,7 @@ use crate::output::Format;
 
 /// weida: messaging patterns over QUIC, AF_UNIX and in process, from the shell.
 #[derive(Debug, Parser)]
-#[command(name = "weida", version, after_help = exit::HELP)]
+#[command(name = "weida", version, after_help = exit::help())]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{json, noise, weida, Served};
+use common::{json, noise, weida, Documented, Served};
 
 #[test]
 fn req_prints_the_echo_of_an_argument_and_rep_prints_the_request() {
@@ -113,7 +113,7 @@ fn rep_exec_failure_rejects_with_the_commands_stderr_and_rep_goes_on() {
         weida()
             .args(["req", &rep.address, "job 1"])
             .assert()
-            .code(8)
+            .documented(8)
             .stderr(predicates::str::contains("error: rejected: no such job"))
             .stderr(predicates::str::contains("exit status: 3"))
             .stderr(predicates::str::contains("code: REJECTED (exit status 8)"));

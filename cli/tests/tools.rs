@@ -5,7 +5,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{weida, Served};
+use common::{weida, Documented, Served};
 use predicates::str::contains;
 
 fn fingerprint_of(out: &[u8]) -> String {
@@ -50,7 +50,7 @@ fn id_new_refuses_an_existing_identity_unless_forced() {
         .args(["id", "new"])
         .arg(&dir)
         .assert()
-        .code(1)
+        .documented(1)
         .stderr(contains(format!("holds the identity {first}")))
         .stderr(contains("--force"));
     assert_eq!(id(&["show"], &dir), first, "a refused new changes nothing");
@@ -84,7 +84,7 @@ fn id_show_of_a_missing_directory_says_how_to_make_one() {
         .args(["id", "show"])
         .arg(&dir)
         .assert()
-        .code(1)
+        .documented(1)
         .stderr(contains(format!(
             "loading the identity in {}",
             dir.display()
