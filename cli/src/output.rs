@@ -14,7 +14,8 @@ use weida::{IncomingMeta, PeerIdentity};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     /// The body as UTF-8 (invalid bytes replaced), one line per message; line breaks in the
-    /// body are shown as `\n` and `\r` so a message is always one line. For people.
+    /// body are shown as `\n` and `\r` so a message is always one line. A Pub/Sub message is
+    /// `TOPIC<TAB>BODY` (a topic holds no tab). For people.
     Text,
     /// The body as lowercase hex, one line per message: exact, and diffable.
     Hex,
@@ -32,7 +33,18 @@ pub(crate) fn write_message(
     body: &[u8],
 ) -> io::Result<()> {
     match format {
-        Format::Text => writeln!(out, "{}", one_line(body))?,
+        // A topic cannot hold a tab (the core refuses control characters in one), so the
+        // first tab splits the line: `cut -f1` is the topic. One from a peer that broke that
+        // rule is escaped like the body, and the split still holds.
+        Format::Text => match &meta.topic {
+            Some(topic) => writeln!(
+                out,
+                "{}\t{}",
+                one_line(topic.as_bytes()).replace('\t', "\\t"),
+                one_line(body)
+            )?,
+            None => writeln!(out, "{}", one_line(body))?,
+        },
         Format::Hex => {
             let mut line = hex(body);
             line.push('\n');
@@ -161,6 +173,22 @@ mod tests {
             b"00ab10\n"
         );
         assert_eq!(printed(Format::Raw, &meta(), b"a\nb"), b"a\nb");
+    }
+
+    #[test]
+    fn text_shows_the_topic_before_a_tab() {
+        let mut m = meta();
+        m.topic = Some("prices.btc.eur".into());
+        assert_eq!(
+            printed(Format::Text, &m, b"64210\nx"),
+            b"prices.btc.eur\t64210\\nx\n"
+        );
+        // A topic no weida publisher could send still leaves the first tab the split.
+        m.topic = Some("a\tb".into());
+        assert_eq!(printed(Format::Text, &m, b"x"), b"a\\tb\tx\n");
+        // Only text: hex and raw stay the body alone, json has its `topic` field.
+        assert_eq!(printed(Format::Hex, &m, b"x"), b"78\n");
+        assert_eq!(printed(Format::Raw, &m, b"x"), b"x");
     }
 
     #[test]

@@ -35,9 +35,10 @@ fn pub_waits_for_a_subscriber_and_sub_prints_each_message() {
     let s = subscriber(&p.address, &["news", "--count", "3"]);
     let (mut lines, status) = s.finish();
     assert!(status.success(), "{status}");
-    // Each copy is a stream of its own: no order between them without --ordering.
+    // Each copy is a stream of its own: no order between them without --ordering. The text
+    // format shows each message's topic, then a tab.
     lines.sort();
-    assert_eq!(lines, ["one", "three", "two"]);
+    assert_eq!(lines, ["news\tone", "news\tthree", "news\ttwo"]);
     let (status, stderr) = finished(p);
     assert!(status.success(), "{status}: {stderr}");
     assert!(
