@@ -4,7 +4,7 @@
 //! fields to the metadata (Pub/Sub's topic, PerProducer's sequence and gap) prints them here
 //! with no change to the commands. The JSON schema is documented in cli/README.md.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -21,7 +21,8 @@ pub(crate) enum Format {
     Hex,
     /// One JSON object per line, with the peer, path, metadata and body (cli/README.md).
     Json,
-    /// The body's bytes exactly, nothing added between messages.
+    /// The body's bytes exactly, nothing added between messages (but for `req` on a
+    /// terminal: a newline after a reply that lacks one).
     Raw,
 }
 
@@ -62,6 +63,50 @@ pub(crate) fn write_message(
 /// [`write_message`] on stdout.
 pub(crate) fn print_message(format: Format, meta: &IncomingMeta, body: &[u8]) -> io::Result<()> {
     write_message(&mut io::stdout().lock(), format, meta, body)
+}
+
+/// Bodies written raw to stdout as they come (`weida req`'s replies). On a terminal each
+/// ends with a newline, added when the body did not end with one, so what follows (the next
+/// reply, the shell's prompt) starts on a line of its own; into a pipe or a file the bytes
+/// are the bodies' exactly.
+pub(crate) struct RawOut {
+    terminal: bool,
+    /// The last byte of the body being written, if it has one yet.
+    last: Option<u8>,
+}
+
+impl RawOut {
+    /// Raw bodies on this process's stdout.
+    pub(crate) fn stdout() -> Self {
+        Self {
+            terminal: io::stdout().is_terminal(),
+            last: None,
+        }
+    }
+
+    /// Writes the next part of a body.
+    pub(crate) fn write(&mut self, part: &[u8]) -> io::Result<()> {
+        if let Some(&b) = part.last() {
+            self.last = Some(b);
+        }
+        io::stdout().lock().write_all(part)
+    }
+
+    /// Ends a body: the newline a terminal needs, then a flush.
+    pub(crate) fn end(&mut self) -> io::Result<()> {
+        let newline = ends_with_newline(self.terminal, self.last.take());
+        let mut out = io::stdout().lock();
+        if newline {
+            out.write_all(b"\n")?;
+        }
+        out.flush()
+    }
+}
+
+/// Whether a raw body whose last byte was `last` (`None`: empty) needs a newline after it:
+/// only on a terminal, and only when it does not end with one already.
+fn ends_with_newline(terminal: bool, last: Option<u8>) -> bool {
+    terminal && last.is_some_and(|b| b != b'\n')
 }
 
 /// The JSON object of one message (the schema in cli/README.md). Optional core fields appear
@@ -189,6 +234,17 @@ mod tests {
         // Only text: hex and raw stay the body alone, json has its `topic` field.
         assert_eq!(printed(Format::Hex, &m, b"x"), b"78\n");
         assert_eq!(printed(Format::Raw, &m, b"x"), b"x");
+    }
+
+    #[test]
+    fn a_raw_body_gets_a_newline_only_on_a_terminal_and_only_when_it_lacks_one() {
+        assert!(ends_with_newline(true, Some(b'o')));
+        assert!(!ends_with_newline(true, Some(b'\n')));
+        assert!(
+            !ends_with_newline(true, None),
+            "an empty body prints nothing"
+        );
+        assert!(!ends_with_newline(false, Some(b'o')), "a pipe or a file");
     }
 
     #[test]
