@@ -12,6 +12,7 @@ use crate::exit::Failure;
 use crate::identity;
 use crate::input::{Bodies, Input, Source};
 use crate::output::{self, Format, RawOut};
+use crate::progress;
 use crate::signal::Stop;
 
 /// Receipts awaited at once while pushing: the default stream budget of a connection, so
@@ -102,9 +103,13 @@ async fn streamed_request(
         if format == Format::Raw {
             // Raw is streamed to stdout as it arrives: a reply of any size, in constant memory.
             let mut reply = pending.reply().await?;
+            let received = progress::bytes("reply", None);
             let mut out = RawOut::stdout();
             while let Some(chunk) = reply.read_chunk().await? {
                 out.write(&chunk).map_err(Failure::output)?;
+                if let Some(r) = &received {
+                    r.inc(chunk.len() as u64);
+                }
             }
             out.end().map_err(Failure::output)
         } else {

@@ -9,6 +9,7 @@ mod exit;
 mod identity;
 mod input;
 mod output;
+mod progress;
 mod pubsub;
 mod serve;
 mod signal;
@@ -25,6 +26,7 @@ use crate::signal::Stop;
 fn main() -> ExitCode {
     // Parse errors exit here with clap's status 2; --help and --version with 0.
     let cli = Cli::parse();
+    progress::init(cli.command.progress_forced());
     let result = match cli.command {
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "weida", &mut std::io::stdout());

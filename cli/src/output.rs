@@ -10,6 +10,8 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use weida::{IncomingMeta, PeerIdentity};
 
+use crate::progress;
+
 /// How each message is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
@@ -60,9 +62,9 @@ pub(crate) fn write_message(
     out.flush()
 }
 
-/// [`write_message`] on stdout.
+/// [`write_message`] on stdout (clear of any progress line on the same terminal).
 pub(crate) fn print_message(format: Format, meta: &IncomingMeta, body: &[u8]) -> io::Result<()> {
-    write_message(&mut io::stdout().lock(), format, meta, body)
+    progress::above(|| write_message(&mut io::stdout().lock(), format, meta, body))
 }
 
 /// Bodies written raw to stdout as they come (`weida req`'s replies). On a terminal each
@@ -89,17 +91,19 @@ impl RawOut {
         if let Some(&b) = part.last() {
             self.last = Some(b);
         }
-        io::stdout().lock().write_all(part)
+        progress::above(|| io::stdout().lock().write_all(part))
     }
 
     /// Ends a body: the newline a terminal needs, then a flush.
     pub(crate) fn end(&mut self) -> io::Result<()> {
         let newline = ends_with_newline(self.terminal, self.last.take());
-        let mut out = io::stdout().lock();
-        if newline {
-            out.write_all(b"\n")?;
-        }
-        out.flush()
+        progress::above(|| {
+            let mut out = io::stdout().lock();
+            if newline {
+                out.write_all(b"\n")?;
+            }
+            out.flush()
+        })
     }
 }
 

@@ -9,7 +9,20 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
-use common::{Served, PATIENCE};
+use common::{noise, Served, PATIENCE};
+
+/// Which of the process's outputs is the terminal.
+#[derive(Clone, Copy)]
+enum OnTerminal {
+    Stdout,
+    Stderr,
+}
+
+/// What a run printed: on the terminal, and into the pipe.
+struct Ran {
+    terminal: Vec<u8>,
+    piped: Vec<u8>,
+}
 
 /// A new pseudo-terminal in raw mode, 80 columns by 24 rows: its master and its slave.
 fn pty() -> (OwnedFd, OwnedFd) {
@@ -46,15 +59,18 @@ fn pty() -> (OwnedFd, OwnedFd) {
     (master, slave)
 }
 
-/// Runs `weida ARGS` with `stdin`, its stdout on a new terminal and its stderr in a pipe;
-/// checks it succeeded and returns what the terminal received.
-fn run(args: &[&str], stdin: &[u8]) -> Vec<u8> {
+/// Runs `weida ARGS` with `stdin`, `which` of its outputs on a new terminal and the other
+/// in a pipe; checks it succeeded and returns what each received.
+fn run(args: &[&str], stdin: &[u8], which: OnTerminal) -> Ran {
     let (master, slave) = pty();
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("weida"));
     // A terminal that can draw (CI may run with TERM unset or dumb).
     cmd.args(args).env("TERM", "xterm").stdin(Stdio::piped());
-    cmd.stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::piped());
+    let terminal = Stdio::from(slave.try_clone().unwrap());
+    match which {
+        OnTerminal::Stdout => cmd.stdout(terminal).stderr(Stdio::piped()),
+        OnTerminal::Stderr => cmd.stderr(terminal).stdout(Stdio::piped()),
+    };
     let mut child = cmd.spawn().expect("weida starts");
     // Only the child holds the terminal now (the command kept a copy): once it exits,
     // reading the master ends (EIO).
@@ -86,14 +102,18 @@ fn run(args: &[&str], stdin: &[u8]) -> Vec<u8> {
         .expect("weida exits")
         .expect("its output");
     let terminal = reader.join().unwrap();
+    let piped = match which {
+        OnTerminal::Stdout => out.stderr,
+        OnTerminal::Stderr => out.stdout,
+    };
     assert!(
         out.status.success(),
         "{}: {}{}",
         out.status,
         String::from_utf8_lossy(&terminal),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&piped)
     );
-    terminal
+    Ran { terminal, piped }
 }
 
 #[test]
@@ -109,8 +129,8 @@ fn req_ends_a_raw_reply_with_a_newline_on_a_terminal_only() {
     ] {
         let mut all = vec!["req", rep.address.as_str()];
         all.extend(args.iter().copied());
-        let terminal = run(&all, stdin.as_bytes());
-        assert_eq!(String::from_utf8_lossy(&terminal), shown, "{args:?}");
+        let ran = run(&all, stdin.as_bytes(), OnTerminal::Stdout);
+        assert_eq!(String::from_utf8_lossy(&ran.terminal), shown, "{args:?}");
         // Into a pipe, the reply's bytes exactly.
         let piped = common::weida()
             .args(&all)
@@ -123,4 +143,19 @@ fn req_ends_a_raw_reply_with_a_newline_on_a_terminal_only() {
         let expected = if args == ["-"] { stdin } else { args[0] };
         assert_eq!(String::from_utf8_lossy(&piped), expected, "{args:?}");
     }
+}
+
+#[test]
+fn progress_is_drawn_on_a_terminal_and_never_on_stdout() {
+    let rep = Served::start(&["rep", "--echo", "--quiet", "weida://127.0.0.1:0/echo"]);
+    let body = noise(1_500_000);
+    let ran = run(&["req", &rep.address, "-"], &body, OnTerminal::Stderr);
+    assert!(ran.piped == body, "stdout is the reply alone, byte-exact");
+    let drawn = String::from_utf8_lossy(&ran.terminal);
+    // The request's input (a pipe: no size, a spinner with the bytes), and the raw reply.
+    assert!(
+        drawn.contains("stdin ") && drawn.contains("reply "),
+        "{drawn}"
+    );
+    assert!(drawn.contains("MiB"), "{drawn}");
 }

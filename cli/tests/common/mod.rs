@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long any one wait on a child may take before the test fails.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
@@ -139,6 +139,20 @@ impl Served {
     /// What it printed on stderr so far.
     pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Waits until its stderr holds `text` (a progress line, which ends in no newline), looking
+    /// every 10 ms: a file has no event to wait on. Fails the test after [`PATIENCE`].
+    pub(crate) fn wait_for_stderr(&self, text: &str) {
+        let start = Instant::now();
+        while !self.stderr().contains(text) {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "no {text:?} on stderr within {PATIENCE:?}: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The address of another path on the same listener.
