@@ -43,8 +43,8 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchPattern::ReqRep => req_rep(&server, &client, &bind, &args, &progress).await,
     };
     progress.finish_and_clear();
-    client.shutdown();
-    server.shutdown();
+    // As every command does: both ends' closes are sent before the process exits.
+    tokio::join!(client.close(), server.close());
     let report = report(&args, &measured.map_err(|f| f.context("benchmarking"))?);
     if args.json {
         println!("{report}");
