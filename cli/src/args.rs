@@ -43,6 +43,13 @@ pub(crate) enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
+    /// Print the manual page weida(1) (roff), or write it and a page per command into DIR.
+    Man {
+        /// Write weida.1 and weida-<command>.1 (weida-rep.1, weida-id-new.1, ...) into DIR,
+        /// and print their paths, instead of printing weida.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 impl Command {
@@ -55,7 +62,11 @@ impl Command {
             Self::Pull(a) => a.progress.forced(),
             Self::Pub(a) => a.progress.forced(),
             Self::Bench(a) => a.progress.forced(),
-            Self::Id(_) | Self::Rep(_) | Self::Sub(_) | Self::Completions { .. } => Some(false),
+            Self::Id(_)
+            | Self::Rep(_)
+            | Self::Sub(_)
+            | Self::Completions { .. }
+            | Self::Man { .. } => Some(false),
         }
     }
 }

@@ -8,6 +8,7 @@ mod client;
 mod exit;
 mod identity;
 mod input;
+mod man;
 mod output;
 mod progress;
 mod pubsub;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "weida", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man { dir } => man::run(dir.as_deref()),
         Command::Id(cmd) => identity::run(cmd),
         other => run_async(other),
     };
@@ -60,7 +62,9 @@ fn run_async(command: Command) -> Result<(), Failure> {
             Command::Pub(a) => pubsub::publish(a, &mut stop).await,
             Command::Sub(a) => pubsub::subscribe(a, &mut stop).await,
             Command::Bench(a) => stop.interrupt(bench::run(a)).await,
-            Command::Id(_) | Command::Completions { .. } => unreachable!("run without tokio"),
+            Command::Id(_) | Command::Completions { .. } | Command::Man { .. } => {
+                unreachable!("run without tokio")
+            }
         }
     });
     // A read of stdin parked on tokio's blocking pool would keep a plain drop waiting for
