@@ -97,14 +97,18 @@ fn a_listener_with_an_identity_is_pinned_to_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("identity");
     let fp = id(&["new"], &dir);
-    let rep = Served::start(&[
-        "rep",
-        "--echo",
-        "--identity",
-        dir.to_str().unwrap(),
-        "weida://127.0.0.1:0/echo",
-    ]);
-    assert_eq!(rep.pin(), fp);
+    let dir = dir.to_str().unwrap();
+    // Every serving role, each started twice: the address it prints pins the same key.
+    for role in [&["rep", "--echo"][..], &["pull"], &["pub", "--keyed"]] {
+        for _ in 0..2 {
+            let mut args = role.to_vec();
+            args.extend(["--identity", dir, "weida://127.0.0.1:0/p"]);
+            let served = Served::start(&args);
+            assert_eq!(served.pin(), fp, "{role:?}");
+            assert!(served.address.ends_with("/p"), "{}", served.address);
+            served.wait_for_stderr(&format!("listening on {}", served.address));
+        }
+    }
 }
 
 fn bench(args: &[&str]) -> serde_json::Value {
