@@ -12,7 +12,7 @@ use crate::output::Format;
 
 /// weida: messaging patterns over QUIC, AF_UNIX and in process, from the shell.
 #[derive(Debug, Parser)]
-#[command(name = "weida", version, after_help = exit::HELP)]
+#[command(name = "weida", version, after_help = exit::help())]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -43,6 +43,55 @@ pub(crate) enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
+    /// Print the manual page weida(1) (roff), or write it and a page per command into DIR.
+    Man {
+        /// Write weida.1 and weida-<command>.1 (weida-rep.1, weida-id-new.1, ...) into DIR,
+        /// and print their paths, instead of printing weida.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+impl Command {
+    /// What `--progress` / `--no-progress` force for this command (`None`: neither was
+    /// given); a command that draws no progress forces it off.
+    pub(crate) fn progress_forced(&self) -> Option<bool> {
+        match self {
+            Self::Req(a) => a.progress.forced(),
+            Self::Push(a) => a.progress.forced(),
+            Self::Pull(a) => a.progress.forced(),
+            Self::Pub(a) => a.progress.forced(),
+            Self::Bench(a) => a.progress.forced(),
+            Self::Id(_)
+            | Self::Rep(_)
+            | Self::Sub(_)
+            | Self::Completions { .. }
+            | Self::Man { .. } => Some(false),
+        }
+    }
+}
+
+/// Whether a command that can draw progress on stderr does.
+#[derive(Debug, Args)]
+pub(crate) struct ProgressArgs {
+    /// Draw progress on stderr even when it is not a terminal (never on stdout): the input
+    /// sent (req, push, pub), a raw reply (req), a message arriving (pull), the rate (bench).
+    #[arg(long, overrides_with = "no_progress")]
+    pub(crate) progress: bool,
+    /// Draw no progress [default: drawn only when stderr is a terminal].
+    #[arg(long, overrides_with = "progress")]
+    pub(crate) no_progress: bool,
+}
+
+impl ProgressArgs {
+    /// What the flags force, if either was given (the last one wins).
+    fn forced(&self) -> Option<bool> {
+        match (self.progress, self.no_progress) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -114,6 +163,8 @@ pub(crate) struct RepArgs {
 pub(crate) struct PullArgs {
     #[command(flatten)]
     pub(crate) serve: ServeArgs,
+    #[command(flatten)]
+    pub(crate) progress: ProgressArgs,
 }
 
 /// What both client roles take.
@@ -168,6 +219,8 @@ pub(crate) struct ReqArgs {
     /// (raw replies are streamed).
     #[arg(long, value_name = "BYTES")]
     pub(crate) max_body: Option<u64>,
+    #[command(flatten)]
+    pub(crate) progress: ProgressArgs,
 }
 
 #[derive(Debug, Args)]
@@ -180,6 +233,8 @@ pub(crate) struct PushArgs {
     pub(crate) data: Vec<String>,
     #[command(flatten)]
     pub(crate) input: InputArgs,
+    #[command(flatten)]
+    pub(crate) progress: ProgressArgs,
 }
 
 /// The ordering a subscriber requires of its publishers (GUARANTEES §3).
@@ -242,6 +297,8 @@ pub(crate) struct PubArgs {
     /// Print, per message, how many copies were queued (on stderr).
     #[arg(short, long)]
     pub(crate) verbose: bool,
+    #[command(flatten)]
+    pub(crate) progress: ProgressArgs,
 }
 
 #[derive(Debug, Args)]
@@ -326,9 +383,12 @@ pub(crate) struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
-    /// No live rate line on stderr (it is also hidden when stderr is not a terminal).
+    /// No live rate line on stderr (it is also hidden when stderr is not a terminal, unless
+    /// --progress).
     #[arg(short, long)]
     pub(crate) quiet: bool,
+    #[command(flatten)]
+    pub(crate) progress: ProgressArgs,
 }
 
 /// Reports a command line that clap accepted but that makes no sense, as clap reports its

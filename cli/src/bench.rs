@@ -2,7 +2,6 @@
 //! quick look at what a machine does, not the project's benchmark (bench/ measures weida
 //! against its substrates, with warmups and repeats).
 
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +15,7 @@ use weida::{Runtime, RuntimeConfig};
 
 use crate::args::{BenchArgs, BenchPattern, BenchTransport};
 use crate::exit::Failure;
+use crate::progress;
 
 /// The path both ends use.
 const PATH: &str = "/bench";
@@ -43,8 +43,8 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchPattern::ReqRep => req_rep(&server, &client, &bind, &args, &progress).await,
     };
     progress.finish_and_clear();
-    client.shutdown();
-    server.shutdown();
+    // As every command does: both ends' closes are sent before the process exits.
+    tokio::join!(client.close(), server.close());
     let report = report(&args, &measured.map_err(|f| f.context("benchmarking"))?);
     if args.json {
         println!("{report}");
@@ -217,10 +217,10 @@ impl Meter {
     }
 }
 
-/// A bar over the duration with the live rate, on stderr; hidden with --quiet or when stderr
-/// is not a terminal (a log file should not fill with redraws).
+/// A bar over the duration with the live rate, on stderr; hidden with --quiet, or as any
+/// progress is (progress.rs: when stderr is not a terminal, unless --progress).
 fn progress_bar(args: &BenchArgs) -> ProgressBar {
-    if args.quiet || !std::io::stderr().is_terminal() {
+    if args.quiet {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(args.duration.as_millis() as u64);
@@ -234,7 +234,7 @@ fn progress_bar(args: &BenchArgs) -> ProgressBar {
         name(args.transport),
         args.size
     ));
-    bar
+    progress::add(bar)
 }
 
 /// The JSON object of a run (the schema is in cli/README.md); the table is printed from it.

@@ -1,7 +1,6 @@
 //! The dialling roles: `weida req` and `weida push`.
 
 use std::future::Future;
-use std::io::Write;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,7 +11,8 @@ use crate::args::{usage_error, DialArgs, InputArgs, PushArgs, ReqArgs};
 use crate::exit::Failure;
 use crate::identity;
 use crate::input::{Bodies, Input, Source};
-use crate::output::{self, Format};
+use crate::output::{self, Format, RawOut};
+use crate::progress;
 use crate::signal::Stop;
 
 /// Receipts awaited at once while pushing: the default stream budget of a connection, so
@@ -64,11 +64,18 @@ async fn request(rt: &Runtime, args: ReqArgs) -> Result<(), Failure> {
         Source::Args(args) => Bodies::Args(args.into_iter()),
         Source::Lines(file) => Bodies::Lines(Input::open(file.as_deref()).await?),
     };
+    let mut raw = RawOut::stdout();
     while let Some(body) = bodies.next().await? {
         let reply = within(d.timeout, requester.request_with(meta.clone(), body))
             .await
             .map_err(|e| Failure::from(e).context(what()))?;
-        output::print_message(format, &reply.meta, &reply.body).map_err(Failure::output)?;
+        if format == Format::Raw {
+            raw.write(&reply.body)
+                .and_then(|()| raw.end())
+                .map_err(Failure::output)?;
+        } else {
+            output::print_message(format, &reply.meta, &reply.body).map_err(Failure::output)?;
+        }
     }
     rt.drain(CLOSE).await;
     Ok(())
@@ -96,11 +103,15 @@ async fn streamed_request(
         if format == Format::Raw {
             // Raw is streamed to stdout as it arrives: a reply of any size, in constant memory.
             let mut reply = pending.reply().await?;
-            let mut out = std::io::stdout();
+            let received = progress::bytes("reply", None);
+            let mut out = RawOut::stdout();
             while let Some(chunk) = reply.read_chunk().await? {
-                out.write_all(&chunk).map_err(Failure::output)?;
+                out.write(&chunk).map_err(Failure::output)?;
+                if let Some(r) = &received {
+                    r.inc(chunk.len() as u64);
+                }
             }
-            out.flush().map_err(Failure::output)
+            out.end().map_err(Failure::output)
         } else {
             let reply = pending.body().await?;
             output::print_message(format, &reply.meta, &reply.body).map_err(Failure::output)

@@ -38,28 +38,45 @@ pub(crate) const INVALID_FILTER: u8 = 12;
 /// A client role was interrupted (Ctrl-C) before its operation completed: 128 + SIGINT.
 pub(crate) const INTERRUPTED: u8 = 130;
 
-/// The exit statuses as `weida --help` prints them. A test checks that every constant above
-/// appears here with its number.
-pub(crate) const HELP: &str = "\
-Exit status:
-    0    success (a serving role stopped by Ctrl-C or --count included)
-    1    any other error: I/O, invalid address or configuration, protocol
-    2    command-line usage
-    3    UNTRUSTED: the peer's key is not the one the address pins (nor a --trust-pin)
-    4    UNKNOWN_ENDPOINT: nothing is bound at that path
-    5    UNREACHABLE, NOT_CONNECTED, CONNECTION_LOST or CLOSED: the connection failed
-         (nothing listens there) or ended first
-    6    TIMEOUT: --timeout passed first
-    7    INDETERMINATE: the request arrived whole, its reply was lost: it may have acted
-    8    REJECTED: the peer's application refused (rep --exec: the command failed)
-    9    LIMIT_EXCEEDED: a body above a bound (--max-body here, or the peer's)
-    10   UNSUPPORTED: that path takes another pattern (push to a rep path, ...)
-    11   CANCELED: the other side cancelled the transfer
-    12   INVALID_FILTER: a Pub/Sub filter or topic breaks the segment grammar
-    130  interrupted (Ctrl-C) before a client operation (or pub's publishing) completed
+/// Each exit status and what it means, as `weida --help` and the man page print them (a `\n`
+/// is where the help wraps a long meaning). A test checks that every constant above is here
+/// with the core codes it maps; the CLI's tests run each status they can produce and check
+/// that `weida --help` says so (tests/common/mod.rs).
+#[rustfmt::skip] // a status a line, as the help prints them
+pub(crate) const STATUSES: &[(u8, &str)] = &[
+    (OK, "success (a serving role stopped by Ctrl-C or --count included)"),
+    (OTHER, "any other error: I/O, invalid address or configuration, protocol"),
+    (USAGE, "command-line usage"),
+    (UNTRUSTED, "UNTRUSTED: the peer's key is not the one the address pins (nor a --trust-pin)"),
+    (UNKNOWN_ENDPOINT, "UNKNOWN_ENDPOINT: nothing is bound at that path"),
+    (CONNECTION, "UNREACHABLE, NOT_CONNECTED, CONNECTION_LOST or CLOSED: the connection failed\n(nothing listens there) or ended first"),
+    (TIMEOUT, "TIMEOUT: --timeout passed first"),
+    (INDETERMINATE, "INDETERMINATE: the request arrived whole, its reply was lost: it may have acted"),
+    (REJECTED, "REJECTED: the peer's application refused (rep --exec: the command failed)"),
+    (LIMIT_EXCEEDED, "LIMIT_EXCEEDED: a body above a bound (--max-body here, or the peer's)"),
+    (UNSUPPORTED, "UNSUPPORTED: that path takes another pattern (push to a rep path, ...)"),
+    (CANCELED, "CANCELED: the other side cancelled the transfer"),
+    (INVALID_FILTER, "INVALID_FILTER: a Pub/Sub filter or topic breaks the segment grammar"),
+    (INTERRUPTED, "interrupted (Ctrl-C) before a client operation (or pub's publishing) completed"),
+];
 
+/// The addresses each transport takes, after the statuses in `weida --help`.
+pub(crate) const ADDRESSES: &str = "\
 Addresses: weida://[sha256:<hex>@]host:port/path, weida+unix://<socket>//<path>,
 weida+inproc://name/path. See cli/README.md for formats and examples.";
+
+/// What `weida --help` prints after the commands: the exit statuses, then the addresses.
+pub(crate) fn help() -> String {
+    let mut out = String::from("Exit status:\n");
+    for (status, meaning) in STATUSES {
+        // A wrapped meaning goes on under itself.
+        let meaning = meaning.replace('\n', &format!("\n{:9}", ""));
+        let _ = writeln!(out, "    {status:<5}{meaning}");
+    }
+    out.push('\n');
+    out.push_str(ADDRESSES);
+    out
+}
 
 /// The exit status for a core error, by its stable code (never by its text).
 pub(crate) fn status_of(code: ErrorCode) -> u8 {
@@ -273,6 +290,7 @@ mod tests {
 
     #[test]
     fn every_status_is_in_the_help_text() {
+        let help = help();
         for (status, code) in [
             (OK, None),
             (OTHER, None),
@@ -289,7 +307,7 @@ mod tests {
             (INVALID_FILTER, Some("INVALID_FILTER")),
             (INTERRUPTED, None),
         ] {
-            let line = HELP
+            let line = help
                 .lines()
                 .find(|l| l.trim_start().starts_with(&format!("{status} ")))
                 .unwrap_or_else(|| panic!("status {status} is not in the help text"));
@@ -301,10 +319,11 @@ mod tests {
 
     #[test]
     fn every_core_code_has_the_status_its_help_line_names() {
+        let help = help();
         for code in ErrorCode::ALL {
             // The status line that names this code, if one does; a code no line names is
             // "any other error".
-            let named = HELP.lines().find(|l| {
+            let named = help.lines().find(|l| {
                 l.split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
                     .any(|word| word == code.as_str())
             });

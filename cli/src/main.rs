@@ -8,7 +8,9 @@ mod client;
 mod exit;
 mod identity;
 mod input;
+mod man;
 mod output;
+mod progress;
 mod pubsub;
 mod serve;
 mod signal;
@@ -25,11 +27,13 @@ use crate::signal::Stop;
 fn main() -> ExitCode {
     // Parse errors exit here with clap's status 2; --help and --version with 0.
     let cli = Cli::parse();
+    progress::init(cli.command.progress_forced());
     let result = match cli.command {
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "weida", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man { dir } => man::run(dir.as_deref()),
         Command::Id(cmd) => identity::run(cmd),
         other => run_async(other),
     };
@@ -58,7 +62,9 @@ fn run_async(command: Command) -> Result<(), Failure> {
             Command::Pub(a) => pubsub::publish(a, &mut stop).await,
             Command::Sub(a) => pubsub::subscribe(a, &mut stop).await,
             Command::Bench(a) => stop.interrupt(bench::run(a)).await,
-            Command::Id(_) | Command::Completions { .. } => unreachable!("run without tokio"),
+            Command::Id(_) | Command::Completions { .. } | Command::Man { .. } => {
+                unreachable!("run without tokio")
+            }
         }
     });
     // A read of stdin parked on tokio's blocking pool would keep a plain drop waiting for

@@ -4,23 +4,27 @@
 //! fields to the metadata (Pub/Sub's topic, PerProducer's sequence and gap) prints them here
 //! with no change to the commands. The JSON schema is documented in cli/README.md.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use weida::{IncomingMeta, PeerIdentity};
 
+use crate::progress;
+
 /// How each message is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     /// The body as UTF-8 (invalid bytes replaced), one line per message; line breaks in the
-    /// body are shown as `\n` and `\r` so a message is always one line. For people.
+    /// body are shown as `\n` and `\r` so a message is always one line. A Pub/Sub message is
+    /// `TOPIC<TAB>BODY` (a topic holds no tab). For people.
     Text,
     /// The body as lowercase hex, one line per message: exact, and diffable.
     Hex,
     /// One JSON object per line, with the peer, path, metadata and body (cli/README.md).
     Json,
-    /// The body's bytes exactly, nothing added between messages.
+    /// The body's bytes exactly, nothing added between messages (but for `req` on a
+    /// terminal: a newline after a reply that lacks one).
     Raw,
 }
 
@@ -32,7 +36,18 @@ pub(crate) fn write_message(
     body: &[u8],
 ) -> io::Result<()> {
     match format {
-        Format::Text => writeln!(out, "{}", one_line(body))?,
+        // A topic cannot hold a tab (the core refuses control characters in one), so the
+        // first tab splits the line: `cut -f1` is the topic. One from a peer that broke that
+        // rule is escaped like the body, and the split still holds.
+        Format::Text => match &meta.topic {
+            Some(topic) => writeln!(
+                out,
+                "{}\t{}",
+                one_line(topic.as_bytes()).replace('\t', "\\t"),
+                one_line(body)
+            )?,
+            None => writeln!(out, "{}", one_line(body))?,
+        },
         Format::Hex => {
             let mut line = hex(body);
             line.push('\n');
@@ -47,9 +62,55 @@ pub(crate) fn write_message(
     out.flush()
 }
 
-/// [`write_message`] on stdout.
+/// [`write_message`] on stdout (clear of any progress line on the same terminal).
 pub(crate) fn print_message(format: Format, meta: &IncomingMeta, body: &[u8]) -> io::Result<()> {
-    write_message(&mut io::stdout().lock(), format, meta, body)
+    progress::above(|| write_message(&mut io::stdout().lock(), format, meta, body))
+}
+
+/// Bodies written raw to stdout as they come (`weida req`'s replies). On a terminal each
+/// ends with a newline, added when the body did not end with one, so what follows (the next
+/// reply, the shell's prompt) starts on a line of its own; into a pipe or a file the bytes
+/// are the bodies' exactly.
+pub(crate) struct RawOut {
+    terminal: bool,
+    /// The last byte of the body being written, if it has one yet.
+    last: Option<u8>,
+}
+
+impl RawOut {
+    /// Raw bodies on this process's stdout.
+    pub(crate) fn stdout() -> Self {
+        Self {
+            terminal: io::stdout().is_terminal(),
+            last: None,
+        }
+    }
+
+    /// Writes the next part of a body.
+    pub(crate) fn write(&mut self, part: &[u8]) -> io::Result<()> {
+        if let Some(&b) = part.last() {
+            self.last = Some(b);
+        }
+        progress::above(|| io::stdout().lock().write_all(part))
+    }
+
+    /// Ends a body: the newline a terminal needs, then a flush.
+    pub(crate) fn end(&mut self) -> io::Result<()> {
+        let newline = ends_with_newline(self.terminal, self.last.take());
+        progress::above(|| {
+            let mut out = io::stdout().lock();
+            if newline {
+                out.write_all(b"\n")?;
+            }
+            out.flush()
+        })
+    }
+}
+
+/// Whether a raw body whose last byte was `last` (`None`: empty) needs a newline after it:
+/// only on a terminal, and only when it does not end with one already.
+fn ends_with_newline(terminal: bool, last: Option<u8>) -> bool {
+    terminal && last.is_some_and(|b| b != b'\n')
 }
 
 /// The JSON object of one message (the schema in cli/README.md). Optional core fields appear
@@ -161,6 +222,33 @@ mod tests {
             b"00ab10\n"
         );
         assert_eq!(printed(Format::Raw, &meta(), b"a\nb"), b"a\nb");
+    }
+
+    #[test]
+    fn text_shows_the_topic_before_a_tab() {
+        let mut m = meta();
+        m.topic = Some("prices.btc.eur".into());
+        assert_eq!(
+            printed(Format::Text, &m, b"64210\nx"),
+            b"prices.btc.eur\t64210\\nx\n"
+        );
+        // A topic no weida publisher could send still leaves the first tab the split.
+        m.topic = Some("a\tb".into());
+        assert_eq!(printed(Format::Text, &m, b"x"), b"a\\tb\tx\n");
+        // Only text: hex and raw stay the body alone, json has its `topic` field.
+        assert_eq!(printed(Format::Hex, &m, b"x"), b"78\n");
+        assert_eq!(printed(Format::Raw, &m, b"x"), b"x");
+    }
+
+    #[test]
+    fn a_raw_body_gets_a_newline_only_on_a_terminal_and_only_when_it_lacks_one() {
+        assert!(ends_with_newline(true, Some(b'o')));
+        assert!(!ends_with_newline(true, Some(b'\n')));
+        assert!(
+            !ends_with_newline(true, None),
+            "an empty body prints nothing"
+        );
+        assert!(!ends_with_newline(false, Some(b'o')), "a pipe or a file");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::exit::Failure;
 use crate::identity;
 use crate::input::{Bodies, Input, Source};
 use crate::output;
+use crate::progress;
 use crate::serve;
 use crate::signal::Stop;
 
@@ -180,11 +181,11 @@ async fn publish_source(
         tally.messages += 1;
         tally.copies += copies as u64;
         if args.verbose {
-            eprintln!(
+            progress::note(format!(
                 "published {topic} ({}): {copies} {} queued",
                 bytes(body.len()),
                 plural(copies as u64, "copy", "copies")
-            );
+            ));
         }
         // `publish` never waits: give the subscribers' writers a turn to take their copies
         // off the queues (this runtime has one thread), so a burst from the arguments or a
@@ -230,11 +231,11 @@ async fn publish_whole(
     tally.messages += 1;
     tally.copies += opened as u64;
     if verbose {
-        eprintln!(
+        progress::note(format!(
             "published {topic} ({}, streamed): {kept} of {opened} {} kept to the end",
             bytes(size),
             plural(opened as u64, "copy", "copies")
-        );
+        ));
     }
     Ok(())
 }

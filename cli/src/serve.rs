@@ -2,6 +2,8 @@
 //! registers the path, announces the dialable address, and takes messages until `--count`,
 //! or a signal (after which it finishes what it already holds).
 
+use std::cell::Cell;
+use std::convert::Infallible;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,6 +17,7 @@ use crate::args::{PullArgs, RepArgs, ServeArgs};
 use crate::exit::Failure;
 use crate::identity;
 use crate::output;
+use crate::progress;
 use crate::signal::Stop;
 
 /// How long a stopping `rep` gives its last replies to reach their requesters.
@@ -23,6 +26,12 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// (quinn delays an ACK by at most 25 ms): a pusher's receipt needs that ACK, and without it
 /// the pusher would report a message this side printed as lost.
 const ACK_LINGER: Duration = Duration::from_millis(100);
+/// How often `pull` looks at the bytes received for its progress line.
+const TICK: Duration = Duration::from_millis(100);
+/// How far from whole the messages arriving at `pull` must be before its progress line is
+/// drawn: four of the core's read chunks, so small messages at a high rate, each whole within
+/// a tick, draw nothing.
+const ARRIVING: u64 = 256 * 1024;
 
 /// `weida rep`: answers each request with its own body (`--echo`) or a command's output
 /// (`--exec`), up to `--concurrency` at once: a request that is slow to arrive (or a command
@@ -155,9 +164,13 @@ pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure>
     let puller = listener.puller(&path)?;
     announce(puller.address(), s.ready)?;
     let mut received = 0u64;
+    // The bytes received when the last message was whole (or failed).
+    let settled = Cell::new(rt.counters().bytes_received);
     let served = async {
         while s.count.is_none_or(|n| received < n) {
-            match stop.finish(puller.recv(), || puller.close()).await? {
+            let next = stop.finish(puller.recv(), || puller.close()).await?;
+            settled.set(rt.counters().bytes_received);
+            match next {
                 Ok(m) => {
                     received += 1;
                     if !s.quiet {
@@ -176,12 +189,41 @@ pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure>
             }
         }
         Ok(())
-    }
-    .await;
+    };
+    let served = tokio::select! {
+        served = served => served,
+        never = arriving(&rt, &settled) => match never {},
+    };
     puller.close();
     close(&rt, &served).await;
     drop(listener);
     served
+}
+
+/// `pull`'s progress line: while messages are arriving, a spinner with the bytes received
+/// since the last one was whole, drawn once past [`ARRIVING`] and cleared when the next is
+/// whole. The core's `recv` collects a message out of sight, so this reads the runtime's
+/// count of bytes received on a tick: with several large messages arriving at once, it is
+/// their sum since the last one was whole.
+async fn arriving(rt: &Runtime, settled: &Cell<u64>) -> Infallible {
+    if !progress::drawn() {
+        return std::future::pending().await;
+    }
+    let mut shown: Option<indicatif::ProgressBar> = None;
+    let mut tick = tokio::time::interval(TICK);
+    loop {
+        tick.tick().await;
+        let pending = rt.counters().bytes_received.saturating_sub(settled.get());
+        if pending < ARRIVING {
+            // Dropped, the line is cleared.
+            shown = None;
+            continue;
+        }
+        match &shown {
+            Some(line) => line.set_position(pending),
+            None => shown = progress::bytes_from("receiving", None, pending),
+        }
+    }
 }
 
 /// Ends a serving role's connections from its side.
@@ -269,5 +311,5 @@ fn warn(what: &str, meta: &IncomingMeta, e: &Error) {
     } else {
         format!(" at {}", meta.path)
     };
-    eprintln!("warning: {what}{path}{from}: {e}");
+    progress::note(format!("warning: {what}{path}{from}: {e}"));
 }

@@ -7,6 +7,7 @@ use std::io;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::exit::Failure;
+use crate::progress;
 
 /// The signals that stop a command, registered once at start (so none is missed, and the
 /// default "die at once" action no longer applies: a stop is always orderly).
@@ -51,7 +52,7 @@ impl Stop {
                         return Err(Failure::interrupted());
                     }
                     self.requested = true;
-                    eprintln!("stopping: finishing what was received (again to abandon it)");
+                    progress::note("stopping: finishing what was received (again to abandon it)");
                     on_stop();
                 }
             }

@@ -6,7 +6,7 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 
-use common::{hex, json, noise, weida, Served};
+use common::{as_documented, hex, json, noise, weida, Documented, Served};
 
 /// A publisher bound on loopback at /feed, started with `args` after its URL.
 fn publisher(args: &[&str]) -> Served {
@@ -35,9 +35,10 @@ fn pub_waits_for_a_subscriber_and_sub_prints_each_message() {
     let s = subscriber(&p.address, &["news", "--count", "3"]);
     let (mut lines, status) = s.finish();
     assert!(status.success(), "{status}");
-    // Each copy is a stream of its own: no order between them without --ordering.
+    // Each copy is a stream of its own: no order between them without --ordering. The text
+    // format shows each message's topic, then a tab.
     lines.sort();
-    assert_eq!(lines, ["one", "three", "two"]);
+    assert_eq!(lines, ["news\tone", "news\tthree", "news\ttwo"]);
     let (status, stderr) = finished(p);
     assert!(status.success(), "{status}: {stderr}");
     assert!(
@@ -214,7 +215,7 @@ fn an_invalid_filter_or_topic_has_its_own_status() {
     let out = weida()
         .args(["sub", "weida://127.0.0.1:9/feed", "prices.eur", "a..b"])
         .assert()
-        .code(12)
+        .documented(12)
         .get_output()
         .stderr
         .clone();
@@ -230,14 +231,14 @@ fn an_invalid_filter_or_topic_has_its_own_status() {
     weida()
         .args(["pub", "weida://127.0.0.1:0/feed", "prices.*", "x"])
         .assert()
-        .code(12)
+        .documented(12)
         .stderr(predicates::str::contains("invalid topic \"prices.*\""));
     // A --keyed line's topic is checked as it is published.
     weida()
         .args(["pub", "weida://127.0.0.1:0/feed", "--keyed"])
         .write_stdin("ok 1\nnot..ok 2\n")
         .assert()
-        .code(12)
+        .documented(12)
         .stderr(predicates::str::contains("publishing message 2 on not..ok"));
 }
 
@@ -250,7 +251,7 @@ fn a_body_above_the_byte_budget_is_refused_with_a_hint() {
         .args(["pub", "weida://127.0.0.1:0/feed", "t", "--file"])
         .arg(&file)
         .assert()
-        .code(9)
+        .documented(9)
         .stderr(predicates::str::contains("--whole streams it"));
 }
 
@@ -265,6 +266,7 @@ fn sub_exits_0_when_the_publisher_closes_unless_its_count_is_unmet() {
         p.signal("INT");
         let status = s.wait();
         assert_eq!(status.code(), Some(expected), "{}", s.stderr());
+        as_documented(status.code(), &s.stderr());
         // Without --count the end of the feed is the end of the work; with one, a feed that
         // ends first is a lost connection.
         let said = if expected == 0 {
@@ -273,8 +275,9 @@ fn sub_exits_0_when_the_publisher_closes_unless_its_count_is_unmet() {
             "code: CONNECTION_LOST (exit status 5)"
         };
         assert!(s.stderr().contains(said), "{}", s.stderr());
-        let (status, _) = finished(p);
+        let (status, stderr) = finished(p);
         assert_eq!(status.code(), Some(130), "interrupted before it published");
+        as_documented(status.code(), &stderr);
     }
 }
 
@@ -284,7 +287,7 @@ fn pub_wait_for_subscribers_is_bounded_by_timeout() {
         .args(["pub", "weida://127.0.0.1:0/feed", "t", "x"])
         .args(["--wait-subscribers", "1", "--timeout", "0.2"])
         .assert()
-        .code(6)
+        .documented(6)
         .stderr(predicates::str::contains(
             "while waiting for 1 subscriber (0 arrived)",
         ));

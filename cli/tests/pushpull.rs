@@ -52,16 +52,17 @@ fn push_from_arguments_a_file_and_stdin_lines_reaches_pull() {
     );
 }
 
+/// A puller at /blobs that prints one message in hex and exits, started with `extra` options.
+fn one_in_hex(extra: &[&str]) -> Served {
+    let mut args = vec!["pull", "--format", "hex", "--count", "1"];
+    args.extend_from_slice(extra);
+    args.push("weida://127.0.0.1:0/blobs");
+    Served::start(&args)
+}
+
 #[test]
 fn push_whole_streams_a_large_stdin_byte_exactly() {
-    let pull = Served::start(&[
-        "pull",
-        "--format",
-        "hex",
-        "--count",
-        "1",
-        "weida://127.0.0.1:0/blobs",
-    ]);
+    let pull = one_in_hex(&[]);
     let body = noise(1_500_000);
     weida()
         .args(["push", &pull.address, "--whole"])
@@ -88,11 +89,15 @@ fn push_whole_file_arrives_as_base64_json_byte_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("blob.bin");
     std::fs::write(&file, &body).unwrap();
+    // A file has a size: its progress line shows the bytes of the total (on stderr only).
     weida()
-        .args(["push", &pull.address, "--whole", "--file"])
+        .args(["push", &pull.address, "--whole", "--progress", "--file"])
         .arg(&file)
         .assert()
-        .success();
+        .success()
+        .stdout("")
+        .stderr(predicates::str::contains("blob.bin "))
+        .stderr(predicates::str::contains("/1.14 MiB"));
     let (lines, _) = pull.finish();
     let v = json(&lines[0]);
     assert_eq!(v["size"], body.len());
@@ -198,4 +203,36 @@ fn pull_exits_0_when_its_reader_goes_away() {
     std::thread::spawn(move || tx.send(child.wait().unwrap()));
     let status = rx.recv_timeout(common::PATIENCE).expect("pull exits");
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn pull_draws_a_message_arriving_on_stderr_and_prints_it_whole_on_stdout() {
+    use std::io::Write;
+    let pull = one_in_hex(&["--progress"]);
+    let body = noise(1_500_000);
+    let mut push = std::process::Command::new(assert_cmd::cargo::cargo_bin("weida"))
+        .args(["push", &pull.address, "--whole"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = push.stdin.take().unwrap();
+    // Half a megabyte, streamed as it is read: at the puller, past 256 KiB and not whole.
+    stdin.write_all(&body[..512 * 1024]).unwrap();
+    pull.wait_for_stderr("receiving ");
+    stdin.write_all(&body[512 * 1024..]).unwrap();
+    drop(stdin);
+    // Waited for on a thread, so a push that never exits fails the test instead of hanging.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(push.wait().unwrap()));
+    assert!(rx
+        .recv_timeout(common::PATIENCE)
+        .expect("push exits")
+        .success());
+    let (lines, status) = pull.finish();
+    assert!(status.success(), "{status}");
+    // stdout holds the message alone: the progress line went to stderr.
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0] == hex(&body), "the pulled body differs");
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{json, noise, weida, Served};
+use common::{json, noise, weida, Documented, Served};
 
 #[test]
 fn req_prints_the_echo_of_an_argument_and_rep_prints_the_request() {
@@ -113,7 +113,7 @@ fn rep_exec_failure_rejects_with_the_commands_stderr_and_rep_goes_on() {
         weida()
             .args(["req", &rep.address, "job 1"])
             .assert()
-            .code(8)
+            .documented(8)
             .stderr(predicates::str::contains("error: rejected: no such job"))
             .stderr(predicates::str::contains("exit status: 3"))
             .stderr(predicates::str::contains("code: REJECTED (exit status 8)"));
@@ -187,4 +187,39 @@ fn sigint_stops_a_serving_role_cleanly() {
         "stderr: {}",
         rep.stderr()
     );
+}
+
+#[test]
+fn progress_is_drawn_on_stderr_only_when_asked_and_stdout_stays_exact() {
+    let rep = Served::start(&["rep", "--echo", "--quiet", "weida://127.0.0.1:0/echo"]);
+    let body = noise(1_500_000);
+    // In a pipe nothing is drawn unless --progress forces it; the last of the two flags wins.
+    for (flags, drawn) in [
+        (&[][..], false),
+        (&["--progress"][..], true),
+        (&["--progress", "--no-progress"][..], false),
+        (&["--no-progress", "--progress"][..], true),
+    ] {
+        let out = weida()
+            .args(["req", &rep.address, "-"])
+            .args(flags)
+            .write_stdin(body.clone())
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        assert!(
+            out.stdout == body,
+            "{flags:?}: stdout is the reply alone, byte-exact"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if drawn {
+            assert!(
+                stderr.contains("stdin ") && stderr.contains("reply "),
+                "{stderr}"
+            );
+        } else {
+            assert_eq!(stderr, "", "{flags:?}");
+        }
+    }
 }

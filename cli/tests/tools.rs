@@ -1,11 +1,11 @@
-//! `weida id`, `weida bench` and `weida completions`.
+//! `weida id`, `weida bench`, `weida completions` and `weida man`.
 
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{weida, Served};
+use common::{help_block, help_statuses, weida, Documented, Served};
 use predicates::str::contains;
 
 fn fingerprint_of(out: &[u8]) -> String {
@@ -50,7 +50,7 @@ fn id_new_refuses_an_existing_identity_unless_forced() {
         .args(["id", "new"])
         .arg(&dir)
         .assert()
-        .code(1)
+        .documented(1)
         .stderr(contains(format!("holds the identity {first}")))
         .stderr(contains("--force"));
     assert_eq!(id(&["show"], &dir), first, "a refused new changes nothing");
@@ -84,7 +84,7 @@ fn id_show_of_a_missing_directory_says_how_to_make_one() {
         .args(["id", "show"])
         .arg(&dir)
         .assert()
-        .code(1)
+        .documented(1)
         .stderr(contains(format!(
             "loading the identity in {}",
             dir.display()
@@ -97,14 +97,18 @@ fn a_listener_with_an_identity_is_pinned_to_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("identity");
     let fp = id(&["new"], &dir);
-    let rep = Served::start(&[
-        "rep",
-        "--echo",
-        "--identity",
-        dir.to_str().unwrap(),
-        "weida://127.0.0.1:0/echo",
-    ]);
-    assert_eq!(rep.pin(), fp);
+    let dir = dir.to_str().unwrap();
+    // Every serving role, each started twice: the address it prints pins the same key.
+    for role in [&["rep", "--echo"][..], &["pull"], &["pub", "--keyed"]] {
+        for _ in 0..2 {
+            let mut args = role.to_vec();
+            args.extend(["--identity", dir, "weida://127.0.0.1:0/p"]);
+            let served = Served::start(&args);
+            assert_eq!(served.pin(), fp, "{role:?}");
+            assert!(served.address.ends_with("/p"), "{}", served.address);
+            served.wait_for_stderr(&format!("listening on {}", served.address));
+        }
+    }
 }
 
 fn bench(args: &[&str]) -> serde_json::Value {
@@ -180,4 +184,76 @@ fn completions_for_bash() {
         .stdout(contains("_weida()"))
         .stdout(contains("complete -F _weida"))
         .stdout(contains("--trust-pin"));
+}
+
+/// The commands `weida --help` lists, but for clap's `help`.
+fn commands() -> Vec<String> {
+    help_block("Commands:")
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect()
+}
+
+/// A man page's text with roff's escapes of `-` and `'` undone.
+fn unescaped(page: &[u8]) -> String {
+    String::from_utf8(page.to_vec())
+        .unwrap()
+        .replace("\\-", "-")
+        .replace("\\*(Aq", "'")
+}
+
+#[test]
+fn man_page_lists_every_command_and_the_exit_statuses() {
+    let page = unescaped(&weida().arg("man").output().unwrap().stdout);
+    assert!(page.contains(".TH weida 1"), "{page}");
+    let commands = commands();
+    assert!(commands.len() >= 10, "{commands:?}");
+    for c in &commands {
+        assert!(
+            page.contains(&format!("weida-{c}(1)")),
+            "no weida-{c}(1): {page}"
+        );
+    }
+    // Each status of `weida --help`'s block, with the same meaning, in its own section.
+    let section = page
+        .split_once(".SH \"EXIT STATUS\"\n")
+        .expect("an EXIT STATUS section")
+        .1;
+    let section = section.split(".SH ").next().unwrap();
+    for (status, meaning) in help_statuses() {
+        let entry = format!(".TP\n\\fB{status}\\fR\n{meaning}\n");
+        assert!(section.contains(&entry), "no {entry:?} in {section}");
+    }
+}
+
+#[test]
+fn man_dir_writes_a_page_per_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("man1");
+    let out = weida()
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let listed: Vec<String> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut expected = vec!["weida".to_string()];
+    expected.extend(commands().iter().map(|c| format!("weida-{c}")));
+    expected.extend(["weida-id-new".into(), "weida-id-show".into()]);
+    for name in &expected {
+        let path = dir.join(format!("{name}.1"));
+        assert!(
+            listed.contains(&path.display().to_string()),
+            "{name}: {listed:?}"
+        );
+        let page = unescaped(&std::fs::read(&path).unwrap());
+        assert!(page.contains(&format!(".TH {name} 1")), "{name}: {page}");
+    }
+    assert_eq!(listed.len(), expected.len(), "{listed:?}");
 }

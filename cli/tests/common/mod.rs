@@ -7,12 +7,14 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// How long any one wait on a child may take before the test fails.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
@@ -139,6 +141,20 @@ impl Served {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Waits until its stderr holds `text` (a progress line, which ends in no newline), looking
+    /// every 10 ms: a file has no event to wait on. Fails the test after [`PATIENCE`].
+    pub(crate) fn wait_for_stderr(&self, text: &str) {
+        let start = Instant::now();
+        while !self.stderr().contains(text) {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "no {text:?} on stderr within {PATIENCE:?}: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The address of another path on the same listener.
     pub(crate) fn at(&self, path: &str) -> String {
         let (listener, _) = self.listener_and_path();
@@ -193,4 +209,130 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// One JSON line.
 pub(crate) fn json(line: &str) -> serde_json::Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?} is not JSON: {e}"))
+}
+
+/// What `weida --help` prints, run once per test binary.
+pub(crate) fn help() -> &'static str {
+    static HELP: OnceLock<String> = OnceLock::new();
+    HELP.get_or_init(|| {
+        let out = weida().arg("--help").output().expect("weida --help runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    })
+}
+
+/// The lines of `weida --help`'s block after `title` (`Commands:`), up to the blank line.
+pub(crate) fn help_block(title: &str) -> impl Iterator<Item = &'static str> {
+    help()
+        .split_once(&format!("{title}\n"))
+        .unwrap_or_else(|| panic!("no {title:?} block in weida --help"))
+        .1
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+}
+
+/// The "Exit status:" block of `weida --help`, parsed: each status and its meaning (a line
+/// that starts with no number goes on with the meaning above it).
+pub(crate) fn help_statuses() -> &'static BTreeMap<i32, String> {
+    static STATUSES: OnceLock<BTreeMap<i32, String>> = OnceLock::new();
+    STATUSES.get_or_init(|| {
+        let mut statuses = BTreeMap::new();
+        let mut last = None;
+        for line in help_block("Exit status:") {
+            let (first, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+            match first.parse::<i32>() {
+                Ok(status) => {
+                    statuses.insert(status, rest.trim().to_string());
+                    last = Some(status);
+                }
+                Err(_) => {
+                    let status = last.unwrap_or_else(|| panic!("{line:?} follows no status"));
+                    let meaning: &mut String = statuses.get_mut(&status).unwrap();
+                    meaning.push(' ');
+                    meaning.push_str(line.trim());
+                }
+            }
+        }
+        statuses
+    })
+}
+
+/// Whether `meaning` (a line of the help's block) names the core code `code` as a word.
+fn names(meaning: &str, code: &str) -> bool {
+    meaning
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .any(|word| word == code)
+}
+
+/// Checks that a run that exited with `status` and printed `stderr` is what `weida --help`
+/// documents for that status: the core code its report names (`code: UNTRUSTED (exit status
+/// 3)`) is the one the help's line for the status names (a code no line names is status 1,
+/// "any other error"); a status without a core code (usage, interrupted, success) is what the
+/// help says it is.
+pub(crate) fn as_documented(status: Option<i32>, stderr: &str) {
+    let status = status.expect("an exit status, not a signal");
+    let statuses = help_statuses();
+    let meaning = statuses
+        .get(&status)
+        .unwrap_or_else(|| panic!("status {status} is not in weida --help: {statuses:?}"));
+    let reported = stderr.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("code: ")?;
+        let (code, said) = rest.split_once(" (exit status ")?;
+        Some((
+            code.to_string(),
+            said.trim_end_matches(')').parse::<i32>().ok()?,
+        ))
+    });
+    match reported {
+        Some((code, said)) => {
+            assert_eq!(
+                said, status,
+                "the report says {said}, the process exited {status}"
+            );
+            if status == 1 {
+                let elsewhere = statuses.iter().find(|(_, m)| names(m, &code));
+                assert!(
+                    elsewhere.is_none(),
+                    "{code} is documented as {elsewhere:?}, not 1"
+                );
+            } else {
+                assert!(
+                    names(meaning, &code),
+                    "--help documents {status} as {meaning:?}, not {code}"
+                );
+            }
+        }
+        None => {
+            let (said, documented) = match status {
+                0 => ("", "success"),
+                1 => ("error: ", "any other error"),
+                // clap's report of a usage error ends by pointing at the help.
+                2 => ("try '--help'", "usage"),
+                130 => ("error: interrupted", "interrupted"),
+                _ => panic!("status {status} without a `code:` line: {stderr}"),
+            };
+            assert!(stderr.contains(said), "status {status}, stderr: {stderr}");
+            assert!(
+                meaning.contains(documented),
+                "--help documents {status} as {meaning:?}, not {documented:?}"
+            );
+        }
+    }
+}
+
+/// [`as_documented`] on an `assert_cmd` run, after its status: `.documented(3)` in place of
+/// `.code(3)`.
+pub(crate) trait Documented {
+    fn documented(self, status: i32) -> Self;
+}
+
+impl Documented for assert_cmd::assert::Assert {
+    fn documented(self, status: i32) -> Self {
+        let a = self.code(status);
+        as_documented(
+            Some(status),
+            &String::from_utf8_lossy(&a.get_output().stderr),
+        );
+        a
+    }
 }
