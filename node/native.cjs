@@ -846,6 +846,7 @@ module.exports.Listener = nativeBinding.Listener
 module.exports.Metas = nativeBinding.Metas
 module.exports.OutgoingTransfer = nativeBinding.OutgoingTransfer
 module.exports.Peer = nativeBinding.Peer
+module.exports.PeerEvents = nativeBinding.PeerEvents
 module.exports.PendingReply = nativeBinding.PendingReply
 module.exports.Publisher = nativeBinding.Publisher
 module.exports.Puller = nativeBinding.Puller

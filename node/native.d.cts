@@ -87,6 +87,29 @@ export interface LimitsOptions {
   maxUdpPayload?: number
 }
 
+/**
+ * How a dialling endpoint redials an address whose connection was lost; each absent field is
+ * the default. `{ giveUpAfterAttempts: 0 }` never redials.
+ */
+export interface ReconnectOptions {
+  /** Milliseconds before the first redial. Default 100. */
+  initialMs?: number
+  /** The longest delay between two attempts, in milliseconds. Default 30 000. */
+  maxMs?: number
+  /** Draw each delay between half of it and the whole. Default true. */
+  jitter?: boolean
+  /** Give up when a redial finds nothing listening. Default false. */
+  stopRefused?: boolean
+  /** Give up when a redial's handshake fails. Default false. */
+  stopHandshakeFailed?: boolean
+  /** Give up when the peer closed the connection on purpose. Default false. */
+  stopPeerClosed?: boolean
+  /** Give up after this many failed attempts (0: never redial). Default null: never give up. */
+  giveUpAfterAttempts?: number | null
+  /** Give up this many milliseconds after the loss. Default null. */
+  giveUpAfterMs?: number | null
+}
+
 /** What `new Runtime(options)` takes (lib/index.ts `RuntimeOptions` documents each). */
 export interface RuntimeOptions {
   identity?: Identity
@@ -97,6 +120,7 @@ export interface RuntimeOptions {
   udpBuffer?: number
   ordering?: 'none' | 'detect' | 'reassemble'
   laneMaxMessage?: number
+  reconnect?: ReconnectOptions
 }
 
 /**
@@ -109,8 +133,10 @@ export interface EndpointOptions {
   maxCollectedBody?: number
   /** Streams and messages a bound endpoint (or a subscriber) holds before the application takes them; a publisher's copies queued per subscriber. Above zero. */
   endpointQueue?: number
-  /** Milliseconds `send`/`request`/`open` wait for a stream slot or lane room before ERR_WEIDA_TIMEOUT; `null`: unbounded. */
+  /** Milliseconds `send`/`request`/`open` wait for a peer, a stream slot or lane room before ERR_WEIDA_TIMEOUT; `null`: unbounded. */
   sendTimeoutMs?: number | null
+  /** How this dialling endpoint redials a lost address. */
+  reconnect?: ReconnectOptions
 }
 
 /** Monotonic counters since the runtime started. */
@@ -309,11 +335,22 @@ export declare class Peer {
   connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
   disconnect(address: string): boolean
   get peerCount(): number
+  /**
+   * What happens to this endpoint's addresses from now on: connected, lost, retrying,
+   * gave up (`PeerEvent`); `Closed` after `close()`.
+   */
+  events(): PeerEvents
   /** Opens a one-way stream. */
   open(meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<OutgoingTransfer>
   /** Opens an exchange: `[transfer, pendingReply]`. */
   exchange(meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<[OutgoingTransfer, PendingReply]>
   close(): void
+}
+
+/** The events of a dialling endpoint from the moment `events()` was called. */
+export declare class PeerEvents {
+  /** The next event, or null once the endpoint is gone. */
+  next(cancel?: Cancel | undefined | null): Promise<PeerEvent | null>
 }
 
 /** The reply half of an exchange this side opened. */
@@ -379,6 +416,11 @@ export declare class Pusher {
   /** Live connections. */
   get peerCount(): number
   /**
+   * What happens to this endpoint's addresses from now on: connected, lost, retrying,
+   * gave up (`PeerEvent`); `Closed` after `close()`.
+   */
+  events(): PeerEvents
+  /**
    * Sends a whole message: resolves once its FIN is queued (it then arrives with no local
    * handle). Waits for the peer's stream budget (backpressure).
    */
@@ -419,6 +461,11 @@ export declare class Requester {
   connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
   disconnect(address: string): boolean
   get peerCount(): number
+  /**
+   * What happens to this endpoint's addresses from now on: connected, lost, retrying,
+   * gave up (`PeerEvent`); `Closed` after `close()`.
+   */
+  events(): PeerEvents
   /**
    * Sends `body` and resolves with the reply body. A reply lost after the request's FIN
    * rejects with ERR_WEIDA_INDETERMINATE; an aborted request is Canceled at the replier.
@@ -470,6 +517,11 @@ export declare class Subscriber {
   disconnect(address: string): boolean
   /** Live connections. */
   get peerCount(): number
+  /**
+   * What happens to this subscriber's publishers from now on (`PeerEvent`); a redialled
+   * publisher gets every filter again.
+   */
+  events(): PeerEvents
   /**
    * Adds `filter`: resolves once every connected publisher installed it. A malformed filter
    * rejects with ERR_WEIDA_INVALID_FILTER. Not cancel-safe: aborted, the filter may be left
@@ -549,6 +601,29 @@ export interface Dropped {
 
 /** Every loss cause an error's `lossCause` can be, as the core names them. */
 export declare function lossCauses(): Array<string>
+
+/**
+ * One transition of one address of a dialling endpoint (lib/index.ts types it as a union on
+ * `kind`).
+ */
+export interface PeerEvent {
+  /** `connected`, `lost`, `retrying`, `gave_up`, or `missed` (this reader fell behind). */
+  kind: string
+  /** The address as the endpoint connected it (empty for `missed`). */
+  url: string
+  /** `connected`: the key the peer proved (absent over a local transport). */
+  fingerprint?: string
+  /** `lost`, `gave_up`: the loss cause's name. */
+  cause?: string
+  /** `lost`, `gave_up`: the cause as a sentence. */
+  reason?: string
+  /** `retrying`: which attempt since the loss, from 1. */
+  attempt?: number
+  /** `retrying`: milliseconds it waits first (0 in process: it waits for the name). */
+  delayMs?: number
+  /** `missed`: how many events this reader fell behind by. */
+  missed?: number
+}
 
 /**
  * Operations in a row that may finish at once before one yields to the event loop (weida-ffi's

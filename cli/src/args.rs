@@ -187,6 +187,8 @@ pub(crate) struct DialArgs {
     /// Metadata sent with each message. Repeatable.
     #[arg(short = 'm', long = "meta", value_name = "NAME=VALUE", value_parser = name_value)]
     pub(crate) meta: Vec<(String, String)>,
+    #[command(flatten)]
+    pub(crate) reconnect: crate::events::ReconnectArgs,
 }
 
 /// Where a client's bodies come from, besides arguments.
@@ -341,6 +343,8 @@ pub(crate) struct SubArgs {
     /// refused (the publisher counts it as dropped).
     #[arg(long, value_name = "BYTES")]
     pub(crate) max_body: Option<u64>,
+    #[command(flatten)]
+    pub(crate) reconnect: crate::events::ReconnectArgs,
 }
 
 /// Which pattern `bench` measures.

@@ -44,6 +44,7 @@ async fn request(rt: &Runtime, args: ReqArgs) -> Result<(), Failure> {
     });
     let d = &args.dial;
     let requester = rt.requester();
+    d.reconnect.follow(requester.events());
     connect(d, requester.connect(&d.url)).await?;
     let meta = metadata(d);
     let what = || format!("requesting {}", d.url);
@@ -160,6 +161,7 @@ async fn pushed(rt: &Runtime, args: PushArgs) -> Result<(), Failure> {
     let source = source(args.data, args.input, Split::Lines);
     let d = &args.dial;
     let pusher = rt.pusher();
+    d.reconnect.follow(pusher.events());
     connect(d, pusher.connect(&d.url)).await?;
     let meta = metadata(d);
     let sent = match source {
@@ -278,6 +280,7 @@ fn runtime(d: &DialArgs, max_body: Option<u64>) -> Result<Runtime, Failure> {
             max_collected_body: max_body.unwrap_or(defaults.max_collected_body),
             ..defaults
         },
+        reconnect: d.reconnect.policy(),
         ..RuntimeConfig::default()
     };
     Ok(Runtime::new(config)?)

@@ -5,6 +5,7 @@
 mod args;
 mod bench;
 mod client;
+mod events;
 mod exit;
 mod identity;
 mod input;

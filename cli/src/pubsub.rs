@@ -272,6 +272,7 @@ pub(crate) async fn subscribe(args: SubArgs, stop: &mut Stop) -> Result<(), Fail
     }
     let rt = runtime(&args)?;
     let subscriber = rt.subscriber();
+    args.reconnect.follow(subscriber.events());
     let outcome = receive(&subscriber, &args, stop).await;
     // Leave at once, however it ended: the publisher learns now (its linger can end) rather
     // than at its idle timeout.
@@ -367,6 +368,7 @@ fn runtime(args: &SubArgs) -> Result<Runtime, Failure> {
             max_collected_body: args.max_body.unwrap_or(defaults.max_collected_body),
             ..defaults
         },
+        reconnect: args.reconnect.policy(),
         ..RuntimeConfig::default()
     })?)
 }

@@ -256,11 +256,11 @@ fn a_body_above_the_byte_budget_is_refused_with_a_hint() {
 }
 
 #[test]
-fn sub_exits_0_when_the_publisher_closes_unless_its_count_is_unmet() {
+fn sub_without_redial_exits_0_when_the_publisher_closes_unless_its_count_is_unmet() {
     for (count, expected) in [(None, 0), (Some("5"), 5)] {
         // The publisher waits for a second subscriber; Ctrl-C ends it, and it closes.
         let p = publisher(&["t", "x", "--wait-subscribers", "2"]);
-        let mut args = vec!["t"];
+        let mut args = vec!["t", "--reconnect", "never"];
         args.extend(count.iter().flat_map(|n| ["--count", n]));
         let mut s = subscriber(&p.address, &args);
         p.signal("INT");
@@ -279,6 +279,41 @@ fn sub_exits_0_when_the_publisher_closes_unless_its_count_is_unmet() {
         assert_eq!(status.code(), Some(130), "interrupted before it published");
         as_documented(status.code(), &stderr);
     }
+}
+
+/// By default `sub` redials a publisher that went away: the publisher at the same socket,
+/// restarted, is heard again with no second `sub`, and `--events` says what happened, one JSON
+/// line each on stderr.
+#[test]
+fn sub_hears_its_publisher_again_after_a_restart_and_prints_the_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = format!("weida+unix://{}//feed", dir.path().join("p.sock").display());
+    let first = Served::start(&["pub", &at, "t", "x", "--wait-subscribers", "1"]);
+    let address = first.address.clone();
+    let mut s = subscriber(&address, &["t", "--count", "2", "--events"]);
+    assert_eq!(s.next_line().as_deref(), Some("t\tx"));
+    // The first publisher published and exits; a second one takes the same socket.
+    let (status, _) = finished(first);
+    assert!(status.success());
+    let second = Served::start(&["pub", &at, "t", "y", "--wait-subscribers", "1"]);
+    assert_eq!(s.next_line().as_deref(), Some("t\ty"));
+    let status = s.wait();
+    assert!(status.success(), "{}", s.stderr());
+    let events: Vec<serde_json::Value> = s
+        .stderr()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"connected"), "{kinds:?}");
+    let lost = kinds
+        .iter()
+        .position(|k| *k == "lost")
+        .expect("a lost event");
+    assert_eq!(kinds[lost + 1], "retrying", "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"connected"), "{kinds:?}");
+    assert!(events.iter().all(|e| e["url"] == address.as_str()));
+    drop(second);
 }
 
 #[test]

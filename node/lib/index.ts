@@ -10,7 +10,7 @@
 // resolves when the message is queued, not delivered: `await runtime.drain(ms)` before exiting.
 
 import * as native from '../native.cjs'
-import { AbortError, Closed } from './errors.js'
+import { AbortError, Closed, type LossCause } from './errors.js'
 
 export * from './errors.js'
 export type { Counters, Dropped, EndpointOptions, IncomingMeta, PeerInfo, ReconnectOptions } from '../native.cjs'

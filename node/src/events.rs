@@ -66,7 +66,11 @@ impl PeerEvents {
 impl PeerEvents {
     /// The next event, or null once the endpoint is gone.
     #[napi(ts_return_type = "Promise<PeerEvent | null>")]
-    pub fn next<'env>(&self, env: &'env Env, cancel: Option<&Cancel>) -> napi::Result<Object<'env>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
         let events = Arc::clone(&self.inner);
         promise(
             env,

@@ -133,8 +133,8 @@ impl Runtime {
                     options::limits(JS, pairs(&l, &[])?).map_err(|e| error::throw(&env, e))?;
             }
             if let Some(r) = o.get::<Object<'_>>("reconnect")? {
-                cfg.reconnect = options::reconnect(JS, pairs(&r, &[])?)
-                    .map_err(|e| error::throw(&env, e))?;
+                cfg.reconnect =
+                    options::reconnect(JS, pairs(&r, &[])?).map_err(|e| error::throw(&env, e))?;
             }
             options::apply(
                 &options::RUNTIME,
