@@ -77,11 +77,12 @@ async def test_never_reports_connection_lost_as_before(transport: str) -> None:
             await pusher.open()
 
 
-@pytest.mark.parametrize("transport", RESTARTABLE)
-async def test_a_transfer_opened_during_the_outage_completes_on_the_redialled_connection(
-    transport: str,
-) -> None:
-    bind = bind_address(transport)
+async def test_a_transfer_opened_during_the_outage_completes_on_the_redialled_connection() -> None:
+    # Over AF_UNIX only: in process the waiting open goes out the moment the name is bound
+    # again, racing this loop's registration of the path on the new listener (the refusal race,
+    # docs/PATTERNS.md §1.6, until a redial asks whether the path is bound). The core's test
+    # runs it in process, where bind and path are registered with no await between them.
+    bind = bind_address("unix")
     server = weida.Runtime()
     first = (await server.bind(bind)).puller("/jobs")  # kept: a dropped endpoint unbinds
     async with redialling() as client:

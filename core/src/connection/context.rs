@@ -28,6 +28,10 @@ pub(crate) struct Context {
     state: AtomicU8,
     /// Killed at shutdown: accept loops and control readers end.
     pub(crate) life: Arc<Life>,
+    /// Killed first at shutdown, before any connection closes: the runtime's in-process names
+    /// are free by the time a peer learns of the close, so a peer's redial that looks finds
+    /// them unbound and waits for them to be bound again.
+    pub(crate) names: Arc<Life>,
 }
 
 /// The runtime's counters as they are counted: atomics the connection layer adds to where
@@ -66,6 +70,7 @@ impl Context {
             conns: Mutex::new(Vec::new()),
             state: AtomicU8::new(OPEN),
             life: Life::new(),
+            names: Life::new(),
         }
     }
 
@@ -100,6 +105,7 @@ impl Context {
     /// control stream.
     pub(crate) fn close(&self) {
         self.state.store(CLOSED, Ordering::Release);
+        self.names.kill(LossCause::LocallyClosed);
         for c in self.conns.lock().unwrap().drain(..) {
             c.close(Code::GoingAway, "shutdown");
         }

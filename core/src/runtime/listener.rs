@@ -159,7 +159,7 @@ pub(crate) async fn bind(
             (bound, Some(ep))
         }
         Target::Inproc(name) => {
-            let lives = [life.clone(), ctx.life.clone()];
+            let lives = [life.clone(), ctx.names.clone()];
             let mut bound = inproc::bind(name, &limits, lives)?;
             let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
             tokio::spawn(async move {
