@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import shutil
 import tempfile
 import time
@@ -70,9 +71,22 @@ class Cell:
         return f"{self.scenario.name} [{self.combo} @ {self.transport}]"
 
 
-def bind_address(transport: str, slot: str, tmp: str, cell_index: int) -> str:
+def free_udp_port() -> int:
+    """A UDP port free now on the loopback (the kernel's pick, released at once)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def bind_address(
+    transport: str, slot: str, tmp: str, cell_index: int, keep: bool = False
+) -> str:
+    """Where `${bind.<slot>}` binds. Over QUIC any free port, or with `keep` (a scenario that
+    restarts a role, which binds again at the address its peers dial) one chosen now and kept:
+    the AF_UNIX path and the in-process name are kept already."""
     if transport == "quic":
-        return "weida://127.0.0.1:0"
+        return f"weida://127.0.0.1:{free_udp_port() if keep else 0}"
     if transport == "unix":
         return f"weida+unix://{tmp}/{slot}.sock"
     if transport == "inproc":
@@ -165,7 +179,12 @@ def _run_steps(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
     try:
         slots = set(re.findall(r"\$\{bind\.([A-Za-z0-9_]+)\}", json.dumps(sc.data)))
         vars: dict[str, Any] = {
-            "bind": {s: bind_address(cell.transport, s, tmp, cell.index) for s in slots},
+            "bind": {
+                s: bind_address(
+                    cell.transport, s, tmp, cell.index, cell.scenario.needs_own_processes()
+                )
+                for s in slots
+            },
             "tmp": tmp, "uid": os.getuid(), "gid": os.getgid(), "transport": cell.transport,
         }
 

@@ -344,3 +344,38 @@ async fn a_subscriber_that_never_redials_reports_the_loss() {
     let e = sub.recv().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
 }
+
+/// A QUIC server that dies without a word (its packets stop; another process takes its
+/// address) is learned at the idle timeout, then redialled: the next request is answered.
+#[tokio::test]
+async fn a_quic_peer_that_dies_silently_is_redialled_after_the_idle_timeout() {
+    let identity = Identity::ephemeral();
+    let (place, _first, listener) = Restartable::start(Transport::Quic, &identity).await;
+    let replier = listener.replier("/echo").unwrap();
+    let addr = place.address(&listener, "/echo");
+    let mut config = redialling();
+    config.limits.idle_timeout = Duration::from_millis(1000);
+    config.limits.keep_alive = Some(Duration::from_millis(200));
+    let client = Runtime::new(config).unwrap();
+    let req = client.requester();
+    let mut events = req.events();
+    req.connect(&addr).await.unwrap();
+    let echo = |r: weida::Replier| async move {
+        while let Ok(mut ex) = r.accept().await {
+            let body = ex.take_body().await.unwrap();
+            let _ = ex.reply(body).await;
+        }
+    };
+    tokio::spawn(echo(replier));
+    assert_eq!(&req.request("one").await.unwrap()[..], b"one");
+    // The first server goes silent (it is not closed: nothing tells the client), and a second
+    // takes the address.
+    let (_second, listener) = place.restart(&identity).await;
+    tokio::spawn(echo(listener.replier("/echo").unwrap()));
+    match until(&mut events, "lost", &["connected"]).await {
+        PeerEvent::Lost { cause, .. } => assert_eq!(cause, LossCause::IdleTimeout),
+        e => panic!("{e:?}"),
+    }
+    until(&mut events, "connected", &["retrying"]).await;
+    assert_eq!(&req.request("two").await.unwrap()[..], b"two");
+}
