@@ -23,13 +23,20 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 OUT="$TARGET/packages"
 
+# What every manifest must agree with: the workspace's version and repository URL (the latter a
+# placeholder until the project has a public home: docs/PACKAGING.md).
+workspace() {
+    python3 -c 'import sys, tomllib; print(tomllib.load(open("Cargo.toml", "rb"))["workspace"]["package"][sys.argv[1]])' "$1"
+}
+VERSION="$(workspace version)"
+
 REUSE=0
 PARTS=()
 for arg in "$@"; do
     case "$arg" in
         --reuse) REUSE=1 ;;
         crates | python | npm) PARTS+=("$arg") ;;
-        *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,18p' "$0" >&2; exit 2 ;;
     esac
 done
 [ ${#PARTS[@]} -gt 0 ] || PARTS=(crates python npm)
@@ -47,7 +54,7 @@ DIRTY=()
 check_crates() {
     # One target directory for every build below, kept between runs: the crates as packaged
     # have the default dev profile, so the dependencies built for the verification are those
-    # the unpacked crates reuse (no debug info: a third of the time, and nothing here reads it).
+    # the unpacked crates reuse (without debug info, which nothing here reads).
     export CARGO_TARGET_DIR="$OUT/cargo-target" CARGO_PROFILE_DEV_DEBUG=false
     step "cargo publish --dry-run -p weida -p weida-cli (packages both, builds each as packaged)"
     # weida-cli is verified against the weida packaged beside it (cargo >= 1.90 publishes a
@@ -55,13 +62,13 @@ check_crates() {
     cargo publish --dry-run --locked "${DIRTY[@]}" -p weida -p weida-cli
     cargo package --no-verify --locked "${DIRTY[@]}" -p weida -p weida-cli
     rm -rf "$OUT/crates" && mkdir -p "$OUT/crates"
-    cp "$CARGO_TARGET_DIR"/package/weida-0.1.0.crate "$CARGO_TARGET_DIR"/package/weida-cli-0.1.0.crate "$OUT/crates/"
+    cp "$CARGO_TARGET_DIR"/package/weida-$VERSION.crate "$CARGO_TARGET_DIR"/package/weida-cli-$VERSION.crate "$OUT/crates/"
 
     local dir="$SCRATCH/crates"
     mkdir -p "$dir"
     for c in "$OUT"/crates/*.crate; do tar -xzf "$c" -C "$dir"; done
     (
-        cd "$dir/weida-0.1.0"
+        cd "$dir/weida-$VERSION"
         step "crates: the docs as docs.rs builds them, from the unpacked crate (warnings are errors)"
         RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc -q --locked --no-deps
         step "crates: the doctests and the examples, from the unpacked crate"
@@ -82,12 +89,12 @@ edition = "2021"
 publish = false
 
 [dependencies]
-weida = { path = "../weida-0.1.0" }
+weida = { path = "../weida-$VERSION" }
 tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 TOML
     # The crate's own lock file, so the dependencies are the ones it was checked with.
-    cp "$dir/weida-0.1.0/Cargo.lock" "$dir/readme/"
-    python3 - "$dir/weida-0.1.0/README.md" "$dir/readme/src/bin" <<'PY'
+    cp "$dir/weida-$VERSION/Cargo.lock" "$dir/readme/"
+    python3 - "$dir/weida-$VERSION/README.md" "$dir/readme/src/bin" <<'PY'
 import re, sys
 blocks = re.findall(r"^```rust\n(.*?)^```", open(sys.argv[1]).read(), re.M | re.S)
 assert blocks, "the crate's README has no ```rust block"
@@ -103,8 +110,8 @@ PY
     done
     step "crates: weida-cli from its unpacked crate, against the unpacked weida; a request over QUIC"
     # Not --locked: the patch moves weida's entry in the crate's lock file; the rest stays.
-    (cd "$dir/weida-cli-0.1.0" &&
-        cargo build -q --config "patch.crates-io.weida.path='$dir/weida-0.1.0'")
+    (cd "$dir/weida-cli-$VERSION" &&
+        cargo build -q --config "patch.crates-io.weida.path='$dir/weida-$VERSION'")
     cli_roundtrip "$CARGO_TARGET_DIR/debug/weida"
     unset CARGO_TARGET_DIR CARGO_PROFILE_DEV_DEBUG
 }
@@ -140,12 +147,6 @@ quickstarts() {
     printf '%s\n' "${found[@]}"
 }
 
-# The repository URL every manifest names is the workspace's (a placeholder until the project has
-# a public home: docs/PACKAGING.md).
-repository() {
-    python3 -c 'import tomllib; print(tomllib.load(open("Cargo.toml", "rb"))["workspace"]["package"]["repository"])'
-}
-
 check_python() {
     local tools="$TARGET/packaging-venv" dist="$OUT/python" run="$SCRATCH/python"
     [ -x "$tools/bin/twine" ] || { python3 -m venv "$tools" && "$tools/bin/python" -m pip install -q --upgrade pip; }
@@ -163,11 +164,13 @@ check_python() {
     fi
     step "python: twine check --strict, and what a user looks for in the metadata"
     "$tools/bin/twine" check --strict "$dist"/*
-    python3 - "$dist" "$(repository)" <<'PY'
+    python3 - "$dist" "$(workspace repository)" "$VERSION" <<'PY'
 import glob, sys, tarfile, zipfile
-dist, repository = sys.argv[1], sys.argv[2]
-(wheel,) = glob.glob(f"{dist}/weida-*.whl")
-(sdist,) = glob.glob(f"{dist}/weida-*.tar.gz")
+dist, repository, version = sys.argv[1:]
+wheels, sdists = glob.glob(f"{dist}/weida-{version}-*.whl"), glob.glob(f"{dist}/weida-{version}.tar.gz")
+if len(wheels) != 1 or len(sdists) != 1:
+    sys.exit(f"packaging: python: no wheel and sdist of weida {version} (Cargo.toml's) in {dist}")
+(wheel,), (sdist,) = wheels, sdists
 with zipfile.ZipFile(wheel) as z:
     names = z.namelist()
     meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
@@ -209,7 +212,7 @@ PY
         "$venv/bin/python" -m pip install -q --upgrade pip
         if [ "$kind" = wheel ]; then
             step "python: the wheel into a clean venv, outside the repository"
-            "$venv/bin/python" -m pip install -q "$dist"/weida-*.whl
+            "$venv/bin/python" -m pip install -q "$dist/weida-$VERSION"-*.whl
         else
             # pip builds the sdist as a user's would: maturin from PyPI in an isolated build
             # environment, cargo on PATH, the crates from the sdist. Their crates.io dependencies
@@ -217,7 +220,7 @@ PY
             # holds them (the same versions, by the sdist's Cargo.lock); the sdist's own crates
             # are compiled from its sources, whose paths are new.
             step "python: the sdist, built by pip install in a clean venv outside the repository"
-            (cd "$run" && CARGO_TARGET_DIR="$TARGET" "$venv/bin/python" -m pip install -q "$dist"/weida-*.tar.gz)
+            (cd "$run" && CARGO_TARGET_DIR="$TARGET" "$venv/bin/python" -m pip install -q "$dist/weida-$VERSION.tar.gz")
         fi
         (
             cd "$run"
@@ -263,13 +266,14 @@ check_npm() {
     "$napi" artifacts --cwd "$stage/weida" --output-dir ../addons --npm-dir npm
     # What `napi pre-publish` writes at publish time: `weida` depends on every platform package,
     # optionally, at its own version, and npm installs the one whose os, cpu and libc match.
-    node - "$stage/weida" "$(repository)" <<'JS'
+    node - "$stage/weida" "$(workspace repository)" "$VERSION" <<'JS'
 const fs = require('node:fs')
 const path = require('node:path')
-const [root, repository] = process.argv.slice(2)
+const [root, repository, version] = process.argv.slice(2)
 const file = path.join(root, 'package.json')
 const pkg = JSON.parse(fs.readFileSync(file, 'utf8'))
 if (pkg.repository.url !== repository) throw new Error(`node/package.json names ${pkg.repository.url}, Cargo.toml ${repository}`)
+if (pkg.version !== version) throw new Error(`node/package.json is version ${pkg.version}, Cargo.toml ${version}`)
 pkg.optionalDependencies = {}
 for (const dir of fs.readdirSync(path.join(root, 'npm'))) {
   const platform = JSON.parse(fs.readFileSync(path.join(root, 'npm', dir, 'package.json'), 'utf8'))
@@ -285,7 +289,7 @@ JS
         (cd "$p" && npm pack --silent --pack-destination "$dist" >/dev/null)
     done
     ls -l "$dist"
-    if tar -tzf "$dist/weida-0.1.0.tgz" | grep '\.node$'; then
+    if tar -tzf "$dist/weida-$VERSION.tgz" | grep '\.node$'; then
         echo "the weida package carries an addon: the platform packages are there for that" >&2; exit 1
     fi
 
@@ -294,22 +298,25 @@ JS
     # overrides only say where each tarball is. Platform packages not built here are not on the
     # registry either; npm skips them, as it skips those of other platforms.
     cp "$dist"/*.tgz "$app/"
-    node - "$app" <<'JS'
+    node - "$app" "$VERSION" <<'JS'
 const fs = require('node:fs')
 const path = require('node:path')
-const app = process.argv[2]
-const tarballs = fs.readdirSync(app).filter((f) => f.endsWith('.tgz'))
-const pkg = { private: true, type: 'module', dependencies: { weida: 'file:weida-0.1.0.tgz' }, overrides: {} }
-for (const t of tarballs) if (t !== 'weida-0.1.0.tgz') pkg.overrides[t.replace(/-\d+\.\d+\.\d+\.tgz$/, '')] = `file:${t}`
+const [app, version] = process.argv.slice(2)
+const main = `weida-${version}.tgz`
+const pkg = { private: true, type: 'module', dependencies: { weida: `file:${main}` }, overrides: {} }
+for (const t of fs.readdirSync(app)) {
+  if (t.endsWith(`-${version}.tgz`) && t !== main) pkg.overrides[t.slice(0, -`-${version}.tgz`.length)] = `file:${t}`
+}
 fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
 JS
-    local examples=() f
+    local examples=() scripts=() f
     mapfile -t examples < <(quickstarts node/examples reqrep.ts)
     for f in "${examples[@]}"; do
         case "$f" in
-            *.ts) cp "node/dist/examples/$(basename "$f" .ts).js" "$app/" ;;  # as tsc compiled it
-            *) cp "$f" "$app/" ;;
+            *.ts) f="node/dist/examples/$(basename "$f" .ts).js" ;; # as tsc compiled it
         esac
+        cp "$f" "$app/"
+        scripts+=("$(basename "$f")")
     done
     cp packaging/roundtrip.mjs "$app/"
     (
@@ -324,14 +331,10 @@ JS
             const addon = Object.keys(require.cache).find((f) => f.endsWith('.node'))
             if (!addon || !addon.startsWith(process.cwd() + '/node_modules/weida-')) throw new Error('addon: ' + addon)
             console.log('the addon loaded from ' + addon)"
-        for f in "${examples[@]}"; do
-            f="$(basename "$f")"; f="${f%.ts}"; f="${f%.js}"
-            [ -f "$f.js" ] && f="$f.js" || f="$f.mjs"
+        for f in "${scripts[@]}" roundtrip.mjs; do
             echo "-- node $f"
             timeout 60 node "$f"
         done
-        echo "-- node roundtrip.mjs"
-        timeout 60 node roundtrip.mjs
     )
 }
 
