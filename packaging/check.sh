@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds every package a user installs and installs each as a user would, in a folder outside the
-# repository (mktemp -d), then runs the quick starts and a Pub/Sub round trip there
+# repository (mktemp -d), then runs the READMEs' quick start and a Pub/Sub round trip there
 # (docs/PACKAGING.md says what each part checks and why).
 #
 #   packaging/check.sh [--reuse] [crates] [python] [npm]     (no part named: all three)
 #
 #   crates  cargo publish --dry-run of weida and weida-cli; their .crate files, unpacked outside
 #           the repository: the docs build as docs.rs builds them, the doctests and examples
-#           compile, every Rust block of the crate's README runs, and weida-cli builds and serves
+#           compile, the README's programs (its example files) run, and weida-cli builds and serves
 #   python  the sdist, built by pip in a clean venv (maturin and the Rust crates from the sdist
 #           alone), the abi3 wheel through `twine check`, each installed in a clean venv and run
 #   npm     the `weida` package and one package per target built here (node/package.json's
@@ -57,6 +57,14 @@ check_crates() {
     # the unpacked crates reuse (without debug info, which nothing here reads).
     export CARGO_TARGET_DIR="$OUT/cargo-target" CARGO_PROFILE_DEV_DEBUG=false
     step "cargo publish --dry-run -p weida -p weida-cli (packages both, builds each as packaged)"
+    # cargo verifies weida-cli against the packaged weida through a local registry, and takes a
+    # registry crate of a given version for immutable: it unpacks it once, under
+    # $CARGO_HOME/registry/src/-<hash>/, and reuses what it compiled of it. Without this, the
+    # weida an earlier run packaged stands in for this one (seen here: weida-cli checked against
+    # a weida without a newer ErrorCode variant).
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/weida-"$VERSION" \
+        "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/weida-cli-"$VERSION"
+    [ ! -d "$CARGO_TARGET_DIR" ] || cargo clean -q -p weida -p weida-cli
     # weida-cli is verified against the weida packaged beside it (cargo >= 1.90 publishes a
     # workspace's crates together), not against crates.io.
     cargo publish --dry-run --locked "${DIRTY[@]}" -p weida -p weida-cli
@@ -79,7 +87,10 @@ check_crates() {
         cargo test -q --locked --doc -- --skip 'wire::header::Metadata'
         cargo build -q --locked --examples
     )
-    step "crates: every Rust block of the crate's README, as a program depending on the unpacked crate"
+    step "crates: the crate's README: each program is an example file, built against the unpacked crate and run"
+    # Each block is marked with the example file it is (`<!-- example: core/examples/X.rs -->`),
+    # and must be the unpacked crate's examples/X.rs to the byte; each builds as a program of a
+    # project that depends on the unpacked crate, with the crate's Cargo.lock, as a user's would.
     mkdir -p "$dir/readme/src/bin"
     cat >"$dir/readme/Cargo.toml" <<TOML
 [package]
@@ -92,22 +103,24 @@ publish = false
 weida = { path = "../weida-$VERSION" }
 tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 TOML
-    # The crate's own lock file, so the dependencies are the ones it was checked with.
     cp "$dir/weida-$VERSION/Cargo.lock" "$dir/readme/"
-    python3 - "$dir/weida-$VERSION/README.md" "$dir/readme/src/bin" <<'PY'
+    python3 - "$dir/weida-$VERSION" "$dir/readme/src/bin" <<'PY'
 import re, sys
-blocks = re.findall(r"^```rust\n(.*?)^```", open(sys.argv[1]).read(), re.M | re.S)
-assert blocks, "the crate's README has no ```rust block"
-for i, block in enumerate(blocks, 1):
-    open(f"{sys.argv[2]}/block{i}.rs", "w").write(block)
-print(f"{len(blocks)} blocks")
+crate, bins = sys.argv[1:]
+marked = re.findall(r"^<!-- example: core/(examples/\w+\.rs) -->\n```rust\n(.*?)^```$",
+                    open(f"{crate}/README.md").read(), re.M | re.S)
+programs = re.findall(r"^```rust$", open(f"{crate}/README.md").read(), re.M)
+assert marked and len(marked) == len(programs), "a Rust block of the crate's README is no example file"
+for path, block in marked:
+    assert open(f"{crate}/{path}").read() == block, f"the README's block marked {path} is not that file"
+    open(f"{bins}/{path.rsplit('/', 1)[1]}", "w").write(block)
+print(f"{len(marked)} blocks, each its example file: {', '.join(p for p, _ in marked)}")
 PY
     (cd "$dir/readme" && cargo build -q)
-    for bin in "$dir"/readme/src/bin/*.rs; do
-        name="$(basename "$bin" .rs)"
-        echo "-- $name"
-        timeout 60 "$CARGO_TARGET_DIR/debug/$name"
-    done
+    run_quickstart "$dir" "$CARGO_TARGET_DIR/debug/echo_service" "$CARGO_TARGET_DIR/debug/echo_client"
+    echo "-- pubsub"
+    (cd "$dir" && timeout 60 "$CARGO_TARGET_DIR/debug/pubsub") | tee "$dir/pubsub.out"
+    grep -q '^1 copy: 42000$' "$dir/pubsub.out"
     step "crates: weida-cli from its unpacked crate, against the unpacked weida; a request over QUIC"
     # Not --locked: the patch moves weida's entry in the crate's lock file; the rest stays.
     (cd "$dir/weida-cli-$VERSION" &&
@@ -135,16 +148,42 @@ cli_roundtrip() {
 }
 
 
-# The quick starts a user copies: the examples the READMEs' quick starts mirror
-# (examples/quickstart*), or, where a binding has none yet, the Req/Rep example its README's quick
-# start shows.
-quickstarts() {
-    local dir="$1" fallback="$2" found=()
-    shopt -s nullglob
-    found=("$dir"/quickstart*.py "$dir"/quickstart*.ts "$dir"/quickstart*.mjs)
-    shopt -u nullglob
-    if [ ${#found[@]} -eq 0 ]; then found=("$dir/$fallback"); fi
-    printf '%s\n' "${found[@]}"
+# The quick start the READMEs print (README.md, python/README.md, node/README.md and the crate's
+# core/README.md mark each program `<!-- example: FILE -->`): a service and its client,
+# echo_service and echo_client, in each language. Their paths, failing if a README no longer
+# marks them, so a renamed quick start is not left unchecked.
+quickstart_files() {
+    local dir="$1" ext="$2" f
+    for f in echo_service echo_client; do
+        grep -qx -- "<!-- example: $dir/$f.$ext -->" README.md ./*/README.md || {
+            echo "no README marks $dir/$f.$ext as its quick start" >&2
+            exit 1
+        }
+        echo "$dir/$f.$ext"
+    done
+}
+
+# The quick start run as a reader runs it, in DIR (a fresh folder, where the service keeps its
+# key): the service, bound to a free port, in the background, its first line the address that
+# pins its key; then the client with that address, which must exit 0 having printed the echo.
+run_quickstart() {
+    local dir="$1" service="$2" client="$3" log="$1/service.out" address="" out pid
+    # shellcheck disable=SC2086 # a command and its arguments
+    (cd "$dir" && exec $service weida://127.0.0.1:0 >"$log" 2>&1) &
+    pid=$!
+    for _ in $(seq 300); do
+        address="$(grep -m1 -o 'weida://[^ ]*' "$log" || true)"
+        [ -n "$address" ] && break
+        sleep 0.1
+    done
+    [ -n "$address" ] || { cat "$log" >&2; kill "$pid"; echo "$service printed no address" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    out="$(cd "$dir" && timeout 60 $client "$address")" || { kill "$pid"; echo "$client failed" >&2; exit 1; }
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    case "$out" in
+        *hello*) echo "-- quick start: ${service##*/} printed $address; ${client##*/} got: $out" ;;
+        *) echo "${client##*/} printed '$out', not the echo of hello" >&2; exit 1 ;;
+    esac
 }
 
 check_python() {
@@ -203,7 +242,7 @@ print(f"{wheel.rsplit('/', 1)[1]}: {len(values('Classifier'))} classifiers, {so}
 PY
 
     local examples=()
-    mapfile -t examples < <(quickstarts python/examples req_rep.py)
+    mapfile -t examples < <(quickstart_files python/examples py)
     cp "${examples[@]}" packaging/roundtrip.py "$run/"
     local venv
     for kind in wheel sdist; do
@@ -228,10 +267,9 @@ PY
 import sys, weida
 assert weida.__file__.startswith(sys.argv[1]), f"weida imported from {weida.__file__}"
 PY
-            for f in "${examples[@]}" roundtrip.py; do
-                echo "-- python $(basename "$f")"
-                timeout 60 "$venv/bin/python" "$(basename "$f")"
-            done
+            run_quickstart "$PWD" "$venv/bin/python echo_service.py" "$venv/bin/python echo_client.py"
+            echo "-- python roundtrip.py"
+            timeout 60 "$venv/bin/python" roundtrip.py
             if [ "$kind" = wheel ]; then
                 step "python: mypy --strict on the quick start against the installed package (py.typed)"
                 "$venv/bin/python" -m pip install -q mypy
@@ -310,13 +348,13 @@ for (const t of fs.readdirSync(app)) {
 fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
 JS
     local examples=() scripts=() f
-    mapfile -t examples < <(quickstarts node/examples reqrep.ts)
+    mapfile -t examples < <(quickstart_files node/examples ts)
     for f in "${examples[@]}"; do
         case "$f" in
             *.ts) f="node/dist/examples/$(basename "$f" .ts).js" ;; # as tsc compiled it
         esac
         cp "$f" "$app/"
-        scripts+=("$(basename "$f")")
+        scripts+=("$(basename "$f")") # echo_service.js, echo_client.js
     done
     cp packaging/roundtrip.mjs "$app/"
     (
@@ -331,10 +369,9 @@ JS
             const addon = Object.keys(require.cache).find((f) => f.endsWith('.node'))
             if (!addon || !addon.startsWith(process.cwd() + '/node_modules/weida-')) throw new Error('addon: ' + addon)
             console.log('the addon loaded from ' + addon)"
-        for f in "${scripts[@]}" roundtrip.mjs; do
-            echo "-- node $f"
-            timeout 60 node "$f"
-        done
+        run_quickstart "$PWD" "node ${scripts[0]}" "node ${scripts[1]}"
+        echo "-- node roundtrip.mjs"
+        timeout 60 node roundtrip.mjs
     )
 }
 
