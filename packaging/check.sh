@@ -129,18 +129,28 @@ PY
     unset CARGO_TARGET_DIR CARGO_PROFILE_DEV_DEBUG
 }
 
+# The first weida:// address a serving process (PID) wrote to LOG, within 30 s; else the process
+# is stopped and the check fails with what it wrote.
+printed_address() {
+    local log="$1" pid="$2" address=""
+    for _ in $(seq 300); do
+        address="$(grep -m1 -o 'weida://[^ ]*' "$log" || true)"
+        [ -n "$address" ] && { echo "$address"; return; }
+        sleep 0.1
+    done
+    cat "$log" >&2
+    kill "$pid"
+    echo "no address printed within 30 s" >&2
+    exit 1
+}
+
 # `weida rep` answers with a command, `weida req` dials the address it printed (pinned key).
 cli_roundtrip() {
     local weida="$1" log="$SCRATCH/rep.log" address="" reply
     "$weida" --version
     "$weida" rep weida://127.0.0.1:0/upper --exec 'tr a-z A-Z' >"$log" 2>&1 &
     local rep=$!
-    for _ in $(seq 100); do
-        address="$(sed -n 's/^listening on //p' "$log")"
-        [ -n "$address" ] && break
-        sleep 0.1
-    done
-    [ -n "$address" ] || { cat "$log" >&2; kill "$rep"; echo "weida rep printed no address" >&2; exit 1; }
+    address="$(printed_address "$log" "$rep")"
     reply="$(timeout 30 "$weida" req "$address" hello)"
     kill "$rep"; wait "$rep" 2>/dev/null || true
     [ "$reply" = HELLO ] || { echo "weida req got '$reply', not HELLO" >&2; exit 1; }
@@ -171,12 +181,7 @@ run_quickstart() {
     # shellcheck disable=SC2086 # a command and its arguments
     (cd "$dir" && exec $service weida://127.0.0.1:0 >"$log" 2>&1) &
     pid=$!
-    for _ in $(seq 300); do
-        address="$(grep -m1 -o 'weida://[^ ]*' "$log" || true)"
-        [ -n "$address" ] && break
-        sleep 0.1
-    done
-    [ -n "$address" ] || { cat "$log" >&2; kill "$pid"; echo "$service printed no address" >&2; exit 1; }
+    address="$(printed_address "$log" "$pid")"
     # shellcheck disable=SC2086
     out="$(cd "$dir" && timeout 60 $client "$address")" || { kill "$pid"; echo "$client failed" >&2; exit 1; }
     kill "$pid"; wait "$pid" 2>/dev/null || true
