@@ -80,11 +80,7 @@ check_crates() {
         step "crates: the docs as docs.rs builds them, from the unpacked crate (warnings are errors)"
         RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc -q --locked --no-deps
         step "crates: the doctests and the examples, from the unpacked crate"
-        # Skipped: the doctest of `Metadata` (core/src/wire/header.rs) imports it as
-        # `weida::wire::Metadata`, which only the `internals` feature makes public: from the
-        # crate as published it does not compile; its path is `weida::Metadata`. Remove the skip
-        # once that line is fixed.
-        cargo test -q --locked --doc -- --skip 'wire::header::Metadata'
+        cargo test -q --locked --doc
         cargo build -q --locked --examples
     )
     step "crates: the crate's README: each program is an example file, built against the unpacked crate and run"
