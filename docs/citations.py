@@ -11,13 +11,16 @@ A citation is `file: test_name`, where `file` is a test file's name or the end o
   `on_every_transport!` generates there), `ordering.rs (unit): name` (a unit test in a source
   file), `wire/lane.rs (unit): name` when two source files share a name;
 - Python: `test_pubsub.py: test_name` (python/tests);
-- Node: `pubsub.test.mjs: name` (node/test: a `test(...)` or an `onEveryTransport(...)`).
+- Node: `pubsub.test.mjs: name` (node/test: a `test(...)` or an `onEveryTransport(...)`);
+- the packages: `check.sh: check_npm` (a `check_` function of packaging/check.sh, run by
+  `./dev package` and `./dev test`).
 
 Tests are keyed by their file's path, never by its name alone: a citation whose file name matches
 two test files in the document's scope is ambiguous and must give more of the path. Only real
 tests count: a Rust function under `#[test]`, `#[tokio::test]` or in `proptest!`, or a module
 `on_every_transport!` generates; a Python `test_` function in a test file; a Node `test` or
-`onEveryTransport` name. A helper function of the same name does not make a citation true.
+`onEveryTransport` name; a `check_` function of a packaging script. A helper function of the same
+name does not make a citation true.
 
 The documents are docs/ (decisions included), the READMEs, and the conformance scenarios'
 `defended_by`. A document cites the tests of its own part first (cli/README.md: cli/; the
@@ -36,7 +39,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = r"([a-z][a-z0-9_]{5,})"
 CITATION = re.compile(
-    r"(?<![\w/.-])((?:[\w-]+/)*(?:[\w-]+\.rs|test_\w+\.py|[\w-]+\.test\.mjs))( \(unit\))?:\s+`?" + NAME
+    r"(?<![\w/.-])((?:[\w-]+/)*(?:[\w-]+\.rs|test_\w+\.py|[\w-]+\.test\.mjs|[\w-]+\.sh))( \(unit\))?:\s+`?"
+    + NAME
 )
 # The docs explain the form with these placeholders.
 PLACEHOLDERS = {("file.rs", "test_name"), ("test_pubsub.py", "test_name")}
@@ -46,6 +50,7 @@ RUST_FN = re.compile(r"\bfn\s+([a-z0-9_]+)\s*[<(]")
 RUST_GENERATED = re.compile(r"on_every_transport!\(\s*([a-z0-9_]+)\s*,")
 PY_TEST = re.compile(r"^\s*(?:async\s+)?def\s+(test_[a-z0-9_]+)\s*\(", re.M)
 NODE_TEST = re.compile(r"\b(?:test|onEveryTransport)\(\s*(['`])([^'`]+)\1")
+SHELL_CHECK = re.compile(r"^(check_[a-z0-9_]+)\(\)\s*\{", re.M)
 
 
 def rust_tests(text: str) -> set[str]:
@@ -94,6 +99,7 @@ def test_files(root: str) -> dict[str, tuple[str, set[str]]]:
     add("*/**/src/**/*.rs", "unit", rust_tests)
     add("**/test_*.py", "integration", lambda t: set(PY_TEST.findall(t)))
     add("node/test/*.test.mjs", "integration", node_tests)
+    add("packaging/*.sh", "integration", lambda t: set(SHELL_CHECK.findall(t)))
     return files
 
 
@@ -181,12 +187,13 @@ def self_test() -> int:
         "node/test/pubsub.test.mjs": "onEveryTransport('filters_work', async () => {})\n"
         "test(`talks_over_${t}`, () => {})\n"
         "onEveryTransport(`drops_nothing (${how})`, () => {})\n",
+        "packaging/check.sh": "quickstarts() {\n}\ncheck_installs() {\n}\n",
         "docs/GOOD.md": "`pool.rs: shared_by_endpoints`, `wire/lane.rs (unit): frames_decode`, "
         "`core/src/lane.rs (unit): writer_batches`, `test_pubsub.py: test_filters_work`, "
         "`pubsub.test.mjs: filters_work`, `pubsub.test.mjs: talks_over_quic`, "
-        "`pubsub.test.mjs: drops_nothing`\n",
+        "`pubsub.test.mjs: drops_nothing`, `check.sh: check_installs`\n",
         "docs/BAD.md": "`lane.rs (unit): frames_decode` `pool.rs: helper_only` "
-        "`test_pubsub.py: test_missing` `nothing.rs: something`\n",
+        "`test_pubsub.py: test_missing` `nothing.rs: something` `check.sh: quickstarts`\n",
     }
     with tempfile.TemporaryDirectory() as root:
         for rel, text in tree.items():
@@ -195,8 +202,14 @@ def self_test() -> int:
                 f.write(text)
         bad, count = broken(root)
     good = [b for b in bad if b.startswith("docs/GOOD.md")]
-    expected = ["is ambiguous", "helper_only names no test", "test_missing names no test", "is no test file"]
-    ok = not good and count == 11 and all(any(e in b for b in bad) for e in expected) and len(bad) == 4
+    expected = [
+        "is ambiguous",
+        "helper_only names no test",
+        "test_missing names no test",
+        "is no test file",
+        "quickstarts names no test",
+    ]
+    ok = not good and count == 13 and all(any(e in b for b in bad) for e in expected) and len(bad) == 5
     if not ok:
         print(f"citations self-test failed: {count} citations, {bad}", file=sys.stderr)
         return 1

@@ -23,7 +23,7 @@ import pytest
 import weida
 
 REPO = Path(__file__).resolve().parent.parent.parent
-READMES = ["README.md", "python/README.md", "node/README.md", "cli/README.md"]
+READMES = ["README.md", "core/README.md", "python/README.md", "node/README.md", "cli/README.md"]
 DOCUMENTS = READMES + sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))
 MARKER = re.compile(r"^<!-- example: (\S+) -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 PROGRAM = re.compile(r"^```(python|rust|ts|js)$")

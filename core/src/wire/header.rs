@@ -29,7 +29,7 @@ pub const VERSION: u8 = 0;
 /// Application metadata: ordered `(name, value)` pairs; a name may repeat.
 ///
 /// ```
-/// use weida::wire::Metadata;
+/// use weida::Metadata;
 /// let mut m = Metadata::new();
 /// m.insert("content-type", "application/json");
 /// assert_eq!(m.get("content-type").unwrap().as_ref(), b"application/json");
