@@ -11,7 +11,8 @@ A citation is `file: test_name`, where `file` is a test file's name or the end o
   `on_every_transport!` generates there), `ordering.rs (unit): name` (a unit test in a source
   file), `wire/lane.rs (unit): name` when two source files share a name;
 - Python: `test_pubsub.py: test_name` (python/tests);
-- Node: `pubsub.test.mjs: name` (node/test: a `test(...)` or an `onEveryTransport(...)`);
+- Node: `pubsub.test.mjs: name` (node/test: a `test(...)`, an `onEveryTransport(...)` or an
+  `onTransports(...)`);
 - the packages: `check.sh: check_npm` (a `check_` function of packaging/check.sh, run by
   `./dev package` and `./dev test`).
 
@@ -49,7 +50,7 @@ RUST_ATTR = re.compile(r"#\[(?:tokio::)?test\b[^\]]*\]")
 RUST_FN = re.compile(r"\bfn\s+([a-z0-9_]+)\s*[<(]")
 RUST_GENERATED = re.compile(r"on_every_transport!\(\s*([a-z0-9_]+)\s*,")
 PY_TEST = re.compile(r"^\s*(?:async\s+)?def\s+(test_[a-z0-9_]+)\s*\(", re.M)
-NODE_TEST = re.compile(r"\b(?:test|onEveryTransport)\(\s*(['`])([^'`]+)\1")
+NODE_TEST = re.compile(r"\b(?:test|onEveryTransport|onTransports)\(\s*(['`])([^'`]+)\1")
 SHELL_CHECK = re.compile(r"^(check_[a-z0-9_]+)\(\)\s*\{", re.M)
 
 

@@ -92,6 +92,18 @@ export function onEveryTransport(name, body) {
 }
 
 /**
+ * One test per transport of `ts`, named like the core's (`name` › `unix`, ...).
+ * @param {string} name
+ * @param {Transport[]} ts
+ * @param {(t: Transport, ctx: TestContext) => Promise<void>} body
+ */
+export function onTransports(name, ts, body) {
+  describe(name, () => {
+    for (const t of ts) test(t, { timeout: TIMEOUT }, (ctx) => body(t, ctx))
+  })
+}
+
+/**
  * Runs `loop` in the background; a failure other than the endpoint closing fails the test.
  * @param {TestContext} ctx
  * @param {() => Promise<void>} loop

@@ -6,11 +6,12 @@
 // relay).
 
 import assert from 'node:assert/strict'
-import { describe, test } from 'node:test'
+import { test } from 'node:test'
 import * as weida from 'weida'
-import { bindAddress, runtime, TIMEOUT } from './helpers.mjs'
+import { bindAddress, onTransports, runtime, TIMEOUT } from './helpers.mjs'
 
-const RESTARTABLE = /** @type {const} */ (['unix', 'inproc'])
+/** @type {import('./helpers.mjs').Transport[]} */
+const RESTARTABLE = ['unix', 'inproc']
 const FAST = { initialMs: 20, maxMs: 100, jitter: false }
 
 /**
@@ -26,17 +27,8 @@ async function until(events, kind, between) {
   }
 }
 
-/**
- * One test per transport that can restart at the same address.
- * @param {string} name @param {(t: 'unix' | 'inproc', ctx: import('node:test').TestContext) => Promise<void>} body
- */
-function restartable(name, body) {
-  describe(name, () => {
-    for (const t of RESTARTABLE) test(t, { timeout: TIMEOUT }, (ctx) => body(t, ctx))
-  })
-}
 
-restartable('a_pusher_whose_server_restarts_delivers_again_with_no_second_connect', async (t, ctx) => {
+onTransports('a_pusher_whose_server_restarts_delivers_again_with_no_second_connect', RESTARTABLE, async (t, ctx) => {
   const bind = bindAddress(t)
   const server = new weida.Runtime()
   const puller = (await server.bind(bind)).puller('/jobs')
@@ -61,7 +53,7 @@ restartable('a_pusher_whose_server_restarts_delivers_again_with_no_second_connec
   assert.equal((await again.recv()).body.toString(), 'two')
 })
 
-restartable('never_reports_connection_lost_as_before', async (t, ctx) => {
+onTransports('never_reports_connection_lost_as_before', RESTARTABLE, async (t, ctx) => {
   const server = new weida.Runtime()
   const puller = (await server.bind(bindAddress(t))).puller('/jobs')
   const client = runtime(ctx, { reconnect: FAST })
@@ -100,7 +92,7 @@ test('a_transfer_opened_during_the_outage_completes_on_the_redialled_connection'
   await opening
 })
 
-restartable('a_subscriber_hears_the_next_publish_after_its_publisher_restarts_with_every_filter', async (t, ctx) => {
+onTransports('a_subscriber_hears_the_next_publish_after_its_publisher_restarts_with_every_filter', RESTARTABLE, async (t, ctx) => {
   const bind = bindAddress(t)
   const server = new weida.Runtime()
   const publisher = (await server.bind(bind)).publisher('/feed')
