@@ -55,7 +55,7 @@ async fn request(rt: &Runtime, args: ReqArgs) -> Result<(), Failure> {
             match d.timeout {
                 Some(t) => tokio::time::timeout(t, exchange)
                     .await
-                    .unwrap_or_else(|_| Err(Failure::from(Error::Timeout))),
+                    .unwrap_or_else(|_| Err(Failure::from(Error::Timeout { last_loss: None }))),
                 None => exchange.await,
             }
             .map_err(|f| f.context(what()))?;
@@ -310,7 +310,7 @@ pub(crate) async fn within<T>(
     match timeout {
         Some(t) => tokio::time::timeout(t, f)
             .await
-            .unwrap_or(Err(Error::Timeout)),
+            .unwrap_or(Err(Error::Timeout { last_loss: None })),
         None => f.await,
     }
 }

@@ -131,7 +131,7 @@ async fn wait_for_subscribers(
     };
     match timeout {
         Some(t) => tokio::time::timeout(t, arrived).await.map_err(|_| {
-            Failure::from(Error::Timeout).context(format!(
+            Failure::from(Error::Timeout { last_loss: None }).context(format!(
                 "waiting for {n} {} ({} arrived)",
                 plural(n as u64, "subscriber", "subscribers"),
                 publisher.subscriber_count()

@@ -443,8 +443,12 @@ pub enum Error {
         detail: String,
     },
     /// A caller's or the configured deadline passed.
-    #[error("timed out")]
-    Timeout,
+    #[error("timed out{}", timeout_note(.last_loss))]
+    Timeout {
+        /// When the wait was for a redial (every connection of the endpoint down), the last
+        /// loss; None for any other deadline.
+        last_loss: Option<LossCause>,
+    },
     /// The address could not be parsed; says which part is wrong.
     #[error("invalid address ({part}): {reason}")]
     InvalidAddress {
@@ -481,6 +485,13 @@ pub enum Error {
         /// Why nothing answered.
         why: Unanswered,
     },
+}
+
+fn timeout_note(last_loss: &Option<LossCause>) -> String {
+    match last_loss {
+        Some(c) => format!(" waiting for a redial: every connection is down (the last: {c})"),
+        None => String::new(),
+    }
 }
 
 fn expected_note(expected: &Option<Fingerprint>) -> String {
@@ -546,6 +557,12 @@ impl Error {
                 ("text", text(&f.text)),
                 ("reason", text(&f.reason)),
             ],
+            Self::Timeout { last_loss } => vec![(
+                "loss_cause",
+                last_loss
+                    .as_ref()
+                    .map_or(FieldValue::Null, |c| text(c.name())),
+            )],
             Self::Unreachable { address, why } => {
                 vec![("address", text(address)), ("why", text(why.name()))]
             }
@@ -556,7 +573,6 @@ impl Error {
             )],
             Self::NotConnected
             | Self::Canceled
-            | Self::Timeout
             | Self::NegotiationFailed(_)
             | Self::Protocol(_)
             | Self::InvalidConfig(_)
@@ -576,7 +592,7 @@ impl Error {
             Self::Rejected(_) => ErrorCode::Rejected,
             Self::Canceled => ErrorCode::Canceled,
             Self::LimitExceeded { .. } => ErrorCode::LimitExceeded,
-            Self::Timeout => ErrorCode::Timeout,
+            Self::Timeout { .. } => ErrorCode::Timeout,
             Self::InvalidAddress { .. } => ErrorCode::InvalidAddress,
             Self::NegotiationFailed(_) => ErrorCode::NegotiationFailed,
             Self::Protocol(_) => ErrorCode::Protocol,

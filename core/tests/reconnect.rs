@@ -236,6 +236,12 @@ async fn bounded_wait(t: Transport) {
     until(&mut events, "lost", &["connected"]).await;
     let e = pusher.open(Metadata::new()).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Timeout, "{e:?}");
+    // The timeout says what it waited for: the last loss of the endpoint's connections.
+    match &e {
+        Error::Timeout { last_loss } => assert!(last_loss.is_some(), "{e:?}"),
+        _ => unreachable!(),
+    }
+    assert!(e.to_string().contains("waiting for a redial"), "{e}");
     // An endpoint that never connected is told so, at once.
     let e = client.pusher().open(Metadata::new()).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::NotConnected, "{e:?}");

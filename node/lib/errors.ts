@@ -98,7 +98,10 @@ export class LimitExceeded extends WeidaError {
   declare detail: string
 }
 /** `sendTimeoutMs` (or another deadline) passed. */
-export class Timeout extends WeidaError {}
+export class Timeout extends WeidaError {
+  /** The last loss when it was a wait for a redial (every connection down); else null. */
+  declare lossCause: LossCause | null
+}
 /** The address could not be parsed; `part` says which part, `reason` why. */
 export class InvalidAddress extends WeidaError {
   declare part: string

@@ -237,6 +237,7 @@ const FIELDS = {
   ERR_WEIDA_INVALID_ADDRESS: ['part', 'reason'],
   ERR_WEIDA_INVALID_FILTER: ['what', 'text', 'reason'],
   ERR_WEIDA_IO: ['errno'],
+  ERR_WEIDA_TIMEOUT: ['lossCause'],
   ERR_WEIDA_UNREACHABLE: ['address', 'why'],
 }
 

@@ -87,6 +87,7 @@ FIELDS = {
     "INVALID_ADDRESS": {"part", "reason"},
     "INVALID_FILTER": {"what", "text", "reason"},
     "IO": {"errno"},
+    "TIMEOUT": {"loss_cause"},
     "UNREACHABLE": {"address", "why"},
 }
 

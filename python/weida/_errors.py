@@ -153,9 +153,14 @@ class LimitExceeded(WeidaError):
 
 
 class Timeout(WeidaError):
-    """A caller's or the configured deadline (``send_timeout``) passed."""
+    """A caller's or the configured deadline (``send_timeout``) passed. ``loss_cause`` is the
+    last loss when it was a wait for a redial (every connection down), else None."""
 
     code = "TIMEOUT"
+
+    def __init__(self, message: str = "", *, loss_cause: str | None = None) -> None:
+        super().__init__(message)
+        self.loss_cause = loss_cause
 
 
 class InvalidAddress(WeidaError):

@@ -121,7 +121,7 @@ impl Context {
         match send_timeout {
             Some(d) => tokio::time::timeout(d, f)
                 .await
-                .map_err(|_| Error::Timeout)?,
+                .map_err(|_| Error::Timeout { last_loss: None })?,
             None => f.await,
         }
     }

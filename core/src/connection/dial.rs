@@ -94,7 +94,7 @@ impl Dialler {
                 );
                 let conn = match tokio::time::timeout(within, connecting).await {
                     // quinn gives up a handshake at the idle timeout, if that comes first.
-                    Ok(Err(Error::Timeout)) => {
+                    Ok(Err(Error::Timeout { .. })) => {
                         return Err(no_answer(within.min(ctx.limits.idle_timeout)))
                     }
                     // Refused by the QUIC endpoint: named as the address was written.

@@ -48,8 +48,8 @@ struct Entry {
 enum Down {
     /// No slot at all: the endpoint never connected (or disconnected everything).
     Empty,
-    /// Every slot is down and some redial may bring one back.
-    Redialling,
+    /// Every slot is down and some redial may bring one back: the last loss.
+    Redialling(LossCause),
     /// Every slot is down and given up: the last loss.
     Lost(LossCause),
 }
@@ -204,9 +204,10 @@ impl PeerSet {
                 }
             }
         }
+        let last = last.unwrap_or(LossCause::PeerClosed);
         Err(match redialling {
-            true => Down::Redialling,
-            false => Down::Lost(last.unwrap_or(LossCause::PeerClosed)),
+            true => Down::Redialling(last),
+            false => Down::Lost(last),
         })
     }
 
@@ -219,16 +220,18 @@ impl PeerSet {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            match self.pick_now() {
+            let last = match self.pick_now() {
                 Ok(link) => return Ok(link),
                 Err(Down::Empty) => return Err(Error::NotConnected),
                 Err(Down::Lost(c)) => return Err(Error::ConnectionLost(c)),
-                Err(Down::Redialling) => {}
-            }
+                Err(Down::Redialling(c)) => c,
+            };
             match deadline {
                 Some(at) => {
                     if tokio::time::timeout_at(at, changed).await.is_err() {
-                        return Err(Error::Timeout);
+                        return Err(Error::Timeout {
+                            last_loss: Some(last),
+                        });
                     }
                 }
                 None => changed.await,

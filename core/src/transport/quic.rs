@@ -294,7 +294,7 @@ pub(crate) async fn connect(
                 });
             }
             Err(match e {
-                ConnectionError::TimedOut => Error::Timeout,
+                ConnectionError::TimedOut => Error::Timeout { last_loss: None },
                 // A QUIC endpoint that takes no new connections (a closed listener whose
                 // socket is still open) refuses the handshake: nothing listens there.
                 ConnectionError::ConnectionClosed(c)
