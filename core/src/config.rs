@@ -219,6 +219,47 @@ pub struct RuntimeConfig {
     /// with backoff (the default), or give it up ([`ReconnectPolicy::never`], the next send
     /// then fails with the loss). Each endpoint may set its own ([`EndpointOptions`]).
     pub reconnect: ReconnectPolicy,
+    /// How many messages a Pusher's outbox holds while no peer is live (or while it drains):
+    /// `send` copies a body there and returns, and the outbox is drained in order onto the
+    /// next live connection. Default 1000 (ZeroMQ's high-water mark). 0: no outbox, so a
+    /// `send` with no live peer does what `outbox_full` says at once.
+    pub outbox_messages: usize,
+    /// How many body bytes the outbox holds. Default 8 MiB. A body larger than this on its own
+    /// is refused at the call (`LimitExceeded`, limit `outbox_bytes`), not left to block.
+    pub outbox_bytes: usize,
+    /// What `send` does when the outbox is full ([`OutboxFull`]). Default `Block`.
+    pub outbox_full: OutboxFull,
+}
+
+/// What a Pusher's `send` does when its outbox is full (GUARANTEES §3's vocabulary).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OutboxFull {
+    /// Waits for room (or a live peer), bounded by `send_timeout`: then `Timeout` with the
+    /// last loss.
+    #[default]
+    Block,
+    /// Discards the message and returns: counted in `Counters::outbox_dropped`.
+    Drop,
+    /// Fails with `LimitExceeded` (limit `outbox_messages` or `outbox_bytes`).
+    Reject,
+}
+
+impl OutboxFull {
+    /// The stable name: `block`, `drop`, `reject` (what the bindings and the CLI take).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Block => "block",
+            Self::Drop => "drop",
+            Self::Reject => "reject",
+        }
+    }
+
+    /// The policy named `name` (as [`OutboxFull::name`] gives it).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Block, Self::Drop, Self::Reject]
+            .into_iter()
+            .find(|f| f.name() == name)
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -233,6 +274,9 @@ impl Default for RuntimeConfig {
             udp_buffer: 4 << 20,
             lane_max_message: 16 * 1024,
             reconnect: ReconnectPolicy::default(),
+            outbox_messages: 1000,
+            outbox_bytes: 8 << 20,
+            outbox_full: OutboxFull::Block,
         }
     }
 }
@@ -258,6 +302,9 @@ pub struct EndpointOptions {
     endpoint_queue: Option<usize>,
     send_timeout: Option<Option<Duration>>,
     reconnect: Option<ReconnectPolicy>,
+    outbox_messages: Option<usize>,
+    outbox_bytes: Option<usize>,
+    outbox_full: Option<OutboxFull>,
 }
 
 impl EndpointOptions {
@@ -295,6 +342,24 @@ impl EndpointOptions {
         self
     }
 
+    /// How many messages this pusher's outbox holds (`RuntimeConfig::outbox_messages`).
+    pub fn outbox_messages(mut self, n: usize) -> Self {
+        self.outbox_messages = Some(n);
+        self
+    }
+
+    /// How many body bytes this pusher's outbox holds (`RuntimeConfig::outbox_bytes`).
+    pub fn outbox_bytes(mut self, n: usize) -> Self {
+        self.outbox_bytes = Some(n);
+        self
+    }
+
+    /// What this pusher's `send` does at a full outbox (`RuntimeConfig::outbox_full`).
+    pub fn outbox_full(mut self, full: OutboxFull) -> Self {
+        self.outbox_full = Some(full);
+        self
+    }
+
     /// The endpoint's bounds: each option given, else the runtime's. `InvalidConfig` for an
     /// `endpoint_queue` of zero, as `Limits::validate` refuses it.
     pub(crate) fn resolve(&self, config: &RuntimeConfig) -> crate::Result<Bounds> {
@@ -310,6 +375,11 @@ impl EndpointOptions {
             endpoint_queue: self.endpoint_queue.unwrap_or(config.limits.endpoint_queue),
             send_timeout: self.send_timeout.unwrap_or(config.send_timeout),
             reconnect: self.reconnect.unwrap_or(config.reconnect),
+            outbox: Outbox {
+                messages: self.outbox_messages.unwrap_or(config.outbox_messages),
+                bytes: self.outbox_bytes.unwrap_or(config.outbox_bytes),
+                full: self.outbox_full.unwrap_or(config.outbox_full),
+            },
         })
     }
 }
@@ -321,6 +391,15 @@ pub(crate) struct Bounds {
     pub(crate) endpoint_queue: usize,
     pub(crate) send_timeout: Option<Duration>,
     pub(crate) reconnect: ReconnectPolicy,
+    pub(crate) outbox: Outbox,
+}
+
+/// An outbox's bounds and what a full one does, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outbox {
+    pub(crate) messages: usize,
+    pub(crate) bytes: usize,
+    pub(crate) full: OutboxFull,
 }
 
 /// How a dialling endpoint redials an address whose connection was lost (ZeroMQ's

@@ -188,6 +188,11 @@ pub enum Limit {
     BodyIdle,
     /// `Limits::header_timeout`: a stream's type byte and header did not arrive in time.
     HeaderTimeout,
+    /// `RuntimeConfig::outbox_messages`: a pusher's outbox is full (under `OutboxFull::Reject`).
+    OutboxMessages,
+    /// `RuntimeConfig::outbox_bytes`: a pusher's outbox is full in bytes, or a body is larger
+    /// than the whole outbox.
+    OutboxBytes,
 }
 
 impl Limit {
@@ -203,6 +208,8 @@ impl Limit {
             Self::Filters => "max_filters",
             Self::BodyIdle => "body_idle_timeout",
             Self::HeaderTimeout => "header_timeout",
+            Self::OutboxMessages => "outbox_messages",
+            Self::OutboxBytes => "outbox_bytes",
         }
     }
 }
@@ -243,6 +250,16 @@ impl Limit {
                 "the peer's stream did not say what it is within header_timeout (10 s by \
                  default); raise it in the receiving side's Limits if its peers are that slow"
             }
+            Self::OutboxMessages => {
+                "the pusher's outbox holds what is sent while no peer is live: raise \
+                 outbox_messages (1000 by default) in the runtime's config or the pusher's \
+                 options, or let send wait for room (outbox_full block, the default)"
+            }
+            Self::OutboxBytes => {
+                "the pusher's outbox holds what is sent while no peer is live: raise \
+                 outbox_bytes (8 MiB by default) in the runtime's config or the pusher's \
+                 options; a larger body can go as a stream with open(), which waits for a peer"
+            }
         }
     }
 }
@@ -277,6 +294,8 @@ impl fmt::Display for Limit {
             Self::Filters => "max_filters",
             Self::BodyIdle => "body_idle_timeout",
             Self::HeaderTimeout => "header_timeout",
+            Self::OutboxMessages => "outbox_messages",
+            Self::OutboxBytes => "outbox_bytes",
         })
     }
 }
@@ -659,6 +678,8 @@ mod tests {
             (Filters, "max_filters"),
             (BodyIdle, "body_idle_timeout"),
             (HeaderTimeout, "header_timeout"),
+            (OutboxMessages, "outbox_messages"),
+            (OutboxBytes, "outbox_bytes"),
         ] {
             let e = Error::limit(limit, "what passed it");
             let said = e.to_string();

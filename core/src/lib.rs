@@ -47,7 +47,9 @@ mod wire;
 pub use patterns::pubsub::filter;
 
 pub use address::Address;
-pub use config::{EndpointOptions, GiveUp, Limits, ReconnectPolicy, RuntimeConfig, StopOn};
+pub use config::{
+    EndpointOptions, GiveUp, Limits, OutboxFull, ReconnectPolicy, RuntimeConfig, StopOn,
+};
 pub use connection::cancel::Canceler;
 pub use connection::handles::{
     Delivery, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message, OutgoingTransfer,

@@ -385,3 +385,279 @@ async fn a_quic_peer_that_dies_silently_is_redialled_after_the_idle_timeout() {
     until(&mut events, "connected", &["retrying"]).await;
     assert_eq!(&req.request("two").await.unwrap()[..], b"two");
 }
+
+/// A pusher whose only server is down, by `Restartable` and `events` (the outage has begun:
+/// its redial is retrying), with `options`.
+async fn in_outage(
+    t: Transport,
+    options: EndpointOptions,
+) -> (
+    Restartable,
+    Identity,
+    Runtime,
+    weida::Pusher,
+    String,
+    PeerEvents,
+) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher_with(&options).unwrap();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    (place, identity, client, pusher, addr, events)
+}
+
+/// The bodies `puller` receives next, `n` of them.
+async fn bodies(puller: &weida::Puller, n: usize) -> Vec<String> {
+    let mut got = Vec::with_capacity(n);
+    for _ in 0..n {
+        let m = puller.recv().await.unwrap();
+        got.push(String::from_utf8(m.body.to_vec()).unwrap());
+    }
+    got
+}
+
+/// In order on a lane; over streams of their own (lanes off) a puller delivers whole messages
+/// as they complete, with no order across them (PATTERNS §1.7), so only the set is asserted.
+fn assert_sent(mut got: Vec<String>, sent: &[String]) {
+    if !common::lanes_on() {
+        got.sort();
+        let mut sent = sent.to_vec();
+        sent.sort();
+        assert_eq!(got, sent);
+        return;
+    }
+    assert_eq!(got, sent);
+}
+
+async fn outbox_in_order(t: Transport) {
+    let (place, identity, client, pusher, _addr, mut events) =
+        in_outage(t, EndpointOptions::new()).await;
+    // Each send returns at once: the body is the outbox's.
+    let sent: Vec<String> = (0..100).map(|i| format!("m{i:03}")).collect();
+    for m in &sent {
+        pusher.send(m.clone()).await.unwrap();
+    }
+    assert_eq!(client.counters().outbox_queued, 100);
+    assert_eq!(client.counters().outbox_written, 0);
+    let (_second, listener) = place.restart(&identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    assert_sent(bodies(&puller, 100).await, &sent);
+    // A send after the outage queues behind the rest or goes straight out: never first.
+    pusher.send("after").await.unwrap();
+    assert_eq!(bodies(&puller, 1).await, ["after"]);
+    let c = client.counters();
+    assert_eq!((c.outbox_written, c.outbox_abandoned), (100, 0));
+}
+on_every_transport!(
+    a_hundred_sends_during_an_outage_arrive_in_order_after_it,
+    outbox_in_order
+);
+
+async fn outbox_blocks(t: Transport) {
+    let options = EndpointOptions::new().outbox_messages(3);
+    let (place, identity, _client, pusher, _addr, _events) = in_outage(t, options).await;
+    for i in 0..3 {
+        pusher.send(format!("m{i}")).await.unwrap();
+    }
+    let pusher = std::sync::Arc::new(pusher);
+    let p = pusher.clone();
+    let mut fourth = Box::pin(async move { p.send("m3").await });
+    // The outbox is full and no peer is live: the fourth send waits (one poll registers it).
+    assert!(futures_util::FutureExt::now_or_never(&mut fourth).is_none());
+    let (_second, listener) = place.restart(&identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    // The drain starts and makes room: the fourth send returns, and goes out behind the rest.
+    fourth.await.unwrap();
+    let sent: Vec<String> = (0..4).map(|i| format!("m{i}")).collect();
+    assert_sent(bodies(&puller, 4).await, &sent);
+}
+on_every_transport!(
+    the_fourth_send_at_a_bound_of_three_blocks_until_the_drain_starts,
+    outbox_blocks
+);
+
+async fn outbox_drops(t: Transport) {
+    let options = EndpointOptions::new()
+        .outbox_messages(3)
+        .outbox_full(weida::OutboxFull::Drop);
+    let (place, identity, client, pusher, _addr, mut events) = in_outage(t, options).await;
+    for i in 0..5 {
+        pusher.send(format!("m{i}")).await.unwrap();
+    }
+    assert_eq!(client.counters().outbox_dropped, 2);
+    assert_eq!(client.counters().outbox_queued, 3);
+    let (_second, listener) = place.restart(&identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    let sent: Vec<String> = (0..3).map(|i| format!("m{i}")).collect();
+    assert_sent(bodies(&puller, 3).await, &sent);
+    pusher.send("m5").await.unwrap();
+    assert_eq!(bodies(&puller, 1).await, ["m5"]);
+}
+on_every_transport!(a_drop_outbox_counts_what_it_discarded, outbox_drops);
+
+/// Under `Reject` a full outbox fails the send by name; a body larger than the whole outbox
+/// is refused at the call under any policy.
+#[tokio::test]
+async fn a_reject_outbox_and_a_body_larger_than_the_outbox_fail_by_name() {
+    let options = EndpointOptions::new()
+        .outbox_messages(2)
+        .outbox_bytes(1024)
+        .outbox_full(weida::OutboxFull::Reject);
+    let (_place, _identity, _client, pusher, _addr, _events) =
+        in_outage(Transport::Unix, options).await;
+    pusher.send("m0").await.unwrap();
+    pusher.send("m1").await.unwrap();
+    match pusher.send("m2").await.unwrap_err() {
+        Error::LimitExceeded { limit, .. } => assert_eq!(limit, weida::Limit::OutboxMessages),
+        e => panic!("{e:?}"),
+    }
+    let e = pusher.send(vec![0u8; 2048]).await.unwrap_err();
+    match &e {
+        Error::LimitExceeded { limit, .. } => assert_eq!(*limit, weida::Limit::OutboxBytes),
+        e => panic!("{e:?}"),
+    }
+    assert!(e.to_string().contains("outbox_bytes"), "{e}");
+    let blocking = Runtime::new(redialling()).unwrap();
+    let p = blocking
+        .pusher_with(&EndpointOptions::new().outbox_bytes(1024))
+        .unwrap();
+    p.connect_later("weida+inproc://nobody-binds-this/jobs")
+        .await
+        .unwrap();
+    let e = p.send(vec![0u8; 2048]).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
+}
+
+async fn written_once(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    let before: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+    for m in &before {
+        pusher.send(m.clone()).await.unwrap();
+    }
+    assert_sent(bodies(&puller, 10).await, &before);
+    first.close().await;
+    drop((puller, listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    let (_second, listener) = place.restart(&identity).await;
+    let puller = listener.puller("/jobs").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    let after: Vec<String> = (10..20).map(|i| format!("m{i}")).collect();
+    for m in &after {
+        pusher.send(m.clone()).await.unwrap();
+    }
+    // The new server hears the sends after the restart and nothing before it: no replay.
+    assert_sent(bodies(&puller, 10).await, &after);
+    assert_eq!(client.counters().outbox_queued, 0);
+}
+on_every_transport!(a_body_written_before_the_restart_arrives_once, written_once);
+
+/// `bind` (a listener's address) with an endpoint's `path`.
+fn with_path(bind: &str, path: &str) -> String {
+    let a: weida::Address = bind.parse().unwrap();
+    a.with_path(path).unwrap().to_string()
+}
+
+/// A listener's address known before it is bound: the same socket path or in-process name,
+/// or over QUIC a relay (toward a port nobody answers yet) with the server's key pinned.
+async fn before_bind(t: Transport, identity: &Identity) -> (Option<Relay>, String, String) {
+    match t {
+        Transport::Quic => {
+            let nobody = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let relay = Relay::start(nobody.local_addr().unwrap()).await;
+            drop(nobody);
+            let addr = format!("weida://{}@{}/jobs", identity.fingerprint(), relay.addr);
+            (Some(relay), "weida://127.0.0.1:0".into(), addr)
+        }
+        _ => {
+            let bind = bind_address(t);
+            let addr = with_path(&bind, "/jobs");
+            (None, bind, addr)
+        }
+    }
+}
+
+async fn connects_later(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (relay, bind, addr) = before_bind(t, &identity).await;
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    // Nothing is bound: `connect` would fail; `connect_later` records the slot and returns.
+    pusher.connect_later(&addr).await.unwrap();
+    assert_eq!(pusher.peer_count(), 0);
+    pusher.send("early").await.unwrap();
+    let req = client.requester();
+    let echo = match &relay {
+        Some(_) => addr.replace("/jobs", "/echo"),
+        None => with_path(&bind, "/echo"),
+    };
+    req.connect_later(&echo).await.unwrap();
+    let asking = tokio::spawn(async move { req.request("hi").await });
+    let server = server(&identity);
+    let listener = server.bind(&bind).await.unwrap();
+    if let Some(r) = &relay {
+        r.retarget(socket_addr(&listener));
+    }
+    let puller = listener.puller("/jobs").unwrap();
+    let replier = listener.replier("/echo").unwrap();
+    tokio::spawn(async move {
+        while let Ok(mut ex) = replier.accept().await {
+            let body = ex.take_body().await.unwrap();
+            let _ = ex.reply(body).await;
+        }
+    });
+    match until(&mut events, "connected", &["retrying"]).await {
+        PeerEvent::Connected { url, .. } => assert_eq!(url, addr),
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(bodies(&puller, 1).await, ["early"]);
+    assert_eq!(&asking.await.unwrap().unwrap()[..], b"hi");
+    assert_eq!(pusher.peer_count(), 1);
+}
+on_every_transport!(
+    connect_before_bind_delivers_once_the_listener_appears,
+    connects_later
+);
+
+/// A drain writes out what the outboxes hold while connections come up, and counts what it
+/// could not write.
+#[tokio::test]
+async fn a_drain_writes_out_the_outbox_first() {
+    let (_s, listener, _c) = common::pair(Transport::Unix).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    // Recorded, not yet dialled: the send is the outbox's.
+    pusher
+        .connect_later(&puller.address().to_string())
+        .await
+        .unwrap();
+    pusher.send("early").await.unwrap();
+    let nowhere = client.pusher();
+    let missing = with_path(&bind_address(Transport::Unix), "/jobs");
+    nowhere.connect_later(&missing).await.unwrap();
+    nowhere.send("never").await.unwrap();
+    let drained = client.drain(Duration::from_millis(1500)).await;
+    assert_eq!(drained.unsent, 1);
+    let c = client.counters();
+    assert_eq!((c.outbox_written, c.outbox_abandoned), (1, 1));
+    assert_eq!(bodies(&puller, 1).await, ["early"]);
+    // After the drain nothing is admitted.
+    let e = pusher.send("late").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
+}

@@ -14,6 +14,9 @@ use crate::wire::Code;
 const OPEN: u8 = 0;
 const DRAINING: u8 = 1;
 const CLOSED: u8 = 2;
+/// A drain's first step: no new work is admitted, and the pushers' outboxes are written out
+/// on the connections that are up (`Context::check_running` still passes).
+const FLUSHING: u8 = 3;
 
 /// The runtime's side of every connection and stream: held by the runtime, its listeners,
 /// links, lanes, endpoints and stream handles (one `Arc` each, cloned per handle, never per
@@ -49,6 +52,10 @@ pub(crate) struct Stats {
     pub(crate) lane_messages_sent: AtomicU64,
     pub(crate) lane_messages_received: AtomicU64,
     pub(crate) lane_messages_lost: AtomicU64,
+    pub(crate) outbox_queued: AtomicU64,
+    pub(crate) outbox_written: AtomicU64,
+    pub(crate) outbox_dropped: AtomicU64,
+    pub(crate) outbox_abandoned: AtomicU64,
 }
 
 impl Stats {
@@ -83,11 +90,31 @@ impl Context {
         }
     }
 
-    /// The runtime stops admitting work (a drain began); a second call changes nothing.
-    pub(crate) fn start_draining(&self) {
+    /// `Closed` once a drain is past its flush, or the runtime shut down: what the layers
+    /// below the patterns check, so a drain's flush can still write what the outboxes hold.
+    pub(crate) fn check_running(&self) -> Result<()> {
+        match self.state.load(Ordering::Acquire) {
+            OPEN | FLUSHING => Ok(()),
+            _ => Err(Error::Closed),
+        }
+    }
+
+    /// The runtime stops admitting work but writes out its outboxes (a drain began); a second
+    /// call changes nothing.
+    pub(crate) fn start_flushing(&self) {
         let _ = self
             .state
-            .compare_exchange(OPEN, DRAINING, Ordering::AcqRel, Ordering::Acquire);
+            .compare_exchange(OPEN, FLUSHING, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The runtime writes nothing new: what was written is given its time (a drain's second
+    /// step); a second call changes nothing.
+    pub(crate) fn start_draining(&self) {
+        for from in [OPEN, FLUSHING] {
+            let _ =
+                self.state
+                    .compare_exchange(from, DRAINING, Ordering::AcqRel, Ordering::Acquire);
+        }
     }
 
     /// Keeps `conn` to close at shutdown.

@@ -170,7 +170,7 @@ impl Link {
         body: Bytes,
         send_timeout: Option<std::time::Duration>,
     ) -> Result<()> {
-        self.ctx.check_open()?;
+        self.ctx.check_running()?;
         let head = if header.is_empty() {
             FrameHead::plain(body.len())
         } else {
@@ -351,7 +351,7 @@ impl Link {
         send_timeout: Option<std::time::Duration>,
     ) -> Result<(SendHalf, Option<RecvHalf>)> {
         let shared = &*self.ctx;
-        shared.check_open()?;
+        shared.check_running()?;
         let head = self.head(ty, header)?;
         let (send, recv) = match ty {
             StreamType::Exchange => {

@@ -70,10 +70,11 @@ impl Dialer {
     /// Dials `address` and makes it a slot of this endpoint, redialled by the endpoint's
     /// policy when its connection is lost.
     async fn connect(&self, address: &str) -> Result<()> {
+        self.pool.ctx.check_open()?;
         let a = Address::parse(address)?;
         a.endpoint_path()?;
         let link = self.pool.link(&a).await?;
-        self.peers.add(a.clone(), link.clone(), None);
+        self.peers.add(a.clone(), Some(link.clone()), None);
         let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.owner) as _;
         let task = tokio::spawn(redial::run(owner, a.clone(), &link, self.bounds.reconnect));
         let hopeful = redial::redials(&self.bounds.reconnect);
@@ -85,11 +86,31 @@ impl Dialer {
         Ok(())
     }
 
+    /// Records `address` as a slot at once, down, and dials it in the background by the
+    /// endpoint's policy (in process: once the name is bound): ZeroMQ's connect-before-bind.
+    /// What becomes of it is told by the endpoint's events; until a slot is live, a send waits
+    /// (or fills the outbox) as during an outage.
+    fn connect_later(&self, address: &str) -> Result<()> {
+        self.pool.ctx.check_open()?;
+        let a = Address::parse(address)?;
+        a.endpoint_path()?;
+        if self.peers.has(&a) {
+            return Ok(());
+        }
+        self.peers.add(a.clone(), None, None);
+        let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.owner) as _;
+        let task = tokio::spawn(redial::later(owner, a.clone(), self.bounds.reconnect));
+        self.peers.redialled_by(&a, task.abort_handle(), true);
+        Ok(())
+    }
+
     fn disconnect(&self, address: &str) -> Result<bool> {
         let address = Address::parse(address)?;
         Ok(match self.peers.remove(&address) {
             Some(link) => {
-                self.pool.release(link);
+                if let Some(link) = link {
+                    self.pool.release(link);
+                }
                 true
             }
             None => false,

@@ -1,19 +1,28 @@
 //! Push/Pull: one one-way stream per message, round-robin over connected pullers.
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::Dialer;
 use crate::address::Address;
-use crate::config::EndpointOptions;
+use crate::config::{EndpointOptions, OutboxFull};
 use crate::connection::admission::RouteKind;
+use crate::connection::context::Context;
 use crate::connection::dispatch::Queued;
 use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
+use crate::connection::link::Link;
 use crate::error::{Error, Result};
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
+use crate::runtime::outbox::{Outbox, Put};
+use crate::runtime::peers::Down;
 use crate::runtime::Runtime;
-use crate::wire::{Header, Metadata};
+use crate::wire::{Header, Metadata, StreamType};
 
 /// Sends messages to pullers, one stream each, round-robin per message.
 ///
@@ -26,6 +35,15 @@ use crate::wire::{Header, Metadata};
 /// ```
 pub struct Pusher {
     dialer: Dialer,
+    /// What `send` hands over while no peer is live, written out in order by a drain task.
+    outbox: Arc<Outbox>,
+}
+
+impl Drop for Pusher {
+    fn drop(&mut self) {
+        // Its addresses go with it (the dialer's drop): nothing can take what is queued.
+        self.outbox.abandon();
+    }
 }
 
 impl Runtime {
@@ -35,11 +53,13 @@ impl Runtime {
             .expect("the runtime's own bounds are valid")
     }
 
-    /// A [`Pusher`] with bounds of its own: its `send_timeout` (the other options do not
-    /// apply to a pusher). `InvalidConfig` for an option out of range.
+    /// A [`Pusher`] with bounds of its own: its `send_timeout`, `reconnect` and outbox (the
+    /// other options do not apply to a pusher). `InvalidConfig` for an option out of range.
     pub fn pusher_with(&self, options: &EndpointOptions) -> Result<Pusher> {
+        let dialer = Dialer::new(self.pool.clone(), options)?;
         Ok(Pusher {
-            dialer: Dialer::new(self.pool.clone(), options)?,
+            outbox: self.pool.outbox(dialer.bounds.outbox),
+            dialer,
         })
     }
 }
@@ -65,6 +85,24 @@ impl Pusher {
         self.dialer.connect(address).await
     }
 
+    /// Records `address` (with its path) in the round-robin at once and dials it in the
+    /// background, as ZeroMQ's `connect` does: the listener may be bound later. Until the
+    /// address is live, `send` fills the outbox and `open` waits; `events()` tells how the
+    /// dialling goes (Retrying, Connected, GaveUp). Fails at once only for an address that
+    /// does not parse or has no path, or a closed runtime. Connecting an address already
+    /// connected changes nothing. Cancel-safe (it returns without waiting).
+    ///
+    /// ```no_run
+    /// # async fn f(rt: weida::Runtime) -> weida::Result<()> {
+    /// let pusher = rt.pusher();
+    /// pusher.connect_later("weida+unix:///tmp/jobs.sock/jobs").await?; // not bound yet
+    /// pusher.send("job 1").await?; // kept in the outbox until the puller is there
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_later(&self, address: &str) -> Result<()> {
+        self.dialer.connect_later(address)
+    }
+
     /// Removes `address`; true if it was connected.
     pub fn disconnect(&self, address: &str) -> Result<bool> {
         self.dialer.disconnect(address)
@@ -84,6 +122,13 @@ impl Pusher {
 
     /// Sends a whole message: fire-and-forget. Returns once the FIN is queued; the receipt is
     /// kept by the runtime for `drain`. Waits for the peer's stream budget (backpressure).
+    /// With no live peer while an address is being redialled (or recorded by
+    /// `connect_later`), the body is kept in the pusher's outbox instead and `send` returns:
+    /// the outbox is written out in order onto the next live connection, and later sends
+    /// queue behind it, so order is kept. A full outbox does what `outbox_full` says (wait
+    /// for room, bounded by `send_timeout`; drop, counted; or `LimitExceeded`), and a body
+    /// larger than `outbox_bytes` is refused at once. Once written, a message is never sent
+    /// again: one whose connection then dies is lost, as in ZeroMQ (at most once).
     /// A body up to `RuntimeConfig::lane_max_message` goes as a frame on the connection's
     /// message lane when the peer offers lanes (returning once queued there; a lane's queue
     /// and window are its backpressure), and messages of one lane arrive in order.
@@ -122,24 +167,80 @@ impl Pusher {
         }
     }
 
-    /// A send that may wait: a lane to start or with no room, a body for a stream of its own.
-    async fn send_waiting(&self, meta: Metadata, body: Bytes) -> Result<()> {
-        let header = Header {
-            meta,
-            ..Header::default()
-        };
+    /// A send that may wait: a lane to start or with no room, a body for a stream of its own,
+    /// or no live peer (the outbox).
+    async fn send_waiting(&self, meta: Metadata, mut body: Bytes) -> Result<()> {
         let ctx = &self.dialer.pool.ctx;
         ctx.check_open()?;
-        let (link, left) = self.dialer.pick().await?;
-        if link.lanes && body.len() <= ctx.config.lane_max_message {
-            return link.lane_send(header, body, left).await;
+        let peers = &self.dialer.peers;
+        let timeout = self.dialer.bounds.send_timeout;
+        let deadline = timeout.map(|d| Instant::now() + d);
+        let mut meta = meta;
+        loop {
+            // Registered before looking, so a change between the look and the wait wakes it.
+            let changed = peers.changed();
+            let room = self.outbox.room.notified();
+            tokio::pin!(changed, room);
+            changed.as_mut().enable();
+            room.as_mut().enable();
+            let last = match peers.pick_now() {
+                Err(Down::Empty) => return Err(Error::NotConnected),
+                Err(Down::Lost(c)) => return Err(Error::ConnectionLost(c)),
+                Ok(link) if self.outbox.is_empty() => {
+                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    return write_whole(ctx, &link, meta, body, left).await;
+                }
+                Ok(_) => None,
+                Err(Down::Redialling(c)) => c,
+            };
+            self.outbox.admits(body.len())?;
+            let limit = match self.outbox.put(meta, body) {
+                Put::Queued { start } => {
+                    if start {
+                        self.start_drain();
+                    }
+                    return Ok(());
+                }
+                Put::Full(m, b, limit) => {
+                    (meta, body) = (m, b);
+                    limit
+                }
+            };
+            match self.outbox.when_full() {
+                OutboxFull::Drop => {
+                    ctx.stats.outbox_dropped.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                OutboxFull::Reject => return Err(self.outbox.full_error(limit)),
+                OutboxFull::Block => {}
+            }
+            let woken = async {
+                tokio::select! {
+                    _ = changed => {},
+                    _ = room => {},
+                }
+            };
+            match deadline {
+                Some(at) => {
+                    if tokio::time::timeout_at(at, woken).await.is_err() {
+                        return Err(Error::Timeout { last_loss: last });
+                    }
+                }
+                None => woken.await,
+            }
         }
-        let t = self
-            .dialer
-            .transfer_within(&link, header, Some(body), left)
-            .await?;
-        drop(t.finish().await?);
-        Ok(())
+    }
+
+    /// Starts the task that writes the outbox out, in order, to the next live peer.
+    fn start_drain(&self) {
+        let ctx = self.dialer.pool.ctx.clone();
+        let write = move |link: Arc<Link>, meta: Metadata, body: Bytes| {
+            let ctx = ctx.clone();
+            Box::pin(async move { write_whole(&ctx, &link, meta, body, None).await })
+                as BoxFuture<'static, Result<()>>
+        };
+        let peers = Arc::downgrade(&self.dialer.peers);
+        tokio::spawn(self.outbox.clone().drain(peers, write));
     }
 
     /// Sends a whole message without waiting, when that can be done now: a body of at most
@@ -162,7 +263,8 @@ impl Pusher {
     pub fn try_send(&self, body: Bytes) -> Result<Option<Bytes>> {
         let ctx = &self.dialer.pool.ctx;
         ctx.check_open()?;
-        if body.len() > ctx.config.lane_max_message {
+        // Behind an outbox not yet written out, a message waits its turn (`send` queues it).
+        if body.len() > ctx.config.lane_max_message || !self.outbox.is_empty() {
             return Ok(Some(body));
         }
         let mut body = Some(body);
@@ -216,6 +318,31 @@ impl Pusher {
         };
         self.dialer.transfer(header, None).await
     }
+}
+
+/// Writes a whole message on `link`: a frame on its lane when the body is small and the peer
+/// takes lanes, else a stream of its own, finished. Returns once the lane took it or the FIN
+/// is queued; an error means neither happened.
+async fn write_whole(
+    ctx: &Arc<Context>,
+    link: &Link,
+    meta: Metadata,
+    body: Bytes,
+    within: Option<Duration>,
+) -> Result<()> {
+    let header = Header {
+        meta,
+        ..Header::default()
+    };
+    if link.lanes && body.len() <= ctx.config.lane_max_message {
+        return link.lane_send(header, body, within).await;
+    }
+    let (send, _) = link
+        .open(StreamType::Transfer, header, Some(body), within)
+        .await?;
+    let t = OutgoingTransfer::new(send, link.path.clone(), ctx.clone());
+    drop(t.finish().await?);
+    Ok(())
 }
 
 /// Receives pushed messages at a bound path.

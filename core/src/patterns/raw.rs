@@ -65,6 +65,13 @@ impl Peer {
         self.dialer.connect(address).await
     }
 
+    /// Records `address` at once and dials it in the background (connect-before-bind; see
+    /// [`crate::Pusher::connect_later`]): until it is live, `open` waits for it (bounded by `send_timeout`). Cancel-safe (it returns
+    /// without waiting).
+    pub async fn connect_later(&self, address: &str) -> Result<()> {
+        self.dialer.connect_later(address)
+    }
+
     /// Removes `address`; true if it was connected.
     pub fn disconnect(&self, address: &str) -> Result<bool> {
         self.dialer.disconnect(address)

@@ -34,6 +34,17 @@ pub struct Counters {
     pub lane_messages_received: u64,
     /// Messages queued on a lane that ended before writing them (a refusal or a loss).
     pub lane_messages_lost: u64,
+    /// Messages a pusher's `send` copied into its outbox (no peer was live, or the outbox was
+    /// draining). Each is then written, or abandoned: `outbox_queued` = `outbox_written` +
+    /// `outbox_abandoned` + what the outboxes hold now.
+    pub outbox_queued: u64,
+    /// Messages written from an outbox to a live connection (then at most once, as any send).
+    pub outbox_written: u64,
+    /// Messages a full outbox discarded at the call (`OutboxFull::Drop`); never queued.
+    pub outbox_dropped: u64,
+    /// Messages an outbox held when it could no longer drain: its pusher dropped, every
+    /// address given up, or the runtime closed (a drain's deadline passed).
+    pub outbox_abandoned: u64,
 }
 
 impl Counters {
@@ -55,6 +66,10 @@ impl Counters {
             lane_messages_sent: s.lane_messages_sent.load(Ordering::Relaxed),
             lane_messages_received: s.lane_messages_received.load(Ordering::Relaxed),
             lane_messages_lost: s.lane_messages_lost.load(Ordering::Relaxed),
+            outbox_queued: s.outbox_queued.load(Ordering::Relaxed),
+            outbox_written: s.outbox_written.load(Ordering::Relaxed),
+            outbox_dropped: s.outbox_dropped.load(Ordering::Relaxed),
+            outbox_abandoned: s.outbox_abandoned.load(Ordering::Relaxed),
         }
     }
 }

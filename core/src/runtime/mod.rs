@@ -13,12 +13,14 @@ pub(crate) mod counters;
 pub(crate) mod events;
 pub(crate) mod inbox;
 pub(crate) mod listener;
+pub(crate) mod outbox;
 pub(crate) mod peers;
 pub(crate) mod pool;
 pub(crate) mod queue;
 pub(crate) mod redial;
 pub(crate) mod routes;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +48,9 @@ pub struct Drained {
     pub delivered: u64,
     /// Finished transfers still unacknowledged at the deadline, cut short by the close.
     pub outstanding: u64,
+    /// Messages the pushers' outboxes still held at the deadline, never written (also
+    /// counted in `Counters::outbox_abandoned`).
+    pub unsent: u64,
 }
 
 /// The process-wide entry point: dials addresses, binds listeners, owns every connection.
@@ -122,7 +127,8 @@ impl Runtime {
         Counters::read(&self.pool.ctx)
     }
 
-    /// Stops admitting work, gives finished transfers until `deadline` to reach the peer's
+    /// Stops admitting work, writes out what the pushers' outboxes hold onto the connections
+    /// that are up, gives finished transfers until `deadline` to reach the peer's
     /// transport, then closes everything and waits, as `close` does, until the closes have been
     /// sent (at most a second more). The deadline is mandatory and finite.
     /// An expired drain with transfers outstanding is not an error. Not cancel-safe: a drain
@@ -135,6 +141,22 @@ impl Runtime {
             .checked_add(deadline)
             .unwrap_or(now + Duration::from_secs(86_400 * 365));
         let ctx = &self.pool.ctx;
+        let abandoned = || ctx.stats.outbox_abandoned.load(Ordering::Relaxed);
+        let abandoned_before = abandoned();
+        ctx.start_flushing();
+        // The outboxes first: what they hold was sent, and is written while the connections
+        // are up; what is left at the deadline is abandoned, counted.
+        let outboxes = self.pool.outboxes();
+        let _ = tokio::time::timeout_at(
+            until,
+            futures_util::future::join_all(outboxes.iter().map(|o| o.until_empty())),
+        )
+        .await;
+        for o in &outboxes {
+            o.abandon();
+        }
+        // Abandoned by the deadline here, or earlier by an outbox whose addresses all gave up.
+        let unsent = abandoned() - abandoned_before;
         ctx.start_draining();
         // Lanes first: each writes what it queued and finishes, and its receipt joins the rest.
         let links = self.pool.links();
@@ -160,6 +182,7 @@ impl Runtime {
         Drained {
             delivered: ctx.receipts.delivered(),
             outstanding,
+            unsent,
         }
     }
 

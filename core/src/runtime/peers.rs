@@ -33,8 +33,9 @@ struct Links {
 struct Entry {
     /// The address as the application connected it (what `disconnect` names).
     address: Address,
-    /// The slot's current link: live, or the lost one until a redial replaces it.
-    link: Arc<Link>,
+    /// The slot's current link: live, or the lost one until a redial replaces it; none before
+    /// a slot recorded by `connect_later` first goes live.
+    link: Option<Arc<Link>>,
     /// This endpoint's handle to the link's lane ([`Link::lane_try_send`]).
     lane: LaneCache,
     /// The slot's task, which watches its connection and redials it.
@@ -42,32 +43,68 @@ struct Entry {
     /// The task may still bring the slot back (false once given up, and under
     /// `ReconnectPolicy::never()`): a pick waits for it.
     hopeful: bool,
+    /// Why the slot was given up, when it was: what a pick then reports.
+    given_up: Option<LossCause>,
+}
+
+impl Entry {
+    /// Live: its link, with the set's handle to its lane. Down: why, if known.
+    fn state(
+        &mut self,
+        fast: bool,
+    ) -> std::result::Result<(&Arc<Link>, &mut LaneCache), Option<LossCause>> {
+        if let Some(c) = &self.given_up {
+            return Err(Some(c.clone()));
+        }
+        match &self.link {
+            None => Err(None),
+            Some(l) => {
+                let ended = match fast {
+                    true => l.ended(),
+                    false => l.loss(),
+                };
+                match ended {
+                    None => Ok((l, &mut self.lane)),
+                    Some(c) => Err(Some(c)),
+                }
+            }
+        }
+    }
 }
 
 /// What a pick found when no link is live.
-enum Down {
+pub(crate) enum Down {
     /// No slot at all: the endpoint never connected (or disconnected everything).
     Empty,
-    /// Every slot is down and some redial may bring one back: the last loss.
-    Redialling(LossCause),
+    /// Every slot is down and some redial may bring one back: the last loss (none when no
+    /// slot has been live yet).
+    Redialling(Option<LossCause>),
     /// Every slot is down and given up: the last loss.
     Lost(LossCause),
 }
 
 impl PeerSet {
-    pub(crate) fn add(&self, address: Address, link: Arc<Link>, redial: Option<AbortHandle>) {
+    /// A slot for `address`, live on `link`, or down until its task (`connect_later`) dials it.
+    pub(crate) fn add(
+        &self,
+        address: Address,
+        link: Option<Arc<Link>>,
+        redial: Option<AbortHandle>,
+    ) {
         let l = &mut self.links.lock().unwrap().all;
         if let Some(i) = l.iter().position(|e| e.address == address) {
             if let Some(t) = l.swap_remove(i).redial {
                 t.abort();
             }
         }
+        let hopeful = redial.is_some() || link.is_none();
         l.push(Entry {
             address,
             link,
             lane: None,
-            hopeful: redial.is_some(),
+            hopeful,
             redial,
+            given_up: None,
         });
         self.changed.notify_waiters();
     }
@@ -90,25 +127,28 @@ impl PeerSet {
         let Some(e) = guard.all.iter_mut().find(|e| &e.address == address) else {
             return false;
         };
-        e.link = link;
+        e.link = Some(link);
         e.lane = None;
         drop(guard);
         self.changed.notify_waiters();
         true
     }
 
-    /// The redial of `address` gave up: its slot stays, down, and a pick no longer waits for it.
-    pub(crate) fn gave_up(&self, address: &Address) {
+    /// The redial of `address` gave up for `cause`: its slot stays, down, and a pick no
+    /// longer waits for it but reports `cause`.
+    pub(crate) fn gave_up(&self, address: &Address, cause: LossCause) {
         let mut guard = self.links.lock().unwrap();
         if let Some(e) = guard.all.iter_mut().find(|e| &e.address == address) {
             e.hopeful = false;
+            e.given_up = Some(cause);
         }
         drop(guard);
         self.changed.notify_waiters();
     }
 
-    /// Removes the slot of `address` and stops its redial: its current link.
-    pub(crate) fn remove(&self, address: &Address) -> Option<Arc<Link>> {
+    /// Removes the slot of `address` and stops its redial: None if there was no slot, else
+    /// its current link, if it had one.
+    pub(crate) fn remove(&self, address: &Address) -> Option<Option<Arc<Link>>> {
         let l = &mut self.links.lock().unwrap().all;
         let i = l.iter().position(|e| &e.address == address)?;
         let e = l.swap_remove(i);
@@ -119,12 +159,18 @@ impl PeerSet {
         Some(e.link)
     }
 
+    /// Whether a slot for `address` exists.
+    pub(crate) fn has(&self, address: &Address) -> bool {
+        let guard = self.links.lock().unwrap();
+        guard.all.iter().any(|e| &e.address == address)
+    }
+
     /// Removes every slot and stops every redial (the endpoint is dropped).
     pub(crate) fn take_all(&self) -> Vec<Arc<Link>> {
         let all = std::mem::take(&mut self.links.lock().unwrap().all);
         self.changed.notify_waiters();
         all.into_iter()
-            .map(|e| {
+            .filter_map(|e| {
                 if let Some(t) = e.redial {
                     t.abort();
                 }
@@ -140,8 +186,13 @@ impl PeerSet {
             .unwrap()
             .all
             .iter()
-            .filter(|e| e.link.loss().is_none())
+            .filter(|e| e.given_up.is_none() && e.link.as_ref().is_some_and(|l| l.loss().is_none()))
             .count()
+    }
+
+    /// Wakes on the next change of the slots (one went live, was given up or removed).
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
     }
 
     /// Offers the next live link, with this set's handle to its lane, round-robin, to `f`;
@@ -163,17 +214,18 @@ impl PeerSet {
         let n = l.len();
         for i in 0..n {
             let e = &mut l[(start + i) % n];
-            match e.link.ended() {
-                None => {
-                    let r = f(&e.link, &mut e.lane);
+            let hopeful = e.hopeful;
+            match e.state(true) {
+                Ok((link, lane)) => {
+                    let r = f(link, lane);
                     if r.is_some() {
                         *next = start.wrapping_add(i + 1);
                     }
                     return Ok(r);
                 }
-                Some(c) => {
-                    redialling |= e.hopeful;
-                    last = Some(c);
+                Err(c) => {
+                    redialling |= hopeful;
+                    last = c.or(last);
                 }
             }
         }
@@ -184,7 +236,7 @@ impl PeerSet {
     }
 
     /// The next live link, round-robin, or what there is instead.
-    fn pick_now(&self) -> std::result::Result<Arc<Link>, Down> {
+    pub(crate) fn pick_now(&self) -> std::result::Result<Arc<Link>, Down> {
         let mut guard = self.links.lock().unwrap();
         let Links { all: l, next } = &mut *guard;
         if l.is_empty() {
@@ -194,20 +246,21 @@ impl PeerSet {
         *next = start.wrapping_add(1);
         let mut last = None;
         let mut redialling = false;
-        for i in 0..l.len() {
-            let e = &l[(start + i) % l.len()];
-            match e.link.loss() {
-                None => return Ok(e.link.clone()),
-                Some(c) => {
-                    redialling |= e.hopeful;
-                    last = Some(c);
+        let n = l.len();
+        for i in 0..n {
+            let e = &mut l[(start + i) % n];
+            let hopeful = e.hopeful;
+            match e.state(false) {
+                Ok((link, _)) => return Ok(link.clone()),
+                Err(c) => {
+                    redialling |= hopeful;
+                    last = c.or(last);
                 }
             }
         }
-        let last = last.unwrap_or(LossCause::PeerClosed);
         Err(match redialling {
             true => Down::Redialling(last),
-            false => Down::Lost(last),
+            false => Down::Lost(last.unwrap_or(LossCause::PeerClosed)),
         })
     }
 
@@ -229,9 +282,7 @@ impl PeerSet {
             match deadline {
                 Some(at) => {
                     if tokio::time::timeout_at(at, changed).await.is_err() {
-                        return Err(Error::Timeout {
-                            last_loss: Some(last),
-                        });
+                        return Err(Error::Timeout { last_loss: last });
                     }
                 }
                 None => changed.await,

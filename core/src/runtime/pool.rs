@@ -3,10 +3,11 @@
 //! §4).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tracing::Instrument;
 
+use super::outbox::Outbox;
 use crate::address::Address;
 use crate::connection::context::Context;
 use crate::connection::dial::{subscriber_session, Dialler};
@@ -22,6 +23,8 @@ pub(crate) struct Pool {
     links: Mutex<HashMap<String, Arc<Link>>>,
     /// The runtime the connections run on, for work started from a drop.
     runtime: OnceLock<tokio::runtime::Handle>,
+    /// The pushers' outboxes, for a drain to write out first.
+    outboxes: Mutex<Vec<Weak<Outbox>>>,
 }
 
 impl Pool {
@@ -31,7 +34,23 @@ impl Pool {
             ctx,
             links: Mutex::new(HashMap::new()),
             runtime: OnceLock::new(),
+            outboxes: Mutex::default(),
         }
+    }
+
+    /// A new endpoint's outbox, known to `Runtime::drain`.
+    pub(crate) fn outbox(&self, bounds: crate::config::Outbox) -> Arc<Outbox> {
+        let o = Arc::new(Outbox::new(bounds, self.ctx.clone()));
+        let mut all = self.outboxes.lock().unwrap();
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(&o));
+        o
+    }
+
+    /// Every outbox whose endpoint lives.
+    pub(crate) fn outboxes(&self) -> Vec<Arc<Outbox>> {
+        let all = self.outboxes.lock().unwrap();
+        all.iter().filter_map(Weak::upgrade).collect()
     }
 
     /// An endpoint let go of `link`. When no other endpoint holds it, it leaves the pool and
@@ -62,8 +81,10 @@ impl Pool {
     }
 
     /// The live connection for `address` (one per dialled path), dialling it if needed.
+    /// A drain's flush may still dial (a slot recorded by `connect_later` whose outbox waits),
+    /// so this checks that the runtime runs, not that it admits work: the endpoints do that.
     pub(crate) async fn link(&self, address: &Address) -> Result<Arc<Link>> {
-        self.ctx.check_open()?;
+        self.ctx.check_running()?;
         let _ = self.runtime.set(tokio::runtime::Handle::current());
         let path: Arc<str> = address.endpoint_path()?.into();
         let key = address.to_string();

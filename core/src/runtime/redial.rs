@@ -28,8 +28,9 @@ pub(crate) trait Owner: Send + Sync + 'static {
     /// Puts `link`, the slot `url`'s new connection, to use: false when the slot is gone; an
     /// error (a publisher refused a filter again) counts as a failed attempt.
     fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, Result<bool>>;
-    /// The slot `url` is given up: it stays down, and nothing waits for it any more.
-    fn gave_up(&self, url: &Address);
+    /// The slot `url` is given up for `cause`: it stays down, and nothing waits for it any
+    /// more.
+    fn gave_up(&self, url: &Address, cause: &LossCause);
     /// Where the endpoint's events go.
     fn events(&self) -> &EventSender;
 }
@@ -61,8 +62,8 @@ impl Owner for Pooled {
         })
     }
 
-    fn gave_up(&self, url: &Address) {
-        self.peers.gave_up(url);
+    fn gave_up(&self, url: &Address, cause: &LossCause) {
+        self.peers.gave_up(url, cause.clone());
     }
 
     fn events(&self) -> &EventSender {
@@ -106,6 +107,59 @@ pub(crate) fn run(
     let dial_to = pinned(&url, link);
     let conn = link.conn.clone();
     watch(owner, url, dial_to, conn, policy)
+}
+
+/// The task of a slot recorded before its first connection (`connect_later`): dials `url` at
+/// once, then by `policy` (in process: when the name is bound) until a connection is attached,
+/// and from then on is the slot's task as [`run`] is. The key the first connection proves is
+/// pinned for the redials after it.
+pub(crate) async fn later(owner: Weak<dyn Owner>, url: Address, policy: ReconnectPolicy) {
+    let name = url.to_string();
+    let first = match first_dial(&owner, &url).await {
+        Some(Ok(link)) => Ok(link),
+        Some(Err(cause)) => Err(cause),
+        None => return,
+    };
+    let link = match first {
+        Ok(link) => {
+            let Some(o) = owner.upgrade() else { return };
+            o.events().send(PeerEvent::Connected {
+                url: name,
+                fingerprint: fingerprint(&link),
+            });
+            link
+        }
+        Err(cause) => match redial(&owner, &url, &url, &name, &policy, cause).await {
+            Some(link) => link,
+            None => return,
+        },
+    };
+    let dial_to = pinned(&url, &link);
+    let conn = link.conn.clone();
+    watch(owner, url, dial_to, conn, policy).await
+}
+
+/// `later`'s first attempt, with no delay: the link attached, why it failed, or None when the
+/// slot or its endpoint is gone. In process, a name not bound yet is not dialled.
+async fn first_dial(
+    owner: &Weak<dyn Owner>,
+    url: &Address,
+) -> Option<std::result::Result<Arc<Link>, LossCause>> {
+    let o = owner.upgrade()?;
+    if let Target::Inproc(n) = url.target() {
+        if !inproc::is_bound(n) {
+            return Some(Err(LossCause::DialFailed(format!("{n} is not bound"))));
+        }
+    }
+    let dialled = match o.dial(url).await {
+        Ok(link) => match o.attach(url, link.clone()).await {
+            Ok(true) => Ok(link),
+            Ok(false) => return None,
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    Some(dialled.map_err(|e| LossCause::DialFailed(e.to_string())))
 }
 
 async fn watch(
@@ -243,7 +297,7 @@ async fn bounded_wait(
 }
 
 fn give_up(o: &dyn Owner, url: &Address, cause: LossCause) {
-    o.gave_up(url);
+    o.gave_up(url, &cause);
     o.events().send(PeerEvent::GaveUp {
         url: url.to_string(),
         cause,

@@ -476,7 +476,7 @@ impl Owner for SubInner {
         })
     }
 
-    fn gave_up(&self, url: &Address) {
+    fn gave_up(&self, url: &Address, _cause: &crate::error::LossCause) {
         let mut links = self.links.lock().unwrap();
         if let Some(l) = links.iter_mut().find(|l| &l.address == url) {
             if std::mem::take(&mut l.hopeful) {
