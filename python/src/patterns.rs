@@ -99,10 +99,18 @@ impl Pusher {
 
 #[pymethods]
 impl Pusher {
-    /// Dials `address` (with its path) and adds it to the round-robin.
-    fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Dials `address` (with its path) and adds it to the round-robin; with `wait=False`
+    /// records it at once and dials in the background (connect-before-bind: the listener may
+    /// come later; `events()` tells how it goes).
+    #[pyo3(signature = (address, *, wait = true))]
+    fn connect<'py>(
+        &self,
+        py: Python<'py>,
+        address: String,
+        wait: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let p = get(py, &self.p)?;
-        call(py, Call::new(async move { Ok(p.connect(&address).await?) }))
+        call(py, Call::new(weida_ffi::patterns::connect(p, address, wait)))
     }
 
     /// What happens to this endpoint's addresses from now on: `async for event in
@@ -316,10 +324,18 @@ impl Requester {
 
 #[pymethods]
 impl Requester {
-    /// Dials `address` (with its path) and adds it to the round-robin.
-    fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Dials `address` (with its path) and adds it to the round-robin; with `wait=False`
+    /// records it at once and dials in the background (connect-before-bind: the listener may
+    /// come later; `events()` tells how it goes).
+    #[pyo3(signature = (address, *, wait = true))]
+    fn connect<'py>(
+        &self,
+        py: Python<'py>,
+        address: String,
+        wait: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let r = get(py, &self.r)?;
-        call(py, Call::new(async move { Ok(r.connect(&address).await?) }))
+        call(py, Call::new(weida_ffi::patterns::connect(r, address, wait)))
     }
 
     /// What happens to this endpoint's addresses from now on: `async for event in
@@ -500,10 +516,18 @@ impl Peer {
 
 #[pymethods]
 impl Peer {
-    /// Dials `address` (with its path).
-    fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Dials `address` (with its path) and adds it to the round-robin; with `wait=False`
+    /// records it at once and dials in the background (connect-before-bind: the listener may
+    /// come later; `events()` tells how it goes).
+    #[pyo3(signature = (address, *, wait = true))]
+    fn connect<'py>(
+        &self,
+        py: Python<'py>,
+        address: String,
+        wait: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let p = get(py, &self.p)?;
-        call(py, Call::new(async move { Ok(p.connect(&address).await?) }))
+        call(py, Call::new(weida_ffi::patterns::connect(p, address, wait)))
     }
 
     /// What happens to this endpoint's addresses from now on: `async for event in

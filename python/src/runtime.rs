@@ -137,7 +137,8 @@ impl Runtime {
     }
 
     /// Stops admitting work, gives finished transfers until `seconds` to reach the peer's
-    /// transport, then closes everything. An expired drain is not an error.
+    /// transport, then closes everything; the pushers' outboxes are written out first. An
+    /// expired drain is not an error.
     fn drain<'py>(
         &self,
         py: Python<'py>,
@@ -153,6 +154,7 @@ impl Runtime {
                 Ok::<_, Fail>(Drained {
                     delivered: d.delivered,
                     outstanding: d.outstanding,
+                    unsent: d.unsent,
                 })
             }),
         )
@@ -294,7 +296,7 @@ impl Listener {
 /// Counters a user can read without a metrics stack; monotonic since the runtime started.
 /// Every counter of the core's `Counters`, by the same name, as an attribute.
 #[pyclass(frozen, module = "weida._weida")]
-pub(crate) struct Counters([(&'static str, u64); 13]);
+pub(crate) struct Counters([(&'static str, u64); weida_ffi::runtime::COUNTERS]);
 
 #[pymethods]
 impl Counters {
@@ -325,22 +327,26 @@ pub(crate) struct Drained {
     delivered: u64,
     /// Finished transfers still unacknowledged at the deadline, cut short by the close.
     outstanding: u64,
+    /// Messages the pushers' outboxes held at the deadline, never written.
+    unsent: u64,
 }
 
 #[pymethods]
 impl Drained {
     #[new]
-    fn new(delivered: u64, outstanding: u64) -> Self {
+    #[pyo3(signature = (delivered, outstanding, unsent = 0))]
+    fn new(delivered: u64, outstanding: u64, unsent: u64) -> Self {
         Self {
             delivered,
             outstanding,
+            unsent,
         }
     }
 
     fn __repr__(&self) -> String {
         format!(
-            "Drained(delivered={}, outstanding={})",
-            self.delivered, self.outstanding
+            "Drained(delivered={}, outstanding={}, unsent={})",
+            self.delivered, self.outstanding, self.unsent
         )
     }
 }

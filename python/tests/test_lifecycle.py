@@ -290,6 +290,10 @@ def test_counters_name_every_core_counter() -> None:
             "lane_messages_sent",
             "lane_messages_received",
             "lane_messages_lost",
+            "outbox_queued",
+            "outbox_written",
+            "outbox_dropped",
+            "outbox_abandoned",
         ]
     )
     assert all(getattr(c, n) == 0 for n in names)

@@ -163,3 +163,165 @@ def test_a_reconnect_policy_is_checked_and_named() -> None:
         weida.ReconnectPolicy(give_up_after=1, give_up_after_attempts=1)
     with pytest.raises(weida.InvalidConfig, match="initial"):
         weida.ReconnectPolicy(initial=-1)
+
+
+# The outbox (over AF_UNIX: in process the redial goes live the moment the name is bound again,
+# before this loop registers the path on the new listener, the refusal race, docs/PATTERNS.md
+# §1.6; the core's tests run these on every transport).
+
+
+class Outage:
+    """A pusher whose only server is down (its redial is retrying), and the way to bring the
+    server back at the same address."""
+
+    def __init__(self, client: weida.Runtime, pusher: weida.Pusher, bind: str) -> None:
+        self.client, self.pusher, self.bind = client, pusher, bind
+        self.events = pusher.events()
+        self.servers: list[weida.Runtime] = []
+
+    @staticmethod
+    async def start(client: weida.Runtime, **options: object) -> Outage:
+        bind = bind_address("unix")
+        server = weida.Runtime()
+        first = (await server.bind(bind)).puller("/jobs")
+        o = Outage(client, client.pusher(**options), bind)  # type: ignore[arg-type]
+        await o.pusher.connect(first.address)
+        await server.close()
+        await until(o.events, "retrying", ("connected", "lost"))
+        return o
+
+    async def restart(self) -> weida.Puller:
+        server = weida.Runtime()
+        self.servers.append(server)
+        return (await server.bind(self.bind)).puller("/jobs")
+
+    async def close(self) -> None:
+        for s in self.servers:
+            await s.close()
+
+
+async def bodies(puller: weida.Puller, n: int) -> list[bytes]:
+    return [(await puller.recv()).body for _ in range(n)]
+
+
+async def test_a_hundred_sends_during_an_outage_arrive_in_order_after_it() -> None:
+    async with redialling() as client:
+        o = await Outage.start(client)
+        sent = [b"m%03d" % i for i in range(100)]
+        for m in sent:
+            await o.pusher.send(m)  # returns at once: the body is the outbox's
+        c = client.counters()
+        assert (c.outbox_queued, c.outbox_written) == (100, 0)
+        puller = await o.restart()
+        assert await bodies(puller, 100) == sent  # in order: one lane carries them
+        await o.pusher.send(b"after")
+        assert await bodies(puller, 1) == [b"after"]
+        c = client.counters()
+        assert (c.outbox_written, c.outbox_abandoned) == (100, 0)
+        await o.close()
+
+
+async def test_the_fourth_send_at_a_bound_of_three_blocks_until_the_drain_starts() -> None:
+    async with redialling() as client:
+        o = await Outage.start(client, outbox_messages=3)
+        for i in range(3):
+            await o.pusher.send(b"m%d" % i)
+        fourth = asyncio.ensure_future(o.pusher.send(b"m3"))
+        # Full and no peer: it waits (the core's test shows it pending deterministically).
+        done, _ = await asyncio.wait([fourth], timeout=0.2)
+        assert not done
+        puller = await o.restart()
+        await fourth
+        assert await bodies(puller, 4) == [b"m0", b"m1", b"m2", b"m3"]
+        await o.close()
+
+
+async def test_a_drop_outbox_counts_what_it_discarded() -> None:
+    async with redialling() as client:
+        o = await Outage.start(client, outbox_messages=3, outbox_full="drop")
+        for i in range(5):
+            await o.pusher.send(b"m%d" % i)
+        c = client.counters()
+        assert (c.outbox_queued, c.outbox_dropped) == (3, 2)
+        puller = await o.restart()
+        assert await bodies(puller, 3) == [b"m0", b"m1", b"m2"]
+        await o.close()
+
+
+async def test_a_reject_outbox_and_a_body_larger_than_the_outbox_fail_by_name() -> None:
+    async with redialling() as client:
+        o = await Outage.start(client, outbox_messages=2, outbox_bytes=1024, outbox_full="reject")
+        await o.pusher.send(b"m0")
+        await o.pusher.send(b"m1")
+        with pytest.raises(weida.LimitExceeded) as full:
+            await o.pusher.send(b"m2")
+        assert full.value.limit == "outbox_messages"
+        with pytest.raises(weida.LimitExceeded, match="outbox_bytes") as large:
+            await o.pusher.send(bytes(2048))
+        assert large.value.limit == "outbox_bytes"
+        with pytest.raises(weida.InvalidConfig, match="outbox_full"):
+            client.pusher(outbox_full="sometimes")  # type: ignore[arg-type]
+
+
+async def test_a_body_written_before_the_restart_arrives_once() -> None:
+    bind = bind_address("unix")
+    server = weida.Runtime()
+    first = (await server.bind(bind)).puller("/jobs")
+    async with redialling() as client:
+        pusher = client.pusher()
+        events = pusher.events()
+        await pusher.connect(first.address)
+        before = [b"m%d" % i for i in range(10)]
+        for m in before:
+            await pusher.send(m)
+        assert await bodies(first, 10) == before
+        await server.close()
+        await until(events, "retrying", ("connected", "lost"))
+        async with weida.Runtime() as second:
+            puller = (await second.bind(bind)).puller("/jobs")
+            await until(events, "connected", ("retrying",))
+            after = [b"m%d" % i for i in range(10, 20)]
+            for m in after:
+                await pusher.send(m)
+            # The new server hears what was sent after the restart, and nothing before it.
+            assert await bodies(puller, 10) == after
+            assert client.counters().outbox_queued == 0
+
+
+async def test_connect_before_bind_delivers_once_the_listener_appears() -> None:
+    bind = bind_address("unix")
+    address = bind + "//jobs"
+    async with redialling() as client:
+        pusher = client.pusher()
+        events = pusher.events()
+        with pytest.raises(weida.Unreachable):
+            await pusher.connect(address)  # waits for the first dial, which fails
+        await pusher.connect(address, wait=False)  # recorded; dialled in the background
+        assert pusher.peer_count == 0
+        await pusher.send(b"early")
+        async with weida.Runtime() as server:
+            puller = (await server.bind(bind)).puller("/jobs")
+            e = await until(events, "connected", ("retrying",))
+            assert e.url == address
+            assert await bodies(puller, 1) == [b"early"]
+            assert pusher.peer_count == 1
+
+
+async def test_a_drain_writes_out_the_outbox_first() -> None:
+    bind = bind_address("unix")
+    async with weida.Runtime() as server:
+        client = redialling()
+        pusher = client.pusher()
+        await pusher.connect(bind + "//jobs", wait=False)
+        await pusher.send(b"early")  # nothing is bound yet: the outbox's
+        nowhere = client.pusher()
+        await nowhere.connect(bind_address("unix") + "//jobs", wait=False)
+        await nowhere.send(b"never")
+        puller = (await server.bind(bind)).puller("/jobs")
+        drained = await client.drain(1.5)
+        assert drained.unsent == 1
+        c = client.counters()
+        assert (c.outbox_written, c.outbox_abandoned) == (1, 1)
+        assert await bodies(puller, 1) == [b"early"]
+        with pytest.raises(weida.Closed):
+            await pusher.send(b"late")

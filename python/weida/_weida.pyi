@@ -21,6 +21,7 @@ _Meta = Mapping[str, _MetaValue] | Iterable[tuple[str, _MetaValue]]
 """Metadata: a mapping, or ``(name, value)`` pairs kept in order (names may repeat)."""
 _StrPath = str | PathLike[str]
 _Ordering = Literal["none", "detect", "reassemble"]
+_OutboxFull = Literal["block", "drop", "reject"]
 """An ordering level (``RuntimeConfig::guarantees``): ``"detect"`` numbers each publisher's
 messages and reports gaps; ``"reassemble"`` also holds out-of-order ones
 (``Limits.max_reorder_hold``)."""
@@ -128,6 +129,14 @@ class _EndpointOptions(TypedDict, total=False):
     before ``Timeout``; ``None``: unbounded."""
     reconnect: ReconnectPolicy
     """How this dialling endpoint redials a lost address."""
+    outbox_messages: int
+    """Messages a pusher's outbox holds while no peer is live (default 1000; 0: none)."""
+    outbox_bytes: int
+    """Body bytes a pusher's outbox holds (default 8 MiB); a larger body is refused at the call."""
+    outbox_full: _OutboxFull
+    """What ``send`` does at a full outbox: ``"block"`` (wait for room, bounded by
+    ``send_timeout``), ``"drop"`` (counted in ``outbox_dropped``) or ``"reject"``
+    (``LimitExceeded``)."""
 
 @final
 class Address:
@@ -320,6 +329,15 @@ class Counters:
     """Messages read from message lanes and handed to an endpoint."""
     lane_messages_lost: int
     """Messages queued on a lane that ended before writing them (a refusal or a loss)."""
+    outbox_queued: int
+    """Messages a pusher's ``send`` put in its outbox (no peer was live, or it was draining)."""
+    outbox_written: int
+    """Messages written from an outbox to a live connection."""
+    outbox_dropped: int
+    """Messages a full ``"drop"`` outbox discarded at the call."""
+    outbox_abandoned: int
+    """Messages an outbox held when it could no longer drain (pusher closed, every address
+    given up, the runtime closed)."""
 
 @final
 class Drained:
@@ -327,7 +345,9 @@ class Drained:
 
     delivered: int
     outstanding: int
-    def __new__(cls, delivered: int, outstanding: int) -> Drained: ...
+    unsent: int
+    """Messages the pushers' outboxes still held at the deadline, never written."""
+    def __new__(cls, delivered: int, outstanding: int, unsent: int = 0) -> Drained: ...
 
 @final
 class Runtime:
@@ -351,6 +371,9 @@ class Runtime:
         ordering: _Ordering = "none",
         lane_max_message: int | None = None,
         reconnect: ReconnectPolicy | None = None,
+        outbox_messages: int = 1000,
+        outbox_bytes: int = 8388608,
+        outbox_full: _OutboxFull = "block",
     ) -> Runtime: ...
     @property
     def fingerprint(self) -> str:
@@ -358,7 +381,7 @@ class Runtime:
     def bind(self, address: str, *, require_client: Trust | None = None) -> Future[Listener]:
         """Binds ``address`` (no path); endpoints are bound by path on the listener."""
     def pusher(self, **options: Unpack[_EndpointOptions]) -> Pusher:
-        """A Push endpoint; ``send_timeout`` of its own if given."""
+        """A Push endpoint; ``send_timeout``, ``reconnect`` and its outbox's options of its own."""
     def requester(self, **options: Unpack[_EndpointOptions]) -> Requester:
         """A Req endpoint; ``send_timeout`` and ``max_collected_body`` (replies) of its own."""
     def subscriber(self, **options: Unpack[_EndpointOptions]) -> Subscriber:
@@ -411,8 +434,9 @@ class Listener:
 class Pusher:
     """Sends messages to pullers, one stream each, round-robin."""
 
-    def connect(self, address: str) -> Future[None]:
-        """Dials ``address`` (with its path)."""
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Dials ``address`` (with its path); ``wait=False`` records it at once and dials in
+        the background (connect-before-bind; ``events()`` says how it goes)."""
     def disconnect(self, address: str) -> bool:
         """Removes ``address``; True if it was connected."""
     def events(self) -> PeerEvents:
@@ -469,8 +493,9 @@ class Puller:
 class Requester:
     """Sends requests and awaits replies, round-robin."""
 
-    def connect(self, address: str) -> Future[None]:
-        """Dials ``address`` (with its path)."""
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Dials ``address`` (with its path); ``wait=False`` records it at once and dials in
+        the background (connect-before-bind; ``events()`` says how it goes)."""
     def disconnect(self, address: str) -> bool:
         """Removes ``address``; True if it was connected."""
     def events(self) -> PeerEvents:
@@ -519,8 +544,9 @@ class Replier:
 class Peer:
     """Opens raw streams to acceptors: one-way transfers and exchanges."""
 
-    def connect(self, address: str) -> Future[None]:
-        """Dials ``address`` (with its path)."""
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Dials ``address`` (with its path); ``wait=False`` records it at once and dials in
+        the background (connect-before-bind; ``events()`` says how it goes)."""
     def disconnect(self, address: str) -> bool:
         """Removes ``address``; True if it was connected."""
     def events(self) -> PeerEvents:

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use weida::{Error, GiveUp, Limits, Ordering, ReconnectPolicy, RuntimeConfig};
+use weida::{Error, GiveUp, Limits, Ordering, OutboxFull, ReconnectPolicy, RuntimeConfig};
 
 /// What an option's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +208,7 @@ const ORDERINGS: &[&str] = &["none", "detect", "reassemble"];
 
 /// The options of `RuntimeConfig` that are plain values (its identity, trust and limits are
 /// objects the binding converts).
-pub static RUNTIME: [Opt<RuntimeConfig>; 5] = [
+pub static RUNTIME: [Opt<RuntimeConfig>; 8] = [
     Opt {
         name: "present_identity",
         unit: Unit::Flag,
@@ -246,7 +246,24 @@ pub static RUNTIME: [Opt<RuntimeConfig>; 5] = [
         },
     },
     whole!(RuntimeConfig, lane_max_message, Unit::Bytes, usize),
+    whole!(RuntimeConfig, outbox_messages, Unit::Count, usize),
+    whole!(RuntimeConfig, outbox_bytes, Unit::Bytes, usize),
+    Opt {
+        name: "outbox_full",
+        unit: Unit::Choice(OUTBOX_FULL),
+        can_be_off: false,
+        max: 0,
+        get: |c| Value::Name(c.outbox_full.name()),
+        set: |c, v| {
+            if let Value::Name(n) = v {
+                c.outbox_full = OutboxFull::from_name(n).unwrap_or_default();
+            }
+        },
+    },
 ];
+
+/// What a full outbox does (`weida::OutboxFull`), by name.
+const OUTBOX_FULL: &[&str] = &["block", "drop", "reject"];
 
 /// The options an endpoint takes when it is made, as they are given: each absent one its
 /// runtime's (`weida::EndpointOptions`).
@@ -255,11 +272,14 @@ pub struct EndpointDraft {
     max_collected_body: Option<u64>,
     endpoint_queue: Option<u64>,
     send_timeout: Option<Option<Duration>>,
+    outbox_messages: Option<u64>,
+    outbox_bytes: Option<u64>,
+    outbox_full: Option<OutboxFull>,
 }
 
 /// Every option of an endpoint (`weida::EndpointOptions`): the names of the runtime's options
 /// it overrides. `send_timeout` given as None/null is unbounded (as the runtime's is).
-pub static ENDPOINT: [Opt<EndpointDraft>; 3] = [
+pub static ENDPOINT: [Opt<EndpointDraft>; 6] = [
     Opt {
         name: "max_collected_body",
         unit: Unit::Bytes,
@@ -299,6 +319,42 @@ pub static ENDPOINT: [Opt<EndpointDraft>; 3] = [
             _ => {}
         },
     },
+    Opt {
+        name: "outbox_messages",
+        unit: Unit::Count,
+        can_be_off: false,
+        max: EXACT,
+        get: |d| d.outbox_messages.map_or(Value::Off, Value::Whole),
+        set: |d, v| {
+            if let Value::Whole(n) = v {
+                d.outbox_messages = Some(n);
+            }
+        },
+    },
+    Opt {
+        name: "outbox_bytes",
+        unit: Unit::Bytes,
+        can_be_off: false,
+        max: EXACT,
+        get: |d| d.outbox_bytes.map_or(Value::Off, Value::Whole),
+        set: |d, v| {
+            if let Value::Whole(n) = v {
+                d.outbox_bytes = Some(n);
+            }
+        },
+    },
+    Opt {
+        name: "outbox_full",
+        unit: Unit::Choice(OUTBOX_FULL),
+        can_be_off: false,
+        max: 0,
+        get: |d| d.outbox_full.map_or(Value::Off, |f| Value::Name(f.name())),
+        set: |d, v| {
+            if let Value::Name(n) = v {
+                d.outbox_full = OutboxFull::from_name(n);
+            }
+        },
+    },
 ];
 
 /// An endpoint's options from those given (each absent one the runtime's), with its own
@@ -323,6 +379,15 @@ pub fn endpoint(
     }
     if let Some(t) = d.send_timeout {
         o = o.send_timeout(t);
+    }
+    if let Some(n) = d.outbox_messages {
+        o = o.outbox_messages(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(n) = d.outbox_bytes {
+        o = o.outbox_bytes(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(f) = d.outbox_full {
+        o = o.outbox_full(f);
     }
     Ok(o)
 }

@@ -45,3 +45,36 @@ pub async fn send_many(p: Arc<weida::Pusher>, bodies: Vec<Bytes>) -> Result<(), 
         (sent, Err(error)) => Err(Fail::Sent { sent, error }),
     }
 }
+
+/// A dialling endpoint's two connects: [`connect`] picks one by the binding's `wait` flag
+/// (Python `connect(url, wait=False)`, Node `connect(url, { wait: false })`).
+pub trait Dials: Send + Sync + 'static {
+    /// `connect`: dials, and fails if the first dial does.
+    fn dial_now(&self, address: &str) -> impl std::future::Future<Output = weida::Result<()>> + Send;
+    /// `connect_later`: records the slot and dials in the background.
+    fn dial_later(&self, address: &str) -> impl std::future::Future<Output = weida::Result<()>> + Send;
+}
+
+macro_rules! dials {
+    ($($t:ty),*) => {$(
+        impl Dials for $t {
+            fn dial_now(&self, address: &str) -> impl std::future::Future<Output = weida::Result<()>> + Send {
+                self.connect(address)
+            }
+            fn dial_later(&self, address: &str) -> impl std::future::Future<Output = weida::Result<()>> + Send {
+                self.connect_later(address)
+            }
+        }
+    )*};
+}
+dials!(weida::Pusher, weida::Requester, weida::Peer);
+
+/// Connects `endpoint` to `address`: waiting for the first dial (`wait`, the default in every
+/// language), or recording the address at once and dialling in the background
+/// (connect-before-bind).
+pub async fn connect<D: Dials>(endpoint: Arc<D>, address: String, wait: bool) -> Result<(), Fail> {
+    Ok(match wait {
+        true => endpoint.dial_now(&address).await?,
+        false => endpoint.dial_later(&address).await?,
+    })
+}

@@ -12,10 +12,13 @@ pub fn runtime(config: RuntimeConfig) -> Result<weida::Runtime, Fail> {
     Ok(on_io(|| weida::Runtime::new(config))?)
 }
 
+/// How many counters the core has.
+pub const COUNTERS: usize = 17;
+
 /// Every counter as `(name, value)`, snake_case names in the core's order, so no binding
 /// lists the fields (python/tests/test_lifecycle.py and node/test/lifecycle.test.mjs
 /// `counters_name_every_core_counter`).
-pub fn counters(c: &Counters) -> [(&'static str, u64); 13] {
+pub fn counters(c: &Counters) -> [(&'static str, u64); COUNTERS] {
     [
         ("streams_opened", c.streams_opened),
         ("streams_accepted", c.streams_accepted),
@@ -30,6 +33,10 @@ pub fn counters(c: &Counters) -> [(&'static str, u64); 13] {
         ("lane_messages_sent", c.lane_messages_sent),
         ("lane_messages_received", c.lane_messages_received),
         ("lane_messages_lost", c.lane_messages_lost),
+        ("outbox_queued", c.outbox_queued),
+        ("outbox_written", c.outbox_written),
+        ("outbox_dropped", c.outbox_dropped),
+        ("outbox_abandoned", c.outbox_abandoned),
     ]
 }
 
