@@ -121,6 +121,9 @@ export interface RuntimeOptions {
   ordering?: 'none' | 'detect' | 'reassemble'
   laneMaxMessage?: number
   reconnect?: ReconnectOptions
+  outboxMessages?: number
+  outboxBytes?: number
+  outboxFull?: 'block' | 'drop' | 'reject'
 }
 
 /**
@@ -137,6 +140,12 @@ export interface EndpointOptions {
   sendTimeoutMs?: number | null
   /** How this dialling endpoint redials a lost address. */
   reconnect?: ReconnectOptions
+  /** Messages a pusher's outbox holds while no peer is live (default 1000; 0: none). */
+  outboxMessages?: number
+  /** Body bytes a pusher's outbox holds (default 8 MiB); a larger body is refused at the call. */
+  outboxBytes?: number
+  /** What `send` does at a full outbox: `'block'` (wait for room, bounded by `sendTimeoutMs`; the default), `'drop'` (counted in `outboxDropped`) or `'reject'` (ERR_WEIDA_LIMIT_EXCEEDED). */
+  outboxFull?: 'block' | 'drop' | 'reject'
 }
 
 /** Monotonic counters since the runtime started. */
@@ -158,4 +167,12 @@ export interface Counters {
   laneMessagesReceived: bigint
   /** Messages queued on a lane that ended before writing them (a refusal or a loss). */
   laneMessagesLost: bigint
+  /** Messages a pusher's `send` put in its outbox (no peer was live, or it was draining). */
+  outboxQueued: bigint
+  /** Messages written from an outbox to a live connection. */
+  outboxWritten: bigint
+  /** Messages a full `'drop'` outbox discarded at the call. */
+  outboxDropped: bigint
+  /** Messages an outbox held when it could no longer drain (pusher closed, every address given up, the runtime closed). */
+  outboxAbandoned: bigint
 }

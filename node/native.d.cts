@@ -121,6 +121,9 @@ export interface RuntimeOptions {
   ordering?: 'none' | 'detect' | 'reassemble'
   laneMaxMessage?: number
   reconnect?: ReconnectOptions
+  outboxMessages?: number
+  outboxBytes?: number
+  outboxFull?: 'block' | 'drop' | 'reject'
 }
 
 /**
@@ -137,6 +140,12 @@ export interface EndpointOptions {
   sendTimeoutMs?: number | null
   /** How this dialling endpoint redials a lost address. */
   reconnect?: ReconnectOptions
+  /** Messages a pusher's outbox holds while no peer is live (default 1000; 0: none). */
+  outboxMessages?: number
+  /** Body bytes a pusher's outbox holds (default 8 MiB); a larger body is refused at the call. */
+  outboxBytes?: number
+  /** What `send` does at a full outbox: `'block'` (wait for room, bounded by `sendTimeoutMs`; the default), `'drop'` (counted in `outboxDropped`) or `'reject'` (ERR_WEIDA_LIMIT_EXCEEDED). */
+  outboxFull?: 'block' | 'drop' | 'reject'
 }
 
 /** Monotonic counters since the runtime started. */
@@ -158,6 +167,14 @@ export interface Counters {
   laneMessagesReceived: bigint
   /** Messages queued on a lane that ended before writing them (a refusal or a loss). */
   laneMessagesLost: bigint
+  /** Messages a pusher's `send` put in its outbox (no peer was live, or it was draining). */
+  outboxQueued: bigint
+  /** Messages written from an outbox to a live connection. */
+  outboxWritten: bigint
+  /** Messages a full `'drop'` outbox discarded at the call. */
+  outboxDropped: bigint
+  /** Messages an outbox held when it could no longer drain (pusher closed, every address given up, the runtime closed). */
+  outboxAbandoned: bigint
 }
 
 /**
@@ -332,7 +349,7 @@ export declare class OutgoingTransfer {
 
 /** Opens raw streams to acceptors: one-way transfers and exchanges. */
 export declare class Peer {
-  connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
   disconnect(address: string): boolean
   get peerCount(): number
   /**
@@ -410,7 +427,7 @@ export declare class Puller {
 /** Sends messages to pullers, one stream each, round-robin per message. */
 export declare class Pusher {
   /** Dials `address` (with its path) and adds it to the round-robin. */
-  connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
   /** Removes `address`; true if it was connected. */
   disconnect(address: string): boolean
   /** Live connections. */
@@ -458,7 +475,7 @@ export declare class Replier {
 
 /** Sends requests and awaits replies, round-robin over connected repliers. */
 export declare class Requester {
-  connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
   disconnect(address: string): boolean
   get peerCount(): number
   /**
@@ -494,10 +511,10 @@ export declare class Runtime {
   peer(options?: EndpointOptions | undefined | null): Peer
   subscriber(options?: EndpointOptions | undefined | null): Subscriber
   /**
-   * Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer's
-   * transport, then closes everything.
+   * Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
+   * `deadlineMs` to reach the peer's transport, then closes everything.
    */
-  drain(deadlineMs: number): Promise<{ delivered: bigint; outstanding: bigint }>
+  drain(deadlineMs: number): Promise<{ delivered: bigint; outstanding: bigint; unsent: bigint }>
   /** Closes every connection and listener now; pending calls end with their error. */
   shutdown(): void
   /**

@@ -62,6 +62,23 @@ export interface RuntimeOptions {
    * operation then fails with the loss).
    */
   reconnect?: native.ReconnectOptions
+  /** Messages a pusher's outbox holds while no peer is live. Default 1000; 0: none. */
+  outboxMessages?: number
+  /** Body bytes a pusher's outbox holds. Default 8 MiB; a larger body is refused at the call. */
+  outboxBytes?: number
+  /** What a pusher's `send` does at a full outbox: `'block'` (default), `'drop'` (counted) or `'reject'`. */
+  outboxFull?: 'block' | 'drop' | 'reject'
+}
+
+/** What `connect` accepts. */
+export interface ConnectOptions extends CallOptions {
+  /**
+   * `true` (the default): resolves once the first dial succeeded, and rejects if it fails.
+   * `false`: records the address at once and dials it in the background (connect-before-bind:
+   * the listener may come later; `events()` says how it goes). Until it is live, a pusher's
+   * `send` fills its outbox and `open`/`request` wait.
+   */
+  wait?: boolean
 }
 
 /** One transition of one address of a dialling endpoint, by `kind`. */
@@ -108,6 +125,8 @@ export interface BindOptions extends CallOptions {
 export interface Drained {
   delivered: bigint
   outstanding: bigint
+  /** Messages the pushers' outboxes still held at the deadline, never written. */
+  unsent: bigint
 }
 
 /** A whole received message: its body, and what arrived with it (made on first read of `meta`). */
@@ -636,8 +655,8 @@ export class Pusher {
   }
 
   /** Dials `address` (with its path) and adds it to the round-robin. */
-  connect(address: string, options: CallOptions = {}): Promise<void> {
-    return call(options.signal, (c) => this.#n.connect(address, c))
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
   }
 
   /** Removes `address`; true if it was connected. */
@@ -777,8 +796,8 @@ export class Requester {
     this.#n = n
   }
 
-  connect(address: string, options: CallOptions = {}): Promise<void> {
-    return call(options.signal, (c) => this.#n.connect(address, c))
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
   }
 
   disconnect(address: string): boolean {
@@ -865,8 +884,8 @@ export class Peer {
     this.#n = n
   }
 
-  connect(address: string, options: CallOptions = {}): Promise<void> {
-    return call(options.signal, (c) => this.#n.connect(address, c))
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
   }
 
   disconnect(address: string): boolean {

@@ -108,13 +108,14 @@ impl Pusher {
         &self,
         env: &'env Env,
         address: String,
+        wait: bool,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.get();
         promise(
             env,
             cancel,
-            Call::new(async move { Ok(p?.connect(&address).await?) }),
+            Call::new(async move { weida_ffi::patterns::connect(p?, address, wait).await }),
             |_, ()| Ok(()),
         )
     }
@@ -256,13 +257,14 @@ impl Requester {
         &self,
         env: &'env Env,
         address: String,
+        wait: bool,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let r = self.inner.get();
         promise(
             env,
             cancel,
-            Call::new(async move { Ok(r?.connect(&address).await?) }),
+            Call::new(async move { weida_ffi::patterns::connect(r?, address, wait).await }),
             |_, ()| Ok(()),
         )
     }
@@ -373,13 +375,14 @@ impl Peer {
         &self,
         env: &'env Env,
         address: String,
+        wait: bool,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let p = self.inner.get();
         promise(
             env,
             cancel,
-            Call::new(async move { Ok(p?.connect(&address).await?) }),
+            Call::new(async move { weida_ffi::patterns::connect(p?, address, wait).await }),
             |_, ()| Ok(()),
         )
     }

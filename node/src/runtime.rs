@@ -229,9 +229,9 @@ impl Runtime {
         Ok(Subscriber::new(e))
     }
 
-    /// Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer's
-    /// transport, then closes everything.
-    #[napi(ts_return_type = "Promise<{ delivered: bigint; outstanding: bigint }>")]
+    /// Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
+    /// `deadlineMs` to reach the peer's transport, then closes everything.
+    #[napi(ts_return_type = "Promise<{ delivered: bigint; outstanding: bigint; unsent: bigint }>")]
     pub fn drain<'env>(&self, env: &'env Env, deadline_ms: f64) -> napi::Result<Object<'env>> {
         let rt = weida::Runtime::clone(&self.inner);
         let deadline = options::duration_arg("deadline", options::Given::Float(deadline_ms), JS);
@@ -243,6 +243,7 @@ impl Runtime {
                 let mut o = Object::new(env)?;
                 o.set_named_property("delivered", BigInt::from(d.delivered))?;
                 o.set_named_property("outstanding", BigInt::from(d.outstanding))?;
+                o.set_named_property("unsent", BigInt::from(d.unsent))?;
                 Ok(Raw(o.raw()))
             },
         )

@@ -142,3 +142,146 @@ test('a_reconnect_policy_is_checked_and_named', { timeout: TIMEOUT }, () => {
     (e) => e instanceof weida.InvalidConfig && /initialMs/.test(String(e)),
   )
 })
+
+// The outbox, over AF_UNIX: in process the redial goes live the moment the name is bound
+// again, before this thread registers the path on the new listener (the refusal race,
+// docs/PATTERNS.md §1.6); the core's tests run these on every transport.
+
+/**
+ * A pusher whose only server is down (its redial is retrying), and the way to bring the
+ * server back at the same address.
+ * @param {import('node:test').TestContext} ctx @param {weida.Runtime} client
+ * @param {import('weida').EndpointOptions} [options]
+ */
+async function outage(ctx, client, options) {
+  const bind = bindAddress('unix')
+  const server = new weida.Runtime()
+  const first = (await server.bind(bind)).puller('/jobs') // kept: a dropped endpoint unbinds
+  const pusher = client.pusher(options)
+  const events = pusher.events()
+  await pusher.connect(first.address)
+  await server.close()
+  await until(events, 'retrying', ['connected', 'lost'])
+  const restart = async () => (await runtime(ctx).bind(bind)).puller('/jobs')
+  return { pusher, events, restart, first }
+}
+
+/** @param {weida.Puller} puller @param {number} n */
+async function bodies(puller, n) {
+  const got = []
+  for (let i = 0; i < n; i++) got.push((await puller.recv()).body.toString())
+  return got
+}
+
+test('a_hundred_sends_during_an_outage_arrive_in_order_after_it', { timeout: TIMEOUT }, async (ctx) => {
+  const client = runtime(ctx, { reconnect: FAST })
+  const o = await outage(ctx, client)
+  const sent = Array.from({ length: 100 }, (_, i) => `m${String(i).padStart(3, '0')}`)
+  for (const m of sent) await o.pusher.send(m) // resolves at once: the body is the outbox's
+  let c = client.counters()
+  assert.deepEqual([c.outboxQueued, c.outboxWritten], [100n, 0n])
+  const puller = await o.restart()
+  assert.deepEqual(await bodies(puller, 100), sent) // in order: one lane carries them
+  await o.pusher.send('after')
+  assert.deepEqual(await bodies(puller, 1), ['after'])
+  c = client.counters()
+  assert.deepEqual([c.outboxWritten, c.outboxAbandoned], [100n, 0n])
+})
+
+test('the_fourth_send_at_a_bound_of_three_blocks_until_the_drain_starts', { timeout: TIMEOUT }, async (ctx) => {
+  const client = runtime(ctx, { reconnect: FAST })
+  const o = await outage(ctx, client, { outboxMessages: 3 })
+  for (let i = 0; i < 3; i++) await o.pusher.send(`m${i}`)
+  let returned = false
+  const fourth = o.pusher.send('m3').then(() => { returned = true })
+  // Full and no peer: it waits (the core's test shows it pending deterministically).
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  assert.equal(returned, false)
+  const puller = await o.restart()
+  await fourth
+  assert.deepEqual(await bodies(puller, 4), ['m0', 'm1', 'm2', 'm3'])
+})
+
+test('a_drop_outbox_counts_what_it_discarded', { timeout: TIMEOUT }, async (ctx) => {
+  const client = runtime(ctx, { reconnect: FAST })
+  const o = await outage(ctx, client, { outboxMessages: 3, outboxFull: 'drop' })
+  for (let i = 0; i < 5; i++) await o.pusher.send(`m${i}`)
+  const c = client.counters()
+  assert.deepEqual([c.outboxQueued, c.outboxDropped], [3n, 2n])
+  const puller = await o.restart()
+  assert.deepEqual(await bodies(puller, 3), ['m0', 'm1', 'm2'])
+})
+
+test('a_reject_outbox_and_a_body_larger_than_the_outbox_fail_by_name', { timeout: TIMEOUT }, async (ctx) => {
+  const client = runtime(ctx, { reconnect: FAST })
+  const o = await outage(ctx, client, { outboxMessages: 2, outboxBytes: 1024, outboxFull: 'reject' })
+  await o.pusher.send('m0')
+  await o.pusher.send('m1')
+  await assert.rejects(o.pusher.send('m2'), (e) => e instanceof weida.LimitExceeded && e.limit === 'outbox_messages')
+  await assert.rejects(
+    o.pusher.send(Buffer.alloc(2048)),
+    (e) => e instanceof weida.LimitExceeded && e.limit === 'outbox_bytes' && /outboxBytes|outbox_bytes/.test(String(e)),
+  )
+  assert.throws(
+    // @ts-expect-error: not one of the three
+    () => client.pusher({ outboxFull: 'sometimes' }),
+    (e) => e instanceof weida.InvalidConfig && /outboxFull/.test(String(e)),
+  )
+})
+
+test('a_body_written_before_the_restart_arrives_once', { timeout: TIMEOUT }, async (ctx) => {
+  const bind = bindAddress('unix')
+  const server = new weida.Runtime()
+  const first = (await server.bind(bind)).puller('/jobs')
+  const client = runtime(ctx, { reconnect: FAST })
+  const pusher = client.pusher()
+  const events = pusher.events()
+  await pusher.connect(first.address)
+  const before = Array.from({ length: 10 }, (_, i) => `m${i}`)
+  for (const m of before) await pusher.send(m)
+  assert.deepEqual(await bodies(first, 10), before)
+  await server.close()
+  await until(events, 'retrying', ['connected', 'lost'])
+  const puller = (await runtime(ctx).bind(bind)).puller('/jobs')
+  await until(events, 'connected', ['retrying'])
+  const after = Array.from({ length: 10 }, (_, i) => `m${i + 10}`)
+  for (const m of after) await pusher.send(m)
+  // The new server hears what was sent after the restart, and nothing before it.
+  assert.deepEqual(await bodies(puller, 10), after)
+  assert.equal(client.counters().outboxQueued, 0n)
+})
+
+test('connect_before_bind_delivers_once_the_listener_appears', { timeout: TIMEOUT }, async (ctx) => {
+  const bind = bindAddress('unix')
+  const address = weida.withPath(bind, '/jobs')
+  const client = runtime(ctx, { reconnect: FAST })
+  const pusher = client.pusher()
+  const events = pusher.events()
+  await assert.rejects(pusher.connect(address), weida.Unreachable) // waits for the first dial
+  await pusher.connect(address, { wait: false }) // recorded; dialled in the background
+  assert.equal(pusher.peerCount, 0)
+  await pusher.send('early')
+  const puller = (await runtime(ctx).bind(bind)).puller('/jobs')
+  const e = await until(events, 'connected', ['retrying'])
+  assert.equal(e.url, address)
+  assert.deepEqual(await bodies(puller, 1), ['early'])
+  assert.equal(pusher.peerCount, 1)
+})
+
+test('a_drain_writes_out_the_outbox_first', { timeout: TIMEOUT }, async (ctx) => {
+  const bind = bindAddress('unix')
+  const client = new weida.Runtime({ reconnect: FAST })
+  const pusher = client.pusher()
+  await pusher.connect(weida.withPath(bind, '/jobs'), { wait: false })
+  await pusher.send('early') // nothing is bound yet: the outbox's
+  const nowhere = client.pusher()
+  await nowhere.connect(weida.withPath(bindAddress('unix'), '/jobs'), { wait: false })
+  await nowhere.send('never')
+  const puller = (await runtime(ctx).bind(bind)).puller('/jobs')
+  const drained = await client.drain(1500)
+  assert.equal(drained.unsent, 1n)
+  const c = client.counters()
+  assert.deepEqual([c.outboxWritten, c.outboxAbandoned], [1n, 1n])
+  assert.deepEqual(await bodies(puller, 1), ['early'])
+  await assert.rejects(pusher.send('late'), weida.Closed)
+})
