@@ -428,6 +428,8 @@ const listeners = new Map()
 const bound = new Map()
 /** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer>} */
 const dialling = new Map()
+/** Each dialling endpoint's events, read from its making on (the `event` op). @type {Map<string, import('weida').PeerEvents>} */
+const events = new Map()
 /** Subscribers in `recv` mode whose loop starts at their first connect. @type {Set<string>} */
 const unserved = new Set()
 /** Publishers, kept referenced (a collected one is unbound). @type {Map<string, import('weida').Publisher>} */
@@ -565,14 +567,26 @@ function endpointOptions(args) {
   if (v === undefined || v === null) return undefined
   if (typeof v !== 'object' || Array.isArray(v)) throw new BadRequest('options is an object')
   /** @type {Record<string, string>} */
-  const names = { max_collected_body: 'maxCollectedBody', endpoint_queue: 'endpointQueue', send_timeout_ms: 'sendTimeoutMs' }
-  /** @type {Record<string, number | null>} */
+  const names = {
+    max_collected_body: 'maxCollectedBody',
+    endpoint_queue: 'endpointQueue',
+    send_timeout_ms: 'sendTimeoutMs',
+    outbox_messages: 'outboxMessages',
+    outbox_bytes: 'outboxBytes',
+    outbox_full: 'outboxFull',
+  }
+  /** @type {Record<string, number | string | null>} */
   const out = {}
   for (const [k, val] of Object.entries(v)) {
     const name = names[k]
     if (name === undefined) throw new BadRequest(`unknown endpoint option ${JSON.stringify(k)}`)
     if (k === 'send_timeout_ms' && val === null) {
       out[name] = null
+      continue
+    }
+    if (k === 'outbox_full') {
+      if (!['block', 'drop', 'reject'].includes(val)) throw new BadRequest('options.outbox_full is block, drop or reject')
+      out[name] = val
       continue
     }
     if (!Number.isSafeInteger(val) || val < 0) throw new BadRequest(`options.${k} is a non-negative integer`)
@@ -686,7 +700,7 @@ async function run(op, args) {
       const ms = uintArg(args, 'deadline_ms')
       if (ms === undefined) throw new BadRequest('drain needs deadline_ms')
       const d = await rt.drain(ms)
-      return numbers(/** @type {any} */ (d), { delivered: 'delivered', outstanding: 'outstanding' })
+      return numbers(/** @type {any} */ (d), { delivered: 'delivered', outstanding: 'outstanding', unsent: 'unsent' })
     }
 
     case 'counters': {
@@ -705,6 +719,10 @@ async function run(op, args) {
         lane_messages_sent: 'laneMessagesSent',
         lane_messages_received: 'laneMessagesReceived',
         lane_messages_lost: 'laneMessagesLost',
+        outbox_queued: 'outboxQueued',
+        outbox_written: 'outboxWritten',
+        outbox_dropped: 'outboxDropped',
+        outbox_abandoned: 'outboxAbandoned',
       })
     }
 
@@ -756,17 +774,47 @@ async function run(op, args) {
       const name = strArg(args, 'name')
       claim(name)
       const opts = endpointOptions(args)
-      dialling.set(name, op === 'requester' ? rt.requester(opts) : op === 'pusher' ? rt.pusher(opts) : rt.peer(opts))
+      const d = op === 'requester' ? rt.requester(opts) : op === 'pusher' ? rt.pusher(opts) : rt.peer(opts)
+      dialling.set(name, d)
+      events.set(name, d.events())
       return {}
     }
 
     case 'connect': {
       const address = strArg(args, 'address')
       const d = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
-      await d.connect(address)
+      const wait = args.wait ?? true
+      if (typeof wait !== 'boolean') throw new BadRequest('wait is true or false')
+      if (d instanceof Subscriber) {
+        if (!wait) throw new BadRequest('a subscriber connects with wait: true only')
+        await d.connect(address)
+      } else {
+        await d.connect(address, { wait })
+      }
       const name = strArg(args, 'endpoint')
       if (d instanceof Subscriber && unserved.delete(name)) void serveSubscriber(d, name)
       return { peer_count: d.peerCount }
+    }
+
+    case 'event': {
+      const name = strArg(args, 'endpoint')
+      const reader = events.get(name)
+      if (reader === undefined) throw new BadRequest(`no dialling endpoint named ${JSON.stringify(name)}`)
+      const kind = strArg(args, 'kind')
+      const between = Array.isArray(args.between) ? args.between : []
+      for (;;) {
+        const e = await reader.next()
+        if (e === null) throw new BadRequest('the endpoint is gone')
+        /** @type {Record<string, unknown>} */
+        const out = { kind: e.kind }
+        if (e.kind === 'missed') out.missed = e.missed
+        else out.url = e.url
+        if (e.kind === 'connected') out.fingerprint = e.fingerprint ?? null
+        if (e.kind === 'lost' || e.kind === 'gave_up') out.cause = e.cause
+        if (e.kind === 'retrying') Object.assign(out, { attempt: e.attempt, delay_ms: e.delayMs })
+        if (e.kind === kind) return out
+        if (!between.includes(e.kind)) throw new BadRequest(`unexpected event ${JSON.stringify(out)} before ${kind}`)
+      }
     }
 
     case 'disconnect': {
@@ -885,7 +933,9 @@ async function run(op, args) {
       const mode = strArg(args, 'mode')
       if (!SUBSCRIBER_MODES.includes(mode)) throw new BadRequest(`unknown subscriber mode ${JSON.stringify(mode)}`)
       claim(name)
-      dialling.set(name, rt.subscriber())
+      const sub = rt.subscriber()
+      dialling.set(name, sub)
+      events.set(name, sub.events())
       if (mode === 'recv') unserved.add(name)
       return {}
     }

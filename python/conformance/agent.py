@@ -262,6 +262,14 @@ def endpoint_options(args: Json) -> EndpointOptions:
         elif k == "send_timeout_ms":
             ms = non_negative(val, f"options.{k}")
             out["send_timeout"] = None if ms is None else ms / 1000
+        elif k in ("outbox_messages", "outbox_bytes"):
+            n = non_negative(val, f"options.{k}")
+            if n is not None:
+                out[k] = n  # type: ignore[literal-required]
+        elif k == "outbox_full":
+            if val not in ("block", "drop", "reject"):
+                raise BadRequest("options.outbox_full is block, drop or reject")
+            out["outbox_full"] = val
         else:
             raise BadRequest(f"unknown endpoint option {k!r}")
     return out
@@ -351,6 +359,8 @@ class Agent:
         self.runtimes: dict[str, weida.Runtime] = {}
         self.listeners: dict[str, weida.Listener] = {}
         self.dialling: dict[str, Dialling] = {}
+        # Each dialling endpoint's events, read from its making on (the `event` op).
+        self.events: dict[str, weida.PeerEvents] = {}
         self.pullers: dict[str, weida.Puller] = {}  # pullers in manual mode, for the recv op
         self.transfers: dict[str, weida.OutgoingTransfer] = {}
         self.replies: dict[str, weida.PendingReply] = {}
@@ -500,7 +510,7 @@ class Agent:
         if ms is None:
             raise BadRequest("drain needs deadline_ms")
         d = await rt.drain(ms / 1000)
-        return {"delivered": d.delivered, "outstanding": d.outstanding}
+        return {"delivered": d.delivered, "outstanding": d.outstanding, "unsent": d.unsent}
 
     async def op_counters(self, args: Json) -> Json:
         c = self.runtime(args).counters()
@@ -518,6 +528,10 @@ class Agent:
             "lane_messages_sent": c.lane_messages_sent,
             "lane_messages_received": c.lane_messages_received,
             "lane_messages_lost": c.lane_messages_lost,
+            "outbox_queued": c.outbox_queued,
+            "outbox_written": c.outbox_written,
+            "outbox_dropped": c.outbox_dropped,
+            "outbox_abandoned": c.outbox_abandoned,
         }
 
     async def op_replier(self, args: Json) -> Json:
@@ -572,16 +586,55 @@ class Agent:
     ) -> Json:
         rt = self.runtime(args)
         name = self.free(str_arg(args, "name"))
-        self.dialling[name] = make(rt, endpoint_options(args))
+        ep = make(rt, endpoint_options(args))
+        self.dialling[name] = ep
+        self.events[name] = ep.events()
         self.claim(name)
         return {}
 
     async def op_connect(self, args: Json) -> Json:
         ep = self.endpoint(args)
-        await ep.connect(str_arg(args, "address"))
+        wait = args.get("wait", True)
+        if not isinstance(wait, bool):
+            raise BadRequest("wait is true or false")
+        if isinstance(ep, weida.Subscriber):
+            if not wait:
+                raise BadRequest("a subscriber connects with wait: true only")
+            await ep.connect(str_arg(args, "address"))
+        else:
+            await ep.connect(str_arg(args, "address"), wait=wait)
         if isinstance(ep, weida.Subscriber) and ep in self.connected:
             self.connected[ep].set()
         return {"peer_count": ep.peer_count}
+
+    async def op_event(self, args: Json) -> Json:
+        name = str_arg(args, "endpoint")
+        events = self.events.get(name)
+        if events is None:
+            raise BadRequest(f"no dialling endpoint named {name!r}")
+        kind = str_arg(args, "kind")
+        between = args.get("between") or []
+        while True:
+            try:
+                e = await events.next()
+            except StopAsyncIteration:
+                raise BadRequest("the endpoint is gone") from None
+            out: Json = {"kind": e.kind}
+            if e.kind == "missed":
+                out["missed"] = e.missed
+            else:
+                out["url"] = e.url
+            if e.kind == "connected":
+                out["fingerprint"] = e.fingerprint
+            if e.kind in ("lost", "gave_up"):
+                out["cause"] = e.cause
+            if e.kind == "retrying":
+                out["attempt"] = e.attempt
+                out["delay_ms"] = round((e.delay or 0) * 1000)
+            if e.kind == kind:
+                return out
+            if e.kind not in between:
+                raise BadRequest(f"unexpected event {out} before {kind}")
 
     async def op_disconnect(self, args: Json) -> Json:
         ep = self.endpoint(args)
@@ -685,6 +738,7 @@ class Agent:
         sub = rt.subscriber()
         self.claim(name)
         self.dialling[name] = sub
+        self.events[name] = sub.events()
         if mode == "manual":
             self.receiving[name] = sub
         else:

@@ -36,6 +36,8 @@ struct Handles {
     runtimes: HashMap<String, (Runtime, Identity)>,
     listeners: HashMap<String, Listener>,
     dialling: HashMap<String, Dialling>,
+    /// Each dialling endpoint's events, read from its making on (the `event` op).
+    events: HashMap<String, Arc<tokio::sync::Mutex<weida::PeerEvents>>>,
     /// Pullers in `manual` mode, for the `recv` op.
     pullers: HashMap<String, Arc<Puller>>,
     transfers: HashMap<String, OutgoingTransfer>,
@@ -224,7 +226,7 @@ impl Agent {
                 let ms = u64_arg(args, "deadline_ms")?
                     .ok_or_else(|| Failure::bad("drain needs deadline_ms"))?;
                 let d = rt.drain(Duration::from_millis(ms)).await;
-                Ok(json!({"delivered": d.delivered, "outstanding": d.outstanding}))
+                Ok(json!({"delivered": d.delivered, "outstanding": d.outstanding, "unsent": d.unsent}))
             }
             "counters" => {
                 let c = self.runtime(args)?.0.counters();
@@ -242,6 +244,10 @@ impl Agent {
                     "lane_messages_sent": c.lane_messages_sent,
                     "lane_messages_received": c.lane_messages_received,
                     "lane_messages_lost": c.lane_messages_lost,
+                    "outbox_queued": c.outbox_queued,
+                    "outbox_written": c.outbox_written,
+                    "outbox_dropped": c.outbox_dropped,
+                    "outbox_abandoned": c.outbox_abandoned,
                 }))
             }
             "replier" | "acceptor" => {
@@ -290,28 +296,49 @@ impl Agent {
                 let name = str_arg(args, "name")?;
                 self.claim(name)?;
                 let opts = endpoint_options(args)?;
-                let d = match op {
-                    "requester" => Dialling::Requester(Arc::new(rt.requester_with(&opts)?)),
-                    "pusher" => Dialling::Pusher(Arc::new(rt.pusher_with(&opts)?)),
-                    _ => Dialling::Peer(Arc::new(rt.peer_with(&opts)?)),
+                let (d, events) = match op {
+                    "requester" => {
+                        let r = rt.requester_with(&opts)?;
+                        let e = r.events();
+                        (Dialling::Requester(Arc::new(r)), e)
+                    }
+                    "pusher" => {
+                        let p = rt.pusher_with(&opts)?;
+                        let e = p.events();
+                        (Dialling::Pusher(Arc::new(p)), e)
+                    }
+                    _ => {
+                        let p = rt.peer_with(&opts)?;
+                        let e = p.events();
+                        (Dialling::Peer(Arc::new(p)), e)
+                    }
                 };
-                self.handles
-                    .lock()
-                    .unwrap()
-                    .dialling
-                    .insert(name.to_string(), d);
+                let mut h = self.handles.lock().unwrap();
+                h.dialling.insert(name.to_string(), d);
+                h.events
+                    .insert(name.to_string(), Arc::new(tokio::sync::Mutex::new(events)));
                 Ok(json!({}))
             }
             "connect" => {
                 let address = str_arg(args, "address")?;
+                let wait = bool_arg(args, "wait", true)?;
                 let count = match self.dialling(args)? {
                     Dialling::Requester(r) => {
-                        r.connect(address).await?;
+                        match wait {
+                            true => r.connect(address).await?,
+                            false => r.connect_later(address).await?,
+                        }
                         r.peer_count()
                     }
                     Dialling::Pusher(p) => {
-                        p.connect(address).await?;
+                        match wait {
+                            true => p.connect(address).await?,
+                            false => p.connect_later(address).await?,
+                        }
                         p.peer_count()
+                    }
+                    Dialling::Subscriber(_) if !wait => {
+                        return Err(Failure::bad("a subscriber connects with wait: true only"));
                     }
                     Dialling::Subscriber(s) => {
                         s.connect(address).await?;
@@ -322,11 +349,45 @@ impl Agent {
                         s.peer_count()
                     }
                     Dialling::Peer(p) => {
-                        p.connect(address).await?;
+                        match wait {
+                            true => p.connect(address).await?,
+                            false => p.connect_later(address).await?,
+                        }
                         p.peer_count()
                     }
                 };
                 Ok(json!({ "peer_count": count }))
+            }
+            "event" => {
+                let name = str_arg(args, "endpoint")?;
+                let kind = str_arg(args, "kind")?;
+                let between: Vec<String> = match args.get("between") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(v) => serde_json::from_value(v.clone())
+                        .map_err(|_| Failure::bad("between is a list of event kinds"))?,
+                };
+                let events = self
+                    .handles
+                    .lock()
+                    .unwrap()
+                    .events
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| missing("dialling endpoint", name))?;
+                let mut events = events.lock().await;
+                loop {
+                    let e = match events.next().await {
+                        None => return Err(Failure::bad("the endpoint is gone")),
+                        Some(Ok(e)) => event_json(&e),
+                        Some(Err(m)) => json!({"kind": "missed", "missed": m.0}),
+                    };
+                    if e["kind"] == kind {
+                        return Ok(e);
+                    }
+                    if !between.iter().any(|b| e["kind"] == b.as_str()) {
+                        return Err(Failure::bad(format!("unexpected event {e} before {kind}")));
+                    }
+                }
             }
             "disconnect" => {
                 let address = str_arg(args, "address")?;
@@ -473,6 +534,10 @@ impl Agent {
                 if !manual {
                     h.unserved.insert(name.to_string());
                 }
+                h.events.insert(
+                    name.to_string(),
+                    Arc::new(tokio::sync::Mutex::new(s.events())),
+                );
                 h.dialling.insert(name.to_string(), Dialling::Subscriber(s));
                 Ok(json!({}))
             }
@@ -639,6 +704,25 @@ fn reconnect(v: Option<&Value>) -> Result<weida::ReconnectPolicy, Failure> {
     Ok(p)
 }
 
+/// A `PeerEvent` as the `event` op returns it: its kind and fields, snake_case.
+fn event_json(e: &weida::PeerEvent) -> Value {
+    use weida::PeerEvent::*;
+    match e {
+        Connected { url, fingerprint } => json!({
+            "kind": e.name(), "url": url,
+            "fingerprint": fingerprint.map(|f| f.to_string()),
+        }),
+        Lost { url, cause } | GaveUp { url, cause } => {
+            json!({"kind": e.name(), "url": url, "cause": cause.name()})
+        }
+        Retrying { url, attempt, delay } => json!({
+            "kind": e.name(), "url": url, "attempt": attempt,
+            "delay_ms": delay.as_millis() as u64,
+        }),
+        _ => json!({"kind": e.name()}),
+    }
+}
+
 /// An endpoint's own bounds from the step's `options`.
 fn endpoint_options(args: &Value) -> Result<weida::EndpointOptions, Failure> {
     let mut o = weida::EndpointOptions::new();
@@ -653,6 +737,14 @@ fn endpoint_options(args: &Value) -> Result<weida::EndpointOptions, Failure> {
             o = o.send_timeout(None);
             continue;
         }
+        if k == "outbox_full" {
+            let f = val
+                .as_str()
+                .and_then(weida::OutboxFull::from_name)
+                .ok_or_else(|| Failure::bad("options.outbox_full is block, drop or reject"))?;
+            o = o.outbox_full(f);
+            continue;
+        }
         let n = val
             .as_u64()
             .ok_or_else(|| Failure::bad(format!("options.{k} is a non-negative integer")))?;
@@ -660,6 +752,8 @@ fn endpoint_options(args: &Value) -> Result<weida::EndpointOptions, Failure> {
             "max_collected_body" => o.max_collected_body(n),
             "endpoint_queue" => o.endpoint_queue(n as usize),
             "send_timeout_ms" => o.send_timeout(Some(Duration::from_millis(n))),
+            "outbox_messages" => o.outbox_messages(n as usize),
+            "outbox_bytes" => o.outbox_bytes(n as usize),
             _ => return Err(Failure::bad(format!("unknown endpoint option {k:?}"))),
         };
     }
