@@ -110,7 +110,10 @@ impl Pusher {
         wait: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let p = get(py, &self.p)?;
-        call(py, Call::new(weida_ffi::patterns::connect(p, address, wait)))
+        call(
+            py,
+            Call::new(weida_ffi::patterns::connect(p, address, wait)),
+        )
     }
 
     /// What happens to this endpoint's addresses from now on: `async for event in
@@ -335,7 +338,10 @@ impl Requester {
         wait: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let r = get(py, &self.r)?;
-        call(py, Call::new(weida_ffi::patterns::connect(r, address, wait)))
+        call(
+            py,
+            Call::new(weida_ffi::patterns::connect(r, address, wait)),
+        )
     }
 
     /// What happens to this endpoint's addresses from now on: `async for event in
@@ -527,7 +533,10 @@ impl Peer {
         wait: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let p = get(py, &self.p)?;
-        call(py, Call::new(weida_ffi::patterns::connect(p, address, wait)))
+        call(
+            py,
+            Call::new(weida_ffi::patterns::connect(p, address, wait)),
+        )
     }
 
     /// What happens to this endpoint's addresses from now on: `async for event in

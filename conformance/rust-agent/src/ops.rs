@@ -226,7 +226,9 @@ impl Agent {
                 let ms = u64_arg(args, "deadline_ms")?
                     .ok_or_else(|| Failure::bad("drain needs deadline_ms"))?;
                 let d = rt.drain(Duration::from_millis(ms)).await;
-                Ok(json!({"delivered": d.delivered, "outstanding": d.outstanding, "unsent": d.unsent}))
+                Ok(
+                    json!({"delivered": d.delivered, "outstanding": d.outstanding, "unsent": d.unsent}),
+                )
             }
             "counters" => {
                 let c = self.runtime(args)?.0.counters();
@@ -715,7 +717,11 @@ fn event_json(e: &weida::PeerEvent) -> Value {
         Lost { url, cause } | GaveUp { url, cause } => {
             json!({"kind": e.name(), "url": url, "cause": cause.name()})
         }
-        Retrying { url, attempt, delay } => json!({
+        Retrying {
+            url,
+            attempt,
+            delay,
+        } => json!({
             "kind": e.name(), "url": url, "attempt": attempt,
             "delay_ms": delay.as_millis() as u64,
         }),

@@ -50,9 +50,15 @@ pub async fn send_many(p: Arc<weida::Pusher>, bodies: Vec<Bytes>) -> Result<(), 
 /// (Python `connect(url, wait=False)`, Node `connect(url, { wait: false })`).
 pub trait Dials: Send + Sync + 'static {
     /// `connect`: dials, and fails if the first dial does.
-    fn dial_now(&self, address: &str) -> impl std::future::Future<Output = weida::Result<()>> + Send;
+    fn dial_now(
+        &self,
+        address: &str,
+    ) -> impl std::future::Future<Output = weida::Result<()>> + Send;
     /// `connect_later`: records the slot and dials in the background.
-    fn dial_later(&self, address: &str) -> impl std::future::Future<Output = weida::Result<()>> + Send;
+    fn dial_later(
+        &self,
+        address: &str,
+    ) -> impl std::future::Future<Output = weida::Result<()>> + Send;
 }
 
 macro_rules! dials {
@@ -73,8 +79,9 @@ dials!(weida::Pusher, weida::Requester, weida::Peer);
 /// language), or recording the address at once and dialling in the background
 /// (connect-before-bind).
 pub async fn connect<D: Dials>(endpoint: Arc<D>, address: String, wait: bool) -> Result<(), Fail> {
-    Ok(match wait {
+    match wait {
         true => endpoint.dial_now(&address).await?,
         false => endpoint.dial_later(&address).await?,
-    })
+    }
+    Ok(())
 }
