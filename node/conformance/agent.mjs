@@ -575,13 +575,17 @@ function endpointOptions(args) {
     outbox_bytes: 'outboxBytes',
     outbox_full: 'outboxFull',
   }
-  /** @type {Record<string, number | string | null>} */
+  /** @type {Record<string, unknown>} */
   const out = {}
   for (const [k, val] of Object.entries(v)) {
-    const name = names[k]
+    const name = k === 'reconnect' ? 'reconnect' : names[k]
     if (name === undefined) throw new BadRequest(`unknown endpoint option ${JSON.stringify(k)}`)
     if (k === 'send_timeout_ms' && val === null) {
       out[name] = null
+      continue
+    }
+    if (k === 'reconnect') {
+      out.reconnect = /** @type {any} */ (reconnect(val))
       continue
     }
     if (k === 'outbox_full') {

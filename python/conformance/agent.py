@@ -266,6 +266,8 @@ def endpoint_options(args: Json) -> EndpointOptions:
             n = non_negative(val, f"options.{k}")
             if n is not None:
                 out[k] = n  # type: ignore[literal-required]
+        elif k == "reconnect":
+            out["reconnect"] = reconnect_arg(val)
         elif k == "outbox_full":
             if val not in ("block", "drop", "reject"):
                 raise BadRequest("options.outbox_full is block, drop or reject")

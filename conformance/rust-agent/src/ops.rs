@@ -743,6 +743,10 @@ fn endpoint_options(args: &Value) -> Result<weida::EndpointOptions, Failure> {
             o = o.send_timeout(None);
             continue;
         }
+        if k == "reconnect" {
+            o = o.reconnect(reconnect(Some(val))?);
+            continue;
+        }
         if k == "outbox_full" {
             let f = val
                 .as_str()
