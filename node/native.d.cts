@@ -528,8 +528,11 @@ export declare class Runtime {
 
 /** Receives the messages of the publishers it connects to whose topics its filters select. */
 export declare class Subscriber {
-  /** Dials the publisher at `address` and installs every filter held there. */
-  connect(address: string, cancel?: Cancel | undefined | null): Promise<void>
+  /**
+   * Dials the publisher at `address` and installs every filter held there; with `wait`
+   * false records it at once and does that in the background (connect-before-bind).
+   */
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
   /** Closes the connection to `address`; true if it was connected. */
   disconnect(address: string): boolean
   /** Live connections. */

@@ -661,3 +661,36 @@ async fn a_drain_writes_out_the_outbox_first() {
     let e = pusher.send("late").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
 }
+
+async fn subscribes_later(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (relay, bind, addr) = before_bind(t, &identity).await;
+    let addr = addr.replace("/jobs", "/feed");
+    let client = Runtime::new(redialling()).unwrap();
+    let sub = client.subscriber();
+    let mut events = sub.events();
+    sub.connect_later(&addr).await.unwrap();
+    // Held, and installed by the first connection before it counts as live.
+    sub.subscribe("a.#").await.unwrap();
+    assert_eq!(sub.peer_count(), 0);
+    let receiving = tokio::spawn(async move {
+        let m = sub.recv().await;
+        (sub, m)
+    });
+    let server = server(&identity);
+    let listener = server.bind(&bind).await.unwrap();
+    if let Some(r) = &relay {
+        r.retarget(socket_addr(&listener));
+    }
+    let publisher = listener.publisher("/feed").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    assert_eq!(publisher.publish("b.0", &b"0"[..]).unwrap(), 0);
+    assert_eq!(publisher.publish("a.1", &b"1"[..]).unwrap(), 1);
+    let (sub, m) = receiving.await.unwrap();
+    assert_eq!(m.unwrap().meta.topic.as_deref(), Some("a.1"));
+    assert_eq!(sub.peer_count(), 1);
+}
+on_every_transport!(
+    a_subscriber_connected_before_its_publisher_binds_hears_it_with_its_filters,
+    subscribes_later
+);

@@ -789,12 +789,7 @@ async function run(op, args) {
       const d = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       const wait = args.wait ?? true
       if (typeof wait !== 'boolean') throw new BadRequest('wait is true or false')
-      if (d instanceof Subscriber) {
-        if (!wait) throw new BadRequest('a subscriber connects with wait: true only')
-        await d.connect(address)
-      } else {
-        await d.connect(address, { wait })
-      }
+      await d.connect(address, { wait })
       const name = strArg(args, 'endpoint')
       if (d instanceof Subscriber && unserved.delete(name)) void serveSubscriber(d, name)
       return { peer_count: d.peerCount }

@@ -1086,8 +1086,8 @@ export class Subscriber implements AsyncIterable<Message> {
   }
 
   /** Dials the publisher at `address` (with its path) and installs every filter held there. */
-  connect(address: string, options: CallOptions = {}): Promise<void> {
-    return call(options.signal, (c) => this.#n.connect(address, c))
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
   }
 
   /** Closes the connection to `address`; true if it was connected. */

@@ -795,19 +795,21 @@ impl Subscriber {
 
 #[napi]
 impl Subscriber {
-    /// Dials the publisher at `address` and installs every filter held there.
+    /// Dials the publisher at `address` and installs every filter held there; with `wait`
+    /// false records it at once and does that in the background (connect-before-bind).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn connect<'env>(
         &self,
         env: &'env Env,
         address: String,
+        wait: bool,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let s = Arc::clone(&self.inner);
         promise(
             env,
             cancel,
-            Call::new(async move { Ok(s.connect(&address).await?) }),
+            Call::new(weida_ffi::patterns::connect(s, address, wait)),
             |_, ()| Ok(()),
         )
     }

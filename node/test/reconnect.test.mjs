@@ -285,3 +285,19 @@ test('a_drain_writes_out_the_outbox_first', { timeout: TIMEOUT }, async (ctx) =>
   assert.deepEqual(await bodies(puller, 1), ['early'])
   await assert.rejects(pusher.send('late'), weida.Closed)
 })
+
+test('a_subscriber_connected_before_its_publisher_binds_hears_it_with_its_filters', { timeout: TIMEOUT }, async (ctx) => {
+  const bind = bindAddress('unix')
+  const client = runtime(ctx, { reconnect: FAST })
+  const sub = client.subscriber()
+  const events = sub.events()
+  await sub.connect(weida.withPath(bind, '/feed'), { wait: false })
+  await sub.subscribe('a.#') // held, and installed before the slot counts as live
+  assert.equal(sub.peerCount, 0)
+  const publisher = (await runtime(ctx).bind(bind)).publisher('/feed')
+  await until(events, 'connected', ['retrying'])
+  assert.equal(publisher.publish('b.0', '0'), 0)
+  assert.equal(publisher.publish('a.1', '1'), 1)
+  assert.equal((await sub.recv()).meta.topic, 'a.1')
+  assert.equal(sub.peerCount, 1)
+})

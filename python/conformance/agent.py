@@ -599,12 +599,7 @@ class Agent:
         wait = args.get("wait", True)
         if not isinstance(wait, bool):
             raise BadRequest("wait is true or false")
-        if isinstance(ep, weida.Subscriber):
-            if not wait:
-                raise BadRequest("a subscriber connects with wait: true only")
-            await ep.connect(str_arg(args, "address"))
-        else:
-            await ep.connect(str_arg(args, "address"), wait=wait)
+        await ep.connect(str_arg(args, "address"), wait=wait)
         if isinstance(ep, weida.Subscriber) and ep in self.connected:
             self.connected[ep].set()
         return {"peer_count": ep.peer_count}

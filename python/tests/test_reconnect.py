@@ -325,3 +325,22 @@ async def test_a_drain_writes_out_the_outbox_first() -> None:
         assert await bodies(puller, 1) == [b"early"]
         with pytest.raises(weida.Closed):
             await pusher.send(b"late")
+
+
+async def test_a_subscriber_connected_before_its_publisher_binds_hears_it_with_its_filters() -> (
+    None
+):
+    bind = bind_address("unix")
+    async with redialling() as client:
+        sub = client.subscriber()
+        events = sub.events()
+        await sub.connect(bind + "//feed", wait=False)
+        await sub.subscribe("a.#")  # held, and installed before the slot counts as live
+        assert sub.peer_count == 0
+        async with weida.Runtime() as server:
+            publisher = (await server.bind(bind)).publisher("/feed")
+            await until(events, "connected", ("retrying",))
+            assert publisher.publish("b.0", b"0") == 0
+            assert publisher.publish("a.1", b"1") == 1
+            assert (await sub.recv()).meta.topic == "a.1"
+            assert sub.peer_count == 1

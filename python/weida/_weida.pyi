@@ -679,8 +679,9 @@ class Subscriber:
     it is and what was missed.
     """
 
-    def connect(self, address: str) -> Future[None]:
-        """Dials the publisher at ``address`` and installs every filter held there."""
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Dials the publisher at ``address`` and installs every filter held there;
+        ``wait=False`` records it at once and does that in the background (connect-before-bind)."""
     def disconnect(self, address: str) -> bool:
         """Closes the connection to ``address``; True if it was connected."""
     def events(self) -> PeerEvents:

@@ -339,11 +339,11 @@ impl Agent {
                         }
                         p.peer_count()
                     }
-                    Dialling::Subscriber(_) if !wait => {
-                        return Err(Failure::bad("a subscriber connects with wait: true only"));
-                    }
                     Dialling::Subscriber(s) => {
-                        s.connect(address).await?;
+                        match wait {
+                            true => s.connect(address).await?,
+                            false => s.connect_later(address).await?,
+                        }
                         let name = str_arg(args, "endpoint")?;
                         if self.handles.lock().unwrap().unserved.remove(name) {
                             serve_subscriber(s.clone(), name.to_string(), self.out.clone());

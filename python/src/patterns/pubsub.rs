@@ -333,10 +333,20 @@ impl Subscriber {
     }
 
     /// Dials the publisher at `address` (with its path) on a connection of its own, and
-    /// installs every filter this subscriber holds there before it returns.
-    fn connect<'py>(&self, py: Python<'py>, address: String) -> PyResult<Bound<'py, PyAny>> {
+    /// installs every filter this subscriber holds there before it returns; with `wait=False`
+    /// records it at once and does that in the background (connect-before-bind).
+    #[pyo3(signature = (address, *, wait = true))]
+    fn connect<'py>(
+        &self,
+        py: Python<'py>,
+        address: String,
+        wait: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.handle();
-        call(py, Call::new(async move { Ok(s.connect(&address).await?) }))
+        call(
+            py,
+            Call::new(weida_ffi::patterns::connect(s, address, wait)),
+        )
     }
 
     /// Closes the connection to `address`; True if it was connected.

@@ -86,6 +86,11 @@ impl Feed {
         s.live += 1;
     }
 
+    /// A slot recorded before its first connection (`connect_later`): counted, not live.
+    pub(crate) fn slot_recorded(&self) {
+        self.state.lock().unwrap().links += 1;
+    }
+
     /// A redial brought a slot back on a new connection.
     pub(crate) fn link_back(&self) {
         self.state.lock().unwrap().live += 1;

@@ -377,9 +377,10 @@ impl std::fmt::Debug for FanOut {
 /// works), the task that reads it, and the redial task.
 struct SubLink {
     address: Address,
-    link: Arc<Link>,
+    /// None before a slot recorded by `connect_later` first goes live.
+    link: Option<Arc<Link>>,
     id: u64,
-    task: tokio::task::JoinHandle<()>,
+    task: Option<tokio::task::JoinHandle<()>>,
     redial: Option<tokio::task::AbortHandle>,
     /// Its redial may still bring it back: a receive waits for it.
     hopeful: bool,
@@ -387,13 +388,23 @@ struct SubLink {
 
 impl Drop for SubLink {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(t) = &self.task {
+            t.abort();
+        }
         if let Some(t) = &self.redial {
             t.abort();
         }
-        self.link
-            .conn
-            .close(crate::wire::Code::NoError, "subscriber closed");
+        if let Some(l) = &self.link {
+            l.conn
+                .close(crate::wire::Code::NoError, "subscriber closed");
+        }
+    }
+}
+
+impl SubLink {
+    /// Its connection, when it has one that is up.
+    fn live(&self) -> Option<&Arc<Link>> {
+        self.link.as_ref().filter(|l| l.conn.loss().is_none())
     }
 }
 
@@ -404,8 +415,8 @@ impl SubInner {
         self.feed.link_added();
         SubLink {
             address,
-            task: self.read(link.clone(), id),
-            link,
+            task: Some(self.read(link.clone(), id)),
+            link: Some(link),
             id,
             redial: None,
             hopeful: false,
@@ -468,9 +479,10 @@ impl Owner for SubInner {
                 return Ok(false);
             };
             // The old connection's reader is done; its drop would close the new one.
-            let old_task = std::mem::replace(&mut slot.task, task);
-            old_task.abort();
-            slot.link = link;
+            if let Some(old) = slot.task.replace(task) {
+                old.abort();
+            }
+            slot.link = Some(link);
             slot.id = id;
             Ok(true)
         })
@@ -540,7 +552,7 @@ impl Subscriber {
         let sl = self.inner.start(a.clone(), link.clone());
         let filters = self.inner.filters.lock().unwrap().clone();
         for f in &filters {
-            if let Err(e) = sl.link.ask(true, f.as_str()).await {
+            if let Err(e) = link.ask(true, f.as_str()).await {
                 self.inner.feed.link_ended(sl.id, None, true);
                 return Err(e);
             }
@@ -554,6 +566,42 @@ impl Subscriber {
             url: a.to_string(),
             fingerprint: redial::fingerprint(&link),
         });
+        Ok(())
+    }
+
+    /// Records the publisher at `address` at once and dials it in the background (ZeroMQ's
+    /// connect-before-bind; see [`crate::Pusher::connect_later`]): once it is up, every filter
+    /// held is installed there before the slot counts as live, as `connect` does. Until then a
+    /// `recv` waits for it. Connecting an address already connected changes nothing.
+    /// Cancel-safe (it returns without waiting).
+    pub async fn connect_later(&self, address: &str) -> Result<()> {
+        self.inner.feed.check_open()?;
+        self.inner.pool.ctx.check_open()?;
+        let a = Address::parse(address)?;
+        a.endpoint_path()?;
+        let _op = self.inner.op.lock().await;
+        if self
+            .inner
+            .links
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.address == a)
+        {
+            return Ok(());
+        }
+        self.inner.feed.slot_recorded();
+        self.inner.links.lock().unwrap().push(SubLink {
+            address: a.clone(),
+            link: None,
+            id: 0,
+            task: None,
+            redial: None,
+            hopeful: false,
+        });
+        let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.inner) as _;
+        let task = tokio::spawn(redial::later(owner, a.clone(), self.bounds.reconnect));
+        self.inner.redialled_by(&a, task.abort_handle(), true);
         Ok(())
     }
 
@@ -573,7 +621,7 @@ impl Subscriber {
         };
         let l = links.swap_remove(i);
         drop(links);
-        let live = l.link.conn.loss().is_none();
+        let live = l.live().is_some();
         self.inner.feed.slot_removed(l.id, live, l.hopeful);
         Ok(true)
     }
@@ -585,7 +633,7 @@ impl Subscriber {
             .lock()
             .unwrap()
             .iter()
-            .filter(|l| l.link.conn.loss().is_none())
+            .filter(|l| l.live().is_some())
             .count()
     }
 
@@ -662,8 +710,7 @@ impl Subscriber {
             .lock()
             .unwrap()
             .iter()
-            .filter(|l| l.link.conn.loss().is_none())
-            .map(|l| l.link.clone())
+            .filter_map(|l| l.live().cloned())
             .collect()
     }
 
