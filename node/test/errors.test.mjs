@@ -249,7 +249,7 @@ const fields = (e) =>
 
 test('the_loss_cause_is_named_by_the_core', { timeout: TIMEOUT }, async (ctx) => {
   // The core names every cause (there is no binding's own "unknown" name): these five.
-  assert.deepEqual(weida.lossCauses(), ['idle_timeout', 'peer_closed', 'locally_closed', 'reset', 'transport_error', 'peer_changed', 'dial_failed'])
+  assert.deepEqual(weida.lossCauses(), ['idle_timeout', 'peer_closed', 'locally_closed', 'reset', 'transport_error', 'peer_changed', 'dial_failed', 'unknown_endpoint'])
   const { server, listener, client } = await pair('inproc', ctx)
   const replier = listener.replier('/x')
   const req = client.requester()

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
 use crate::runtime::Runtime;
-use crate::wire::{Header, Metadata};
+use crate::wire::{check_streams, Header, Metadata};
 
 /// Sends messages to pullers, one stream each, round-robin per message.
 ///
@@ -39,7 +39,7 @@ impl Runtime {
     /// apply to a pusher). `InvalidConfig` for an option out of range.
     pub fn pusher_with(&self, options: &EndpointOptions) -> Result<Pusher> {
         Ok(Pusher {
-            dialer: Dialer::new(self.pool.clone(), options)?,
+            dialer: Dialer::new(self.pool.clone(), options, check_streams::TRANSFER)?,
         })
     }
 }
