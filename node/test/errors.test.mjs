@@ -95,9 +95,8 @@ const cases = [
     code: 'ERR_WEIDA_UNKNOWN_ENDPOINT',
     make: async (ctx) => {
       const { listener, client } = await pair('inproc', ctx)
-      const req = client.requester()
-      await req.connect(withPath(listener.address, '/nowhere'))
-      return rejection(req.request('x'))
+      // The path check refuses the connect itself (PROTOCOL §3.1.5).
+      return rejection(client.requester().connect(withPath(listener.address, '/nowhere')))
     },
     check: (e) => assert.equal(e.path, '/nowhere'),
   },
