@@ -329,6 +329,41 @@ on_every_transport!(
     gives_up_unknown
 );
 
+/// Under `StopOn::refused` a redial told UNKNOWN_ENDPOINT gives up at once, as one told that
+/// nothing listens does. In process only: there the redial waits for the name with no timer,
+/// so its first attempt reaches the restarted listener (elsewhere the first attempts meet a
+/// closed port, which the same rule stops first).
+#[tokio::test]
+async fn a_redial_told_unknown_endpoint_stops_at_once_under_stop_refused() {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(Transport::Inproc, &identity).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let policy = ReconnectPolicy {
+        stop: weida::StopOn {
+            refused: true,
+            ..weida::StopOn::default()
+        },
+        ..redialling().reconnect
+    };
+    let pusher = client
+        .pusher_with(&EndpointOptions::new().reconnect(policy))
+        .unwrap();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((_puller, listener, first));
+    until(&mut events, "lost", &["connected"]).await;
+    let (_second, _listener) = place.restart(&identity).await;
+    match until(&mut events, "gave_up", &["retrying"]).await {
+        PeerEvent::GaveUp { cause, .. } => {
+            assert_eq!(cause, LossCause::UnknownEndpoint("/jobs".into()));
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
 /// A redial answered UNSUPPORTED (the path is bound to another pattern now) gives the address
 /// up at once: it no longer names what was connected, as another key does not.
 async fn gives_up_unsupported(t: Transport) {
