@@ -479,7 +479,8 @@ impl ReconnectPolicy {
 /// (ZeroMQ's ZMQ_RECONNECT_STOP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StopOn {
-    /// A redial found nothing listening (`Unreachable`, refused or unanswered).
+    /// A redial found nothing listening (`Unreachable`, refused or unanswered), or a listener
+    /// with nothing bound at the path (`UnknownEndpoint`, the path check).
     pub refused: bool,
     /// A redial reached a listener whose handshake failed (TLS, HELLO or its negotiation).
     pub handshake_failed: bool,

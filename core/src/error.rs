@@ -29,12 +29,15 @@ pub enum LossCause {
     PeerChanged,
     /// A redial failed (nothing listening, a handshake refused); the text is that failure.
     DialFailed(String),
+    /// A redial reached the listener, and nothing is bound at the path any more (its CHECK was
+    /// answered UNKNOWN_ENDPOINT, PROTOCOL.md §3.1.5): the path, as the listener named it.
+    UnknownEndpoint(String),
 }
 
 impl LossCause {
     /// Every name [`LossCause::name`] gives, in declaration order: the bindings' vocabulary
     /// (a new cause gets its name here, so no binding has an "unknown" name of its own).
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "idle_timeout",
         "peer_closed",
         "locally_closed",
@@ -42,6 +45,7 @@ impl LossCause {
         "transport_error",
         "peer_changed",
         "dial_failed",
+        "unknown_endpoint",
     ];
 
     /// The cause's stable name, as the bindings and the conformance suite spell it.
@@ -54,6 +58,7 @@ impl LossCause {
             Self::TransportError(_) => "transport_error",
             Self::PeerChanged => "peer_changed",
             Self::DialFailed(_) => "dial_failed",
+            Self::UnknownEndpoint(_) => "unknown_endpoint",
         }
     }
 }
@@ -68,6 +73,7 @@ impl fmt::Display for LossCause {
             Self::TransportError(s) => write!(f, "transport error: {s}"),
             Self::PeerChanged => f.write_str("the address answered with another key"),
             Self::DialFailed(s) => write!(f, "redial failed: {s}"),
+            Self::UnknownEndpoint(p) => write!(f, "nothing is bound at {p:?} any more"),
         }
     }
 }
@@ -662,6 +668,7 @@ mod tests {
             LossCause::TransportError("x".into()),
             LossCause::PeerChanged,
             LossCause::DialFailed("x".into()),
+            LossCause::UnknownEndpoint("/x".into()),
         ];
         let names: Vec<_> = all.iter().map(LossCause::name).collect();
         assert_eq!(names, LossCause::NAMES);

@@ -80,12 +80,14 @@ async fn refused(t: Transport) {
     if !common::lanes_on() {
         return;
     }
-    let replier = listener.replier("/rpc").unwrap();
+    // Bound to a puller when the pusher connects, to a replier after: the path check passes,
+    // and the lane meets a path of another pattern (PROTOCOL §3.1.5).
+    let before = listener.puller("/rpc").unwrap();
     let pusher = client.pusher();
-    pusher
-        .connect(&replier.address().to_string())
-        .await
-        .unwrap();
+    pusher.connect(&before.address().to_string()).await.unwrap();
+    before.close();
+    drop(before);
+    let replier = listener.replier("/rpc").unwrap();
     // The first sends are queued on the lane before its refusal comes back; the refusal is then
     // reported, once, to the next send, as a stream's refusal is when it wins the race.
     let mut sent = 0;

@@ -381,17 +381,11 @@ async fn counters(t: Transport) {
     for _ in 0..3 {
         puller.recv().await.unwrap();
     }
+    // A path unbound after the check at connect: the refusal is the listener's.
+    let gone = listener.puller("/nowhere").unwrap();
     let refused = client.pusher();
-    refused
-        .connect(
-            &listener
-                .address()
-                .with_path("/nowhere")
-                .unwrap()
-                .to_string(),
-        )
-        .await
-        .unwrap();
+    refused.connect(&gone.address().to_string()).await.unwrap();
+    gone.close();
     assert!(refused.send(Bytes::from(vec![0u8; 2 << 20])).await.is_err());
     let c = client.counters();
     let s = server.counters();
@@ -480,6 +474,10 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Ou
 async fn endpoint_close(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let puller = std::sync::Arc::new(listener.puller("/jobs").unwrap());
+    // Connected while the path is bound: a connect after the close would be refused at once
+    // by the path check (PROTOCOL §3.1.5); what is sent later meets the unbound path.
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
     let waiting = tokio::spawn({
         let puller = puller.clone();
         async move { puller.recv().await }
@@ -490,8 +488,6 @@ async fn endpoint_close(t: Transport) {
     assert_eq!(e.code(), ErrorCode::Closed, "{e:?}");
     assert_eq!(puller.recv().await.unwrap_err().code(), ErrorCode::Closed);
     // The path is unbound: a message sent there is refused.
-    let pusher = client.pusher();
-    pusher.connect(&puller.address().to_string()).await.unwrap();
     let e = pusher
         .send(Bytes::from(common::payload(2 << 20)))
         .await

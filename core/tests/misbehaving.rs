@@ -1496,3 +1496,81 @@ async fn a_quic_dialler_that_opens_nothing_is_closed_at_the_idle_timeout() {
         (PROTOCOL_ERROR, "no control stream".to_string())
     );
 }
+
+/// [`HELLO`] with FEATURES bit 1: a listener that says it answers CHECK (PROTOCOL §3.1.5).
+const HELLO_WITH_PATH_CHECK: &[u8] = &[
+    0x01, 0x0a, 0x00, 0x01, 0x04, 0x80, 0x00, 0x40, 0x00, 0x02, 0x01, 0x02,
+];
+
+/// A listener whose HELLO does not set the path check (one that predates it, or another
+/// implementation) is not asked: `connect` returns at once, without waiting for an ANSWER that
+/// will never come, and the path is learned at the first refusal as before (PROTOCOL §3.1.5).
+#[tokio::test]
+async fn a_listener_without_the_path_check_is_not_asked() {
+    let fake = Fake::start();
+    // Were it asked, the wait for the answer would be this long.
+    let rt = Runtime::new(RuntimeConfig {
+        limits: Limits {
+            connect_timeout: Duration::from_secs(60),
+            ..Limits::default()
+        },
+        ..common::config(Limits::default())
+    })
+    .unwrap();
+    let requester = rt.requester();
+    let (r, (_conn, _send, mut recv)) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(requester.connect(&fake.address), fake.accept_hello())
+    })
+    .await
+    .expect("connect returns without waiting for a CHECK's answer");
+    r.unwrap();
+    assert_eq!(requester.peer_count(), 1);
+    // Nothing followed the HELLO on the control stream: the dialler opens its first data
+    // stream now, and its control stream still has nothing to read.
+    let nothing = tokio::time::timeout(Duration::from_millis(200), recv.read_chunk(64, true)).await;
+    assert!(nothing.is_err(), "the dialler sent {nothing:?}");
+}
+
+/// A listener that sets the path check is asked CHECK for the dialled path with the stream
+/// kinds of the dialling endpoint (a requester: exchanges, bit 2); one that then never answers
+/// fails the connect as `Protocol` at `connect_timeout`, not after a hang (PROTOCOL §3.1.5).
+#[tokio::test]
+async fn a_listener_that_sets_the_path_check_and_never_answers_fails_the_connect() {
+    let fake = Fake::start();
+    let rt = Runtime::new(RuntimeConfig {
+        limits: Limits {
+            connect_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        },
+        ..common::config(Limits::default())
+    })
+    .unwrap();
+    let requester = rt.requester();
+    let (r, check) = guarded("connect", async {
+        tokio::join!(requester.connect(&fake.address), async {
+            let (conn, mut send, mut recv) = fake.accept().await;
+            send.write_all(HELLO_WITH_PATH_CHECK).await.unwrap();
+            let mut buf = Vec::new();
+            loop {
+                // The connection and its control stream are kept: a FIN would end the dialler's
+                // wait as a loss, not as the silence this test is about.
+                if let Some((f, _)) = weida::wire::ControlFrame::decode(&buf).unwrap() {
+                    break (conn, send, f);
+                }
+                let chunk = recv.read_chunk(1 << 16, true).await.unwrap();
+                buf.extend_from_slice(&chunk.expect("a CHECK").bytes);
+            }
+        })
+    })
+    .await;
+    match check.2 {
+        weida::wire::ControlFrame::Check(c) => {
+            assert_eq!(c.path, "/rpc");
+            assert_eq!(c.streams, weida::wire::check_streams::EXCHANGE);
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = r.unwrap_err();
+    assert_eq!(e.code(), weida::ErrorCode::Protocol, "{e:?}");
+    assert_eq!(requester.peer_count(), 0);
+}

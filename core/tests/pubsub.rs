@@ -167,10 +167,18 @@ on_every_transport!(a_publisher_path_refuses_inbound_transfers, |t| async move {
     let (_s, listener, client) = pair(t).await;
     let publisher = listener.publisher("/feed").unwrap();
     let pusher = client.pusher();
-    pusher
+    // The path check at connect says so at once (PROTOCOL §3.1.5) ...
+    let e = pusher
         .connect(&publisher.address().to_string())
         .await
-        .unwrap();
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
+    // ... and a publisher bound after the check refuses the transfer itself.
+    let before = listener.puller("/later").unwrap();
+    pusher.connect(&before.address().to_string()).await.unwrap();
+    before.close();
+    drop(before);
+    let _later = listener.publisher("/later").unwrap();
     // 2 MiB: beyond the stream window, so the refusal (not the receipt) decides the outcome.
     let e = pusher.send(payload(2 << 20)).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");

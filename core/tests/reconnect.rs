@@ -197,6 +197,8 @@ on_every_transport!(never_reports_connection_lost_as_before, never);
 async fn opened_during_outage(t: Transport) {
     let identity = Identity::ephemeral();
     let (place, first, listener) = Restartable::start(t, &identity).await;
+    // Bound at connect: `connect` checks the path (PROTOCOL §3.1.5).
+    let _bound = listener.puller("/jobs").unwrap();
     let addr = place.address(&listener, "/jobs");
     let client = Runtime::new(redialling()).unwrap();
     let pusher = client.pusher();
@@ -226,6 +228,8 @@ on_every_transport!(
 async fn bounded_wait(t: Transport) {
     let identity = Identity::ephemeral();
     let (place, first, listener) = Restartable::start(t, &identity).await;
+    // Bound at connect: `connect` checks the path (PROTOCOL §3.1.5).
+    let _bound = listener.puller("/jobs").unwrap();
     let addr = place.address(&listener, "/jobs");
     let client = Runtime::new(redialling()).unwrap();
     let options = EndpointOptions::new().send_timeout(Some(Duration::from_millis(200)));
@@ -248,6 +252,147 @@ async fn bounded_wait(t: Transport) {
 }
 on_every_transport!(open_waits_for_a_redial_at_most_send_timeout, bounded_wait);
 
+/// A redial checks the path as `connect` does (PROTOCOL §3.1.5): a server that comes back
+/// without the path bound (a restart that binds its listener a moment before its paths) is
+/// answered UNKNOWN_ENDPOINT, which is a failed attempt, retried with the policy's backoff: the
+/// slot does not go live on the unbound path. Once the path is bound, the next attempt goes
+/// live and delivers.
+async fn redial_waits_for_the_path(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((_puller, listener, first));
+    until(&mut events, "lost", &["connected"]).await;
+    let (second, listener) = place.restart(&identity).await;
+    // Attempts run one at a time: once the restarted server has accepted a redial's connection,
+    // the next `retrying` is announced after that attempt failed on the unbound path.
+    loop {
+        until(&mut events, "retrying", &[]).await;
+        if second.counters().connections_accepted > 0 {
+            break;
+        }
+    }
+    until(&mut events, "retrying", &[]).await;
+    assert_eq!(pusher.peer_count(), 0, "live on a path nothing is bound at");
+    let puller = listener.puller("/jobs").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    pusher.send("bound").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"bound");
+}
+on_every_transport!(
+    a_redial_that_finds_the_path_unbound_retries_until_it_is_bound,
+    redial_waits_for_the_path
+);
+
+/// A redial to a listener that no longer serves the path gives up, when the policy gives up,
+/// with `LossCause::UnknownEndpoint` naming the path: what the last attempts were told.
+async fn gives_up_unknown(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let policy = ReconnectPolicy {
+        give_up: weida::GiveUp::After(Duration::from_secs(1)),
+        ..redialling().reconnect
+    };
+    let pusher = client
+        .pusher_with(&EndpointOptions::new().reconnect(policy))
+        .unwrap();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((_puller, listener, first));
+    until(&mut events, "lost", &["connected"]).await;
+    // Back at the address, serving another path only.
+    let (_second, listener) = place.restart(&identity).await;
+    let _other = listener.puller("/other").unwrap();
+    match until(&mut events, "gave_up", &["retrying"]).await {
+        PeerEvent::GaveUp { url, cause } => {
+            assert_eq!(url, addr);
+            assert_eq!(cause, LossCause::UnknownEndpoint("/jobs".into()));
+            assert_eq!(cause.name(), "unknown_endpoint");
+        }
+        e => panic!("{e:?}"),
+    }
+    let e = pusher.send("gone").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
+}
+on_every_transport!(
+    a_redial_to_a_listener_that_no_longer_serves_the_path_gives_up_with_unknown_endpoint,
+    gives_up_unknown
+);
+
+/// Under `StopOn::refused` a redial told UNKNOWN_ENDPOINT gives up at once, as one told that
+/// nothing listens does. In process only: there the redial waits for the name with no timer,
+/// so its first attempt reaches the restarted listener (elsewhere the first attempts meet a
+/// closed port, which the same rule stops first).
+#[tokio::test]
+async fn a_redial_told_unknown_endpoint_stops_at_once_under_stop_refused() {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(Transport::Inproc, &identity).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let policy = ReconnectPolicy {
+        stop: weida::StopOn {
+            refused: true,
+            ..weida::StopOn::default()
+        },
+        ..redialling().reconnect
+    };
+    let pusher = client
+        .pusher_with(&EndpointOptions::new().reconnect(policy))
+        .unwrap();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((_puller, listener, first));
+    until(&mut events, "lost", &["connected"]).await;
+    let (_second, _listener) = place.restart(&identity).await;
+    match until(&mut events, "gave_up", &["retrying"]).await {
+        PeerEvent::GaveUp { cause, .. } => {
+            assert_eq!(cause, LossCause::UnknownEndpoint("/jobs".into()));
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+/// A redial answered UNSUPPORTED (the path is bound to another pattern now) gives the address
+/// up at once: it no longer names what was connected, as another key does not.
+async fn gives_up_unsupported(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let addr = place.address(&listener, "/jobs");
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((_puller, listener, first));
+    until(&mut events, "lost", &["connected"]).await;
+    let (_second, listener) = place.restart(&identity).await;
+    let _replier = listener.replier("/jobs").unwrap();
+    match until(&mut events, "gave_up", &["retrying"]).await {
+        PeerEvent::GaveUp { cause, .. } => {
+            assert_eq!(cause.name(), "dial_failed", "{cause:?}");
+            assert!(cause.to_string().contains("replier"), "{cause}");
+        }
+        e => panic!("{e:?}"),
+    }
+}
+on_every_transport!(
+    a_redial_to_a_path_of_another_pattern_gives_up_at_once,
+    gives_up_unsupported
+);
+
 /// A QUIC server that comes back with another key is not the same peer: the redial is refused
 /// in the handshake, never goes live, and the address is given up with `PeerChanged`.
 #[tokio::test]
@@ -255,6 +400,8 @@ async fn a_server_back_with_a_new_key_gives_up_with_peer_changed() {
     let t = Transport::Quic;
     let identity = Identity::ephemeral();
     let (place, first, listener) = Restartable::start(t, &identity).await;
+    // Bound at connect: `connect` checks the path (PROTOCOL §3.1.5).
+    let _bound = listener.puller("/jobs").unwrap();
     let addr = place.address(&listener, "/jobs");
     let client = Runtime::new(redialling()).unwrap();
     let pusher = client.pusher();
@@ -282,6 +429,8 @@ async fn a_lagging_event_reader_is_told_how_many_it_missed() {
     let t = Transport::Unix;
     let identity = Identity::ephemeral();
     let (place, first, listener) = Restartable::start(t, &identity).await;
+    // Bound at connect: `connect` checks the path (PROTOCOL §3.1.5).
+    let _bound = listener.puller("/jobs").unwrap();
     let addr = place.address(&listener, "/jobs");
     let mut config = redialling();
     config.reconnect.initial = Duration::from_millis(1);
@@ -401,13 +550,14 @@ async fn in_outage(
 ) {
     let identity = Identity::ephemeral();
     let (place, first, listener) = Restartable::start(t, &identity).await;
+    let puller = listener.puller("/jobs").unwrap();
     let addr = place.address(&listener, "/jobs");
     let client = Runtime::new(redialling()).unwrap();
     let pusher = client.pusher_with(&options).unwrap();
     let mut events = pusher.events();
     pusher.connect(&addr).await.unwrap();
     first.close().await;
-    drop((listener, first));
+    drop((puller, listener, first));
     until(&mut events, "retrying", &["connected", "lost"]).await;
     (place, identity, client, pusher, addr, events)
 }

@@ -9,20 +9,98 @@ use weida::{Error, ErrorCode, Limits, Metadata};
 
 const BIG: usize = 2 << 20;
 
+/// `address` of `listener` at `path`.
+fn at(listener: &weida::Listener, path: &str) -> String {
+    listener.address().with_path(path).unwrap().to_string()
+}
+
+/// `connect` asks the listener whether the path is bound, and to an endpoint that takes what
+/// the dialling endpoint opens (PROTOCOL §3.1.5): a mistyped path, or a path of another
+/// pattern, fails at connect and leaves no slot, so no message is sent into it and lost (the
+/// refusal race of PATTERNS §1.6 is left only to a path unbound after the check). Compatible
+/// pairs still connect (PATTERNS §5: a `Peer` to a replier or a puller, a pusher or a
+/// requester to an acceptor).
+async fn connect_checks(t: Transport) {
+    let (_s, listener, client) = pair(t).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let _replier = listener.replier("/rpc").unwrap();
+    let _acceptor = listener.acceptor("/raw").unwrap();
+    let _publisher = listener.publisher("/prices").unwrap();
+    let unknown = |e: Error| {
+        assert!(
+            matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"),
+            "{e:?}"
+        )
+    };
+    let unsupported = |e: Error| assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
+    let pusher = client.pusher();
+    unknown(
+        pusher
+            .connect(&at(&listener, "/nowhere"))
+            .await
+            .unwrap_err(),
+    );
+    unsupported(pusher.connect(&at(&listener, "/rpc")).await.unwrap_err());
+    unsupported(pusher.connect(&at(&listener, "/prices")).await.unwrap_err());
+    let requester = client.requester();
+    unknown(
+        requester
+            .connect(&at(&listener, "/nowhere"))
+            .await
+            .unwrap_err(),
+    );
+    unsupported(
+        requester
+            .connect(&at(&listener, "/jobs"))
+            .await
+            .unwrap_err(),
+    );
+    let peer = client.peer();
+    unknown(peer.connect(&at(&listener, "/nowhere")).await.unwrap_err());
+    unsupported(peer.connect(&at(&listener, "/prices")).await.unwrap_err());
+    // No slot was made: nothing is sent anywhere, and the endpoints say they are not
+    // connected rather than waiting for a redial.
+    assert_eq!(pusher.peer_count(), 0);
+    let e = pusher.send("lost?").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::NotConnected, "{e:?}");
+    assert_eq!(
+        requester.request("x").await.unwrap_err().code(),
+        ErrorCode::NotConnected
+    );
+    assert_eq!(client.counters().streams_opened, 0);
+    // The compatible pairs connect.
+    pusher.connect(&at(&listener, "/jobs")).await.unwrap();
+    pusher.connect(&at(&listener, "/raw")).await.unwrap();
+    requester.connect(&at(&listener, "/rpc")).await.unwrap();
+    requester.connect(&at(&listener, "/raw")).await.unwrap();
+    for path in ["/jobs", "/rpc", "/raw"] {
+        peer.connect(&at(&listener, path)).await.unwrap();
+    }
+    assert_eq!(
+        (
+            pusher.peer_count(),
+            requester.peer_count(),
+            peer.peer_count()
+        ),
+        (2, 2, 3)
+    );
+}
+on_every_transport!(
+    connect_to_an_unbound_path_or_a_path_of_another_pattern_fails_at_connect,
+    connect_checks
+);
+
+// The refusals below reach a path that passed the check at connect and was unbound (or bound
+// to another pattern) after it: the refusal race of PATTERNS §1.6, which the check leaves to
+// exactly this case.
+
 async fn push_unknown(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let _puller = listener.puller("/jobs").unwrap();
+    let gone = listener.puller("/nowhere").unwrap();
     let pusher = client.pusher();
-    pusher
-        .connect(
-            &listener
-                .address()
-                .with_path("/nowhere")
-                .unwrap()
-                .to_string(),
-        )
-        .await
-        .unwrap();
+    pusher.connect(&at(&listener, "/nowhere")).await.unwrap();
+    gone.close();
     let e = pusher.send(Bytes::from(payload(BIG))).await.unwrap_err();
     assert!(
         matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"),
@@ -33,12 +111,12 @@ on_every_transport!(push_to_an_unknown_path_is_reported, push_unknown);
 
 async fn push_to_rep(t: Transport) {
     let (_s, listener, client) = pair(t).await;
-    let _replier = listener.replier("/rpc").unwrap();
+    let before = listener.puller("/rpc").unwrap();
     let pusher = client.pusher();
-    pusher
-        .connect(&listener.address().with_path("/rpc").unwrap().to_string())
-        .await
-        .unwrap();
+    pusher.connect(&at(&listener, "/rpc")).await.unwrap();
+    before.close();
+    drop(before);
+    let _replier = listener.replier("/rpc").unwrap();
     let e = pusher.send(Bytes::from(payload(BIG))).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
 }
@@ -46,16 +124,10 @@ on_every_transport!(push_to_rep_path_is_unsupported, push_to_rep);
 
 async fn request_unknown(t: Transport) {
     let (_s, listener, client) = pair(t).await;
+    let gone = listener.replier("/nowhere").unwrap();
     let req = client.requester();
-    req.connect(
-        &listener
-            .address()
-            .with_path("/nowhere")
-            .unwrap()
-            .to_string(),
-    )
-    .await
-    .unwrap();
+    req.connect(&at(&listener, "/nowhere")).await.unwrap();
+    gone.close();
     let e = req.request(Bytes::from(payload(BIG))).await.unwrap_err();
     assert!(
         matches!(e, Error::UnknownEndpoint { ref path } if path == "/nowhere"),
@@ -69,11 +141,12 @@ on_every_transport!(unknown_endpoint_is_reported, request_unknown);
 
 async fn request_to_pull(t: Transport) {
     let (_s, listener, client) = pair(t).await;
-    let _puller = listener.puller("/jobs").unwrap();
+    let before = listener.replier("/jobs").unwrap();
     let req = client.requester();
-    req.connect(&listener.address().with_path("/jobs").unwrap().to_string())
-        .await
-        .unwrap();
+    req.connect(&at(&listener, "/jobs")).await.unwrap();
+    before.close();
+    drop(before);
+    let _puller = listener.puller("/jobs").unwrap();
     let e = req.request(Bytes::from(payload(BIG))).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unsupported, "{e:?}");
     assert!(e.is_definite_failure());

@@ -12,7 +12,7 @@ use weida::wire::chunk::{self, ChunkType};
 use weida::wire::control::dimension;
 use weida::wire::{
     reply, varint, Code, ControlFrame, DecodeError, GuaranteeSet, Header, Hello, Metadata,
-    Ordering, ReplyStatus, Session, StreamType,
+    Ordering, PathCheck, ReplyStatus, Session, StreamType,
 };
 
 /// Every file the directory must hold, and nothing else but README.md.
@@ -324,6 +324,11 @@ fn parse_control(v: &Value) -> ControlFrame {
             code: Code::from_u64(u64_of(v, "code")),
             reason: str_of(v, "reason").into(),
         },
+        "check" => ControlFrame::Check(PathCheck {
+            request: u64_of(v, "request"),
+            streams: u64_of(v, "streams"),
+            path: str_of(v, "path").into(),
+        }),
         "unknown" => ControlFrame::Unknown(u64_of(v, "type")),
         other => panic!("frame {other:?}"),
     }

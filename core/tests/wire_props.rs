@@ -143,10 +143,17 @@ fn control_frame() -> impl Strategy<Value = ControlFrame> {
             code: Code::from_u64(c),
             reason
         }),
+        (any::<u64>(), varint_value(), text()).prop_map(|(r, streams, path)| {
+            ControlFrame::Check(weida::wire::PathCheck {
+                request: r % (1 << 62),
+                streams,
+                path,
+            })
+        }),
         varint_value().prop_map(|opened| ControlFrame::GoAway { opened }),
         (code(), text()).prop_map(|(code, reason)| ControlFrame::Close { code, reason }),
         varint_value()
-            .prop_filter("an unknown type", |t| *t > frame_type::ANSWER)
+            .prop_filter("an unknown type", |t| *t > frame_type::CHECK)
             .prop_map(ControlFrame::Unknown),
     ]
 }

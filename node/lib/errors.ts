@@ -17,6 +17,7 @@ export type LossCause =
   | 'transport_error'
   | 'peer_changed'
   | 'dial_failed'
+  | 'unknown_endpoint'
 
 /** Every loss cause, as the core names them. */
 export const lossCauses = (): LossCause[] => native.lossCauses() as LossCause[]

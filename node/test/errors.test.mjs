@@ -95,9 +95,8 @@ const cases = [
     code: 'ERR_WEIDA_UNKNOWN_ENDPOINT',
     make: async (ctx) => {
       const { listener, client } = await pair('inproc', ctx)
-      const req = client.requester()
-      await req.connect(withPath(listener.address, '/nowhere'))
-      return rejection(req.request('x'))
+      // The path check refuses the connect itself (PROTOCOL §3.1.5).
+      return rejection(client.requester().connect(withPath(listener.address, '/nowhere')))
     },
     check: (e) => assert.equal(e.path, '/nowhere'),
   },
@@ -249,7 +248,7 @@ const fields = (e) =>
 
 test('the_loss_cause_is_named_by_the_core', { timeout: TIMEOUT }, async (ctx) => {
   // The core names every cause (there is no binding's own "unknown" name): these five.
-  assert.deepEqual(weida.lossCauses(), ['idle_timeout', 'peer_closed', 'locally_closed', 'reset', 'transport_error', 'peer_changed', 'dial_failed'])
+  assert.deepEqual(weida.lossCauses(), ['idle_timeout', 'peer_closed', 'locally_closed', 'reset', 'transport_error', 'peer_changed', 'dial_failed', 'unknown_endpoint'])
   const { server, listener, client } = await pair('inproc', ctx)
   const replier = listener.replier('/x')
   const req = client.requester()

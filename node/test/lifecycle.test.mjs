@@ -233,6 +233,10 @@ test('configurations_that_cannot_be_honoured_are_refused', { timeout: TIMEOUT },
 onEveryTransport('closing_an_endpoint_unbinds_its_path_and_ends_its_receivers', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
   const puller = listener.puller('/jobs')
+  // Connected while the path is bound: a connect after the close would be refused at once by
+  // the path check (PROTOCOL §3.1.5); what is sent later meets the unbound path.
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
   const waiting = puller.recv()
   puller.close()
   // A receiver waiting on the empty queue ends, and so does every later one, and iteration.
@@ -240,8 +244,6 @@ onEveryTransport('closing_an_endpoint_unbinds_its_path_and_ends_its_receivers', 
   await assert.rejects(puller.recv(), Closed)
   for await (const m of puller) assert.fail(`a closed puller yielded ${m.body}`)
   // The path is unbound: a message sent there is refused...
-  const pusher = client.pusher()
-  await pusher.connect(puller.address)
   await assert.rejects(pusher.send(payload(2 << 20)), UnknownEndpoint)
   // ... and may be bound again.
   const again = listener.puller('/jobs')

@@ -153,7 +153,13 @@ onEveryTransport('a_publisher_path_refuses_inbound_transfers', async (t, ctx) =>
   const { listener, client } = await pair(t, ctx)
   const publisher = listener.publisher('/feed')
   const pusher = client.pusher()
-  await pusher.connect(publisher.address)
+  // The path check at connect says so at once (PROTOCOL §3.1.5) ...
+  await assert.rejects(pusher.connect(publisher.address), Unsupported)
+  // ... and a publisher bound after the check refuses the transfer itself.
+  const before = listener.puller('/later')
+  await pusher.connect(before.address)
+  before.close()
+  keep(ctx, listener.publisher('/later'))
   // 2 MiB: beyond the stream window, so the refusal (not the receipt) decides the outcome.
   await assert.rejects(pusher.send(payload(2 << 20)), Unsupported)
 })

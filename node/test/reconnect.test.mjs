@@ -66,12 +66,10 @@ onTransports('never_reports_connection_lost_as_before', RESTARTABLE, async (t, c
   await assert.rejects(pusher.open(), weida.ConnectionLost)
 })
 
-// Over AF_UNIX only: in process the waiting open goes out the moment the name is bound again,
-// racing this thread's registration of the path on the new listener (the refusal race,
-// docs/PATTERNS.md §1.6, until a redial asks whether the path is bound). The core's test runs
-// it in process, where bind and path are registered with no await between them.
-test('a_transfer_opened_during_the_outage_completes_on_the_redialled_connection', { timeout: TIMEOUT }, async (ctx) => {
-  const t = 'unix'
+// In process too: the name is bound again a moment before the path, and a redial in that gap is
+// refused by the path check (PROTOCOL §3.1.5) and retried, so the waiting open goes out only
+// once the path is bound, never into the refusal race.
+onTransports('a_transfer_opened_during_the_outage_completes_on_the_redialled_connection', RESTARTABLE, async (t, ctx) => {
   const bind = bindAddress(t)
   const server = new weida.Runtime()
   const first = (await server.bind(bind)).puller('/jobs') // kept: a dropped endpoint unbinds
@@ -113,6 +111,24 @@ onTransports('a_subscriber_hears_the_next_publish_after_its_publisher_restarts_w
   assert.equal(again.publish('a.3', '3'), 1)
   assert.equal((await sub.recv()).meta.topic, 'b.2')
   assert.equal((await sub.recv()).meta.topic, 'a.3')
+})
+
+onTransports('a_redial_to_a_listener_that_no_longer_serves_the_path_gives_up_with_unknown_endpoint', RESTARTABLE, async (t, ctx) => {
+  const bind = bindAddress(t)
+  const server = new weida.Runtime()
+  const first = (await server.bind(bind)).puller('/jobs') // kept: a dropped endpoint unbinds
+  const client = runtime(ctx, { reconnect: { ...FAST, giveUpAfterMs: 1000 } })
+  const pusher = client.pusher()
+  const events = pusher.events()
+  await pusher.connect(first.address)
+  await server.close()
+  await until(events, 'lost', ['connected'])
+  const second = runtime(ctx)
+  const other = (await second.bind(bind)).puller('/other') // back, without /jobs
+  const gaveUp = /** @type {any} */ (await until(events, 'gave_up', ['retrying']))
+  assert.deepEqual([gaveUp.url, gaveUp.cause], [first.address, 'unknown_endpoint'])
+  await assert.rejects(pusher.send('gone'), weida.ConnectionLost)
+  assert.ok(other.address.endsWith('/other'))
 })
 
 test('a_lagging_event_reader_is_told_how_many_it_missed', { timeout: TIMEOUT }, async (ctx) => {

@@ -3,16 +3,51 @@
 // window, so the refusal cannot lose the race to the transport receipt.
 
 import assert from 'node:assert/strict'
-import { LimitExceeded, Rejected, UnknownEndpoint, Unsupported, withPath } from 'weida'
+import { LimitExceeded, NotConnected, Rejected, UnknownEndpoint, Unsupported, withPath } from 'weida'
 import { keep, onEveryTransport, pair, payload, rejection, serve } from './helpers.mjs'
 
 const BIG = 2 << 20
 
+// `connect` asks the listener whether the path is bound to an endpoint that takes what this one
+// opens (PROTOCOL §3.1.5): nothing is sent into a mistyped path and lost.
+onEveryTransport('connect_to_an_unbound_path_or_a_path_of_another_pattern_fails_at_connect', async (t, ctx) => {
+  const { listener, client } = await pair(t, ctx)
+  keep(ctx, listener.puller('/jobs'), listener.replier('/rpc'), listener.acceptor('/raw'), listener.publisher('/prices'))
+  const pusher = client.pusher()
+  const requester = client.requester()
+  const peer = client.peer()
+  for (const endpoint of [pusher, requester, peer]) {
+    const e = await rejection(endpoint.connect(withPath(listener.address, '/nowhere')))
+    assert.ok(e instanceof UnknownEndpoint, String(e))
+    assert.equal(e.path, '/nowhere')
+    assert.equal(e.definite, true)
+  }
+  for (const [endpoint, path] of /** @type {const} */ ([[pusher, '/rpc'], [pusher, '/prices'], [requester, '/jobs'], [peer, '/prices']])) {
+    await assert.rejects(endpoint.connect(withPath(listener.address, path)), Unsupported)
+  }
+  // No slot was made: the endpoints are not connected, and nothing was sent.
+  assert.equal(pusher.peerCount, 0)
+  await assert.rejects(pusher.send('lost?'), NotConnected)
+  assert.equal(client.counters().streamsOpened, 0n)
+  // Compatible pairs connect (PATTERNS §5).
+  await pusher.connect(withPath(listener.address, '/jobs'))
+  await pusher.connect(withPath(listener.address, '/raw'))
+  await requester.connect(withPath(listener.address, '/rpc'))
+  await requester.connect(withPath(listener.address, '/raw'))
+  for (const path of ['/jobs', '/rpc', '/raw']) await peer.connect(withPath(listener.address, path))
+  assert.deepEqual([pusher.peerCount, requester.peerCount, peer.peerCount], [2, 2, 3])
+})
+
+// The refusals below reach a path that passed the check at connect and was unbound (or bound to
+// another pattern) after it: the refusal race of PATTERNS §1.6 is left to exactly this case.
+
 onEveryTransport('push_to_an_unknown_path_is_reported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
   keep(ctx, listener.puller('/jobs'))
+  const gone = listener.puller('/nowhere')
   const pusher = client.pusher()
   await pusher.connect(withPath(listener.address, '/nowhere'))
+  gone.close()
   const e = await rejection(pusher.send(payload(BIG)))
   assert.ok(e instanceof UnknownEndpoint, String(e))
   assert.equal(e.path, '/nowhere')
@@ -20,16 +55,20 @@ onEveryTransport('push_to_an_unknown_path_is_reported', async (t, ctx) => {
 
 onEveryTransport('push_to_rep_path_is_unsupported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
-  keep(ctx, listener.replier('/rpc'))
+  const before = listener.puller('/rpc')
   const pusher = client.pusher()
   await pusher.connect(withPath(listener.address, '/rpc'))
+  before.close()
+  keep(ctx, listener.replier('/rpc'))
   await assert.rejects(pusher.send(payload(BIG)), Unsupported)
 })
 
 onEveryTransport('unknown_endpoint_is_reported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
+  const gone = listener.replier('/nowhere')
   const req = client.requester()
   await req.connect(withPath(listener.address, '/nowhere'))
+  gone.close()
   const e = await rejection(req.request(payload(BIG)))
   assert.ok(e instanceof UnknownEndpoint, String(e))
   assert.equal(e.path, '/nowhere')
@@ -39,9 +78,11 @@ onEveryTransport('unknown_endpoint_is_reported', async (t, ctx) => {
 
 onEveryTransport('request_to_pull_path_is_unsupported', async (t, ctx) => {
   const { listener, client } = await pair(t, ctx)
-  keep(ctx, listener.puller('/jobs'))
+  const before = listener.replier('/jobs')
   const req = client.requester()
   await req.connect(withPath(listener.address, '/jobs'))
+  before.close()
+  keep(ctx, listener.puller('/jobs'))
   const e = await rejection(req.request(payload(BIG)))
   assert.ok(e instanceof Unsupported, String(e))
   assert.equal(e.definite, true)

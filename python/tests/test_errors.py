@@ -106,7 +106,7 @@ async def raised(pending: Awaitable[object]) -> weida.WeidaError:
 
 
 async def test_the_loss_cause_is_named_by_the_core() -> None:
-    # The core names every cause (there is no binding's own "unknown" name): these seven.
+    # The core names every cause (there is no binding's own "unknown" name): these eight.
     assert _weida.LOSS_CAUSES == (
         "idle_timeout",
         "peer_closed",
@@ -115,6 +115,7 @@ async def test_the_loss_cause_is_named_by_the_core() -> None:
         "transport_error",
         "peer_changed",
         "dial_failed",
+        "unknown_endpoint",
     )
     async with weida.Runtime() as server, weida.Runtime() as client:
         listener = await server.bind(bind_address("inproc"))

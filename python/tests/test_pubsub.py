@@ -140,7 +140,14 @@ async def test_refusals_are_typed(transport: str) -> None:
 async def test_a_publisher_path_refuses_inbound_transfers(pair: Pair) -> None:
     publisher = pair.listener.publisher("/feed")
     pusher = pair.client.pusher()
-    await pusher.connect(publisher.address)
+    # The path check at connect says so at once (PROTOCOL §3.1.5) ...
+    with pytest.raises(weida.Unsupported):
+        await pusher.connect(publisher.address)
+    # ... and a publisher bound after the check refuses the transfer itself.
+    before = pair.listener.puller("/later")
+    await pusher.connect(before.address)
+    before.close()
+    _later = pair.listener.publisher("/later")
     # 2 MiB: beyond the stream window, so the refusal (not the receipt) decides the outcome.
     with pytest.raises(weida.Unsupported):
         await pusher.send(payload(2 << 20))

@@ -77,12 +77,14 @@ async def test_never_reports_connection_lost_as_before(transport: str) -> None:
             await pusher.open()
 
 
-async def test_a_transfer_opened_during_the_outage_completes_on_the_redialled_connection() -> None:
-    # Over AF_UNIX only: in process the waiting open goes out the moment the name is bound
-    # again, racing this loop's registration of the path on the new listener (the refusal race,
-    # docs/PATTERNS.md §1.6, until a redial asks whether the path is bound). The core's test
-    # runs it in process, where bind and path are registered with no await between them.
-    bind = bind_address("unix")
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_a_transfer_opened_during_the_outage_completes_on_the_redialled_connection(
+    transport: str,
+) -> None:
+    # In process too: the name is bound again a moment before the path, and a redial in that
+    # gap is refused by the path check (PROTOCOL §3.1.5) and retried, so the waiting open goes
+    # out only once the path is bound, never into the refusal race.
+    bind = bind_address(transport)
     server = weida.Runtime()
     first = (await server.bind(bind)).puller("/jobs")  # kept: a dropped endpoint unbinds
     async with redialling() as client:
@@ -128,6 +130,29 @@ async def test_a_subscriber_hears_the_next_publish_after_its_publisher_restarts_
             assert publisher.publish("a.3", b"3") == 1
             assert (await sub.recv()).meta.topic == "b.2"
             assert (await sub.recv()).meta.topic == "a.3"
+
+
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_a_redial_to_a_listener_that_no_longer_serves_the_path_gives_up_with_unknown_endpoint(
+    transport: str,
+) -> None:
+    bind = bind_address(transport)
+    server = weida.Runtime()
+    first = (await server.bind(bind)).puller("/jobs")  # kept: a dropped endpoint unbinds
+    policy = weida.ReconnectPolicy(initial=0.02, max=0.1, jitter=False, give_up_after=1.0)
+    async with weida.Runtime(reconnect=policy) as client:
+        pusher = client.pusher()
+        events = pusher.events()
+        await pusher.connect(first.address)
+        await server.close()
+        await until(events, "lost", ("connected",))
+        async with weida.Runtime() as second:
+            other = (await second.bind(bind)).puller("/other")  # back, without /jobs
+            gave_up = await until(events, "gave_up", ("retrying",))
+            assert (gave_up.url, gave_up.cause) == (first.address, "unknown_endpoint")
+            with pytest.raises(weida.ConnectionLost):
+                await pusher.send(b"gone")
+            assert other.address.endswith("/other")
 
 
 async def test_a_lagging_event_reader_is_told_how_many_it_missed() -> None:

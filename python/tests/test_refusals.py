@@ -17,10 +17,57 @@ def at(listener: weida.Listener, path: str) -> str:
     return str(weida.Address(listener.address).with_path(path))
 
 
+async def test_connect_to_an_unbound_path_or_a_path_of_another_pattern_fails_at_connect(
+    pair: Pair,
+) -> None:
+    # `connect` asks the listener whether the path is bound to an endpoint that takes what
+    # this one opens (PROTOCOL §3.1.5): nothing is sent into a mistyped path and lost.
+    listener, client = pair.listener, pair.client
+    _kept = [
+        listener.puller("/jobs"),
+        listener.replier("/rpc"),
+        listener.acceptor("/raw"),
+        listener.publisher("/prices"),
+    ]
+    pusher, requester, peer = client.pusher(), client.requester(), client.peer()
+    for endpoint in (pusher, requester, peer):
+        with pytest.raises(weida.UnknownEndpoint) as e:
+            await endpoint.connect(at(listener, "/nowhere"))
+        assert e.value.path == "/nowhere" and e.value.definite
+    other_patterns = (
+        (pusher, "/rpc"),
+        (pusher, "/prices"),
+        (requester, "/jobs"),
+        (peer, "/prices"),
+    )
+    for endpoint, path in other_patterns:
+        with pytest.raises(weida.Unsupported):
+            await endpoint.connect(at(listener, path))
+    # No slot was made: the endpoints are not connected, and nothing was sent.
+    assert pusher.peer_count == 0
+    with pytest.raises(weida.NotConnected):
+        await pusher.send(b"lost?")
+    assert client.counters().streams_opened == 0
+    # Compatible pairs connect (PATTERNS §5).
+    await pusher.connect(at(listener, "/jobs"))
+    await pusher.connect(at(listener, "/raw"))
+    await requester.connect(at(listener, "/rpc"))
+    await requester.connect(at(listener, "/raw"))
+    for path in ("/jobs", "/rpc", "/raw"):
+        await peer.connect(at(listener, path))
+    assert (pusher.peer_count, requester.peer_count, peer.peer_count) == (2, 2, 3)
+
+
+# The refusals below reach a path that passed the check at connect and was unbound (or bound to
+# another pattern) after it: the refusal race of PATTERNS §1.6 is left to exactly this case.
+
+
 async def test_push_to_an_unknown_path_is_reported(pair: Pair) -> None:
     _puller = pair.listener.puller("/jobs")
+    gone = pair.listener.puller("/nowhere")
     pusher = pair.client.pusher()
     await pusher.connect(at(pair.listener, "/nowhere"))
+    gone.close()
     with pytest.raises(weida.UnknownEndpoint) as e:
         await pusher.send(payload(BIG))
     assert e.value.path == "/nowhere"
@@ -28,16 +75,20 @@ async def test_push_to_an_unknown_path_is_reported(pair: Pair) -> None:
 
 
 async def test_push_to_rep_path_is_unsupported(pair: Pair) -> None:
-    _replier = pair.listener.replier("/rpc")
+    before = pair.listener.puller("/rpc")
     pusher = pair.client.pusher()
     await pusher.connect(at(pair.listener, "/rpc"))
+    before.close()
+    _replier = pair.listener.replier("/rpc")
     with pytest.raises(weida.Unsupported):
         await pusher.send(payload(BIG))
 
 
 async def test_unknown_endpoint_is_reported(pair: Pair) -> None:
+    gone = pair.listener.replier("/nowhere")
     req = pair.client.requester()
     await req.connect(at(pair.listener, "/nowhere"))
+    gone.close()
     with pytest.raises(weida.UnknownEndpoint) as e:
         await req.request(payload(BIG))
     assert e.value.path == "/nowhere"
@@ -46,9 +97,11 @@ async def test_unknown_endpoint_is_reported(pair: Pair) -> None:
 
 
 async def test_request_to_pull_path_is_unsupported(pair: Pair) -> None:
-    _puller = pair.listener.puller("/jobs")
+    before = pair.listener.replier("/jobs")
     req = pair.client.requester()
     await req.connect(at(pair.listener, "/jobs"))
+    before.close()
+    _puller = pair.listener.puller("/jobs")
     with pytest.raises(weida.Unsupported) as e:
         await req.request(payload(BIG))
     assert e.value.definite

@@ -221,6 +221,32 @@ pub(crate) fn by_endpoint(ty: StreamType, path: &str, found: Found) -> Result<()
     Ok(())
 }
 
+/// A CHECK (PROTOCOL.md §3.1.5): whether the endpoint `found` at `path` takes at least one of
+/// the stream kinds `streams` names (one bit per type byte, `wire::check_streams`), answered
+/// as the first stream of those kinds would be refused (§9.1 steps 6 and 7): UNKNOWN_ENDPOINT
+/// when nothing is bound, or the endpoint is going away; UNSUPPORTED when it takes none of
+/// them, or `streams` names no kind a dialler opens.
+pub(crate) fn by_check(streams: u64, path: &str, found: Found) -> Result<(), StreamRefusal> {
+    let mut refusal = None;
+    for ty in [StreamType::Transfer, StreamType::Exchange] {
+        if streams & (1 << ty.to_byte()) == 0 {
+            continue;
+        }
+        match by_endpoint(ty, path, found) {
+            Ok(()) => return Ok(()),
+            Err(r) => {
+                refusal.get_or_insert(r);
+            }
+        }
+    }
+    Err(refusal.unwrap_or_else(|| {
+        StreamRefusal::new(
+            Code::Unsupported,
+            format!("a CHECK of {path:?} names no stream kind a dialler opens ({streams:#x})"),
+        )
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +469,50 @@ mod tests {
 
     /// Steps 6 and 7, every branch: the endpoint found at the path, its kind and whether its
     /// queue is open, for each stream type.
+    /// A CHECK passes when the endpoint takes one of the kinds asked about, and is answered
+    /// otherwise with the code the first such stream would be refused with.
+    #[test]
+    fn a_check_passes_when_the_endpoint_takes_one_of_the_kinds_asked() {
+        use crate::wire::check_streams::{EXCHANGE, TRANSFER};
+        let open = |kind| Found::Endpoint { kind, open: true };
+        let closing = |kind| Found::Endpoint { kind, open: false };
+        let both = TRANSFER | EXCHANGE;
+        let pass = [
+            (TRANSFER, open(RouteKind::Puller)),
+            (TRANSFER, open(RouteKind::Acceptor)),
+            (EXCHANGE, open(RouteKind::Replier)),
+            (EXCHANGE, open(RouteKind::Acceptor)),
+            (both, open(RouteKind::Puller)),
+            (both, open(RouteKind::Replier)),
+            (both, open(RouteKind::Acceptor)),
+        ];
+        for (streams, found) in pass {
+            assert_eq!(
+                by_check(streams, "/p", found),
+                Ok(()),
+                "{streams} {found:?}"
+            );
+        }
+        let unknown = Code::UnknownEndpoint;
+        let unsupported = Code::Unsupported;
+        let refused = [
+            (TRANSFER, Found::Nothing, unknown),
+            (both, Found::Nothing, unknown),
+            (TRANSFER, closing(RouteKind::Puller), unknown),
+            (TRANSFER, open(RouteKind::Replier), unsupported),
+            (EXCHANGE, open(RouteKind::Puller), unsupported),
+            (TRANSFER, open(RouteKind::Publisher), unsupported),
+            (both, open(RouteKind::Publisher), unsupported),
+            // A kind no dialler opens (a lane is asked as a transfer), or none at all.
+            (1 << 3, open(RouteKind::Puller), unsupported),
+            (0, open(RouteKind::Acceptor), unsupported),
+        ];
+        for (streams, found, code) in refused {
+            let r = by_check(streams, "/p", found).unwrap_err();
+            assert_eq!(r.code, code, "{streams} {found:?}: {}", r.message);
+        }
+    }
+
     #[test]
     fn the_endpoint_found_admits_the_stream_or_refuses_it() {
         use RouteKind::*;

@@ -164,6 +164,7 @@ impl Dialler {
             send,
             agreed.peer_max_header,
             agreed.lanes,
+            agreed.path_check,
             session,
         ));
         tracing::debug!(peer = ?link.peer, agreed = ?agreed.guarantees, "connected");

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::admission::{
-    by_endpoint, by_header, by_type, Arrival, ByType, Found, RouteKind, Step, StreamRefusal,
+    by_check, by_endpoint, by_header, by_type, Arrival, ByType, Found, RouteKind, Step,
+    StreamRefusal,
 };
 use super::context::Context;
 use super::control::ControlReader;
@@ -511,8 +512,8 @@ impl<E: Endpoints> Dispatch<E> {
         }
     }
 
-    /// Reads the dialler's control frames until its half ends: GOAWAY, and the Pub/Sub
-    /// SUBSCRIBE/UNSUBSCRIBE requests, each answered in order. Returns the code the connection
+    /// Reads the dialler's control frames until its half ends: GOAWAY, the Pub/Sub
+    /// SUBSCRIBE/UNSUBSCRIBE requests and CHECK, each request answered in order. Returns the code the connection
     /// closes with (NO_ERROR after a FIN or CLOSE, PROTOCOL_ERROR after a malformed frame).
     async fn control(
         &self,
@@ -550,6 +551,26 @@ impl<E: Endpoints> Dispatch<E> {
                         request: s.request,
                         code: Code::NoError,
                         reason: String::new(),
+                    }
+                    .encode(&mut out);
+                    if send.write(Bytes::from(out)).await.is_err() {
+                        return Code::NoError;
+                    }
+                }
+                // Answered from the route table as it is now: a path bound after this answer
+                // is found by the streams that follow, one unbound after it refuses them
+                // (PROTOCOL.md §3.1.5, §9.1).
+                Ok(Some(ControlFrame::Check(c))) => {
+                    let route = self.endpoints.find(&c.path);
+                    let (code, reason) = match by_check(c.streams, &c.path, found(&route)) {
+                        Ok(()) => (Code::NoError, String::new()),
+                        Err(r) => (r.code, r.message),
+                    };
+                    let mut out = Vec::new();
+                    ControlFrame::Answer {
+                        request: c.request,
+                        code,
+                        reason,
                     }
                     .encode(&mut out);
                     if send.write(Bytes::from(out)).await.is_err() {

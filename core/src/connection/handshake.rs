@@ -5,18 +5,23 @@
 
 use crate::config::RuntimeConfig;
 use crate::error::{Error, Result};
-use crate::wire::{lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session};
+use crate::wire::{
+    lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session, FEATURE_PATH_CHECK,
+};
 
 /// This runtime's HELLO: it offers every level it implements and requires its configuration's
-/// (PROTOCOL.md §3.3); `session` is a local-socket subscriber's (§3.7).
+/// (PROTOCOL.md §3.3); `session` is a local-socket subscriber's (§3.7). It always sets the
+/// path check (§3.1.5): a listener of this implementation answers CHECK, and a dialler asks
+/// it before it uses a path.
 pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>) -> Hello {
+    let lanes = if config.lane_max_message > 0 {
+        lane_frame::FEATURE_LANES
+    } else {
+        0
+    };
     Hello {
         max_header_size: config.limits.max_header_size,
-        features: if config.lane_max_message > 0 {
-            lane_frame::FEATURE_LANES
-        } else {
-            0
-        },
+        features: lanes | FEATURE_PATH_CHECK,
         offered: GuaranteeSet {
             ordering: Ordering::Reassemble,
             other: Vec::new(),
@@ -42,6 +47,8 @@ pub(crate) struct Agreed {
     pub(crate) guarantees: GuaranteeSet,
     /// Both sides offered message lanes (§4.1).
     pub(crate) lanes: bool,
+    /// Both sides set the path check (§3.1.5): the dialler may ask CHECK, and is answered.
+    pub(crate) path_check: bool,
     /// The largest DATA header the peer accepts (its MAX_HEADER_SIZE).
     pub(crate) peer_max_header: u64,
     /// Pub/Sub copies toward the peer are numbered: it requires PerProducer ordering and the
@@ -131,6 +138,7 @@ pub(crate) fn conclude(
     let guarantees = ours.negotiate(&theirs).map_err(negotiation_failed)?;
     Ok(Agreed {
         lanes: ours.features & theirs.features & lane_frame::FEATURE_LANES != 0,
+        path_check: ours.features & theirs.features & FEATURE_PATH_CHECK != 0,
         peer_max_header: theirs.max_header_size,
         numbered: guarantees.ordering >= Ordering::Detect
             && theirs.required.ordering >= Ordering::Detect,
@@ -247,6 +255,8 @@ mod tests {
                 let first = Ok(Some(ControlFrame::Hello((*theirs).clone())));
                 let agreed = conclude(side, ours, first).unwrap_or_else(|r| panic!("{i}: {r:?}"));
                 assert_eq!(agreed.lanes, *lanes, "{side:?} {i}");
+                // Every HELLO of this implementation sets the path check.
+                assert!(agreed.path_check, "{side:?} {i}");
                 assert_eq!(agreed.peer_max_header, *max, "{side:?} {i}");
                 assert_eq!(agreed.numbered, *numbered, "{side:?} {i}");
                 assert_eq!(agreed.guarantees.ordering, *ordering, "{side:?} {i}");
@@ -433,17 +443,35 @@ mod tests {
     }
 
     /// This side's HELLO offers every ordering level, requires the configuration's, and offers
-    /// lanes when they are on (its bytes: `the_hello_bytes_protocol_md_shows_are_the_ones_sent`).
+    /// lanes when they are on, and the path check always (its bytes:
+    /// `the_hello_bytes_protocol_md_shows_are_the_ones_sent`).
     #[test]
     fn our_hello_offers_everything_and_requires_the_configuration() {
         let h = hello(true, Ordering::Detect);
         assert_eq!(h.offered.ordering, Ordering::Reassemble);
         assert_eq!(h.required.ordering, Ordering::Detect);
-        assert_eq!(h.features, lane_frame::FEATURE_LANES);
-        assert_eq!(hello(false, Ordering::None).features, 0);
+        assert_eq!(h.features, lane_frame::FEATURE_LANES | FEATURE_PATH_CHECK);
+        assert_eq!(hello(false, Ordering::None).features, FEATURE_PATH_CHECK);
         let s = session(2);
         let config = RuntimeConfig::default();
         assert_eq!(our_hello(&config, Some(&s)).session, Some(s.encode()));
+    }
+
+    /// The path check is in use only when both HELLOs set its bit: a peer that predates it
+    /// (or another implementation that does not answer CHECK) is never asked, from either
+    /// side (PROTOCOL.md §3.1.5).
+    #[test]
+    fn the_path_check_is_agreed_only_when_both_hellos_set_it() {
+        let ours = hello(true, Ordering::None);
+        let mut old = hello(true, Ordering::None);
+        old.features = lane_frame::FEATURE_LANES;
+        for side in [Side::Dialling, Side::Bound] {
+            let agreed = conclude(side, &ours, Ok(Some(ControlFrame::Hello(old.clone())))).unwrap();
+            assert!(!agreed.path_check, "{side:?}");
+            assert!(agreed.lanes, "{side:?}");
+            let agreed = conclude(side, &old, Ok(Some(ControlFrame::Hello(ours.clone())))).unwrap();
+            assert!(!agreed.path_check, "{side:?}");
+        }
     }
 
     /// The bytes PROTOCOL.md shows as this implementation's HELLO (§3.3, and the examples of
@@ -506,7 +534,7 @@ mod tests {
         }
         let vectors: serde_json::Value =
             serde_json::from_str(&read("conformance/vectors/hello.json")).unwrap();
-        let name = "HELLO: this implementation's default (lanes, offers reassemble)";
+        let name = "HELLO: this implementation's default (lanes, path check, offers reassemble)";
         let vector = vectors["vectors"]
             .as_array()
             .unwrap()

@@ -1,6 +1,6 @@
 //! A dialled connection to one path of one peer: opening streams on it (the type byte and
-//! DATA header, a plain header encoded once), its message lane, SUBSCRIBE and its ANSWER, and
-//! GOAWAY.
+//! DATA header, a plain header encoded once), its message lane, the requests of the control
+//! stream (SUBSCRIBE, CHECK) and their ANSWER, and GOAWAY.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,6 +30,8 @@ pub(crate) struct Link {
     opened: Arc<AtomicU64>,
     /// Both HELLOs offered message lanes.
     pub(crate) lanes: bool,
+    /// Both HELLOs set the path check: the listener answers CHECK (PROTOCOL.md §3.1.5).
+    path_check: bool,
     /// The lane toward this link's path, once a small message opened it.
     lane: Mutex<Option<Lane>>,
     /// Changes, under `lane`'s lock, whenever `lane` does: a sender's cached handle
@@ -39,7 +41,7 @@ pub(crate) struct Link {
     plain_heads: [std::sync::OnceLock<Bytes>; 2],
     /// A local-socket subscriber's reverse-connection session.
     pub(crate) session: Option<Session>,
-    /// SUBSCRIBE/UNSUBSCRIBE requests waiting for their ANSWER.
+    /// SUBSCRIBE/UNSUBSCRIBE/CHECK requests waiting for their ANSWER.
     answers: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<(Code, String)>>>,
     next_request: AtomicU64,
     /// Set by the link's task once it saw the connection end ([`Link::ended`]).
@@ -47,8 +49,9 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// A link over `conn`, whose handshake agreed `peer_max_header` and `lanes`; `control` is
-    /// this side's half of its control stream.
+    /// A link over `conn`, whose handshake agreed `peer_max_header`, `lanes` and `path_check`;
+    /// `control` is this side's half of its control stream.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         ctx: Arc<Context>,
         conn: Conn,
@@ -56,6 +59,7 @@ impl Link {
         control: SendHalf,
         peer_max_header: u64,
         lanes: bool,
+        path_check: bool,
         session: Option<Session>,
     ) -> Self {
         Self {
@@ -68,6 +72,7 @@ impl Link {
             opened: Arc::new(AtomicU64::new(0)),
             plain_heads: Default::default(),
             lanes,
+            path_check,
             lane: Mutex::new(None),
             lane_gen: AtomicU64::new(0),
             session,
@@ -77,7 +82,7 @@ impl Link {
         }
     }
 
-    /// The publisher's ANSWER to request `request` arrived (read by the link's control task).
+    /// The listener's ANSWER to request `request` arrived (read by the link's control task).
     pub(crate) fn answered(&self, request: u64, code: Code, reason: String) {
         let tx = self.answers.lock().unwrap().remove(&request);
         if let Some(tx) = tx {
@@ -296,38 +301,96 @@ impl Link {
     /// Sends SUBSCRIBE (or UNSUBSCRIBE) for `filter` on this link's path and waits for the
     /// publisher's ANSWER, or the end of the connection.
     pub(crate) async fn ask(&self, subscribe: bool, filter: &str) -> Result<()> {
+        let answer = self
+            .request(None, |request| {
+                let s = crate::wire::Subscription {
+                    request,
+                    path: self.path.to_string(),
+                    filter: filter.to_string(),
+                };
+                match subscribe {
+                    true => ControlFrame::Subscribe(s),
+                    false => ControlFrame::Unsubscribe(s),
+                }
+            })
+            .await?;
+        match answer {
+            (Code::NoError, _) => Ok(()),
+            // The one bound a publisher answers LIMIT_EXCEEDED for.
+            (Code::LimitExceeded, reason) if subscribe => Err(Error::limit(Limit::Filters, reason)),
+            (code, reason) => Err(code.into_error(&self.path, &reason)),
+        }
+    }
+
+    /// Asks the listener whether the endpoint bound at this link's path takes one of `streams`
+    /// ([`crate::wire::check_streams`]), so a `connect` to a mistyped path, or to a path of
+    /// another pattern, fails at once instead of losing its first messages (PROTOCOL.md
+    /// §3.1.5). `UnknownEndpoint` when nothing is bound there, `Unsupported` when what is bound
+    /// takes none of them. A listener whose HELLO did not set the path check is not asked:
+    /// the path is then learned at the first refusal, as before the check existed. The wait
+    /// for the ANSWER is bounded by `connect_timeout` (then `Protocol`: the listener said it
+    /// answers CHECK). Cancel-safe: an answer that comes after is dropped.
+    pub(crate) async fn check(&self, streams: u64) -> Result<()> {
+        if !self.path_check {
+            return Ok(());
+        }
+        let within = self.ctx.limits.connect_timeout;
+        let answer = self
+            .request(Some(within), |request| {
+                ControlFrame::Check(crate::wire::PathCheck {
+                    request,
+                    streams,
+                    path: self.path.to_string(),
+                })
+            })
+            .await?;
+        match answer {
+            (Code::NoError, _) => Ok(()),
+            (code, reason) => Err(code.into_error(&self.path, &reason)),
+        }
+    }
+
+    /// Sends the control frame `frame(request)` makes with the next request number and waits
+    /// for its ANSWER (at most `within`), or the end of the connection.
+    async fn request(
+        &self,
+        within: Option<std::time::Duration>,
+        frame: impl FnOnce(u64) -> ControlFrame,
+    ) -> Result<(Code, String)> {
         let request = self.next_request.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.answers.lock().unwrap().insert(request, tx);
-        let s = crate::wire::Subscription {
-            request,
-            path: self.path.to_string(),
-            filter: filter.to_string(),
-        };
-        let mut out = Vec::new();
-        if subscribe {
-            ControlFrame::Subscribe(s).encode(&mut out);
-        } else {
-            ControlFrame::Unsubscribe(s).encode(&mut out);
+        // Forgets the request however this ends (answered, lost, timed out, dropped).
+        struct Forget<'a>(&'a Link, u64);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.answers.lock().unwrap().remove(&self.1);
+            }
         }
+        let _forget = Forget(self, request);
+        let mut out = Vec::new();
+        frame(request).encode(&mut out);
         let lost = || Error::ConnectionLost(self.conn.loss().unwrap_or(LossCause::PeerClosed));
         let written = self.control.lock().await.write(Bytes::from(out)).await;
         if written.is_err() {
-            self.answers.lock().unwrap().remove(&request);
             return Err(lost());
         }
-        let answer = tokio::select! {
-            a = rx => a.ok(),
-            c = self.conn.closed() => return Err(Error::ConnectionLost(c)),
-        };
-        match answer {
-            Some((Code::NoError, _)) => Ok(()),
-            // The one bound a publisher answers LIMIT_EXCEEDED for.
-            Some((Code::LimitExceeded, reason)) if subscribe => {
-                Err(Error::limit(Limit::Filters, reason))
+        let answer = async {
+            tokio::select! {
+                a = rx => a.map_err(|_| lost()),
+                c = self.conn.closed() => Err(Error::ConnectionLost(c)),
             }
-            Some((code, reason)) => Err(code.into_error(&self.path, &reason)),
-            None => Err(lost()),
+        };
+        match within {
+            None => answer.await,
+            Some(d) => match tokio::time::timeout(d, answer).await {
+                Ok(a) => a,
+                // It set the path check in its HELLO and does not keep its word: a protocol
+                // failure, not a network's.
+                Err(_) => Err(Error::Protocol(format!(
+                    "no ANSWER to request {request} within {d:?}"
+                ))),
+            },
         }
     }
 

@@ -56,11 +56,13 @@ impl Drop for Dialer {
 }
 
 impl Dialer {
-    fn new(pool: Arc<Pool>, options: &EndpointOptions) -> Result<Self> {
+    /// A dialer for an endpoint that opens the stream kinds `streams`
+    /// ([`crate::wire::check_streams`]): every path it connects must take one of them.
+    fn new(pool: Arc<Pool>, options: &EndpointOptions, streams: u64) -> Result<Self> {
         let bounds = options.resolve(&pool.ctx.config)?;
         let peers = Arc::new(PeerSet::default());
         Ok(Self {
-            owner: Arc::new(Pooled::new(pool.clone(), peers.clone())),
+            owner: Arc::new(Pooled::new(pool.clone(), peers.clone(), streams)),
             pool,
             peers,
             bounds,
@@ -68,12 +70,14 @@ impl Dialer {
     }
 
     /// Dials `address` and makes it a slot of this endpoint, redialled by the endpoint's
-    /// policy when its connection is lost.
+    /// policy when its connection is lost. The path is checked first, as every redial checks
+    /// it ([`Owner::dial`]): nothing bound there, or an endpoint that takes none of this
+    /// endpoint's streams, fails here (UnknownEndpoint, Unsupported) and leaves no slot.
     async fn connect(&self, address: &str) -> Result<()> {
         self.pool.ctx.check_open()?;
         let a = Address::parse(address)?;
         a.endpoint_path()?;
-        let link = self.pool.link(&a).await?;
+        let link = self.owner.dial(&a).await?;
         self.peers.add(a.clone(), Some(link.clone()), None);
         let owner: std::sync::Weak<dyn Owner> = Arc::downgrade(&self.owner) as _;
         let task = tokio::spawn(redial::run(owner, a.clone(), &link, self.bounds.reconnect));

@@ -22,7 +22,7 @@ use crate::runtime::listener::Listener;
 use crate::runtime::outbox::{Outbox, Put};
 use crate::runtime::peers::Down;
 use crate::runtime::Runtime;
-use crate::wire::{Header, Metadata, StreamType};
+use crate::wire::{check_streams, Header, Metadata, StreamType};
 
 /// Sends messages to pullers, one stream each, round-robin per message.
 ///
@@ -56,7 +56,7 @@ impl Runtime {
     /// A [`Pusher`] with bounds of its own: its `send_timeout`, `reconnect` and outbox (the
     /// other options do not apply to a pusher). `InvalidConfig` for an option out of range.
     pub fn pusher_with(&self, options: &EndpointOptions) -> Result<Pusher> {
-        let dialer = Dialer::new(self.pool.clone(), options)?;
+        let dialer = Dialer::new(self.pool.clone(), options, check_streams::TRANSFER)?;
         Ok(Pusher {
             outbox: self.pool.outbox(dialer.bounds.outbox),
             dialer,

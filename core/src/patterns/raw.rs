@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
 use crate::runtime::Runtime;
-use crate::wire::{Header, Metadata};
+use crate::wire::{check_streams, Header, Metadata};
 
 /// Opens raw streams to acceptors: one-way transfers and exchanges.
 ///
@@ -39,7 +39,11 @@ impl Runtime {
     /// A raw [`Peer`] with bounds of its own: `send_timeout` (the wait to open a stream).
     pub fn peer_with(&self, options: &EndpointOptions) -> Result<Peer> {
         Ok(Peer {
-            dialer: Dialer::new(self.pool.clone(), options)?,
+            dialer: Dialer::new(
+                self.pool.clone(),
+                options,
+                check_streams::TRANSFER | check_streams::EXCHANGE,
+            )?,
         })
     }
 }

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
 use crate::runtime::Runtime;
-use crate::wire::{Header, Metadata};
+use crate::wire::{check_streams, Header, Metadata};
 
 /// A request body at most this long is written with its header in one write.
 const INLINE_REQUEST: usize = 64 * 1024;
@@ -55,7 +55,7 @@ impl Runtime {
     /// and `max_collected_body` (the largest reply `request` and `body` collect).
     pub fn requester_with(&self, options: &EndpointOptions) -> Result<Requester> {
         Ok(Requester {
-            dialer: Dialer::new(self.pool.clone(), options)?,
+            dialer: Dialer::new(self.pool.clone(), options, check_streams::EXCHANGE)?,
         })
     }
 }

@@ -39,17 +39,38 @@ pub(crate) trait Owner: Send + Sync + 'static {
 pub(crate) struct Pooled {
     pool: Arc<Pool>,
     peers: Arc<PeerSet>,
+    /// The stream kinds the endpoint opens, which the path it dials must take
+    /// ([`crate::wire::check_streams`]).
+    streams: u64,
 }
 
 impl Pooled {
-    pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>) -> Self {
-        Self { pool, peers }
+    pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>, streams: u64) -> Self {
+        Self {
+            pool,
+            peers,
+            streams,
+        }
     }
 }
 
 impl Owner for Pooled {
+    /// The pool's connection to `address`, once its listener said the path takes what this
+    /// endpoint opens (PROTOCOL.md §3.1.5). The one way into a live slot, for `connect` and for
+    /// every redial alike, so no slot goes live on a path that is not bound, or bound to
+    /// another pattern. A refused check lets go of the connection (the pool closes it when no
+    /// other endpoint holds it).
     fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>> {
-        Box::pin(self.pool.link(address))
+        Box::pin(async move {
+            let link = self.pool.link(address).await?;
+            match link.check(self.streams).await {
+                Ok(()) => Ok(link),
+                Err(e) => {
+                    self.pool.release(link);
+                    Err(e)
+                }
+            }
+        })
     }
 
     fn attach<'a>(&'a self, url: &'a Address, link: Arc<Link>) -> BoxFuture<'a, Result<bool>> {
@@ -159,7 +180,15 @@ async fn first_dial(
         },
         Err(e) => Err(e),
     };
-    Some(dialled.map_err(|e| LossCause::DialFailed(e.to_string())))
+    Some(dialled.map_err(|e| failed_because(&e)))
+}
+
+/// The loss cause of a failed dial: the path unbound is one of its own.
+fn failed_because(e: &Error) -> LossCause {
+    match e {
+        Error::UnknownEndpoint { path } => LossCause::UnknownEndpoint(path.clone()),
+        _ => LossCause::DialFailed(e.to_string()),
+    }
 }
 
 async fn watch(
@@ -263,16 +292,24 @@ async fn redial(
                 give_up(&*o, url, LossCause::LocallyClosed);
                 return None;
             }
+            // The listener serves the path with another pattern now: the address no longer
+            // names what was connected, as with another key (PeerChanged).
+            Err(e @ Error::Unsupported(_)) => {
+                give_up(&*o, url, LossCause::DialFailed(e.to_string()));
+                return None;
+            }
             Err(e) => {
                 let stop = match e.code() {
-                    ErrorCode::Unreachable => policy.stop.refused,
+                    // Nothing bound at the path is a refusal, retried like a closed port: a
+                    // restarting server binds its listener a moment before its paths.
+                    ErrorCode::Unreachable | ErrorCode::UnknownEndpoint => policy.stop.refused,
                     ErrorCode::Untrusted | ErrorCode::NegotiationFailed | ErrorCode::Protocol => {
                         policy.stop.handshake_failed
                     }
                     _ => false,
                 };
                 tracing::debug!(address = %url, attempt, error = %e, "redial failed");
-                last = LossCause::DialFailed(e.to_string());
+                last = failed_because(&e);
                 if stop {
                     give_up(&*o, url, last);
                     return None;

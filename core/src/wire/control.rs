@@ -1,5 +1,6 @@
 //! Frames of the control stream (PROTOCOL.md §3): HELLO and the negotiation of guarantee sets,
-//! the Pub/Sub SUBSCRIBE/UNSUBSCRIBE frames, GOAWAY and CLOSE.
+//! the Pub/Sub SUBSCRIBE/UNSUBSCRIBE frames, GOAWAY, CLOSE, and the CHECK a dialler asks of a
+//! path before it uses it.
 //!
 //! ```text
 //! frame = type:varint  len:varint  payload[len]
@@ -27,13 +28,30 @@ pub mod frame_type {
     /// ANSWER: the listener's answer to a SUBSCRIBE or UNSUBSCRIBE: `request:varint
     /// code:varint reason` (the reason UTF-8, to the end of the payload; code 0 = done).
     pub const ANSWER: u64 = 0x06;
+    /// CHECK: a dialler asks whether the endpoint bound at a path takes the streams it will
+    /// open: `request:varint streams:varint path` (path UTF-8, to the end of the payload),
+    /// answered by ANSWER. Sent only where both HELLOs set [`super::FEATURE_PATH_CHECK`].
+    pub const CHECK: u64 = 0x07;
+}
+
+/// HELLO FEATURES bit of the path check: the sender answers CHECK (a listener) or may send it
+/// (a dialler). In use on a connection only when both HELLOs set it (PROTOCOL.md §3.1.1).
+pub const FEATURE_PATH_CHECK: u64 = 1 << 1;
+
+/// The stream kinds a CHECK names, one bit per stream type byte (PROTOCOL.md §4): a dialler
+/// names the kinds it will open, and the path passes when its endpoint takes at least one.
+pub mod check_streams {
+    /// One-way transfers (type `01`), and the lanes that carry small ones (`03`).
+    pub const TRANSFER: u64 = 1 << 1;
+    /// Exchanges (type `02`).
+    pub const EXCHANGE: u64 = 1 << 2;
 }
 
 /// HELLO field keys.
 pub mod hello_key {
     /// The largest DATA header the sender accepts (varint).
     pub const MAX_HEADER_SIZE: u64 = 0x01;
-    /// Feature bits the sender offers (varint). Bit 0: message lanes (reserved).
+    /// Feature bits the sender offers (varint). Bit 0: message lanes; bit 1: the path check.
     pub const FEATURES: u64 = 0x02;
     /// The guarantee set the sender offers.
     pub const OFFERED: u64 = 0x03;
@@ -336,8 +354,43 @@ pub enum ControlFrame {
         /// Human-readable reason.
         reason: String,
     },
+    /// CHECK: does the endpoint at a path take the streams the dialler will open?
+    Check(PathCheck),
     /// A frame type this implementation does not know; skipped by the reader.
     Unknown(u64),
+}
+
+/// The payload of CHECK (PROTOCOL.md §3.1.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathCheck {
+    /// Numbers the request so its ANSWER can name it; from the same count as SUBSCRIBE's.
+    pub request: u64,
+    /// The stream kinds the dialler will open ([`check_streams`]), one bit per type byte.
+    pub streams: u64,
+    /// The endpoint path asked about.
+    pub path: String,
+}
+
+impl PathCheck {
+    fn encode(&self) -> Vec<u8> {
+        let mut p = Vec::with_capacity(4 + self.path.len());
+        varint::put(&mut p, self.request);
+        varint::put(&mut p, self.streams);
+        p.extend_from_slice(self.path.as_bytes());
+        p
+    }
+
+    fn decode(mut p: &[u8]) -> Result<Self, DecodeError> {
+        let bad = |what: &str| DecodeError::malformed(format!("CHECK: {what}"));
+        let request = varint::get(&mut p).map_err(|_| bad("truncated request"))?;
+        let streams = varint::get(&mut p).map_err(|_| bad("truncated stream kinds"))?;
+        let path = std::str::from_utf8(p).map_err(|_| bad("path is not UTF-8"))?;
+        Ok(Self {
+            request,
+            streams,
+            path: path.to_string(),
+        })
+    }
 }
 
 /// The payload of SUBSCRIBE and UNSUBSCRIBE.
@@ -414,6 +467,7 @@ impl ControlFrame {
                 p.extend_from_slice(reason.as_bytes());
                 (frame_type::CLOSE, p)
             }
+            Self::Check(c) => (frame_type::CHECK, c.encode()),
             Self::Unknown(t) => (*t, Vec::new()),
         };
         varint::put(out, ty);
@@ -478,6 +532,7 @@ impl ControlFrame {
                     reason: text(c)?,
                 }
             }
+            frame_type::CHECK => Self::Check(PathCheck::decode(p)?),
             other => Self::Unknown(other),
         };
         Ok(Some((f, used)))

@@ -19,7 +19,10 @@ pub mod reply;
 pub mod varint;
 
 pub use codes::Code;
-pub use control::{ControlFrame, GuaranteeSet, Hello, Ordering, Session, Subscription};
+pub use control::{
+    check_streams, ControlFrame, GuaranteeSet, Hello, Ordering, PathCheck, Session, Subscription,
+    FEATURE_PATH_CHECK,
+};
 pub use header::{Header, HeaderRef, Metadata};
 pub use reply::ReplyStatus;
 
