@@ -141,8 +141,9 @@ test('a_saved_identity_keeps_its_fingerprint_so_a_pin_survives_a_restart', { tim
   assert.equal(again.fingerprint, fp)
   const server = runtime(ctx, { identity: again })
   const listener = await server.bind('weida://127.0.0.1:0')
-  listener.acceptor('/a')
+  const acceptor = listener.acceptor('/a') // kept: a collected endpoint unbinds its path
   assert.ok(listener.address.startsWith(`weida://${fp}@`))
   const client = runtime(ctx)
   await client.peer().connect(withPath(listener.address, '/a'))
+  acceptor.close()
 })
