@@ -159,9 +159,8 @@ test('a_reconnect_policy_is_checked_and_named', { timeout: TIMEOUT }, () => {
   )
 })
 
-// The outbox, over AF_UNIX: in process the redial goes live the moment the name is bound
-// again, before this thread registers the path on the new listener (the refusal race,
-// docs/PATTERNS.md §1.6); the core's tests run these on every transport.
+// The outbox. A redial goes live only once the path is bound again (the path check), so a
+// restart's bind and its endpoint's registration may be separate steps, as here.
 
 /**
  * A pusher whose only server is down (its redial is retrying), and the way to bring the
@@ -169,8 +168,8 @@ test('a_reconnect_policy_is_checked_and_named', { timeout: TIMEOUT }, () => {
  * @param {import('node:test').TestContext} ctx @param {weida.Runtime} client
  * @param {import('weida').EndpointOptions} [options]
  */
-async function outage(ctx, client, options) {
-  const bind = bindAddress('unix')
+async function outage(ctx, client, options, t = /** @type {import('./helpers.mjs').Transport} */ ('unix')) {
+  const bind = bindAddress(t)
   const server = new weida.Runtime()
   const first = (await server.bind(bind)).puller('/jobs') // kept: a dropped endpoint unbinds
   const pusher = client.pusher(options)
@@ -189,9 +188,9 @@ async function bodies(puller, n) {
   return got
 }
 
-test('a_hundred_sends_during_an_outage_arrive_in_order_after_it', { timeout: TIMEOUT }, async (ctx) => {
+onTransports('a_hundred_sends_during_an_outage_arrive_in_order_after_it', RESTARTABLE, async (t, ctx) => {
   const client = runtime(ctx, { reconnect: FAST })
-  const o = await outage(ctx, client)
+  const o = await outage(ctx, client, undefined, t)
   const sent = Array.from({ length: 100 }, (_, i) => `m${String(i).padStart(3, '0')}`)
   for (const m of sent) await o.pusher.send(m) // resolves at once: the body is the outbox's
   let c = client.counters()
@@ -267,8 +266,8 @@ test('a_body_written_before_the_restart_arrives_once', { timeout: TIMEOUT }, asy
   assert.equal(client.counters().outboxQueued, 0n)
 })
 
-test('connect_before_bind_delivers_once_the_listener_appears', { timeout: TIMEOUT }, async (ctx) => {
-  const bind = bindAddress('unix')
+onTransports('connect_before_bind_delivers_once_the_listener_appears', RESTARTABLE, async (t, ctx) => {
+  const bind = bindAddress(t)
   const address = weida.withPath(bind, '/jobs')
   const client = runtime(ctx, { reconnect: FAST })
   const pusher = client.pusher()
