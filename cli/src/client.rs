@@ -45,7 +45,13 @@ async fn request(rt: &Runtime, args: ReqArgs) -> Result<(), Failure> {
     let d = &args.dial;
     let requester = rt.requester();
     d.reconnect.follow(requester.events());
-    connect(d, requester.connect(&d.url)).await?;
+    connect(d, async {
+        match d.reconnect.later {
+            true => requester.connect_later(&d.url).await,
+            false => requester.connect(&d.url).await,
+        }
+    })
+    .await?;
     let meta = metadata(d);
     let what = || format!("requesting {}", d.url);
     let mut bodies = match source {
@@ -162,7 +168,13 @@ async fn pushed(rt: &Runtime, args: PushArgs) -> Result<(), Failure> {
     let d = &args.dial;
     let pusher = rt.pusher();
     d.reconnect.follow(pusher.events());
-    connect(d, pusher.connect(&d.url)).await?;
+    connect(d, async {
+        match d.reconnect.later {
+            true => pusher.connect_later(&d.url).await,
+            false => pusher.connect(&d.url).await,
+        }
+    })
+    .await?;
     let meta = metadata(d);
     let sent = match source {
         Source::Whole(file) => {

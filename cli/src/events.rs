@@ -17,6 +17,11 @@ pub(crate) struct ReconnectArgs {
     /// stderr.
     #[arg(long)]
     pub(crate) events: bool,
+    /// Do not wait for the peer to be there: record its address and dial it in the
+    /// background, so this command may start before the listener (ZeroMQ's
+    /// connect-before-bind). The first message then waits for the peer, bounded by --timeout.
+    #[arg(long)]
+    pub(crate) later: bool,
 }
 
 /// `--reconnect`.

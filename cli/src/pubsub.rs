@@ -339,7 +339,13 @@ fn announce_subscribed(args: &SubArgs, ready: bool) -> Result<(), Failure> {
 
 /// Dials the publisher and installs every filter there, each bounded by `--timeout`.
 async fn install(subscriber: &Subscriber, args: &SubArgs) -> Result<(), Failure> {
-    client::within(args.timeout, subscriber.connect(&args.url))
+    let connecting = async {
+        match args.reconnect.later {
+            true => subscriber.connect_later(&args.url).await,
+            false => subscriber.connect(&args.url).await,
+        }
+    };
+    client::within(args.timeout, connecting)
         .await
         .map_err(|e| Failure::from(e).context(format!("connecting to {}", args.url)))?;
     for f in &args.filters {

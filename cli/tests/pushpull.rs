@@ -4,7 +4,7 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 
-use common::{hex, json, noise, weida, Served};
+use common::{hex, json, noise, weida, Documented, Served};
 
 /// The bodies of `lines` (JSON lines from `pull --format json`), sorted: separate streams
 /// carry no order between them.
@@ -235,4 +235,26 @@ fn pull_draws_a_message_arriving_on_stderr_and_prints_it_whole_on_stdout() {
     // stdout holds the message alone: the progress line went to stderr.
     assert_eq!(lines.len(), 1);
     assert!(lines[0] == hex(&body), "the pulled body differs");
+}
+
+/// `push --later` may start before its puller: it records the address, its message waits for
+/// the puller (bounded by --timeout) and arrives once the puller binds. Without `--later` the
+/// same push fails at once: nothing listens there yet.
+#[test]
+fn push_later_starts_before_its_puller_and_delivers_once_it_binds() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = format!("weida+unix://{}//jobs", dir.path().join("p.sock").display());
+    weida()
+        .args(["push", &at, "too soon"])
+        .assert()
+        .documented(5);
+    let mut push = std::process::Command::new(assert_cmd::cargo::cargo_bin("weida"))
+        .args(["push", "--later", "--timeout", "30", &at, "early"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pull = Served::start(&["pull", &at, "--count", "1"]);
+    assert_eq!(pull.next_line().as_deref(), Some("early"));
+    assert!(push.wait().unwrap().success());
 }
