@@ -316,3 +316,17 @@ test('a_subscriber_connected_before_its_publisher_binds_hears_it_with_its_filter
   assert.equal((await sub.recv()).meta.topic, 'a.1')
   assert.equal(sub.peerCount, 1)
 })
+
+onTransports('open_waits_for_a_redial_at_most_send_timeout', RESTARTABLE, async (t, ctx) => {
+  const server = new weida.Runtime()
+  const first = (await server.bind(bindAddress(t))).puller('/jobs') // kept: a dropped endpoint unbinds
+  const client = runtime(ctx, { reconnect: FAST })
+  const pusher = client.pusher({ sendTimeoutMs: 200 })
+  const events = pusher.events()
+  await pusher.connect(first.address)
+  await server.close()
+  await until(events, 'lost', ['connected'])
+  // It says what it waited out: the last loss of the endpoint's connections.
+  await assert.rejects(pusher.open(), (e) => e instanceof weida.Timeout && e.lossCause !== null)
+  await assert.rejects(client.pusher().open(), weida.NotConnected) // never connected: told so at once
+})

@@ -372,3 +372,22 @@ async def test_a_subscriber_connected_before_its_publisher_binds_hears_it_with_i
             assert publisher.publish("a.1", b"1") == 1
             assert (await sub.recv()).meta.topic == "a.1"
             assert sub.peer_count == 1
+
+
+@pytest.mark.parametrize("transport", RESTARTABLE)
+async def test_open_waits_for_a_redial_at_most_send_timeout(transport: str) -> None:
+    bind = bind_address(transport)
+    server = weida.Runtime()
+    first = (await server.bind(bind)).puller("/jobs")  # kept: a dropped endpoint unbinds
+    async with redialling() as client:
+        pusher = client.pusher(send_timeout=0.2)
+        events = pusher.events()
+        await pusher.connect(first.address)
+        await server.close()
+        await until(events, "lost", ("connected",))
+        with pytest.raises(weida.Timeout) as waited:
+            await pusher.open()
+        # It says what it waited out: the last loss of the endpoint's connections.
+        assert waited.value.loss_cause is not None
+        with pytest.raises(weida.NotConnected):
+            await client.pusher().open()  # never connected: told so at once
