@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::raw::{dial_with, AnyKey};
 use weida::{Error, Limit, Limits, LossCause, Runtime, RuntimeConfig};
 
 /// Application close codes of PROTOCOL §7.
@@ -394,88 +395,12 @@ async fn an_error_with_an_unknown_code_is_rejected_with_its_message() {
     }
 }
 
-/// Accepts any server key: the fake dialler is not testing trust.
-#[derive(Debug)]
-struct AnyKey(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyKey {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// A QUIC connection to `listener` from a dialler that offers `alpn` and presents no key.
 async fn dial(
     listener: &weida::Listener,
     alpn: &[u8],
 ) -> Result<quinn::Connection, quinn::ConnectionError> {
     dial_with(listener, alpn, quinn::TransportConfig::default()).await
-}
-
-/// [`dial`] with the dialler's transport parameters.
-async fn dial_with(
-    listener: &weida::Listener,
-    alpn: &[u8],
-    transport: quinn::TransportConfig,
-) -> Result<quinn::Connection, quinn::ConnectionError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![alpn.to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-    client.transport_config(Arc::new(transport));
-    endpoint.set_default_client_config(client);
-    let addr = common::socket_addr(listener);
-    guarded(
-        "the QUIC handshake",
-        endpoint.connect(addr, "weida").unwrap(),
-    )
-    .await
 }
 
 /// A weida listener, with a replier at `/rpc`.

@@ -1,6 +1,8 @@
 //! Shared test scaffolding: one body per behaviour, run over every transport.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod raw;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use weida::{Limits, Listener, Runtime, RuntimeConfig};
