@@ -2,7 +2,8 @@
 """The redial benchmarks: a pusher and its puller in separate processes, the puller killed and
 started again at the same address (bench/README.md, "Redial and the outbox").
 
-    python3 bench/redial/run.py [--reps 7] [--outage 1.0] [--n 1000 --n 100000] [--json out.json]
+    python3 bench/redial/run.py [--reps 7] [--outage 1.0] [--spread 0] [--n 1000 --n 100000]
+                                [--only rebind|drain] [--json out.json]
 
 Two tables, every row's median with its min-max over the repetitions, the systems interleaved
 repetition by repetition so that drift on a shared machine falls on all alike:
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import queue
+import random
 import shlex
 import signal
 import socket
@@ -167,7 +169,9 @@ class Place:
         return Proc(cmd)
 
 
-def rebind(a: argparse.Namespace, system: str, transport: str, policy: str | None) -> dict:
+def rebind(
+    a: argparse.Namespace, system: str, transport: str, policy: str | None, outage: float
+) -> dict:
     place = Place(a, system, transport)
     procs: list[Proc] = []
     try:
@@ -185,7 +189,7 @@ def rebind(a: argparse.Namespace, system: str, transport: str, policy: str | Non
         second = place.puller("first")
         procs.append(second)
         killed = first.kill()
-        time.sleep(max(0.0, killed + a.outage - time.time()))
+        time.sleep(max(0.0, killed + outage - time.time()))
         second.tell("bind")
         bound = second.expect("bound", 10)
         got = second.expect("first", 60)
@@ -259,7 +263,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--outage", type=float, default=1.0, help="seconds from kill to restart")
+    ap.add_argument(
+        "--spread",
+        type=float,
+        default=0.0,
+        help="add to each repetition's outage a uniform draw from [0, SPREAD) s, the same for "
+        "every system of the repetition (a fixed outage puts every rebind at one phase of a "
+        "fixed redial schedule)",
+    )
     ap.add_argument("--n", type=int, action="append", help="drain sizes (default 1000, 100000)")
+    ap.add_argument("--seed", type=int, default=1, help="of the outage draws")
     ap.add_argument("--only", choices=("rebind", "drain"))
     ap.add_argument("--weida", type=Path, default=ROOT / "target/release/weida-redial")
     ap.add_argument("--python", default=str(ROOT / "target/bench-venv/bin/python"))
@@ -272,10 +285,12 @@ def main() -> int:
     rb: dict[str, list[dict]] = {r[0]: [] for r in REBIND}
     dr: dict[str, list[dict]] = {f"{r[0]}, N={n}": [] for r in DRAIN for n in sizes}
     failed = 0
+    draws = random.Random(a.seed)
     for rep in range(a.reps):
+        outage = a.outage + draws.uniform(0, a.spread)
         for label, system, transport, policy in REBIND if a.only != "drain" else ():
             try:
-                r = rebind(a, system, transport, policy)
+                r = rebind(a, system, transport, policy, outage)
             except Exception as e:  # a failed measurement is reported, and fails the run
                 r = {"error": str(e)}
                 failed += 1
@@ -295,7 +310,11 @@ def main() -> int:
         return [r[key] for r in rs if "error" not in r]
 
     if a.only != "drain":
-        print(f"\n## Rebind to first delivery ({a.reps} reps; median (min-max))\n")
+        spread = f" + [0, {a.spread}) s" if a.spread else ""
+        print(
+            f"\n## Rebind to first delivery, outage {a.outage} s{spread} "
+            f"({a.reps} reps; median (min-max))\n"
+        )
         print("| system | bind → first message, ms | outage (kill → bind), s | redials in it |")
         print("| --- | ---: | ---: | ---: |")
         for label, rs in rb.items():
