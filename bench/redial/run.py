@@ -3,7 +3,7 @@
 started again at the same address (bench/README.md, "Redial and the outbox").
 
     python3 bench/redial/run.py [--reps 7] [--outage 1.0] [--spread 0] [--n 1000 --n 100000]
-                                [--only rebind|drain] [--json out.json]
+                                [--only rebind|drain] [--quic] [--json out.json]
 
 Two tables, every row's median with its min-max over the repetitions, the systems interleaved
 repetition by repetition so that drift on a shared machine falls on all alike:
@@ -52,6 +52,9 @@ REBIND = (
     ("pyzmq ipc, ZMQ_RECONNECT_IVL 100 ms", "pyzmq", "ipc", None),
     ("pyzmq tcp, ZMQ_RECONNECT_IVL 100 ms", "pyzmq", "tcp", None),
 )
+# --quic: a killed QUIC puller is learned of only at the idle timeout (30 s), so these take
+# about 31 s a repetition.
+REBIND_QUIC = (("weida quic, every 100 ms, no jitter", "weida", "quic", "constant"),)
 DRAIN = (
     ("weida unix", "weida", "unix"),
     ("pyzmq ipc", "pyzmq", "ipc"),
@@ -136,9 +139,19 @@ class Place:
     def __init__(self, a: argparse.Namespace, system: str, transport: str) -> None:
         self.a, self.system = a, system
         d = tempfile.mkdtemp(prefix="weida-redial-")
+        self.identity: str | None = None
         if transport == "unix":
             self.bind = f"weida+unix://{d}/s.sock"
             self.dial = self.bind + "//jobs"
+        elif transport == "quic":
+            # The same UDP port and key for every puller process; the address the pusher dials
+            # (with the key's fingerprint) is the first puller's.
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            self.bind = f"weida://127.0.0.1:{port}"
+            self.dial = ""
+            self.identity = f"{d}/identity"
         elif transport == "ipc":
             self.bind = self.dial = f"ipc://{d}/s.ipc"
         else:
@@ -154,7 +167,10 @@ class Place:
 
     def puller(self, mode: str, n: int = 1) -> Proc:
         """A puller process started and ready: it binds on `tell("bind")`."""
-        p = Proc([*self.program(), "puller", "--addr", self.bind, "--mode", mode, "--n", str(n)])
+        cmd = [*self.program(), "puller", "--addr", self.bind, "--mode", mode, "--n", str(n)]
+        if self.identity:
+            cmd += ["--identity", self.identity]
+        p = Proc(cmd)
         p.expect("ready", 10)
         return p
 
@@ -178,7 +194,7 @@ def rebind(
         first = place.puller("first")
         procs.append(first)
         first.tell("bind")
-        first.expect("bound", 10)
+        place.dial = place.dial or first.expect("bound", 10)["address"]
         pusher = place.pusher(policy)
         procs.append(pusher)
         pusher.tell("connect")
@@ -192,7 +208,7 @@ def rebind(
         time.sleep(max(0.0, killed + outage - time.time()))
         second.tell("bind")
         bound = second.expect("bound", 10)
-        got = second.expect("first", 60)
+        got = second.expect("first", 90)
         retries = [
             e
             for e in pusher.drain_seen()
@@ -273,6 +289,7 @@ def main() -> int:
     )
     ap.add_argument("--n", type=int, action="append", help="drain sizes (default 1000, 100000)")
     ap.add_argument("--seed", type=int, default=1, help="of the outage draws")
+    ap.add_argument("--quic", action="store_true", help="add weida over QUIC to the rebind rows")
     ap.add_argument("--only", choices=("rebind", "drain"))
     ap.add_argument("--weida", type=Path, default=ROOT / "target/release/weida-redial")
     ap.add_argument("--python", default=str(ROOT / "target/bench-venv/bin/python"))
@@ -282,13 +299,14 @@ def main() -> int:
     began = time.time()
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
     print(f"# nproc {os.cpu_count()}, {os.uname().release}, load at start {os.getloadavg()[0]:.2f}")
-    rb: dict[str, list[dict]] = {r[0]: [] for r in REBIND}
+    rebinds = REBIND + (REBIND_QUIC if a.quic else ())
+    rb: dict[str, list[dict]] = {r[0]: [] for r in rebinds}
     dr: dict[str, list[dict]] = {f"{r[0]}, N={n}": [] for r in DRAIN for n in sizes}
     failed = 0
     draws = random.Random(a.seed)
     for rep in range(a.reps):
         outage = a.outage + draws.uniform(0, a.spread)
-        for label, system, transport, policy in REBIND if a.only != "drain" else ():
+        for label, system, transport, policy in rebinds if a.only != "drain" else ():
             try:
                 r = rebind(a, system, transport, policy, outage)
             except Exception as e:  # a failed measurement is reported, and fails the run

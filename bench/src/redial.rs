@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! weida-redial puller --addr weida+unix:///tmp/x.sock --mode first|count [--n N]
+//!                     [--identity DIR]   (over QUIC: the key every puller process presents)
 //! weida-redial pusher --addr weida+unix:///tmp/x.sock//jobs [--policy default|doubling|constant]
 //!                     [--outbox-messages M]
 //! ```
@@ -53,7 +54,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: weida-redial puller --addr ADDR --mode first|count [--n N]\n       \
+        "usage: weida-redial puller --addr ADDR --mode first|count [--n N] [--identity DIR]\n       \
          weida-redial pusher --addr ADDR/PATH [--policy default|doubling|constant] \
          [--outbox-messages M]"
     );
@@ -74,7 +75,8 @@ fn main() {
             let mode = arg(&args, "--mode").unwrap_or_else(|| "first".into());
             let n = arg(&args, "--n").map_or(Ok(1000), |s| s.parse());
             let Ok(n) = n else { usage() };
-            rt.block_on(puller(&addr, &mode, n))
+            let identity = arg(&args, "--identity");
+            rt.block_on(puller(&addr, &mode, n, identity.as_deref()))
         }
         Some("pusher") => {
             let policy = arg(&args, "--policy").unwrap_or_else(|| "default".into());
@@ -94,8 +96,13 @@ fn main() {
     }
 }
 
-async fn puller(addr: &str, mode: &str, n: usize) -> BoxResult<()> {
-    let rt = Runtime::new(RuntimeConfig::default())?;
+async fn puller(addr: &str, mode: &str, n: usize, identity: Option<&str>) -> BoxResult<()> {
+    let mut config = RuntimeConfig::default();
+    if let Some(dir) = identity {
+        // The same key in every puller process, so a redial's pin is answered.
+        config.identity = weida::Identity::load_or_create(dir)?;
+    }
+    let rt = Runtime::new(config)?;
     // Started ahead of time: bind when told, so the outage does not include starting up.
     emit(json!({ "event": "ready" }));
     let mut go = String::new();
@@ -103,7 +110,11 @@ async fn puller(addr: &str, mode: &str, n: usize) -> BoxResult<()> {
     let listener = rt.bind(addr).await?;
     let puller = listener.puller("/jobs")?;
     let bound = Instant::now();
-    emit(json!({ "event": "bound", "wall": wall() }));
+    emit(json!({
+        "event": "bound",
+        "wall": wall(),
+        "address": puller.address().to_string(),
+    }));
     let first = puller.recv().await?;
     let at_first = Instant::now();
     check(first.body.len())?;
@@ -221,8 +232,11 @@ async fn pusher(addr: &str, policy_name: &str, outbox: Option<usize>) -> BoxResu
                     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                     loop {
                         clock.tick().await;
-                        if p.send(b.clone()).await.is_err() {
-                            return;
+                        // A send caught by a connection's loss fails; the next one goes on.
+                        if let Err(e) = p.send(b.clone()).await {
+                            emit(
+                                json!({ "event": "send_error", "error": e.to_string(), "wall": wall() }),
+                            );
                         }
                     }
                 }));
