@@ -8,8 +8,8 @@ Each checkout must be built as the suite builds it: `target/release/weida-bench`
 (`./dev python`, or the `python_env` and `python_build` steps of ./dev), and the Node package in
 `node/` (`cd node && npm ci && npm run build`). The rows are the suite's workers (bench/suite/,
 both ends in one process) from each checkout: Push/Pull 64 B and 1 KiB, Req/Rep 64 B and Pub/Sub
-to 64 subscribers (64 B), in Rust, Python and Node, over QUIC on loopback; Python's and Node's
-batched Push/Pull too.
+to 64 subscribers (64 B), in Rust, Python and Node, over QUIC on loopback (--transport unix or
+inproc for the other transports); Python's and Node's batched Push/Pull too.
 
 Every repetition runs every row on both sides, in the order A B for odd repetitions and B A for
 even ones, so drift on a shared machine falls on both alike. For each row it prints the median
@@ -49,16 +49,16 @@ ROWS = (
 )
 
 
-def argv(tree: Path, row: tuple, secs: float, warmup: float) -> list[str]:
+def argv(tree: Path, row: tuple, secs: float, warmup: float, transport: str) -> list[str]:
     _, lang, pattern, size, width, variant = row
     window = ["--secs", str(secs), "--warmup", str(warmup)]
     if lang == "rust":
         cmd = [str(tree / "target/release/weida-bench"), "--one", "--bench", pattern]
-        cmd += ["--size", str(size), "--system", "weida", "--transport", "quic", *window]
+        cmd += ["--size", str(size), "--system", "weida", "--transport", transport, *window]
         if pattern == "pub_sub":
             cmd += ["--width", str(width)]
         return cmd
-    common = ["--pattern", pattern, "--transport", "quic", "--size", str(size)]
+    common = ["--pattern", pattern, "--transport", transport, "--size", str(size)]
     common += ["--width", str(width), *window, "--variant", variant]
     if lang == "python":
         worker = tree / "bench/suite/workers/weida_worker.py"
@@ -74,8 +74,8 @@ def figure(r: dict, pattern: str) -> float | None:
     return float(r["copies_per_s" if pattern == "pub_sub" else "msgs_per_s"])
 
 
-def measure(tree: Path, row: tuple, secs: float, warmup: float) -> dict:
-    cmd = argv(tree, row, secs, warmup)
+def measure(tree: Path, row: tuple, secs: float, warmup: float, transport: str) -> dict:
+    cmd = argv(tree, row, secs, warmup, transport)
     try:
         p = subprocess.run(
             cmd,
@@ -108,6 +108,7 @@ def main() -> int:
     ap.add_argument("--secs", type=float, default=1.5)
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--only", action="append", default=[], help="rows whose label contains this")
+    ap.add_argument("--transport", choices=("quic", "unix", "inproc"), default="quic")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     rows = [r for r in ROWS if not a.only or any(o.lower() in r[0].lower() for o in a.only)]
@@ -116,12 +117,13 @@ def main() -> int:
     began = time.time()
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
     print(f"# A = {sides['A']}\n# B = {sides['B']}")
-    print(f"# nproc {os.cpu_count()}, load at start {os.getloadavg()[0]:.2f}")
+    load = os.getloadavg()[0]
+    print(f"# transport {a.transport}; nproc {os.cpu_count()}, load at start {load:.2f}")
     for rep in range(a.reps):
         order = ("A", "B") if rep % 2 == 0 else ("B", "A")
         for row in rows:
             for side in order:
-                r = measure(sides[side], row, a.secs, a.warmup)
+                r = measure(sides[side], row, a.secs, a.warmup, a.transport)
                 results[row[0]][side].append(r)
                 v = figure(r, row[2])
                 shown = r.get("error") if v is None else f"{v:,.1f}"
