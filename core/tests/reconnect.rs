@@ -46,7 +46,7 @@ fn server(identity: &Identity) -> Runtime {
 /// path or in-process name.
 struct Restartable {
     t: Transport,
-    relay: Option<Relay>,
+    pub relay: Option<Relay>,
     bind: String,
 }
 
@@ -500,8 +500,8 @@ async fn a_subscriber_that_never_redials_reports_the_loss() {
     assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
 }
 
-/// A QUIC server that dies without a word (its packets stop; another process takes its
-/// address) is learned at the idle timeout, then redialled: the next request is answered.
+/// A QUIC server that dies without a word (its packets stop: the path goes silent) is learned
+/// at the idle timeout, then redialled: the next request is answered by its successor.
 #[tokio::test]
 async fn a_quic_peer_that_dies_silently_is_redialled_after_the_idle_timeout() {
     let identity = Identity::ephemeral();
@@ -515,22 +515,62 @@ async fn a_quic_peer_that_dies_silently_is_redialled_after_the_idle_timeout() {
     let req = client.requester();
     let mut events = req.events();
     req.connect(&addr).await.unwrap();
-    let echo = |r: weida::Replier| async move {
-        while let Ok(mut ex) = r.accept().await {
-            let body = ex.take_body().await.unwrap();
-            let _ = ex.reply(body).await;
-        }
-    };
     tokio::spawn(echo(replier));
     assert_eq!(&req.request("one").await.unwrap()[..], b"one");
-    // The first server goes silent (it is not closed: nothing tells the client), and a second
-    // takes the address.
-    let (_second, listener) = place.restart(&identity).await;
-    tokio::spawn(echo(listener.replier("/echo").unwrap()));
+    // Silence: nothing tells the client, which learns at its idle timeout.
+    let relay = place.relay.as_ref().unwrap();
+    relay.freeze();
     match until(&mut events, "lost", &["connected"]).await {
         PeerEvent::Lost { cause, .. } => assert_eq!(cause, LossCause::IdleTimeout),
         e => panic!("{e:?}"),
     }
+    let (_second, listener) = place.restart(&identity).await;
+    tokio::spawn(echo(listener.replier("/echo").unwrap()));
+    relay.thaw();
+    until(&mut events, "connected", &["retrying"]).await;
+    assert_eq!(&req.request("two").await.unwrap()[..], b"two");
+}
+
+/// Answers every request with its body.
+async fn echo(r: weida::Replier) {
+    while let Ok(mut ex) = r.accept().await {
+        let body = ex.take_body().await.unwrap();
+        let _ = ex.reply(body).await;
+    }
+}
+
+/// A QUIC server restarted with its key resets what its previous process held at the peer's
+/// next packet (a stateless reset, from the key both processes derive from the identity): the
+/// peer learns at once, not at its idle timeout, and redials. The old process is still up but
+/// cut off, as a killed one would be.
+#[tokio::test]
+async fn a_quic_server_restarted_with_its_key_is_learned_at_the_next_packet() {
+    let identity = Identity::ephemeral();
+    let (place, _first, listener) = Restartable::start(Transport::Quic, &identity).await;
+    let replier = listener.replier("/echo").unwrap();
+    let addr = place.address(&listener, "/echo");
+    let mut config = redialling();
+    config.limits.idle_timeout = Duration::from_secs(30);
+    config.limits.keep_alive = Some(Duration::from_millis(200));
+    let client = Runtime::new(config).unwrap();
+    let req = client.requester();
+    let mut events = req.events();
+    req.connect(&addr).await.unwrap();
+    tokio::spawn(echo(replier));
+    assert_eq!(&req.request("one").await.unwrap()[..], b"one");
+    let (_second, listener) = place.restart(&identity).await;
+    tokio::spawn(echo(listener.replier("/echo").unwrap()));
+    let restarted = tokio::time::Instant::now();
+    match until(&mut events, "lost", &["connected"]).await {
+        PeerEvent::Lost { cause, .. } => assert_eq!(cause, LossCause::Reset),
+        e => panic!("{e:?}"),
+    }
+    // At the next keep-alive, not at the 30 s idle timeout.
+    assert!(
+        restarted.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        restarted.elapsed()
+    );
     until(&mut events, "connected", &["retrying"]).await;
     assert_eq!(&req.request("two").await.unwrap()[..], b"two");
 }

@@ -216,6 +216,20 @@ impl Identity {
         self.0.key.clone_key()
     }
 
+    /// A secret of this identity for `purpose`, the same in every process that holds the
+    /// key and unguessable to anyone else: SHA-256 over the purpose and the private key.
+    /// What a restarted server must share with its previous process (its stateless reset key)
+    /// comes from here, so nothing more has to be stored.
+    pub(crate) fn derived_secret(&self, purpose: &str) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"weida derived secret\0");
+        h.update(purpose.as_bytes());
+        h.update([0]);
+        h.update(self.0.key.secret_der());
+        h.finalize().into()
+    }
+
     /// Builds an identity from DER, checking that rustls can sign with the key and that the
     /// key is the leaf's.
     fn from_der(

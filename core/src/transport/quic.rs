@@ -13,7 +13,7 @@ use crate::address::Host;
 use crate::config::Limits;
 use crate::error::{Error, LossCause};
 use crate::security::fingerprint::Fingerprint;
-use crate::security::identity::fingerprint_of_certificate;
+use crate::security::identity::{fingerprint_of_certificate, Identity};
 use crate::security::tls::{self, Presented};
 use crate::security::trust::{ClientTls, ServerTls};
 use crate::wire::Code;
@@ -92,10 +92,13 @@ fn loopback_payload(limits: &Limits) -> Option<u16> {
 
 fn endpoint(
     socket: UdpSocket,
-    server: Option<quinn::ServerConfig>,
+    server: Option<(quinn::ServerConfig, &Identity)>,
     limits: &Limits,
 ) -> Result<quinn::Endpoint, Error> {
-    let mut config = quinn::EndpointConfig::default();
+    let (mut config, server) = match server {
+        Some((sc, identity)) => (resetting(identity), Some(sc)),
+        None => (quinn::EndpointConfig::default(), None),
+    };
     config
         .max_udp_payload_size(udp_payload(limits))
         .map_err(|e| Error::InvalidConfig(format!("max_udp_payload: {e}")))?;
@@ -105,6 +108,38 @@ fn endpoint(
         udp::quinn_socket(socket)?,
         Arc::new(quinn::TokioRuntime),
     )?)
+}
+
+/// A listener's endpoint configuration whose stateless reset key is its identity's: a server
+/// restarted with the same key answers a packet of a connection its previous process held with
+/// a stateless reset (RFC 9000 §10.3), so the peer learns of the restart at its next packet
+/// instead of at its idle timeout, and redials. Its connection IDs are plain random ones,
+/// valid for any process of the identity (quinn's default signs them with a key drawn per
+/// process, and ignores a packet whose ID the new process did not sign). Another key resets
+/// nothing: the peer then learns at its idle timeout, and its redial finds PeerChanged.
+fn resetting(identity: &Identity) -> quinn::EndpointConfig {
+    let secret = identity.derived_secret("weida/0 QUIC stateless reset");
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret);
+    let mut config = quinn::EndpointConfig::new(Arc::new(key));
+    config.cid_generator(|| Box::new(RandomCids));
+    config
+}
+
+/// Random 8-byte connection IDs, any of which a listener of the same identity may reset.
+struct RandomCids;
+
+impl quinn::ConnectionIdGenerator for RandomCids {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        quinn::ConnectionId::new(&rand::random::<[u8; 8]>())
+    }
+
+    fn cid_len(&self) -> usize {
+        8
+    }
+
+    fn cid_lifetime(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// security/tls.rs's client configuration wrapped for quinn (default transport configuration).
@@ -263,7 +298,11 @@ pub(crate) fn server_endpoint(
     sc.transport_config(Arc::new(transport_config(limits, false, false)?));
     loopback.transport_config(Arc::new(transport_config(limits, false, true)?));
     Ok(Server {
-        endpoint: endpoint(udp_socket(addr, buffer)?, Some(sc), limits)?,
+        endpoint: endpoint(
+            udp_socket(addr, buffer)?,
+            Some((sc, tls.identity())),
+            limits,
+        )?,
         loopback: Arc::new(loopback),
     })
 }

@@ -161,6 +161,11 @@ impl Relay {
         self.frozen.store(true, Ordering::Relaxed);
     }
 
+    /// Forwards again after [`Relay::freeze`].
+    pub fn thaw(&self) {
+        self.frozen.store(false, Ordering::Relaxed);
+    }
+
     /// `address` (a QUIC listener's, with pin and path) pointed at this relay instead.
     pub fn address_for(&self, address: &weida::Address) -> String {
         let s = address.to_string();
