@@ -108,6 +108,13 @@ pub struct Limits {
     /// after a few seconds of failed probes (1452 here gives quinn's own search). From 1200 to
     /// 65527. Default 65527.
     pub max_udp_payload: u64,
+    /// QUIC: connections a listener holds at once, handshakes under way included. One more is
+    /// refused before its handshake, at no cost but a packet: its dialler's `connect` fails
+    /// `Unreachable` (refused), and it may redial. Each connection costs its state (about
+    /// 90 KiB idle, docs/RELIABILITY.md §2) and up to its receive windows, so this bounds what
+    /// a flood of connections can take. The local transports are bounded by the process's
+    /// descriptors (AF_UNIX) or are this process's own (in process). Above zero. Default 1024.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -134,6 +141,7 @@ impl Default for Limits {
             max_filters: 1024,
             fanout_wait: Duration::from_secs(1),
             max_udp_payload: 65527,
+            max_connections: 1024,
         }
     }
 }
@@ -153,6 +161,9 @@ impl Limits {
         }
         if self.endpoint_queue == 0 {
             return bad("endpoint_queue must be above zero");
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections must be above zero");
         }
         if self.peer_share == 0 {
             return bad("peer_share must be above zero");

@@ -282,3 +282,63 @@ on_every_transport!(
     a_stalled_copy_holds_a_subscribers_room_only_until_body_idle_timeout,
     stalled_copy
 );
+
+/// A QUIC listener holds at most `max_connections` connections: one more is refused before its
+/// handshake (`Unreachable`, refused), those it holds are served throughout, and once one
+/// leaves, a newcomer gets in (here a dialler that redials until it does, told by its event).
+#[tokio::test]
+async fn a_listener_refuses_connections_beyond_max_connections_and_serves_those_it_holds() {
+    let limits = Limits {
+        max_connections: 2,
+        ..Limits::default()
+    };
+    let server = Runtime::new(config(limits)).unwrap();
+    let listener = server.bind("weida://127.0.0.1:0").await.unwrap();
+    let replier = listener.replier("/rpc").unwrap();
+    tokio::spawn(async move {
+        while let Ok(mut ex) = replier.accept().await {
+            let body = ex.take_body().await.unwrap();
+            let _ = ex.reply(body).await;
+        }
+    });
+    let addr = listener.address().with_path("/rpc").unwrap().to_string();
+    let client = || Runtime::new(config(Limits::default())).unwrap();
+    let (a, b, c) = (client(), client(), client());
+    let (ra, rb, rc) = (a.requester(), b.requester(), c.requester());
+    ra.connect(&addr).await.unwrap();
+    rb.connect(&addr).await.unwrap();
+    let e = rc.connect(&addr).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unreachable, "{e:?}");
+    assert!(e.to_string().contains("max_connections"), "{e}");
+    // The two held are served, the refusal notwithstanding.
+    assert_eq!(&ra.request("a").await.unwrap()[..], b"a");
+    assert_eq!(&rb.request("b").await.unwrap()[..], b"b");
+    // One leaves: a dialler that keeps trying gets its place.
+    let patient = Runtime::new(weida::RuntimeConfig {
+        reconnect: weida::ReconnectPolicy {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(50),
+            jitter: false,
+            ..weida::ReconnectPolicy::default()
+        },
+        ..config(Limits::default())
+    })
+    .unwrap();
+    let rd = patient.requester();
+    let mut events = rd.events();
+    rd.connect_later(&addr).await.unwrap();
+    a.close().await;
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .expect("an event")
+            .expect("alive")
+            .expect("none missed");
+        if e.name() == "connected" {
+            break;
+        }
+        assert_eq!(e.name(), "retrying", "{e:?}");
+    }
+    assert_eq!(&rd.request("d").await.unwrap()[..], b"d");
+    assert_eq!(&rb.request("b").await.unwrap()[..], b"b");
+}

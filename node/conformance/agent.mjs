@@ -510,6 +510,7 @@ const LIMITS = {
   connect_timeout_ms: 'connectTimeoutMs',
   body_idle_timeout_ms: 'bodyIdleTimeoutMs',
   max_udp_payload: 'maxUdpPayload',
+  max_connections: 'maxConnections',
 }
 
 /** The ordering levels a runtime may require. */

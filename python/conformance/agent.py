@@ -241,6 +241,7 @@ LIMIT_NAMES = (
     "max_parked_reverse",
     "max_filters",
     "max_udp_payload",
+    "max_connections",
 )
 
 

@@ -184,6 +184,7 @@ class Limits:
         max_filters: int = 1024,
         fanout_wait: float = 1.0,
         max_udp_payload: int = 65527,
+        max_connections: int = 1024,
     ) -> Limits: ...
     @property
     def stream_receive_window(self) -> int:
@@ -248,6 +249,10 @@ class Limits:
     @property
     def max_udp_payload(self) -> int:
         """QUIC: the largest UDP payload accepted and sent. Default 65527."""
+    @property
+    def max_connections(self) -> int:
+        """QUIC: connections a listener holds at once; one more is refused before its
+        handshake (its dialler's ``connect`` raises ``Unreachable``). Default 1024."""
 
 @final
 class Identity:

@@ -180,7 +180,7 @@ macro_rules! time_or_off {
 }
 
 /// Every field of `Limits`, in the core's order.
-pub static LIMITS: [Opt<Limits>; 21] = [
+pub static LIMITS: [Opt<Limits>; 22] = [
     whole!(Limits, stream_receive_window, Unit::Bytes, u64),
     whole!(Limits, connection_receive_window, Unit::Bytes, u64),
     whole!(Limits, send_window, Unit::Bytes, u64),
@@ -202,6 +202,7 @@ pub static LIMITS: [Opt<Limits>; 21] = [
     whole!(Limits, max_filters, Unit::Count, usize),
     time!(Limits, fanout_wait),
     whole!(Limits, max_udp_payload, Unit::Bytes, u64),
+    whole!(Limits, max_connections, Unit::Count, usize),
 ];
 
 const ORDERINGS: &[&str] = &["none", "detect", "reassemble"];

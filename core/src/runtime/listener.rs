@@ -2,7 +2,7 @@
 //! endpoints bound on it by path. Each pattern's factory (`Listener::puller`, ...) is in the
 //! pattern's own file, so this layer knows no pattern.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -98,6 +98,15 @@ impl Listeners {
     }
 }
 
+/// One connection of a listener's count, released when its task ends.
+struct Held(Arc<AtomicUsize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Binds `address` (no path) with `tls` and starts its accept loop.
 pub(crate) async fn bind(
     ctx: &Arc<Context>,
@@ -136,7 +145,11 @@ pub(crate) async fn bind(
             ))?;
             let ep = server.clone();
             let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
+            let most = limits.max_connections;
             tokio::spawn(async move {
+                // Connections held, handshakes under way included: one more than
+                // `max_connections` is refused before its handshake.
+                let held = Arc::new(AtomicUsize::new(0));
                 loop {
                     let incoming = tokio::select! {
                         i = server.next() => i,
@@ -144,8 +157,16 @@ pub(crate) async fn bind(
                         _ = rt_life.dead() => break,
                     };
                     let Some(incoming) = incoming else { break };
+                    if held.fetch_add(1, Ordering::AcqRel) >= most {
+                        held.fetch_sub(1, Ordering::AcqRel);
+                        tracing::debug!(max_connections = most, "a connection refused");
+                        server.refuse(incoming);
+                        continue;
+                    }
                     let (d, life, server) = (d.clone(), life2.clone(), server.clone());
+                    let held = Held(held.clone());
                     tokio::spawn(async move {
+                        let _held = held;
                         match server.accept(incoming).await {
                             Ok((c, remote)) => {
                                 let span = tracing::debug_span!("connection", %remote);

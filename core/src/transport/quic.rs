@@ -246,6 +246,12 @@ impl Server {
         self.endpoint.accept().await.map(Incoming)
     }
 
+    /// Refuses `incoming` before its handshake (the listener is at `max_connections`): the
+    /// dialler reads CONNECTION_REFUSED.
+    pub(crate) fn refuse(&self, incoming: Incoming) {
+        incoming.0.refuse();
+    }
+
     /// Completes the handshake of `incoming`: the connection and the peer's address.
     pub(crate) async fn accept(&self, incoming: Incoming) -> Result<(Conn, SocketAddr), Error> {
         let c = self
@@ -342,7 +348,9 @@ pub(crate) async fn connect(
                     Error::Unreachable {
                         address: addr.to_string(),
                         why: crate::error::Unanswered::Refused(
-                            "the QUIC endpoint there takes no new connections".into(),
+                            "the QUIC endpoint there takes no new connections (a closed \
+                             listener, or one at its max_connections)"
+                                .into(),
                         ),
                     }
                 }
