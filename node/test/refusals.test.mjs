@@ -3,8 +3,9 @@
 // window, so the refusal cannot lose the race to the transport receipt.
 
 import assert from 'node:assert/strict'
-import { LimitExceeded, NotConnected, Rejected, UnknownEndpoint, Unsupported, withPath } from 'weida'
-import { keep, onEveryTransport, pair, payload, rejection, serve } from './helpers.mjs'
+import { test } from 'node:test'
+import { LimitExceeded, NotConnected, Rejected, UnknownEndpoint, Unreachable, Unsupported, withPath } from 'weida'
+import { keep, onEveryTransport, pair, payload, rejection, runtime, serve, TIMEOUT } from './helpers.mjs'
 
 const BIG = 2 << 20
 
@@ -131,4 +132,23 @@ onEveryTransport('a_body_above_max_collected_body_is_limit_exceeded_and_the_pull
   }
   outcomes.sort()
   assert.deepEqual(outcomes, ['ERR_WEIDA_LIMIT_EXCEEDED', 'ok 1000'])
+})
+
+test('a_listener_refuses_connections_beyond_max_connections_and_serves_those_it_holds', { timeout: TIMEOUT }, async (ctx) => {
+  const server = runtime(ctx, { limits: { maxConnections: 1 } })
+  const replier = (await server.bind('weida://127.0.0.1:0')).replier('/echo')
+  void (async () => {
+    for (;;) {
+      const ex = await replier.accept().catch(() => null)
+      if (ex === null) return
+      await ex.reply(await ex.takeBody())
+    }
+  })()
+  const held = runtime(ctx).requester()
+  await held.connect(replier.address)
+  await assert.rejects(
+    runtime(ctx).requester().connect(replier.address),
+    (e) => e instanceof Unreachable && /max_connections/.test(String(e)),
+  )
+  assert.equal((await held.request('still served')).toString(), 'still served')
 })

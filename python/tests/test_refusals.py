@@ -166,3 +166,24 @@ async def test_a_body_above_max_collected_body_is_limit_exceeded_and_the_puller_
         except weida.LimitExceeded as e:
             outcomes.append(e.code)
     assert sorted(outcomes, key=str) == [1000, "LIMIT_EXCEEDED"]
+
+
+async def test_a_listener_refuses_connections_beyond_max_connections_and_serves_those_it_holds() -> (  # noqa: E501
+    None
+):
+    async with weida.Runtime(limits=weida.Limits(max_connections=1)) as server:
+        replier = (await server.bind("weida://127.0.0.1:0")).replier("/echo")
+
+        async def echo() -> None:
+            while True:
+                ex = await replier.accept()
+                await ex.reply(await ex.take_body())
+
+        serving = asyncio.ensure_future(echo())
+        async with weida.Runtime() as first, weida.Runtime() as second:
+            held = first.requester()
+            await held.connect(replier.address)
+            with pytest.raises(weida.Unreachable, match="max_connections"):
+                await second.requester().connect(replier.address)
+            assert await held.request(b"still served") == b"still served"
+        serving.cancel()
