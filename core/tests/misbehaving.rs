@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::raw::{dial_with, AnyKey};
+use common::raw::{client_tls, dial_with};
 use weida::{Error, Limit, Limits, LossCause, Runtime, RuntimeConfig};
 
 /// Application close codes of PROTOCOL §7.
@@ -1085,14 +1085,7 @@ async fn a_listener_issues_no_session_ticket() {
         inner: rustls::client::ClientSessionMemoryCache::new(16),
         tickets: Default::default(),
     });
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"weida/0".to_vec()];
+    let mut tls = client_tls(b"weida/0");
     tls.resumption = rustls::client::Resumption::store(store.clone());
     tls.enable_early_data = true;
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();

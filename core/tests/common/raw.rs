@@ -52,13 +52,8 @@ impl rustls::client::danger::ServerCertVerifier for AnyKey {
     }
 }
 
-/// A QUIC connection to `listener` from a dialler that offers `alpn`, presents no key and has
-/// `transport` as its transport parameters.
-pub async fn dial_with(
-    listener: &weida::Listener,
-    alpn: &[u8],
-    transport: quinn::TransportConfig,
-) -> Result<quinn::Connection, quinn::ConnectionError> {
+/// TLS 1.3 for a dialler that offers `alpn`, presents no key and accepts any server key.
+pub fn client_tls(alpn: &[u8]) -> rustls::ClientConfig {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -67,6 +62,17 @@ pub async fn dial_with(
         .with_custom_certificate_verifier(Arc::new(AnyKey(provider)))
         .with_no_client_auth();
     tls.alpn_protocols = vec![alpn.to_vec()];
+    tls
+}
+
+/// A QUIC connection to `listener` from a dialler that offers `alpn`, presents no key and has
+/// `transport` as its transport parameters.
+pub async fn dial_with(
+    listener: &weida::Listener,
+    alpn: &[u8],
+    transport: quinn::TransportConfig,
+) -> Result<quinn::Connection, quinn::ConnectionError> {
+    let tls = client_tls(alpn);
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
     let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
