@@ -161,11 +161,17 @@ export interface Counters {
   receiptsFailed: bigint
   /** Pub/Sub copies queued for subscribers by this runtime's publishers. */
   copiesPublished: bigint
-  /** Messages written as frames on message lanes (each also counts in `bytesSent`). */
+  /**
+   * Messages written as frames on message lanes (each also counts in `bytesSent`); those a dead
+   * QUIC lane's peer may lack move to `laneMessagesLost`.
+   */
   laneMessagesSent: bigint
   /** Messages read from message lanes and handed to an endpoint. */
   laneMessagesReceived: bigint
-  /** Messages queued on a lane that ended before writing them (a refusal or a loss). */
+  /**
+   * Messages a lane that ended early (a refusal or a loss) may not have delivered to the peer's
+   * transport: never written, or over QUIC written in its last `send_window` bytes. An upper bound.
+   */
   laneMessagesLost: bigint
   /** Messages a pusher's `send` put in its outbox (no peer was live, or it was draining). */
   outboxQueued: bigint

@@ -324,11 +324,14 @@ class Counters:
     receipts_failed: int
     copies_published: int
     lane_messages_sent: int
-    """Messages written as frames on message lanes (each also counts in `bytes_sent`)."""
+    """Messages written as frames on message lanes (each also counts in `bytes_sent`); those a
+    dead QUIC lane's peer may lack move to `lane_messages_lost`."""
     lane_messages_received: int
     """Messages read from message lanes and handed to an endpoint."""
     lane_messages_lost: int
-    """Messages queued on a lane that ended before writing them (a refusal or a loss)."""
+    """Messages a lane that ended early (a refusal or a loss) may not have delivered to the peer's
+    transport: never written, or over QUIC written in its last `send_window` bytes. An upper
+    bound."""
     outbox_queued: int
     """Messages a pusher's ``send`` put in its outbox (no peer was live, or it was draining)."""
     outbox_written: int

@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod fault_relay;
+
 use weida::{Limits, Listener, Runtime, RuntimeConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
