@@ -60,9 +60,15 @@ export interface LimitsOptions {
   maxHeaderSize?: number
   /** The largest body `recv`/`request`/`takeBody` collect. Default 16 MiB. */
   maxCollectedBody?: number
-  /** Milliseconds without traffic after which a connection is dead. Default 30 000. */
+  /**
+   * Milliseconds without traffic after which a connection is dead. A silent peer is learned dead
+   * between this and this plus one `keepAliveMs` (30 to 40 s by default). Default 30 000.
+   */
   idleTimeoutMs?: number
-  /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
+  /**
+   * Milliseconds between keep-alives from the dialling side; `null` sends none. Adds up to this
+   * to the time a silent peer takes to be learned dead. Default 10 000.
+   */
   keepAliveMs?: number | null
   /**
    * Milliseconds a dial waits for a weida listener to answer before it rejects with

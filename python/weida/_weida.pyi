@@ -217,10 +217,12 @@ class Limits:
         """The largest body ``recv``/``request``/``take_body`` collect. Default 16 MiB."""
     @property
     def idle_timeout(self) -> float:
-        """Seconds without traffic after which a connection is dead. Default 30."""
+        """Seconds without traffic after which a connection is dead. A silent peer is learned dead
+        between this and this plus one ``keep_alive`` (30 to 40 s by default). Default 30."""
     @property
     def keep_alive(self) -> float | None:
-        """Seconds between keep-alives from the dialling side; None: never. Default 10."""
+        """Seconds between keep-alives from the dialling side; None: never. Adds up to this to the
+        time a silent peer takes to be learned dead. Default 10."""
     @property
     def connect_timeout(self) -> float:
         """Seconds a dial waits for a weida listener to answer (else ``Unreachable``). Default 5."""
