@@ -687,9 +687,12 @@ async fn a_path_mtu_drop_with_the_connection_up_loses_no_message() {
     });
     let started = Instant::now();
     let n = scaled(40);
-    for i in 10..10 + n {
-        pusher.send(body(i)).await.unwrap();
-    }
+    // Sent from a task of its own: messages unread hold the puller's stream budget.
+    let sending = tokio::spawn(async move {
+        for i in 10..10 + n {
+            pusher.send(body(i)).await.unwrap();
+        }
+    });
     let mut got = Vec::new();
     for _ in 0..n {
         let m = tokio::time::timeout(Duration::from_secs(15), puller.recv())
@@ -699,6 +702,7 @@ async fn a_path_mtu_drop_with_the_connection_up_loses_no_message() {
         assert_eq!(m.body.len(), 20_000);
         got.push(String::from_utf8_lossy(&m.body[..6]).into_owned());
     }
+    sending.await.unwrap();
     // 20 KB bodies go over streams of their own, in no order across them (PATTERNS §1.7).
     got.sort();
     let want: Vec<_> = (10..10 + n).map(|i| format!("m{i:04}:")).collect();
