@@ -57,8 +57,9 @@ pub struct Limits {
     /// values governs. A peer that goes silent is learned dead between this and this plus one
     /// `keep_alive` after its last packet: QUIC restarts the idle timer when this side sends
     /// its first ack-eliciting packet after the last one it received, and on an otherwise
-    /// quiet connection that is the next keep-alive (RFC 9000 §10.1). With the defaults,
-    /// 30 to 40 s (`faults.rs: a_silent_peer_is_detected_between_the_idle_timeout_and_one_keep_alive_later`).
+    /// quiet connection that is the next keep-alive (RFC 9000 §10.1). At the low end, up to
+    /// the peer's ACK delay (25 ms) sooner, when the silence swallowed the acknowledgement of
+    /// a keep-alive sent just before it. With the defaults, 30 to 40 s (`faults.rs: a_silent_peer_is_detected_between_the_idle_timeout_and_one_keep_alive_later`).
     /// A side sending data when the peer goes silent learns it at about this. Default 30 s.
     pub idle_timeout: Duration,
     /// How often the dialling side sends keep-alives (`None`: never), which keep an idle

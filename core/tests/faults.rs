@@ -396,27 +396,36 @@ async fn pub_sub_every_missing_copy_is_reported_as_a_gap() {
     // may arrive out of order: a late copy is delivered (gap 0) after the gap that covered it
     // (PATTERNS §4), so only the numbers are compared, not the sum.
     let (mut delivered, mut covered, mut gaps) = (BTreeSet::new(), BTreeSet::new(), 0u64);
+    // Kept as they change: numbers delivered or gapped, and those gapped and not delivered.
+    let (mut accounted, mut missing) = (0u64, 0u64);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut tick = tokio::time::interval(Duration::from_millis(10));
     loop {
-        let dropped = publisher.dropped_on("t").total();
-        let unaccounted = (1..=published)
-            .filter(|s| !delivered.contains(s) && !covered.contains(s))
-            .count();
-        if unaccounted == 0 && covered.difference(&delivered).count() as u64 == dropped {
+        if accounted == published && missing == publisher.dropped_on("t").total() {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "seed {}: {unaccounted} numbers unaccounted for",
-            relay.seed
+            "seed {}: {} numbers unaccounted for",
+            relay.seed,
+            published - accounted
         );
         tokio::select! {
             m = sub.recv() => {
                 let m = m.unwrap();
                 let (seq, gap) = (m.meta.sequence.unwrap(), m.meta.gap.unwrap());
                 assert!(delivered.insert(seq), "copy {seq} delivered twice");
-                covered.extend(seq - gap..seq);
+                if covered.contains(&seq) {
+                    missing -= 1;
+                } else {
+                    accounted += 1;
+                }
+                for s in seq - gap..seq {
+                    if covered.insert(s) && !delivered.contains(&s) {
+                        accounted += 1;
+                        missing += 1;
+                    }
+                }
                 gaps += gap;
             }
             // A drop on the publisher's writer side has no event to wait on.
@@ -610,7 +619,9 @@ async fn a_partition_longer_than_the_idle_timeout_is_redialled_and_the_outbox_dr
 /// When a silent peer is learned dead: the dialler's idle timer restarts on the first
 /// ack-eliciting packet it sends after the last one it received (RFC 9000 §10.1), and with
 /// nothing else to send that is a keep-alive, up to one `keep_alive` later. So the loss comes
-/// between `idle_timeout` and `idle_timeout + keep_alive` after the peer went silent.
+/// between `idle_timeout` and `idle_timeout + keep_alive` after the peer went silent, less at
+/// the low end the peer's ACK delay (up to 25 ms): a keep-alive sent just before the silence
+/// whose acknowledgement the silence swallowed restarted the timer before it began.
 #[tokio::test]
 async fn a_silent_peer_is_detected_between_the_idle_timeout_and_one_keep_alive_later() {
     let (idle, keep_alive) = (Duration::from_millis(800), Duration::from_millis(400));
@@ -644,7 +655,7 @@ async fn a_silent_peer_is_detected_between_the_idle_timeout_and_one_keep_alive_l
     eprintln!("idle {idle:?}, keep-alive {keep_alive:?}: loss reported after {seen:?}");
     for d in &seen {
         // Generous: the relay, the scheduler and the event add a little.
-        assert!(*d >= idle - Duration::from_millis(20), "{d:?}");
+        assert!(*d >= idle - Duration::from_millis(60), "{d:?}");
         assert!(
             *d <= idle + keep_alive + Duration::from_millis(300),
             "{d:?}"
