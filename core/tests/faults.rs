@@ -371,6 +371,14 @@ async fn pub_sub_every_missing_copy_is_reported_as_a_gap() {
         .await
         .unwrap();
     sub.subscribe("t").await.unwrap();
+    // The subscriber reads throughout: one that stops reading fills its queue, and then every
+    // copy is dropped at the publisher, the last one too.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reading = tokio::spawn(async move {
+        while let Ok(m) = sub.recv().await {
+            let _ = tx.send((m.meta.sequence.unwrap(), m.meta.gap.unwrap()));
+        }
+    });
     let n = scaled(2000);
     let mut queued = 0u64;
     for i in 0..n {
@@ -411,9 +419,8 @@ async fn pub_sub_every_missing_copy_is_reported_as_a_gap() {
             published - accounted
         );
         tokio::select! {
-            m = sub.recv() => {
-                let m = m.unwrap();
-                let (seq, gap) = (m.meta.sequence.unwrap(), m.meta.gap.unwrap());
+            m = rx.recv() => {
+                let (seq, gap) = m.unwrap();
                 assert!(delivered.insert(seq), "copy {seq} delivered twice");
                 if covered.contains(&seq) {
                     missing -= 1;
@@ -432,6 +439,7 @@ async fn pub_sub_every_missing_copy_is_reported_as_a_gap() {
             _ = tick.tick() => {}
         }
     }
+    reading.abort();
     let (received, dropped) = (delivered.len() as u64, publisher.dropped_on("t").total());
     eprintln!(
         "pub/sub: {published} published, {received} received, {gaps} in gaps, {dropped} dropped"
