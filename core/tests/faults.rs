@@ -47,13 +47,18 @@ fn numbered(tag: &str, i: u64) -> Vec<u8> {
     b
 }
 
-/// Counts scaled by `WEIDA_FAULTS_SCALE` (1 in CI).
-fn scaled(n: usize) -> usize {
-    let k: usize = std::env::var("WEIDA_FAULTS_SCALE")
+/// `WEIDA_FAULTS_SCALE` (1 in CI).
+fn scale() -> usize {
+    std::env::var("WEIDA_FAULTS_SCALE")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    n * k.max(1)
+        .unwrap_or(1usize)
+        .max(1)
+}
+
+/// A count scaled by `WEIDA_FAULTS_SCALE`.
+fn scaled(n: usize) -> usize {
+    n * scale()
 }
 
 /// A server runtime bound over QUIC with `limits`, a relay in front of it, and a client runtime
@@ -181,11 +186,21 @@ async fn push_pull_under(faults: Faults, n: usize) -> FaultRelay {
     assert_eq!(sent.len(), n, "seed {}", relay.seed);
     let expected: BTreeSet<u64> = receipted.union(&sent).copied().collect();
     let mut arrived: HashMap<u64, usize> = HashMap::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // The lane's sends are queued, not yet delivered: a scaled run carries ten times as many.
+    let deadline = Instant::now() + Duration::from_secs(20) * scale() as u32;
     while !expected.iter().all(|s| arrived.contains_key(s)) {
         let s = tokio::time::timeout_at(deadline, rx.recv())
             .await
-            .unwrap_or_else(|_| panic!("seed {}: not everything arrived", relay.seed))
+            .unwrap_or_else(|_| {
+                let receipted_missing = receipted.iter().filter(|s| !arrived.contains_key(s));
+                panic!(
+                    "seed {}: not everything arrived; receipted and missing: {}, sent on the \
+                     lane and missing: {}",
+                    relay.seed,
+                    receipted_missing.count(),
+                    sent.iter().filter(|s| !arrived.contains_key(s)).count()
+                )
+            })
             .unwrap();
         *arrived.entry(s).or_default() += 1;
     }
