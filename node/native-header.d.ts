@@ -60,9 +60,15 @@ export interface LimitsOptions {
   maxHeaderSize?: number
   /** The largest body `recv`/`request`/`takeBody` collect. Default 16 MiB. */
   maxCollectedBody?: number
-  /** Milliseconds without traffic after which a connection is dead. Default 30 000. */
+  /**
+   * Milliseconds without traffic after which a connection is dead. A silent peer is learned dead
+   * between this and this plus one `keepAliveMs` (30 to 40 s by default). Default 30 000.
+   */
   idleTimeoutMs?: number
-  /** Milliseconds between keep-alives from the dialling side; `null` sends none. Default 10 000. */
+  /**
+   * Milliseconds between keep-alives from the dialling side; `null` sends none. Adds up to this
+   * to the time a silent peer takes to be learned dead. Default 10 000.
+   */
   keepAliveMs?: number | null
   /**
    * Milliseconds a dial waits for a weida listener to answer before it rejects with
@@ -163,11 +169,17 @@ export interface Counters {
   receiptsFailed: bigint
   /** Pub/Sub copies queued for subscribers by this runtime's publishers. */
   copiesPublished: bigint
-  /** Messages written as frames on message lanes (each also counts in `bytesSent`). */
+  /**
+   * Messages written as frames on message lanes (each also counts in `bytesSent`); those a dead
+   * QUIC lane's peer may lack move to `laneMessagesLost`.
+   */
   laneMessagesSent: bigint
   /** Messages read from message lanes and handed to an endpoint. */
   laneMessagesReceived: bigint
-  /** Messages queued on a lane that ended before writing them (a refusal or a loss). */
+  /**
+   * Messages a lane that ended early (a refusal or a loss) may not have delivered to the peer's
+   * transport: never written, or over QUIC written in its last `send_window` bytes. An upper bound.
+   */
   laneMessagesLost: bigint
   /** Messages a pusher's `send` put in its outbox (no peer was live, or it was draining). */
   outboxQueued: bigint

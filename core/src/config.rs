@@ -54,9 +54,17 @@ pub struct Limits {
     /// LimitExceeded (stream it with `accept`/`open` instead). Default 16 MiB.
     pub max_collected_body: u64,
     /// A connection with no traffic for this long is dead; the smaller of the two peers'
-    /// values governs. Default 30 s.
+    /// values governs. A peer that goes silent is learned dead between this and this plus one
+    /// `keep_alive` after its last packet: QUIC restarts the idle timer when this side sends
+    /// its first ack-eliciting packet after the last one it received, and on an otherwise
+    /// quiet connection that is the next keep-alive (RFC 9000 §10.1). At the low end, up to
+    /// the peer's ACK delay (25 ms) sooner, when the silence swallowed the acknowledgement of
+    /// a keep-alive sent just before it. With the defaults, 30 to 40 s (`faults.rs: a_silent_peer_is_detected_between_the_idle_timeout_and_one_keep_alive_later`).
+    /// A side sending data when the peer goes silent learns it at about this. Default 30 s.
     pub idle_timeout: Duration,
-    /// How often the dialling side sends keep-alives (`None`: never). Default 10 s.
+    /// How often the dialling side sends keep-alives (`None`: never), which keep an idle
+    /// connection open and add up to this much to the time a silent peer takes to be learned
+    /// dead (see `idle_timeout`). Default 10 s.
     pub keep_alive: Option<Duration>,
     /// How long a dial waits for a weida listener to answer (the transport's handshake and
     /// the listener's HELLO) before it fails `Unreachable` naming the address: over QUIC a

@@ -218,10 +218,12 @@ class Limits:
         """The largest body ``recv``/``request``/``take_body`` collect. Default 16 MiB."""
     @property
     def idle_timeout(self) -> float:
-        """Seconds without traffic after which a connection is dead. Default 30."""
+        """Seconds without traffic after which a connection is dead. A silent peer is learned dead
+        between this and this plus one ``keep_alive`` (30 to 40 s by default). Default 30."""
     @property
     def keep_alive(self) -> float | None:
-        """Seconds between keep-alives from the dialling side; None: never. Default 10."""
+        """Seconds between keep-alives from the dialling side; None: never. Adds up to this to the
+        time a silent peer takes to be learned dead. Default 10."""
     @property
     def connect_timeout(self) -> float:
         """Seconds a dial waits for a weida listener to answer (else ``Unreachable``). Default 5."""
@@ -329,11 +331,14 @@ class Counters:
     receipts_failed: int
     copies_published: int
     lane_messages_sent: int
-    """Messages written as frames on message lanes (each also counts in `bytes_sent`)."""
+    """Messages written as frames on message lanes (each also counts in `bytes_sent`); those a
+    dead QUIC lane's peer may lack move to `lane_messages_lost`."""
     lane_messages_received: int
     """Messages read from message lanes and handed to an endpoint."""
     lane_messages_lost: int
-    """Messages queued on a lane that ended before writing them (a refusal or a loss)."""
+    """Messages a lane that ended early (a refusal or a loss) may not have delivered to the peer's
+    transport: never written, or over QUIC written in its last `send_window` bytes. An upper
+    bound."""
     outbox_queued: int
     """Messages a pusher's ``send`` put in its outbox (no peer was live, or it was draining)."""
     outbox_written: int

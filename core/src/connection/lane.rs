@@ -331,13 +331,17 @@ async fn writer(
     opened: Arc<AtomicU64>,
 ) {
     let outcome = write_lane(&ctx, &conn, &path, head, &queue, &opened).await;
-    if let Err((e, lost)) = outcome {
+    if let Err((e, unwritten, unconfirmed)) = outcome {
         tracing::debug!(%path, error = %e, "lane ended");
         // Set before the queue closes: a sender that finds it closed finds why.
         *state.failed.lock().unwrap() = Some(e);
         state.failing.store(true, Ordering::Release);
-        // Frames still queued are lost with the lane, as unfinished streams would be.
-        let lost = lost + queue.close();
+        // Frames still queued are lost with the lane, as unfinished streams would be; so may
+        // be the written ones the peer's transport may not hold: they move from sent to lost.
+        let lost = unwritten + unconfirmed + queue.close();
+        ctx.stats
+            .lane_messages_sent
+            .fetch_sub(unconfirmed, Ordering::Relaxed);
         ctx.stats
             .lane_messages_lost
             .fetch_add(lost, Ordering::Relaxed);
@@ -348,8 +352,51 @@ async fn writer(
     state.ended.notify_waiters();
 }
 
-/// Writes the lane until every sender is gone, then finishes it. On failure returns the error
-/// and how many frames were taken from the queue and not written.
+/// The frames written on a lane that its peer's transport may not hold yet. quinn does not say
+/// how much of a stream the peer acknowledged, but it never holds more than `send_window`
+/// bytes unacknowledged on a connection (quinn-proto's write limit): so every frame that ends
+/// at least `send_window` bytes before the lane's written end was acknowledged, and the
+/// frames after that point are an upper bound on what the peer's transport lacks. Over AF_UNIX
+/// and in process a written frame is counted as the peer's, as before (their buffers are the
+/// kernel's and the peer's own).
+struct Unconfirmed {
+    /// `Limits::send_window` over QUIC; None elsewhere.
+    window: Option<u64>,
+    /// The end offset and frame count of each write not yet proven acknowledged.
+    writes: VecDeque<(u64, u64)>,
+    frames: u64,
+    offset: u64,
+}
+
+impl Unconfirmed {
+    fn new(send: &SendHalf, window: u64) -> Self {
+        Self {
+            window: matches!(send, SendHalf::Quic(_)).then_some(window),
+            writes: VecDeque::new(),
+            frames: 0,
+            offset: 0,
+        }
+    }
+
+    fn written(&mut self, bytes: u64, frames: u64) {
+        self.offset += bytes;
+        let Some(window) = self.window else { return };
+        self.writes.push_back((self.offset, frames));
+        self.frames += frames;
+        let proven = self.offset.saturating_sub(window);
+        while let Some(&(end, n)) = self.writes.front() {
+            if end > proven {
+                break;
+            }
+            self.writes.pop_front();
+            self.frames -= n;
+        }
+    }
+}
+
+/// Writes the lane until every sender is gone, then finishes it. On failure returns the error,
+/// how many frames were taken from the queue and not written, and how many written ones the
+/// peer's transport may not hold (`Unconfirmed`).
 async fn write_lane(
     ctx: &Context,
     conn: &Conn,
@@ -357,17 +404,33 @@ async fn write_lane(
     head: Bytes,
     queue: &FrameQueue,
     opened: &AtomicU64,
-) -> std::result::Result<(), (Error, u64)> {
+) -> std::result::Result<(), (Error, u64, u64)> {
     let mut taken = VecDeque::new();
     // No stream until there is something to send.
     if !queue.take(&mut taken).await {
         return Ok(());
     }
-    let mut send: SendHalf = conn.open_uni().await.map_err(|e| (e, taken.len() as u64))?;
+    let mut send: SendHalf = conn
+        .open_uni()
+        .await
+        .map_err(|e| (e, taken.len() as u64, 0))?;
     ctx.stats.streams_opened.fetch_add(1, Ordering::Relaxed);
     opened.fetch_add(1, Ordering::AcqRel);
+    let mut unconfirmed = Unconfirmed::new(&send, ctx.limits.send_window);
     let mut prefix = head;
     let mut written = 0u64;
+    // A QUIC lane waiting for frames learns of its connection's loss at once, so what it wrote
+    // and the peer may lack is counted when the loss is, not at the next send (which may
+    // never come: the redial's outbox takes the sends after it). Polled only while the queue
+    // is empty (`biased`).
+    let quic = unconfirmed.window.is_some();
+    let closed = async {
+        match quic {
+            true => conn.closed().await,
+            false => std::future::pending().await,
+        }
+    };
+    tokio::pin!(closed);
     loop {
         // Everything taken, in writes of at most a batch each.
         while !taken.is_empty() {
@@ -378,18 +441,31 @@ async fn write_lane(
                     None => break,
                 }
             }
-            let (frames, body_bytes) = (batch.frames as u64, batch.body_bytes);
+            let (frames, bytes, body_bytes) =
+                (batch.frames as u64, batch.bytes as u64, batch.body_bytes);
             let mut bufs = batch.finish();
             if let Err(e) = send.write_all(&mut bufs).await {
-                return Err((e.into_write_error(path), frames + taken.len() as u64));
+                return Err((
+                    e.into_write_error(path),
+                    frames + taken.len() as u64,
+                    unconfirmed.frames,
+                ));
             }
+            unconfirmed.written(bytes, frames);
             ctx.stats.add_sent(body_bytes);
             ctx.stats
                 .lane_messages_sent
                 .fetch_add(frames, Ordering::Relaxed);
             written += frames;
         }
-        if !queue.take(&mut taken).await {
+        let more = tokio::select! {
+            biased;
+            more = queue.take(&mut taken) => more,
+            cause = &mut closed => {
+                return Err((Error::ConnectionLost(cause), 0, unconfirmed.frames));
+            }
+        };
+        if !more {
             break;
         }
     }
@@ -398,7 +474,7 @@ async fn write_lane(
             ctx.receipts.park_many(receipt, written);
             Ok(())
         }
-        Err(e) => Err((e.into_write_error(path), 0)),
+        Err(e) => Err((e.into_write_error(path), 0, unconfirmed.frames)),
     }
 }
 

@@ -28,11 +28,18 @@ pub struct Counters {
     pub receipts_failed: u64,
     /// Pub/Sub copies queued for subscribers by this runtime's publishers.
     pub copies_published: u64,
-    /// Messages written as frames on message lanes (each also counts in `bytes_sent`).
+    /// Messages written as frames on message lanes (each also counts in `bytes_sent`). When a
+    /// QUIC lane dies, the frames its peer's transport may not hold move from here to
+    /// `lane_messages_lost`: every lane message is counted once, in one or the other.
     pub lane_messages_sent: u64,
     /// Messages read from message lanes and handed to an endpoint.
     pub lane_messages_received: u64,
-    /// Messages queued on a lane that ended before writing them (a refusal or a loss).
+    /// Messages a lane that ended early (a refusal or a loss) may not have delivered to the
+    /// peer's transport: those queued and never written, and over QUIC those written in the
+    /// lane's last `send_window` bytes, which quinn may not have had acknowledged (it says
+    /// no stream's acknowledged offset, and never holds more than `send_window` bytes
+    /// unacknowledged). An upper bound: a message not counted here reached the peer's
+    /// transport (`faults.rs: a_partition_longer_than_the_idle_timeout_is_redialled_and_the_outbox_drains_in_order`).
     pub lane_messages_lost: u64,
     /// Messages a pusher's `send` copied into its outbox (no peer was live, or the outbox was
     /// draining). Each is then written, or abandoned: `outbox_queued` = `outbox_written` +

@@ -5,6 +5,8 @@ pub mod raw;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod fault_relay;
+
 use weida::{Limits, Listener, Runtime, RuntimeConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
