@@ -138,7 +138,6 @@ async fn push_pull_under(faults: Faults, n: usize) -> FaultRelay {
     let (_server, listener, relay, client) =
         through_relay(sturdy(), common::config(sturdy())).await;
     let puller = listener.puller("/jobs").unwrap();
-    relay.set(faults);
     // The puller reads throughout: a transfer unread holds a stream of the peer's budget.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let reading = tokio::spawn(async move {
@@ -151,6 +150,9 @@ async fn push_pull_under(faults: Faults, n: usize) -> FaultRelay {
         .connect(&address(&relay, &listener, "/jobs"))
         .await
         .unwrap();
+    // The faults from the first message on: a connect under loss on a loaded machine may
+    // spend its connect_timeout on retransmissions, and the promise is about messages.
+    relay.set(faults);
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..n as u64 {
         let pusher = pusher.clone();
@@ -297,11 +299,11 @@ async fn req_rep_every_outcome_is_its_own_echo_a_definite_failure_or_indetermina
             });
         }
     });
-    relay.set(all_of_them());
     let req = Arc::new(client.requester());
     req.connect(&address(&relay, &listener, "/echo"))
         .await
         .unwrap();
+    relay.set(all_of_them());
     let n = scaled(60);
     let mut tasks = tokio::task::JoinSet::new();
     let start = Instant::now();
