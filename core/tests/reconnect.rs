@@ -422,6 +422,63 @@ async fn a_server_back_with_a_new_key_gives_up_with_peer_changed() {
     assert_eq!(e.code(), ErrorCode::ConnectionLost, "{e:?}");
 }
 
+/// A trust that lists both keys decides at every redial: a server rotated from one to the
+/// other on the same unpinned address is the same peer (docs/DEPLOYING.md, way b).
+#[tokio::test]
+async fn a_redial_under_a_trust_of_pins_accepts_any_key_the_trust_does() {
+    let (old, new) = (Identity::ephemeral(), Identity::ephemeral());
+    let (place, first, listener) = Restartable::start(Transport::Quic, &old).await;
+    let _bound = listener.puller("/jobs").unwrap();
+    let relay = place.relay.as_ref().unwrap();
+    let addr = format!("weida://{}/jobs", relay.addr);
+    let mut config = redialling();
+    config.trust = weida::Trust::pinned([old.fingerprint(), new.fingerprint()]);
+    let client = Runtime::new(config).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    let (_second, listener) = place.restart(&new).await;
+    let puller = listener.puller("/jobs").unwrap();
+    match until(&mut events, "connected", &["retrying"]).await {
+        PeerEvent::Connected { fingerprint, .. } => {
+            assert_eq!(fingerprint, Some(new.fingerprint()))
+        }
+        e => panic!("{e:?}"),
+    }
+    pusher.send("after").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"after");
+}
+
+/// Under `Trust::unverified` an address with no pin is trusted on first use: the key the first
+/// connection proved is pinned for every redial, and a server back with another key is given
+/// up (`PeerChanged`).
+#[tokio::test]
+async fn under_unverified_trust_the_first_key_is_pinned_for_redials() {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(Transport::Quic, &identity).await;
+    let _bound = listener.puller("/jobs").unwrap();
+    let relay = place.relay.as_ref().unwrap();
+    let addr = format!("weida://{}/jobs", relay.addr);
+    let mut config = redialling();
+    config.trust = weida::Trust::unverified();
+    let client = Runtime::new(config).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&addr).await.unwrap();
+    first.close().await;
+    drop((listener, first));
+    until(&mut events, "retrying", &["connected", "lost"]).await;
+    let (_second, listener) = place.restart(&Identity::ephemeral()).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    match until(&mut events, "gave_up", &["retrying"]).await {
+        PeerEvent::GaveUp { cause, .. } => assert_eq!(cause, LossCause::PeerChanged),
+        e => panic!("{e:?}"),
+    }
+}
+
 /// A reader that falls more than the event stream's bound behind is told how many it missed,
 /// and reads on from there; an endpoint nobody reads the events of is not held back.
 #[tokio::test]

@@ -17,7 +17,7 @@ use crate::wire::{lane_frame, varint, Code, ControlFrame, Header, Session, Strea
 /// A dialled connection to one path of one peer.
 pub(crate) struct Link {
     /// The runtime's side of the connection (its open state, counters and receipts).
-    ctx: Arc<Context>,
+    pub(crate) ctx: Arc<Context>,
     pub(crate) conn: Conn,
     pub(crate) path: Arc<str>,
     pub(crate) peer: Option<PeerIdentity>,

@@ -92,9 +92,16 @@ impl Owner for Pooled {
     }
 }
 
-/// The address a slot redials: `url` with the key `link` proved pinned into it, so a redial
-/// answered by another key is refused in the handshake. A local transport proves no key.
+/// The address a slot redials. When the runtime trusts any key (`Trust::unverified`) and the
+/// address names none, it is `url` with the key `link` proved pinned into it, so a redial
+/// answered by another key is refused in the handshake (trust on first use). When the address
+/// pins a key, that key is required anyway; when the trust lists pins or anchors, it decides
+/// again at each redial, so a key it accepts is the same peer (a rotation within the trust,
+/// docs/DEPLOYING.md way b). A local transport proves no key.
 pub(crate) fn pinned(url: &Address, link: &Link) -> Address {
+    if !link.ctx.config.trust.accepts_any_key() {
+        return url.clone();
+    }
     match (&link.peer, url.pin(), url.target()) {
         (Some(PeerIdentity::Key(fp)), None, Target::Quic { .. }) => {
             url.with_pin(*fp).unwrap_or_else(|_| url.clone())
