@@ -85,6 +85,8 @@ export interface LimitsOptions {
   fanoutWaitMs?: number
   /** QUIC: the largest UDP payload accepted and sent, 1200 to 65527. Default 65527. */
   maxUdpPayload?: number
+  /** QUIC: connections a listener holds at once; one more is refused before its handshake (its dialler's `connect` rejects with `Unreachable`). Default 1024. */
+  maxConnections?: number
 }
 
 /**
