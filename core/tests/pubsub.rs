@@ -185,7 +185,12 @@ on_every_transport!(
         }
         assert_eq!(sub.filters().len(), max);
         for i in [0, max / 2, max - 1] {
-            assert_eq!(publisher.publish(&format!("f.{i}"), format!("{i}")).unwrap(), 1);
+            assert_eq!(
+                publisher
+                    .publish(&format!("f.{i}"), format!("{i}"))
+                    .unwrap(),
+                1
+            );
         }
         assert_eq!(publisher.publish(&format!("f.{max}"), "no").unwrap(), 0);
         let mut bodies: Vec<_> = take(&sub, 3).await.into_iter().map(|m| m.body).collect();
