@@ -7,17 +7,20 @@ release binding), the good subscriber, the filter attacker, and the stalled subs
 
     python3 bench/isolation/subscribers.py [--stalled 1000] [--filters 100000] [--rate 1000]
                                            [--seconds 5] [--size 64] [--rounds 3]
+                                           [--max-udp-payload 65527]
 
 Needs the Python binding in `target/py-venv` (./dev python). The publisher publishes `--size`
 byte copies on topic `t` at `--rate` a second for `--seconds`, `--rounds` times per state; each
-copy carries its publish time (CLOCK_MONOTONIC, one clock for every process of the machine), and
-the good subscriber reports the median over rounds of each round's p50 and p99 latency, and the
-copies it got of those published. The stalled subscribers take a small stream window (16 KiB)
-and a queue of one, as an attacker who wants the publisher to hold its copies would: what they
-do not read then waits in the publisher, bounded per subscriber by `endpoint_queue` (256 copies)
-and `subscriber_buffer_bytes` (1 MiB); beyond that each copy is dropped and counted, which the
-table gives from `publisher.dropped()`. The resident set is read from /proc (VmRSS) once it has
-been steady for five 100 ms samples: a measurement's settling rule, not synchronisation of
+copy carries its publish time (CLOCK_MONOTONIC, one clock for every process of the machine) and
+its number, and the good subscriber reports the median over rounds of each round's p50 and p99
+latency, and the copies of the round it got (waiting for the round's last one, or for a second
+with none). `--max-udp-payload` is the publisher's `Limits.max_udp_payload`. The stalled
+subscribers take a small stream window (16 KiB) and a queue of one, as an attacker who wants
+the publisher to hold its copies would: what they do not read then waits in the publisher,
+bounded per subscriber by `endpoint_queue` (256 copies) and `subscriber_buffer_bytes` (1 MiB);
+beyond that each copy is dropped and counted, which the table gives from `publisher.dropped()`.
+The resident set is read from /proc (VmRSS) once it has been steady for five 100 ms samples: a
+measurement's settling rule, not synchronisation of
 anything a test asserts. Prints Markdown tables and the command.
 """
 
@@ -44,6 +47,7 @@ async def main():
     pub = listener.publisher("/feed")
     print(pub.address, flush=True)
     loop = asyncio.get_running_loop()
+    seq = 0
     while True:
         line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
         if not line:
@@ -52,22 +56,28 @@ async def main():
             await pub._until_subscribers(int(line[1]))
             print("ok", flush=True)
             continue
+        if line[0] == "gone":
+            while pub.subscriber_count > int(line[1]):
+                await asyncio.sleep(0.01)
+            print("ok", flush=True)
+            continue
         rate, secs, size = int(line[1]), float(line[2]), int(line[3])
-        pad = b"x" * max(0, size - 8)
-        start, n = time.monotonic(), 0
+        pad = b"x" * max(0, size - 16)
+        first, start, n = seq, time.monotonic(), 0
         while (now := time.monotonic()) - start < secs:
             due = int((now - start) * rate)
             while n < due:
-                pub.publish("t", struct.pack("<q", time.monotonic_ns()) + pad)
-                n += 1
+                pub.publish("t", struct.pack("<qq", time.monotonic_ns(), seq) + pad)
+                n, seq = n + 1, seq + 1
             await asyncio.sleep(0.005)
         d = pub.dropped()
-        print(n, d.queue_full, d.byte_budget, d.dead_subscriber, d.total, flush=True)
+        print(first, seq - 1, d.queue_full, d.byte_budget, d.dead_subscriber, d.total, flush=True)
 asyncio.run(main())
 """
 
-# The good subscriber: receives all along; `report` prints the copies and the p50, p99 of their
-# latency (µs) since the last report.
+# The good subscriber: receives all along; `report FIRST LAST` waits for copy LAST (or a second
+# with no copy), then prints how many of copies FIRST..LAST it got and the p50, p99 of their
+# latency (µs).
 GOOD = r"""
 import asyncio, struct, sys, time, weida
 async def main():
@@ -76,16 +86,21 @@ async def main():
     await sub.connect(sys.argv[1])
     await sub.subscribe("t")
     print("subscribed", flush=True)
-    lat = []
+    lat = {}
+    last = [-1, time.monotonic()]
     async def receive():
         while True:
             m = await sub.recv()
-            lat.append((time.monotonic_ns() - struct.unpack("<q", m.body[:8])[0]) / 1000)
+            sent, seq = struct.unpack("<qq", m.body[:16])
+            lat[seq] = (time.monotonic_ns() - sent) / 1000
+            last[:] = [seq, time.monotonic()]
     task = asyncio.create_task(receive())
     loop = asyncio.get_running_loop()
-    while (await loop.run_in_executor(None, sys.stdin.readline)).strip():
-        got = sorted(lat)
-        lat.clear()
+    while line := (await loop.run_in_executor(None, sys.stdin.readline)).split():
+        first, end = int(line[1]), int(line[2])
+        while last[0] < end and time.monotonic() - last[1] < 1.0:
+            await asyncio.sleep(0.01)
+        got = sorted(v for k, v in lat.items() if first <= k <= end)
         p50 = got[len(got) // 2] if got else 0
         p99 = got[min(len(got) - 1, len(got) * 99 // 100)] if got else 0
         print(len(got), p50, p99, flush=True)
@@ -134,6 +149,7 @@ async def main():
         held += await asyncio.gather(*(one() for _ in range(min(50, n - len(held)))))
     print("subscribed", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await asyncio.gather(*(rt.close() for rt, _ in held))
 asyncio.run(main())
 """
 
@@ -199,9 +215,9 @@ def main() -> int:
     def rounds(good: subprocess.Popen[str]) -> tuple[str, str]:
         runs, drops = [], ""
         for _ in range(a.rounds):
-            published, *d = say(publisher, f"publish {a.rate} {a.seconds} {a.size}").split()
-            got, p50, p99 = say(good, "report").split()
-            runs.append((int(got), int(published), float(p50), float(p99)))
+            first, end, *d = say(publisher, f"publish {a.rate} {a.seconds} {a.size}").split()
+            got, p50, p99 = say(good, f"report {first} {end}").split()
+            runs.append((int(got), int(end) - int(first) + 1, float(p50), float(p99)))
             drops = "queue full {}, byte budget {}, dead {}, total {}".format(
                 *(f"{int(x):,}" for x in d)
             )
@@ -255,6 +271,7 @@ def main() -> int:
         row(state, full, f"{per_stalled:.1f} KiB per stalled subscriber", lat, drops)
         say(stalled, "")
         stalled.wait()
+        assert say(publisher, "gone 1") == "ok"
         lat, drops = rounds(good)
         row("the stalled subscribers gone", steady(publisher.pid), "", lat, drops)
     finally:
