@@ -20,8 +20,8 @@ the publisher to hold its copies would: what they do not read then waits in the 
 bounded per subscriber by `endpoint_queue` (256 copies) and `subscriber_buffer_bytes` (1 MiB);
 beyond that each copy is dropped and counted, which the table gives from `publisher.dropped()`.
 The resident set is read from /proc (VmRSS) once it has been steady for five 100 ms samples: a
-measurement's settling rule, not synchronisation of
-anything a test asserts. Prints Markdown tables and the command.
+measurement's settling rule, not synchronisation of anything a test asserts. Prints Markdown
+tables and the command.
 """
 
 from __future__ import annotations
