@@ -107,6 +107,7 @@ async def main():
     kinds = ", ".join(f"{v} {k}" for k, v in refused.items()) or "none"
     print("extra", ok, kinds, flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)
+    await asyncio.gather(*(rt.close() for rt, _ in peers))
 asyncio.run(main())
 """
 
@@ -146,8 +147,10 @@ def latency(good: subprocess.Popen[str], n: int, rounds: int, deadline: float) -
         p50 = statistics.median(r[1] for r in runs)
         p99 = statistics.median(r[2] for r in runs)
         return f"{p50:,.0f} µs | {p99:,.0f} µs |"
-    done = ", ".join(f"{c} of {n} (max {w / 1e6:.1f} s)" for c, _, _, w in runs)
-    return f"{done} within {deadline:.0f} s each | |"
+    if all(c == 0 for c, *_ in runs):
+        return f"none of {n:,} answered within {deadline:g} s, in each of {rounds} rounds | |"
+    done = ", ".join(f"{c:,} of {n:,} (max {w / 1e6:.1f} s)" for c, _, _, w in runs)
+    return f"{done} within {deadline:g} s each | |"
 
 
 def main() -> int:
@@ -247,6 +250,7 @@ def main() -> int:
     args = (
         f"--connections {a.connections} --stalled {a.stalled} --body {a.body} --extra {a.extra}"
         f" --requests {a.requests} --rounds {a.rounds} --concurrency {a.concurrency}"
+        f" --deadline {a.deadline:g}"
     )
     print(f"`{command} {args}` (1-minute load before: {load:.2f})\n")
     print("| state | `weida rep` resident set | per unit | good requester p50 | p99 |")
