@@ -655,6 +655,36 @@ async fn a_stream_that_never_sends_its_header_is_stopped_at_header_timeout() {
     transfer_arrives(&conn, &puller, b"after").await;
 }
 
+/// A raw peer's DATA header whose length prefix is above the listener's `max_header_size`
+/// (16 KiB), one byte over or at the varint's largest value, is refused at its length prefix,
+/// before any of it is read or buffered: the transfer is stopped with LIMIT_EXCEEDED, the
+/// request too and answered with an ERROR of that code naming the bound (PROTOCOL §5, §9.5).
+/// The connection goes on, and a well-formed transfer on it arrives.
+#[tokio::test]
+async fn headers_just_over_and_far_over_max_header_size_are_refused_at_their_length() {
+    let (_rt, listener, _replier, puller) = listener_with(Limits::default()).await;
+    let (conn, _control_send, _control_recv) = handshaken(&listener).await;
+    let max = Limits::default().max_header_size;
+    for len in [max + 1, weida::wire::varint::MAX] {
+        let mut prefix = Vec::new();
+        weida::wire::varint::put(&mut prefix, len);
+        // The header's first bytes follow, as a peer would send them.
+        let head = [&prefix[..], &[0x00; 64]].concat();
+        let transfer = [&[0x01][..], &head].concat();
+        assert_eq!(
+            refused_uni(&conn, &transfer).await,
+            Some(LIMIT_EXCEEDED),
+            "{len}"
+        );
+        let request = [&[0x02][..], &head].concat();
+        let (stopped, (code, message)) = refused_bi(&conn, &request).await;
+        assert_eq!(stopped, Some(LIMIT_EXCEEDED), "{len}");
+        assert_eq!(code, LIMIT_EXCEEDED, "{message}");
+        assert!(message.contains("header"), "{message}");
+        transfer_arrives(&conn, &puller, format!("after {len}").as_bytes()).await;
+    }
+}
+
 /// A connection that carries nothing but keep-alives and streams stalled past a deadline is
 /// closed with LIMIT_EXCEEDED, not only its streams: at `header_timeout` for a stream that
 /// never said what it is, at `body_idle_timeout` for one stalled mid-body (PROTOCOL §9.5).

@@ -163,6 +163,45 @@ on_every_transport!(refusals_are_typed, |t| async move {
     assert_eq!(publisher.dropped().total(), 0, "a refusal is not a drop");
 });
 
+// A subscriber that tries to hold many filters (RELIABILITY §5): at the default max_filters
+// (1024) the publisher holds the first 1024 and refuses each one more with LimitExceeded;
+// those it holds still select, and the refused one selects nothing.
+on_every_transport!(
+    filters_beyond_max_filters_are_refused_and_those_held_still_select,
+    |t| async move {
+        let (_s, listener, client) = pair(t).await;
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        let max = Limits::default().max_filters;
+        assert_eq!(max, 1024);
+        for i in 0..max {
+            sub.subscribe(&format!("f.{i}")).await.unwrap();
+        }
+        for extra in [max, max + 1] {
+            let e = sub.subscribe(&format!("f.{extra}")).await.unwrap_err();
+            assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e}");
+            assert!(e.to_string().contains("max_filters"), "{e}");
+        }
+        assert_eq!(sub.filters().len(), max);
+        for i in [0, max / 2, max - 1] {
+            assert_eq!(
+                publisher
+                    .publish(&format!("f.{i}"), format!("{i}"))
+                    .unwrap(),
+                1
+            );
+        }
+        assert_eq!(publisher.publish(&format!("f.{max}"), "no").unwrap(), 0);
+        let mut bodies: Vec<_> = take(&sub, 3).await.into_iter().map(|m| m.body).collect();
+        bodies.sort();
+        let mut want = [0, max / 2, max - 1].map(|i| Bytes::from(i.to_string()));
+        want.sort();
+        assert_eq!(bodies, want);
+        assert_eq!(publisher.dropped().total(), 0);
+    }
+);
+
 on_every_transport!(a_publisher_path_refuses_inbound_transfers, |t| async move {
     let (_s, listener, client) = pair(t).await;
     let publisher = listener.publisher("/feed").unwrap();
