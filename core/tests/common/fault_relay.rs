@@ -130,6 +130,9 @@ pub struct FaultRelay {
     control: Arc<Mutex<Control>>,
     pub to_server: Arc<Counts>,
     pub to_client: Arc<Counts>,
+    /// The relay's sockets, shared with its task so `heal` can discard what a partition
+    /// left unread in them.
+    sockets: [Arc<UdpSocket>; 2],
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -137,8 +140,8 @@ impl FaultRelay {
     /// A relay in front of `server` with no fault yet.
     pub async fn start(server: SocketAddr) -> Self {
         let seed = seed();
-        let front = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let back = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let back = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = front.local_addr().unwrap();
         let control = Arc::new(Mutex::new(Control {
             to_server: Faults::default(),
@@ -148,8 +151,8 @@ impl FaultRelay {
         }));
         let (to_server, to_client) = (Arc::new(Counts::default()), Arc::new(Counts::default()));
         let task = tokio::spawn(run(
-            front,
-            back,
+            front.clone(),
+            back.clone(),
             server,
             control.clone(),
             to_server.clone(),
@@ -161,6 +164,7 @@ impl FaultRelay {
             control,
             to_server,
             to_client,
+            sockets: [front, back],
             task,
         }
     }
@@ -183,8 +187,19 @@ impl FaultRelay {
         self.control.lock().unwrap().partitioned = true;
     }
 
+    /// Ends a partition. A datagram sent during it that the relay's task has not read yet
+    /// (a starved task on a loaded machine reads late) would otherwise be forwarded now, as
+    /// if the partition had queued it; it is discarded here, so exactly what was sent before
+    /// this call is lost.
     pub fn heal(&self) {
-        self.control.lock().unwrap().partitioned = false;
+        let mut c = self.control.lock().unwrap();
+        let mut buf = vec![0u8; 65536];
+        for (socket, counts) in self.sockets.iter().zip([&self.to_server, &self.to_client]) {
+            while socket.try_recv_from(&mut buf).is_ok() {
+                counts.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        c.partitioned = false;
     }
 
     /// `address` (a QUIC listener's, with pin and path) pointed at this relay instead.
@@ -203,8 +218,8 @@ impl Drop for FaultRelay {
 }
 
 async fn run(
-    front: UdpSocket,
-    back: UdpSocket,
+    front: Arc<UdpSocket>,
+    back: Arc<UdpSocket>,
     server: SocketAddr,
     control: Arc<Mutex<Control>>,
     to_server: Arc<Counts>,
