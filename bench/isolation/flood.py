@@ -8,16 +8,15 @@ connections than `max_connections` (1024) allows, and once it is gone.
 
     python3 bench/isolation/flood.py [--connections 1000] [--stalled 1] [--body 1024]
                                      [--extra 40] [--requests 2000] [--rounds 3]
-                                     [--concurrency 4096]
+                                     [--concurrency 16]
 
 Needs `target/release/weida` (cargo build --release -p weida-cli) and the Python binding in
 `target/py-venv` (./dev python). The attacker is one child process with one `weida.Runtime`
 (one UDP socket, one connection) per attacking connection; the good requester is another, with
 one connection, 64 B requests one after another. Latency is the median over `--rounds` rounds of
-each round's p50 and p99. `weida rep` answers up to `--concurrency` requests at once: a stalled
-request holds one of them until its `body_idle_timeout` (30 s), so the stalled state is measured
-with room for every stalled request; with the default 16 the good requester waits behind them
-(say `--concurrency 16`, and the table shows it). The resident set is read from /proc (VmRSS)
+each round's p50 and p99. `weida rep` reads every request as it comes and answers up to
+`--concurrency` read ones at once, so stalled requests hold no answer slot (`--concurrency 16`,
+its default, shows it). The resident set is read from /proc (VmRSS)
 once it has been steady for five 100 ms samples: a measurement's settling rule, not
 synchronisation of anything a test asserts. Prints Markdown tables and the command.
 """
@@ -161,7 +160,7 @@ def main() -> int:
     ap.add_argument("--extra", type=int, default=40)
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--concurrency", type=int, default=4096)
+    ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--deadline", type=float, default=20.0, help="seconds per round at most")
     a = ap.parse_args()
     load = os.getloadavg()[0]

@@ -153,8 +153,9 @@ pub(crate) struct RepArgs {
     /// non-zero exit rejects the request with its stderr. WEIDA_PATH and WEIDA_PEER are set.
     #[arg(long, value_name = "CMD")]
     pub(crate) exec: Option<String>,
-    /// Requests answered at once (read, run, replied): a request slow to arrive, or a
-    /// command slow to run, holds up no other until N are in progress.
+    /// Requests answered at once (run and replied). Each request is read before it takes a
+    /// slot and all are read as they come, so requests slow to arrive hold up none; a command
+    /// slow to run holds up no other until N are running.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrency: u32,
 }

@@ -34,34 +34,54 @@ const TICK: Duration = Duration::from_millis(100);
 const ARRIVING: u64 = 256 * 1024;
 
 /// `weida rep`: answers each request with its own body (`--echo`) or a command's output
-/// (`--exec`), up to `--concurrency` at once: a request that is slow to arrive (or a command
-/// that is slow to run) holds up no other (PATTERNS §1.12).
+/// (`--exec`), up to `--concurrency` at once. A request is read before it takes one of those
+/// answer slots, and every request is read at once as it comes, so requests slow to arrive
+/// (stalled ones, from anyone) hold up no other: what bounds them is the core's (each
+/// connection's `peer_share`, `max_connections`, `body_idle_timeout`), not the slots
+/// (PATTERNS §1.12, RELIABILITY §6.2). New requests are taken while fewer than
+/// `--concurrency` read ones wait for a slot, so a slow command holds back the intake, not
+/// the reading.
 pub(crate) async fn rep(args: RepArgs, stop: &mut Stop) -> Result<(), Failure> {
     let s = &args.serve;
     let (rt, listener, path) = bind(s).await?;
     let replier = listener.replier(&path)?;
     announce(replier.address(), s.ready)?;
+    let slots = args.concurrency as usize;
     let served = async {
         let mut answered = 0u64;
+        let mut reading = FuturesUnordered::new();
+        let mut waiting = std::collections::VecDeque::new();
         let mut running = FuturesUnordered::new();
         let mut closed = false;
         loop {
-            // Accept while the count allows (answers still running may yet count) and there
-            // is room; stop once nothing more will be accepted and every answer is done.
-            let taken = answered + running.len() as u64;
+            while running.len() < slots {
+                let Some((x, body)) = waiting.pop_front() else {
+                    break;
+                };
+                running.push(answer(x, body, args.exec.as_deref(), s));
+            }
+            // Accept while the count allows (requests still being read or answered may yet
+            // count) and few enough read ones wait; stop once nothing more will be accepted
+            // and every request is read and answered.
+            let held = reading.len() + waiting.len() + running.len();
+            let taken = answered + held as u64;
             let more = !closed && s.count.is_none_or(|n| taken < n);
-            if !more && running.is_empty() {
+            if !more && held == 0 {
                 return Ok(());
             }
-            let room = more && running.len() < args.concurrency as usize;
+            let room = more && waiting.len() < slots;
             tokio::select! {
                 Some(done) = running.next(), if !running.is_empty() => {
-                    if done? {
-                        answered += 1;
+                    done?;
+                    answered += 1;
+                }
+                Some(read) = reading.next(), if !reading.is_empty() => {
+                    if let Some(read) = read {
+                        waiting.push_back(read);
                     }
                 }
                 accepted = replier.accept(), if room => match accepted {
-                    Ok(x) => running.push(answer(x, args.exec.as_deref(), s)),
+                    Ok(x) => reading.push(read_request(x)),
                     Err(Error::Closed) => closed = true,
                     Err(e) => return Err(Failure::from(e).context("accepting a request")),
                 },
@@ -78,20 +98,31 @@ pub(crate) async fn rep(args: RepArgs, stop: &mut Stop) -> Result<(), Failure> {
     served
 }
 
-/// Answers one exchange. True when its request was read whole (and so counts); a failure of
-/// this one exchange is reported on stderr and the replier goes on.
-async fn answer(mut ex: Exchange, exec: Option<&str>, s: &ServeArgs) -> Result<bool, Failure> {
-    let meta = ex.meta().clone();
-    let body = match ex.take_body().await {
-        Ok(b) => b,
+/// Reads one request whole. None when it could not be (it does not count): the failure is
+/// reported on stderr, the requester told why, and the replier goes on.
+async fn read_request(mut ex: Exchange) -> Option<(Exchange, Bytes)> {
+    match ex.take_body().await {
+        Ok(b) => Some((ex, b)),
         Err(e) => {
+            let meta = ex.meta().clone();
             warn("a request could not be read", &meta, &e);
             // Tell the requester why (LIMIT_EXCEEDED for a body above --max-body); when the
             // request was cancelled or its connection lost, nobody hears it, harmlessly.
             let _ = ex.fail(&e).await;
-            return Ok(false);
+            None
         }
-    };
+    }
+}
+
+/// Answers one request read whole; a failure to send the reply is reported on stderr and
+/// the replier goes on.
+async fn answer(
+    ex: Exchange,
+    body: Bytes,
+    exec: Option<&str>,
+    s: &ServeArgs,
+) -> Result<(), Failure> {
+    let meta = ex.meta().clone();
     if !s.quiet {
         output::print_message(s.format, &meta, &body).map_err(Failure::output)?;
     }
@@ -105,7 +136,7 @@ async fn answer(mut ex: Exchange, exec: Option<&str>, s: &ServeArgs) -> Result<b
     if let Err(e) = sent {
         warn("a reply could not be sent", &meta, &e);
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Runs `cmd` with `sh -c`, the request body on its stdin. Its stdout is the reply; a failure

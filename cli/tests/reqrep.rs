@@ -135,21 +135,33 @@ fn rep_count_exits_after_n_requests() {
     assert!(status.success(), "{status}");
 }
 
-/// A request opened and never finished (from a peer that stops writing) holds up no other:
-/// `rep` answers the next while it waits for the rest (`--concurrency`, PATTERNS §1.12). One at
-/// a time, the next request would wait for the stalled one's `body_idle_timeout` (30 s), far
-/// beyond this test's bound.
+/// Requests opened and never finished (from a peer that stops writing) hold up no other, even
+/// with one answer slot: `rep` reads every request as it comes, and a request takes a slot
+/// only once it is read whole (PATTERNS §1.12). Were requests read in their slots, the next
+/// request would wait for the stalled ones' `body_idle_timeout` (30 s), far beyond this test's
+/// bound.
 #[test]
 fn rep_answers_others_while_a_request_is_stalled() {
-    let rep = Served::start(&["rep", "--echo", "--quiet", "weida://127.0.0.1:0/echo"]);
+    let rep = Served::start(&[
+        "rep",
+        "--echo",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "weida://127.0.0.1:0/echo",
+    ]);
     let io = tokio::runtime::Runtime::new().unwrap();
     let (_rt, _held) = io.block_on(async {
         let rt = weida::Runtime::new(weida::RuntimeConfig::default()).unwrap();
         let requester = rt.requester();
         requester.connect(&rep.address).await.unwrap();
-        let (mut held, reply) = requester.open(weida::Metadata::new()).await.unwrap();
-        held.write(&b"half a question"[..]).await.unwrap();
-        (rt, (requester, held, reply))
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let (mut request, reply) = requester.open(weida::Metadata::new()).await.unwrap();
+            request.write(&b"half a question"[..]).await.unwrap();
+            held.push((request, reply));
+        }
+        (rt, (requester, held))
     });
     weida()
         .args(["req", &rep.address, "hello"])
