@@ -3,7 +3,7 @@
 #
 #   core/fuzz/run.sh [SECONDS]
 #
-# Needs cargo-fuzz (`cargo install cargo-fuzz`). Uses the nightly toolchain when rustup has one,
+# Needs cargo-fuzz (`./dev fuzz` installs it under target/tools). Uses the nightly toolchain when rustup has one,
 # else the default toolchain with RUSTC_BOOTSTRAP=1 (cargo fuzz passes nightly-only flags).
 # Each target's corpus, core/fuzz/corpus/<target>/ (not committed), is seeded from
 # conformance/vectors when python3 is there. A crash leaves its input under
@@ -18,6 +18,8 @@ esac
 
 fuzz_dir="$(cd "$(dirname "$0")" && pwd)"
 cd "$fuzz_dir/.." # core/: cargo fuzz looks for fuzz/ beside Cargo.toml
+# The sanitizer build (about 1 GB) goes under the workspace's target directory with the rest.
+target_dir="${CARGO_TARGET_DIR:-$fuzz_dir/../../target}/fuzz"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "cargo-fuzz is missing: cargo install cargo-fuzz" >&2
@@ -31,7 +33,7 @@ else
   fuzz=(cargo fuzz)
 fi
 
-"${fuzz[@]}" build
+"${fuzz[@]}" build --target-dir "$target_dir"
 
 vectors="$fuzz_dir/../../conformance/vectors"
 if command -v python3 >/dev/null && [ -d "$vectors" ]; then
@@ -68,6 +70,6 @@ fi
 for target in $("${fuzz[@]}" list); do
   mkdir -p "fuzz/corpus/$target"
   echo "== $target: ${secs}s"
-  "${fuzz[@]}" run "$target" "fuzz/corpus/$target" -- -max_total_time="$secs"
+  "${fuzz[@]}" run --target-dir "$target_dir" "$target" "fuzz/corpus/$target" -- -max_total_time="$secs"
 done
 echo "all fuzz targets ran ${secs}s without a crash"
