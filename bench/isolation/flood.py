@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+from procs import WEIDA_BIN, child, raise_fd_limit, say, steady
 
 # The good requester: `measure N DEADLINE` runs up to N sequential 64 B requests (stopping at
 # DEADLINE seconds) and prints the count, p50, p99 and max in microseconds.
@@ -111,31 +108,6 @@ asyncio.run(main())
 """
 
 
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def steady(pid: int) -> int:
-    """The resident set once five samples 100 ms apart agree within 1 %."""
-    last: list[int] = []
-    while True:
-        last = [*last, rss_kib(pid)][-5:]
-        if len(last) == 5 and max(last) - min(last) <= max(last) // 100:
-            return max(last)
-        time.sleep(0.1)
-
-
-def say(p: subprocess.Popen[str], line: str) -> str:
-    assert p.stdin is not None and p.stdout is not None
-    p.stdin.write(line + "\n")
-    p.stdin.flush()
-    return p.stdout.readline().strip()
-
-
 def latency(good: subprocess.Popen[str], n: int, rounds: int, deadline: float) -> str:
     """The median over `rounds` of each round's p50 and p99 (µs), or what a round managed."""
     runs = []
@@ -164,15 +136,10 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=20.0, help="seconds per round at most")
     a = ap.parse_args()
     load = os.getloadavg()[0]
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = a.connections + a.extra + 256
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
-    weida_bin = os.path.join(TARGET, "release", "weida")
-    python = os.path.join(TARGET, "py-venv", "bin", "python")
+    raise_fd_limit(a.connections + a.extra + 256)
     rep = subprocess.Popen(
         [
-            weida_bin,
+            WEIDA_BIN,
             "rep",
             "--echo",
             "--quiet",
@@ -199,20 +166,13 @@ def main() -> int:
         address = ready[1]
         base = steady(rep.pid)
         row("bound, no peer", base, "", " | |")
-        good = subprocess.Popen(
-            [python, "-c", GOOD, address], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
+        good = child(GOOD, address)
         procs.append(good)
         assert good.stdout is not None and good.stdout.readline().strip() == "connected"
         lat = latency(good, a.requests, a.rounds, a.deadline)
         alone = steady(rep.pid)
         row("the good requester alone", alone, "", lat)
-        attacker = subprocess.Popen(
-            [python, "-c", ATTACKER, address, str(a.connections), str(a.stalled), str(a.body)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        attacker = child(ATTACKER, address, str(a.connections), str(a.stalled), str(a.body))
         procs.append(attacker)
         assert attacker.stdout is not None
         assert attacker.stdout.readline().strip() == "connected"

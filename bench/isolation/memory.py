@@ -16,13 +16,10 @@ a measurement's settling rule, not synchronisation of anything the test asserts.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+from procs import WEIDA_BIN, child, steady
 
 ATTACKER = r"""
 import asyncio, sys, weida
@@ -47,34 +44,14 @@ asyncio.run(main())
 """
 
 
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def steady(pid: int) -> int:
-    """The resident set once five samples 100 ms apart agree within 1 %."""
-    last: list[int] = []
-    while True:
-        last = [*last, rss_kib(pid)][-5:]
-        if len(last) == 5 and max(last) - min(last) <= max(last) // 100:
-            return max(last)
-        time.sleep(0.1)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--stalled", type=int, default=32)
     ap.add_argument("--body", type=int, default=1024)
     a = ap.parse_args()
-    weida_bin = os.path.join(TARGET, "release", "weida")
-    python = os.path.join(TARGET, "py-venv", "bin", "python")
     pull = subprocess.Popen(
-        [weida_bin, "pull", "--quiet", "--ready", "weida://127.0.0.1:0/jobs"],
+        [WEIDA_BIN, "pull", "--quiet", "--ready", "weida://127.0.0.1:0/jobs"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -84,12 +61,7 @@ def main() -> int:
         assert ready[0] == "READY", ready
         address = ready[1]
         base = steady(pull.pid)
-        attacker = subprocess.Popen(
-            [python, "-c", ATTACKER, address, str(a.connections), str(a.stalled), str(a.body)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        attacker = child(ATTACKER, address, str(a.connections), str(a.stalled), str(a.body))
         assert attacker.stdout.readline().strip() == "connected"
         connected = steady(pull.pid)
         attacker.stdin.write("\n")

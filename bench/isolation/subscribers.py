@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+from procs import child, raise_fd_limit, say, steady
 
 # The publisher: `subscribers N` waits until N subscribers are connected; `publish RATE SECS
 # SIZE` publishes and prints how many it published and its drop counters since its start.
@@ -158,37 +156,6 @@ asyncio.run(main())
 EMPTY = " |  | "
 
 
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def steady(pid: int) -> int:
-    """The resident set once five samples 100 ms apart agree within 1 %."""
-    last: list[int] = []
-    while True:
-        last = [*last, rss_kib(pid)][-5:]
-        if len(last) == 5 and max(last) - min(last) <= max(last) // 100:
-            return max(last)
-        time.sleep(0.1)
-
-
-def say(p: subprocess.Popen[str], line: str) -> str:
-    assert p.stdin is not None and p.stdout is not None
-    p.stdin.write(line + "\n")
-    p.stdin.flush()
-    return p.stdout.readline().strip()
-
-
-def child(python: str, script: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [python, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stalled", type=int, default=1000)
@@ -200,11 +167,8 @@ def main() -> int:
     ap.add_argument("--max-udp-payload", type=int, default=65527, help="the publisher's")
     a = ap.parse_args()
     load = os.getloadavg()[0]
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < a.stalled + 256:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(a.stalled + 256, hard), hard))
-    python = os.path.join(TARGET, "py-venv", "bin", "python")
-    publisher = child(python, PUBLISHER, str(a.max_udp_payload))
+    raise_fd_limit(a.stalled + 256)
+    publisher = child(PUBLISHER, str(a.max_udp_payload))
     procs = [publisher]
     filters_row, rows = "", []
 
@@ -232,7 +196,7 @@ def main() -> int:
         base = steady(publisher.pid)
         row("bound, no subscriber", base, "", EMPTY, "")
         if a.filters:
-            attacker = child(python, FILTERS, address)
+            attacker = child(FILTERS, address)
             procs.append(attacker)
             assert attacker.stdout is not None
             assert attacker.stdout.readline().strip() == "connected"
@@ -249,13 +213,13 @@ def main() -> int:
             print(filters_row, file=sys.stderr, flush=True)
             say(attacker, "")
             attacker.wait()
-        good = child(python, GOOD, address)
+        good = child(GOOD, address)
         procs.append(good)
         assert good.stdout is not None and good.stdout.readline().strip() == "subscribed"
         alone = steady(publisher.pid)
         lat, drops = rounds(good)
         row("the good subscriber alone", alone, "", lat, drops)
-        stalled = child(python, STALLED, address, str(a.stalled))
+        stalled = child(STALLED, address, str(a.stalled))
         procs.append(stalled)
         assert stalled.stdout is not None
         assert stalled.stdout.readline().strip() == "subscribed"
