@@ -562,18 +562,8 @@ async fn a_subscriber_that_never_redials_reports_the_loss() {
 #[tokio::test]
 async fn a_quic_peer_that_dies_silently_is_redialled_after_the_idle_timeout() {
     let identity = Identity::ephemeral();
-    let (place, _first, listener) = Restartable::start(Transport::Quic, &identity).await;
-    let replier = listener.replier("/echo").unwrap();
-    let addr = place.address(&listener, "/echo");
-    let mut config = redialling();
-    config.limits.idle_timeout = Duration::from_millis(1000);
-    config.limits.keep_alive = Some(Duration::from_millis(200));
-    let client = Runtime::new(config).unwrap();
-    let req = client.requester();
-    let mut events = req.events();
-    req.connect(&addr).await.unwrap();
-    tokio::spawn(echo(replier));
-    assert_eq!(&req.request("one").await.unwrap()[..], b"one");
+    let (place, _first, _client, req, mut events) =
+        answered_once(&identity, Duration::from_millis(1000)).await;
     // Silence: nothing tells the client, which learns at its idle timeout.
     let relay = place.relay.as_ref().unwrap();
     relay.freeze();
@@ -596,6 +586,28 @@ async fn echo(r: weida::Replier) {
     }
 }
 
+/// A QUIC echo server with `identity` behind a relay, and a redialling requester (keep-alive
+/// 200 ms, idle timeout `idle`) whose first request it answered; the requester's events are
+/// read from before its connect.
+async fn answered_once(
+    identity: &Identity,
+    idle: Duration,
+) -> (Restartable, Runtime, Runtime, weida::Requester, PeerEvents) {
+    let (place, first, listener) = Restartable::start(Transport::Quic, identity).await;
+    let replier = listener.replier("/echo").unwrap();
+    let addr = place.address(&listener, "/echo");
+    let mut config = redialling();
+    config.limits.idle_timeout = idle;
+    config.limits.keep_alive = Some(Duration::from_millis(200));
+    let client = Runtime::new(config).unwrap();
+    let req = client.requester();
+    let events = req.events();
+    req.connect(&addr).await.unwrap();
+    tokio::spawn(echo(replier));
+    assert_eq!(&req.request("one").await.unwrap()[..], b"one");
+    (place, first, client, req, events)
+}
+
 /// A QUIC server restarted with its key resets what its previous process held at the peer's
 /// next packet (a stateless reset, from the key both processes derive from the identity): the
 /// peer learns at once, not at its idle timeout, and redials. The old process is still up but
@@ -603,18 +615,8 @@ async fn echo(r: weida::Replier) {
 #[tokio::test]
 async fn a_quic_server_restarted_with_its_key_is_learned_at_the_next_packet() {
     let identity = Identity::ephemeral();
-    let (place, _first, listener) = Restartable::start(Transport::Quic, &identity).await;
-    let replier = listener.replier("/echo").unwrap();
-    let addr = place.address(&listener, "/echo");
-    let mut config = redialling();
-    config.limits.idle_timeout = Duration::from_secs(30);
-    config.limits.keep_alive = Some(Duration::from_millis(200));
-    let client = Runtime::new(config).unwrap();
-    let req = client.requester();
-    let mut events = req.events();
-    req.connect(&addr).await.unwrap();
-    tokio::spawn(echo(replier));
-    assert_eq!(&req.request("one").await.unwrap()[..], b"one");
+    let (place, _first, _client, req, mut events) =
+        answered_once(&identity, Duration::from_secs(30)).await;
     let (_second, listener) = place.restart(&identity).await;
     tokio::spawn(echo(listener.replier("/echo").unwrap()));
     let restarted = tokio::time::Instant::now();
