@@ -19,7 +19,10 @@ use crate::wire::GuaranteeSet;
 pub struct Limits {
     /// Bytes a writer may run ahead of the reader on one stream (QUIC stream receive
     /// window; the pipe window locally). A buffer size, not a message size (PATTERNS §1.3).
-    /// Default 1 MiB.
+    /// Default 1 MiB. Over QUIC, quinn 0.11 can close a connection whose stalled stream holds
+    /// many small pieces of a window this large (`too many gaps in stream buffer`, with no
+    /// byte lost); under 64 KiB it cannot, at the cost of each stream's rate over a long path
+    /// (RELIABILITY §3; `lane_stall.rs`).
     pub stream_receive_window: u64,
     /// Bytes all streams of one connection may run ahead of their readers. Default 8 MiB.
     pub connection_receive_window: u64,

@@ -24,7 +24,7 @@ use super::handles::{
 use super::handshake::{conclude, our_hello, Agreed, Side};
 use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
 use super::share::Shares;
-use crate::error::{Error, Limit};
+use crate::error::{Error, Limit, LossCause};
 use crate::transport::reader::{ReadFail, StreamReader, Watch};
 use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
 use crate::wire::{control, Code, ControlFrame, Header, StreamType, Subscription};
@@ -772,6 +772,13 @@ impl<E: Endpoints> Dispatch<E> {
             _ = tracker.drained() => conn.close(Code::NoError, "drained"),
             _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
             _ = self.ctx.life.dead() => {}
+        }
+        // A transport error (this side's QUIC stack refusing what the peer sent, or the peer's
+        // refusing ours) ends the connection for every endpoint it served. The dialler is told
+        // by its loss; the bound side's application has no event stream, so it is told here,
+        // in its log (RELIABILITY §3: a stalled lane and quinn's reassembly).
+        if let Some(LossCause::TransportError(why)) = conn.loss() {
+            tracing::warn!(?peer, %why, "an accepted connection ended with a transport error");
         }
         // The subscriptions end with the connection; keep the control stream's send half
         // until then.
