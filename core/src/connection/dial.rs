@@ -203,6 +203,7 @@ impl Dialler {
             }
             if let Some(l) = weak.upgrade() {
                 l.mark_ended();
+                l.release_control().await;
             }
         });
         Ok(link)

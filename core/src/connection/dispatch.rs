@@ -29,6 +29,10 @@ use crate::transport::reader::{ReadFail, StreamReader, Watch};
 use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
 use crate::wire::{control, Code, ControlFrame, Header, StreamType, Subscription};
 
+/// The `from` of a local-socket session's arrival: an AF_UNIX peer has no address of its own
+/// (what the kernel proved of it is its `PeerIdentity`).
+const LOCAL_SESSION: &str = "unix";
+
 /// The bound endpoints of one listener, as dispatch sees them. The routes table and the
 /// endpoints' queues live in the runtime (`runtime/routes.rs` implements this): dispatch only
 /// looks a path up and hands over what it admitted.
@@ -84,9 +88,22 @@ const LANE_BATCH: usize = 64;
 const CLOSE_FRAME_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Everything a dispatch task needs.
+/// What a listener's application hears of its connections: each one whose handshake
+/// completed, and how it ended. The runtime turns these into the listener's `PeerEvent`s, so
+/// this layer knows no event stream.
+pub(crate) trait Arrivals: Send + Sync {
+    /// A connection from `from` (its transport address) completed its handshake; `peer` is
+    /// what the transport proved of it.
+    fn connected(&self, from: &str, peer: Option<&PeerIdentity>);
+    /// That connection ended, for `cause`.
+    fn ended(&self, from: &str, cause: LossCause);
+}
+
 pub(crate) struct Dispatch<E> {
     ctx: Arc<Context>,
     endpoints: Arc<E>,
+    /// Told of each connection's handshake and end.
+    arrivals: Arc<dyn Arrivals>,
     /// The listener's own life: a closed listener ends its local sessions too.
     life: Arc<Life>,
     /// Local-socket subscriber sessions by token: where their parked connections go.
@@ -195,6 +212,7 @@ impl<E> Clone for Dispatch<E> {
         Self {
             ctx: self.ctx.clone(),
             endpoints: self.endpoints.clone(),
+            arrivals: self.arrivals.clone(),
             life: self.life.clone(),
             sessions: self.sessions.clone(),
             peer_max_header: self.peer_max_header,
@@ -207,11 +225,17 @@ impl<E> Clone for Dispatch<E> {
 
 impl<E: Endpoints> Dispatch<E> {
     /// The dispatch of a listener whose endpoints are `endpoints` and whose life is `life`.
-    pub(crate) fn new(ctx: Arc<Context>, endpoints: Arc<E>, life: Arc<Life>) -> Self {
+    pub(crate) fn new(
+        ctx: Arc<Context>,
+        endpoints: Arc<E>,
+        arrivals: Arc<dyn Arrivals>,
+        life: Arc<Life>,
+    ) -> Self {
         Self {
             lanes: ctx.config.lane_max_message > 0,
             ctx,
             endpoints,
+            arrivals,
             life,
             sessions: Arc::default(),
             peer_max_header: u64::MAX,
@@ -263,7 +287,7 @@ impl<E: Endpoints> Dispatch<E> {
             ByType::LocalSession => {
                 let ctl = ControlReader::with_reader(reader);
                 let send = send.take().expect("a local socket has its back direction");
-                return self.session(ctl, send).await;
+                return self.session(ctl, send, peer).await;
             }
             ByType::Parked => {
                 let send = send.take().expect("a local socket has its back direction");
@@ -672,7 +696,7 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// A local socket session: its control connection, alive until the peer goes.
-    async fn session(&self, mut ctl: ControlReader, send: SendHalf) {
+    async fn session(&self, mut ctl: ControlReader, send: SendHalf, peer: Option<PeerIdentity>) {
         let Some((agreed, mut send)) = self.handshake(&mut ctl, send, None).await else {
             return;
         };
@@ -680,6 +704,7 @@ impl<E: Endpoints> Dispatch<E> {
             .stats
             .connections_accepted
             .fetch_add(1, Ordering::Relaxed);
+        self.arrivals.connected(LOCAL_SESSION, peer.as_ref());
         // A subscriber's session: where its parked connections are pooled.
         let pool = agreed.session.map(|s| {
             let pool = ParkedPool::new(s.parked);
@@ -699,12 +724,15 @@ impl<E: Endpoints> Dispatch<E> {
         // A local session's streams are OS connections of their own that outlive it, and
         // the kernel already holds what they carried: GOAWAY ends the session at once.
         let tracker = Tracker::for_local_session();
-        tokio::select! {
-            _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {}
-            _ = tracker.drained() => {}
-            _ = self.life.dead() => {}
-            _ = self.ctx.life.dead() => {}
-        }
+        // The session ends as its peer leaves (its control connection ends, or GOAWAY), or as
+        // this side closes.
+        let cause = tokio::select! {
+            _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => LossCause::PeerClosed,
+            _ = tracker.drained() => LossCause::PeerClosed,
+            _ = self.life.dead() => LossCause::LocallyClosed,
+            _ = self.ctx.life.dead() => LossCause::LocallyClosed,
+        };
+        self.arrivals.ended(LOCAL_SESSION, cause);
         if let Some((token, pool)) = pool {
             self.sessions.lock().unwrap().remove(&token);
             pool.close();
@@ -744,7 +772,9 @@ impl<E: Endpoints> Dispatch<E> {
             .connections_accepted
             .fetch_add(1, Ordering::Relaxed);
         let peer = conn.peer();
-        tracing::debug!(?peer, "accepted");
+        let from = conn.from();
+        tracing::debug!(?peer, from, "accepted");
+        self.arrivals.connected(&from, peer.as_ref());
         let this = Self {
             peer_max_header: agreed.peer_max_header,
             shares: Some(Arc::default()),
@@ -763,23 +793,37 @@ impl<E: Endpoints> Dispatch<E> {
             raw.live = Some(tracker.admit());
             this.admit(raw);
         });
-        tokio::select! {
-            _ = accept => {}
+        // How it ended: what the transport saw, unless this side closed it (then why).
+        let closed = tokio::select! {
+            _ = accept => None,
             // The dialler's half of the control stream ended (or broke): so does the connection.
             code = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {
-                conn.close(code, "control stream ended")
+                conn.close(code, "control stream ended");
+                Some(LossCause::PeerClosed)
             }
-            _ = tracker.drained() => conn.close(Code::NoError, "drained"),
-            _ = life.dead() => conn.close(Code::GoingAway, "listener closed"),
-            _ = self.ctx.life.dead() => {}
-        }
+            // The dialler said GOAWAY and everything it sent was taken.
+            _ = tracker.drained() => {
+                conn.close(Code::NoError, "drained");
+                Some(LossCause::PeerClosed)
+            }
+            _ = life.dead() => {
+                conn.close(Code::GoingAway, "listener closed");
+                Some(LossCause::LocallyClosed)
+            }
+            _ = self.ctx.life.dead() => Some(LossCause::LocallyClosed),
+        };
+        let cause = match closed {
+            Some(c) => c,
+            None => conn.closed().await,
+        };
         // A transport error (this side's QUIC stack refusing what the peer sent, or the peer's
-        // refusing ours) ends the connection for every endpoint it served. The dialler is told
-        // by its loss; the bound side's application has no event stream, so it is told here,
-        // in its log (RELIABILITY §3: a stalled lane and quinn's reassembly).
-        if let Some(LossCause::TransportError(why)) = conn.loss() {
+        // refusing ours) ends the connection for every endpoint it served: the listener's
+        // events say so, and so does its log (RELIABILITY §3: a stalled lane and quinn's
+        // reassembly).
+        if let LossCause::TransportError(why) = &cause {
             tracing::warn!(?peer, %why, "an accepted connection ended with a transport error");
         }
+        self.arrivals.ended(&from, cause);
         // The subscriptions end with the connection; keep the control stream's send half
         // until then.
         drop(subs);

@@ -24,8 +24,8 @@ pub(crate) struct Link {
     /// The largest header the peer accepts.
     pub(crate) peer_max_header: u64,
     // Kept open for the connection's life: closing it would read as going away; GOAWAY (and
-    // later SUBSCRIBE) frames ride it.
-    control: tokio::sync::Mutex<SendHalf>,
+    // later SUBSCRIBE) frames ride it. Taken (and so finished) when the connection ends.
+    control: tokio::sync::Mutex<Option<SendHalf>>,
     /// Streams opened on this connection, announced in GOAWAY (a lane's writer counts its own).
     opened: Arc<AtomicU64>,
     /// Both HELLOs offered message lanes.
@@ -68,7 +68,7 @@ impl Link {
             conn,
             path,
             peer_max_header,
-            control: tokio::sync::Mutex::new(control),
+            control: tokio::sync::Mutex::new(Some(control)),
             opened: Arc::new(AtomicU64::new(0)),
             plain_heads: Default::default(),
             lanes,
@@ -93,6 +93,14 @@ impl Link {
     /// The link's control task saw the connection end: [`Link::ended`] says so from now on.
     pub(crate) fn mark_ended(&self) {
         self.ended.store(true, Ordering::Release);
+    }
+
+    /// Lets go of this side's half of the control stream once the connection ended. Over a
+    /// local socket the control stream is the connection, so this is how the listener learns
+    /// that a closed runtime's dialler went (its socket's write side shut down) while the
+    /// endpoint that holds this link lives on; a QUIC close says so by itself.
+    pub(crate) async fn release_control(&self) {
+        drop(self.control.lock().await.take());
     }
 
     /// Why the connection ended, once this link's task saw it end; None before. A flag, read
@@ -371,8 +379,11 @@ impl Link {
         let mut out = Vec::new();
         frame(request).encode(&mut out);
         let lost = || Error::ConnectionLost(self.conn.loss().unwrap_or(LossCause::PeerClosed));
-        let written = self.control.lock().await.write(Bytes::from(out)).await;
-        if written.is_err() {
+        let written = match self.control.lock().await.as_mut() {
+            Some(c) => c.write(Bytes::from(out)).await.is_ok(),
+            None => false,
+        };
+        if !written {
             return Err(lost());
         }
         let answer = async {
@@ -401,7 +412,9 @@ impl Link {
             opened: self.opened.load(Ordering::Acquire),
         }
         .encode(&mut out);
-        let _ = self.control.lock().await.write(Bytes::from(out)).await;
+        if let Some(c) = self.control.lock().await.as_mut() {
+            let _ = c.write(Bytes::from(out)).await;
+        }
     }
 
     /// Opens a stream of `ty` and writes its type byte and header, with `body` in the same

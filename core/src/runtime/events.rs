@@ -1,6 +1,6 @@
 //! What happens to a dialling endpoint's addresses, as a bounded stream the application may
 //! read: each connection made, lost, retried and given up (ZeroMQ's socket monitor, without
-//! the side socket). An endpoint nobody reads the events of pays one failed channel send per
+//! the side socket); and, with the same events, a listener's accepted connections. An endpoint nobody reads the events of pays one failed channel send per
 //! transition; a reader that falls behind is told how many it missed.
 
 use std::time::Duration;
@@ -13,7 +13,8 @@ use crate::security::fingerprint::Fingerprint;
 /// Events a reader may fall behind by before the oldest are dropped (and counted).
 const CAPACITY: usize = 64;
 
-/// One transition of one address of a dialling endpoint.
+/// One transition of one address of a dialling endpoint, or of one connection a listener
+/// accepted (`Connected` and `Lost` only, `url` where it comes from).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PeerEvent {
@@ -77,7 +78,8 @@ impl PeerEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Missed(pub u64);
 
-/// A reader of a dialling endpoint's [`PeerEvent`]s, from the moment it was made.
+/// A reader of a dialling endpoint's (or a listener's) [`PeerEvent`]s, from the moment it was
+/// made.
 ///
 /// ```no_run
 /// # async fn f(pusher: weida::Pusher) {

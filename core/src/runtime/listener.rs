@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+use super::events::{EventSender, PeerEvent, PeerEvents};
 use super::inbox::Inbox;
 use super::queue;
 use super::routes::{RouteGuard, RouteTable};
@@ -16,11 +17,11 @@ use crate::config::{Bounds, EndpointOptions};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
 use crate::connection::dial::pipe_unsupported;
-use crate::connection::dispatch::{Dispatch, Queued};
+use crate::connection::dispatch::{Arrivals, Dispatch, Queued};
 use crate::connection::reverse::Publication;
 use crate::error::{AddressPart, Error, LossCause, Result};
 use crate::security::trust::ServerTls;
-use crate::transport::{inproc, quic, unix, Conn, Life};
+use crate::transport::{inproc, quic, unix, Conn, Life, PeerIdentity};
 use crate::wire::Code;
 
 /// A bound address: endpoints are registered on it by path.
@@ -44,6 +45,31 @@ pub(crate) struct ListenerInner {
     routes: Arc<RouteTable>,
     life: Arc<Life>,
     quic: Option<quic::Server>,
+    events: EventSender,
+}
+
+/// A listener's connections as its events: each one whose handshake completed
+/// (`Connected`, `url` where it comes from) and how it ended (`Lost`).
+struct Arrived(EventSender);
+
+impl Arrivals for Arrived {
+    fn connected(&self, from: &str, peer: Option<&PeerIdentity>) {
+        let fingerprint = match peer {
+            Some(PeerIdentity::Key(fp)) => Some(*fp),
+            _ => None,
+        };
+        self.0.send(PeerEvent::Connected {
+            url: from.into(),
+            fingerprint,
+        });
+    }
+
+    fn ended(&self, from: &str, cause: LossCause) {
+        self.0.send(PeerEvent::Lost {
+            url: from.into(),
+            cause,
+        });
+    }
 }
 
 impl Drop for ListenerInner {
@@ -128,7 +154,9 @@ pub(crate) async fn bind(
     let life = Life::new();
     let routes: Arc<RouteTable> = Arc::default();
     listeners.add(&life, &routes);
-    let dispatch = Dispatch::new(ctx.clone(), routes.clone(), life.clone());
+    let events = EventSender::default();
+    let arrived = Arc::new(Arrived(events.clone()));
+    let dispatch = Dispatch::new(ctx.clone(), routes.clone(), arrived, life.clone());
     let limits = ctx.limits.clone();
     let (bound_address, quic_ep) = match addr.target() {
         Target::Quic { host, port } => {
@@ -236,6 +264,7 @@ pub(crate) async fn bind(
         routes,
         life,
         quic: quic_ep,
+        events,
     });
     if inner.quic.is_some() {
         listeners.add_quic(&inner);
@@ -247,6 +276,25 @@ impl Listener {
     /// The bound address, with the real port and, over QUIC, the pin of the key it presents.
     pub fn address(&self) -> &Address {
         &self.inner.address
+    }
+
+    /// The connections this listener accepts from now on: `Connected` once a peer's
+    /// handshake completed (`url` is where it comes from: a QUIC peer's UDP address, `unix`
+    /// or `inproc`; `fingerprint` the key it presented, if any) and `Lost` when that
+    /// connection ended, with its cause (`PeerClosed` when the peer closed or went away
+    /// gracefully, `IdleTimeout`, `TransportError`, `LocallyClosed` when this side closed).
+    /// Reading them is optional; a reader that falls behind is told how many it missed.
+    ///
+    /// ```no_run
+    /// # async fn f(listener: weida::Listener) {
+    /// let mut events = listener.events();
+    /// while let Some(Ok(e)) = events.next().await {
+    ///     println!("{} {}", e.name(), e.url()); // connected 127.0.0.1:50321
+    /// }
+    /// # }
+    /// ```
+    pub fn events(&self) -> PeerEvents {
+        self.inner.events.subscribe()
     }
 
     /// What the listener's endpoints share with its runtime's connections.

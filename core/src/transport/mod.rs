@@ -548,6 +548,16 @@ impl Conn {
         }
     }
 
+    /// Where the connection comes from, for a listener's events: a QUIC peer's UDP address,
+    /// `inproc` or `unix`.
+    pub(crate) fn from(&self) -> String {
+        match self {
+            Self::Quic(c) => c.remote_address().to_string(),
+            Self::Inproc(_) => "inproc".into(),
+            Self::Unix(_) => "unix".into(),
+        }
+    }
+
     pub(crate) fn peer(&self) -> Option<PeerIdentity> {
         match self {
             Self::Quic(c) => quic::peer_fingerprint(c).map(PeerIdentity::Key),
