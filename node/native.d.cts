@@ -324,6 +324,11 @@ export declare class Listener {
   replier(path: string, options?: EndpointOptions | undefined | null): Replier
   acceptor(path: string, options?: EndpointOptions | undefined | null): Acceptor
   publisher(path: string, options?: EndpointOptions | undefined | null): Publisher
+  /**
+   * The connections this listener accepts from now on: `connected` (with `url`, where
+   * the connection comes from, and the key it presented) and `lost` (with its cause).
+   */
+  events(): PeerEvents
   /** Stops accepting connections, closes the ones it accepted, and ends its endpoints. */
   close(): void
 }

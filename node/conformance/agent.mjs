@@ -689,6 +689,8 @@ async function run(op, args) {
         throw e
       }
       listeners.set(name, listener)
+      // A listener's connections are events too (PATTERNS §1.8): `event` reads them by its name.
+      events.set(name, listener.events())
       return { address: listener.address }
     }
 
@@ -799,7 +801,7 @@ async function run(op, args) {
     case 'event': {
       const name = strArg(args, 'endpoint')
       const reader = events.get(name)
-      if (reader === undefined) throw new BadRequest(`no dialling endpoint named ${JSON.stringify(name)}`)
+      if (reader === undefined) throw new BadRequest(`no dialling endpoint or listener named ${JSON.stringify(name)}`)
       const kind = strArg(args, 'kind')
       const between = Array.isArray(args.between) ? args.between : []
       for (;;) {

@@ -634,6 +634,15 @@ export class Listener {
     return new Publisher(this.#n.publisher(path, options))
   }
 
+  /**
+   * The connections it accepts from now on: `connected` (`url` where the connection comes from:
+   * a QUIC peer's UDP address, `unix` or `inproc`; `fingerprint` the key it presented) and `lost`
+   * (`cause`): `for await (const e of listener.events())`.
+   */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
   /** Stops accepting connections, closes those it accepted, and ends its endpoints' receivers. */
   close(): void {
     this.#n.close()

@@ -345,6 +345,13 @@ impl Listener {
         Ok(Publisher::new(p))
     }
 
+    /// The connections this listener accepts from now on: `connected` (with `url`, where
+    /// the connection comes from, and the key it presented) and `lost` (with its cause).
+    #[napi]
+    pub fn events(&self) -> crate::events::PeerEvents {
+        crate::events::PeerEvents::new(self.inner.events())
+    }
+
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.
     #[napi]
     pub fn close(&self) {

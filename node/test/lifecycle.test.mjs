@@ -346,3 +346,30 @@ onEveryTransport('close_resolves_once_closed_and_the_peer_learns_of_the_end', as
   assert.ok(after instanceof Closed, String(after))
   await client.close()
 })
+
+onEveryTransport('a_listener_reports_each_connection_and_how_it_ended', async (t, ctx) => {
+  // Listener.events(): connected, with where the connection comes from (a QUIC peer's UDP
+  // address, else the transport's name) and the key it presented; lost, with its cause, once the
+  // dialler closes (core/tests/listener_events.rs has the same name).
+  const { listener, client } = await pair(t, ctx)
+  const events = listener.events()
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  await pusher.send('one')
+  assert.equal((await puller.recv()).body.toString(), 'one')
+  const connected = await events.next()
+  assert.ok(connected !== null && connected.kind === 'connected', JSON.stringify(connected))
+  if (t === 'quic') {
+    assert.match(connected.url, /^127\.0\.0\.1:\d+$/)
+    assert.equal(connected.fingerprint, client.fingerprint)
+  } else {
+    assert.equal(connected.url, t)
+    assert.equal(connected.fingerprint, undefined)
+  }
+  await client.close()
+  const lost = await events.next()
+  assert.ok(lost !== null && lost.kind === 'lost', JSON.stringify(lost))
+  assert.equal(lost.url, connected.url)
+  assert.equal(lost.cause, 'peer_closed')
+})

@@ -497,6 +497,8 @@ class Agent:
             listener = await rt.bind(address, require_client=trust_arg(require_client))
         self.claim(name)
         self.listeners[name] = listener
+        # A listener's connections are events too (PATTERNS §1.8): `event` reads them by its name.
+        self.events[name] = listener.events()
         return {"address": listener.address}
 
     async def op_close(self, args: Json) -> Json:
@@ -609,7 +611,7 @@ class Agent:
         name = str_arg(args, "endpoint")
         events = self.events.get(name)
         if events is None:
-            raise BadRequest(f"no dialling endpoint named {name!r}")
+            raise BadRequest(f"no dialling endpoint or listener named {name!r}")
         kind = str_arg(args, "kind")
         between = args.get("between") or []
         while True:

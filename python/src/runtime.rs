@@ -266,6 +266,13 @@ impl Listener {
         Ok(Acceptor::new(a, slf.clone().unbind()))
     }
 
+    /// The connections this listener accepts from now on: `async for event in
+    /// listener.events()` (`PeerEvent`: connected, with `url` where it comes from and the
+    /// key it presented; lost, with its cause; missed).
+    fn events(&self) -> crate::events::PeerEvents {
+        crate::events::PeerEvents::new(self.inner.events())
+    }
+
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints.
     fn close(&self, py: Python<'_>) {
         py.detach(|| on_io(|| self.inner.close()));

@@ -360,3 +360,30 @@ def test_limits_signature_shows_the_core_defaults() -> None:
         if d is not None
     }
     assert stubbed == shown
+
+
+async def test_a_listener_reports_each_connection_and_how_it_ended(transport: str) -> None:
+    """``Listener.events()``: ``connected`` with where the connection comes from (a QUIC
+    peer's UDP address, else the transport's name) and the key it presented, then ``lost``
+    with its cause once the dialler closes (core/tests/listener_events.rs has the same name)."""
+    server, client = weida.Runtime(), weida.Runtime()
+    listener = await server.bind(bind_address(transport))
+    events = listener.events()
+    puller = listener.puller("/jobs")
+    pusher = client.pusher()
+    await pusher.connect(puller.address)
+    await pusher.send(b"one")
+    assert (await puller.recv()).body == b"one"
+    connected = await asyncio.wait_for(events.next(), 30)
+    assert connected.kind == "connected"
+    if transport == "quic":
+        host, _, port = connected.url.rpartition(":")
+        assert host == "127.0.0.1" and int(port) > 0, connected.url
+        assert connected.fingerprint == client.fingerprint
+    else:
+        assert connected.url == transport
+        assert connected.fingerprint is None
+    await client.close()
+    lost = await asyncio.wait_for(events.next(), 30)
+    assert (lost.kind, lost.url, lost.cause) == ("lost", connected.url, "peer_closed")
+    await server.close()

@@ -430,6 +430,9 @@ class Listener:
         """Binds a Publisher at ``path``; ``endpoint_queue`` (copies per subscriber) of its own."""
     def acceptor(self, path: str, **options: Unpack[_EndpointOptions]) -> Acceptor:
         """Binds a raw Acceptor at ``path``; ``max_collected_body`` and ``endpoint_queue``."""
+    def events(self) -> PeerEvents:
+        """The connections it accepts: ``connected`` (``url`` where from, ``fingerprint``),
+        ``lost`` (``cause``); ``async for event in listener.events()``."""
     def close(self) -> None:
         """Stops accepting, closes accepted connections, ends its endpoints."""
     def __aenter__(self) -> Future[Listener]: ...

@@ -206,11 +206,14 @@ impl Agent {
                 };
                 let bound = listener.address().to_string();
                 self.claim(name)?;
-                self.handles
-                    .lock()
-                    .unwrap()
-                    .listeners
-                    .insert(name.to_string(), listener);
+                let mut h = self.handles.lock().unwrap();
+                // A listener's connections are events too (PATTERNS §1.8): `event` reads them
+                // by its name.
+                h.events.insert(
+                    name.to_string(),
+                    Arc::new(tokio::sync::Mutex::new(listener.events())),
+                );
+                h.listeners.insert(name.to_string(), listener);
                 Ok(json!({ "address": bound }))
             }
             "close" => {
@@ -375,7 +378,7 @@ impl Agent {
                     .events
                     .get(name)
                     .cloned()
-                    .ok_or_else(|| missing("dialling endpoint", name))?;
+                    .ok_or_else(|| missing("dialling endpoint or listener", name))?;
                 let mut events = events.lock().await;
                 loop {
                     let e = match events.next().await {
