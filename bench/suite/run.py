@@ -4,11 +4,15 @@ tcp and AF_UNIX, a tokio channel), in one run on loopback (bench/README.md, "The
 
     ./dev bench-suite [--smoke] [--reps N] [--secs S] [--only SYSTEM[/PATTERN]] ...
 
-Every measurement is one worker process running one case, both ends in that process, printing
-one JSON line. The run goes repetition after repetition, every case and system inside each, so
-drift on a shared machine falls on every system alike. Output: results.md, results.json and PNG
-plots in bench/results/<date>/ (or --out). Stdlib and matplotlib only; run it with the suite's
-venv (bench/suite/setup.sh makes it).
+Two tables. The headline: every case with its two ends in separate processes (sender and
+receiver, requester and replier, publisher and one process per subscriber), `--role bind` and
+`--role dial` of the same worker, with each process's CPU time per message read from
+/proc/<pid>/stat at the measuring side's `WINDOW start` / `WINDOW end` lines. The secondary: one
+worker process with both ends in it (`--role both`). A worker prints one JSON line with its
+result. `--processes 1` or `2` runs one table only. The run goes repetition after repetition,
+every case and system inside each, so drift on a shared machine falls on every system alike.
+Output: results.md, results.json and PNG plots in bench/results/<date>/ (or --out). Stdlib and
+matplotlib only; run it with the suite's venv (bench/suite/setup.sh makes it).
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ import importlib.metadata
 import json
 import os
 import platform
+import queue
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +42,8 @@ ROOT = SUITE.parent.parent
 SIZES = (64, 1024, 64 * 1024, 1 << 20)
 REQ_SIZE = 64
 PUBSUB = ((1, 64), (64, 64), (1, 1024), (64, 1024))  # (width, size)
+# Two processes: a subscriber is a process, so 16 of them, not 64 (issue 18's target row).
+PUBSUB_TWO = ((1, 64), (16, 64), (1, 1024), (16, 1024))
 FAMILY = {"quic": "QUIC", "tcp": "TCP", "unix": "AF_UNIX", "ipc": "AF_UNIX", "inproc": "in process"}
 FAMILIES = ("QUIC", "TCP", "AF_UNIX", "in process")
 # The substrate each family is divided by, and the weida transport a family is compared with.
@@ -115,6 +125,14 @@ WHAT = {
     "zenoh": "zenoh-python, peer sessions: put/subscriber (BLOCK), querier/queryable, "
     "publisher (DROP)",
 }
+# Systems without the two-process mode, and why (bench/README.md, "Two processes"). In-process
+# transports are one-process only by nature.
+NO_TWO_PROCESS = {
+    "tokio-mpsc": "an in-process channel",
+}
+# The smoke run's two-process rows: the Rust core, one Python and one Node system, and the
+# reference each is compared with, every pattern once.
+SMOKE_TWO = ("weida", "weida-py", "weida-node", "pyzmq", "zeromq.js")
 # A system without a Pub/Sub row yet, shown as "not yet" in the overview.
 BY_KEY = {s.key: s for s in SYSTEMS}
 NO_PUBSUB_YET: set[str] = set()
@@ -137,6 +155,7 @@ class Job:
     case: Case
     system: System
     transport: str
+    procs: int = 1  # 2: the ends in separate processes
 
 
 def size_name(n: int) -> str:
@@ -152,10 +171,11 @@ def target_dir() -> Path:
     return t if t.is_absolute() else ROOT / t
 
 
-def cases(smoke: bool) -> list[Case]:
+def cases(smoke: bool, procs: int = 1) -> list[Case]:
     if smoke:
         return [Case(PP, 1024), Case(RR, REQ_SIZE), Case(PS, 64, 2)]
-    return [Case(PP, s) for s in SIZES] + [Case(RR, REQ_SIZE)] + [Case(PS, s, w) for w, s in PUBSUB]
+    ps = PUBSUB_TWO if procs == 2 else PUBSUB
+    return [Case(PP, s) for s in SIZES] + [Case(RR, REQ_SIZE)] + [Case(PS, s, w) for w, s in ps]
 
 
 def selected(s: System, pattern: str, only: list[str]) -> bool:
@@ -169,22 +189,36 @@ def selected(s: System, pattern: str, only: list[str]) -> bool:
 
 
 def plan(a: argparse.Namespace) -> list[Job]:
+    """The two-process jobs first (the headline), then the one-process ones."""
     jobs = []
-    for c in cases(a.smoke):
-        for s in SYSTEMS:
-            if c.pattern not in s.patterns or not selected(s, c.pattern, a.only):
-                continue
-            if c.pattern == PP and c.size not in s.sizes and not a.smoke:
-                continue
-            # The smoke run: every system and transport once for Push/Pull, the first transport
-            # for the rest.
-            transports = s.transports if (c.pattern == PP or not a.smoke) else s.transports[:1]
-            jobs += [Job(c, s, t) for t in transports]
+    for procs in (2, 1):
+        if a.processes not in (None, procs):
+            continue
+        for c in cases(a.smoke, procs):
+            for s in SYSTEMS:
+                if c.pattern not in s.patterns or not selected(s, c.pattern, a.only):
+                    continue
+                if c.pattern == PP and c.size not in s.sizes and not a.smoke:
+                    continue
+                transports = s.transports
+                if procs == 2:
+                    if s.key in NO_TWO_PROCESS or (a.smoke and s.key not in SMOKE_TWO):
+                        continue
+                    transports = tuple(t for t in transports if t != "inproc")
+                # The smoke run: every system and transport once for Push/Pull (two processes:
+                # the first transport), the first transport for the rest.
+                if a.smoke and (c.pattern != PP or procs == 2):
+                    transports = transports[:1]
+                jobs += [Job(c, s, t, procs) for t in transports]
     return jobs
 
 
-def argv(j: Job, a: argparse.Namespace) -> list[str]:
+def argv(j: Job, a: argparse.Namespace, role: str = "both", address: str = "") -> list[str]:
     window = ["--secs", str(a.secs), "--warmup", str(a.warmup)]
+    if role != "both":
+        window += ["--role", role]
+    if address:
+        window += ["--address", address]
     s = j.system
     if s.language == "rust":
         rust = [x.replace("{t}", j.transport) for x in s.rust]
@@ -238,13 +272,183 @@ def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
     return r
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process, every thread of it, from /proc/<pid>/stat."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Worker:
+    """One process of a two-process row; its stdout lines go to a queue as they come."""
+
+    def __init__(self, i: int, role: str, cmd: list[str], lines: queue.Queue[Any], gate: bool):
+        self.i, self.role, self.cmd = i, role, cmd
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen(
+            cmd,
+            cwd=SUITE,
+            stdin=subprocess.PIPE if gate else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+        )
+        self.result: dict[str, Any] | None = None
+        self.ended = False
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
+
+    def _read(self, lines: queue.Queue[Any]) -> None:
+        assert self.p.stdout is not None
+        for ln in self.p.stdout:
+            lines.put((self.i, ln.rstrip("\n")))
+        lines.put((self.i, None))
+
+    def tail(self) -> list[str]:
+        self.stderr.seek(0)
+        return self.stderr.read().strip().splitlines()[-5:]
+
+    def go(self) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
+
+
+def stop(workers: list[Worker], bound: float = 3.0) -> None:
+    """SIGTERM to every process still running, SIGKILL to any left after `bound` seconds."""
+    for w in workers:
+        if w.p.poll() is None:
+            w.p.send_signal(signal.SIGTERM)
+    limit = time.monotonic() + bound
+    for w in workers:
+        try:
+            w.p.wait(max(0.0, limit - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            w.p.kill()
+            w.p.wait()
+        w.stderr.close()
+
+
+def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
+    """Runs a two-process row: the bind side, then the dial side (one process per subscriber
+    for Pub/Sub) with the address the bind side printed. The measuring side's result, and
+    the CPU time of every process between the measuring side's WINDOW lines."""
+    limit = a.warmup + 4 * a.secs + 40
+    began = time.perf_counter()
+    deadline = time.monotonic() + limit
+    lines: queue.Queue[Any] = queue.Queue()
+    workers: list[Worker] = []
+    pattern = j.case.pattern
+    cmd = shlex.join(argv(j, a, "bind"))
+
+    def next_line() -> tuple[int, str | None]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        item: tuple[int, str | None] = lines.get(timeout=left)
+        return item
+
+    def fail(why: str, w: Worker | None = None) -> dict[str, Any]:
+        r: dict[str, Any] = {"error": why, "cmd": cmd}
+        if w is not None:
+            r["stderr_tail"] = w.tail()
+        return r
+
+    try:
+        try:
+            workers.append(Worker(0, "bind", argv(j, a, "bind"), lines, False))
+            address = ""
+            while not address:
+                i, ln = next_line()
+                if ln is None:
+                    workers[0].ended = True
+                    return fail("the bind side ended before its ADDRESS line", workers[0])
+                if ln.startswith("{"):
+                    return fail(f"the bind side: {json.loads(ln).get('error', ln)}", workers[0])
+                if ln.startswith("ADDRESS "):
+                    address = ln.removeprefix("ADDRESS ")
+            dial = argv(j, a, "dial", address)
+            cmd += " & " + shlex.join(dial)
+            n = j.case.width if pattern == PS else 1
+            for k in range(n):
+                workers.append(Worker(k + 1, "dial", dial, lines, pattern == PS))
+        except OSError as e:
+            return fail(f"cannot start a worker: {e}")
+        measuring = [workers[0]] if pattern == PP else workers[1:]
+        ready: set[int] = set()
+        marks: dict[str, tuple[float, list[float | None]]] = {}
+        while any(w.result is None for w in measuring):
+            try:
+                i, ln = next_line()
+            except (TimeoutError, queue.Empty):
+                return fail(f"killed after {limit:.0f} s")
+            w = workers[i]
+            if ln is None:
+                w.ended = True
+                if w.result is None:
+                    return fail(f"the {w.role} side (process {i}) ended with no result", w)
+            elif ln == "READY":
+                ready.add(i)
+                if len(ready) == len(measuring):
+                    for m in measuring:
+                        m.go()
+            elif ln.startswith("WINDOW ") and w is measuring[0]:
+                marks[ln.split()[1]] = (
+                    time.perf_counter(),
+                    [cpu_seconds(x.p.pid) for x in workers],
+                )
+            elif ln.startswith("{"):
+                w.result = json.loads(ln)
+                if "error" in w.result:
+                    return fail(f"the {w.role} side: {w.result['error']}", w)
+        for w in workers:
+            if w not in measuring and w.p.poll() is not None:
+                return fail(f"the {w.role} side ended during the measurement", w)
+    finally:
+        stop(workers)
+    results = [w.result for w in measuring if w.result is not None]
+    r: dict[str, Any] = dict(results[0])
+    if pattern == PS:
+        r["copies_per_s"] = sum(x["copies_per_s"] for x in results)
+        r["messages"] = sum(x["messages"] for x in results)
+        r["mb_per_s"] = sum(x["mb_per_s"] for x in results)
+        r["per_subscriber"] = [x["copies_per_s"] for x in results]
+    r.update(role="two processes", processes=len(workers), wall_s=time.perf_counter() - began)
+    r["cmd"] = cmd
+    if "start" in marks and "end" in marks:
+        (t0, c0), (t1, c1) = marks["start"], marks["end"]
+        window = t1 - t0
+        rate = r.get("msgs_per_s") or r.get("copies_per_s") or r.get("samples", 0) / window
+        r["cpu"] = {"window_s": window}
+        for side in ("bind", "dial"):
+            spent = [
+                e - s
+                for w, s, e in zip(workers, c0, c1, strict=True)
+                if w.role == side and s is not None and e is not None
+            ]
+            cpu = sum(spent)
+            r["cpu"][side] = {"cpu_s": cpu, "cores": cpu / window}
+            if rate and window > 0:
+                r["cpu"][side]["us_per_msg"] = cpu / (rate * window) * 1e6
+                r[f"cpu_us_{side}"] = r["cpu"][side]["us_per_msg"]
+            r[f"cores_{side}"] = cpu / window
+    return r
+
+
 def figure(r: dict[str, Any], pattern: str) -> str:
     if "error" in r:
         return f"FAILED {r['error']}"
     if pattern == RR:
-        return f"p50 {r['p50_us']:.1f} µs p99 {r['p99_us']:.1f} µs"
+        return f"p50 {r['p50_us']:.1f} µs p99 {r['p99_us']:.1f} µs" + cpu_figure(r)
     key = "copies_per_s" if pattern == PS else "msgs_per_s"
-    return f"{si(r[key])} {'copies' if pattern == PS else 'msgs'}/s"
+    return f"{si(r[key])} {'copies' if pattern == PS else 'msgs'}/s" + cpu_figure(r)
+
+
+def cpu_figure(r: dict[str, Any]) -> str:
+    if "cpu_us_bind" not in r:
+        return ""
+    return f" (CPU µs/msg bind {r['cpu_us_bind']:.2f}, dial {r['cpu_us_dial']:.2f})"
 
 
 # ---------------------------------------------------------------- the machine and versions
@@ -395,11 +599,17 @@ class Row:
     vs_ceiling: Summary | None  # this ÷ the family's ceiling
     vs_stream: Summary | None  # this ÷ quinn-stream (QUIC rows)
     errors: list[str]
+    # Two processes: µs of CPU per message (per round trip, per copy) and cores busy, per side.
+    cpu: dict[str, Summary | None] = dataclasses.field(default_factory=dict)
+
+
+CPU_METRICS = ("cpu_us_bind", "cpu_us_dial", "cores_bind", "cores_dial")
 
 
 def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]:
     main = {p: series(records, reps, metric_of(p)) for p in (PP, RR, PS)}
     p99 = series(records, reps, "p99_us")
+    cpus = {m: series(records, reps, m) for m in CPU_METRICS}
     out = []
     seen = set()
     for j in jobs:
@@ -428,6 +638,7 @@ def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]
             for r in records
             if (r["_case"], r["_system"], r["_transport"]) == key and "error" in r
         ]
+        cpu = {m: summary(cpus[m].get(key, [None] * reps)) for m in CPU_METRICS}
         out.append(
             Row(
                 j.case,
@@ -439,6 +650,7 @@ def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]
                 vs_ceiling,
                 vs_stream,
                 errors,
+                cpu,
             )
         )
     order = {k: i for i, k in enumerate(s.key for s in SYSTEMS)}
@@ -466,8 +678,12 @@ def label(r: Row) -> str:
 
 
 LEGEND = """\
-Each measurement is one worker process with both ends of the case in it, on loopback. A cell is
-the median over the repetitions, with the min–max range beside it. Ratios are computed per
+Two tables. **Two processes** (the headline): the two ends of a case in separate processes on
+loopback, as services run (sender and receiver, requester and replier, a publisher and one
+process per subscriber; copies/s is the sum over the subscriber processes); in-process
+transports have no such row. **One process** (secondary): one worker process with both ends of
+the case in it. A cell is the median over the repetitions, with the min–max range beside it.
+Ratios are taken only within a table. Ratios are computed per
 repetition from measurements taken in the same repetition, then summarized the same way.
 
 - **weida ÷ this**: weida's row of the same language and case on the matching transport (QUIC
@@ -478,11 +694,45 @@ repetition from measurements taken in the same repetition, then summarized the s
   one long framed stream (QUIC), a framed tokio TcpStream (TCP), a framed tokio UnixStream
   (AF_UNIX), a tokio mpsc (in process). **÷ quinn stream/msg**: a QUIC row divided by raw quinn
   with a stream per message, weida's own design on bare quinn.
+- **CPU** (two processes): the CPU time (user + system, every thread) each side's processes
+  spent between the measuring side's window opening and closing, read from /proc/<pid>/stat
+  (10 ms ticks), divided by the messages (round trips, copies) of that span: µs of CPU per
+  message; **cores** is that CPU time over the span (1.00 = one core busy all the time, a
+  busy-spinning side shows here).
 - Bold rows are weida. The workers, what each system's pattern maps to, and how to reproduce:
   bench/README.md; what the numbers mean: docs/PERFORMANCE.md."""
 
 
-def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
+TABLES = {
+    2: "Two processes (the headline)",
+    1: "One process, both ends in it (secondary)",
+}
+# Which side each CPU column is, by pattern: (first, second) of "first / second".
+SIDES = {
+    PP: (("dial", "bind"), "sender / receiver", "µs/msg"),
+    RR: (("dial", "bind"), "requester / replier", "µs/round trip"),
+    PS: (("bind", "dial"), "publisher / subscribers", "µs/copy"),
+}
+
+
+def cpu_cells(r: Row) -> str:
+    (first, second), _, _ = SIDES[r.case.pattern]
+
+    def one(m: str, f: Callable[[float], str]) -> str:
+        s = r.cpu.get(m)
+        return f(s["median"]) if s else "?"
+
+    us = f"{one('cpu_us_' + first, fixed)} / {one('cpu_us_' + second, fixed)}"
+    cores = f"{one('cores_' + first, ratio)} / {one('cores_' + second, ratio)}"
+    return f" {us} | {cores} |"
+
+
+def cpu_header(pattern: str) -> tuple[str, str]:
+    _, who, unit = SIDES[pattern]
+    return f" CPU {unit}, {who} | cores, {who} |", "---:|---:|"
+
+
+def markdown(meta: dict[str, Any], tables: list[tuple[int, list[Row]]], jobs: list[Job]) -> str:
     out = [f"# weida benchmark suite, {meta['date']}", ""]
     if meta["settings"]["smoke"]:
         out += ["**A smoke run: it proves the harness works. These are not numbers to quote.**", ""]
@@ -499,7 +749,28 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
         *LEGEND.splitlines(),
         "",
     ]
-    out += ["## Overview (medians)", ""]
+    for procs, table in tables:
+        out += ["", f"## {TABLES[procs]}", ""]
+        out += detail(table, procs)
+    failed = [(procs, r) for procs, table in tables for r in table if r.errors]
+    if failed:
+        out += ["", "## Failures", ""]
+        for procs, r in failed:
+            errors = "; ".join(sorted(set(r.errors)))
+            where = "two processes" if procs == 2 else "one process"
+            out.append(f"- {where}: {r.case.name()} {r.system.key} {r.transport}: {errors}")
+    out += ["", "## Systems", "", "| system | language | what the row runs |", "|---|---|---|"]
+    used = {j.system.key for j in jobs}
+    out += [f"| {s.key} | {s.language} | {WHAT[s.key]} |" for s in SYSTEMS if s.key in used]
+    no = [f"{k} ({why})" for k, why in NO_TWO_PROCESS.items() if k in used]
+    if no and any(j.procs == 2 for j in jobs):
+        out += ["", "Without a two-process row: " + "; ".join(no) + "; every in-process row."]
+    out += ["", "Plots: " + ", ".join(f"[{p}]({p})" for p in meta.get("plots", [])), ""]
+    return "\n".join(out)
+
+
+def detail(table: list[Row], procs: int) -> list[str]:
+    out = ["### Overview (medians)", ""]
     out += overview(table)
     for pattern, title in (
         (PP, "Push/Pull throughput"),
@@ -510,7 +781,7 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
             {r.case for r in table if r.case.pattern == pattern}, key=lambda c: (c.size, c.width)
         )
         for c in case_list:
-            out += ["", f"## {title}: {c.name()}", ""]
+            out += ["", f"### {title}: {c.name()}" + (" (two processes)" if procs == 2 else ""), ""]
             if pattern == PS:
                 out += [
                     f"{c.width} subscriber(s), each subscribed to everything; copies/s is the "
@@ -518,11 +789,12 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                     "",
                 ]
             sel = [r for r in table if r.case == c]
+            ch, cs = cpu_header(pattern) if procs == 2 else ("", "")
             if pattern == RR:
                 out += [
                     "| system | lang | transport | p50 µs | p50 range | p99 µs | p99 range "
-                    "| weida ÷ this (p50) | ÷ ceiling (p50) | ÷ quinn stream/msg (p50) |",
-                    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+                    "| weida ÷ this (p50) | ÷ ceiling (p50) | ÷ quinn stream/msg (p50) |" + ch,
+                    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|" + cs,
                 ]
                 for r in sel:
                     a, ar = cell(r.value, fixed)
@@ -531,12 +803,13 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                         f"| {label(r)} | {r.system.language} | {r.transport} "
                         f"| {a} | {ar} | {b} | {br} | "
                         f"{rcell(r.vs_weida)} | {rcell(r.vs_ceiling)} | {rcell(r.vs_stream)} |"
+                        + (cpu_cells(r) if procs == 2 else "")
                     )
             elif pattern == PS:
                 out += [
                     "| system | lang | transport | copies/s | range | MB/s | per subscriber "
-                    "| weida ÷ this |",
-                    "|---|---|---|---:|---:|---:|---:|---:|",
+                    "| weida ÷ this |" + ch,
+                    "|---|---|---|---:|---:|---:|---:|---:|" + cs,
                 ]
                 for r in sel:
                     a, ar = cell(r.value, si)
@@ -545,12 +818,13 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                     out.append(
                         f"| {label(r)} | {r.system.language} | {r.transport} "
                         f"| {a} | {ar} | {mb} | {each} | {rcell(r.vs_weida)} |"
+                        + (cpu_cells(r) if procs == 2 else "")
                     )
             else:
                 out += [
                     "| system | lang | transport | msgs/s | range | MB/s | weida ÷ this "
-                    "| ÷ ceiling | ÷ quinn stream/msg |",
-                    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+                    "| ÷ ceiling | ÷ quinn stream/msg |" + ch,
+                    "|---|---|---|---:|---:|---:|---:|---:|---:|" + cs,
                 ]
                 for r in sel:
                     a, ar = cell(r.value, si)
@@ -559,18 +833,9 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                         f"| {label(r)} | {r.system.language} | {r.transport} "
                         f"| {a} | {ar} | {mb} | "
                         f"{rcell(r.vs_weida)} | {rcell(r.vs_ceiling)} | {rcell(r.vs_stream)} |"
+                        + (cpu_cells(r) if procs == 2 else "")
                     )
-    failed = [r for r in table if r.errors]
-    if failed:
-        out += ["", "## Failures", ""]
-        for r in failed:
-            errors = "; ".join(sorted(set(r.errors)))
-            out.append(f"- {r.case.name()} {r.system.key} {r.transport}: {errors}")
-    out += ["", "## Systems", "", "| system | language | what the row runs |", "|---|---|---|"]
-    used = {j.system.key for j in jobs}
-    out += [f"| {s.key} | {s.language} | {WHAT[s.key]} |" for s in SYSTEMS if s.key in used]
-    out += ["", "Plots: " + ", ".join(f"[{p}]({p})" for p in meta.get("plots", [])), ""]
-    return "\n".join(out)
+    return out
 
 
 def overview(table: list[Row]) -> list[str]:
@@ -580,7 +845,10 @@ def overview(table: list[Row]) -> list[str]:
         (Case(RR, REQ_SIZE), "R/R p50 µs"),
         (Case(RR, REQ_SIZE), "R/R p99 µs"),
     ]
-    cols += [(Case(PS, s, w), f"P/S {size_name(s)} ×{w} copies/s") for w, s in PUBSUB]
+    cols += [
+        (Case(PS, s, w), f"P/S {size_name(s)} ×{w} copies/s")
+        for w, s in sorted(dict.fromkeys(PUBSUB + PUBSUB_TWO), key=lambda x: (x[1], x[0]))
+    ]
     present = {r.case for r in table}
     cols = [c for c in cols if c[0] in present]
     by = {(r.case, r.system.key, r.transport): r for r in table}
@@ -620,7 +888,7 @@ def row_order(k: tuple[str, str]) -> tuple[int, int]:
     return [x.key for x in SYSTEMS].index(s.key), s.transports.index(k[1])
 
 
-def plots(table: list[Row], out: Path, title: str) -> list[str]:
+def plots(table: list[Row], out: Path, title: str, prefix: str = "") -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -694,9 +962,9 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
                 ax.legend(fontsize=7)
         fig.suptitle(f"Push/Pull {unit}, median and min–max over the repetitions ({title})")
         fig.tight_layout()
-        fig.savefig(out / fname, dpi=90)
+        fig.savefig(out / (prefix + fname), dpi=90)
         plt.close(fig)
-        made.append(fname)
+        made.append(prefix + fname)
 
     # Req/Rep: p50 bars, p99 markers.
     rr = [r for r in table if r.case.pattern == RR and r.value]
@@ -728,9 +996,9 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
         ax.grid(True, axis="x", which="both", alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "req_rep.png", dpi=90)
+        fig.savefig(out / (prefix + "req_rep.png"), dpi=90)
         plt.close(fig)
-        made.append("req_rep.png")
+        made.append(prefix + "req_rep.png")
 
     # Pub/Sub: copies/s per system and transport, one bar per case.
     ps = [r for r in table if r.case.pattern == PS]
@@ -765,9 +1033,9 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         fig.tight_layout()
-        fig.savefig(out / "pub_sub.png", dpi=90)
+        fig.savefig(out / (prefix + "pub_sub.png"), dpi=90)
         plt.close(fig)
-        made.append("pub_sub.png")
+        made.append(prefix + "pub_sub.png")
 
     # weida ÷ its ceiling, every weida row.
     wr = [r for r in table if r.system.kind == "weida" and r.case.pattern == PP and r.vs_ceiling]
@@ -803,9 +1071,9 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         fig.tight_layout()
-        fig.savefig(out / "weida_vs_ceiling.png", dpi=90)
+        fig.savefig(out / (prefix + "weida_vs_ceiling.png"), dpi=90)
         plt.close(fig)
-        made.append("weida_vs_ceiling.png")
+        made.append(prefix + "weida_vs_ceiling.png")
     return made
 
 
@@ -815,12 +1083,23 @@ def plots(table: list[Row], out: Path, title: str) -> list[str]:
 def write(
     meta: dict[str, Any], records: list[dict[str, Any]], jobs: list[Job], reps: int, out: Path
 ) -> None:
-    """results.md, results.json and the plots in `out`, from the measurements."""
-    table = rows(records, jobs, reps)
-    title = f"{meta['date']}, {meta['machine']['nproc']} cores"
-    title += ", smoke run" if meta["settings"]["smoke"] else ""
-    meta["plots"] = plots(table, out, title)
-    md = markdown(meta, table, jobs)
+    """results.md, results.json and the plots in `out`, from the measurements. The headline
+    table's plots have the plain names; with both tables, the one-process plots are prefixed
+    one_process_."""
+    tables = []
+    meta["plots"] = []
+    for procs in (2, 1):
+        mine = [j for j in jobs if j.procs == procs]
+        if not mine:
+            continue
+        table = rows([r for r in records if r.get("_procs", 1) == procs], mine, reps)
+        title = f"{meta['date']}, {meta['machine']['nproc']} cores"
+        title += ", two processes" if procs == 2 else ", one process"
+        title += ", smoke run" if meta["settings"]["smoke"] else ""
+        prefix = "one_process_" if procs == 1 and tables else ""
+        meta["plots"] += plots(table, out, title, prefix)
+        tables.append((procs, table))
+    md = markdown(meta, tables, jobs)
     (out / "results.md").write_text(md)
     doc = {
         **meta,
@@ -833,11 +1112,13 @@ def write(
                 "size": r["_case"].size,
                 "width": r["_case"].width,
                 "transport": r["_transport"],
+                "processes": r.get("_procs", 1),
             }
             for r in records
         ],
         "rows": [
             {
+                "processes": procs,
                 "pattern": r.case.pattern,
                 "size": r.case.size,
                 "width": r.case.width,
@@ -851,7 +1132,9 @@ def write(
                 "this_over_ceiling": r.vs_ceiling,
                 "this_over_quinn_stream": r.vs_stream,
                 "errors": r.errors,
+                "cpu": r.cpu,
             }
+            for procs, table in tables
             for r in table
         ],
     }
@@ -870,13 +1153,14 @@ def rerender(path: Path) -> int:
     records, jobs, seen = [], [], set()
     for r in doc["records"]:
         case = Case(r["pattern"], int(r["size"]), int(r.get("width", 1)))
-        key = (case, r["row"], r["transport"])
+        procs = int(r.get("processes", 1))
+        key = (case, r["row"], r["transport"], procs)
         r = {**r, "_case": case, "_system": r["row"], "_transport": r["transport"]}
-        r["_rep"] = r["rep"]
+        r["_rep"], r["_procs"] = r["rep"], procs
         records.append(r)
         if key not in seen:
             seen.add(key)
-            jobs.append(Job(case, BY_KEY[r["row"]], r["transport"]))
+            jobs.append(Job(case, BY_KEY[r["row"]], r["transport"], procs))
     write(meta, records, jobs, int(meta["settings"]["reps"]), path.parent)
     return 0
 
@@ -905,6 +1189,12 @@ def main() -> int:
         type=Path,
         help="output directory (default bench/results/<date>; smoke: under the target dir)",
     )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        choices=(1, 2),
+        help="only the two-process table (2) or the one-process table (1); default both",
+    )
     ap.add_argument("--bench-bin", type=Path, default=target_dir() / "release" / "weida-bench")
     ap.add_argument(
         "--list", action="store_true", help="print the planned worker commands and exit"
@@ -927,7 +1217,12 @@ def main() -> int:
     jobs = plan(a)
     if a.list:
         for j in jobs:
-            print(shlex.join(argv(j, a)))
+            if j.procs == 2:
+                n = j.case.width if j.case.pattern == PS else 1
+                dial = shlex.join(argv(j, a, "dial", "ADDRESS"))
+                print(f"{shlex.join(argv(j, a, 'bind'))} & {n} × {dial}")
+            else:
+                print(shlex.join(argv(j, a)))
         return 0
     if not jobs:
         ap.error("--only selected nothing")
@@ -952,6 +1247,7 @@ def main() -> int:
             "secs": a.secs,
             "warmup": a.warmup,
             "only": a.only,
+            "processes": a.processes or "both",
         },
     }
     print(f"# weida benchmark suite, {today}")
@@ -968,12 +1264,15 @@ def main() -> int:
     began = time.perf_counter()
     for rep in range(a.reps):
         for j in jobs:
-            r = measure(j, a)
+            r = measure_two(j, a) if j.procs == 2 else measure(j, a)
             r.update(_case=j.case, _system=j.system.key, _transport=j.transport, _rep=rep)
+            r["_procs"] = j.procs
             records.append(r)
+            where = "2p" if j.procs == 2 else "1p"
             print(
                 f"[{len(records):>4}/{total} {time.perf_counter() - began:6.0f}s] rep {rep + 1} "
-                f"{j.case.name():<20} {j.system.key} {j.transport}: {figure(r, j.case.pattern)}",
+                f"{where} {j.case.name():<20} {j.system.key} {j.transport}: "
+                f"{figure(r, j.case.pattern)}",
                 file=sys.stderr,
                 flush=True,
             )
