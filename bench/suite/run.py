@@ -200,6 +200,8 @@ def plan(a: argparse.Namespace) -> list[Job]:
                     continue
                 if c.pattern == PP and c.size not in s.sizes and not a.smoke:
                     continue
+                if a.size and c.pattern != RR and c.size not in a.size:
+                    continue
                 transports = s.transports
                 if procs == 2:
                     if s.key in NO_TWO_PROCESS or (a.smoke and s.key not in SMOKE_TWO):
@@ -1190,6 +1192,14 @@ def main() -> int:
         help="output directory (default bench/results/<date>; smoke: under the target dir)",
     )
     ap.add_argument(
+        "--size",
+        type=int,
+        action="append",
+        default=[],
+        metavar="BYTES",
+        help="only Push/Pull and Pub/Sub cases of this body size (repeatable; Req/Rep is 64 B)",
+    )
+    ap.add_argument(
         "--processes",
         type=int,
         choices=(1, 2),
@@ -1247,6 +1257,7 @@ def main() -> int:
             "secs": a.secs,
             "warmup": a.warmup,
             "only": a.only,
+            "size": a.size,
             "processes": a.processes or "both",
         },
     }
