@@ -332,6 +332,9 @@ def stop(workers: list[Worker], bound: float = 3.0) -> None:
         w.stderr.close()
 
 
+GRACE = 3.0
+
+
 def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
     """Runs a two-process row: the bind side, then the dial side (one process per subscriber
     for Pub/Sub) with the address the bind side printed. The measuring side's result, and
@@ -344,8 +347,12 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
     pattern = j.case.pattern
     cmd = shlex.join(argv(j, a, "bind"))
 
+    # The other side failing: the row fails only if the measuring side does not finish within
+    # GRACE s (it may be this side seeing its peer close once the window is over, read first).
+    other: tuple[float, str, Worker] | None = None
+
     def next_line() -> tuple[int, str | None]:
-        left = deadline - time.monotonic()
+        left = min(deadline, other[0] if other else deadline) - time.monotonic()
         if left <= 0:
             raise TimeoutError
         item: tuple[int, str | None] = lines.get(timeout=left)
@@ -384,10 +391,14 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
             try:
                 i, ln = next_line()
             except (TimeoutError, queue.Empty):
+                if other is not None:
+                    return fail(other[1], other[2])
                 return fail(f"killed after {limit:.0f} s")
             w = workers[i]
-            # Once the measuring side's window is over, the other side may see it close first.
-            if w not in measuring and "end" in marks and (ln is None or ln.startswith("{")):
+            if w not in measuring and (ln is None or ln.startswith("{")):
+                if other is None and "end" not in marks:
+                    why = json.loads(ln).get("error", ln) if ln else "ended with no result"
+                    other = (time.monotonic() + GRACE, f"the {w.role} side: {why}", w)
                 continue
             if ln is None:
                 w.ended = True
