@@ -26,6 +26,7 @@ import os
 import platform
 import queue
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -250,12 +251,16 @@ def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
     cmd = argv(j, a)
     limit = a.warmup + 4 * a.secs + 40
     began = time.perf_counter()
+    tmp = tempfile.mkdtemp(prefix="weida-row-")
+    env = {**os.environ, "TMPDIR": tmp}
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=SUITE)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=SUITE, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"worker killed after {limit:.0f} s", "cmd": shlex.join(cmd)}
     except OSError as e:
         return {"error": f"cannot start the worker: {e}", "cmd": shlex.join(cmd)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     wall = time.perf_counter() - began
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if not lines:
@@ -286,19 +291,21 @@ def cpu_seconds(pid: int) -> float | None:
 class Worker:
     """One process of a two-process row; its stdout lines go to a queue as they come."""
 
-    def __init__(self, i: int, role: str, cmd: list[str], lines: queue.Queue[Any], gate: bool):
+    def __init__(
+        self, i: int, role: str, cmd: list[str], lines: queue.Queue[Any], gate: bool, tmp: str
+    ):
         self.i, self.role, self.cmd = i, role, cmd
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(
             cmd,
             cwd=SUITE,
+            env={**os.environ, "TMPDIR": tmp},
             stdin=subprocess.PIPE if gate else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             text=True,
         )
         self.result: dict[str, Any] | None = None
-        self.ended = False
         threading.Thread(target=self._read, args=(lines,), daemon=True).start()
 
     def _read(self, lines: queue.Queue[Any]) -> None:
@@ -345,6 +352,9 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
     lines: queue.Queue[Any] = queue.Queue()
     workers: list[Worker] = []
     pattern = j.case.pattern
+    # The row's processes make their sockets and files here (TMPDIR); removed after the row, as
+    # a terminated process cannot remove its own.
+    tmp = tempfile.mkdtemp(prefix="weida-row-")
     cmd = shlex.join(argv(j, a, "bind"))
 
     # The other side failing: the row fails only if the measuring side does not finish within
@@ -366,12 +376,11 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
 
     try:
         try:
-            workers.append(Worker(0, "bind", argv(j, a, "bind"), lines, False))
+            workers.append(Worker(0, "bind", argv(j, a, "bind"), lines, False, tmp))
             address = ""
             while not address:
                 i, ln = next_line()
                 if ln is None:
-                    workers[0].ended = True
                     return fail("the bind side ended before its ADDRESS line", workers[0])
                 if ln.startswith("{"):
                     return fail(f"the bind side: {json.loads(ln).get('error', ln)}", workers[0])
@@ -381,7 +390,7 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
             cmd += " & " + shlex.join(dial)
             n = j.case.width if pattern == PS else 1
             for k in range(n):
-                workers.append(Worker(k + 1, "dial", dial, lines, pattern == PS))
+                workers.append(Worker(k + 1, "dial", dial, lines, pattern == PS, tmp))
         except OSError as e:
             return fail(f"cannot start a worker: {e}")
         measuring = [workers[0]] if pattern == PP else workers[1:]
@@ -401,7 +410,6 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
                     other = (time.monotonic() + GRACE, f"the {w.role} side: {why}", w)
                 continue
             if ln is None:
-                w.ended = True
                 if w.result is None:
                     return fail(f"the {w.role} side (process {i}) ended with no result", w)
             elif ln == "READY":
@@ -420,6 +428,7 @@ def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
                     return fail(f"the {w.role} side: {w.result['error']}", w)
     finally:
         stop(workers)
+        shutil.rmtree(tmp, ignore_errors=True)
     results = [w.result for w in measuring if w.result is not None]
     r: dict[str, Any] = dict(results[0])
     if pattern == PS:
