@@ -18,158 +18,54 @@ matplotlib only; run it with the suite's venv (bench/suite/setup.sh makes it).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import importlib.metadata
 import json
 import os
 import platform
-import queue
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SUITE = Path(__file__).resolve().parent
-ROOT = SUITE.parent.parent
-SIZES = (64, 1024, 64 * 1024, 1 << 20)
-REQ_SIZE = 64
-PUBSUB = ((1, 64), (64, 64), (1, 1024), (64, 1024))  # (width, size)
-# Two processes: a subscriber is a process, so 16 of them, not 64 (issue 18's target row).
-PUBSUB_TWO = ((1, 64), (16, 64), (1, 1024), (16, 1024))
-FAMILY = {"quic": "QUIC", "tcp": "TCP", "unix": "AF_UNIX", "ipc": "AF_UNIX", "inproc": "in process"}
-FAMILIES = ("QUIC", "TCP", "AF_UNIX", "in process")
-# The substrate each family is divided by, and the weida transport a family is compared with.
-CEILING = {
-    "QUIC": "quinn-long",
-    "TCP": "framed-tcp",
-    "AF_UNIX": "framed-unix",
-    "in process": "tokio-mpsc",
-}
-CEILING_TRANSPORT = {"QUIC": "quic", "TCP": "tcp", "AF_UNIX": "unix", "in process": "inproc"}
-WEIDA_TRANSPORT = {"QUIC": "quic", "TCP": "quic", "AF_UNIX": "unix", "in process": "inproc"}
-WEIDA_OF = {"rust": "weida", "python": "weida-py", "node": "weida-node"}
-
-
-@dataclasses.dataclass(frozen=True)
-class System:
-    key: str
-    language: str  # rust | python | node
-    kind: str  # substrate | weida | other
-    transports: tuple[str, ...]
-    patterns: tuple[str, ...]
-    program: str = ""  # worker file (python, node)
-    variant: str | None = None
-    rust: tuple[str, ...] = ()  # weida-bench --system arguments ("{t}" is the transport)
-    sizes: tuple[int, ...] = SIZES  # Push/Pull sizes
-
-
-PP, RR, PS = "push_pull", "req_rep", "pub_sub"
-ZMQ, WEIDA = ("tcp", "ipc", "inproc"), ("quic", "unix", "inproc")
-SMALL = (64, 1024)
-SYSTEMS: tuple[System, ...] = (
-    # The bare substrate, the ceilings: weida-bench --one (bench/src/one.rs).
-    System("quinn-stream", "rust", "substrate", ("quic",), (PP, RR),
-           rust=("--system", "substrate", "--transport", "quic")),
-    System("quinn-long", "rust", "substrate", ("quic",), (PP, RR), rust=("--system", "quinn-long")),
-    System("framed-tcp", "rust", "substrate", ("tcp",), (PP, RR), rust=("--system", "tcp")),
-    System("framed-unix", "rust", "substrate", ("unix",), (PP, RR),
-           rust=("--system", "substrate", "--transport", "unix")),
-    System("tokio-mpsc", "rust", "substrate", ("inproc",), (PP, RR),
-           rust=("--system", "substrate", "--transport", "inproc")),
-    # weida.
-    System("weida", "rust", "weida", WEIDA, (PP, RR, PS),
-           rust=("--system", "weida", "--transport", "{t}")),
-    System("weida-py", "python", "weida", WEIDA, (PP, RR, PS), "workers/weida_worker.py", "single"),
-    System("weida-py batch", "python", "weida", WEIDA, (PP,), "workers/weida_worker.py", "batch",
-           sizes=SMALL),
-    System("weida-node", "node", "weida", WEIDA, (PP, RR, PS), "node/weida_worker.mjs", "await"),
-    System("weida-node window", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "window",
-           sizes=SMALL),
-    System("weida-node batch", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "batch",
-           sizes=SMALL),
-    # The others.
-    System("pyzmq", "python", "other", ZMQ, (PP, RR, PS), "workers/pyzmq_worker.py", "sync"),
-    System("pyzmq asyncio", "python", "other", ZMQ, (PP,), "workers/pyzmq_worker.py", "asyncio"),
-    System("zeromq.js", "node", "other", ZMQ, (PP, RR, PS), "node/zeromq_worker.mjs"),
-    System("pynng", "python", "other", ZMQ, (PP, RR, PS), "workers/pynng_worker.py"),
-    System("zenoh", "python", "other", ("tcp", "quic", "unix"), (PP, RR, PS),
-           "workers/zenoh_worker.py"),
-)  # fmt: skip
-# What each row runs, for the report's legend.
-WHAT = {
-    "quinn-stream": "raw quinn, a uni stream per message (a bidi stream per request): "
-    "weida's design on bare quinn",
-    "quinn-long": "raw quinn, one long stream of u32-length-prefixed frames (Push/Pull: gathered "
-    "into 64 KiB writes)",
-    "framed-tcp": "one tokio TcpStream (Nagle off), u32-length-prefixed frames",
-    "framed-unix": "one tokio UnixStream, u32-length-prefixed frames",
-    "tokio-mpsc": "a tokio mpsc::channel<Bytes>(256) (mpsc + oneshot for Req/Rep)",
-    "weida": "weida's Rust core: Pusher.send / Puller.recv, Requester.request / Replier (echo)",
-    "weida-py": "weida's Python binding (asyncio), one await per send and per receive",
-    "weida-py batch": "weida's Python binding, send_many / recv_many of 256",
-    "weida-node": "weida's Node binding, one await per send and per receive",
-    "weida-node window": "weida's Node binding, 64 sends and 64 receives in flight",
-    "weida-node batch": "weida's Node binding, sendMany / recvMany of 256",
-    "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",
-    "pyzmq asyncio": "pyzmq's zmq.asyncio on one event loop",
-    "zeromq.js": "zeromq.js v6 (libzmq), await send / for await",
-    "pynng": "pynng (NNG), blocking API, the sending side on a thread",
-    "zenoh": "zenoh-python, peer sessions: put/subscriber (BLOCK), querier/queryable, "
-    "publisher (DROP)",
-}
-# Systems without the two-process mode, and why (bench/README.md, "Two processes"). In-process
-# transports are one-process only by nature.
-NO_TWO_PROCESS = {
-    "tokio-mpsc": "an in-process channel",
-}
-# The smoke run's two-process rows: the Rust core, one Python and one Node system, and the
-# reference each is compared with, every pattern once.
-SMOKE_TWO = ("weida", "weida-py", "weida-node", "pyzmq", "zeromq.js")
-# A system without a Pub/Sub row yet, shown as "not yet" in the overview.
-BY_KEY = {s.key: s for s in SYSTEMS}
-NO_PUBSUB_YET: set[str] = set()
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    pattern: str
-    size: int
-    width: int = 1
-
-    def name(self) -> str:
-        if self.pattern == PS:
-            return f"pub_sub {size_name(self.size)} ×{self.width}"
-        return f"{self.pattern} {size_name(self.size)}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    case: Case
-    system: System
-    transport: str
-    procs: int = 1  # 2: the ends in separate processes
-
-
-def size_name(n: int) -> str:
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return f"{n >> 20} MiB"
-    if n >= 1024 and n % 1024 == 0:
-        return f"{n >> 10} KiB"
-    return f"{n} B"
-
-
-def target_dir() -> Path:
-    t = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
-    return t if t.is_absolute() else ROOT / t
+from plots import plots
+from processes import measure_two
+from systems import (
+    BY_KEY,
+    CEILING,
+    CEILING_TRANSPORT,
+    FAMILIES,
+    FAMILY,
+    NO_PUBSUB_YET,
+    NO_TWO_PROCESS,
+    PP,
+    PS,
+    PUBSUB,
+    PUBSUB_TWO,
+    REQ_SIZE,
+    ROOT,
+    RR,
+    SIZES,
+    SMOKE_TWO,
+    SUITE,
+    SYSTEMS,
+    WEIDA_OF,
+    WEIDA_TRANSPORT,
+    WHAT,
+    Case,
+    Job,
+    Row,
+    Summary,
+    System,
+    size_name,
+    target_dir,
+)
 
 
 def cases(smoke: bool, procs: int = 1) -> list[Case]:
@@ -276,185 +172,6 @@ def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
         r["stderr_tail"] = p.stderr.strip().splitlines()[-5:]
     r["wall_s"] = wall
     r["cmd"] = shlex.join(cmd)
-    return r
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """utime + stime of a process, every thread of it, from /proc/<pid>/stat."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Worker:
-    """One process of a two-process row; its stdout lines go to a queue as they come."""
-
-    def __init__(
-        self, i: int, role: str, cmd: list[str], lines: queue.Queue[Any], gate: bool, tmp: str
-    ):
-        self.i, self.role, self.cmd = i, role, cmd
-        self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen(
-            cmd,
-            cwd=SUITE,
-            env={**os.environ, "TMPDIR": tmp},
-            stdin=subprocess.PIPE if gate else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
-        )
-        self.result: dict[str, Any] | None = None
-        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
-
-    def _read(self, lines: queue.Queue[Any]) -> None:
-        assert self.p.stdout is not None
-        for ln in self.p.stdout:
-            lines.put((self.i, ln.rstrip("\n")))
-        lines.put((self.i, None))
-
-    def tail(self) -> list[str]:
-        self.stderr.seek(0)
-        return self.stderr.read().strip().splitlines()[-5:]
-
-    def go(self) -> None:
-        assert self.p.stdin is not None
-        self.p.stdin.write("go\n")
-        self.p.stdin.flush()
-
-
-def stop(workers: list[Worker], bound: float = 3.0) -> None:
-    """SIGTERM to every process still running, SIGKILL to any left after `bound` seconds."""
-    for w in workers:
-        if w.p.poll() is None:
-            w.p.send_signal(signal.SIGTERM)
-    limit = time.monotonic() + bound
-    for w in workers:
-        try:
-            w.p.wait(max(0.0, limit - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            w.p.kill()
-            w.p.wait()
-        w.stderr.close()
-
-
-GRACE = 3.0
-
-
-def measure_two(j: Job, a: argparse.Namespace) -> dict[str, Any]:
-    """Runs a two-process row: the bind side, then the dial side (one process per subscriber
-    for Pub/Sub) with the address the bind side printed. The measuring side's result, and
-    the CPU time of every process between the measuring side's WINDOW lines."""
-    limit = a.warmup + 4 * a.secs + 40
-    began = time.perf_counter()
-    deadline = time.monotonic() + limit
-    lines: queue.Queue[Any] = queue.Queue()
-    workers: list[Worker] = []
-    pattern = j.case.pattern
-    # The row's processes make their sockets and files here (TMPDIR); removed after the row, as
-    # a terminated process cannot remove its own.
-    tmp = tempfile.mkdtemp(prefix="weida-row-")
-    cmd = shlex.join(argv(j, a, "bind"))
-
-    # The other side failing: the row fails only if the measuring side does not finish within
-    # GRACE s (it may be this side seeing its peer close once the window is over, read first).
-    other: tuple[float, str, Worker] | None = None
-
-    def next_line() -> tuple[int, str | None]:
-        left = min(deadline, other[0] if other else deadline) - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        item: tuple[int, str | None] = lines.get(timeout=left)
-        return item
-
-    def fail(why: str, w: Worker | None = None) -> dict[str, Any]:
-        r: dict[str, Any] = {"error": why, "cmd": cmd}
-        if w is not None:
-            r["stderr_tail"] = w.tail()
-        return r
-
-    try:
-        try:
-            workers.append(Worker(0, "bind", argv(j, a, "bind"), lines, False, tmp))
-            address = ""
-            while not address:
-                i, ln = next_line()
-                if ln is None:
-                    return fail("the bind side ended before its ADDRESS line", workers[0])
-                if ln.startswith("{"):
-                    return fail(f"the bind side: {json.loads(ln).get('error', ln)}", workers[0])
-                if ln.startswith("ADDRESS "):
-                    address = ln.removeprefix("ADDRESS ")
-            dial = argv(j, a, "dial", address)
-            cmd += " & " + shlex.join(dial)
-            n = j.case.width if pattern == PS else 1
-            for k in range(n):
-                workers.append(Worker(k + 1, "dial", dial, lines, pattern == PS, tmp))
-        except OSError as e:
-            return fail(f"cannot start a worker: {e}")
-        measuring = [workers[0]] if pattern == PP else workers[1:]
-        ready: set[int] = set()
-        marks: dict[str, tuple[float, list[float | None]]] = {}
-        while any(w.result is None for w in measuring):
-            try:
-                i, ln = next_line()
-            except (TimeoutError, queue.Empty):
-                if other is not None:
-                    return fail(other[1], other[2])
-                return fail(f"killed after {limit:.0f} s")
-            w = workers[i]
-            if w not in measuring and (ln is None or ln.startswith("{")):
-                if other is None and "end" not in marks:
-                    why = json.loads(ln).get("error", ln) if ln else "ended with no result"
-                    other = (time.monotonic() + GRACE, f"the {w.role} side: {why}", w)
-                continue
-            if ln is None:
-                if w.result is None:
-                    return fail(f"the {w.role} side (process {i}) ended with no result", w)
-            elif ln == "READY":
-                ready.add(i)
-                if len(ready) == len(measuring):
-                    for m in measuring:
-                        m.go()
-            elif ln.startswith("WINDOW ") and w is measuring[0]:
-                marks[ln.split()[1]] = (
-                    time.perf_counter(),
-                    [cpu_seconds(x.p.pid) for x in workers],
-                )
-            elif ln.startswith("{"):
-                w.result = json.loads(ln)
-                if "error" in w.result:
-                    return fail(f"the {w.role} side: {w.result['error']}", w)
-    finally:
-        stop(workers)
-        shutil.rmtree(tmp, ignore_errors=True)
-    results = [w.result for w in measuring if w.result is not None]
-    r: dict[str, Any] = dict(results[0])
-    if pattern == PS:
-        r["copies_per_s"] = sum(x["copies_per_s"] for x in results)
-        r["messages"] = sum(x["messages"] for x in results)
-        r["mb_per_s"] = sum(x["mb_per_s"] for x in results)
-        r["per_subscriber"] = [x["copies_per_s"] for x in results]
-    r.update(role="two processes", processes=len(workers), wall_s=time.perf_counter() - began)
-    r["cmd"] = cmd
-    if "start" in marks and "end" in marks:
-        (t0, c0), (t1, c1) = marks["start"], marks["end"]
-        window = t1 - t0
-        rate = r.get("msgs_per_s") or r.get("copies_per_s") or r.get("samples", 0) / window
-        r["cpu"] = {"window_s": window}
-        for side in ("bind", "dial"):
-            spent = [
-                e - s
-                for w, s, e in zip(workers, c0, c1, strict=True)
-                if w.role == side and s is not None and e is not None
-            ]
-            cpu = sum(spent)
-            r["cpu"][side] = {"cpu_s": cpu, "cores": cpu / window}
-            if rate and window > 0:
-                r["cpu"][side]["us_per_msg"] = cpu / (rate * window) * 1e6
-                r[f"cpu_us_{side}"] = r["cpu"][side]["us_per_msg"]
-            r[f"cores_{side}"] = cpu / window
     return r
 
 
@@ -579,9 +296,6 @@ def ratio(v: float) -> str:
     return f"{v:.2f}" if v >= 0.1 else f"{v:.3f}" if v >= 0.01 else f"{v:.4f}"
 
 
-Summary = dict[str, float]  # median, min, max, n
-
-
 def summary(values: list[float | None]) -> Summary | None:
     v = sorted(x for x in values if x is not None)
     if not v:
@@ -608,21 +322,6 @@ def series(records: list[dict[str, Any]], reps: int, metric: str) -> Series:
 
 def metric_of(pattern: str) -> str:
     return {PP: "msgs_per_s", PS: "copies_per_s", RR: "p50_us"}[pattern]
-
-
-@dataclasses.dataclass
-class Row:
-    case: Case
-    system: System
-    transport: str
-    value: Summary | None  # msgs/s, copies/s, or p50
-    p99: Summary | None
-    vs_weida: Summary | None  # weida ÷ this, paired per rep
-    vs_ceiling: Summary | None  # this ÷ the family's ceiling
-    vs_stream: Summary | None  # this ÷ quinn-stream (QUIC rows)
-    errors: list[str]
-    # Two processes: µs of CPU per message (per round trip, per copy) and cores busy, per side.
-    cpu: dict[str, Summary | None] = dataclasses.field(default_factory=dict)
 
 
 CPU_METRICS = ("cpu_us_bind", "cpu_us_dial", "cores_bind", "cores_dial")
@@ -901,204 +600,6 @@ def overview(table: list[Row]) -> list[str]:
     return out
 
 
-# ---------------------------------------------------------------- plots
-
-
-def row_order(k: tuple[str, str]) -> tuple[int, int]:
-    """Systems in SYSTEMS order, and their transports in the order each lists them."""
-    s = BY_KEY[k[0]]
-    return [x.key for x in SYSTEMS].index(s.key), s.transports.index(k[1])
-
-
-def plots(table: list[Row], out: Path, title: str, prefix: str = "") -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    made = []
-    colours = {
-        "quinn-stream": "dimgray",
-        "quinn-long": "black",
-        "framed-tcp": "black",
-        "framed-unix": "black",
-        "tokio-mpsc": "black",
-        "weida": "tab:red",
-        "weida-py": "tab:orange",
-        "weida-py batch": "gold",
-        "weida-node": "tab:green",
-        "weida-node window": "yellowgreen",
-        "weida-node batch": "olive",
-        "pyzmq": "tab:blue",
-        "pyzmq asyncio": "lightskyblue",
-        "zeromq.js": "tab:purple",
-        "pynng": "tab:brown",
-        "zenoh": "tab:cyan",
-    }
-    styles = {"substrate": ":", "weida": "-", "other": "--"}
-
-    def yerr(rs: list[Row], scale: Callable[[Row], float]) -> list[list[float]]:
-        lo = [(r.value["median"] - r.value["min"]) * scale(r) if r.value else 0 for r in rs]
-        hi = [(r.value["max"] - r.value["median"]) * scale(r) if r.value else 0 for r in rs]
-        return [lo, hi]
-
-    # Push/Pull: msgs/s and MB/s against size, one panel per transport family.
-    pp = [r for r in table if r.case.pattern == PP and r.value]
-    for unit, scale, fname in (
-        ("msgs/s", lambda r: 1.0, "push_pull_msgs.png"),
-        ("MB/s", lambda r: r.case.size / 1e6, "push_pull_mbps.png"),
-    ):
-        if not pp:
-            break
-        fig, axes = plt.subplots(2, 2, figsize=(14, 10), sharex=True)
-        for ax, fam in zip(axes.flat, FAMILIES, strict=True):
-            lines = sorted(
-                {(r.system.key, r.transport) for r in pp if FAMILY[r.transport] == fam},
-                key=lambda k: [s.key for s in SYSTEMS].index(k[0]),
-            )
-            for sk, t in lines:
-                rs = sorted(
-                    (r for r in pp if (r.system.key, r.transport) == (sk, t)),
-                    key=lambda r: r.case.size,
-                )
-                xs = [r.case.size for r in rs]
-                ys = [r.value["median"] * scale(r) for r in rs if r.value]
-                ax.errorbar(
-                    xs,
-                    ys,
-                    yerr=yerr(rs, scale),
-                    label=f"{sk} ({t})",
-                    color=colours.get(sk, "gray"),
-                    linestyle=styles[BY_KEY[sk].kind],
-                    marker="o",
-                    capsize=3,
-                    linewidth=2 if BY_KEY[sk].kind == "weida" else 1.2,
-                )
-            ax.set_title(f"Push/Pull over {fam}")
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xticks(list(SIZES), [size_name(s) for s in SIZES])
-            ax.set_ylabel(unit)
-            ax.grid(True, which="both", alpha=0.3)
-            if lines:
-                ax.legend(fontsize=7)
-        fig.suptitle(f"Push/Pull {unit}, median and min–max over the repetitions ({title})")
-        fig.tight_layout()
-        fig.savefig(out / (prefix + fname), dpi=90)
-        plt.close(fig)
-        made.append(prefix + fname)
-
-    # Req/Rep: p50 bars, p99 markers.
-    rr = [r for r in table if r.case.pattern == RR and r.value]
-    if rr:
-        fig, ax = plt.subplots(figsize=(11, max(4, 0.32 * len(rr) + 1)))
-        ys = list(range(len(rr)))
-        ax.barh(
-            ys,
-            [r.value["median"] for r in rr],
-            xerr=yerr(rr, lambda r: 1.0),
-            color=[colours.get(r.system.key, "gray") for r in rr],
-            capsize=3,
-            label="p50",
-        )
-        ax.scatter(
-            [r.p99["median"] if r.p99 else 0 for r in rr],
-            ys,
-            marker="|",
-            s=200,
-            color="black",
-            label="p99",
-            zorder=3,
-        )
-        ax.set_yticks(ys, [f"{r.system.key} ({r.transport})" for r in rr], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("round trip, µs (log)")
-        ax.set_title(f"Req/Rep 64 B: p50 (bars, min–max) and p99 (|) ({title})")
-        ax.grid(True, axis="x", which="both", alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / (prefix + "req_rep.png"), dpi=90)
-        plt.close(fig)
-        made.append(prefix + "req_rep.png")
-
-    # Pub/Sub: copies/s per system and transport, one bar per case.
-    ps = [r for r in table if r.case.pattern == PS]
-    if ps:
-        keys = sorted(
-            {(r.system.key, r.transport) for r in ps},
-            key=row_order,
-        )
-        pcases = sorted({r.case for r in ps}, key=lambda c: (c.size, c.width))
-        fig, ax = plt.subplots(figsize=(14, 6))
-        width = 0.8 / max(1, len(pcases))
-        by = {(r.case, r.system.key, r.transport): r for r in ps}
-        for i, c in enumerate(pcases):
-            xs = [k + i * width for k in range(len(keys))]
-            rs = [by.get((c, *k)) for k in keys]
-            ax.bar(
-                xs,
-                [r.value["median"] if r and r.value else 0 for r in rs],
-                width,
-                label=c.name().removeprefix("pub_sub "),
-            )
-        ax.set_xticks(
-            [k + 0.4 - width / 2 for k in range(len(keys))],
-            [f"{k[0]} ({k[1]})" for k in keys],
-            fontsize=8,
-            rotation=45,
-            ha="right",
-        )
-        ax.set_yscale("log")
-        ax.set_ylabel("copies/s (log)")
-        ax.set_title(f"Pub/Sub copies/s, medians ({title})")
-        ax.legend(fontsize=8)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(out / (prefix + "pub_sub.png"), dpi=90)
-        plt.close(fig)
-        made.append(prefix + "pub_sub.png")
-
-    # weida ÷ its ceiling, every weida row.
-    wr = [r for r in table if r.system.kind == "weida" and r.case.pattern == PP and r.vs_ceiling]
-    if wr:
-        keys = sorted(
-            {(r.system.key, r.transport) for r in wr},
-            key=row_order,
-        )
-        fig, ax = plt.subplots(figsize=(14, 6))
-        width = 0.8 / len(SIZES)
-        by = {(r.case.size, r.system.key, r.transport): r for r in wr}
-        for i, size in enumerate(SIZES):
-            xs = [k + i * width for k in range(len(keys))]
-            vals = [
-                (by[(size, *k)].vs_ceiling or {}).get("median", 0) if (size, *k) in by else 0
-                for k in keys
-            ]
-            ax.bar(xs, vals, width, label=size_name(size))
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xticks(
-            [k + 0.4 - width / 2 for k in range(len(keys))],
-            [f"{k[0]} ({k[1]})" for k in keys],
-            fontsize=8,
-            rotation=45,
-            ha="right",
-        )
-        ax.set_yscale("log")
-        ax.set_ylabel("msgs/s ÷ ceiling (log; 1 = the bare substrate)")
-        ax.set_title(
-            "Push/Pull: weida ÷ its substrate ceiling (quinn long stream, framed unix, "
-            f"tokio mpsc) ({title})"
-        )
-        ax.legend(fontsize=8)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(out / (prefix + "weida_vs_ceiling.png"), dpi=90)
-        plt.close(fig)
-        made.append(prefix + "weida_vs_ceiling.png")
-    return made
-
-
 # ---------------------------------------------------------------- main
 
 
@@ -1295,7 +796,7 @@ def main() -> int:
     began = time.perf_counter()
     for rep in range(a.reps):
         for j in jobs:
-            r = measure_two(j, a) if j.procs == 2 else measure(j, a)
+            r = measure_two(j, a, argv) if j.procs == 2 else measure(j, a)
             r.update(_case=j.case, _system=j.system.key, _transport=j.transport, _rep=rep)
             r["_procs"] = j.procs
             records.append(r)
