@@ -58,17 +58,17 @@ pub(crate) enum System {
 /// Pending messages a local substrate channel holds: weida's default uni stream budget.
 const CHANNEL_DEPTH: usize = 256;
 /// Body limit for the substrate's reads (weida's default `max_collected_body`).
-const MAX_BODY: usize = 16 << 20;
+pub(crate) const MAX_BODY: usize = 16 << 20;
 /// Below this a framed message is copied with its prefix into one write, as weida's AF_UNIX
 /// writer does.
-const COALESCE: usize = 16 * 1024;
+pub(crate) const COALESCE: usize = 16 * 1024;
 
 fn unique() -> u64 {
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-fn socket_path() -> std::path::PathBuf {
+pub(crate) fn socket_path() -> std::path::PathBuf {
     std::env::temp_dir().join(format!(
         "weida-bench-{}-{}.sock",
         std::process::id(),
@@ -76,7 +76,7 @@ fn socket_path() -> std::path::PathBuf {
     ))
 }
 
-fn bind_address(t: Transport) -> (String, Option<std::path::PathBuf>) {
+pub(crate) fn bind_address(t: Transport) -> (String, Option<std::path::PathBuf>) {
     match t {
         Transport::Quic => ("weida://127.0.0.1:0".to_string(), None),
         Transport::Inproc => (
@@ -90,11 +90,11 @@ fn bind_address(t: Transport) -> (String, Option<std::path::PathBuf>) {
     }
 }
 
-fn payload(size: usize) -> Bytes {
+pub(crate) fn payload(size: usize) -> Bytes {
     Bytes::from((0..size).map(|i| (i % 251) as u8).collect::<Vec<u8>>())
 }
 
-fn check(len: usize, size: usize) -> BoxResult<()> {
+pub(crate) fn check(len: usize, size: usize) -> BoxResult<()> {
     if len == size {
         Ok(())
     } else {
@@ -293,7 +293,7 @@ async fn unix_pair() -> BoxResult<(UnixStream, UnixStream, std::path::PathBuf)> 
 }
 
 /// Writes one u32-length-prefixed frame; small ones in one write.
-async fn write_frame<W: AsyncWriteExt + Unpin>(
+pub(crate) async fn write_frame<W: AsyncWriteExt + Unpin>(
     w: &mut W,
     scratch: &mut Vec<u8>,
     body: &[u8],
@@ -311,7 +311,7 @@ async fn write_frame<W: AsyncWriteExt + Unpin>(
 }
 
 /// Reads one frame into a fresh buffer (a message is handed on as `Bytes`).
-async fn read_frame<R: AsyncReadExt + Unpin>(r: &mut R) -> std::io::Result<Bytes> {
+pub(crate) async fn read_frame<R: AsyncReadExt + Unpin>(r: &mut R) -> std::io::Result<Bytes> {
     let len = r.read_u32().await? as usize;
     if len > MAX_BODY {
         return Err(std::io::Error::new(

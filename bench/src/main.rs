@@ -13,6 +13,7 @@ mod meter;
 mod one;
 mod rawquic;
 mod report;
+mod twoproc;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -103,6 +104,9 @@ pub(crate) struct Options {
     pub(crate) one: Option<one::Subject>,
     /// `--width`: subscribers of `--one --bench pub_sub`.
     pub(crate) width: usize,
+    /// `--role` and `--address`: one end of the `--one` case (see `twoproc.rs`).
+    pub(crate) role: twoproc::Role,
+    pub(crate) address: Option<String>,
     pub(crate) args: Vec<String>,
 }
 
@@ -124,6 +128,8 @@ usage: cargo run --release -p weida-bench -- [options]
                      needs --bench push_pull|req_rep; --system may also be quinn-long (one
                      long framed QUIC stream) or tcp (framed loopback TCP); --bench pub_sub
                      --width N (weida only) publishes flat out to N subscribers, copies/s
+  --role R           with --one: both (default), bind (print ADDRESS, then serve or
+                     measure) or dial (--address ADDR): one end per process (bench/suite)
   -h, --help         this text";
 
 fn parse_args() -> Result<Options, String> {
@@ -148,6 +154,8 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         only_size: None,
         only_system: None,
         one: None,
+        role: twoproc::Role::Both,
+        address: None,
         width: 1,
         args: args.clone(),
     };
@@ -235,9 +243,24 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                 }
             }
             "--one" => {}
+            "--role" => {
+                o.role = match value("--role")?.as_str() {
+                    "both" => twoproc::Role::Both,
+                    "bind" => twoproc::Role::Bind,
+                    "dial" => twoproc::Role::Dial,
+                    other => return Err(format!("--role is both, bind or dial, not {other:?}")),
+                }
+            }
+            "--address" => o.address = Some(value("--address")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if (o.role == twoproc::Role::Dial) != o.address.is_some() {
+        return Err("--address goes with --role dial, and only with it".into());
+    }
+    if o.role != twoproc::Role::Both && !args_have(&o.args, "--one") {
+        return Err("--role is for --one only".into());
     }
     if args_have(&o.args, "--one") {
         o.one = Some(one::subject(&o)?);

@@ -80,6 +80,11 @@ impl Meter {
         }
     }
 
+    /// Whether the window has opened (the warmup is over).
+    pub(crate) fn started(&self) -> bool {
+        self.start.is_some()
+    }
+
     pub(crate) fn rate(&self) -> Option<Rate> {
         let ((t0, n0), (t1, n1)) = (self.start?, self.end?);
         Some(Rate {
@@ -130,6 +135,11 @@ impl Recorder {
                 now.duration_since(t0) >= self.window.measure
             }
         }
+    }
+
+    /// Whether the window has opened (the warmup is over).
+    pub(crate) fn started(&self) -> bool {
+        self.start.is_some()
     }
 
     pub(crate) fn latency(mut self) -> Option<Latency> {

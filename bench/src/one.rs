@@ -10,6 +10,7 @@
 use serde_json::{json, Value};
 
 use crate::cases::{self, System, Transport};
+use crate::twoproc::{self, Role};
 use crate::{Bench, Options, Outcome};
 
 /// What the single case measures.
@@ -88,6 +89,17 @@ pub(crate) fn subject(o: &Options) -> Result<Subject, String> {
 
 fn measure(o: &Options, s: Subject, bench: Bench, size: usize) -> Result<Outcome, String> {
     let (w, f) = (o.window, o.flavour);
+    if o.role != Role::Both {
+        // Whatever happens to run.py, this process ends within its bound.
+        let limit = twoproc::lifetime(w) + std::time::Duration::from_secs(2);
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            std::process::exit(3);
+        });
+        let address = o.address.as_deref().unwrap_or_default();
+        return crate::run_on(f, twoproc::run(s, o.role, address, bench, size, w))
+            .map_err(|e| e.to_string());
+    }
     let r = match (bench, s) {
         (Bench::PubSub, Subject::Weida(t)) => {
             crate::run_on(f, cases::pub_sub(t, o.width, size, w)).map(Outcome::Rate)
@@ -139,6 +151,7 @@ pub(crate) fn run(o: &Options, s: Subject) -> i32 {
             "rep": rep,
             "secs": o.window.measure.as_secs_f64(),
             "warmup": o.window.warmup.as_secs_f64(),
+            "role": match o.role { Role::Both => "both", Role::Bind => "bind", Role::Dial => "dial" },
             "flavour": match o.flavour { crate::Flavour::Current => "current", crate::Flavour::Multi => "multi" },
         });
         let extra = match measure(o, s, bench, size) {
@@ -198,5 +211,21 @@ mod tests {
         assert!(s("--one --bench req_rep --system tcp --transport unix").is_err());
         assert!(s("--one --bench flavour --system weida").is_err());
         assert!(s("--system tcp").is_err(), "tcp only with --one");
+    }
+
+    #[test]
+    fn a_role_needs_one_and_dial_needs_an_address() {
+        let p = |a: &str| crate::parse(args(a)).map(|o| (o.role, o.address));
+        assert_eq!(
+            p("--one --bench req_rep --system tcp --role bind"),
+            Ok((Role::Bind, None))
+        );
+        assert_eq!(
+            p("--one --bench req_rep --system tcp --role dial --address 127.0.0.1:9"),
+            Ok((Role::Dial, Some("127.0.0.1:9".to_string())))
+        );
+        assert!(p("--one --bench req_rep --system tcp --role dial").is_err());
+        assert!(p("--one --bench req_rep --system tcp --address 127.0.0.1:9").is_err());
+        assert!(p("--bench req_rep --role bind").is_err());
     }
 }

@@ -98,13 +98,28 @@ impl Pair {
 /// A server endpoint on 127.0.0.1 and a dual-stack client endpoint (as weida binds its dialling
 /// endpoint), connected.
 pub(crate) async fn pair() -> BoxResult<Pair> {
-    let buffer = weida::RuntimeConfig::default().udp_buffer;
-    let provider = provider();
+    let server_ep = server()?;
+    let server_addr = server_ep.local_addr()?;
+    let accept = {
+        let ep = server_ep.clone();
+        tokio::spawn(async move { accept(&ep).await.map_err(|e| e.to_string()) })
+    };
+    let (client_ep, client) = dial(server_addr).await?;
+    let server = accept.await??;
+    Ok(Pair {
+        client,
+        server,
+        endpoints: [server_ep, client_ep],
+    })
+}
 
+/// The server endpoint on 127.0.0.1, a port of its own, with a fresh self-signed certificate.
+pub(crate) fn server() -> BoxResult<quinn::Endpoint> {
+    let buffer = weida::RuntimeConfig::default().udp_buffer;
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])?;
     let cert = CertificateDer::from(certified.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()));
-    let mut server_tls = rustls::ServerConfig::builder_with_provider(provider.clone())
+    let mut server_tls = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)?;
@@ -115,9 +130,21 @@ pub(crate) async fn pair() -> BoxResult<Pair> {
         quinn::crypto::rustls::QuicServerConfig::try_from(server_tls)?,
     ));
     sc.transport_config(Arc::new(transport_config(false)));
-    let server_ep = endpoint(weida::udp_socket("127.0.0.1:0".parse()?, buffer)?, Some(sc))?;
-    let server_addr = server_ep.local_addr()?;
+    endpoint(weida::udp_socket("127.0.0.1:0".parse()?, buffer)?, Some(sc))
+}
 
+/// The next connection the server endpoint accepts, handshake done.
+pub(crate) async fn accept(ep: &quinn::Endpoint) -> BoxResult<quinn::Connection> {
+    let incoming = ep.accept().await.ok_or("server endpoint closed")?;
+    Ok(incoming.await?)
+}
+
+/// A dual-stack client endpoint connected to `server_addr` (any certificate accepted).
+pub(crate) async fn dial(
+    server_addr: std::net::SocketAddr,
+) -> BoxResult<(quinn::Endpoint, quinn::Connection)> {
+    let buffer = weida::RuntimeConfig::default().udp_buffer;
+    let provider = provider();
     let verifier = Arc::new(AcceptAny {
         algorithms: provider.signature_verification_algorithms,
     });
@@ -136,21 +163,8 @@ pub(crate) async fn pair() -> BoxResult<Pair> {
     let client_socket = weida::udp_socket("[::]:0".parse()?, buffer)
         .or_else(|_| weida::udp_socket(([0, 0, 0, 0], 0).into(), buffer))?;
     let client_ep = endpoint(client_socket, None)?;
-
-    let accept = {
-        let ep = server_ep.clone();
-        tokio::spawn(async move {
-            let incoming = ep.accept().await.ok_or("server endpoint closed")?;
-            incoming.await.map_err(|e| e.to_string())
-        })
-    };
-    let client = client_ep
+    let conn = client_ep
         .connect_with(cc, server_addr, "localhost")?
         .await?;
-    let server = accept.await??;
-    Ok(Pair {
-        client,
-        server,
-        endpoints: [server_ep, client_ep],
-    })
+    Ok((client_ep, conn))
 }

@@ -4,158 +4,75 @@ tcp and AF_UNIX, a tokio channel), in one run on loopback (bench/README.md, "The
 
     ./dev bench-suite [--smoke] [--reps N] [--secs S] [--only SYSTEM[/PATTERN]] ...
 
-Every measurement is one worker process running one case, both ends in that process, printing
-one JSON line. The run goes repetition after repetition, every case and system inside each, so
-drift on a shared machine falls on every system alike. Output: results.md, results.json and PNG
-plots in bench/results/<date>/ (or --out). Stdlib and matplotlib only; run it with the suite's
-venv (bench/suite/setup.sh makes it).
+Two tables. The headline: every case with its two ends in separate processes (sender and
+receiver, requester and replier, publisher and one process per subscriber), `--role bind` and
+`--role dial` of the same worker, with each process's CPU time per message read from
+/proc/<pid>/stat at the measuring side's `WINDOW start` / `WINDOW end` lines. The secondary: one
+worker process with both ends in it (`--role both`). A worker prints one JSON line with its
+result. `--processes 1` or `2` runs one table only. The run goes repetition after repetition,
+every case and system inside each, so drift on a shared machine falls on every system alike.
+Output: results.md, results.json and PNG plots in bench/results/<date>/ (or --out). Stdlib and
+matplotlib only; run it with the suite's venv (bench/suite/setup.sh makes it).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import importlib.metadata
 import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SUITE = Path(__file__).resolve().parent
-ROOT = SUITE.parent.parent
-SIZES = (64, 1024, 64 * 1024, 1 << 20)
-REQ_SIZE = 64
-PUBSUB = ((1, 64), (64, 64), (1, 1024), (64, 1024))  # (width, size)
-FAMILY = {"quic": "QUIC", "tcp": "TCP", "unix": "AF_UNIX", "ipc": "AF_UNIX", "inproc": "in process"}
-FAMILIES = ("QUIC", "TCP", "AF_UNIX", "in process")
-# The substrate each family is divided by, and the weida transport a family is compared with.
-CEILING = {
-    "QUIC": "quinn-long",
-    "TCP": "framed-tcp",
-    "AF_UNIX": "framed-unix",
-    "in process": "tokio-mpsc",
-}
-CEILING_TRANSPORT = {"QUIC": "quic", "TCP": "tcp", "AF_UNIX": "unix", "in process": "inproc"}
-WEIDA_TRANSPORT = {"QUIC": "quic", "TCP": "quic", "AF_UNIX": "unix", "in process": "inproc"}
-WEIDA_OF = {"rust": "weida", "python": "weida-py", "node": "weida-node"}
+from plots import plots
+from processes import measure_two
+from systems import (
+    BY_KEY,
+    CEILING,
+    CEILING_TRANSPORT,
+    FAMILIES,
+    FAMILY,
+    NO_PUBSUB_YET,
+    NO_TWO_PROCESS,
+    PP,
+    PS,
+    PUBSUB,
+    PUBSUB_TWO,
+    REQ_SIZE,
+    ROOT,
+    RR,
+    SIZES,
+    SMOKE_TWO,
+    SUITE,
+    SYSTEMS,
+    WEIDA_OF,
+    WEIDA_TRANSPORT,
+    WHAT,
+    Case,
+    Job,
+    Row,
+    Summary,
+    System,
+    size_name,
+    target_dir,
+)
 
 
-@dataclasses.dataclass(frozen=True)
-class System:
-    key: str
-    language: str  # rust | python | node
-    kind: str  # substrate | weida | other
-    transports: tuple[str, ...]
-    patterns: tuple[str, ...]
-    program: str = ""  # worker file (python, node)
-    variant: str | None = None
-    rust: tuple[str, ...] = ()  # weida-bench --system arguments ("{t}" is the transport)
-    sizes: tuple[int, ...] = SIZES  # Push/Pull sizes
-
-
-PP, RR, PS = "push_pull", "req_rep", "pub_sub"
-ZMQ, WEIDA = ("tcp", "ipc", "inproc"), ("quic", "unix", "inproc")
-SMALL = (64, 1024)
-SYSTEMS: tuple[System, ...] = (
-    # The bare substrate, the ceilings: weida-bench --one (bench/src/one.rs).
-    System("quinn-stream", "rust", "substrate", ("quic",), (PP, RR),
-           rust=("--system", "substrate", "--transport", "quic")),
-    System("quinn-long", "rust", "substrate", ("quic",), (PP, RR), rust=("--system", "quinn-long")),
-    System("framed-tcp", "rust", "substrate", ("tcp",), (PP, RR), rust=("--system", "tcp")),
-    System("framed-unix", "rust", "substrate", ("unix",), (PP, RR),
-           rust=("--system", "substrate", "--transport", "unix")),
-    System("tokio-mpsc", "rust", "substrate", ("inproc",), (PP, RR),
-           rust=("--system", "substrate", "--transport", "inproc")),
-    # weida.
-    System("weida", "rust", "weida", WEIDA, (PP, RR, PS),
-           rust=("--system", "weida", "--transport", "{t}")),
-    System("weida-py", "python", "weida", WEIDA, (PP, RR, PS), "workers/weida_worker.py", "single"),
-    System("weida-py batch", "python", "weida", WEIDA, (PP,), "workers/weida_worker.py", "batch",
-           sizes=SMALL),
-    System("weida-node", "node", "weida", WEIDA, (PP, RR, PS), "node/weida_worker.mjs", "await"),
-    System("weida-node window", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "window",
-           sizes=SMALL),
-    System("weida-node batch", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "batch",
-           sizes=SMALL),
-    # The others.
-    System("pyzmq", "python", "other", ZMQ, (PP, RR, PS), "workers/pyzmq_worker.py", "sync"),
-    System("pyzmq asyncio", "python", "other", ZMQ, (PP,), "workers/pyzmq_worker.py", "asyncio"),
-    System("zeromq.js", "node", "other", ZMQ, (PP, RR, PS), "node/zeromq_worker.mjs"),
-    System("pynng", "python", "other", ZMQ, (PP, RR, PS), "workers/pynng_worker.py"),
-    System("zenoh", "python", "other", ("tcp", "quic", "unix"), (PP, RR, PS),
-           "workers/zenoh_worker.py"),
-)  # fmt: skip
-# What each row runs, for the report's legend.
-WHAT = {
-    "quinn-stream": "raw quinn, a uni stream per message (a bidi stream per request): "
-    "weida's design on bare quinn",
-    "quinn-long": "raw quinn, one long stream of u32-length-prefixed frames (Push/Pull: gathered "
-    "into 64 KiB writes)",
-    "framed-tcp": "one tokio TcpStream (Nagle off), u32-length-prefixed frames",
-    "framed-unix": "one tokio UnixStream, u32-length-prefixed frames",
-    "tokio-mpsc": "a tokio mpsc::channel<Bytes>(256) (mpsc + oneshot for Req/Rep)",
-    "weida": "weida's Rust core: Pusher.send / Puller.recv, Requester.request / Replier (echo)",
-    "weida-py": "weida's Python binding (asyncio), one await per send and per receive",
-    "weida-py batch": "weida's Python binding, send_many / recv_many of 256",
-    "weida-node": "weida's Node binding, one await per send and per receive",
-    "weida-node window": "weida's Node binding, 64 sends and 64 receives in flight",
-    "weida-node batch": "weida's Node binding, sendMany / recvMany of 256",
-    "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",
-    "pyzmq asyncio": "pyzmq's zmq.asyncio on one event loop",
-    "zeromq.js": "zeromq.js v6 (libzmq), await send / for await",
-    "pynng": "pynng (NNG), blocking API, the sending side on a thread",
-    "zenoh": "zenoh-python, peer sessions: put/subscriber (BLOCK), querier/queryable, "
-    "publisher (DROP)",
-}
-# A system without a Pub/Sub row yet, shown as "not yet" in the overview.
-BY_KEY = {s.key: s for s in SYSTEMS}
-NO_PUBSUB_YET: set[str] = set()
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    pattern: str
-    size: int
-    width: int = 1
-
-    def name(self) -> str:
-        if self.pattern == PS:
-            return f"pub_sub {size_name(self.size)} ×{self.width}"
-        return f"{self.pattern} {size_name(self.size)}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    case: Case
-    system: System
-    transport: str
-
-
-def size_name(n: int) -> str:
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return f"{n >> 20} MiB"
-    if n >= 1024 and n % 1024 == 0:
-        return f"{n >> 10} KiB"
-    return f"{n} B"
-
-
-def target_dir() -> Path:
-    t = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
-    return t if t.is_absolute() else ROOT / t
-
-
-def cases(smoke: bool) -> list[Case]:
+def cases(smoke: bool, procs: int = 1) -> list[Case]:
     if smoke:
         return [Case(PP, 1024), Case(RR, REQ_SIZE), Case(PS, 64, 2)]
-    return [Case(PP, s) for s in SIZES] + [Case(RR, REQ_SIZE)] + [Case(PS, s, w) for w, s in PUBSUB]
+    ps = PUBSUB_TWO if procs == 2 else PUBSUB
+    return [Case(PP, s) for s in SIZES] + [Case(RR, REQ_SIZE)] + [Case(PS, s, w) for w, s in ps]
 
 
 def selected(s: System, pattern: str, only: list[str]) -> bool:
@@ -169,22 +86,38 @@ def selected(s: System, pattern: str, only: list[str]) -> bool:
 
 
 def plan(a: argparse.Namespace) -> list[Job]:
+    """The two-process jobs first (the headline), then the one-process ones."""
     jobs = []
-    for c in cases(a.smoke):
-        for s in SYSTEMS:
-            if c.pattern not in s.patterns or not selected(s, c.pattern, a.only):
-                continue
-            if c.pattern == PP and c.size not in s.sizes and not a.smoke:
-                continue
-            # The smoke run: every system and transport once for Push/Pull, the first transport
-            # for the rest.
-            transports = s.transports if (c.pattern == PP or not a.smoke) else s.transports[:1]
-            jobs += [Job(c, s, t) for t in transports]
+    for procs in (2, 1):
+        if a.processes not in (None, procs):
+            continue
+        for c in cases(a.smoke, procs):
+            for s in SYSTEMS:
+                if c.pattern not in s.patterns or not selected(s, c.pattern, a.only):
+                    continue
+                if c.pattern == PP and c.size not in s.sizes and not a.smoke:
+                    continue
+                if a.size and c.pattern != RR and c.size not in a.size:
+                    continue
+                transports = s.transports
+                if procs == 2:
+                    if s.key in NO_TWO_PROCESS or (a.smoke and s.key not in SMOKE_TWO):
+                        continue
+                    transports = tuple(t for t in transports if t != "inproc")
+                # The smoke run: every system and transport once for Push/Pull (two processes:
+                # the first transport), the first transport for the rest.
+                if a.smoke and (c.pattern != PP or procs == 2):
+                    transports = transports[:1]
+                jobs += [Job(c, s, t, procs) for t in transports]
     return jobs
 
 
-def argv(j: Job, a: argparse.Namespace) -> list[str]:
+def argv(j: Job, a: argparse.Namespace, role: str = "both", address: str = "") -> list[str]:
     window = ["--secs", str(a.secs), "--warmup", str(a.warmup)]
+    if role != "both":
+        window += ["--role", role]
+    if address:
+        window += ["--address", address]
     s = j.system
     if s.language == "rust":
         rust = [x.replace("{t}", j.transport) for x in s.rust]
@@ -214,12 +147,16 @@ def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
     cmd = argv(j, a)
     limit = a.warmup + 4 * a.secs + 40
     began = time.perf_counter()
+    tmp = tempfile.mkdtemp(prefix="weida-row-")
+    env = {**os.environ, "TMPDIR": tmp}
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=SUITE)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=SUITE, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"worker killed after {limit:.0f} s", "cmd": shlex.join(cmd)}
     except OSError as e:
         return {"error": f"cannot start the worker: {e}", "cmd": shlex.join(cmd)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     wall = time.perf_counter() - began
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if not lines:
@@ -242,9 +179,15 @@ def figure(r: dict[str, Any], pattern: str) -> str:
     if "error" in r:
         return f"FAILED {r['error']}"
     if pattern == RR:
-        return f"p50 {r['p50_us']:.1f} µs p99 {r['p99_us']:.1f} µs"
+        return f"p50 {r['p50_us']:.1f} µs p99 {r['p99_us']:.1f} µs" + cpu_figure(r)
     key = "copies_per_s" if pattern == PS else "msgs_per_s"
-    return f"{si(r[key])} {'copies' if pattern == PS else 'msgs'}/s"
+    return f"{si(r[key])} {'copies' if pattern == PS else 'msgs'}/s" + cpu_figure(r)
+
+
+def cpu_figure(r: dict[str, Any]) -> str:
+    if "cpu_us_bind" not in r:
+        return ""
+    return f" (CPU µs/msg bind {r['cpu_us_bind']:.2f}, dial {r['cpu_us_dial']:.2f})"
 
 
 # ---------------------------------------------------------------- the machine and versions
@@ -353,9 +296,6 @@ def ratio(v: float) -> str:
     return f"{v:.2f}" if v >= 0.1 else f"{v:.3f}" if v >= 0.01 else f"{v:.4f}"
 
 
-Summary = dict[str, float]  # median, min, max, n
-
-
 def summary(values: list[float | None]) -> Summary | None:
     v = sorted(x for x in values if x is not None)
     if not v:
@@ -384,22 +324,13 @@ def metric_of(pattern: str) -> str:
     return {PP: "msgs_per_s", PS: "copies_per_s", RR: "p50_us"}[pattern]
 
 
-@dataclasses.dataclass
-class Row:
-    case: Case
-    system: System
-    transport: str
-    value: Summary | None  # msgs/s, copies/s, or p50
-    p99: Summary | None
-    vs_weida: Summary | None  # weida ÷ this, paired per rep
-    vs_ceiling: Summary | None  # this ÷ the family's ceiling
-    vs_stream: Summary | None  # this ÷ quinn-stream (QUIC rows)
-    errors: list[str]
+CPU_METRICS = ("cpu_us_bind", "cpu_us_dial", "cores_bind", "cores_dial")
 
 
 def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]:
     main = {p: series(records, reps, metric_of(p)) for p in (PP, RR, PS)}
     p99 = series(records, reps, "p99_us")
+    cpus = {m: series(records, reps, m) for m in CPU_METRICS}
     out = []
     seen = set()
     for j in jobs:
@@ -428,6 +359,7 @@ def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]
             for r in records
             if (r["_case"], r["_system"], r["_transport"]) == key and "error" in r
         ]
+        cpu = {m: summary(cpus[m].get(key, [None] * reps)) for m in CPU_METRICS}
         out.append(
             Row(
                 j.case,
@@ -439,6 +371,7 @@ def rows(records: list[dict[str, Any]], jobs: list[Job], reps: int) -> list[Row]
                 vs_ceiling,
                 vs_stream,
                 errors,
+                cpu,
             )
         )
     order = {k: i for i, k in enumerate(s.key for s in SYSTEMS)}
@@ -466,8 +399,12 @@ def label(r: Row) -> str:
 
 
 LEGEND = """\
-Each measurement is one worker process with both ends of the case in it, on loopback. A cell is
-the median over the repetitions, with the min–max range beside it. Ratios are computed per
+Two tables. **Two processes** (the headline): the two ends of a case in separate processes on
+loopback, as services run (sender and receiver, requester and replier, a publisher and one
+process per subscriber; copies/s is the sum over the subscriber processes); in-process
+transports have no such row. **One process** (secondary): one worker process with both ends of
+the case in it. A cell is the median over the repetitions, with the min–max range beside it.
+Ratios are taken only within a table. Ratios are computed per
 repetition from measurements taken in the same repetition, then summarized the same way.
 
 - **weida ÷ this**: weida's row of the same language and case on the matching transport (QUIC
@@ -478,11 +415,45 @@ repetition from measurements taken in the same repetition, then summarized the s
   one long framed stream (QUIC), a framed tokio TcpStream (TCP), a framed tokio UnixStream
   (AF_UNIX), a tokio mpsc (in process). **÷ quinn stream/msg**: a QUIC row divided by raw quinn
   with a stream per message, weida's own design on bare quinn.
+- **CPU** (two processes): the CPU time (user + system, every thread) each side's processes
+  spent between the measuring side's window opening and closing, read from /proc/<pid>/stat
+  (10 ms ticks), divided by the messages (round trips, copies) of that span: µs of CPU per
+  message; **cores** is that CPU time over the span (1.00 = one core busy all the time, a
+  busy-spinning side shows here).
 - Bold rows are weida. The workers, what each system's pattern maps to, and how to reproduce:
   bench/README.md; what the numbers mean: docs/PERFORMANCE.md."""
 
 
-def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
+TABLES = {
+    2: "Two processes (the headline)",
+    1: "One process, both ends in it (secondary)",
+}
+# Which side each CPU column is, by pattern: (first, second) of "first / second".
+SIDES = {
+    PP: (("dial", "bind"), "sender / receiver", "µs/msg"),
+    RR: (("dial", "bind"), "requester / replier", "µs/round trip"),
+    PS: (("bind", "dial"), "publisher / subscribers", "µs/copy"),
+}
+
+
+def cpu_cells(r: Row) -> str:
+    (first, second), _, _ = SIDES[r.case.pattern]
+
+    def one(m: str, f: Callable[[float], str]) -> str:
+        s = r.cpu.get(m)
+        return f(s["median"]) if s else "?"
+
+    us = f"{one('cpu_us_' + first, fixed)} / {one('cpu_us_' + second, fixed)}"
+    cores = f"{one('cores_' + first, ratio)} / {one('cores_' + second, ratio)}"
+    return f" {us} | {cores} |"
+
+
+def cpu_header(pattern: str) -> tuple[str, str]:
+    _, who, unit = SIDES[pattern]
+    return f" CPU {unit}, {who} | cores, {who} |", "---:|---:|"
+
+
+def markdown(meta: dict[str, Any], tables: list[tuple[int, list[Row]]], jobs: list[Job]) -> str:
     out = [f"# weida benchmark suite, {meta['date']}", ""]
     if meta["settings"]["smoke"]:
         out += ["**A smoke run: it proves the harness works. These are not numbers to quote.**", ""]
@@ -499,7 +470,28 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
         *LEGEND.splitlines(),
         "",
     ]
-    out += ["## Overview (medians)", ""]
+    for procs, table in tables:
+        out += ["", f"## {TABLES[procs]}", ""]
+        out += detail(table, procs)
+    failed = [(procs, r) for procs, table in tables for r in table if r.errors]
+    if failed:
+        out += ["", "## Failures", ""]
+        for procs, r in failed:
+            errors = "; ".join(sorted(set(r.errors)))
+            where = "two processes" if procs == 2 else "one process"
+            out.append(f"- {where}: {r.case.name()} {r.system.key} {r.transport}: {errors}")
+    out += ["", "## Systems", "", "| system | language | what the row runs |", "|---|---|---|"]
+    used = {j.system.key for j in jobs}
+    out += [f"| {s.key} | {s.language} | {WHAT[s.key]} |" for s in SYSTEMS if s.key in used]
+    no = [f"{k} ({why})" for k, why in NO_TWO_PROCESS.items() if k in used]
+    if no and any(j.procs == 2 for j in jobs):
+        out += ["", "Without a two-process row: " + "; ".join(no) + "; every in-process row."]
+    out += ["", "Plots: " + ", ".join(f"[{p}]({p})" for p in meta.get("plots", [])), ""]
+    return "\n".join(out)
+
+
+def detail(table: list[Row], procs: int) -> list[str]:
+    out = ["### Overview (medians)", ""]
     out += overview(table)
     for pattern, title in (
         (PP, "Push/Pull throughput"),
@@ -510,7 +502,7 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
             {r.case for r in table if r.case.pattern == pattern}, key=lambda c: (c.size, c.width)
         )
         for c in case_list:
-            out += ["", f"## {title}: {c.name()}", ""]
+            out += ["", f"### {title}: {c.name()}" + (" (two processes)" if procs == 2 else ""), ""]
             if pattern == PS:
                 out += [
                     f"{c.width} subscriber(s), each subscribed to everything; copies/s is the "
@@ -518,11 +510,12 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                     "",
                 ]
             sel = [r for r in table if r.case == c]
+            ch, cs = cpu_header(pattern) if procs == 2 else ("", "")
             if pattern == RR:
                 out += [
                     "| system | lang | transport | p50 µs | p50 range | p99 µs | p99 range "
-                    "| weida ÷ this (p50) | ÷ ceiling (p50) | ÷ quinn stream/msg (p50) |",
-                    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+                    "| weida ÷ this (p50) | ÷ ceiling (p50) | ÷ quinn stream/msg (p50) |" + ch,
+                    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|" + cs,
                 ]
                 for r in sel:
                     a, ar = cell(r.value, fixed)
@@ -531,12 +524,13 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                         f"| {label(r)} | {r.system.language} | {r.transport} "
                         f"| {a} | {ar} | {b} | {br} | "
                         f"{rcell(r.vs_weida)} | {rcell(r.vs_ceiling)} | {rcell(r.vs_stream)} |"
+                        + (cpu_cells(r) if procs == 2 else "")
                     )
             elif pattern == PS:
                 out += [
                     "| system | lang | transport | copies/s | range | MB/s | per subscriber "
-                    "| weida ÷ this |",
-                    "|---|---|---|---:|---:|---:|---:|---:|",
+                    "| weida ÷ this |" + ch,
+                    "|---|---|---|---:|---:|---:|---:|---:|" + cs,
                 ]
                 for r in sel:
                     a, ar = cell(r.value, si)
@@ -545,12 +539,13 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                     out.append(
                         f"| {label(r)} | {r.system.language} | {r.transport} "
                         f"| {a} | {ar} | {mb} | {each} | {rcell(r.vs_weida)} |"
+                        + (cpu_cells(r) if procs == 2 else "")
                     )
             else:
                 out += [
                     "| system | lang | transport | msgs/s | range | MB/s | weida ÷ this "
-                    "| ÷ ceiling | ÷ quinn stream/msg |",
-                    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+                    "| ÷ ceiling | ÷ quinn stream/msg |" + ch,
+                    "|---|---|---|---:|---:|---:|---:|---:|---:|" + cs,
                 ]
                 for r in sel:
                     a, ar = cell(r.value, si)
@@ -559,18 +554,9 @@ def markdown(meta: dict[str, Any], table: list[Row], jobs: list[Job]) -> str:
                         f"| {label(r)} | {r.system.language} | {r.transport} "
                         f"| {a} | {ar} | {mb} | "
                         f"{rcell(r.vs_weida)} | {rcell(r.vs_ceiling)} | {rcell(r.vs_stream)} |"
+                        + (cpu_cells(r) if procs == 2 else "")
                     )
-    failed = [r for r in table if r.errors]
-    if failed:
-        out += ["", "## Failures", ""]
-        for r in failed:
-            errors = "; ".join(sorted(set(r.errors)))
-            out.append(f"- {r.case.name()} {r.system.key} {r.transport}: {errors}")
-    out += ["", "## Systems", "", "| system | language | what the row runs |", "|---|---|---|"]
-    used = {j.system.key for j in jobs}
-    out += [f"| {s.key} | {s.language} | {WHAT[s.key]} |" for s in SYSTEMS if s.key in used]
-    out += ["", "Plots: " + ", ".join(f"[{p}]({p})" for p in meta.get("plots", [])), ""]
-    return "\n".join(out)
+    return out
 
 
 def overview(table: list[Row]) -> list[str]:
@@ -580,7 +566,10 @@ def overview(table: list[Row]) -> list[str]:
         (Case(RR, REQ_SIZE), "R/R p50 µs"),
         (Case(RR, REQ_SIZE), "R/R p99 µs"),
     ]
-    cols += [(Case(PS, s, w), f"P/S {size_name(s)} ×{w} copies/s") for w, s in PUBSUB]
+    cols += [
+        (Case(PS, s, w), f"P/S {size_name(s)} ×{w} copies/s")
+        for w, s in sorted(dict.fromkeys(PUBSUB + PUBSUB_TWO), key=lambda x: (x[1], x[0]))
+    ]
     present = {r.case for r in table}
     cols = [c for c in cols if c[0] in present]
     by = {(r.case, r.system.key, r.transport): r for r in table}
@@ -611,216 +600,29 @@ def overview(table: list[Row]) -> list[str]:
     return out
 
 
-# ---------------------------------------------------------------- plots
-
-
-def row_order(k: tuple[str, str]) -> tuple[int, int]:
-    """Systems in SYSTEMS order, and their transports in the order each lists them."""
-    s = BY_KEY[k[0]]
-    return [x.key for x in SYSTEMS].index(s.key), s.transports.index(k[1])
-
-
-def plots(table: list[Row], out: Path, title: str) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    made = []
-    colours = {
-        "quinn-stream": "dimgray",
-        "quinn-long": "black",
-        "framed-tcp": "black",
-        "framed-unix": "black",
-        "tokio-mpsc": "black",
-        "weida": "tab:red",
-        "weida-py": "tab:orange",
-        "weida-py batch": "gold",
-        "weida-node": "tab:green",
-        "weida-node window": "yellowgreen",
-        "weida-node batch": "olive",
-        "pyzmq": "tab:blue",
-        "pyzmq asyncio": "lightskyblue",
-        "zeromq.js": "tab:purple",
-        "pynng": "tab:brown",
-        "zenoh": "tab:cyan",
-    }
-    styles = {"substrate": ":", "weida": "-", "other": "--"}
-
-    def yerr(rs: list[Row], scale: Callable[[Row], float]) -> list[list[float]]:
-        lo = [(r.value["median"] - r.value["min"]) * scale(r) if r.value else 0 for r in rs]
-        hi = [(r.value["max"] - r.value["median"]) * scale(r) if r.value else 0 for r in rs]
-        return [lo, hi]
-
-    # Push/Pull: msgs/s and MB/s against size, one panel per transport family.
-    pp = [r for r in table if r.case.pattern == PP and r.value]
-    for unit, scale, fname in (
-        ("msgs/s", lambda r: 1.0, "push_pull_msgs.png"),
-        ("MB/s", lambda r: r.case.size / 1e6, "push_pull_mbps.png"),
-    ):
-        if not pp:
-            break
-        fig, axes = plt.subplots(2, 2, figsize=(14, 10), sharex=True)
-        for ax, fam in zip(axes.flat, FAMILIES, strict=True):
-            lines = sorted(
-                {(r.system.key, r.transport) for r in pp if FAMILY[r.transport] == fam},
-                key=lambda k: [s.key for s in SYSTEMS].index(k[0]),
-            )
-            for sk, t in lines:
-                rs = sorted(
-                    (r for r in pp if (r.system.key, r.transport) == (sk, t)),
-                    key=lambda r: r.case.size,
-                )
-                xs = [r.case.size for r in rs]
-                ys = [r.value["median"] * scale(r) for r in rs if r.value]
-                ax.errorbar(
-                    xs,
-                    ys,
-                    yerr=yerr(rs, scale),
-                    label=f"{sk} ({t})",
-                    color=colours.get(sk, "gray"),
-                    linestyle=styles[BY_KEY[sk].kind],
-                    marker="o",
-                    capsize=3,
-                    linewidth=2 if BY_KEY[sk].kind == "weida" else 1.2,
-                )
-            ax.set_title(f"Push/Pull over {fam}")
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xticks(list(SIZES), [size_name(s) for s in SIZES])
-            ax.set_ylabel(unit)
-            ax.grid(True, which="both", alpha=0.3)
-            if lines:
-                ax.legend(fontsize=7)
-        fig.suptitle(f"Push/Pull {unit}, median and min–max over the repetitions ({title})")
-        fig.tight_layout()
-        fig.savefig(out / fname, dpi=90)
-        plt.close(fig)
-        made.append(fname)
-
-    # Req/Rep: p50 bars, p99 markers.
-    rr = [r for r in table if r.case.pattern == RR and r.value]
-    if rr:
-        fig, ax = plt.subplots(figsize=(11, max(4, 0.32 * len(rr) + 1)))
-        ys = list(range(len(rr)))
-        ax.barh(
-            ys,
-            [r.value["median"] for r in rr],
-            xerr=yerr(rr, lambda r: 1.0),
-            color=[colours.get(r.system.key, "gray") for r in rr],
-            capsize=3,
-            label="p50",
-        )
-        ax.scatter(
-            [r.p99["median"] if r.p99 else 0 for r in rr],
-            ys,
-            marker="|",
-            s=200,
-            color="black",
-            label="p99",
-            zorder=3,
-        )
-        ax.set_yticks(ys, [f"{r.system.key} ({r.transport})" for r in rr], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("round trip, µs (log)")
-        ax.set_title(f"Req/Rep 64 B: p50 (bars, min–max) and p99 (|) ({title})")
-        ax.grid(True, axis="x", which="both", alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "req_rep.png", dpi=90)
-        plt.close(fig)
-        made.append("req_rep.png")
-
-    # Pub/Sub: copies/s per system and transport, one bar per case.
-    ps = [r for r in table if r.case.pattern == PS]
-    if ps:
-        keys = sorted(
-            {(r.system.key, r.transport) for r in ps},
-            key=row_order,
-        )
-        pcases = sorted({r.case for r in ps}, key=lambda c: (c.size, c.width))
-        fig, ax = plt.subplots(figsize=(14, 6))
-        width = 0.8 / max(1, len(pcases))
-        by = {(r.case, r.system.key, r.transport): r for r in ps}
-        for i, c in enumerate(pcases):
-            xs = [k + i * width for k in range(len(keys))]
-            rs = [by.get((c, *k)) for k in keys]
-            ax.bar(
-                xs,
-                [r.value["median"] if r and r.value else 0 for r in rs],
-                width,
-                label=c.name().removeprefix("pub_sub "),
-            )
-        ax.set_xticks(
-            [k + 0.4 - width / 2 for k in range(len(keys))],
-            [f"{k[0]} ({k[1]})" for k in keys],
-            fontsize=8,
-            rotation=45,
-            ha="right",
-        )
-        ax.set_yscale("log")
-        ax.set_ylabel("copies/s (log)")
-        ax.set_title(f"Pub/Sub copies/s, medians ({title})")
-        ax.legend(fontsize=8)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(out / "pub_sub.png", dpi=90)
-        plt.close(fig)
-        made.append("pub_sub.png")
-
-    # weida ÷ its ceiling, every weida row.
-    wr = [r for r in table if r.system.kind == "weida" and r.case.pattern == PP and r.vs_ceiling]
-    if wr:
-        keys = sorted(
-            {(r.system.key, r.transport) for r in wr},
-            key=row_order,
-        )
-        fig, ax = plt.subplots(figsize=(14, 6))
-        width = 0.8 / len(SIZES)
-        by = {(r.case.size, r.system.key, r.transport): r for r in wr}
-        for i, size in enumerate(SIZES):
-            xs = [k + i * width for k in range(len(keys))]
-            vals = [
-                (by[(size, *k)].vs_ceiling or {}).get("median", 0) if (size, *k) in by else 0
-                for k in keys
-            ]
-            ax.bar(xs, vals, width, label=size_name(size))
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xticks(
-            [k + 0.4 - width / 2 for k in range(len(keys))],
-            [f"{k[0]} ({k[1]})" for k in keys],
-            fontsize=8,
-            rotation=45,
-            ha="right",
-        )
-        ax.set_yscale("log")
-        ax.set_ylabel("msgs/s ÷ ceiling (log; 1 = the bare substrate)")
-        ax.set_title(
-            "Push/Pull: weida ÷ its substrate ceiling (quinn long stream, framed unix, "
-            f"tokio mpsc) ({title})"
-        )
-        ax.legend(fontsize=8)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(out / "weida_vs_ceiling.png", dpi=90)
-        plt.close(fig)
-        made.append("weida_vs_ceiling.png")
-    return made
-
-
 # ---------------------------------------------------------------- main
 
 
 def write(
     meta: dict[str, Any], records: list[dict[str, Any]], jobs: list[Job], reps: int, out: Path
 ) -> None:
-    """results.md, results.json and the plots in `out`, from the measurements."""
-    table = rows(records, jobs, reps)
-    title = f"{meta['date']}, {meta['machine']['nproc']} cores"
-    title += ", smoke run" if meta["settings"]["smoke"] else ""
-    meta["plots"] = plots(table, out, title)
-    md = markdown(meta, table, jobs)
+    """results.md, results.json and the plots in `out`, from the measurements. The headline
+    table's plots have the plain names; with both tables, the one-process plots are prefixed
+    one_process_."""
+    tables = []
+    meta["plots"] = []
+    for procs in (2, 1):
+        mine = [j for j in jobs if j.procs == procs]
+        if not mine:
+            continue
+        table = rows([r for r in records if r.get("_procs", 1) == procs], mine, reps)
+        title = f"{meta['date']}, {meta['machine']['nproc']} cores"
+        title += ", two processes" if procs == 2 else ", one process"
+        title += ", smoke run" if meta["settings"]["smoke"] else ""
+        prefix = "one_process_" if procs == 1 and tables else ""
+        meta["plots"] += plots(table, out, title, prefix)
+        tables.append((procs, table))
+    md = markdown(meta, tables, jobs)
     (out / "results.md").write_text(md)
     doc = {
         **meta,
@@ -833,11 +635,13 @@ def write(
                 "size": r["_case"].size,
                 "width": r["_case"].width,
                 "transport": r["_transport"],
+                "processes": r.get("_procs", 1),
             }
             for r in records
         ],
         "rows": [
             {
+                "processes": procs,
                 "pattern": r.case.pattern,
                 "size": r.case.size,
                 "width": r.case.width,
@@ -851,7 +655,9 @@ def write(
                 "this_over_ceiling": r.vs_ceiling,
                 "this_over_quinn_stream": r.vs_stream,
                 "errors": r.errors,
+                "cpu": r.cpu,
             }
+            for procs, table in tables
             for r in table
         ],
     }
@@ -870,13 +676,14 @@ def rerender(path: Path) -> int:
     records, jobs, seen = [], [], set()
     for r in doc["records"]:
         case = Case(r["pattern"], int(r["size"]), int(r.get("width", 1)))
-        key = (case, r["row"], r["transport"])
+        procs = int(r.get("processes", 1))
+        key = (case, r["row"], r["transport"], procs)
         r = {**r, "_case": case, "_system": r["row"], "_transport": r["transport"]}
-        r["_rep"] = r["rep"]
+        r["_rep"], r["_procs"] = r["rep"], procs
         records.append(r)
         if key not in seen:
             seen.add(key)
-            jobs.append(Job(case, BY_KEY[r["row"]], r["transport"]))
+            jobs.append(Job(case, BY_KEY[r["row"]], r["transport"], procs))
     write(meta, records, jobs, int(meta["settings"]["reps"]), path.parent)
     return 0
 
@@ -905,6 +712,20 @@ def main() -> int:
         type=Path,
         help="output directory (default bench/results/<date>; smoke: under the target dir)",
     )
+    ap.add_argument(
+        "--size",
+        type=int,
+        action="append",
+        default=[],
+        metavar="BYTES",
+        help="only Push/Pull and Pub/Sub cases of this body size (repeatable; Req/Rep is 64 B)",
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        choices=(1, 2),
+        help="only the two-process table (2) or the one-process table (1); default both",
+    )
     ap.add_argument("--bench-bin", type=Path, default=target_dir() / "release" / "weida-bench")
     ap.add_argument(
         "--list", action="store_true", help="print the planned worker commands and exit"
@@ -927,7 +748,12 @@ def main() -> int:
     jobs = plan(a)
     if a.list:
         for j in jobs:
-            print(shlex.join(argv(j, a)))
+            if j.procs == 2:
+                n = j.case.width if j.case.pattern == PS else 1
+                dial = shlex.join(argv(j, a, "dial", "ADDRESS"))
+                print(f"{shlex.join(argv(j, a, 'bind'))} & {n} × {dial}")
+            else:
+                print(shlex.join(argv(j, a)))
         return 0
     if not jobs:
         ap.error("--only selected nothing")
@@ -952,6 +778,8 @@ def main() -> int:
             "secs": a.secs,
             "warmup": a.warmup,
             "only": a.only,
+            "size": a.size,
+            "processes": a.processes or "both",
         },
     }
     print(f"# weida benchmark suite, {today}")
@@ -968,12 +796,15 @@ def main() -> int:
     began = time.perf_counter()
     for rep in range(a.reps):
         for j in jobs:
-            r = measure(j, a)
+            r = measure_two(j, a, argv) if j.procs == 2 else measure(j, a)
             r.update(_case=j.case, _system=j.system.key, _transport=j.transport, _rep=rep)
+            r["_procs"] = j.procs
             records.append(r)
+            where = "2p" if j.procs == 2 else "1p"
             print(
                 f"[{len(records):>4}/{total} {time.perf_counter() - began:6.0f}s] rep {rep + 1} "
-                f"{j.case.name():<20} {j.system.key} {j.transport}: {figure(r, j.case.pattern)}",
+                f"{where} {j.case.name():<20} {j.system.key} {j.transport}: "
+                f"{figure(r, j.case.pattern)}",
                 file=sys.stderr,
                 flush=True,
             )

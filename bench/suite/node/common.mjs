@@ -2,15 +2,22 @@
 // What the Node workers of the benchmark suite share: the command line, the meters, the
 // percentiles and the one JSON line a worker prints (bench/README.md, "The suite"). The same
 // method as bench/src/meter.rs and bench/suite/workers/common.py.
+//
+// `--role both` (the default) runs both ends in this process; `--role bind` and `--role dial
+// --address ADDR` one end each, in two processes, with the same lines as the Python workers:
+// `ADDRESS <dialable>` first from the bind side, `WINDOW start` / `WINDOW end` from the
+// measuring side, `READY` then a line on stdin to wait for (each Pub/Sub subscriber).
 
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 
 /**
  * @typedef {{ pattern: string, transport: string, size: number, width: number,
- *             secs: number, warmup: number, variant: string }} Args
+ *             secs: number, warmup: number, variant: string, role: string,
+ *             address: string }} Args
  * @typedef {(a: Args) => Promise<Record<string, unknown>>} Case
  */
 
@@ -29,6 +36,8 @@ export function parse(transports, variants = ['default']) {
       secs: { type: 'string', default: '1' },
       warmup: { type: 'string', default: '0.3' },
       variant: { type: 'string', default: variants[0] },
+      role: { type: 'string', default: 'both' },
+      address: { type: 'string', default: '' },
     },
   })
   const a = {
@@ -39,11 +48,41 @@ export function parse(transports, variants = ['default']) {
     secs: Number(values.secs),
     warmup: Number(values.warmup),
     variant: String(values.variant),
+    role: String(values.role),
+    address: String(values.address),
   }
   if (!['push_pull', 'req_rep', 'pub_sub'].includes(a.pattern)) throw new Error(`--pattern is push_pull, req_rep or pub_sub, not ${a.pattern}`)
   if (!transports.includes(a.transport)) throw new Error(`--transport is one of ${transports.join(', ')}, not ${a.transport}`)
   if (!variants.includes(a.variant)) throw new Error(`--variant is one of ${variants.join(', ')}, not ${a.variant}`)
+  if (!['both', 'bind', 'dial'].includes(a.role)) throw new Error(`--role is both, bind or dial, not ${a.role}`)
+  if ((a.role === 'dial') !== (a.address !== '')) throw new Error('--address goes with --role dial, and only with it')
+  markers = a.role !== 'both'
   return a
+}
+
+let markers = false
+
+/** How long a process of a two-process row may live. @param {Args} a */
+export const lifetime = (a) => a.warmup + 4 * a.secs + 30
+
+/** The bind side's first line: what the dial side dials. @param {string} address */
+export function announce(address) {
+  process.stdout.write(`ADDRESS ${address}\n`)
+}
+
+/** `WINDOW start` / `WINDOW end`, when this process measures one end of two. @param {string} what */
+export function marker(what) {
+  if (markers) process.stdout.write(`WINDOW ${what}\n`)
+}
+
+/** A Pub/Sub subscriber of two processes: READY, then wait for run.py's go (a line). */
+export async function gate() {
+  process.stdout.write('READY\n')
+  const rl = createInterface({ input: process.stdin })
+  const it = rl[Symbol.asyncIterator]()
+  const first = await it.next()
+  rl.close()
+  if (first.done) throw new Error('stdin closed before the go')
 }
 
 /**
@@ -54,7 +93,8 @@ export function parse(transports, variants = ['default']) {
  */
 export async function run(system, a, cases) {
   /** @type {Record<string, unknown>} */
-  const line = { system, language: 'node', ...a }
+  const { address: _, ...shown } = a
+  const line = { system, language: 'node', ...shown }
   let status = 0
   const c = cases[a.pattern]
   /** @type {NodeJS.Timeout | undefined} */
@@ -62,7 +102,8 @@ export async function run(system, a, cases) {
   try {
     if (!c) throw new Error(`${system} has no ${a.pattern} case`)
     const limit = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error('stalled: no progress within the time limit')), (a.warmup + 4 * a.secs + 10) * 1000)
+      const secs = a.role === 'both' ? a.warmup + 4 * a.secs + 10 : lifetime(a)
+      timer = setTimeout(() => reject(new Error('stalled: no progress within the time limit')), secs * 1000)
     })
     Object.assign(line, await Promise.race([c(a), limit]))
   } catch (e) {
@@ -104,11 +145,15 @@ export class Meter {
     if (Math.floor(this.n / this.stride) === Math.floor(before / this.stride)) return false
     const t = now()
     if (!this.start) {
-      if (t - this.created >= this.warmup) this.start = [t, this.n]
+      if (t - this.created >= this.warmup) {
+        this.start = [t, this.n]
+        marker('start')
+      }
       return false
     }
     if (t - this.start[0] >= this.secs) {
       this.end = [t, this.n]
+      marker('end')
       return true
     }
     return false
@@ -141,11 +186,16 @@ export class Recorder {
   record(began) {
     const t = now()
     if (this.start === undefined) {
-      if (t - this.created >= this.warmup) this.start = t
+      if (t - this.created >= this.warmup) {
+        this.start = t
+        marker('start')
+      }
       return false
     }
     this.samples.push(t - began)
-    return t - this.start >= this.secs
+    if (t - this.start < this.secs) return false
+    marker('end')
+    return true
   }
 
   result() {

@@ -17,9 +17,13 @@
 // never waits, so the publisher publishes flat out, as the other systems' rows do, and yields
 // to the event loop every 32 messages so the subscribers run; a subscriber that falls behind
 // loses copies, and the rate counts the copies received.
+//
+// Two processes (--role bind / dial, common.mjs): the bind side has the puller, the replier or
+// the publisher on its Runtime; the dial side the pusher(s), the requester or one subscriber.
+// The receiver's window opens after its first message.
 
 import { Runtime } from '../../../node/dist/index.js'
-import { Meter, Recorder, body, check, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
+import { Meter, Recorder, announce, body, check, gate, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
 
 const WINDOW = 64
 const BATCH = 256
@@ -44,8 +48,108 @@ async function pair(transport, f) {
   }
 }
 
+/**
+ * One end of two processes: the `--role` side of `a.pattern`, on one Runtime.
+ * @param {import('./common.mjs').Args} a
+ */
+async function alone(a) {
+  const rt = new Runtime()
+  try {
+    const data = body(a.size)
+    if (a.role === 'bind') {
+      const listener = await rt.bind(bindAddress(a.transport))
+      if (a.pattern === 'req_rep') {
+        const replier = listener.replier('/r')
+        announce(replier.address)
+        for await (const ex of replier) await ex.reply(await ex.takeBody())
+        throw new Error('the replier ended')
+      }
+      if (a.pattern === 'pub_sub') {
+        const publisher = listener.publisher('/feed')
+        announce(publisher.address)
+        for (let n = 1; ; n++) {
+          publisher.publish('bench.tick', data)
+          if (n % 32 === 0) await yieldToLoop()
+        }
+      }
+      const puller = listener.puller('/p')
+      announce(puller.address)
+      /** @type {Meter | undefined} */
+      let meter
+      const tick = (/** @type {number} */ k) => {
+        if (!meter) {
+          meter = new Meter(a)
+          return false
+        }
+        return meter.tick(k)
+      }
+      if (a.variant === 'batch') {
+        for (;;) {
+          const ms = await puller.recvMany(BATCH)
+          for (const m of ms) check(m.body.length, a.size)
+          if (tick(ms.length)) break
+        }
+      } else if (a.variant === 'window') {
+        await Promise.all(
+          Array.from({ length: WINDOW }, async () => {
+            while (!meter?.end) {
+              const m = await puller.recv()
+              check(m.body.length, a.size)
+              tick(1)
+            }
+          }),
+        )
+      } else {
+        for await (const m of puller) {
+          check(m.body.length, a.size)
+          if (tick(1)) break
+        }
+      }
+      return /** @type {Meter} */ (meter).result()
+    }
+    if (a.pattern === 'push_pull') {
+      const pusher = rt.pusher()
+      await pusher.connect(a.address)
+      const lanes = a.variant === 'window' ? WINDOW : 1
+      const bodies = Array.from({ length: BATCH }, () => data)
+      await Promise.all(
+        Array.from({ length: lanes }, async () => {
+          for (;;) {
+            if (a.variant === 'batch') await pusher.sendMany(bodies)
+            else await pusher.send(data)
+          }
+        }),
+      )
+    }
+    if (a.pattern === 'req_rep') {
+      const req = rt.requester()
+      await req.connect(a.address)
+      const rec = new Recorder(a)
+      for (;;) {
+        const began = now()
+        check((await req.request(data)).length, a.size)
+        if (rec.record(began)) return rec.result()
+      }
+    }
+    const s = rt.subscriber()
+    await s.connect(a.address)
+    await s.subscribe('bench.#')
+    await s.recvMany(BATCH)
+    await gate()
+    const meter = new Meter(a)
+    for (;;) {
+      const ms = await s.recvMany(BATCH)
+      for (const m of ms) check(m.body.length, a.size)
+      if (meter.tick(ms.length)) return meter.result(true)
+    }
+  } finally {
+    rt.close()
+  }
+}
+
 /** @param {import('./common.mjs').Args} a */
 function pushPull(a) {
+  if (a.role !== 'both') return alone(a)
   return pair(a.transport, async (listener, client) => {
     const puller = listener.puller('/p')
     const pusher = client.pusher()
@@ -95,6 +199,7 @@ function pushPull(a) {
 
 /** @param {import('./common.mjs').Args} a */
 function reqRep(a) {
+  if (a.role !== 'both') return alone(a)
   return pair(a.transport, async (listener, client) => {
     const replier = listener.replier('/r')
     const serving = (async () => {
@@ -117,6 +222,7 @@ function reqRep(a) {
 
 /** @param {import('./common.mjs').Args} a */
 function pubSub(a) {
+  if (a.role !== 'both') return alone(a)
   return pair(a.transport, async (listener, client) => {
     const publisher = listener.publisher('/feed')
     const subs = []

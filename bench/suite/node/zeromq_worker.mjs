@@ -7,17 +7,91 @@
 //
 // The idiomatic loops: `await push.send(body)` (resolves once libzmq queued it, so sending is
 // already pipelined up to the high-water mark) and `for await` on the receiving socket.
+//
+// Two processes (--role bind / dial, common.mjs): Pull, Reply and Publisher bind; Push,
+// Request and each Subscriber connect.
 
 import * as zmq from 'zeromq'
-import { Meter, Recorder, body, check, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
+import { Meter, Recorder, announce, body, check, gate, now, parse, run, tmpPath, yieldToLoop } from './common.mjs'
 
 let seq = 0
 /** @param {string} transport */
 const endpoint = (transport) =>
   transport === 'tcp' ? 'tcp://127.0.0.1:*' : transport === 'ipc' ? `ipc://${tmpPath(`z${seq++}.ipc`)}` : `inproc://suite-${seq++}`
 
+/**
+ * One end of two processes: the `--role` side of `a.pattern`.
+ * @param {import('./common.mjs').Args} a
+ */
+async function alone(a) {
+  const data = body(a.size)
+  if (a.role === 'bind') {
+    if (a.pattern === 'req_rep') {
+      const rep = new zmq.Reply({ linger: 0 })
+      await rep.bind(endpoint(a.transport))
+      announce(/** @type {string} */ (rep.lastEndpoint))
+      for await (const [m] of rep) await rep.send(m)
+      throw new Error('the replier ended')
+    }
+    if (a.pattern === 'pub_sub') {
+      const pub = new zmq.Publisher({ linger: 0 })
+      await pub.bind(endpoint(a.transport))
+      announce(/** @type {string} */ (pub.lastEndpoint))
+      for (let n = 1; ; n++) {
+        await pub.send(data)
+        if (n % 32 === 0) await yieldToLoop()
+      }
+    }
+    const pull = new zmq.Pull({ linger: 0 })
+    await pull.bind(endpoint(a.transport))
+    announce(/** @type {string} */ (pull.lastEndpoint))
+    /** @type {Meter | undefined} */
+    let meter
+    for await (const [m] of pull) {
+      check(m.length, a.size)
+      if (!meter) meter = new Meter(a)
+      else if (meter.tick()) break
+    }
+    pull.close()
+    return /** @type {Meter} */ (meter).result()
+  }
+  if (a.pattern === 'push_pull') {
+    const push = new zmq.Push({ linger: 0 })
+    push.connect(a.address)
+    for (;;) await push.send(data)
+  }
+  if (a.pattern === 'req_rep') {
+    const req = new zmq.Request({ linger: 0 })
+    req.connect(a.address)
+    const rec = new Recorder(a)
+    for (;;) {
+      const began = now()
+      await req.send(data)
+      const [m] = await req.receive()
+      check(m.length, a.size)
+      if (rec.record(began)) {
+        req.close()
+        return rec.result()
+      }
+    }
+  }
+  const s = new zmq.Subscriber({ linger: 0 })
+  s.connect(a.address)
+  s.subscribe()
+  await s.receive()
+  await gate()
+  const meter = new Meter(a)
+  for await (const [m] of s) {
+    check(m.length, a.size)
+    if (meter.tick()) break
+  }
+  s.close()
+  return meter.result(true)
+}
+
 /** @param {import('./common.mjs').Args} a */
 async function pushPull(a) {
+  if (a.role !== 'both') return alone(a)
   const pull = new zmq.Pull({ linger: 0 })
   const push = new zmq.Push({ linger: 0 })
   try {
@@ -45,6 +119,7 @@ async function pushPull(a) {
 
 /** @param {import('./common.mjs').Args} a */
 async function reqRep(a) {
+  if (a.role !== 'both') return alone(a)
   const rep = new zmq.Reply({ linger: 0 })
   const req = new zmq.Request({ linger: 0 })
   try {
@@ -79,6 +154,7 @@ async function reqRep(a) {
  * @param {import('./common.mjs').Args} a
  */
 async function pubSub(a) {
+  if (a.role !== 'both') return alone(a)
   const pub = new zmq.Publisher({ linger: 0 })
   /** @type {zmq.Subscriber[]} */
   const subs = []

@@ -1,9 +1,17 @@
 """What every Python worker of the benchmark suite shares: the command line, the meters, the
 percentiles and the one JSON line a worker prints (bench/README.md, "The suite").
 
-A worker runs one case, both ends in its own process on loopback, and prints one JSON line
-on stdout: the parameters, then either the figures or {"error": ...}. Its exit status is 0 only
-when the case produced figures.
+A worker runs one case on loopback and prints one JSON line on stdout: the parameters, then
+either the figures or {"error": ...}. Its exit status is 0 only when the case produced figures.
+
+`--role both` (the default) runs both ends in this process. `--role bind` and `--role dial
+--address ADDR` run one end each, in two processes (bench/README.md, "Two processes"): the
+bind side prints `ADDRESS <dialable address>` first; the measuring side (the receiver of
+Push/Pull, the requester of Req/Rep, each subscriber of Pub/Sub) prints `WINDOW start` and
+`WINDOW end` as its window opens and closes, so run.py can read every process's CPU time
+then; the other side runs until it is terminated (or its lifetime bound, `lifetime`).
+A Pub/Sub subscriber prints `READY` once it receives and waits for a line on stdin before
+its warmup, so that every subscriber process of a row measures the same span of time.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -34,9 +43,48 @@ def parse(
     ap.add_argument("--secs", type=float, default=1.0, help="measured window, seconds")
     ap.add_argument("--warmup", type=float, default=0.3, help="warmup before the window, seconds")
     ap.add_argument("--variant", choices=variants, default=variants[0])
+    ap.add_argument(
+        "--role", choices=ROLES, default="both", help="both ends here, or one end of two processes"
+    )
+    ap.add_argument("--address", help="what --role dial dials (the bind side's ADDRESS line)")
     a = ap.parse_args()
+    if (a.role == "dial") != (a.address is not None):
+        ap.error("--address goes with --role dial, and only with it")
     a.system = system
+    if a.role != "both":
+        global _markers
+        _markers = True
+        # The side that runs until terminated cannot outlive its bound if run.py dies: SIGALRM's
+        # default action ends the process.
+        signal.alarm(int(lifetime(a)) + 1)
     return a
+
+
+ROLES = ("both", "bind", "dial")
+_markers = False
+
+
+def lifetime(a: argparse.Namespace) -> float:
+    """How long a process of a two-process row may live: its peer's stall limit and setup."""
+    return a.warmup + 4 * a.secs + 30
+
+
+def announce(address: str) -> None:
+    """The bind side's first line: what the dial side dials."""
+    print(f"ADDRESS {address}", flush=True)
+
+
+def marker(what: str) -> None:
+    """`WINDOW start` / `WINDOW end`, when this process measures one end of two."""
+    if _markers:
+        print(f"WINDOW {what}", flush=True)
+
+
+def gate() -> None:
+    """A Pub/Sub subscriber of two processes: READY, then wait for run.py's go (a line)."""
+    print("READY", flush=True)
+    if not sys.stdin.readline():
+        raise RuntimeError("stdin closed before the go")
 
 
 def run(
@@ -53,6 +101,7 @@ def run(
         "width": a.width,
         "secs": a.secs,
         "warmup": a.warmup,
+        "role": a.role,
     }
     status = 0
     case = cases.get(a.pattern)
@@ -97,9 +146,11 @@ class Meter:
         if self.start is None:
             if now - self.created >= self.warmup:
                 self.start = (now, self.n)
+                marker("start")
             return False
         if now - self.start[0] >= self.secs:
             self.end = (now, self.n)
+            marker("end")
             return True
         return False
 
@@ -125,8 +176,10 @@ def sample_rate(
     after the window (for receivers that are callbacks on other threads)."""
     time.sleep(warmup)
     t0, n0 = time.perf_counter(), count()
+    marker("start")
     time.sleep(secs)
     t1, n1 = time.perf_counter(), count()
+    marker("end")
     return rate_result(n1 - n0, t1 - t0, size, copies)
 
 
@@ -144,9 +197,13 @@ class Recorder:
         if self.start is None:
             if now - self.created >= self.warmup:
                 self.start = now
+                marker("start")
             return False
         self.samples.append(now - began)
-        return now - self.start >= self.secs
+        if now - self.start >= self.secs:
+            marker("end")
+            return True
+        return False
 
     def result(self) -> dict[str, Any]:
         return latency_result(self.samples)

@@ -1,6 +1,9 @@
 """pynng (NNG) worker of the benchmark suite: push0/pull0, req0/rep0 and pub0/sub0 over tcp,
 ipc and inproc, both ends in this process, with pynng's blocking API and the sending side on a
 thread (pynng releases the GIL while it waits in NNG).
+
+Two processes (--role bind / dial, common.py): pull0, rep0 and pub0 listen; push0, req0 and
+each sub0 dial. In its own process the sending side is the whole program, no thread.
 """
 
 from __future__ import annotations
@@ -30,7 +33,54 @@ def listen(sock: pynng.Socket, transport: str, name: str) -> str:
     return addr
 
 
+def alone(a: argparse.Namespace) -> dict[str, Any]:
+    """One end of two processes: the `--role` side of `a.pattern`."""
+    limit_ms = int(common.lifetime(a) * 1000)
+    data = common.body(a.size)
+    if a.role == "bind":
+        kind = {"push_pull": pynng.Pull0, "req_rep": pynng.Rep0, "pub_sub": pynng.Pub0}
+        with kind[a.pattern](recv_timeout=limit_ms) as s:
+            common.announce(listen(s, a.transport, a.pattern))
+            if a.pattern == "pub_sub":
+                while True:
+                    s.send(data)
+            if a.pattern == "req_rep":
+                while True:
+                    s.send(s.recv())
+            common.check(len(s.recv()), a.size)
+            meter = common.Meter(a.warmup, a.secs, a.size)
+            while True:
+                common.check(len(s.recv()), a.size)
+                if meter.tick():
+                    return meter.result(a.size)
+    kind = {"push_pull": pynng.Push0, "req_rep": pynng.Req0, "pub_sub": pynng.Sub0}
+    with kind[a.pattern](recv_timeout=limit_ms) as s:
+        if a.pattern == "pub_sub":
+            s.subscribe(b"")
+        s.dial(a.address, block=True)
+        if a.pattern == "push_pull":
+            while True:
+                s.send(data)
+        if a.pattern == "req_rep":
+            rec = common.Recorder(a.warmup, a.secs)
+            while True:
+                began = time.perf_counter()
+                s.send(data)
+                common.check(len(s.recv()), a.size)
+                if rec.record(began):
+                    return rec.result()
+        common.check(len(s.recv()), a.size)  # joined
+        common.gate()
+        meter = common.Meter(a.warmup, a.secs, a.size)
+        while True:
+            common.check(len(s.recv()), a.size)
+            if meter.tick():
+                return meter.result(a.size, copies=True)
+
+
 def push_pull(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     limit_ms = int((a.warmup + 4 * a.secs + 10) * 1000)
     with pynng.Pull0(recv_timeout=limit_ms) as pull, pynng.Push0(send_timeout=TIMEOUT_MS) as push:
         addr = listen(pull, a.transport, "pp")
@@ -59,6 +109,8 @@ def push_pull(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def req_rep(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     with pynng.Rep0(recv_timeout=TIMEOUT_MS) as rep, pynng.Req0(recv_timeout=10_000) as req:
         addr = listen(rep, a.transport, "rr")
         req.dial(addr, block=True)
@@ -93,6 +145,8 @@ def pub_sub(a: argparse.Namespace) -> dict[str, Any]:
     summed over the subscribers. pub0 drops for a subscriber whose receive queue is full. The
     subscribers are read through their receive-ready descriptors (NNG_OPT_RECVFD) and a
     selector, without a thread each."""
+    if a.role != "both":
+        return alone(a)
     pub = pynng.Pub0(send_timeout=TIMEOUT_MS)
     subs: list[pynng.Sub0] = []
     sel = selectors.DefaultSelector()

@@ -5,6 +5,9 @@ Variant "sync" (the default) is pyzmq's blocking API with the sending side on a 
 threaded pyzmq program has it; variant "asyncio" (Push/Pull only) is zmq.asyncio on one event
 loop, the shape of weida's asyncio API. Bodies of 64 KiB and more are sent and received with
 copy=False, as pyzmq's documentation recommends for large messages.
+
+Two processes (--role bind / dial, common.py): PULL, REP and PUB bind; PUSH, REQ and each SUB
+dial. In its own process the sending side needs no thread: it is the whole program.
 """
 
 from __future__ import annotations
@@ -41,7 +44,91 @@ def bound(
     return s, s.getsockopt_string(zmq.LAST_ENDPOINT)
 
 
+def alone(a: argparse.Namespace) -> dict[str, Any]:
+    """One end of two processes: the `--role` side of `a.pattern`."""
+    if a.variant == "asyncio":
+        return asyncio.run(asyncio.wait_for(alone_asyncio(a), common.lifetime(a)))
+    ctx = zmq.Context()
+    data = common.body(a.size)
+    copy = a.size < ZERO_COPY
+    try:
+        if a.role == "bind":
+            kind = {"push_pull": zmq.PULL, "req_rep": zmq.REP, "pub_sub": zmq.PUB}[a.pattern]
+            s, addr = bound(ctx, kind, a.transport, a.pattern)
+            common.announce(addr)
+            if a.pattern == "pub_sub":
+                while True:
+                    s.send(data)
+            if a.pattern == "req_rep":
+                while True:
+                    s.send(s.recv())
+            s.rcvtimeo = int(common.lifetime(a) * 1000)
+            common.check(len(s.recv(copy=copy)), a.size)
+            meter = common.Meter(a.warmup, a.secs, a.size)
+            while True:
+                m = s.recv(copy=copy)
+                common.check(len(m) if copy else len(m.bytes), a.size)
+                if meter.tick():
+                    return meter.result(a.size)
+        kind = {"push_pull": zmq.PUSH, "req_rep": zmq.REQ, "pub_sub": zmq.SUB}[a.pattern]
+        s = ctx.socket(kind)
+        s.linger = 0
+        s.rcvtimeo = int(common.lifetime(a) * 1000)
+        if a.pattern == "pub_sub":
+            s.setsockopt(zmq.SUBSCRIBE, b"")
+        s.connect(a.address)
+        if a.pattern == "push_pull":
+            while True:
+                s.send(data, copy=copy)
+        if a.pattern == "req_rep":
+            rec = common.Recorder(a.warmup, a.secs)
+            while True:
+                began = time.perf_counter()
+                s.send(data)
+                common.check(len(s.recv()), a.size)
+                if rec.record(began):
+                    return rec.result()
+        common.check(len(s.recv()), a.size)  # joined
+        common.gate()
+        meter = common.Meter(a.warmup, a.secs, a.size)
+        while True:
+            common.check(len(s.recv()), a.size)
+            if meter.tick():
+                return meter.result(a.size, copies=True)
+    finally:
+        ctx.destroy(linger=0)
+
+
+async def alone_asyncio(a: argparse.Namespace) -> dict[str, Any]:
+    """zmq.asyncio Push/Pull, one end of two processes."""
+    ctx = zmq.asyncio.Context()
+    data = common.body(a.size)
+    copy = a.size < ZERO_COPY
+    try:
+        if a.role == "bind":
+            pull = ctx.socket(zmq.PULL)
+            pull.linger = 0
+            pull.bind(endpoint(a.transport, "ppa"))
+            common.announce(pull.getsockopt_string(zmq.LAST_ENDPOINT))
+            await pull.recv(copy=copy)
+            meter = common.Meter(a.warmup, a.secs, a.size)
+            while True:
+                m = await pull.recv(copy=copy)
+                common.check(len(m) if copy else len(m.bytes), a.size)
+                if meter.tick():
+                    return meter.result(a.size)
+        push = ctx.socket(zmq.PUSH)
+        push.linger = 0
+        push.connect(a.address)
+        while True:
+            await push.send(data, copy=copy)
+    finally:
+        ctx.destroy(linger=0)
+
+
 def push_pull(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     if a.variant == "asyncio":
         return asyncio.run(push_pull_asyncio(a))
     ctx = zmq.Context()
@@ -114,6 +201,8 @@ async def push_pull_asyncio(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def req_rep(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     ctx = zmq.Context()
     rep, addr = bound(ctx, zmq.REP, a.transport, "rr")
     rep.rcvtimeo = TIMEOUT_MS
@@ -154,6 +243,8 @@ def pub_sub(a: argparse.Namespace) -> dict[str, Any]:
     """PUB to `width` SUB sockets (each subscribed to everything); copies received per second,
     summed over the subscribers. PUB drops for a subscriber whose queue (the default high-water
     mark, 1000) is full, so this counts what arrives, not what was offered."""
+    if a.role != "both":
+        return alone(a)
     ctx = zmq.Context()
     pub, addr = bound(ctx, zmq.PUB, a.transport, "ps")
     pub.sndtimeo = TIMEOUT_MS

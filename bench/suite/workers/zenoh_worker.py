@@ -12,6 +12,11 @@ What each pattern maps to (Zenoh has no work queue and no request socket):
   one query outstanding, the round trip until the reply channel closes.
 - pub_sub: a Publisher with the default CongestionControl.DROP, and `width` subscriber
   sessions, each connected to the publisher's, each with a Subscriber whose callback counts.
+
+Two processes (--role bind / dial, common.py): the listening session is the subscriber of
+push_pull, the queryable of req_rep and the publisher of pub_sub; the connecting session the
+other end (one process per subscriber of pub_sub). Over quic the ADDRESS line carries the
+endpoint and the bind side's certificate, which the dial side trusts.
 """
 
 from __future__ import annotations
@@ -181,15 +186,84 @@ def flow(
         ss.close()
 
 
+def alone(a: argparse.Namespace) -> dict[str, Any]:
+    """One end of two processes: the `--role` side of `a.pattern`."""
+    size = a.size
+    data = zenoh.ZBytes(common.body(size))
+    if a.role == "bind":
+        tls = certificate() if a.transport == "quic" else None
+        ep = endpoint(a.transport)
+        session = zenoh.open(config([ep], [], tls))
+        common.announce(f"{ep} {tls[1]}" if tls else ep)
+    else:
+        ep, _, cert = a.address.partition(" ")
+        tls = (os.path.join(os.path.dirname(cert), "key.pem"), cert) if cert else None
+        session = zenoh.open(config([], [ep], tls))
+    try:
+        if (a.role, a.pattern) == ("bind", "req_rep"):
+            session.declare_queryable(
+                KEY, lambda q: q.reply(KEY, q.payload if q.payload is not None else b"")
+            )
+            time.sleep(common.lifetime(a))
+            raise RuntimeError("lifetime over")
+        if (a.role, a.pattern) in (("dial", "push_pull"), ("bind", "pub_sub")):
+            cc = zenoh.CongestionControl
+            pub = session.declare_publisher(
+                KEY, congestion_control=cc.BLOCK if a.pattern == "push_pull" else cc.DROP
+            )
+            while True:
+                pub.put(data)
+        if a.pattern == "req_rep":
+            querier = session.declare_querier(KEY, timeout=10)
+
+            def ask() -> int:
+                n = 0
+                for reply in querier.get(payload=data):
+                    if reply.ok is None:
+                        raise RuntimeError(f"error reply: {reply.err}")
+                    n = len(reply.ok.payload)
+                return n
+
+            wait_for(lambda: ask() == size, "the queryable")
+            rec = common.Recorder(a.warmup, a.secs)
+            while True:
+                began = time.perf_counter()
+                common.check(ask(), size)
+                if rec.record(began):
+                    return rec.result()
+        # The receiving side: push_pull's bound subscriber, or one pub_sub subscriber.
+        c = Count()
+
+        def on_sample(sample: zenoh.Sample) -> None:
+            if len(sample.payload) != size:
+                raise RuntimeError(f"received {len(sample.payload)} bytes, sent {size}")
+            c.bump()
+
+        session.declare_subscriber(KEY, on_sample)
+        wait_for(lambda: c.value() > 0, "the first sample", common.lifetime(a))
+        if a.pattern == "pub_sub":
+            common.gate()
+        copies = a.pattern == "pub_sub"
+        return common.sample_rate(c.value, a.warmup, a.secs, size, copies)
+    finally:
+        session.close()
+
+
 def push_pull(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     return flow(a, 1, zenoh.CongestionControl.BLOCK, copies=False)
 
 
 def pub_sub(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     return flow(a, a.width, zenoh.CongestionControl.DROP, copies=True)
 
 
 def req_rep(a: argparse.Namespace) -> dict[str, Any]:
+    if a.role != "both":
+        return alone(a)
     ss = Sessions(a.transport, 1)
     try:
 
