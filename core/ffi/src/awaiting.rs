@@ -89,12 +89,15 @@ impl<T> Drop for Awaiting<T> {
     }
 }
 
+/// Where an untaken [`Held`] value goes.
+type HandBack<T> = Box<dyn FnOnce(T) + Send>;
+
 /// A value a call puts here for its caller to take after it returns (module doc); dropped
 /// untaken, it goes to the hand-back given at its making (a message back to the front of its
 /// endpoint's queue), inside the I/O runtime's context.
 pub struct Held<T: Send + 'static> {
     value: Mutex<Option<T>>,
-    back: Mutex<Option<Box<dyn FnOnce(T) + Send>>>,
+    back: Mutex<Option<HandBack<T>>>,
 }
 
 impl<T: Send + 'static> Held<T> {
