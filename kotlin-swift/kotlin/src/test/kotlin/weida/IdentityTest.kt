@@ -1,6 +1,7 @@
 // Key pinning (python/tests/test_identity.py: the same names).
 package weida
 
+import kotlinx.coroutines.async
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
@@ -54,6 +55,50 @@ class IdentityTest {
             runtime(trust = Trust.pinned(listOf(server.fingerprint()))).use { it.pusher().connect(bare) }
             runtime(trust = Trust.unverified()).use { it.pusher().connect(bare) }
             server.shutdown()
+        }
+    }
+
+    @Test
+    fun require_client_admits_a_pinned_client_and_refuses_others() = test {
+        val server = runtime()
+        val good = runtime()
+        val stranger = runtime()
+        val anonymous = runtime(options = mapOf("presentIdentity" to false))
+        val listener = server.bind("weida://127.0.0.1:0", Trust.pinned(listOf(good.fingerprint())))
+        val replier = listener.replier("/a")
+        val req = good.requester()
+        req.connect(replier.address())
+        val serving = async {
+            val ex = replier.accept()
+            ex.reply(ex.takeBody())
+        }
+        assertEquals("ok", String(req.request("ok".toByteArray())))
+        serving.await()
+        for (refused in listOf(stranger, anonymous)) {
+            try {
+                val r = refused.requester()
+                r.connect(replier.address())
+                r.request("x".toByteArray())
+                throw AssertionError("a client the listener does not trust was served")
+            } catch (e: WeidaException) {
+                assertTrue(e is WeidaException.ConnectionLost || e is WeidaException.Untrusted, e.toString())
+            }
+        }
+        for (rt in listOf(server, good, stranger, anonymous)) rt.shutdown()
+    }
+
+    @Test
+    fun an_anonymous_client_has_no_peer_identity() = test {
+        runtime().use { server ->
+            runtime(options = mapOf("presentIdentity" to false)).use { client ->
+                val puller = server.bind("weida://127.0.0.1:0").puller("/a")
+                val pusher = client.pusher()
+                pusher.connect(puller.address())
+                pusher.send("x".toByteArray())
+                assertNull(puller.recv().peer)
+                client.shutdown()
+                server.shutdown()
+            }
         }
     }
 
