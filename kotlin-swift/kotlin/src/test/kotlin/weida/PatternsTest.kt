@@ -181,4 +181,24 @@ class PatternsTest {
         assertEquals(1UL, p.server.counters()["connectionsAccepted"])
         assertEquals(17, c.size, "every core counter, by its camelCase name")
     }
+
+    @org.junit.jupiter.api.Test
+    fun send_many_says_how_many_were_sent() = test {
+        // One stream slot, taken by the first body (nobody reads): the second waits for one and
+        // times out. The error says one was sent.
+        val limits = mapOf("maxConcurrentUniStreams" to 1, "maxLocalStreams" to 1)
+        runtime(limits = limits).use { server ->
+            runtime(limits = limits, options = mapOf("sendTimeoutMs" to 500, "laneMaxMessage" to 0)).use { client ->
+                val puller = server.bind(bindAddress("inproc")).puller("/jobs")
+                val pusher = client.pusher()
+                pusher.connect(puller.address())
+                val e = raised<WeidaException.Timeout> {
+                    pusher.sendMany(listOf("takes the only slot", "waits", "never tried").map { it.toByteArray() })
+                }
+                assertEquals("1", e.fields["sent"])
+                client.shutdown()
+                server.shutdown()
+            }
+        }
+    }
 }
