@@ -14,6 +14,7 @@
 
 uniffi::setup_scaffolding!();
 
+pub mod address;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -10,6 +10,7 @@ import weida.uniffi.Identity
 import weida.uniffi.Peer
 import weida.uniffi.Trust
 import weida.uniffi.WeidaException
+import weida.uniffi.addressWithPin
 
 class IdentityTest {
     @Test
@@ -35,7 +36,7 @@ class IdentityTest {
             val listener = server.bind("weida://127.0.0.1:0")
             val puller = listener.puller("/a")
             val other = Identity.ephemeral().fingerprint()
-            val wrong = puller.address().replace(server.fingerprint(), other)
+            val wrong = addressWithPin(puller.address(), other)
             val e = raised<WeidaException.Untrusted> { runtime().pusher().connect(wrong) }
             assertEquals(server.fingerprint(), e.fields["fingerprint"])
             assertEquals(other, e.fields["expected"])

@@ -688,6 +688,10 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_orphans(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_with_path(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_with_pin(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_peerevents_next(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_fingerprint(
@@ -1062,6 +1066,10 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_orphans(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_func_address_with_path(`address`: RustBuffer.ByValue,`path`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_func_address_with_pin(`address`: RustBuffer.ByValue,`fingerprint`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun ffi_weida_uniffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_weida_uniffi_rustbuffer_from_bytes(`bytes`: ForeignBytes.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1188,6 +1196,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_func_orphans() and 0xFFFF) != 46037) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_with_path() and 0xFFFF) != 21354) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_with_pin() and 0xFFFF) != 40161) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_peerevents_next() and 0xFFFF) != 54204) {
@@ -8797,6 +8811,38 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
     UniffiLib.uniffi_weida_uniffi_fn_func_orphans(
     
         _status)
+}
+    )
+    }
+    
+
+        /**
+         * `address` with its endpoint path set to `path`.
+         */
+    @Throws(WeidaException::class) fun `addressWithPath`(`address`: kotlin.String, `path`: kotlin.String): kotlin.String {
+            return FfiConverterString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_with_path(
+    
+        
+        FfiConverterString.lower(`address`),
+        FfiConverterString.lower(`path`),_status)
+}
+    )
+    }
+    
+
+        /**
+         * `address` pinned to the key `fingerprint` (`sha256:…`).
+         */
+    @Throws(WeidaException::class) fun `addressWithPin`(`address`: kotlin.String, `fingerprint`: kotlin.String): kotlin.String {
+            return FfiConverterString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_with_pin(
+    
+        
+        FfiConverterString.lower(`address`),
+        FfiConverterString.lower(`fingerprint`),_status)
 }
     )
     }
