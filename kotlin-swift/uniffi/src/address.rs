@@ -6,7 +6,9 @@ use crate::error::Result;
 /// `address` with its endpoint path set to `path`.
 #[uniffi::export]
 pub fn address_with_path(address: String, path: String) -> Result<String> {
-    Ok(weida::Address::parse(&address)?.with_path(&path)?.to_string())
+    Ok(weida::Address::parse(&address)?
+        .with_path(&path)?
+        .to_string())
 }
 
 /// `address` pinned to the key `fingerprint` (`sha256:…`).
