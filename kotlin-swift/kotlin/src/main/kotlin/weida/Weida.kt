@@ -62,9 +62,6 @@ fun endpointOptions(options: Map<String, Any?> = emptyMap(), reconnect: Map<Stri
 /** A runtime that never redials: `reconnect = never`. */
 val never: Map<String, Any?> = mapOf("giveUpAfterAttempts" to 0)
 
-/** As Python's and Node's `close()`: returns once the closes have been sent. */
-suspend fun Runtime.closeGracefully() = closeAndWait()
-
 suspend fun Runtime.bind(address: String) = bind(address, null)
 fun Runtime.pusher() = pusher(null)
 fun Runtime.requester() = requester(null)
