@@ -1,11 +1,13 @@
 //! weida-ffi: the one binding layer every language shares. What a binding needs besides type
-//! conversion is written here once, with no pyo3 or napi in it; python/src and node/src (and
-//! later a UniFFI crate for Kotlin and Swift) convert types and nothing more
+//! conversion is written here once, with no pyo3 or napi in it; python/src and node/src and
+//! kotlin-swift/uniffi (Kotlin, later Swift) convert types and nothing more
 //! (docs/BINDINGS.md, docs/ARCHITECTURE.md §6).
 //!
 //! - [`io`]: the I/O runtime and its thread, fork-aware; the value dropped inside it.
 //! - [`call`]: running a core future for a foreign caller and settling its promise: the
 //!   eager first poll, the ready budget, the spawn, cancellation, the orphan hand-back.
+//! - [`awaiting`]: the same for a caller that awaits a Rust future (the UniFFI bindings):
+//!   dropping the future cancels the call; a received value is held until taken.
 //! - [`inbox`]: receives, queued in call order behind one fetch, so a cancelled receive
 //!   neither loses nor reorders.
 //! - [`stream`], [`pubsub`], [`patterns`], [`runtime`]: the handles a binding wraps, with the
@@ -13,6 +15,7 @@
 //! - [`error`], [`config`], [`runtime::counters`]: the error fields, the options and the
 //!   counters as data; [`events`]: an endpoint's peer events as one flat record.
 
+pub mod awaiting;
 pub mod call;
 pub mod config;
 pub mod error;

@@ -1,0 +1,146 @@
+// The idiomatic Kotlin layer over the UniFFI-generated weida.uniffi (weida_uniffi.kt, checked
+// for drift by `./dev kotlin`). It converts and nothing more: every wait is a `suspend fun`
+// (the generated ones already are; a cancelled coroutine drops the Rust future, which cancels
+// the operation in the core), receiving is a `Flow`, objects are `AutoCloseable` (`use {}`),
+// and errors are the generated sealed `WeidaException`, one subclass per core code.
+@file:JvmName("Weida")
+
+package weida
+
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.flow
+import weida.uniffi.EndpointOptions
+import weida.uniffi.Exchange
+import weida.uniffi.Identity
+import weida.uniffi.Message
+import weida.uniffi.OptionValue
+import weida.uniffi.PeerEvent
+import weida.uniffi.PeerEvents
+import weida.uniffi.Puller
+import weida.uniffi.Pusher
+import weida.uniffi.Replier
+import weida.uniffi.Requester
+import weida.uniffi.Runtime
+import weida.uniffi.RuntimeOptions
+import weida.uniffi.Subscriber
+import weida.uniffi.Trust
+import weida.uniffi.WeidaException
+
+typealias Meta = Map<String, ByteArray>
+
+/** An option's value from a Kotlin value: a whole number, a number, a name, a flag, or null (off). */
+fun option(v: Any?): OptionValue = when (v) {
+    null -> OptionValue.Off
+    is Int -> OptionValue.Whole(v.toLong())
+    is Long -> OptionValue.Whole(v)
+    is Double -> OptionValue.Number(v)
+    is String -> OptionValue.Name(v)
+    is Boolean -> OptionValue.Flag(v)
+    else -> OptionValue.Name(v.toString())
+}
+
+private fun options(m: Map<String, Any?>?) = m?.mapValues { option(it.value) }
+
+/**
+ * A runtime: `Runtime(limits = mapOf("idleTimeoutMs" to 500))`, option names in camelCase and
+ * durations in milliseconds, as Node spells them (docs/BINDINGS.md, Kotlin column).
+ */
+fun runtime(
+    identity: Identity? = null,
+    trust: Trust? = null,
+    limits: Map<String, Any?> = emptyMap(),
+    reconnect: Map<String, Any?>? = null,
+    options: Map<String, Any?> = emptyMap(),
+): Runtime = Runtime(
+    RuntimeOptions(identity, trust, options(limits)!!, options(reconnect), options(options)!!),
+)
+
+/** An endpoint's options (`maxCollectedBody`, `endpointQueue`, `sendTimeoutMs`, `outbox…`). */
+fun endpointOptions(options: Map<String, Any?> = emptyMap(), reconnect: Map<String, Any?>? = null) =
+    EndpointOptions(options(options)!!, options(reconnect))
+
+/** A runtime that never redials: `reconnect = never`. */
+val never: Map<String, Any?> = mapOf("giveUpAfterAttempts" to 0)
+
+suspend fun Runtime.bind(address: String) = bind(address, null)
+fun Runtime.pusher() = pusher(null)
+fun Runtime.requester() = requester(null)
+fun Runtime.subscriber() = subscriber(null)
+fun weida.uniffi.Listener.puller(path: String) = puller(path, null)
+fun weida.uniffi.Listener.replier(path: String) = replier(path, null)
+fun weida.uniffi.Listener.publisher(path: String) = publisher(path, null)
+
+suspend fun Pusher.connect(address: String) = connect(address, true)
+suspend fun Requester.connect(address: String) = connect(address, true)
+suspend fun Subscriber.connect(address: String) = connect(address, true)
+
+suspend fun Pusher.send(body: ByteArray) = send(body, null)
+suspend fun Requester.request(body: ByteArray) = request(body, null)
+suspend fun Exchange.reply(body: ByteArray) = reply(body, null)
+suspend fun Exchange.takeBody() = takeBody(null)
+
+/** The next message. Cancelled, it loses nothing: what it took goes back to the queue. */
+suspend fun Puller.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+
+/** Up to `max` messages (at least one). */
+suspend fun Puller.recvMany(max: Int): List<Message> =
+    received().use { recvInto(max.toUInt(), it); it.take() }
+
+/** The next message. Cancelled, it loses nothing. */
+suspend fun Subscriber.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+
+suspend fun Subscriber.recvMany(max: Int): List<Message> =
+    received().use { recvInto(max.toUInt(), it); it.take() }
+
+/** Every message, until the endpoint ends (`Closed` ends the flow; another error is thrown). */
+fun Puller.messages(): Flow<Message> = untilClosed { recv() }
+
+fun Subscriber.messages(): Flow<Message> = untilClosed { recv() }
+
+/** Every exchange, until the replier ends. */
+fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }
+
+/** Every event, until the endpoint is gone. */
+fun PeerEvents.asFlow(): Flow<PeerEvent> = flow {
+    while (true) emit(next() ?: break)
+}
+
+private fun <T> untilClosed(next: suspend () -> T): Flow<T> = flow {
+    while (true) {
+        val v = try {
+            next()
+        } catch (e: WeidaException.Closed) {
+            break
+        }
+        emit(v)
+    }
+}
+
+/** The message's metadata value `name`, if it came with one. */
+fun Message.meta(name: String): ByteArray? = metadata.firstOrNull { it.name == name }?.value
+
+/** The code's name (`CONNECTION_LOST`, or `ABORTED`, `BUSY`, `PANIC` for the binding's own). */
+val WeidaException.code: String
+    get() = when (this) {
+        is WeidaException.NotConnected -> code
+        is WeidaException.ConnectionLost -> code
+        is WeidaException.Indeterminate -> code
+        is WeidaException.Untrusted -> code
+        is WeidaException.UnknownEndpoint -> code
+        is WeidaException.Unsupported -> code
+        is WeidaException.Rejected -> code
+        is WeidaException.Canceled -> code
+        is WeidaException.LimitExceeded -> code
+        is WeidaException.Timeout -> code
+        is WeidaException.InvalidAddress -> code
+        is WeidaException.NegotiationFailed -> code
+        is WeidaException.Protocol -> code
+        is WeidaException.InvalidConfig -> code
+        is WeidaException.InvalidFilter -> code
+        is WeidaException.Closed -> code
+        is WeidaException.Io -> code
+        is WeidaException.Unreachable -> code
+        is WeidaException.Aborted -> code
+        is WeidaException.Busy -> code
+        is WeidaException.Panic -> code
+    }

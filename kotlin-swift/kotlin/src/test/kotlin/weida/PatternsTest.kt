@@ -1,0 +1,204 @@
+// Every pattern over QUIC, in process and AF_UNIX (python/tests/test_patterns.py,
+// test_pubsub.py: the same names for the same behaviour).
+package weida
+
+import kotlinx.coroutines.async
+import kotlinx.coroutines.flow.take
+import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.launch
+import org.junit.jupiter.api.Assertions.assertArrayEquals
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.params.ParameterizedTest
+import org.junit.jupiter.params.provider.ValueSource
+import weida.uniffi.Peer
+import weida.uniffi.WeidaException
+
+class PatternsTest {
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun req_rep_echoes_small_and_large_bodies_with_metadata(transport: String) = withPair(transport) { p ->
+        val replier = p.listener.replier("/echo")
+        val req = p.client.requester()
+        req.connect(replier.address())
+        val serving = launch {
+            replier.exchanges().take(2).collect { ex ->
+                val body = ex.takeBody()
+                val trace = ex.metadata().firstOrNull { it.name == "trace" }?.value
+                ex.reply(body, trace?.let { mapOf("trace" to it) })
+            }
+        }
+        assertArrayEquals("hi".toByteArray(), req.request("hi".toByteArray()))
+        val large = payload(3 * 1024 * 1024 + 7)
+        val m = req.requestWith(large, mapOf("trace" to "t-1".toByteArray()))
+        assertArrayEquals(large, m.body)
+        assertArrayEquals("t-1".toByteArray(), m.meta("trace"))
+        serving.join()
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun send_many_and_recv_many_move_every_message_in_batches(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        val bodies = (0 until 500).map { "m$it".toByteArray() }
+        pusher.sendMany(bodies)
+        val got = mutableListOf<String>()
+        while (got.size < 500) {
+            val batch = puller.recvMany(64)
+            assertTrue(batch.isNotEmpty() && batch.size <= 64)
+            got += batch.map { String(it.body) }
+        }
+        assertEquals(bodies.map { String(it) }, got)
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun push_pull_delivers_every_message_in_order_as_a_flow(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        val received = async { puller.messages().take(100).toList() }
+        for (i in 0 until 100) pusher.send("job $i".toByteArray())
+        assertEquals((0 until 100).map { "job $it" }, received.await().map { String(it.body) })
+        assertEquals("/jobs", received.await().first().path)
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun async_for_ends_when_the_listener_closes(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        pusher.send("one".toByteArray())
+        val first = puller.recv()
+        assertArrayEquals("one".toByteArray(), first.body)
+        val rest = async { puller.messages().toList() }
+        p.listener.closeListener()
+        assertEquals(emptyList<String>(), rest.await().map { String(it.body) })
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun try_send_queues_at_once_or_returns_false_and_try_recv_takes_what_is_ready(transport: String) =
+        withPair(transport) { p ->
+            val puller = p.listener.puller("/jobs")
+            val pusher = p.client.pusher()
+            // Nothing connected: what send would raise.
+            raised<WeidaException.NotConnected> { pusher.trySend("x".toByteArray()) }
+            pusher.connect(puller.address())
+            assertNull(puller.tryRecv())
+            var atOnce = 0
+            for (i in 0 until 50) {
+                val body = "$i".toByteArray()
+                if (pusher.trySend(body)) atOnce++ else pusher.send(body)
+            }
+            // The runtime offers lanes by default: a lane with room takes a small body at once.
+            assertTrue(atOnce > 0)
+            // A body larger than a lane takes is not sent.
+            assertFalse(pusher.trySend(payload(64 * 1024)))
+            val seen = mutableListOf<String>()
+            while (seen.size < 50) seen += String((puller.tryRecv() ?: puller.recv()).body)
+            assertEquals((0 until 50).map { "$it" }, seen) // one lane: in order
+            assertNull(puller.tryRecv())
+            puller.closeEndpoint()
+            raised<WeidaException.Closed> { puller.tryRecv() }
+        }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun subscribe_filters_topics_by_segment(transport: String) = withPair(transport) { p ->
+        val publisher = p.listener.publisher("/feed")
+        val sub = p.client.subscriber()
+        sub.connect(publisher.address())
+        sub.subscribe("sensors.*.temp")
+        sub.subscribe("alerts.#")
+        assertEquals(listOf("sensors.*.temp", "alerts.#"), sub.filters())
+        // (topic, selected): the grammar's table, end to end.
+        val table = listOf(
+            "sensors.kitchen.temp" to true,
+            "sensors.temp" to false,
+            "sensors.kitchen.temperature" to false,
+            "sensors.kitchen.temp.max" to false,
+            "alerts" to true,
+            "alerts.fire.kitchen" to true,
+            "alertsx" to false,
+            "other" to false,
+        )
+        val expected = mutableListOf<String>()
+        for ((i, row) in table.withIndex()) {
+            val (topic, selected) = row
+            assertEquals(if (selected) 1u else 0u, publisher.publish(topic, "$i".toByteArray()), topic)
+            if (selected) expected += topic
+        }
+        val got = sub.messages().take(expected.size).toList()
+        assertEquals(expected.sorted(), got.map { it.topic!! }.sorted())
+        for (m in got) {
+            assertEquals("/feed", m.path)
+            assertNull(m.gap, "no ordering required: no gap")
+            when (transport) {
+                "quic" -> assertTrue(m.peer is Peer.Key)
+                "unix" -> assertTrue(m.peer is Peer.Local)
+                else -> assertNull(m.peer)
+            }
+        }
+        assertEquals(0UL, publisher.dropped().total)
+        assertEquals(1u, publisher.subscriberCount())
+        assertEquals(1u, sub.peerCount())
+        assertEquals(expected.size.toULong(), p.server.counters()["copiesPublished"])
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun unsubscribe_stops_delivery_once_it_returns(transport: String) = withPair(transport) { p ->
+        val publisher = p.listener.publisher("/news")
+        val sub = p.client.subscriber()
+        sub.connect(publisher.address())
+        sub.subscribe("a")
+        publisher.untilSubscribers(1u)
+        assertEquals(1u, publisher.publish("a", "one".toByteArray()))
+        assertArrayEquals("one".toByteArray(), sub.recv().body)
+        assertTrue(sub.unsubscribe("a"))
+        assertFalse(sub.unsubscribe("a"))
+        assertEquals(0u, publisher.publish("a", "two".toByteArray()))
+        assertNull(sub.tryRecv())
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun counters_count(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/c")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        pusher.send(payload(100))
+        puller.recv()
+        val c = p.client.counters()
+        assertEquals(1UL, c["connectionsDialled"])
+        assertTrue(c.getValue("bytesSent") >= 100UL)
+        assertEquals(1UL, p.server.counters()["connectionsAccepted"])
+        assertEquals(17, c.size, "every core counter, by its camelCase name")
+    }
+
+    @org.junit.jupiter.api.Test
+    fun send_many_says_how_many_were_sent() = test {
+        // One stream slot, taken by the first body (nobody reads): the second waits for one and
+        // times out. The error says one was sent.
+        val limits = mapOf("maxConcurrentUniStreams" to 1, "maxLocalStreams" to 1)
+        runtime(limits = limits).use { server ->
+            runtime(limits = limits, options = mapOf("sendTimeoutMs" to 500, "laneMaxMessage" to 0)).use { client ->
+                val puller = server.bind(bindAddress("inproc")).puller("/jobs")
+                val pusher = client.pusher()
+                pusher.connect(puller.address())
+                val e = raised<WeidaException.Timeout> {
+                    pusher.sendMany(listOf("takes the only slot", "waits", "never tried").map { it.toByteArray() })
+                }
+                assertEquals("1", e.fields["sent"])
+                client.shutdown()
+                server.shutdown()
+            }
+        }
+    }
+}

@@ -1,0 +1,28 @@
+// The README's quick start runs (python/tests/test_readme.py's counterpart): readme/QuickStart.kt
+// is the README's Kotlin block as it stands, checked here, and its main() prints what was sent.
+package weida
+
+import java.io.ByteArrayOutputStream
+import java.io.File
+import java.io.PrintStream
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Test
+
+class QuickStartTest {
+    @Test
+    fun the_readme_quick_start_runs() {
+        val readme = File("../README.md").readText()
+        val block = Regex("```kotlin\n(.*?)```", RegexOption.DOT_MATCHES_ALL).find(readme)!!.groupValues[1]
+        val file = File("src/test/kotlin/weida/readme/QuickStart.kt").readText()
+        assertEquals(block, file.substringAfter("package weida.readme\n\n"), "readme/QuickStart.kt is the README's block")
+        val out = ByteArrayOutputStream()
+        val before = System.out
+        System.setOut(PrintStream(out, true))
+        try {
+            weida.readme.main()
+        } finally {
+            System.setOut(before)
+        }
+        assertEquals("hello\n", out.toString())
+    }
+}

@@ -1,0 +1,94 @@
+//! `Identity` (the key a runtime presents) and `Trust` (whom it accepts). Fingerprints are the
+//! core's `sha256:…` text.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+
+/// The key a runtime presents.
+#[derive(uniffi::Object)]
+pub struct Identity {
+    pub(crate) inner: weida::Identity,
+}
+
+#[uniffi::export]
+impl Identity {
+    /// A new key, kept in memory only.
+    #[uniffi::constructor]
+    pub fn ephemeral() -> Arc<Self> {
+        Arc::new(Self {
+            inner: weida::Identity::ephemeral(),
+        })
+    }
+
+    /// The key saved in `dir`, made and saved there first if there is none.
+    #[uniffi::constructor]
+    pub fn load_or_create(dir: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Identity::load_or_create(dir)?,
+        }))
+    }
+
+    /// The key saved in `dir`.
+    #[uniffi::constructor]
+    pub fn load(dir: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Identity::load(dir)?,
+        }))
+    }
+
+    /// Saves the key in `dir`.
+    pub fn save(&self, dir: String) -> Result<()> {
+        Ok(self.inner.save(dir)?)
+    }
+
+    /// The `sha256:…` fingerprint of the key.
+    pub fn fingerprint(&self) -> String {
+        self.inner.fingerprint().to_string()
+    }
+}
+
+/// Whom a runtime accepts.
+#[derive(uniffi::Object)]
+pub struct Trust {
+    pub(crate) inner: weida::Trust,
+}
+
+fn parse(fps: Vec<String>) -> Result<Vec<weida::Fingerprint>> {
+    Ok(fps
+        .iter()
+        .map(|s| s.parse())
+        .collect::<weida::Result<Vec<_>>>()?)
+}
+
+#[uniffi::export]
+impl Trust {
+    /// Only the key the address pins (the default).
+    #[uniffi::constructor]
+    pub fn address() -> Arc<Self> {
+        Arc::new(Self {
+            inner: weida::Trust::address(),
+        })
+    }
+
+    /// These keys, whatever the address pins.
+    #[uniffi::constructor]
+    pub fn pinned(fingerprints: Vec<String>) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Trust::pinned(parse(fingerprints)?),
+        }))
+    }
+
+    /// Any key (trust on first use for redials).
+    #[uniffi::constructor]
+    pub fn unverified() -> Arc<Self> {
+        Arc::new(Self {
+            inner: weida::Trust::unverified(),
+        })
+    }
+
+    /// The keys it pins.
+    pub fn pins(&self) -> Vec<String> {
+        self.inner.pins().iter().map(ToString::to_string).collect()
+    }
+}

@@ -1,0 +1,48 @@
+//! weida for Kotlin (and later Swift) through UniFFI: proc-macro exports over weida-ffi, the
+//! binding layer Python and Node share. A file here converts types and nothing more; what a
+//! binding needs besides conversion (the I/O runtime, running a call for an awaiting caller,
+//! cancellation, the error fields, the options, the counters) is weida-ffi's. One file per
+//! core module it projects (docs/BINDINGS.md): runtime, patterns, error, config, identity,
+//! events.
+//!
+//! Every async export carries `async_runtime = "tokio"` by one convention (the `export!`
+//! note in kotlin-swift/README.md): UniFFI then polls it inside a tokio context; the core's
+//! work itself runs on weida-ffi's I/O thread (`weida_ffi::awaiting::run`).
+
+// UniFFI's derives generate items the workspace lints cannot see through.
+#![allow(unreachable_pub, unnameable_types)]
+
+uniffi::setup_scaffolding!();
+
+pub mod address;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod identity;
+pub mod patterns;
+pub mod runtime;
+
+/// Every loss cause an error's `lossCause` field can be, as the core names them.
+#[uniffi::export]
+pub fn loss_causes() -> Vec<String> {
+    weida::LossCause::NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// Every error code's name, as the core names them (`CONNECTION_LOST`, …).
+#[uniffi::export]
+pub fn error_codes() -> Vec<String> {
+    weida::ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .collect()
+}
+
+/// Values that reached the caller's side after it cancelled and went back where they came
+/// from (weida-ffi's probe). Internal: tests show the race they aim at ran.
+#[uniffi::export]
+pub fn orphans() -> u64 {
+    weida_ffi::probe::orphans()
+}

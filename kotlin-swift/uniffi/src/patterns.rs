@@ -1,0 +1,548 @@
+//! The endpoints of Push/Pull, Req/Rep and Pub/Sub, the exchange a replier accepts, and
+//! [`Received`], where a receive puts what it took (weida-ffi's `awaiting::Held`: dropped
+//! untaken, it goes back to the front of its endpoint's queue, so a receive whose coroutine
+//! is cancelled loses nothing).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use weida::{Metadata, PeerIdentity, Receiving};
+use weida_ffi::awaiting::{run, Held};
+use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::patterns::{connect, send_many, Endpoint};
+use weida_ffi::{Call, Fail};
+
+use crate::error::Result;
+use crate::events::PeerEvents;
+
+/// Who sent a message, as the transport proved it.
+#[derive(Debug, Clone, uniffi::Enum)]
+pub enum Peer {
+    /// A QUIC peer that presented this key.
+    Key { fingerprint: String },
+    /// An AF_UNIX peer, as the kernel reported it.
+    Local { uid: u32, gid: u32, pid: i32 },
+}
+
+/// A whole message and what arrived with it.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct Message {
+    pub body: Vec<u8>,
+    /// Application metadata, in order.
+    pub metadata: Vec<MetaEntry>,
+    /// The endpoint path it was addressed to.
+    pub path: String,
+    /// The peer (null in process, or for an anonymous QUIC client).
+    pub peer: Option<Peer>,
+    /// Pub/Sub: the topic.
+    pub topic: Option<String>,
+    /// Pub/Sub under PerProducer ordering: the sequence number, and how many were missed.
+    pub sequence: Option<u64>,
+    pub gap: Option<u64>,
+}
+
+/// One metadata entry.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct MetaEntry {
+    pub name: String,
+    pub value: Vec<u8>,
+}
+
+fn meta_in(m: Option<HashMap<String, Vec<u8>>>) -> Metadata {
+    let mut out = Metadata::new();
+    for (k, v) in m.into_iter().flatten() {
+        out.insert(k, v);
+    }
+    out
+}
+
+fn message(m: weida::Message) -> Message {
+    let meta = &m.meta;
+    Message {
+        body: m.body.to_vec(),
+        metadata: meta
+            .metadata
+            .iter()
+            .map(|(n, v)| MetaEntry {
+                name: n.to_string(),
+                value: v.to_vec(),
+            })
+            .collect(),
+        path: meta.path.to_string(),
+        peer: match &meta.peer {
+            Some(PeerIdentity::Key(f)) => Some(Peer::Key {
+                fingerprint: f.to_string(),
+            }),
+            Some(PeerIdentity::Local { uid, gid, pid }) => Some(Peer::Local {
+                uid: *uid,
+                gid: *gid,
+                pid: *pid,
+            }),
+            _ => None,
+        },
+        topic: meta.topic.clone(),
+        sequence: meta.sequence,
+        gap: meta.gap,
+    }
+}
+
+/// What a receive took, until the caller takes it; dropped untaken, given back.
+#[derive(uniffi::Object)]
+pub struct Received {
+    held: Held<Vec<weida::Message>>,
+}
+
+impl Received {
+    fn of<R: Receiving>(endpoint: Arc<R>) -> Arc<Self> {
+        Arc::new(Self {
+            held: Held::new(move |ms: Vec<weida::Message>| {
+                // Back in front of the queue, in order.
+                for m in ms.into_iter().rev() {
+                    endpoint.give_back(m);
+                }
+            }),
+        })
+    }
+}
+
+#[uniffi::export]
+impl Received {
+    /// The messages the receive took (empty once taken).
+    pub fn take(&self) -> Vec<Message> {
+        self.held
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(message)
+            .collect()
+    }
+}
+
+/// A receive of up to `max` messages into `into`, awaited.
+async fn receive<R: Receiving>(r: Arc<R>, max: u32, into: Arc<Received>) -> Result<()> {
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    let c = Call::new(async move {
+        let ms = if max == 1 {
+            vec![r.recv().await?]
+        } else {
+            r.recv_many(max).await?
+        };
+        into.held.put(ms);
+        Ok::<_, Fail>(())
+    });
+    Ok(run(c).await?)
+}
+
+fn try_receive<R: Receiving>(r: &R) -> Result<Option<Message>> {
+    match on_io(|| r.try_recv()) {
+        None => Ok(None),
+        Some(Ok(m)) => Ok(Some(message(m))),
+        Some(Err(e)) => Err(e.into()),
+    }
+}
+
+/// The dialling side of Push/Pull.
+#[derive(uniffi::Object)]
+pub struct Pusher {
+    inner: Endpoint<weida::Pusher>,
+}
+
+impl Pusher {
+    pub(crate) fn new(p: weida::Pusher) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Endpoint::new(p),
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Pusher {
+    /// Connects to `address`: waits for the first dial (`wait`), or records it and dials in
+    /// the background (connect-before-bind).
+    pub async fn connect(&self, address: String, wait: bool) -> Result<()> {
+        let p = self.inner.get()?;
+        Ok(run(Call::new(connect(p, address, wait))).await?)
+    }
+
+    pub fn disconnect(&self, address: String) -> Result<bool> {
+        Ok(on_io(|| {
+            self.inner.get()?.disconnect(&address).map_err(Fail::from)
+        })?)
+    }
+
+    pub fn peer_count(&self) -> Result<u32> {
+        Ok(self.inner.get()?.peer_count() as u32)
+    }
+
+    pub fn events(&self) -> Result<Arc<PeerEvents>> {
+        Ok(PeerEvents::new(on_io(|| self.inner.get())?.events()))
+    }
+
+    /// Sends `body` (with `meta`) as one message. Cancelled, the transfer is reset and the
+    /// reader sees Canceled.
+    pub async fn send(&self, body: Vec<u8>, meta: Option<HashMap<String, Vec<u8>>>) -> Result<()> {
+        let p = self.inner.get()?;
+        let meta = meta_in(meta);
+        let c = Call::new(async move { Ok(p.send_with(meta, Bytes::from(body)).await?) });
+        Ok(run(c).await?)
+    }
+
+    /// Sends each body as its own message, in order; a failure says how many were sent
+    /// (its `sent` field).
+    pub async fn send_many(&self, bodies: Vec<Vec<u8>>) -> Result<()> {
+        let p = self.inner.get()?;
+        let bodies = bodies.into_iter().map(Bytes::from).collect();
+        Ok(run(Call::new(send_many(p, bodies))).await?)
+    }
+
+    /// Queues `body` at once if there is room: true; false if there is none.
+    pub fn try_send(&self, body: Vec<u8>) -> Result<bool> {
+        let p = self.inner.get()?;
+        Ok(on_io(|| p.try_send(Bytes::from(body)))?.is_none())
+    }
+
+    /// Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+    pub fn close_endpoint(&self) {
+        self.inner.close();
+    }
+}
+
+/// The bound side of Push/Pull.
+#[derive(uniffi::Object)]
+pub struct Puller {
+    inner: OnIo<Arc<weida::Puller>>,
+}
+
+impl Puller {
+    pub(crate) fn new(p: weida::Puller) -> Arc<Self> {
+        Arc::new(Self {
+            inner: OnIo::new(Arc::new(p)),
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Puller {
+    pub fn address(&self) -> String {
+        self.inner.address().to_string()
+    }
+
+    /// Where the next receive puts what it takes.
+    pub fn received(&self) -> Arc<Received> {
+        Received::of(Arc::clone(&self.inner))
+    }
+
+    /// Receives up to `max` messages (at least one) into `into`. Cancel-safe: cancelled, it
+    /// loses nothing.
+    pub async fn recv_into(&self, max: u32, into: Arc<Received>) -> Result<()> {
+        receive(Arc::clone(&self.inner), max, into).await
+    }
+
+    /// A message if one is ready, without waiting.
+    pub fn try_recv(&self) -> Result<Option<Message>> {
+        try_receive(&**self.inner)
+    }
+
+    /// Ends the endpoint: receives then end with `Closed` (Python's and Node's `close`).
+    pub fn close_endpoint(&self) {
+        on_io(|| self.inner.close());
+    }
+}
+
+/// The dialling side of Req/Rep.
+#[derive(uniffi::Object)]
+pub struct Requester {
+    inner: Endpoint<weida::Requester>,
+}
+
+impl Requester {
+    pub(crate) fn new(r: weida::Requester) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Endpoint::new(r),
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Requester {
+    pub async fn connect(&self, address: String, wait: bool) -> Result<()> {
+        let r = self.inner.get()?;
+        Ok(run(Call::new(connect(r, address, wait))).await?)
+    }
+
+    pub fn disconnect(&self, address: String) -> Result<bool> {
+        Ok(on_io(|| {
+            self.inner.get()?.disconnect(&address).map_err(Fail::from)
+        })?)
+    }
+
+    pub fn peer_count(&self) -> Result<u32> {
+        Ok(self.inner.get()?.peer_count() as u32)
+    }
+
+    pub fn events(&self) -> Result<Arc<PeerEvents>> {
+        Ok(PeerEvents::new(on_io(|| self.inner.get())?.events()))
+    }
+
+    /// Sends `body` and returns the reply's body. Cancelled, the request is reset and the
+    /// replier sees Canceled.
+    pub async fn request(
+        &self,
+        body: Vec<u8>,
+        meta: Option<HashMap<String, Vec<u8>>>,
+    ) -> Result<Vec<u8>> {
+        let m = self.request_with(body, meta).await?;
+        Ok(m.body)
+    }
+
+    /// As `request`, the whole reply with what came with it.
+    pub async fn request_with(
+        &self,
+        body: Vec<u8>,
+        meta: Option<HashMap<String, Vec<u8>>>,
+    ) -> Result<Message> {
+        let r = self.inner.get()?;
+        let meta = meta_in(meta);
+        let c = Call::new(async move { Ok(r.request_with(meta, Bytes::from(body)).await?) });
+        Ok(message(run(c).await?))
+    }
+
+    pub fn close_endpoint(&self) {
+        self.inner.close();
+    }
+}
+
+/// The bound side of Req/Rep.
+#[derive(uniffi::Object)]
+pub struct Replier {
+    inner: OnIo<Arc<weida::Replier>>,
+}
+
+impl Replier {
+    pub(crate) fn new(r: weida::Replier) -> Arc<Self> {
+        Arc::new(Self {
+            inner: OnIo::new(Arc::new(r)),
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Replier {
+    pub fn address(&self) -> String {
+        self.inner.address().to_string()
+    }
+
+    /// The next exchange. Cancel-safe.
+    pub async fn accept(&self) -> Result<Arc<Exchange>> {
+        let r = Arc::clone(&self.inner);
+        let x = run(Call::new(async move { Ok(r.accept().await?) })).await?;
+        Ok(Arc::new(Exchange {
+            inner: weida_ffi::stream::Exchange::new(x),
+        }))
+    }
+
+    pub fn close_endpoint(&self) {
+        on_io(|| self.inner.close());
+    }
+}
+
+/// An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
+/// unanswered, the requester sees Canceled.
+#[derive(uniffi::Object)]
+pub struct Exchange {
+    inner: Arc<weida_ffi::stream::Exchange>,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Exchange {
+    /// The endpoint path the request was addressed to.
+    pub fn path(&self) -> String {
+        self.inner.meta().path.to_string()
+    }
+
+    /// The request's metadata, in order.
+    pub fn metadata(&self) -> Vec<MetaEntry> {
+        self.inner
+            .meta()
+            .metadata
+            .iter()
+            .map(|(n, v)| MetaEntry {
+                name: n.to_string(),
+                value: v.to_vec(),
+            })
+            .collect()
+    }
+
+    /// The whole request body, bounded by `max` (default `maxCollectedBody`).
+    pub async fn take_body(&self, max: Option<u64>) -> Result<Vec<u8>> {
+        let x = Arc::clone(&self.inner);
+        Ok(run(Call::new(x.take_body(max))).await?.to_vec())
+    }
+
+    /// Replies with `body` (and metadata) and finishes the reply.
+    pub async fn reply(&self, body: Vec<u8>, meta: Option<HashMap<String, Vec<u8>>>) -> Result<()> {
+        let x = Arc::clone(&self.inner);
+        Ok(run(Call::new(x.reply(meta_in(meta), Bytes::from(body)))).await?)
+    }
+
+    /// Answers REJECTED with `reason`.
+    pub async fn reject(&self, reason: String) -> Result<()> {
+        let x = Arc::clone(&self.inner);
+        Ok(run(Call::new(x.reject(reason))).await?)
+    }
+
+    /// Answers with the error `code` names (`TIMEOUT`, `CLOSED`, …) and `message`.
+    pub async fn fail(&self, code: String, message: String) -> Result<()> {
+        let x = Arc::clone(&self.inner);
+        Ok(run(Call::new(x.fail(code, message))).await?)
+    }
+
+    /// Abandons the exchange unanswered: the requester sees Canceled.
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+}
+
+/// What a publisher dropped, by cause.
+#[derive(Debug, uniffi::Record)]
+pub struct Dropped {
+    pub queue_full: u64,
+    pub byte_budget: u64,
+    pub reverse_pool_empty: u64,
+    pub dead_subscriber: u64,
+    pub refused: u64,
+    pub total: u64,
+}
+
+/// The bound side of Pub/Sub.
+#[derive(uniffi::Object)]
+pub struct Publisher {
+    inner: OnIo<Arc<weida::Publisher>>,
+}
+
+impl Publisher {
+    pub(crate) fn new(p: weida::Publisher) -> Arc<Self> {
+        Arc::new(Self {
+            inner: OnIo::new(Arc::new(p)),
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Publisher {
+    pub fn address(&self) -> String {
+        self.inner.address().to_string()
+    }
+
+    /// Queues a copy of `body` for every subscriber whose filters select `topic`; how many.
+    /// Never waits.
+    pub fn publish(&self, topic: String, body: Vec<u8>) -> Result<u32> {
+        Ok(on_io(|| self.inner.publish(&topic, body))? as u32)
+    }
+
+    pub fn subscriber_count(&self) -> u32 {
+        self.inner.subscriber_count() as u32
+    }
+
+    /// Returns once `n` subscribers are attached.
+    pub async fn until_subscribers(&self, n: u32) -> Result<()> {
+        let p = Arc::clone(&self.inner);
+        let c = Call::new(async move {
+            p.until_subscribers(n as usize).await;
+            Ok::<_, Fail>(())
+        });
+        Ok(run(c).await?)
+    }
+
+    pub fn dropped(&self) -> Dropped {
+        let d = self.inner.dropped();
+        Dropped {
+            queue_full: d.queue_full,
+            byte_budget: d.byte_budget,
+            reverse_pool_empty: d.reverse_pool_empty,
+            dead_subscriber: d.dead_subscriber,
+            refused: d.refused,
+            total: d.total(),
+        }
+    }
+
+    pub fn close_endpoint(&self) {
+        on_io(|| self.inner.close());
+    }
+}
+
+/// The dialling side of Pub/Sub.
+#[derive(uniffi::Object)]
+pub struct Subscriber {
+    inner: OnIo<Arc<weida::Subscriber>>,
+}
+
+impl Subscriber {
+    pub(crate) fn new(s: weida::Subscriber) -> Arc<Self> {
+        Arc::new(Self {
+            inner: OnIo::new(Arc::new(s)),
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Subscriber {
+    pub async fn connect(&self, address: String, wait: bool) -> Result<()> {
+        let s = Arc::clone(&self.inner);
+        Ok(run(Call::new(connect(s, address, wait))).await?)
+    }
+
+    pub fn disconnect(&self, address: String) -> Result<bool> {
+        Ok(on_io(|| self.inner.disconnect(&address))?)
+    }
+
+    pub fn peer_count(&self) -> u32 {
+        self.inner.peer_count() as u32
+    }
+
+    pub fn events(&self) -> Arc<PeerEvents> {
+        PeerEvents::new(on_io(|| self.inner.events()))
+    }
+
+    /// Adds `filter` (segments split by `.`, `*` one, `>` the rest); returns once every
+    /// connected publisher has it.
+    pub async fn subscribe(&self, filter: String) -> Result<()> {
+        let s = Arc::clone(&self.inner);
+        Ok(run(Call::new(async move { Ok(s.subscribe(&filter).await?) })).await?)
+    }
+
+    /// Removes `filter`; true if it was there. No copy it selected arrives after it returns.
+    pub async fn unsubscribe(&self, filter: String) -> Result<bool> {
+        let s = Arc::clone(&self.inner);
+        Ok(run(Call::new(async move { Ok(s.unsubscribe(&filter).await?) })).await?)
+    }
+
+    pub fn filters(&self) -> Vec<String> {
+        self.inner.filters()
+    }
+
+    /// Messages received and waiting for a receive.
+    pub fn queued(&self) -> u64 {
+        self.inner.queued() as u64
+    }
+
+    /// Where the next receive puts what it takes.
+    pub fn received(&self) -> Arc<Received> {
+        Received::of(Arc::clone(&self.inner))
+    }
+
+    /// Receives up to `max` messages (at least one) into `into`. Cancel-safe: cancelled, it
+    /// loses nothing.
+    pub async fn recv_into(&self, max: u32, into: Arc<Received>) -> Result<()> {
+        receive(Arc::clone(&self.inner), max, into).await
+    }
+
+    pub fn try_recv(&self) -> Result<Option<Message>> {
+        try_receive(&**self.inner)
+    }
+
+    pub fn close_endpoint(&self) {
+        on_io(|| self.inner.close());
+    }
+}

@@ -1,0 +1,167 @@
+//! `Runtime` and `Listener`. Every async export awaits `weida_ffi::awaiting::run`: the call's
+//! first poll here, the rest on weida-ffi's I/O thread; a cancelled coroutine drops the
+//! future, which cancels the operation in the core.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use weida_ffi::awaiting::run;
+use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::{Call, Fail};
+
+use crate::config::{endpoint_options, millis, runtime_config, EndpointOptions, RuntimeOptions};
+use crate::error::Result;
+use crate::identity::Trust;
+use crate::patterns::{Publisher, Puller, Pusher, Replier, Requester, Subscriber};
+
+/// What `drain` did.
+#[derive(Debug, uniffi::Record)]
+pub struct Drained {
+    pub delivered: u64,
+    pub outstanding: u64,
+    pub unsent: u64,
+}
+
+/// The process-wide entry point: binds listeners, makes the dialling endpoints.
+#[derive(uniffi::Object)]
+pub struct Runtime {
+    inner: OnIo<weida::Runtime>,
+    identity: weida::Identity,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Runtime {
+    /// A runtime with `options` (weida-ffi's option table checks them).
+    #[uniffi::constructor]
+    pub fn new(options: RuntimeOptions) -> Result<Arc<Self>> {
+        let cfg = runtime_config(options)?;
+        let identity = cfg.identity.clone();
+        let inner = weida_ffi::runtime::runtime(cfg)?;
+        Ok(Arc::new(Self {
+            inner: OnIo::new(inner),
+            identity,
+        }))
+    }
+
+    /// The `sha256:…` fingerprint of the key this runtime presents.
+    pub fn fingerprint(&self) -> String {
+        self.inner.fingerprint().to_string()
+    }
+
+    /// Binds `address` (no path); `require_client` makes a client key mandatory.
+    pub async fn bind(
+        &self,
+        address: String,
+        require_client: Option<Arc<Trust>>,
+    ) -> Result<Arc<Listener>> {
+        let rt = weida::Runtime::clone(&self.inner);
+        let tls = weida::ServerTls::new(self.identity.clone());
+        let tls = match require_client {
+            Some(t) => tls.require_client(t.inner.clone()),
+            None => tls,
+        };
+        let l = run(Call::new(
+            async move { Ok(rt.bind_with(&address, tls).await?) },
+        ))
+        .await?;
+        Ok(Arc::new(Listener {
+            inner: OnIo::new(l),
+        }))
+    }
+
+    pub fn pusher(&self, options: Option<EndpointOptions>) -> Result<Arc<Pusher>> {
+        let o = endpoint_options(options)?;
+        Ok(Pusher::new(on_io(|| self.inner.pusher_with(&o))?))
+    }
+
+    pub fn requester(&self, options: Option<EndpointOptions>) -> Result<Arc<Requester>> {
+        let o = endpoint_options(options)?;
+        Ok(Requester::new(on_io(|| self.inner.requester_with(&o))?))
+    }
+
+    pub fn subscriber(&self, options: Option<EndpointOptions>) -> Result<Arc<Subscriber>> {
+        let o = endpoint_options(options)?;
+        Ok(Subscriber::new(on_io(|| self.inner.subscriber_with(&o))?))
+    }
+
+    /// Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
+    /// `deadline_ms` to reach the peer's transport, then closes everything.
+    pub async fn drain(&self, deadline_ms: f64) -> Result<Drained> {
+        let rt = weida::Runtime::clone(&self.inner);
+        let deadline = millis("deadline", deadline_ms)?;
+        let d = run(Call::new(
+            async move { Ok::<_, Fail>(rt.drain(deadline).await) },
+        ))
+        .await?;
+        Ok(Drained {
+            delivered: d.delivered,
+            outstanding: d.outstanding,
+            unsent: d.unsent,
+        })
+    }
+
+    /// Closes every connection and listener now; pending calls end with their error.
+    pub fn shutdown(&self) {
+        on_io(|| self.inner.shutdown());
+    }
+
+    /// As `shutdown`, and returns once the closes have been sent (at most a second). Python's
+    /// and Node's `close`: Kotlin's `close()` is `AutoCloseable`'s, so the name differs.
+    pub async fn close_and_wait(&self) {
+        let rt = weida::Runtime::clone(&self.inner);
+        let _ = run(Call::new(async move {
+            rt.close().await;
+            Ok::<_, Fail>(())
+        }))
+        .await;
+    }
+
+    /// Every counter by its camelCase name (weida-ffi lists them).
+    pub fn counters(&self) -> HashMap<String, u64> {
+        weida_ffi::runtime::counters(&self.inner.counters())
+            .into_iter()
+            .map(|(n, v)| (weida_ffi::config::camel_case(n), v))
+            .collect()
+    }
+}
+
+/// A bound address; endpoints are registered on it by path.
+#[derive(uniffi::Object)]
+pub struct Listener {
+    inner: OnIo<weida::Listener>,
+}
+
+#[uniffi::export]
+impl Listener {
+    /// The bound address: over QUIC with its real port and the `sha256:` pin of its key.
+    pub fn address(&self) -> String {
+        self.inner.address().to_string()
+    }
+
+    pub fn puller(&self, path: String, options: Option<EndpointOptions>) -> Result<Arc<Puller>> {
+        let o = endpoint_options(options)?;
+        Ok(Puller::new(on_io(|| self.inner.puller_with(&path, &o))?))
+    }
+
+    pub fn replier(&self, path: String, options: Option<EndpointOptions>) -> Result<Arc<Replier>> {
+        let o = endpoint_options(options)?;
+        Ok(Replier::new(on_io(|| self.inner.replier_with(&path, &o))?))
+    }
+
+    pub fn publisher(
+        &self,
+        path: String,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<Publisher>> {
+        let o = endpoint_options(options)?;
+        Ok(Publisher::new(on_io(|| {
+            self.inner.publisher_with(&path, &o)
+        })?))
+    }
+
+    /// Stops accepting connections, closes the ones it accepted, and ends its endpoints
+    /// (Python's and Node's `close`; the Kotlin layer's `close()` calls it).
+    pub fn close_listener(&self) {
+        on_io(|| self.inner.close());
+    }
+}
