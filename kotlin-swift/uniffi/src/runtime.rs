@@ -11,6 +11,7 @@ use weida_ffi::{Call, Fail};
 
 use crate::config::{endpoint_options, millis, runtime_config, EndpointOptions, RuntimeOptions};
 use crate::error::Result;
+use crate::events::PeerEvents;
 use crate::identity::Trust;
 use crate::patterns::{Publisher, Puller, Pusher, Replier, Requester, Subscriber};
 
@@ -157,6 +158,12 @@ impl Listener {
         Ok(Publisher::new(on_io(|| {
             self.inner.publisher_with(&path, &o)
         })?))
+    }
+
+    /// The connections this listener accepts from now on: `connected` (with `url`, where the
+    /// connection comes from, and the key it presented) and `lost` (with its cause).
+    pub fn events(&self) -> Arc<PeerEvents> {
+        PeerEvents::new(self.inner.events())
     }
 
     /// Stops accepting connections, closes the ones it accepted, and ends its endpoints

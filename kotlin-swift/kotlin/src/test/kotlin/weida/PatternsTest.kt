@@ -17,6 +17,32 @@ import weida.uniffi.Peer
 import weida.uniffi.WeidaException
 
 class PatternsTest {
+    // Listener.events(): connected, with where the connection comes from (a QUIC peer's UDP
+    // address, else the transport's name) and the key it presented; lost, with its cause, once
+    // the dialler closes (core/tests/listener_events.rs has the same name).
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun a_listener_reports_each_connection_and_how_it_ended(transport: String) = withPair(transport) { p ->
+        val events = p.listener.events()
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        pusher.send("one".toByteArray())
+        assertArrayEquals("one".toByteArray(), puller.recv().body)
+        val connected = events.next()!!
+        assertEquals("connected", connected.kind)
+        if (transport == "quic") {
+            assertTrue(Regex("^127\\.0\\.0\\.1:\\d+$").matches(connected.url), connected.url)
+            assertEquals(p.client.fingerprint(), connected.fingerprint)
+        } else {
+            assertEquals(transport, connected.url)
+            assertNull(connected.fingerprint)
+        }
+        p.client.closeAndWait()
+        val lost = events.next()!!
+        assertEquals(Triple("lost", connected.url, "peer_closed"), Triple(lost.kind, lost.url, lost.cause))
+    }
+
     @ParameterizedTest
     @ValueSource(strings = ["quic", "inproc", "unix"])
     fun req_rep_echoes_small_and_large_bodies_with_metadata(transport: String) = withPair(transport) { p ->

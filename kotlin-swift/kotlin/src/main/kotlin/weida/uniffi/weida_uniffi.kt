@@ -802,6 +802,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_close_listener(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_listener_events(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_publisher(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_puller(
@@ -1030,6 +1032,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_listener_close_listener(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_weida_uniffi_fn_method_listener_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_publisher(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_puller(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1367,6 +1371,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_close_listener() and 0xFFFF) != 43883) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_listener_events() and 0xFFFF) != 9227) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_publisher() and 0xFFFF) != 62727) {
@@ -2717,6 +2724,12 @@ public interface ListenerInterface {
      */
     fun `closeListener`()
     
+    /**
+     * The connections this listener accepts from now on: `connected` (with `url`, where the
+     * connection comes from, and the key it presented) and `lost` (with its cause).
+     */
+    fun `events`(): PeerEvents
+    
     fun `publisher`(`path`: kotlin.String, `options`: EndpointOptions?): Publisher
     
     fun `puller`(`path`: kotlin.String, `options`: EndpointOptions?): Puller
@@ -2860,6 +2873,23 @@ open class Listener: Disposable, AutoCloseable, ListenerInterface
 }
     }
     
+    
+
+    
+    /**
+     * The connections this listener accepts from now on: `connected` (with `url`, where the
+     * connection comes from, and the key it presented) and `lost` (with its cause).
+     */override fun `events`(): PeerEvents {
+            return FfiConverterTypePeerEvents.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_listener_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
     
 
     
