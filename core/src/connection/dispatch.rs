@@ -99,15 +99,22 @@ pub(crate) trait Arrivals: Send + Sync {
     fn ended(&self, from: &str, cause: LossCause);
 }
 
+/// What every connection of one listener shares.
+struct Shared {
+    /// Local-socket subscriber sessions by token: where their parked connections go.
+    sessions: Mutex<HashMap<Bytes, Arc<ParkedPool>>>,
+    /// Told of each connection's handshake and end.
+    arrivals: Arc<dyn Arrivals>,
+}
+
 pub(crate) struct Dispatch<E> {
     ctx: Arc<Context>,
     endpoints: Arc<E>,
-    /// Told of each connection's handshake and end.
-    arrivals: Arc<dyn Arrivals>,
+    /// What the listener's connections share: its local sessions and whom to tell of each
+    /// connection. One reference, as `Dispatch` is cloned for every stream.
+    shared: Arc<Shared>,
     /// The listener's own life: a closed listener ends its local sessions too.
     life: Arc<Life>,
-    /// Local-socket subscriber sessions by token: where their parked connections go.
-    sessions: Arc<Mutex<HashMap<Bytes, Arc<ParkedPool>>>>,
     /// The dialler's MAX_HEADER_SIZE, for reply headers (per connection; unknown, so
     /// unbounded, for an AF_UNIX data connection, which carries no session: Open point 3).
     peer_max_header: u64,
@@ -212,9 +219,8 @@ impl<E> Clone for Dispatch<E> {
         Self {
             ctx: self.ctx.clone(),
             endpoints: self.endpoints.clone(),
-            arrivals: self.arrivals.clone(),
+            shared: self.shared.clone(),
             life: self.life.clone(),
-            sessions: self.sessions.clone(),
             peer_max_header: self.peer_max_header,
             shares: self.shares.clone(),
             watch: self.watch.clone(),
@@ -235,9 +241,11 @@ impl<E: Endpoints> Dispatch<E> {
             lanes: ctx.config.lane_max_message > 0,
             ctx,
             endpoints,
-            arrivals,
+            shared: Arc::new(Shared {
+                sessions: Mutex::default(),
+                arrivals,
+            }),
             life,
-            sessions: Arc::default(),
             peer_max_header: u64::MAX,
             shares: None,
             watch: None,
@@ -677,7 +685,7 @@ impl<E: Endpoints> Dispatch<E> {
                     .await;
             }
         };
-        let pool = self.sessions.lock().unwrap().get(&token).cloned();
+        let pool = self.shared.sessions.lock().unwrap().get(&token).cloned();
         let Some(pool) = pool else {
             return self
                 .refuse(
@@ -704,11 +712,12 @@ impl<E: Endpoints> Dispatch<E> {
             .stats
             .connections_accepted
             .fetch_add(1, Ordering::Relaxed);
-        self.arrivals.connected(LOCAL_SESSION, peer.as_ref());
+        self.shared.arrivals.connected(LOCAL_SESSION, peer.as_ref());
         // A subscriber's session: where its parked connections are pooled.
         let pool = agreed.session.map(|s| {
             let pool = ParkedPool::new(s.parked);
-            self.sessions
+            self.shared
+                .sessions
                 .lock()
                 .unwrap()
                 .insert(s.token.clone(), pool.clone());
@@ -732,9 +741,9 @@ impl<E: Endpoints> Dispatch<E> {
             _ = self.life.dead() => LossCause::LocallyClosed,
             _ = self.ctx.life.dead() => LossCause::LocallyClosed,
         };
-        self.arrivals.ended(LOCAL_SESSION, cause);
+        self.shared.arrivals.ended(LOCAL_SESSION, cause);
         if let Some((token, pool)) = pool {
-            self.sessions.lock().unwrap().remove(&token);
+            self.shared.sessions.lock().unwrap().remove(&token);
             pool.close();
         }
         drop(subs);
@@ -774,7 +783,7 @@ impl<E: Endpoints> Dispatch<E> {
         let peer = conn.peer();
         let from = conn.from();
         tracing::debug!(?peer, from, "accepted");
-        self.arrivals.connected(&from, peer.as_ref());
+        self.shared.arrivals.connected(&from, peer.as_ref());
         let this = Self {
             peer_max_header: agreed.peer_max_header,
             shares: Some(Arc::default()),
@@ -823,7 +832,7 @@ impl<E: Endpoints> Dispatch<E> {
         if let LossCause::TransportError(why) = &cause {
             tracing::warn!(?peer, %why, "an accepted connection ended with a transport error");
         }
-        self.arrivals.ended(&from, cause);
+        self.shared.arrivals.ended(&from, cause);
         // The subscriptions end with the connection; keep the control stream's send half
         // until then.
         drop(subs);
