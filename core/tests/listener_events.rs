@@ -113,3 +113,24 @@ async fn each_connection_is_its_own_event_and_a_late_reader_sees_what_follows() 
     assert_eq!((lost.name(), lost.url()), ("lost", second.url()));
     assert_eq!(next(&mut early).await, lost);
 }
+
+/// Closing the dialler on a runtime with several worker threads: the dialler's control reader
+/// sees its own close at once, and must not report it back as the listener's doing. Repeated,
+/// since it was a race between the two lives of a local connection (found in Python, whose
+/// runtime has worker threads; before the mend this failed within its first few rounds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialler_that_closes_is_reported_peer_closed_from_any_thread() {
+    for t in [Transport::Inproc, Transport::Unix].repeat(100) {
+        let (_server, listener, client) = common::pair(t).await;
+        let mut events = listener.events();
+        let puller = listener.puller("/jobs").unwrap();
+        let pusher = client.pusher();
+        pusher.connect(&puller.address().to_string()).await.unwrap();
+        assert_eq!(next(&mut events).await.name(), "connected");
+        client.close().await;
+        match next(&mut events).await {
+            PeerEvent::Lost { cause, .. } => assert_eq!(cause, LossCause::PeerClosed),
+            e => panic!("{e:?}"),
+        }
+    }
+}

@@ -497,6 +497,12 @@ impl Conn {
     /// The peer ended its half of the control stream: the connection ends, as the peer's doing
     /// (a QUIC connection is closed with `code`; a local one is marked lost, closed by the peer).
     pub(crate) fn ended_by_peer(&self, code: Code) {
+        // A control reader also ends when this side closed the connection, and may see that
+        // before its closer has marked the peer's side: a connection that already ended keeps
+        // its cause, or a local close would reach the peer as the peer's own.
+        if self.loss().is_some() {
+            return;
+        }
         match self {
             Self::Unix(u) => u.lost(LossCause::PeerClosed),
             Self::Inproc(i) => i.lost(),
