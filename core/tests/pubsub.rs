@@ -567,6 +567,89 @@ async fn a_local_subscriber_that_parks_nothing_is_refused_at_subscribe() {
     .await
 }
 
+/// Over AF_UNIX the lane is a parked connection the publisher keeps, and the subscriber parks a
+/// replacement at once (PROTOCOL.md §3.7 step 6): with a pool of one, a larger copy after the
+/// lane opened still finds a parked connection, where without the replacement every one would
+/// be dropped as `reverse_pool_empty` for as long as the lane lives.
+#[tokio::test]
+async fn a_lane_on_a_parked_connection_leaves_the_pool_its_size() {
+    if !common::lanes_on() {
+        return;
+    }
+    common::bounded(async {
+        let limits = Limits {
+            max_parked_reverse: 1,
+            ..Limits::default()
+        };
+        let server = Runtime::new(config(Limits::default())).unwrap();
+        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+        let client = Runtime::new(config(limits)).unwrap();
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("t").await.unwrap();
+        publisher.publish("t", "small").unwrap();
+        assert_eq!(&sub.recv().await.unwrap().body[..], b"small");
+        assert_eq!(client.counters().lane_messages_received, 1);
+        // Above lane_max_message: a parked connection of its own. The replacement is parked
+        // a moment after the lane opened, so a copy published before it arrives may be
+        // dropped; one published after it is delivered.
+        let big = vec![7u8; 32 * 1024];
+        let mut tick = tokio::time::interval(Duration::from_millis(10));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        for n in 0.. {
+            assert!(
+                n < 500,
+                "no larger copy arrived: {:?}",
+                publisher.dropped_on("t")
+            );
+            publisher.publish("t", big.clone()).unwrap();
+            tokio::select! {
+                m = sub.recv() => { assert_eq!(m.unwrap().body[..], big[..]); break; }
+                _ = tick.tick() => {}
+            }
+        }
+        // The lane still carries the small ones, in order.
+        for i in 0..3u8 {
+            publisher.publish("t", vec![i]).unwrap();
+        }
+        for i in 0..3u8 {
+            assert_eq!(sub.recv().await.unwrap().body[..], [i]);
+        }
+        assert_eq!(client.counters().lane_messages_received, 4);
+    })
+    .await;
+}
+
+/// A publisher keeps a parked connection as a lane only where both HELLOs set FEATURES bits 0
+/// and 2 (PROTOCOL.md §3.1.1, §3.7): a subscriber that offers no lanes gets each copy as a
+/// transfer on a parked connection of its own, and the publisher sends no lane at all.
+#[tokio::test]
+async fn a_local_subscriber_without_lanes_gets_each_copy_on_a_parked_connection() {
+    common::bounded(async {
+        let server = Runtime::new(config(Limits::default())).unwrap();
+        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+        let client = Runtime::new(RuntimeConfig {
+            lane_max_message: 0,
+            ..config(Limits::default())
+        })
+        .unwrap();
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("t").await.unwrap();
+        // One at a time: eight parked connections, one taken per copy and parked again.
+        for i in 0..20u8 {
+            publisher.publish("t", vec![i]).unwrap();
+            assert_eq!(sub.recv().await.unwrap().body[..], [i]);
+        }
+        assert_eq!(client.counters().lane_messages_received, 0);
+        assert_eq!(server.counters().lane_messages_sent, 0);
+        assert_eq!(publisher.dropped().total(), 0);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
     common::bounded(async {
@@ -582,8 +665,11 @@ async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
         let sub = client.subscriber();
         sub.connect(&publisher.address().to_string()).await.unwrap();
         sub.subscribe("t").await.unwrap();
+        // Above lane_max_message (16 KiB by default): each copy takes a parked connection of
+        // its own (a small one would ride the session's lane, §4.2).
+        let big = |i: u8| vec![i; 32 * 1024];
         for i in 0..50 {
-            publisher.publish("t", format!("{i}")).unwrap();
+            publisher.publish("t", big(i)).unwrap();
             // The writer takes each copy off the queue: the pool, not the queue, runs out.
             tokio::task::yield_now().await;
         }
@@ -606,10 +692,10 @@ async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
         // The subscription survives: once connections are parked again, copies arrive.
         let mut n = 0;
         loop {
-            publisher.publish("t", "again").unwrap();
+            publisher.publish("t", big(99)).unwrap();
             n += 1;
             tokio::select! {
-                m = sub.recv() => { assert_eq!(&m.unwrap().body[..], b"again"); break; }
+                m = sub.recv() => { assert_eq!(m.unwrap().body[..], big(99)[..]); break; }
                 _ = tick.tick() => assert!(n < 500, "no copy arrived after the pool emptied"),
             }
         }
@@ -758,10 +844,16 @@ on_every_transport!(
 );
 
 /// A small copy rides the subscriber's message lane when both sides offer lanes, so small
-/// copies arrive in publish order (PATTERNS §4), over QUIC and in process. With lanes off every
-/// copy is a stream of its own: each arrives once, in no promised order. (Over AF_UNIX every copy
-/// travels on a parked connection of its own, §4.2, so there is no lane to test.)
+/// copies arrive in publish order (PATTERNS §4): over QUIC and in process a stream the
+/// publisher opens, over AF_UNIX one parked connection kept as the lane (§4.2), with the pool's
+/// two other connections and the replacement the subscriber parks left for larger copies. With
+/// lanes off every copy is a stream of its own: each arrives once, in no promised order (over
+/// AF_UNIX a burst then finds the parked pool empty, which is
+/// `an_empty_reverse_pool_drops_and_the_subscription_survives`).
 async fn small_copies_in_order(t: Transport) {
+    if t == Transport::Unix && !common::lanes_on() {
+        return;
+    }
     let (_s, listener, client) = pair(t).await;
     let publisher = listener.publisher("/feed").unwrap();
     let sub = client.subscriber();
@@ -796,6 +888,11 @@ async fn small_copies_ride_the_subscribers_lane_in_publish_order_quic() {
 #[tokio::test]
 async fn small_copies_ride_the_subscribers_lane_in_publish_order_inproc() {
     common::bounded(small_copies_in_order(Transport::Inproc)).await;
+}
+
+#[tokio::test]
+async fn small_copies_ride_the_subscribers_lane_in_publish_order_unix() {
+    common::bounded(small_copies_in_order(Transport::Unix)).await;
 }
 
 on_every_transport!(

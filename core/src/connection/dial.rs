@@ -162,9 +162,7 @@ impl Dialler {
             conn.clone(),
             path,
             send,
-            agreed.peer_max_header,
-            agreed.lanes,
-            agreed.path_check,
+            &agreed,
             session,
         ));
         tracing::debug!(peer = ?link.peer, agreed = ?agreed.guarantees, "connected");

@@ -726,8 +726,9 @@ impl<E: Endpoints> Dispatch<E> {
         let mut subs = ConnSubs {
             reverse: pool.as_ref().map(|(_, p)| Reverse::Parked(p.clone())),
             number: agreed.numbered,
-            // Copies over AF_UNIX travel on parked connections, one each: no lanes.
-            lanes: false,
+            // Copies over AF_UNIX travel on parked connections: one each, or small ones as
+            // frames of a lane on one of them, where both HELLOs set the bit for it (§3.7).
+            lanes: agreed.parked_lanes,
             subs: HashMap::new(),
         };
         // A local session's streams are OS connections of their own that outlive it, and

@@ -15,7 +15,7 @@ use crate::wire::{
 /// it before it uses a path.
 pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>) -> Hello {
     let lanes = if config.lane_max_message > 0 {
-        lane_frame::FEATURE_LANES
+        lane_frame::FEATURE_LANES | lane_frame::FEATURE_PARKED_LANES
     } else {
         0
     };
@@ -49,6 +49,9 @@ pub(crate) struct Agreed {
     pub(crate) lanes: bool,
     /// Both sides set the path check (§3.1.5): the dialler may ask CHECK, and is answered.
     pub(crate) path_check: bool,
+    /// Both sides offered lanes on parked connections as well as lanes (§3.7): over AF_UNIX
+    /// a publisher writes small copies as frames of a lane on one parked connection.
+    pub(crate) parked_lanes: bool,
     /// The largest DATA header the peer accepts (its MAX_HEADER_SIZE).
     pub(crate) peer_max_header: u64,
     /// Pub/Sub copies toward the peer are numbered: it requires PerProducer ordering and the
@@ -136,8 +139,11 @@ pub(crate) fn conclude(
         }
     };
     let guarantees = ours.negotiate(&theirs).map_err(negotiation_failed)?;
+    let both = ours.features & theirs.features;
+    let parked_lanes = lane_frame::FEATURE_LANES | lane_frame::FEATURE_PARKED_LANES;
     Ok(Agreed {
-        lanes: ours.features & theirs.features & lane_frame::FEATURE_LANES != 0,
+        lanes: both & lane_frame::FEATURE_LANES != 0,
+        parked_lanes: both & parked_lanes == parked_lanes,
         path_check: ours.features & theirs.features & FEATURE_PATH_CHECK != 0,
         peer_max_header: theirs.max_header_size,
         numbered: guarantees.ordering >= Ordering::Detect
@@ -255,6 +261,8 @@ mod tests {
                 let first = Ok(Some(ControlFrame::Hello((*theirs).clone())));
                 let agreed = conclude(side, ours, first).unwrap_or_else(|r| panic!("{i}: {r:?}"));
                 assert_eq!(agreed.lanes, *lanes, "{side:?} {i}");
+                // Lanes on parked connections come with lanes in this implementation.
+                assert_eq!(agreed.parked_lanes, *lanes, "{side:?} {i}");
                 // Every HELLO of this implementation sets the path check.
                 assert!(agreed.path_check, "{side:?} {i}");
                 assert_eq!(agreed.peer_max_header, *max, "{side:?} {i}");
@@ -450,7 +458,10 @@ mod tests {
         let h = hello(true, Ordering::Detect);
         assert_eq!(h.offered.ordering, Ordering::Reassemble);
         assert_eq!(h.required.ordering, Ordering::Detect);
-        assert_eq!(h.features, lane_frame::FEATURE_LANES | FEATURE_PATH_CHECK);
+        assert_eq!(
+            h.features,
+            lane_frame::FEATURE_LANES | lane_frame::FEATURE_PARKED_LANES | FEATURE_PATH_CHECK
+        );
         assert_eq!(hello(false, Ordering::None).features, FEATURE_PATH_CHECK);
         let s = session(2);
         let config = RuntimeConfig::default();
@@ -471,6 +482,32 @@ mod tests {
             assert!(agreed.lanes, "{side:?}");
             let agreed = conclude(side, &old, Ok(Some(ControlFrame::Hello(ours.clone())))).unwrap();
             assert!(!agreed.path_check, "{side:?}");
+        }
+    }
+
+    /// Lanes on parked connections are in use only when both HELLOs set their bit and the
+    /// lanes bit: a subscriber that predates them (or reads a parked connection as §3.7 had it,
+    /// one transfer each) is never sent a lane there, and neither bit alone is enough.
+    #[test]
+    fn lanes_on_parked_connections_are_agreed_only_when_both_hellos_set_both_bits() {
+        let ours = hello(true, Ordering::None);
+        let mut older = hello(true, Ordering::None);
+        older.features &= !lane_frame::FEATURE_PARKED_LANES;
+        let mut alone = hello(true, Ordering::None);
+        alone.features &= !lane_frame::FEATURE_LANES;
+        for side in [Side::Dialling, Side::Bound] {
+            for (a, b) in [
+                (&ours, &older),
+                (&older, &ours),
+                (&ours, &alone),
+                (&alone, &ours),
+            ] {
+                let agreed = conclude(side, a, Ok(Some(ControlFrame::Hello(b.clone())))).unwrap();
+                assert!(!agreed.parked_lanes, "{side:?}");
+            }
+            let agreed =
+                conclude(side, &ours, Ok(Some(ControlFrame::Hello(ours.clone())))).unwrap();
+            assert!(agreed.parked_lanes && agreed.lanes, "{side:?}");
         }
     }
 

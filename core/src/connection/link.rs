@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::context::Context;
+use super::handshake::Agreed;
 use super::lane::{FrameHead, Lane, TrySend};
 use crate::error::{Error, Limit, LossCause, Result};
 use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf, UnclaimedHalf};
@@ -41,6 +42,9 @@ pub(crate) struct Link {
     plain_heads: [std::sync::OnceLock<Bytes>; 2],
     /// A local-socket subscriber's reverse-connection session.
     pub(crate) session: Option<Session>,
+    /// Both HELLOs set lanes and lanes on parked connections: a parked connection may carry
+    /// a lane of copies (PROTOCOL.md §3.7).
+    pub(crate) parked_lanes: bool,
     /// SUBSCRIBE/UNSUBSCRIBE/CHECK requests waiting for their ANSWER.
     answers: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<(Code, String)>>>,
     next_request: AtomicU64,
@@ -49,17 +53,14 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// A link over `conn`, whose handshake agreed `peer_max_header`, `lanes` and `path_check`;
-    /// `control` is this side's half of its control stream.
-    #[allow(clippy::too_many_arguments)]
+    /// A link over `conn`, on the terms its handshake agreed; `control` is this side's half of
+    /// its control stream.
     pub(crate) fn new(
         ctx: Arc<Context>,
         conn: Conn,
         path: Arc<str>,
         control: SendHalf,
-        peer_max_header: u64,
-        lanes: bool,
-        path_check: bool,
+        agreed: &Agreed,
         session: Option<Session>,
     ) -> Self {
         Self {
@@ -67,12 +68,13 @@ impl Link {
             peer: conn.peer(),
             conn,
             path,
-            peer_max_header,
+            peer_max_header: agreed.peer_max_header,
             control: tokio::sync::Mutex::new(Some(control)),
             opened: Arc::new(AtomicU64::new(0)),
             plain_heads: Default::default(),
-            lanes,
-            path_check,
+            lanes: agreed.lanes,
+            path_check: agreed.path_check,
+            parked_lanes: agreed.parked_lanes,
             lane: Mutex::new(None),
             lane_gen: AtomicU64::new(0),
             session,

@@ -14,6 +14,11 @@ use super::{varint, DecodeError, Header, HeaderRef};
 /// HELLO FEATURES bit of message lanes.
 pub const FEATURE_LANES: u64 = 1;
 
+/// HELLO FEATURES bit of lanes on parked connections (PROTOCOL.md §3.7): over AF_UNIX a
+/// publisher may write a lane on a connection its subscriber parked, and the subscriber reads
+/// it as one. In use only where both HELLOs set it and [`FEATURE_LANES`].
+pub const FEATURE_PARKED_LANES: u64 = 1 << 2;
+
 /// Appends a frame's header and body length to `out`; the body follows as its own buffer, so
 /// it is never copied.
 pub fn encode_frame_head<'a>(header: impl Into<HeaderRef<'a>>, body_len: usize, out: &mut Vec<u8>) {

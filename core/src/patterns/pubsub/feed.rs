@@ -16,7 +16,7 @@ use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};
 use crate::connection::link::Link;
 use crate::error::{Error, LossCause, Result};
 use crate::transport::reader::{StreamReader, Watch};
-use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf};
+use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf, SendHalf};
 use crate::wire::{Code, Ordering, Session, StreamType};
 
 /// Where every copy a subscriber receives ends up.
@@ -259,26 +259,37 @@ impl Feed {
     }
 }
 
+/// How a stream toward this subscriber came to be.
+enum Via {
+    /// The publisher opened it (QUIC, in process).
+    Opened,
+    /// Over AF_UNIX: a connection this subscriber parked, with its own half (which carried
+    /// the token) and its link.
+    Parked(SendHalf, Arc<Link>),
+}
+
 /// Reads one copy a publisher opened toward this subscriber and queues it. False when the
 /// stream ended before its type byte (a parked connection the publisher refused). A stream
-/// the publisher opened says what it is by `Limits::header_timeout` (`opened`); a parked
-/// connection waits for its copy for as long as the publisher has none. `lanes`: the stream
-/// may be a lane, because both HELLOs set FEATURES bit 0 and it is not a parked connection
-/// (PROTOCOL.md §3.7); any type but a transfer, or such a lane, is UNSUPPORTED.
+/// the publisher opened says what it is by `Limits::header_timeout`; a parked connection waits
+/// for its copy for as long as the publisher has none. `lanes`: the stream may be a lane,
+/// because both HELLOs set FEATURES bit 0 (and, on a parked connection, bit 2: PROTOCOL.md
+/// §3.7); any type but a transfer, or a lane where none may come, is UNSUPPORTED. A lane on a
+/// parked connection is read by a task of its own, so that the caller parks the next one at
+/// once.
 async fn copy(
     feed: Arc<Feed>,
     link_id: u64,
     path: Arc<str>,
     recv: RecvHalf,
     peer: Option<PeerIdentity>,
-    opened: bool,
+    via: Via,
     lanes: bool,
 ) -> bool {
     let ctx = feed.ctx.clone();
     let mut reader = StreamReader::new(recv);
-    let first = match opened {
-        true => tokio::time::timeout(ctx.limits.header_timeout, reader.byte()).await,
-        false => Ok(reader.byte().await),
+    let first = match via {
+        Via::Opened => tokio::time::timeout(ctx.limits.header_timeout, reader.byte()).await,
+        Via::Parked(..) => Ok(reader.byte().await),
     };
     let Ok(first) = first else {
         reader.stop(Code::LimitExceeded);
@@ -289,7 +300,21 @@ async fn copy(
     match first.map(StreamType::from_byte) {
         Ok(Ok(StreamType::Transfer)) => {}
         Ok(Ok(StreamType::Lane)) if lanes => {
-            read_lane(feed, link_id, path, reader, peer, ctx).await;
+            let lane = read_lane(feed, link_id, path, reader, peer, ctx);
+            match via {
+                Via::Opened => lane.await,
+                // The lane lives as long as its socket or the subscriber's link; this side's
+                // half stays open with it (closing it would end the connection early).
+                Via::Parked(send, link) => {
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            _ = lane => {}
+                            _ = link.conn.closed() => {}
+                        }
+                        drop(send);
+                    });
+                }
+            }
             return true;
         }
         Ok(_) => {
@@ -429,7 +454,7 @@ pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
             let accept = link.conn.accept_each(Accept::OneWay, |raw| {
                 let (f, p) = (feed.clone(), path.clone());
                 admit(async move {
-                    copy(f, link_id, p, raw.recv, raw.peer, true, lanes).await;
+                    copy(f, link_id, p, raw.recv, raw.peer, Via::Opened, lanes).await;
                 });
             });
             accept.await;
@@ -450,7 +475,7 @@ pub(crate) async fn run_link(feed: Arc<Feed>, link: Arc<Link>, link_id: u64) {
 }
 
 /// Keeps one reverse connection parked with a local publisher: when a copy has been read on
-/// it, parks the next (PROTOCOL.md §3.7).
+/// it, or it became a lane, parks the next (PROTOCOL.md §3.7).
 async fn park(feed: Arc<Feed>, link: Arc<Link>, session: Session, link_id: u64) {
     let head = session.parked_head();
     while link.conn.loss().is_none() {
@@ -460,20 +485,19 @@ async fn park(feed: Arc<Feed>, link: Arc<Link>, session: Session, link_id: u64) 
         if send.write(head.clone()).await.is_err() {
             continue;
         }
-        // A parked connection waits for its copy as long as it takes, and the copy rides it
-        // alone: never a lane (§3.7).
+        // A parked connection waits for its copy as long as it takes. It carries one copy, or
+        // where both HELLOs agreed lanes on parked connections, a lane of small ones (§3.7).
+        // Our half carried only the token; it closes with the copy, or with the lane.
         let got = copy(
             feed.clone(),
             link_id,
             link.path.clone(),
             recv,
             link.peer.clone(),
-            false,
-            false,
+            Via::Parked(send, link.clone()),
+            link.parked_lanes,
         )
         .await;
-        // Our half carried only the token; it closes with the copy.
-        drop(send);
         if !got {
             // The publisher refused the connection (its pool is full, or the session ended):
             // this slot is not parked again.

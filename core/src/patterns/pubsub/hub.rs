@@ -643,22 +643,29 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
 async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<Job>) -> bool {
     let mut prefix = Vec::new();
     if lane.is_none() {
-        match &sub.reverse {
-            Reverse::Conn(c) => match c.open_uni().await {
-                Ok(s) => {
-                    prefix.push(StreamType::Lane.to_byte());
-                    Header::for_path(&h.path).encode(&mut prefix);
-                    *lane = Some(s);
+        // On QUIC and in process a stream of its own; over AF_UNIX a parked connection kept
+        // for the lane, which the subscriber replaces in its pool (§3.7).
+        match sub.reverse.open().await {
+            Ok(s) => {
+                prefix.push(StreamType::Lane.to_byte());
+                Header::for_path(&h.path).encode(&mut prefix);
+                *lane = Some(s);
+            }
+            Err(OpenFail::PoolEmpty) => {
+                let total = batch.iter().map(Job::len).sum();
+                for j in &batch {
+                    h.count(j.topic(), DropCause::ReversePoolEmpty);
                 }
-                Err(_) => {
-                    for j in &batch {
-                        h.count(j.topic(), DropCause::DeadSubscriber);
-                    }
-                    h.remove(sub.id);
-                    return false;
+                sub.written(total);
+                return true;
+            }
+            Err(OpenFail::Lost) => {
+                for j in &batch {
+                    h.count(j.topic(), DropCause::DeadSubscriber);
                 }
-            },
-            Reverse::Parked(_) => unreachable!("no lanes over parked connections"),
+                h.remove(sub.id);
+                return false;
+            }
         }
     }
     let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
