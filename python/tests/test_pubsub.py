@@ -390,8 +390,11 @@ async def test_an_empty_reverse_pool_drops_and_the_subscription_survives() -> No
         sub = client.subscriber()
         await sub.connect(publisher.address)
         await sub.subscribe("t")
-        for i in range(50):
-            publisher.publish("t", str(i).encode())
+        # Above lane_max_message (16 KiB): each copy takes a parked connection of its own; a
+        # small one would ride the session's lane (PATTERNS §4.2).
+        big = bytes(32 * 1024)
+        for _ in range(50):
+            publisher.publish("t", big)
             await asyncio.sleep(0)
         received = 0
         while received + publisher.dropped_on("t").total < 50:
@@ -405,9 +408,9 @@ async def test_an_empty_reverse_pool_drops_and_the_subscription_survives() -> No
         assert received + d.total == 50
         # The subscription survives: once connections are parked again, copies arrive.
         for _ in range(500):
-            publisher.publish("t", b"again")
+            publisher.publish("t", big)
             try:
-                assert (await asyncio.wait_for(sub.recv(), 0.01)).body == b"again"
+                assert (await asyncio.wait_for(sub.recv(), 0.01)).body == big
                 break
             except TimeoutError:
                 pass
