@@ -194,6 +194,28 @@ async fn never(t: Transport) {
 }
 on_every_transport!(never_reports_connection_lost_as_before, never);
 
+/// A drain ends this side's connections: its GOAWAY makes the listener close each one once
+/// what it sent was taken, which the dialler sees as the peer's close. That loss is the
+/// drain's doing, so nothing redials it: the slot gives up (LocallyClosed) with no Retrying
+/// (found by bench/soak/twoproc.py, whose pusher redialled the puller it had just drained from).
+async fn drained_no_redial(t: Transport) {
+    let (_server, listener, _) = common::pair(t).await;
+    let puller = listener.puller("/jobs").unwrap();
+    let client = Runtime::new(redialling()).unwrap();
+    let pusher = client.pusher();
+    let mut events = pusher.events();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    pusher.send("one").await.unwrap();
+    assert_eq!(&puller.recv().await.unwrap().body[..], b"one");
+    client.drain(Duration::from_secs(5)).await;
+    match until(&mut events, "gave_up", &["connected", "lost"]).await {
+        PeerEvent::GaveUp { cause, .. } => assert_eq!(cause, LossCause::LocallyClosed),
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(pusher.peer_count(), 0);
+}
+on_every_transport!(a_drained_runtime_does_not_redial, drained_no_redial);
+
 async fn opened_during_outage(t: Transport) {
     let identity = Identity::ephemeral();
     let (place, first, listener) = Restartable::start(t, &identity).await;

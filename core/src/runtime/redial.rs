@@ -17,6 +17,7 @@ use super::peers::PeerSet;
 use super::pool::Pool;
 use crate::address::{Address, Target};
 use crate::config::{GiveUp, ReconnectPolicy};
+use crate::connection::context::Context;
 use crate::connection::link::Link;
 use crate::error::{Error, ErrorCode, LossCause, Result};
 use crate::transport::{inproc, PeerIdentity};
@@ -33,6 +34,8 @@ pub(crate) trait Owner: Send + Sync + 'static {
     fn gave_up(&self, url: &Address, cause: &LossCause);
     /// Where the endpoint's events go.
     fn events(&self) -> &EventSender;
+    /// The runtime the endpoint lives in, whose state says whether a loss is its own doing.
+    fn ctx(&self) -> &Context;
 }
 
 /// A sending endpoint's slots (Pusher, Requester, Peer): redialled through the runtime's pool.
@@ -89,6 +92,10 @@ impl Owner for Pooled {
 
     fn events(&self) -> &EventSender {
         &self.peers.events
+    }
+
+    fn ctx(&self) -> &Context {
+        &self.pool.ctx
     }
 }
 
@@ -213,10 +220,14 @@ async fn watch(
             url: name.clone(),
             cause: cause.clone(),
         });
-        // This side closed it (shutdown, drain, close): nothing to come back to.
-        let stop_now = !redials(&policy)
-            || cause == LossCause::LocallyClosed
-            || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
+        // This side closed it (shutdown, close), or drained: a drain's GOAWAY has the listener
+        // close each connection once what it sent was taken, which reads as the peer's close
+        // but is this side's doing. Nothing to come back to.
+        if cause == LossCause::LocallyClosed || o.ctx().check_running().is_err() {
+            return give_up(&*o, &url, LossCause::LocallyClosed);
+        }
+        let stop_now =
+            !redials(&policy) || (policy.stop.peer_closed && cause == LossCause::PeerClosed);
         if stop_now {
             return give_up(&*o, &url, cause);
         }

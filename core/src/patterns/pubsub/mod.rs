@@ -14,6 +14,7 @@ use crate::config::Bounds;
 use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
 use crate::connection::cancel::{Canceler, Parked};
+use crate::connection::context::Context;
 use crate::connection::handles::Message;
 use crate::connection::link::Link;
 use crate::error::{Error, Limit, Result};
@@ -499,6 +500,10 @@ impl Owner for SubInner {
 
     fn events(&self) -> &EventSender {
         &self.events
+    }
+
+    fn ctx(&self) -> &Context {
+        &self.pool.ctx
     }
 }
 
