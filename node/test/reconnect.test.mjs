@@ -330,3 +330,20 @@ onTransports('open_waits_for_a_redial_at_most_send_timeout', RESTARTABLE, async 
   await assert.rejects(pusher.open(), (e) => e instanceof weida.Timeout && e.lossCause !== null)
   await assert.rejects(client.pusher().open(), weida.NotConnected) // never connected: told so at once
 })
+
+// A drain's GOAWAY has the listener close the connection, which the dialler sees as the peer's
+// close; that loss is the drain's doing, so the slot gives up with no retry.
+onTransports('a_drained_runtime_does_not_redial', ['quic', 'unix', 'inproc'], async (t, ctx) => {
+  const server = runtime(ctx)
+  const puller = (await server.bind(bindAddress(t))).puller('/jobs')
+  const client = runtime(ctx, { reconnect: FAST })
+  const pusher = client.pusher()
+  const events = pusher.events()
+  await pusher.connect(puller.address)
+  await pusher.send('one')
+  assert.equal((await puller.recv()).body.toString(), 'one')
+  await client.drain(5000)
+  const gaveUp = /** @type {any} */ (await until(events, 'gave_up', ['connected', 'lost']))
+  assert.equal(gaveUp.cause, 'locally_closed')
+  assert.equal(pusher.peerCount, 0)
+})

@@ -391,3 +391,22 @@ async def test_open_waits_for_a_redial_at_most_send_timeout(transport: str) -> N
         assert waited.value.loss_cause is not None
         with pytest.raises(weida.NotConnected):
             await client.pusher().open()  # never connected: told so at once
+
+
+@pytest.mark.parametrize("transport", ["quic", "unix", "inproc"])
+async def test_a_drained_runtime_does_not_redial(transport: str) -> None:
+    """A drain's GOAWAY has the listener close the connection, which the dialler sees as the
+    peer's close; that loss is the drain's doing, so the slot gives up with no retry."""
+    async with weida.Runtime() as server:
+        puller = (await server.bind(bind_address(transport))).puller("/jobs")
+        client = redialling()
+        pusher = client.pusher()
+        events = pusher.events()
+        await pusher.connect(puller.address)
+        await pusher.send(b"one")
+        assert (await puller.recv()).body == b"one"
+        await client.drain(5.0)
+        gave_up = await until(events, "gave_up", ("connected", "lost"))
+        assert gave_up.cause == "locally_closed"
+        assert pusher.peer_count == 0
+        await client.close()
