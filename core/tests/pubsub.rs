@@ -567,6 +567,19 @@ async fn a_local_subscriber_that_parks_nothing_is_refused_at_subscribe() {
     .await
 }
 
+/// A publisher bound over AF_UNIX on a default runtime, and a subscriber of a runtime made from
+/// `client`, subscribed to "t" on it.
+async fn local_feed(client: RuntimeConfig) -> (Runtime, Listener, Runtime, Publisher, Subscriber) {
+    let server = Runtime::new(config(Limits::default())).unwrap();
+    let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+    let client = Runtime::new(client).unwrap();
+    let publisher = listener.publisher("/feed").unwrap();
+    let sub = client.subscriber();
+    sub.connect(&publisher.address().to_string()).await.unwrap();
+    sub.subscribe("t").await.unwrap();
+    (server, listener, client, publisher, sub)
+}
+
 /// Over AF_UNIX the lane is a parked connection the publisher keeps, and the subscriber parks a
 /// replacement at once (PROTOCOL.md §3.7 step 6): with a pool of one, a larger copy after the
 /// lane opened still finds a parked connection, where without the replacement every one would
@@ -581,13 +594,7 @@ async fn a_lane_on_a_parked_connection_leaves_the_pool_its_size() {
             max_parked_reverse: 1,
             ..Limits::default()
         };
-        let server = Runtime::new(config(Limits::default())).unwrap();
-        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
-        let client = Runtime::new(config(limits)).unwrap();
-        let publisher = listener.publisher("/feed").unwrap();
-        let sub = client.subscriber();
-        sub.connect(&publisher.address().to_string()).await.unwrap();
-        sub.subscribe("t").await.unwrap();
+        let (_server, _listener, client, publisher, sub) = local_feed(config(limits)).await;
         publisher.publish("t", "small").unwrap();
         assert_eq!(&sub.recv().await.unwrap().body[..], b"small");
         assert_eq!(client.counters().lane_messages_received, 1);
@@ -627,17 +634,11 @@ async fn a_lane_on_a_parked_connection_leaves_the_pool_its_size() {
 #[tokio::test]
 async fn a_local_subscriber_without_lanes_gets_each_copy_on_a_parked_connection() {
     common::bounded(async {
-        let server = Runtime::new(config(Limits::default())).unwrap();
-        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
-        let client = Runtime::new(RuntimeConfig {
+        let (server, _listener, client, publisher, sub) = local_feed(RuntimeConfig {
             lane_max_message: 0,
             ..config(Limits::default())
         })
-        .unwrap();
-        let publisher = listener.publisher("/feed").unwrap();
-        let sub = client.subscriber();
-        sub.connect(&publisher.address().to_string()).await.unwrap();
-        sub.subscribe("t").await.unwrap();
+        .await;
         // One at a time: eight parked connections, one taken per copy and parked again.
         for i in 0..20u8 {
             publisher.publish("t", vec![i]).unwrap();
@@ -658,13 +659,7 @@ async fn an_empty_reverse_pool_drops_and_the_subscription_survives() {
             endpoint_queue: 2,
             ..Limits::default()
         };
-        let server = Runtime::new(config(Limits::default())).unwrap();
-        let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
-        let client = Runtime::new(config(limits)).unwrap();
-        let publisher = listener.publisher("/feed").unwrap();
-        let sub = client.subscriber();
-        sub.connect(&publisher.address().to_string()).await.unwrap();
-        sub.subscribe("t").await.unwrap();
+        let (_server, _listener, _client, publisher, sub) = local_feed(config(limits)).await;
         // Above lane_max_message (16 KiB by default): each copy takes a parked connection of
         // its own (a small one would ride the session's lane, §4.2).
         let big = |i: u8| vec![i; 32 * 1024];
