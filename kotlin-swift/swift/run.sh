@@ -49,7 +49,8 @@ unmount_all() {
     done
     mounted=()
 }
-trap unmount_all EXIT INT TERM
+trap unmount_all EXIT
+trap 'unmount_all; exit 130' INT TERM
 
 mount_bind() { # source, mount point inside the chroot
     mkdir -p "$root$2"
