@@ -48,7 +48,7 @@ CITATION = re.compile(
     + NAME
 )
 # Kotlin and Swift tests are cited by their class: `CancelTest `name``, `CancelTests `test_name``.
-CLASS_CITATION = re.compile(r"(?<![\w/.-])([A-Z][A-Za-z0-9]*Tests?) `" + NAME + "`")
+CLASS_CITATION = re.compile(r"(?<![\w/.-])([A-Z][A-Za-z0-9]*Tests?)\s+`" + NAME + "`")
 # The docs explain the form with these placeholders.
 PLACEHOLDERS = {("file.rs", "test_name"), ("test_pubsub.py", "test_name")}
 
