@@ -11,7 +11,8 @@
 # The chroot is made once, under ${CARGO_TARGET_DIR:-target}/swift-root (debootstrap, then
 # `swiftlang libc6-dev` from trixie: about 540 MB to download, 2.6 GB on disk, a minute or two),
 # and reused. Each run bind-mounts /proc, /sys, /dev, /dev/pts and kotlin-swift/ into it, copies
-# the library to /opt/weida/lib, runs `swift test --disable-swift-testing` (its build in
+# the library to /opt/weida/lib and the Rust example peer (CrossTests; from WEIDA_PEER_BIN, or
+# examples/peer beside the library) to /opt/weida/bin, runs `swift test --disable-swift-testing` (its build in
 # swift-root/build, kept for the next run), prints `swift: N passed, M failed`, and unmounts
 # whatever it mounted however it ends. Needs root (chroot, mount) and, the first time, the
 # network; installs debootstrap with apt-get where it is missing.
@@ -103,13 +104,17 @@ mount_bind /sys /sys
 mount_bind /dev /dev
 mount_bind /dev/pts /dev/pts
 mount_bind "$repo/kotlin-swift" /src/kotlin-swift
-mkdir -p "$root/opt/weida/lib" "$root/tmp"
+mkdir -p "$root/opt/weida/lib" "$root/opt/weida/bin" "$root/tmp"
 cp "$lib" "$root/opt/weida/lib/libweida_uniffi.so"
+# The Rust peer CrossTests talks to (cargo build -p weida --example peer), beside the library.
+peer="${WEIDA_PEER_BIN:-$(dirname "$lib")/examples/peer}"
+rm -f "$root/opt/weida/bin/peer"
+if [ -x "$peer" ]; then cp "$peer" "$root/opt/weida/bin/peer"; fi
 
 log="$target/swift-test.log"
 status=0
 chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    TMPDIR=/tmp LANG=C.UTF-8 bash -c '
+    TMPDIR=/tmp LANG=C.UTF-8 WEIDA_PEER_BIN=/opt/weida/bin/peer bash -c '
         cd /src/kotlin-swift/swift &&
         swift test --disable-swift-testing --scratch-path /build \
             -Xlinker -L/opt/weida/lib -Xlinker -rpath -Xlinker /opt/weida/lib "$@"' swift-test "$@" 2>&1 \
