@@ -7,6 +7,12 @@
 //! peer sees Canceled), and a value that was produced meanwhile goes to the call's orphan
 //! action.
 //!
+//! A caller whose cancellation never drops the Rust future (a Swift task: UniFFI's Swift code
+//! awaits the future to its end whatever happens to the task) gives [`run_or_cancel`] a
+//! [`Cancel`] and fires it from its own cancellation handler: the call then ends as a dropped
+//! one would, and the future returns [`Fail::Aborted`] (kotlin-swift/swift CancelTests
+//! `test_an_asyncio_cancelled_request_is_canceled_at_the_replier`).
+//!
 //! A value handed over as a future's output can still be lost between the two sides of the
 //! boundary (UniFFI stores the output and a coroutine cancelled before it reads it frees it).
 //! Where losing it matters, a receive, the value is put in a [`Held`] the caller made before
@@ -25,11 +31,21 @@ use crate::error::Fail;
 use crate::io;
 
 /// The outcome of `c`, awaited: see the module doc. Dropping the future cancels the call.
-pub fn run<T: Send + 'static>(mut c: Call<T>) -> Awaiting<T> {
+pub fn run<T: Send + 'static>(c: Call<T>) -> Awaiting<T> {
+    run_or_cancel(c, None)
+}
+
+/// As [`run`], and `cancel`, when given, fired by the caller, cancels the call as dropping the
+/// future does: the future then returns [`Fail::Aborted`] (at once if it had already fired),
+/// or the value, if the call had finished first.
+pub fn run_or_cancel<T: Send + 'static>(mut c: Call<T>, cancel: Option<Cancel>) -> Awaiting<T> {
+    if cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+        return Awaiting(State::Ready(Some(Err(Fail::Aborted))));
+    }
     if let Some(r) = c.poll_now() {
         return Awaiting(State::Ready(Some(r)));
     }
-    let cancel = Cancel::new();
+    let cancel = cancel.unwrap_or_default();
     let (tx, rx) = oneshot::channel::<Completion<T>>();
     c.on_io_thread(Some(cancel.clone()), move |done| {
         if let Err(done) = tx.send(done) {
@@ -190,6 +206,47 @@ mod tests {
         }));
         drop(waiting);
         rx.recv_timeout(Duration::from_secs(5)).expect("dropped");
+    }
+
+    #[test]
+    fn a_fired_cancel_drops_the_core_future_and_the_awaiting_one_is_aborted() {
+        struct Dropped(mpsc::Sender<()>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        let (tx, rx) = mpsc::channel();
+        let guard = Dropped(tx);
+        let cancel = Cancel::new();
+        let waiting = run_or_cancel(
+            Call::new(async move {
+                let _g = guard;
+                std::future::pending::<Result<(), Fail>>().await
+            }),
+            Some(cancel.clone()),
+        );
+        cancel.cancel();
+        rx.recv_timeout(Duration::from_secs(5)).expect("dropped");
+        assert!(matches!(block_on(waiting), Err(Fail::Aborted)));
+        // Fired before the call: it is not run at all.
+        let (tx, rx) = mpsc::channel();
+        let guard = Dropped(tx);
+        let never = run_or_cancel(
+            Call::new(async move {
+                let _g = guard;
+                Ok::<_, Fail>(1)
+            }),
+            Some(cancel),
+        );
+        assert!(matches!(block_on(never), Err(Fail::Aborted)));
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("dropped unpolled");
+        // Finished first: the value, and a later cancel does nothing.
+        let late = Cancel::new();
+        let done = run_or_cancel(Call::new(async { Ok::<_, Fail>(2) }), Some(late.clone()));
+        assert_eq!(block_on(done).ok(), Some(2));
+        late.cancel();
     }
 
     #[test]

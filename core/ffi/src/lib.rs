@@ -1,13 +1,14 @@
 //! weida-ffi: the one binding layer every language shares. What a binding needs besides type
 //! conversion is written here once, with no pyo3 or napi in it; python/src and node/src and
-//! kotlin-swift/uniffi (Kotlin, later Swift) convert types and nothing more
+//! kotlin-swift/uniffi (Kotlin and Swift) convert types and nothing more
 //! (docs/BINDINGS.md, docs/ARCHITECTURE.md §6).
 //!
 //! - [`io`]: the I/O runtime and its thread, fork-aware; the value dropped inside it.
 //! - [`call`]: running a core future for a foreign caller and settling its promise: the
 //!   eager first poll, the ready budget, the spawn, cancellation, the orphan hand-back.
 //! - [`awaiting`]: the same for a caller that awaits a Rust future (the UniFFI bindings):
-//!   dropping the future cancels the call; a received value is held until taken.
+//!   dropping the future cancels the call, and so does a `Cancel` the caller fires (Swift);
+//!   a received value is held until taken.
 //! - [`inbox`]: receives, queued in call order behind one fetch, so a cancelled receive
 //!   neither loses nor reorders.
 //! - [`stream`], [`pubsub`], [`patterns`], [`runtime`]: the handles a binding wraps, with the

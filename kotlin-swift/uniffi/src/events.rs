@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::call::{run, Cancellation};
+
 /// One event of a dialling endpoint's addresses.
 #[derive(Debug, Clone, uniffi::Record)]
 pub struct PeerEvent {
@@ -55,13 +57,10 @@ impl PeerEvents {
 #[uniffi::export(async_runtime = "tokio")]
 impl PeerEvents {
     /// The next event; null once the endpoint is gone. Cancel-safe.
-    pub async fn next(&self) -> Option<PeerEvent> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn next(&self, cancel: Option<Arc<Cancellation>>) -> Option<PeerEvent> {
         let e = Arc::clone(&self.inner);
         let c = weida_ffi::Call::new(async move { Ok(e.next().await) });
-        weida_ffi::awaiting::run(c)
-            .await
-            .ok()
-            .flatten()
-            .map(Into::into)
+        run(c, cancel).await.ok().flatten().map(Into::into)
     }
 }

@@ -1,13 +1,14 @@
-//! weida for Kotlin (and later Swift) through UniFFI: proc-macro exports over weida-ffi, the
+//! weida for Kotlin and Swift through UniFFI: proc-macro exports over weida-ffi, the
 //! binding layer Python and Node share. A file here converts types and nothing more; what a
 //! binding needs besides conversion (the I/O runtime, running a call for an awaiting caller,
 //! cancellation, the error fields, the options, the counters) is weida-ffi's. One file per
 //! core module it projects (docs/BINDINGS.md): runtime, patterns, error, config, identity,
-//! events.
+//! events, and call (weida-ffi's `Cancel` as `Cancellation`, for Swift).
 //!
 //! Every async export carries `async_runtime = "tokio"` by one convention (the `export!`
 //! note in kotlin-swift/README.md): UniFFI then polls it inside a tokio context; the core's
-//! work itself runs on weida-ffi's I/O thread (`weida_ffi::awaiting::run`).
+//! work itself runs on weida-ffi's I/O thread (`weida_ffi::awaiting::run_or_cancel`), and each
+//! takes a last `cancel: Option<Arc<Cancellation>>`, None by default (`call.rs`).
 
 // UniFFI's derives generate items the workspace lints cannot see through.
 #![allow(unreachable_pub, unnameable_types)]
@@ -15,6 +16,7 @@
 uniffi::setup_scaffolding!();
 
 pub mod address;
+pub mod call;
 pub mod config;
 pub mod error;
 pub mod events;

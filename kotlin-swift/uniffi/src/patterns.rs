@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use weida::{Metadata, PeerIdentity, Receiving};
-use weida_ffi::awaiting::{run, Held};
+use weida_ffi::awaiting::Held;
 use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::{connect, send_many, Endpoint};
 use weida_ffi::{Call, Fail};
 
+use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
 
@@ -120,7 +121,12 @@ impl Received {
 }
 
 /// A receive of up to `max` messages into `into`, awaited.
-async fn receive<R: Receiving>(r: Arc<R>, max: u32, into: Arc<Received>) -> Result<()> {
+async fn receive<R: Receiving>(
+    r: Arc<R>,
+    max: u32,
+    into: Arc<Received>,
+    cancel: Option<Arc<Cancellation>>,
+) -> Result<()> {
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     let c = Call::new(async move {
         let ms = if max == 1 {
@@ -131,7 +137,7 @@ async fn receive<R: Receiving>(r: Arc<R>, max: u32, into: Arc<Received>) -> Resu
         into.held.put(ms);
         Ok::<_, Fail>(())
     });
-    Ok(run(c).await?)
+    Ok(run(c, cancel).await?)
 }
 
 fn try_receive<R: Receiving>(r: &R) -> Result<Option<Message>> {
@@ -160,9 +166,15 @@ impl Pusher {
 impl Pusher {
     /// Connects to `address`: waits for the first dial (`wait`), or records it and dials in
     /// the background (connect-before-bind).
-    pub async fn connect(&self, address: String, wait: bool) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn connect(
+        &self,
+        address: String,
+        wait: bool,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let p = self.inner.get()?;
-        Ok(run(Call::new(connect(p, address, wait))).await?)
+        Ok(run(Call::new(connect(p, address, wait)), cancel).await?)
     }
 
     pub fn disconnect(&self, address: String) -> Result<bool> {
@@ -181,19 +193,30 @@ impl Pusher {
 
     /// Sends `body` (with `meta`) as one message. Cancelled, the transfer is reset and the
     /// reader sees Canceled.
-    pub async fn send(&self, body: Vec<u8>, meta: Option<HashMap<String, Vec<u8>>>) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn send(
+        &self,
+        body: Vec<u8>,
+        meta: Option<HashMap<String, Vec<u8>>>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let p = self.inner.get()?;
         let meta = meta_in(meta);
         let c = Call::new(async move { Ok(p.send_with(meta, Bytes::from(body)).await?) });
-        Ok(run(c).await?)
+        Ok(run(c, cancel).await?)
     }
 
     /// Sends each body as its own message, in order; a failure says how many were sent
     /// (its `sent` field).
-    pub async fn send_many(&self, bodies: Vec<Vec<u8>>) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn send_many(
+        &self,
+        bodies: Vec<Vec<u8>>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let p = self.inner.get()?;
         let bodies = bodies.into_iter().map(Bytes::from).collect();
-        Ok(run(Call::new(send_many(p, bodies))).await?)
+        Ok(run(Call::new(send_many(p, bodies)), cancel).await?)
     }
 
     /// Queues `body` at once if there is room: true; false if there is none.
@@ -235,8 +258,14 @@ impl Puller {
 
     /// Receives up to `max` messages (at least one) into `into`. Cancel-safe: cancelled, it
     /// loses nothing.
-    pub async fn recv_into(&self, max: u32, into: Arc<Received>) -> Result<()> {
-        receive(Arc::clone(&self.inner), max, into).await
+    #[uniffi::method(default(cancel = None))]
+    pub async fn recv_into(
+        &self,
+        max: u32,
+        into: Arc<Received>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
+        receive(Arc::clone(&self.inner), max, into, cancel).await
     }
 
     /// A message if one is ready, without waiting.
@@ -266,9 +295,15 @@ impl Requester {
 
 #[uniffi::export(async_runtime = "tokio")]
 impl Requester {
-    pub async fn connect(&self, address: String, wait: bool) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn connect(
+        &self,
+        address: String,
+        wait: bool,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let r = self.inner.get()?;
-        Ok(run(Call::new(connect(r, address, wait))).await?)
+        Ok(run(Call::new(connect(r, address, wait)), cancel).await?)
     }
 
     pub fn disconnect(&self, address: String) -> Result<bool> {
@@ -287,25 +322,29 @@ impl Requester {
 
     /// Sends `body` and returns the reply's body. Cancelled, the request is reset and the
     /// replier sees Canceled.
+    #[uniffi::method(default(cancel = None))]
     pub async fn request(
         &self,
         body: Vec<u8>,
         meta: Option<HashMap<String, Vec<u8>>>,
+        cancel: Option<Arc<Cancellation>>,
     ) -> Result<Vec<u8>> {
-        let m = self.request_with(body, meta).await?;
+        let m = self.request_with(body, meta, cancel).await?;
         Ok(m.body)
     }
 
     /// As `request`, the whole reply with what came with it.
+    #[uniffi::method(default(cancel = None))]
     pub async fn request_with(
         &self,
         body: Vec<u8>,
         meta: Option<HashMap<String, Vec<u8>>>,
+        cancel: Option<Arc<Cancellation>>,
     ) -> Result<Message> {
         let r = self.inner.get()?;
         let meta = meta_in(meta);
         let c = Call::new(async move { Ok(r.request_with(meta, Bytes::from(body)).await?) });
-        Ok(message(run(c).await?))
+        Ok(message(run(c, cancel).await?))
     }
 
     pub fn close_endpoint(&self) {
@@ -334,9 +373,10 @@ impl Replier {
     }
 
     /// The next exchange. Cancel-safe.
-    pub async fn accept(&self) -> Result<Arc<Exchange>> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn accept(&self, cancel: Option<Arc<Cancellation>>) -> Result<Arc<Exchange>> {
         let r = Arc::clone(&self.inner);
-        let x = run(Call::new(async move { Ok(r.accept().await?) })).await?;
+        let x = run(Call::new(async move { Ok(r.accept().await?) }), cancel).await?;
         Ok(Arc::new(Exchange {
             inner: weida_ffi::stream::Exchange::new(x),
         }))
@@ -375,27 +415,45 @@ impl Exchange {
     }
 
     /// The whole request body, bounded by `max` (default `maxCollectedBody`).
-    pub async fn take_body(&self, max: Option<u64>) -> Result<Vec<u8>> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn take_body(
+        &self,
+        max: Option<u64>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<Vec<u8>> {
         let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.take_body(max))).await?.to_vec())
+        Ok(run(Call::new(x.take_body(max)), cancel).await?.to_vec())
     }
 
     /// Replies with `body` (and metadata) and finishes the reply.
-    pub async fn reply(&self, body: Vec<u8>, meta: Option<HashMap<String, Vec<u8>>>) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn reply(
+        &self,
+        body: Vec<u8>,
+        meta: Option<HashMap<String, Vec<u8>>>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.reply(meta_in(meta), Bytes::from(body)))).await?)
+        Ok(run(Call::new(x.reply(meta_in(meta), Bytes::from(body))), cancel).await?)
     }
 
     /// Answers REJECTED with `reason`.
-    pub async fn reject(&self, reason: String) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn reject(&self, reason: String, cancel: Option<Arc<Cancellation>>) -> Result<()> {
         let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.reject(reason))).await?)
+        Ok(run(Call::new(x.reject(reason)), cancel).await?)
     }
 
     /// Answers with the error `code` names (`TIMEOUT`, `CLOSED`, …) and `message`.
-    pub async fn fail(&self, code: String, message: String) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn fail(
+        &self,
+        code: String,
+        message: String,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.fail(code, message))).await?)
+        Ok(run(Call::new(x.fail(code, message)), cancel).await?)
     }
 
     /// Abandons the exchange unanswered: the requester sees Canceled.
@@ -446,13 +504,14 @@ impl Publisher {
     }
 
     /// Returns once `n` subscribers are attached.
-    pub async fn until_subscribers(&self, n: u32) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn until_subscribers(&self, n: u32, cancel: Option<Arc<Cancellation>>) -> Result<()> {
         let p = Arc::clone(&self.inner);
         let c = Call::new(async move {
             p.until_subscribers(n as usize).await;
             Ok::<_, Fail>(())
         });
-        Ok(run(c).await?)
+        Ok(run(c, cancel).await?)
     }
 
     pub fn dropped(&self) -> Dropped {
@@ -488,9 +547,15 @@ impl Subscriber {
 
 #[uniffi::export(async_runtime = "tokio")]
 impl Subscriber {
-    pub async fn connect(&self, address: String, wait: bool) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn connect(
+        &self,
+        address: String,
+        wait: bool,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
         let s = Arc::clone(&self.inner);
-        Ok(run(Call::new(connect(s, address, wait))).await?)
+        Ok(run(Call::new(connect(s, address, wait)), cancel).await?)
     }
 
     pub fn disconnect(&self, address: String) -> Result<bool> {
@@ -507,15 +572,29 @@ impl Subscriber {
 
     /// Adds `filter` (segments split by `.`, `*` one, `>` the rest); returns once every
     /// connected publisher has it.
-    pub async fn subscribe(&self, filter: String) -> Result<()> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn subscribe(&self, filter: String, cancel: Option<Arc<Cancellation>>) -> Result<()> {
         let s = Arc::clone(&self.inner);
-        Ok(run(Call::new(async move { Ok(s.subscribe(&filter).await?) })).await?)
+        Ok(run(
+            Call::new(async move { Ok(s.subscribe(&filter).await?) }),
+            cancel,
+        )
+        .await?)
     }
 
     /// Removes `filter`; true if it was there. No copy it selected arrives after it returns.
-    pub async fn unsubscribe(&self, filter: String) -> Result<bool> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn unsubscribe(
+        &self,
+        filter: String,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<bool> {
         let s = Arc::clone(&self.inner);
-        Ok(run(Call::new(async move { Ok(s.unsubscribe(&filter).await?) })).await?)
+        Ok(run(
+            Call::new(async move { Ok(s.unsubscribe(&filter).await?) }),
+            cancel,
+        )
+        .await?)
     }
 
     pub fn filters(&self) -> Vec<String> {
@@ -534,8 +613,14 @@ impl Subscriber {
 
     /// Receives up to `max` messages (at least one) into `into`. Cancel-safe: cancelled, it
     /// loses nothing.
-    pub async fn recv_into(&self, max: u32, into: Arc<Received>) -> Result<()> {
-        receive(Arc::clone(&self.inner), max, into).await
+    #[uniffi::method(default(cancel = None))]
+    pub async fn recv_into(
+        &self,
+        max: u32,
+        into: Arc<Received>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
+        receive(Arc::clone(&self.inner), max, into, cancel).await
     }
 
     pub fn try_recv(&self) -> Result<Option<Message>> {

@@ -1,14 +1,15 @@
-//! `Runtime` and `Listener`. Every async export awaits `weida_ffi::awaiting::run`: the call's
-//! first poll here, the rest on weida-ffi's I/O thread; a cancelled coroutine drops the
-//! future, which cancels the operation in the core.
+//! `Runtime` and `Listener`. Every async export awaits weida-ffi's `awaiting::run_or_cancel`
+//! (`crate::call::run`): the call's first poll here, the rest on weida-ffi's I/O thread; a
+//! cancelled coroutine drops the future, and a fired `Cancellation` (Swift) ends it the same
+//! way, which cancels the operation in the core.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use weida_ffi::awaiting::run;
 use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::{Call, Fail};
 
+use crate::call::{run, Cancellation};
 use crate::config::{endpoint_options, millis, runtime_config, EndpointOptions, RuntimeOptions};
 use crate::error::Result;
 use crate::events::PeerEvents;
@@ -50,10 +51,12 @@ impl Runtime {
     }
 
     /// Binds `address` (no path); `require_client` makes a client key mandatory.
+    #[uniffi::method(default(cancel = None))]
     pub async fn bind(
         &self,
         address: String,
         require_client: Option<Arc<Trust>>,
+        cancel: Option<Arc<Cancellation>>,
     ) -> Result<Arc<Listener>> {
         let rt = weida::Runtime::clone(&self.inner);
         let tls = weida::ServerTls::new(self.identity.clone());
@@ -61,9 +64,10 @@ impl Runtime {
             Some(t) => tls.require_client(t.inner.clone()),
             None => tls,
         };
-        let l = run(Call::new(
-            async move { Ok(rt.bind_with(&address, tls).await?) },
-        ))
+        let l = run(
+            Call::new(async move { Ok(rt.bind_with(&address, tls).await?) }),
+            cancel,
+        )
         .await?;
         Ok(Arc::new(Listener {
             inner: OnIo::new(l),
@@ -87,12 +91,18 @@ impl Runtime {
 
     /// Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
     /// `deadline_ms` to reach the peer's transport, then closes everything.
-    pub async fn drain(&self, deadline_ms: f64) -> Result<Drained> {
+    #[uniffi::method(default(cancel = None))]
+    pub async fn drain(
+        &self,
+        deadline_ms: f64,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<Drained> {
         let rt = weida::Runtime::clone(&self.inner);
         let deadline = millis("deadline", deadline_ms)?;
-        let d = run(Call::new(
-            async move { Ok::<_, Fail>(rt.drain(deadline).await) },
-        ))
+        let d = run(
+            Call::new(async move { Ok::<_, Fail>(rt.drain(deadline).await) }),
+            cancel,
+        )
         .await?;
         Ok(Drained {
             delivered: d.delivered,
@@ -110,10 +120,13 @@ impl Runtime {
     /// and Node's `close`: Kotlin's `close()` is `AutoCloseable`'s, so the name differs.
     pub async fn close_and_wait(&self) {
         let rt = weida::Runtime::clone(&self.inner);
-        let _ = run(Call::new(async move {
-            rt.close().await;
-            Ok::<_, Fail>(())
-        }))
+        let _ = run(
+            Call::new(async move {
+                rt.close().await;
+                Ok::<_, Fail>(())
+            }),
+            None,
+        )
         .await;
     }
 

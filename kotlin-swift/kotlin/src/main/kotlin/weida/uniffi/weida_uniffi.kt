@@ -692,6 +692,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_with_pin(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_cancellation_cancel(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_peerevents_next(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_fingerprint(
@@ -828,6 +830,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_subscriber(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_cancellation_new(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_ephemeral(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_load(
@@ -862,11 +866,19 @@ internal object UniffiLib {
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_weida_uniffi_fn_clone_cancellation(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_cancellation(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_constructor_cancellation_new(uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_cancellation_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_weida_uniffi_fn_clone_peerevents(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_peerevents(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_weida_uniffi_fn_method_peerevents_next(`ptr`: Long,
+    external fun uniffi_weida_uniffi_fn_method_peerevents_next(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_identity(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -900,17 +912,17 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_exchange_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_weida_uniffi_fn_method_exchange_fail(`ptr`: Long,`code`: RustBuffer.ByValue,`message`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_exchange_fail(`ptr`: Long,`code`: RustBuffer.ByValue,`message`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_exchange_metadata(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_exchange_path(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_weida_uniffi_fn_method_exchange_reject(`ptr`: Long,`reason`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_exchange_reject(`ptr`: Long,`reason`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_exchange_reply(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_exchange_reply(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_exchange_take_body(`ptr`: Long,`max`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_exchange_take_body(`ptr`: Long,`max`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_publisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -926,7 +938,7 @@ internal object UniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_fn_method_publisher_subscriber_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
-    external fun uniffi_weida_uniffi_fn_method_publisher_until_subscribers(`ptr`: Long,`n`: Int,
+    external fun uniffi_weida_uniffi_fn_method_publisher_until_subscribers(`ptr`: Long,`n`: Int,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_puller(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -938,7 +950,7 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_puller_received(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_puller_recv_into(`ptr`: Long,`max`: Int,`into`: Long,
+    external fun uniffi_weida_uniffi_fn_method_puller_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_puller_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -948,7 +960,7 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_pusher_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_weida_uniffi_fn_method_pusher_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,
+    external fun uniffi_weida_uniffi_fn_method_pusher_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pusher_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
@@ -956,9 +968,9 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pusher_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
-    external fun uniffi_weida_uniffi_fn_method_pusher_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_pusher_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_pusher_send_many(`ptr`: Long,`bodies`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_pusher_send_many(`ptr`: Long,`bodies`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pusher_try_send(`ptr`: Long,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
@@ -972,7 +984,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_free_replier(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_weida_uniffi_fn_method_replier_accept(`ptr`: Long,
+    external fun uniffi_weida_uniffi_fn_method_replier_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_replier_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -984,7 +996,7 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_requester_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_weida_uniffi_fn_method_requester_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,
+    external fun uniffi_weida_uniffi_fn_method_requester_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_requester_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
@@ -992,9 +1004,9 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_requester_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
-    external fun uniffi_weida_uniffi_fn_method_requester_request(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_requester_request(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_requester_request_with(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_requester_request_with(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_subscriber(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1002,7 +1014,7 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_subscriber_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_weida_uniffi_fn_method_subscriber_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,
+    external fun uniffi_weida_uniffi_fn_method_subscriber_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_subscriber_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
@@ -1016,13 +1028,13 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_subscriber_received(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_subscriber_recv_into(`ptr`: Long,`max`: Int,`into`: Long,
+    external fun uniffi_weida_uniffi_fn_method_subscriber_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_subscriber_subscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_subscriber_subscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_subscriber_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_listener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1046,13 +1058,13 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_runtime_new(`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_runtime_bind(`ptr`: Long,`address`: RustBuffer.ByValue,`requireClient`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_runtime_bind(`ptr`: Long,`address`: RustBuffer.ByValue,`requireClient`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_close_and_wait(`ptr`: Long,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_counters(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_weida_uniffi_fn_method_runtime_drain(`ptr`: Long,`deadlineMs`: Double,
+    external fun uniffi_weida_uniffi_fn_method_runtime_drain(`ptr`: Long,`deadlineMs`: Double,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_fingerprint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1208,7 +1220,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_func_address_with_pin() and 0xFFFF) != 40161) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_peerevents_next() and 0xFFFF) != 54204) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_cancellation_cancel() and 0xFFFF) != 61846) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_peerevents_next() and 0xFFFF) != 52709) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_identity_fingerprint() and 0xFFFF) != 25344) {
@@ -1223,7 +1238,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_cancel() and 0xFFFF) != 20452) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_fail() and 0xFFFF) != 59648) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_fail() and 0xFFFF) != 33790) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_metadata() and 0xFFFF) != 34077) {
@@ -1232,13 +1247,13 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_path() and 0xFFFF) != 47694) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_reject() and 0xFFFF) != 10749) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_reject() and 0xFFFF) != 27992) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_reply() and 0xFFFF) != 36752) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_reply() and 0xFFFF) != 52350) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_take_body() and 0xFFFF) != 61871) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_take_body() and 0xFFFF) != 21255) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_address() and 0xFFFF) != 42173) {
@@ -1256,7 +1271,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_subscriber_count() and 0xFFFF) != 56520) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_publisher_until_subscribers() and 0xFFFF) != 35074) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_publisher_until_subscribers() and 0xFFFF) != 49823) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_address() and 0xFFFF) != 12768) {
@@ -1268,7 +1283,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_received() and 0xFFFF) != 31201) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_puller_recv_into() and 0xFFFF) != 33569) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_puller_recv_into() and 0xFFFF) != 34258) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_try_recv() and 0xFFFF) != 43886) {
@@ -1277,7 +1292,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_close_endpoint() and 0xFFFF) != 11381) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_connect() and 0xFFFF) != 46280) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_connect() and 0xFFFF) != 4615) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_disconnect() and 0xFFFF) != 19306) {
@@ -1289,10 +1304,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_peer_count() and 0xFFFF) != 46466) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send() and 0xFFFF) != 61645) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send() and 0xFFFF) != 51519) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_many() and 0xFFFF) != 20297) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_many() and 0xFFFF) != 51537) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_try_send() and 0xFFFF) != 64561) {
@@ -1301,7 +1316,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_received_take() and 0xFFFF) != 1546) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 34980) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 29101) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_replier_address() and 0xFFFF) != 34902) {
@@ -1313,7 +1328,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_requester_close_endpoint() and 0xFFFF) != 39212) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_requester_connect() and 0xFFFF) != 17870) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_requester_connect() and 0xFFFF) != 57336) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_requester_disconnect() and 0xFFFF) != 50150) {
@@ -1325,16 +1340,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_requester_peer_count() and 0xFFFF) != 44729) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_requester_request() and 0xFFFF) != 5877) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_requester_request() and 0xFFFF) != 57852) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_requester_request_with() and 0xFFFF) != 7744) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_requester_request_with() and 0xFFFF) != 16829) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_close_endpoint() and 0xFFFF) != 6853) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_connect() and 0xFFFF) != 20422) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_connect() and 0xFFFF) != 64393) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_disconnect() and 0xFFFF) != 13762) {
@@ -1355,16 +1370,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_received() and 0xFFFF) != 29011) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_recv_into() and 0xFFFF) != 55420) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_recv_into() and 0xFFFF) != 32124) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_subscribe() and 0xFFFF) != 38812) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_subscribe() and 0xFFFF) != 62353) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_try_recv() and 0xFFFF) != 62909) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe() and 0xFFFF) != 22182) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe() and 0xFFFF) != 42088) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_address() and 0xFFFF) != 49657) {
@@ -1385,7 +1400,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_replier() and 0xFFFF) != 41184) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_bind() and 0xFFFF) != 21192) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_bind() and 0xFFFF) != 35814) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_close_and_wait() and 0xFFFF) != 43672) {
@@ -1394,7 +1409,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_counters() and 0xFFFF) != 5909) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_drain() and 0xFFFF) != 41256) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_drain() and 0xFFFF) != 31616) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_fingerprint() and 0xFFFF) != 49886) {
@@ -1410,6 +1425,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_subscriber() and 0xFFFF) != 47025) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_cancellation_new() and 0xFFFF) != 18638) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_ephemeral() and 0xFFFF) != 44811) {
@@ -1941,6 +1959,287 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
 
 
 /**
+ * A caller's cancellation of one call: `cancel()` ends the call as a dropped one would (a
+ * send being written is reset, a receive loses nothing), and the call fails `Aborted`, or
+ * returns what it had already finished with.
+ */
+public interface CancellationInterface {
+    
+    /**
+     * Fires it (again: nothing).
+     */
+    fun `cancel`()
+    
+    companion object
+}
+
+/**
+ * A caller's cancellation of one call: `cancel()` ends the call as a dropped one would (a
+ * send being written is reset, a receive loses nothing), and the call fails `Aborted`, or
+ * returns what it had already finished with.
+ */
+open class Cancellation: Disposable, AutoCloseable, CancellationInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+    /**
+     * Not yet fired.
+     */
+    constructor() :
+        this(UniffiWithHandle, 
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_cancellation_new(
+    
+        _status)
+}
+    )
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_cancellation(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_cancellation(handle, status)
+        }
+    }
+
+    
+    /**
+     * Fires it (again: nothing).
+     */override fun `cancel`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_cancellation_cancel(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCancellation: FfiConverter<Cancellation, Long> {
+    override fun lower(value: Cancellation): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Cancellation {
+        return Cancellation(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Cancellation {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Cancellation) = 8UL
+
+    override fun write(value: Cancellation, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
  * unanswered, the requester sees Canceled.
  */
@@ -1954,7 +2253,7 @@ public interface ExchangeInterface {
     /**
      * Answers with the error `code` names (`TIMEOUT`, `CLOSED`, …) and `message`.
      */
-    suspend fun `fail`(`code`: kotlin.String, `message`: kotlin.String)
+    suspend fun `fail`(`code`: kotlin.String, `message`: kotlin.String, `cancel`: Cancellation? = null)
     
     /**
      * The request's metadata, in order.
@@ -1969,17 +2268,17 @@ public interface ExchangeInterface {
     /**
      * Answers REJECTED with `reason`.
      */
-    suspend fun `reject`(`reason`: kotlin.String)
+    suspend fun `reject`(`reason`: kotlin.String, `cancel`: Cancellation? = null)
     
     /**
      * Replies with `body` (and metadata) and finishes the reply.
      */
-    suspend fun `reply`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?)
+    suspend fun `reply`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
     
     /**
      * The whole request body, bounded by `max` (default `maxCollectedBody`).
      */
-    suspend fun `takeBody`(`max`: kotlin.ULong?): kotlin.ByteArray
+    suspend fun `takeBody`(`max`: kotlin.ULong?, `cancel`: Cancellation? = null): kotlin.ByteArray
     
     companion object
 }
@@ -2110,7 +2409,7 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `fail`(`code`: kotlin.String, `message`: kotlin.String) {
+    override suspend fun `fail`(`code`: kotlin.String, `message`: kotlin.String, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_exchange_fail(
@@ -2118,6 +2417,7 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
                 
         FfiConverterString.lower(`code`),
         FfiConverterString.lower(`message`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -2169,13 +2469,14 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `reject`(`reason`: kotlin.String) {
+    override suspend fun `reject`(`reason`: kotlin.String, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_exchange_reject(
                 uniffiHandle,
                 
         FfiConverterString.lower(`reason`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -2195,7 +2496,7 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `reply`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?) {
+    override suspend fun `reply`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_exchange_reply(
@@ -2203,6 +2504,7 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
                 
         FfiConverterByteArray.lower(`body`),
         FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -2222,13 +2524,14 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `takeBody`(`max`: kotlin.ULong?) : kotlin.ByteArray {
+    override suspend fun `takeBody`(`max`: kotlin.ULong?, `cancel`: Cancellation?) : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_exchange_take_body(
                 uniffiHandle,
                 
         FfiConverterOptionalULong.lower(`max`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -3082,7 +3385,7 @@ public interface PeerEventsInterface {
     /**
      * The next event; null once the endpoint is gone. Cancel-safe.
      */
-    suspend fun `next`(): PeerEvent?
+    suspend fun `next`(`cancel`: Cancellation? = null): PeerEvent?
     
     companion object
 }
@@ -3196,12 +3499,13 @@ open class PeerEvents: Disposable, AutoCloseable, PeerEventsInterface
      * The next event; null once the endpoint is gone. Cancel-safe.
      */
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `next`() : PeerEvent? {
+    override suspend fun `next`(`cancel`: Cancellation?) : PeerEvent? {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_peerevents_next(
                 uniffiHandle,
                 
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -3370,7 +3674,7 @@ public interface PublisherInterface {
     /**
      * Returns once `n` subscribers are attached.
      */
-    suspend fun `untilSubscribers`(`n`: kotlin.UInt)
+    suspend fun `untilSubscribers`(`n`: kotlin.UInt, `cancel`: Cancellation? = null)
     
     companion object
 }
@@ -3556,13 +3860,14 @@ open class Publisher: Disposable, AutoCloseable, PublisherInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `untilSubscribers`(`n`: kotlin.UInt) {
+    override suspend fun `untilSubscribers`(`n`: kotlin.UInt, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_publisher_until_subscribers(
                 uniffiHandle,
                 
         FfiConverterUInt.lower(`n`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -3731,7 +4036,7 @@ public interface PullerInterface {
      * Receives up to `max` messages (at least one) into `into`. Cancel-safe: cancelled, it
      * loses nothing.
      */
-    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received)
+    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
      * A message if one is ready, without waiting.
@@ -3896,7 +4201,7 @@ open class Puller: Disposable, AutoCloseable, PullerInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received) {
+    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_puller_recv_into(
@@ -3904,6 +4209,7 @@ open class Puller: Disposable, AutoCloseable, PullerInterface
                 
         FfiConverterUInt.lower(`max`),
         FfiConverterTypeReceived.lower(`into`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -4082,7 +4388,7 @@ public interface PusherInterface {
      * Connects to `address`: waits for the first dial (`wait`), or records it and dials in
      * the background (connect-before-bind).
      */
-    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean)
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
     
     fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
     
@@ -4094,13 +4400,13 @@ public interface PusherInterface {
      * Sends `body` (with `meta`) as one message. Cancelled, the transfer is reset and the
      * reader sees Canceled.
      */
-    suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?)
+    suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
     
     /**
      * Sends each body as its own message, in order; a failure says how many were sent
      * (its `sent` field).
      */
-    suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>)
+    suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>, `cancel`: Cancellation? = null)
     
     /**
      * Queues `body` at once if there is room: true; false if there is none.
@@ -4236,7 +4542,7 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean) {
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_pusher_connect(
@@ -4244,6 +4550,7 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
                 
         FfiConverterString.lower(`address`),
         FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -4307,7 +4614,7 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?) {
+    override suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_pusher_send(
@@ -4315,6 +4622,7 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
                 
         FfiConverterByteArray.lower(`body`),
         FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -4335,13 +4643,14 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>) {
+    override suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_pusher_send_many(
                 uniffiHandle,
                 
         FfiConverterSequenceByteArray.lower(`bodies`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -4782,7 +5091,7 @@ public interface ReplierInterface {
     /**
      * The next exchange. Cancel-safe.
      */
-    suspend fun `accept`(): Exchange
+    suspend fun `accept`(`cancel`: Cancellation? = null): Exchange
     
     fun `address`(): kotlin.String
     
@@ -4901,12 +5210,13 @@ open class Replier: Disposable, AutoCloseable, ReplierInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `accept`() : Exchange {
+    override suspend fun `accept`(`cancel`: Cancellation?) : Exchange {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_replier_accept(
                 uniffiHandle,
                 
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
@@ -5085,7 +5395,7 @@ public interface RequesterInterface {
     
     fun `closeEndpoint`()
     
-    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean)
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
     
     fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
     
@@ -5097,12 +5407,12 @@ public interface RequesterInterface {
      * Sends `body` and returns the reply's body. Cancelled, the request is reset and the
      * replier sees Canceled.
      */
-    suspend fun `request`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?): kotlin.ByteArray
+    suspend fun `request`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): kotlin.ByteArray
     
     /**
      * As `request`, the whole reply with what came with it.
      */
-    suspend fun `requestWith`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?): Message
+    suspend fun `requestWith`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): Message
     
     companion object
 }
@@ -5226,7 +5536,7 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
     
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean) {
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_requester_connect(
@@ -5234,6 +5544,7 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
                 
         FfiConverterString.lower(`address`),
         FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -5297,7 +5608,7 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `request`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?) : kotlin.ByteArray {
+    override suspend fun `request`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_requester_request(
@@ -5305,6 +5616,7 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
                 
         FfiConverterByteArray.lower(`body`),
         FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -5323,7 +5635,7 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `requestWith`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?) : Message {
+    override suspend fun `requestWith`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : Message {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_requester_request_with(
@@ -5331,6 +5643,7 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
                 
         FfiConverterByteArray.lower(`body`),
         FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -5485,7 +5798,7 @@ public interface RuntimeInterface {
     /**
      * Binds `address` (no path); `require_client` makes a client key mandatory.
      */
-    suspend fun `bind`(`address`: kotlin.String, `requireClient`: Trust?): Listener
+    suspend fun `bind`(`address`: kotlin.String, `requireClient`: Trust?, `cancel`: Cancellation? = null): Listener
     
     /**
      * As `shutdown`, and returns once the closes have been sent (at most a second). Python's
@@ -5502,7 +5815,7 @@ public interface RuntimeInterface {
      * Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
      * `deadline_ms` to reach the peer's transport, then closes everything.
      */
-    suspend fun `drain`(`deadlineMs`: kotlin.Double): Drained
+    suspend fun `drain`(`deadlineMs`: kotlin.Double, `cancel`: Cancellation? = null): Drained
     
     /**
      * The `sha256:…` fingerprint of the key this runtime presents.
@@ -5645,7 +5958,7 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `bind`(`address`: kotlin.String, `requireClient`: Trust?) : Listener {
+    override suspend fun `bind`(`address`: kotlin.String, `requireClient`: Trust?, `cancel`: Cancellation?) : Listener {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_runtime_bind(
@@ -5653,6 +5966,7 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
                 
         FfiConverterString.lower(`address`),
         FfiConverterOptionalTypeTrust.lower(`requireClient`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
@@ -5713,13 +6027,14 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `drain`(`deadlineMs`: kotlin.Double) : Drained {
+    override suspend fun `drain`(`deadlineMs`: kotlin.Double, `cancel`: Cancellation?) : Drained {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_runtime_drain(
                 uniffiHandle,
                 
         FfiConverterDouble.lower(`deadlineMs`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -5949,7 +6264,7 @@ public interface SubscriberInterface {
     
     fun `closeEndpoint`()
     
-    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean)
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
     
     fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
     
@@ -5973,20 +6288,20 @@ public interface SubscriberInterface {
      * Receives up to `max` messages (at least one) into `into`. Cancel-safe: cancelled, it
      * loses nothing.
      */
-    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received)
+    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
      * Adds `filter` (segments split by `.`, `*` one, `>` the rest); returns once every
      * connected publisher has it.
      */
-    suspend fun `subscribe`(`filter`: kotlin.String)
+    suspend fun `subscribe`(`filter`: kotlin.String, `cancel`: Cancellation? = null)
     
     fun `tryRecv`(): Message?
     
     /**
      * Removes `filter`; true if it was there. No copy it selected arrives after it returns.
      */
-    suspend fun `unsubscribe`(`filter`: kotlin.String): kotlin.Boolean
+    suspend fun `unsubscribe`(`filter`: kotlin.String, `cancel`: Cancellation? = null): kotlin.Boolean
     
     companion object
 }
@@ -6110,7 +6425,7 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
     
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean) {
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_subscriber_connect(
@@ -6118,6 +6433,7 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
                 
         FfiConverterString.lower(`address`),
         FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -6224,7 +6540,7 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received) {
+    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_subscriber_recv_into(
@@ -6232,6 +6548,7 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
                 
         FfiConverterUInt.lower(`max`),
         FfiConverterTypeReceived.lower(`into`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -6252,13 +6569,14 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `subscribe`(`filter`: kotlin.String) {
+    override suspend fun `subscribe`(`filter`: kotlin.String, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_subscriber_subscribe(
                 uniffiHandle,
                 
         FfiConverterString.lower(`filter`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
@@ -6292,13 +6610,14 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `unsubscribe`(`filter`: kotlin.String) : kotlin.Boolean {
+    override suspend fun `unsubscribe`(`filter`: kotlin.String, `cancel`: Cancellation?) : kotlin.Boolean {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(
                 uniffiHandle,
                 
         FfiConverterString.lower(`filter`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_i8(future, callback, continuation) },
@@ -8271,6 +8590,38 @@ public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?>
         } else {
             buf.put(1)
             FfiConverterString.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeCancellation: FfiConverterRustBuffer<Cancellation?> {
+    override fun read(buf: ByteBuffer): Cancellation? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeCancellation.read(buf)
+    }
+
+    override fun allocationSize(value: Cancellation?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeCancellation.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Cancellation?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeCancellation.write(value, buf)
         }
     }
 }

@@ -1,0 +1,23 @@
+// swift-tools-version:5.9
+// weida for Swift: the UniFFI-generated module (Sources/Weida/weida_uniffi.swift and the C
+// header and module map in Sources/weida_uniffiFFI, both committed; ./dev swift regenerates them
+// and fails if they drifted) and the idiomatic layer over it (Sources/Weida/Weida.swift), one
+// module `Weida`. The library it links, libweida_uniffi.so, is the cargo build of
+// kotlin-swift/uniffi: ./dev swift (run.sh) passes its folder with -Xlinker -L and an rpath.
+import PackageDescription
+
+let package = Package(
+    name: "Weida",
+    products: [
+        .library(name: "Weida", targets: ["Weida"]),
+    ],
+    targets: [
+        .systemLibrary(name: "weida_uniffiFFI"),
+        .target(
+            name: "Weida",
+            dependencies: ["weida_uniffiFFI"],
+            linkerSettings: [.linkedLibrary("weida_uniffi")]
+        ),
+        .testTarget(name: "WeidaTests", dependencies: ["Weida"]),
+    ]
+)

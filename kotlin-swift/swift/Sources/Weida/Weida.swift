@@ -1,0 +1,337 @@
+// The idiomatic Swift layer over the UniFFI-generated code (weida_uniffi.swift, checked for
+// drift by `./dev swift`). It converts and nothing more:
+//
+// - every wait is an `async throws` function that a cancelled task cancels in the core. UniFFI's
+//   Swift code awaits a Rust future to its end whatever happens to the task, so each call here
+//   makes a `Cancellation`, passes it to the generated call and fires it from
+//   `withTaskCancellationHandler`: weida-ffi then ends the call as a dropped future would (a
+//   send being written is reset, a receive loses nothing), and the call throws
+//   `CancellationError` (or returns what it had already finished with);
+// - receiving is an `AsyncSequence`: `puller.messages()`, `subscriber.messages()`,
+//   `replier.exchanges()`, `for await e in endpoint.events()`;
+// - errors are the generated `WeidaError`, one case per core code, with `code`, `description`,
+//   `definite` and `fields` by the camelCase names the other bindings use;
+// - options are given by name as Node spells them (camelCase, durations in ms), each value a
+//   literal: `runtime(limits: ["idleTimeoutMs": 500, "keepAliveMs": .off], reconnect: never)`.
+//
+// Names are Kotlin's (docs/BINDINGS.md, the Swift column), with Swift's argument labels.
+import Foundation
+
+/// Metadata given with a message: a value by name.
+public typealias Meta = [String: Data]
+
+// MARK: Options
+
+extension OptionValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
+{
+    public init(integerLiteral value: Int64) { self = .whole(value: value) }
+    public init(floatLiteral value: Double) { self = .number(value: value) }
+    public init(stringLiteral value: String) { self = .name(value: value) }
+    public init(booleanLiteral value: Bool) { self = .flag(value: value) }
+}
+
+/// Options by name (`["idleTimeoutMs": 500, "ordering": "detect", "keepAliveMs": .off]`).
+public typealias Options = [String: OptionValue]
+
+/// A redial policy that never redials: `runtime(reconnect: never)`.
+public let never: Options = ["giveUpAfterAttempts": 0]
+
+/// A runtime: option names in camelCase and durations in milliseconds, as Node spells them;
+/// weida-ffi's tables check them (a bad one is `WeidaError.InvalidConfig` naming it).
+public func runtime(
+    identity: Identity? = nil,
+    trust: Trust? = nil,
+    limits: Options = [:],
+    reconnect: Options? = nil,
+    options: Options = [:]
+) throws -> Runtime {
+    try Runtime(options: RuntimeOptions(
+        identity: identity, trust: trust, limits: limits, reconnect: reconnect, options: options
+    ))
+}
+
+/// An endpoint's options (`maxCollectedBody`, `endpointQueue`, `sendTimeoutMs`, `outbox…`) and
+/// its own redial policy.
+public func endpointOptions(_ options: Options = [:], reconnect: Options? = nil) -> EndpointOptions {
+    EndpointOptions(options: options, reconnect: reconnect)
+}
+
+// MARK: Cancellation
+
+/// `call` with a `Cancellation` fired when the task is cancelled. A call it ended throws
+/// `CancellationError`; a call that finished first returns its value.
+func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T {
+    let c = Cancellation()
+    do {
+        return try await withTaskCancellationHandler {
+            try await call(c)
+        } onCancel: {
+            c.cancel()
+        }
+    } catch WeidaError.Aborted {
+        throw CancellationError()
+    }
+}
+
+// MARK: Runtime and Listener
+
+extension Runtime {
+    /// Binds `address` (no path); `requireClient` makes a client key from it mandatory.
+    public func bind(_ address: String, requireClient: Trust? = nil) async throws -> Listener {
+        try await cancellable { try await bind(address: address, requireClient: requireClient, cancel: $0) }
+    }
+
+    public func pusher(_ options: EndpointOptions? = nil) throws -> Pusher { try pusher(options: options) }
+    public func requester(_ options: EndpointOptions? = nil) throws -> Requester { try requester(options: options) }
+    public func subscriber(_ options: EndpointOptions? = nil) throws -> Subscriber { try subscriber(options: options) }
+
+    /// Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
+    /// `deadlineMs` to reach the peer's transport, then closes everything.
+    public func drain(_ deadlineMs: Double) async throws -> Drained {
+        try await cancellable { try await drain(deadlineMs: deadlineMs, cancel: $0) }
+    }
+}
+
+extension Listener {
+    public func puller(_ path: String, _ options: EndpointOptions? = nil) throws -> Puller {
+        try puller(path: path, options: options)
+    }
+
+    public func replier(_ path: String, _ options: EndpointOptions? = nil) throws -> Replier {
+        try replier(path: path, options: options)
+    }
+
+    public func publisher(_ path: String, _ options: EndpointOptions? = nil) throws -> Publisher {
+        try publisher(path: path, options: options)
+    }
+}
+
+// MARK: Push/Pull
+
+extension Pusher {
+    /// Connects to `address`: waits for the first dial, or (`wait: false`) records it and dials
+    /// in the background (connect-before-bind).
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Sends `body` as one message. Cancelled, the transfer is reset: the reader sees Canceled.
+    public func send(_ body: Data, meta: Meta? = nil) async throws {
+        try await cancellable { try await send(body: body, meta: meta, cancel: $0) }
+    }
+
+    /// Sends each body as its own message, in order; a failure's `fields["sent"]` says how many
+    /// were sent.
+    public func sendMany(_ bodies: [Data]) async throws {
+        try await cancellable { try await sendMany(bodies: bodies, cancel: $0) }
+    }
+
+    /// Queues `body` at once if there is room: true; false if there is none.
+    public func trySend(_ body: Data) throws -> Bool { try trySend(body: body) }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension Puller {
+    /// The next message. Cancelled, it loses nothing: what it took goes back to the queue.
+    public func recv() async throws -> Message {
+        try await recvMany(1)[0]
+    }
+
+    /// Up to `max` messages (at least one).
+    public func recvMany(_ max: Int) async throws -> [Message] {
+        // What the receive took waits in `into` until taken here; a cancelled receive leaves it
+        // there, and `into`'s deinit hands it back to the front of the queue.
+        let into = received()
+        try await cancellable { try await recvInto(max: UInt32(max), into: into, cancel: $0) }
+        return into.take()
+    }
+
+    /// Every message, until the endpoint ends (`Closed` ends the sequence; another error is
+    /// thrown).
+    public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
+}
+
+// MARK: Req/Rep
+
+extension Requester {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Sends `body` and returns the reply's body. Cancelled, the request is reset: the replier
+    /// sees Canceled.
+    public func request(_ body: Data, meta: Meta? = nil) async throws -> Data {
+        try await cancellable { try await request(body: body, meta: meta, cancel: $0) }
+    }
+
+    /// As `request`, the whole reply with what came with it.
+    public func requestWith(_ body: Data, meta: Meta? = nil) async throws -> Message {
+        try await cancellable { try await requestWith(body: body, meta: meta, cancel: $0) }
+    }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension Replier {
+    /// The next exchange. Cancel-safe.
+    public func accept() async throws -> Exchange {
+        try await cancellable { try await accept(cancel: $0) }
+    }
+
+    /// Every exchange, until the replier ends.
+    public func exchanges() -> AsyncThrowingStream<Exchange, Error> { untilClosed { try await self.accept() } }
+}
+
+extension Exchange {
+    /// The whole request body, bounded by `max` (default `maxCollectedBody`).
+    public func takeBody(_ max: UInt64? = nil) async throws -> Data {
+        try await cancellable { try await takeBody(max: max, cancel: $0) }
+    }
+
+    /// Replies with `body` (and metadata) and finishes the reply.
+    public func reply(_ body: Data, meta: Meta? = nil) async throws {
+        try await cancellable { try await reply(body: body, meta: meta, cancel: $0) }
+    }
+
+    /// Answers REJECTED with `reason`.
+    public func reject(_ reason: String) async throws {
+        try await cancellable { try await reject(reason: reason, cancel: $0) }
+    }
+
+    /// Answers with the error `code` names (`TIMEOUT`, `CLOSED`, …) and `message`.
+    public func fail(_ code: String, _ message: String) async throws {
+        try await cancellable { try await fail(code: code, message: message, cancel: $0) }
+    }
+}
+
+// MARK: Pub/Sub
+
+extension Publisher {
+    /// Queues a copy of `body` for every subscriber whose filters select `topic`; how many.
+    /// Never waits.
+    public func publish(_ topic: String, _ body: Data) throws -> UInt32 {
+        try publish(topic: topic, body: body)
+    }
+
+    /// Returns once `n` subscribers are attached.
+    public func untilSubscribers(_ n: UInt32) async throws {
+        try await cancellable { try await untilSubscribers(n: n, cancel: $0) }
+    }
+}
+
+extension Subscriber {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Adds `filter` (segments split by `.`, `*` one, `#` the rest); returns once every
+    /// connected publisher has it.
+    public func subscribe(_ filter: String) async throws {
+        try await cancellable { try await subscribe(filter: filter, cancel: $0) }
+    }
+
+    /// Removes `filter`; true if it was there. No copy it selected arrives after it returns.
+    public func unsubscribe(_ filter: String) async throws -> Bool {
+        try await cancellable { try await unsubscribe(filter: filter, cancel: $0) }
+    }
+
+    /// The next message. Cancelled, it loses nothing.
+    public func recv() async throws -> Message {
+        try await recvMany(1)[0]
+    }
+
+    public func recvMany(_ max: Int) async throws -> [Message] {
+        let into = received()
+        try await cancellable { try await recvInto(max: UInt32(max), into: into, cancel: $0) }
+        return into.take()
+    }
+
+    public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+// MARK: Receiving as an AsyncSequence
+
+/// Every element `next` gives, until the endpoint ends: `Closed` ends the sequence, another
+/// error is thrown, and a cancelled task's iteration throws `CancellationError`, losing
+/// nothing (a receive cancelled hands back what it took).
+private func untilClosed<T>(_ next: @escaping () async throws -> T) -> AsyncThrowingStream<T, Error> {
+    AsyncThrowingStream(unfolding: {
+        do {
+            return try await next()
+        } catch WeidaError.Closed {
+            return nil
+        }
+    })
+}
+
+/// Every event, until the endpoint is gone: `for await e in pusher.events()`. A cancelled
+/// task's iteration ends.
+extension PeerEvents: AsyncSequence {
+    public typealias Element = PeerEvent
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let events: PeerEvents
+
+        public mutating func next() async -> PeerEvent? { await events.nextEvent() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: self) }
+
+    /// The next event; nil once the endpoint is gone (or the task was cancelled).
+    public func next() async -> PeerEvent? { await nextEvent() }
+
+    fileprivate func nextEvent() async -> PeerEvent? {
+        let c = Cancellation()
+        return await withTaskCancellationHandler {
+            await next(cancel: c)
+        } onCancel: {
+            c.cancel()
+        }
+    }
+}
+
+// MARK: Messages and errors
+
+extension Message {
+    /// The message's metadata value `name`, if it came with one.
+    public func meta(_ name: String) -> Data? {
+        metadata.first { $0.name == name }?.value
+    }
+}
+
+extension WeidaError {
+    /// The code's name (`CONNECTION_LOST`, or `ABORTED`, `BUSY`, `PANIC` for the binding's own).
+    public var code: String { parts.code }
+
+    /// The error's message.
+    public var description: String { parts.description }
+
+    /// Whether the failure is definite (false only for `Indeterminate`).
+    public var definite: Bool { parts.definite }
+
+    /// The error's fields by their camelCase names (`lossCause`, `fingerprint`, `expected`,
+    /// `path`, `limit`, `detail`, `part`, `reason`, `what`, `text`, `errno`, `sent`); a field
+    /// known to be absent is nil.
+    public var fields: [String: String?] { parts.fields }
+
+    private var parts: (code: String, description: String, definite: Bool, fields: [String: String?]) {
+        switch self {
+        case let .NotConnected(c, d, f, x), let .ConnectionLost(c, d, f, x),
+            let .Indeterminate(c, d, f, x), let .Untrusted(c, d, f, x),
+            let .UnknownEndpoint(c, d, f, x), let .Unsupported(c, d, f, x),
+            let .Rejected(c, d, f, x), let .Canceled(c, d, f, x),
+            let .LimitExceeded(c, d, f, x), let .Timeout(c, d, f, x),
+            let .InvalidAddress(c, d, f, x), let .NegotiationFailed(c, d, f, x),
+            let .Protocol(c, d, f, x), let .InvalidConfig(c, d, f, x),
+            let .InvalidFilter(c, d, f, x), let .Closed(c, d, f, x),
+            let .Io(c, d, f, x), let .Unreachable(c, d, f, x):
+            return (c, d, f, x)
+        case let .Aborted(c, d), let .Busy(c, d), let .Panic(c, d):
+            return (c, d, true, [:])
+        }
+    }
+}

@@ -1,0 +1,250 @@
+// Every pattern over QUIC, in process and AF_UNIX (python/tests/test_patterns.py,
+// test_pubsub.py, test_lifecycle.py and the Kotlin PatternsTest: the same names for the same
+// behaviour).
+import Foundation
+import XCTest
+
+@testable import Weida
+
+final class PatternsTests: XCTestCase {
+    // Listener.events(): connected, with where the connection comes from (a QUIC peer's UDP
+    // address, else the transport's name) and the key it presented; lost, with its cause, once
+    // the dialler closes.
+    func test_a_listener_reports_each_connection_and_how_it_ended() async throws {
+        try await onEveryTransport { transport, p in
+            let events = p.listener.events()
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            try await pusher.send(bytes("one"))
+            let one = text(try await puller.recv().body)
+            XCTAssertEqual(one, "one")
+            let first = await events.next()
+            let connected = try XCTUnwrap(first)
+            XCTAssertEqual(connected.kind, "connected")
+            if transport == "quic" {
+                XCTAssertNotNil(connected.url.range(of: #"^127\.0\.0\.1:\d+$"#, options: .regularExpression), connected.url)
+                XCTAssertEqual(connected.fingerprint, p.client.fingerprint())
+            } else {
+                XCTAssertEqual(connected.url, transport)
+                XCTAssertNil(connected.fingerprint)
+            }
+            await p.client.closeAndWait()
+            let next = await events.next()
+            let lost = try XCTUnwrap(next)
+            XCTAssertEqual([lost.kind, lost.url, lost.cause], ["lost", connected.url, "peer_closed"])
+        }
+    }
+
+    func test_req_rep_echoes_small_and_large_bodies_with_metadata() async throws {
+        try await onEveryTransport { _, p in
+            let replier = try p.listener.replier("/echo")
+            let req = try p.client.requester()
+            try await req.connect(replier.address())
+            let serving = Task {
+                var served = 0
+                for try await ex in replier.exchanges() {
+                    let body = try await ex.takeBody()
+                    let trace = ex.metadata().first { $0.name == "trace" }?.value
+                    try await ex.reply(body, meta: trace.map { ["trace": $0] })
+                    served += 1
+                    if served == 2 { break }
+                }
+            }
+            let echoed = try await req.request(bytes("hi"))
+            XCTAssertEqual(echoed, bytes("hi"))
+            let large = payload(3 * 1024 * 1024 + 7)
+            let m = try await req.requestWith(large, meta: ["trace": bytes("t-1")])
+            XCTAssertEqual(m.body, large)
+            XCTAssertEqual(m.meta("trace"), bytes("t-1"))
+            try await serving.value
+        }
+    }
+
+    func test_send_many_and_recv_many_move_every_message_in_batches() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            let bodies = (0..<500).map { bytes("m\($0)") }
+            try await pusher.sendMany(bodies)
+            var got: [Data] = []
+            while got.count < 500 {
+                let batch = try await puller.recvMany(64)
+                XCTAssertTrue(!batch.isEmpty && batch.count <= 64)
+                got += batch.map(\.body)
+            }
+            XCTAssertEqual(got, bodies)
+        }
+    }
+
+    // Kotlin: push_pull_delivers_every_message_in_order_as_a_flow.
+    func test_push_pull_delivers_every_message_in_order_as_a_sequence() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            let received = Task {
+                var got: [Message] = []
+                for try await m in puller.messages() {
+                    got.append(m)
+                    if got.count == 100 { break }
+                }
+                return got
+            }
+            for i in 0..<100 { try await pusher.send(bytes("job \(i)")) }
+            let got = try await received.value
+            XCTAssertEqual(got.map { text($0.body) }, (0..<100).map { "job \($0)" })
+            XCTAssertEqual(got.first?.path, "/jobs")
+        }
+    }
+
+    func test_async_for_ends_when_the_listener_closes() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            try await pusher.send(bytes("one"))
+            let one = text(try await puller.recv().body)
+            XCTAssertEqual(one, "one")
+            let rest = Task {
+                var got: [String] = []
+                for try await m in puller.messages() { got.append(text(m.body)) }
+                return got
+            }
+            p.listener.closeListener()
+            let received = try await rest.value
+            XCTAssertEqual(received, [])
+        }
+    }
+
+    func test_try_send_queues_at_once_or_returns_false_and_try_recv_takes_what_is_ready() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            // Nothing connected: what send would raise.
+            try await raised("NOT_CONNECTED") { try pusher.trySend(bytes("x")) }
+            try await pusher.connect(puller.address())
+            XCTAssertNil(try puller.tryRecv())
+            var atOnce = 0
+            for i in 0..<50 {
+                let body = bytes("\(i)")
+                if try pusher.trySend(body) { atOnce += 1 } else { try await pusher.send(body) }
+            }
+            // The runtime offers lanes by default: a lane with room takes a small body at once.
+            XCTAssertGreaterThan(atOnce, 0)
+            // A body larger than a lane takes is not sent.
+            XCTAssertFalse(try pusher.trySend(payload(64 * 1024)))
+            var seen: [String] = []
+            while seen.count < 50 {
+                let m: Message
+                if let ready = try puller.tryRecv() { m = ready } else { m = try await puller.recv() }
+                seen.append(text(m.body))
+            }
+            XCTAssertEqual(seen, (0..<50).map { "\($0)" })  // one lane: in order
+            XCTAssertNil(try puller.tryRecv())
+            puller.closeEndpoint()
+            try await raised("CLOSED") { try puller.tryRecv() }
+        }
+    }
+
+    func test_subscribe_filters_topics_by_segment() async throws {
+        try await onEveryTransport { transport, p in
+            let publisher = try p.listener.publisher("/feed")
+            let sub = try p.client.subscriber()
+            try await sub.connect(publisher.address())
+            try await sub.subscribe("sensors.*.temp")
+            try await sub.subscribe("alerts.#")
+            XCTAssertEqual(sub.filters(), ["sensors.*.temp", "alerts.#"])
+            // (topic, selected): the grammar's table, end to end.
+            let table: [(String, Bool)] = [
+                ("sensors.kitchen.temp", true),
+                ("sensors.temp", false),
+                ("sensors.kitchen.temperature", false),
+                ("sensors.kitchen.temp.max", false),
+                ("alerts", true),
+                ("alerts.fire.kitchen", true),
+                ("alertsx", false),
+                ("other", false),
+            ]
+            var expected: [String] = []
+            for (i, (topic, selected)) in table.enumerated() {
+                XCTAssertEqual(try publisher.publish(topic, bytes("\(i)")), selected ? 1 : 0, topic)
+                if selected { expected.append(topic) }
+            }
+            var got: [Message] = []
+            for try await m in sub.messages() {
+                got.append(m)
+                if got.count == expected.count { break }
+            }
+            XCTAssertEqual(got.compactMap(\.topic).sorted(), expected.sorted())
+            for m in got {
+                XCTAssertEqual(m.path, "/feed")
+                XCTAssertNil(m.gap, "no ordering required: no gap")
+                switch (transport, m.peer) {
+                case ("quic", .key?), ("unix", .local?), ("inproc", nil): break
+                default: XCTFail("\(transport): \(String(describing: m.peer))")
+                }
+            }
+            XCTAssertEqual(publisher.dropped().total, 0)
+            XCTAssertEqual(publisher.subscriberCount(), 1)
+            XCTAssertEqual(sub.peerCount(), 1)
+            XCTAssertEqual(p.server.counters()["copiesPublished"], UInt64(expected.count))
+        }
+    }
+
+    func test_unsubscribe_stops_delivery_once_it_returns() async throws {
+        try await onEveryTransport { _, p in
+            let publisher = try p.listener.publisher("/news")
+            let sub = try p.client.subscriber()
+            try await sub.connect(publisher.address())
+            try await sub.subscribe("a")
+            try await publisher.untilSubscribers(1)
+            XCTAssertEqual(try publisher.publish("a", bytes("one")), 1)
+            let one = text(try await sub.recv().body)
+            XCTAssertEqual(one, "one")
+            let removed = try await sub.unsubscribe("a")
+            XCTAssertTrue(removed)
+            let removedAgain = try await sub.unsubscribe("a")
+            XCTAssertFalse(removedAgain)
+            XCTAssertEqual(try publisher.publish("a", bytes("two")), 0)
+            XCTAssertNil(try sub.tryRecv())
+        }
+    }
+
+    func test_counters_count() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/c")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            try await pusher.send(payload(100))
+            _ = try await puller.recv()
+            let c = p.client.counters()
+            XCTAssertEqual(c["connectionsDialled"], 1)
+            XCTAssertGreaterThanOrEqual(c["bytesSent"] ?? 0, 100)
+            XCTAssertEqual(p.server.counters()["connectionsAccepted"], 1)
+            XCTAssertEqual(c.count, 17, "every core counter, by its camelCase name")
+        }
+    }
+
+    func test_send_many_says_how_many_were_sent() async throws {
+        // One stream slot, taken by the first body (nobody reads): the second waits for one and
+        // times out. The error says one was sent.
+        try await within {
+            let limits: Options = ["maxConcurrentUniStreams": 1, "maxLocalStreams": 1]
+            let server = try runtime(limits: limits)
+            let client = try runtime(limits: limits, options: ["sendTimeoutMs": 500, "laneMaxMessage": 0])
+            defer {
+                client.shutdown()
+                server.shutdown()
+            }
+            let puller = try await server.bind(bindAddress("inproc")).puller("/jobs")
+            let pusher = try client.pusher()
+            try await pusher.connect(puller.address())
+            let e = try await raised("TIMEOUT") {
+                try await pusher.sendMany(["takes the only slot", "waits", "never tried"].map(bytes))
+            }
+            XCTAssertEqual(e.fields["sent"], "1")
+        }
+    }
+}

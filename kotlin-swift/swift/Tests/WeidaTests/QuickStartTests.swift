@@ -1,0 +1,37 @@
+// The README's quick start runs (python/tests/test_readme.py's and the Kotlin QuickStartTest's
+// counterpart): QuickStart.swift is kotlin-swift/README.md's Swift block as it stands, checked
+// here, and its quickStart() prints what was sent.
+import Foundation
+import XCTest
+
+final class QuickStartTests: XCTestCase {
+    func test_the_readme_quick_start_runs() async throws {
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let package = here.deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: package.appendingPathComponent("../README.md"), encoding: .utf8)
+        let block = try XCTUnwrap(readme.components(separatedBy: "```swift\n").dropFirst().first?
+            .components(separatedBy: "```").first)
+        let file = try String(contentsOf: here.appendingPathComponent("QuickStart.swift"), encoding: .utf8)
+        let body = try XCTUnwrap(file.components(separatedBy: "\n\n").dropFirst().joined(separator: "\n\n") as String?)
+        XCTAssertEqual(body, block, "QuickStart.swift is the README's block")
+
+        // What it prints, read from stdout.
+        let pipe = Pipe()
+        fflush(stdout)
+        let saved = dup(STDOUT_FILENO)
+        dup2(pipe.fileHandleForWriting.fileDescriptor, STDOUT_FILENO)
+        var failure: Error?
+        do {
+            try await within { try await quickStart() }
+        } catch {
+            failure = error
+        }
+        fflush(stdout)
+        dup2(saved, STDOUT_FILENO)
+        close(saved)
+        try pipe.fileHandleForWriting.close()
+        let out = pipe.fileHandleForReading.readDataToEndOfFile()
+        if let failure { throw failure }
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), "hello\n")
+    }
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The Swift package's tests (kotlin-swift/README.md, "Swift"): `swift test` in a Debian trixie
+# chroot, whose `swiftlang` 6.0.3 runs the library cargo built on the host.
+#
+#   kotlin-swift/swift/run.sh [path/to/libweida_uniffi.so [swift test options, e.g. --filter X]]
+#   kotlin-swift/swift/run.sh --setup      only makes the chroot (nothing is built or run)
+#
+# ./dev swift builds the library, checks the generated files for drift, then runs this. Without
+# an argument it takes the newer of the cargo target dir's debug and release builds.
+#
+# The chroot is made once, under ${CARGO_TARGET_DIR:-target}/swift-root (debootstrap, then
+# `swiftlang libc6-dev` from trixie: about 540 MB to download, 2.6 GB on disk, a minute or two),
+# and reused. Each run bind-mounts /proc, /sys, /dev, /dev/pts and kotlin-swift/ into it, copies
+# the library to /opt/weida/lib and the Rust example peer (CrossTests; from WEIDA_PEER_BIN, or
+# examples/peer beside the library) to /opt/weida/bin, runs `swift test --disable-swift-testing` (its build in
+# swift-root/build, kept for the next run), prints `swift: N passed, M failed`, and unmounts
+# whatever it mounted however it ends. Needs root (chroot, mount) and, the first time, the
+# network; installs debootstrap with apt-get where it is missing.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$repo/$target" ;; esac
+root="$target/swift-root"
+mirror="${WEIDA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+
+setup_only=""
+lib="${1:-}"
+[ $# = 0 ] || shift
+if [ "$lib" = --setup ]; then
+    setup_only=1
+elif [ -z "$lib" ]; then
+    for l in "$target/debug/libweida_uniffi.so" "$target/release/libweida_uniffi.so"; do
+        if [ -f "$l" ] && { [ -z "$lib" ] || [ "$l" -nt "$lib" ]; }; then lib="$l"; fi
+    done
+fi
+[ -n "$setup_only" ] || { [ -n "$lib" ] && [ -f "$lib" ]; } || {
+    echo "no libweida_uniffi.so (cargo build -p weida-uniffi, or ./dev swift)" >&2
+    exit 1
+}
+[ "$(id -u)" = 0 ] || { echo "run.sh needs root: it makes and enters a chroot" >&2; exit 1; }
+
+# What this run mounted, innermost last; the trap unmounts it in reverse, so an rm -rf of the
+# chroot can never reach the host's /dev, /proc or /sys through a mount left behind.
+mounted=()
+unmount_all() {
+    local i
+    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+        umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" || true
+    done
+    mounted=()
+}
+trap unmount_all EXIT
+trap 'unmount_all; exit 130' INT TERM
+
+mount_bind() { # source, mount point inside the chroot
+    mkdir -p "$root$2"
+    if mountpoint -q "$root$2"; then return; fi
+    mount --bind "$1" "$root$2"
+    mounted+=("$root$2")
+}
+
+# Nothing may be mounted under the chroot before it is deleted.
+still_mounted() { grep -q " $root/" /proc/self/mounts; }
+
+make_root() {
+    if [ -f "$root/.weida-ready" ]; then return; fi
+    command -v debootstrap >/dev/null 2>&1 || {
+        apt-get update -q && apt-get install -y -q --no-install-recommends debootstrap
+    }
+    if [ -e "$root" ]; then
+        # A chroot left half-made by an interrupted run: start again.
+        if still_mounted; then
+            echo "$root has something mounted in it; unmount it before it is remade" >&2
+            exit 1
+        fi
+        rm -rf "$root"
+    fi
+    echo "swift: making the trixie chroot in $root (debootstrap, then swiftlang libc6-dev)"
+    debootstrap --variant=minbase trixie "$root" "$mirror" >"$target/swift-debootstrap.log" 2>&1 || {
+        tail -20 "$target/swift-debootstrap.log" >&2
+        exit 1
+    }
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    mount_bind /proc /proc
+    mount_bind /sys /sys
+    mount_bind /dev /dev
+    mount_bind /dev/pts /dev/pts
+    # libc6-dev is required: swiftlang only recommends it, and without it the C standard library
+    # is not found.
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive bash -c \
+        'apt-get update -q && apt-get install -y -q --no-install-recommends swiftlang libc6-dev && apt-get clean' \
+        >"$target/swift-apt.log" 2>&1 || {
+        tail -20 "$target/swift-apt.log" >&2
+        exit 1
+    }
+    touch "$root/.weida-ready"
+}
+
+make_root
+if [ -n "$setup_only" ]; then exit 0; fi
+mount_bind /proc /proc
+mount_bind /sys /sys
+mount_bind /dev /dev
+mount_bind /dev/pts /dev/pts
+mount_bind "$repo/kotlin-swift" /src/kotlin-swift
+mkdir -p "$root/opt/weida/lib" "$root/opt/weida/bin" "$root/tmp"
+cp "$lib" "$root/opt/weida/lib/libweida_uniffi.so"
+# The Rust peer CrossTests talks to (cargo build -p weida --example peer), beside the library.
+peer="${WEIDA_PEER_BIN:-$(dirname "$lib")/examples/peer}"
+rm -f "$root/opt/weida/bin/peer"
+if [ -x "$peer" ]; then cp "$peer" "$root/opt/weida/bin/peer"; fi
+
+log="$target/swift-test.log"
+status=0
+chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    TMPDIR=/tmp LANG=C.UTF-8 WEIDA_PEER_BIN=/opt/weida/bin/peer bash -c '
+        cd /src/kotlin-swift/swift &&
+        swift test --disable-swift-testing --scratch-path /build \
+            -Xlinker -L/opt/weida/lib -Xlinker -rpath -Xlinker /opt/weida/lib "$@"' swift-test "$@" 2>&1 \
+    | tee "$log" || status=$?
+
+# XCTest's last "Executed N tests, with M failures" line is the whole run's.
+summary="$(grep -E '^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -1 || true)"
+if [ -n "$summary" ]; then
+    n="$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$summary")"
+    f="$(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$summary")"
+    # A test counts as failed once, however many of its assertions failed.
+    failed="$(grep -cE "^Test Case '.*' failed" "$log" || true)"
+    echo "swift: $((n - failed)) passed, $failed failed"
+    [ "$f" = 0 ] || status=1
+else
+    echo "swift: 0 passed, 0 failed (the package did not build: see above, or $log)"
+    status=1
+fi
+exit "$status"
