@@ -113,8 +113,15 @@ if [ -x "$peer" ]; then cp "$peer" "$root/opt/weida/bin/peer"; fi
 
 log="$target/swift-test.log"
 status=0
+# Swift's task pool is held to one thread (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1) until the
+# flaky failures kotlin-swift/README.md lists under "Known gaps" are explained: with several
+# threads making first polls, about one full run in eight had one; with one, none of twelve.
+# WEIDA_SWIFT_POOL=wide runs the tests with the pool as it comes, to chase them.
+strict=1
+[ "${WEIDA_SWIFT_POOL:-}" = wide ] && strict=0
 chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    TMPDIR=/tmp LANG=C.UTF-8 WEIDA_PEER_BIN=/opt/weida/bin/peer bash -c '
+    TMPDIR=/tmp LANG=C.UTF-8 WEIDA_PEER_BIN=/opt/weida/bin/peer \
+    LIBDISPATCH_COOPERATIVE_POOL_STRICT=$strict bash -c '
         cd /src/kotlin-swift/swift &&
         swift test --disable-swift-testing --scratch-path /build \
             -Xlinker -L/opt/weida/lib -Xlinker -rpath -Xlinker /opt/weida/lib "$@"' swift-test "$@" 2>&1 \
