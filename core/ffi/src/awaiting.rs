@@ -190,14 +190,16 @@ mod tests {
         assert_eq!(block_on(waiting).ok(), Some(2));
     }
 
+    /// Says on its channel when it is dropped: a core future holding it was dropped.
+    struct Dropped(mpsc::Sender<()>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+
     #[test]
     fn dropping_the_awaiting_future_drops_the_core_future() {
-        struct Dropped(mpsc::Sender<()>);
-        impl Drop for Dropped {
-            fn drop(&mut self) {
-                let _ = self.0.send(());
-            }
-        }
         let (tx, rx) = mpsc::channel();
         let guard = Dropped(tx);
         let waiting = run(Call::new(async move {
@@ -210,12 +212,6 @@ mod tests {
 
     #[test]
     fn a_fired_cancel_drops_the_core_future_and_the_awaiting_one_is_aborted() {
-        struct Dropped(mpsc::Sender<()>);
-        impl Drop for Dropped {
-            fn drop(&mut self) {
-                let _ = self.0.send(());
-            }
-        }
         let (tx, rx) = mpsc::channel();
         let guard = Dropped(tx);
         let cancel = Cancel::new();
