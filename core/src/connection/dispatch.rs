@@ -525,7 +525,17 @@ impl<E: Endpoints> Dispatch<E> {
                     }
                     .encode(&mut out);
                     let written = send.write(Bytes::from(out)).await.is_ok();
-                    if let (true, Some(_)) = (written, conn) {
+                    if let (true, None) = (written, conn) {
+                        // A local socket closed with bytes it has not read is a reset at the
+                        // dialler (Linux), which then loses the frame queued for it: the
+                        // dialler's end is read to its close first, bounded.
+                        let _ = send.finish().await;
+                        let wait = CLOSE_FRAME_WAIT.min(self.ctx.limits.idle_timeout);
+                        let _ = tokio::time::timeout(wait, async {
+                            while let Ok(Some(_)) = ctl.next().await {}
+                        })
+                        .await;
+                    } else if let (true, Some(_)) = (written, conn) {
                         // A QUIC close discards the stream data it has not sent: the frame, and
                         // a FIN after it, go first, until the dialler's transport acknowledges
                         // them, or the dialler would learn only the close (§3.2 step 4).
