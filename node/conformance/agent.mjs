@@ -354,7 +354,8 @@ async function servePuller(puller, handle, mode) {
     for (;;) {
       try {
         const m = await puller.recv()
-        event('received', handle, messageJson(m))
+        // With the sequence and gap under PerProducer ordering (PATTERNS §1.7), else null.
+        event('received', handle, { ...messageJson(m), sequence: numberOrNull(m.meta.sequence), gap: numberOrNull(m.meta.gap) })
       } catch (e) {
         if (e instanceof WeidaError && e.code === 'ERR_WEIDA_CLOSED') {
           eventError('closed', handle, e)

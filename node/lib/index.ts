@@ -25,9 +25,12 @@ export type MetadataInit = Record<string, string | Uint8Array>
 /** Per-connection bounds; an absent field keeps the core's default (docs in core `Limits`). */
 export type Limits = native.LimitsOptions
 /**
- * The ordering level a runtime requires (core `Ordering`): `'detect'` numbers a subscriber's
- * copies per publisher and reports gaps (`meta.sequence`, `meta.gap`); `'reassemble'` also
- * holds out-of-order copies, up to `limits.maxReorderHold`.
+ * The ordering level a runtime requires of what it receives (core `Ordering`): `'detect'`
+ * numbers a subscriber's copies per publisher and a puller's messages per pusher connection,
+ * and reports gaps (`meta.sequence`, `meta.gap`); `'reassemble'` also holds a subscriber's
+ * out-of-order copies, up to `limits.maxReorderHold`. A runtime that requires an ordering its
+ * peer's pattern cannot honour refuses it with `NegotiationFailed` (a pusher offers detect, a
+ * requester none: docs/PATTERNS.md §1.7).
  */
 export type Ordering = 'none' | 'detect' | 'reassemble'
 
@@ -49,7 +52,7 @@ export interface RuntimeOptions {
   sendTimeoutMs?: number | null
   /** The UDP socket buffer size asked of the kernel, in bytes. Default 4 MiB. */
   udpBuffer?: number
-  /** The ordering level this runtime requires of every connection. Default `'none'`. */
+  /** The ordering level this runtime requires of what it receives. Default `'none'`. */
   ordering?: Ordering
   /**
    * The largest body `send`/`publish` write as a frame on a message lane (one long-lived stream

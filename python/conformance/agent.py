@@ -913,7 +913,10 @@ class Agent:
                 except weida.WeidaError as e:
                     out.event_error("receive_failed", handle, e)
                     continue
-                out.event("received", handle, **message_json(m))
+                # With the sequence and gap under PerProducer ordering (PATTERNS §1.7), else null.
+                out.event(
+                    "received", handle, **message_json(m), sequence=m.meta.sequence, gap=m.meta.gap
+                )
             else:
                 try:
                     t = await puller.accept()

@@ -23,8 +23,9 @@ _StrPath = str | PathLike[str]
 _Ordering = Literal["none", "detect", "reassemble"]
 _OutboxFull = Literal["block", "drop", "reject"]
 """An ordering level (``RuntimeConfig::guarantees``): ``"detect"`` numbers each publisher's
-messages and reports gaps; ``"reassemble"`` also holds out-of-order ones
-(``Limits.max_reorder_hold``)."""
+and pusher's messages and reports gaps; ``"reassemble"`` also holds out-of-order copies
+(``Limits.max_reorder_hold``; subscribers only: a runtime that requires it refuses pushers with
+``NegotiationFailed``)."""
 
 @final
 class ReconnectPolicy:
@@ -364,8 +365,9 @@ class Runtime:
     """The process-wide entry point: dials, binds, owns every connection.
 
     ``async with Runtime() as rt:`` shuts it down on exit. ``ordering`` is the ordering level
-    it requires of its connections; its subscribers receive under it (``"detect"``: gaps in
-    ``msg.meta.gap``; ``"reassemble"``: reordered too). ``lane_max_message`` is the largest
+    it requires of what it receives; its subscribers and pullers receive under it (``"detect"``:
+    gaps in ``msg.meta.gap``; ``"reassemble"``: subscribers' copies reordered too, and pushers,
+    requesters and raw peers refused; ``"detect"`` refuses requesters and raw peers). ``lane_max_message`` is the largest
     body ``send``/``publish`` write as a frame on a message lane (0: off; default 16 KiB).
     """
 
@@ -767,7 +769,8 @@ class IncomingMeta:
         """The Pub/Sub topic, when there is one."""
     @property
     def sequence(self) -> int | None:
-        """The PerProducer sequence number, when negotiated."""
+        """The PerProducer sequence number: a Pub/Sub copy's or a pushed message's, when the
+        receiving runtime requires ordering."""
     @property
     def gap(self) -> int | None:
         """Numbers missed before this one, under PerProducer ordering."""

@@ -197,6 +197,9 @@ pub(crate) fn serve_puller(puller: Arc<Puller>, handle: String, mode: PullerMode
                     Ok(m) => {
                         let mut f = meta_fields(&m.meta);
                         f.insert("body".into(), summary(&m.body));
+                        // Under PerProducer ordering (PATTERNS §1.7), else null.
+                        f.insert("sequence".into(), m.meta.sequence.into());
+                        f.insert("gap".into(), m.meta.gap.into());
                         out.event("received", &handle, f);
                     }
                     Err(Error::Closed) => {

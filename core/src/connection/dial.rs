@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::context::Context;
 use super::control::ControlReader;
-use super::handshake::{conclude, our_hello, Side};
+use super::handshake::{conclude, our_hello, Flow, Side};
 use super::link::Link;
 use crate::address::{Address, Target};
 use crate::config::{Limits, RuntimeConfig};
@@ -62,13 +62,14 @@ impl Dialler {
 
     /// Dials `address` and runs the HELLO handshake (PROTOCOL.md §3.2): a link to `path`, with
     /// `session` announced in this side's HELLO (a local-socket subscriber's parked
-    /// connections).
+    /// connections), which offers and requires the ordering `flow` honours.
     pub(crate) async fn dial(
         &self,
         ctx: &Arc<Context>,
         address: &Address,
         path: Arc<str>,
         session: Option<Session>,
+        flow: Flow,
     ) -> Result<Arc<Link>> {
         // Everything up to the listener's HELLO is bounded by `connect_timeout`: a dial to a
         // port where nothing listens must say so, not wait out the idle timeout.
@@ -134,7 +135,7 @@ impl Dialler {
         ctx.track(&conn);
         // HELLO: ours first, then the peer's (PROTOCOL.md §3.2).
         let mut out = vec![StreamType::Control.to_byte()];
-        let mine = our_hello(&ctx.config, session.as_ref());
+        let mine = our_hello(&ctx.config, session.as_ref(), flow);
         ControlFrame::Hello(mine.clone()).encode(&mut out);
         if let Err(e) = send.write(Bytes::from(out)).await {
             return Err(closed_error(&conn, e.into_write_error("")));

@@ -21,7 +21,7 @@ use super::goaway::Tracker;
 use super::handles::{
     write_error_reply, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message,
 };
-use super::handshake::{conclude, our_hello, Agreed, Side};
+use super::handshake::{conclude, our_hello, Agreed, Flow, Side};
 use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
 use super::share::Shares;
 use crate::error::{Error, Limit, LossCause};
@@ -503,7 +503,7 @@ impl<E: Endpoints> Dispatch<E> {
         let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next())
             .await
             .unwrap_or(Ok(None));
-        let mine = our_hello(&self.ctx.config, None);
+        let mine = our_hello(&self.ctx.config, None, Flow::Receives);
         match conclude(Side::Bound, &mine, first) {
             Ok(agreed) => {
                 let mut out = Vec::new();

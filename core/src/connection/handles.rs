@@ -35,6 +35,8 @@ pub struct IncomingMeta {
     pub sequence: Option<u64>,
     /// How many numbers were missed before this one, under PerProducer ordering.
     pub gap: Option<u64>,
+    /// Who numbered it (the PRODUCER field): the scope of `sequence`.
+    pub(crate) producer: Option<Bytes>,
 }
 
 impl IncomingMeta {
@@ -52,6 +54,7 @@ impl IncomingMeta {
             topic: h.topic,
             sequence: h.sequence,
             gap: None,
+            producer: h.producer,
         }
     }
 }
@@ -312,6 +315,10 @@ impl IncomingTransfer {
     /// What arrived with the stream.
     pub fn meta(&self) -> &IncomingMeta {
         &self.meta
+    }
+
+    pub(crate) fn meta_mut(&mut self) -> &mut IncomingMeta {
+        &mut self.meta
     }
 
     fn map(&self, e: StreamError) -> Error {

@@ -9,24 +9,49 @@ use crate::wire::{
     lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session, FEATURE_PATH_CHECK,
 };
 
-/// This runtime's HELLO: it offers every level it implements and requires its configuration's
-/// (PROTOCOL.md §3.3); `session` is a local-socket subscriber's (§3.7). It always sets the
-/// path check (§3.1.5): a listener of this implementation answers CHECK, and a dialler asks
-/// it before it uses a path.
-pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>) -> Hello {
+/// What the endpoint a connection serves does with PerProducer numbering (PROTOCOL.md §3.3,
+/// GUARANTEES §4): it decides the ordering this side's HELLO offers and requires. Ordering is
+/// offered only by a side that honours it, so a peer that requires more is refused with
+/// NEGOTIATION_FAILED instead of being accepted and never numbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Flow {
+    /// A listener (its HELLO comes before any path, so it speaks for every endpoint it may
+    /// bind) and a subscriber: offers every level implemented, requires the configuration's.
+    Receives,
+    /// A pusher: numbers what it sends, and a puller detects gaps (it holds nothing back), so
+    /// it offers detect. It receives nothing numbered, so it requires no ordering.
+    Numbers,
+    /// A requester or a raw peer: an exchange or a stream has no producer order to number, so
+    /// it offers none and requires none.
+    Unordered,
+}
+
+/// This runtime's HELLO for a connection serving `flow`: the ordering that flow honours, the
+/// configuration's requirement where the flow receives numbered messages (PROTOCOL.md §3.3);
+/// `session` is a local-socket subscriber's (§3.7). It always sets the path check (§3.1.5): a
+/// listener of this implementation answers CHECK, and a dialler asks it before it uses a path.
+pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>, flow: Flow) -> Hello {
     let lanes = if config.lane_max_message > 0 {
         lane_frame::FEATURE_LANES | lane_frame::FEATURE_PARKED_LANES
     } else {
         0
     };
+    let (offered, required) = match flow {
+        Flow::Receives => (Ordering::Reassemble, config.guarantees.ordering),
+        Flow::Numbers => (Ordering::Detect, Ordering::None),
+        Flow::Unordered => (Ordering::None, Ordering::None),
+    };
     Hello {
         max_header_size: config.limits.max_header_size,
         features: lanes | FEATURE_PATH_CHECK,
         offered: GuaranteeSet {
-            ordering: Ordering::Reassemble,
+            ordering: offered,
             other: Vec::new(),
         },
-        required: config.guarantees.clone(),
+        required: GuaranteeSet {
+            ordering: required,
+            other: config.guarantees.other.clone(),
+        },
         session: session.map(Session::encode),
     }
 }
@@ -173,7 +198,7 @@ mod tests {
             },
             ..RuntimeConfig::default()
         };
-        our_hello(&config, None)
+        our_hello(&config, None, Flow::Receives)
     }
 
     fn session(parked: u64) -> Session {
@@ -465,7 +490,10 @@ mod tests {
         assert_eq!(hello(false, Ordering::None).features, FEATURE_PATH_CHECK);
         let s = session(2);
         let config = RuntimeConfig::default();
-        assert_eq!(our_hello(&config, Some(&s)).session, Some(s.encode()));
+        assert_eq!(
+            our_hello(&config, Some(&s), Flow::Receives).session,
+            Some(s.encode())
+        );
     }
 
     /// The path check is in use only when both HELLOs set its bit: a peer that predates it
@@ -520,9 +548,9 @@ mod tests {
         let read = |path: &str| {
             std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
         };
-        let frame = |config: &RuntimeConfig, session: Option<&Session>| {
+        let frame = |config: &RuntimeConfig, session: Option<&Session>, flow: Flow| {
             let mut out = Vec::new();
-            ControlFrame::Hello(our_hello(config, session)).encode(&mut out);
+            ControlFrame::Hello(our_hello(config, session, flow)).encode(&mut out);
             out
         };
         let spaced = |b: &[u8]| {
@@ -541,7 +569,7 @@ mod tests {
             )
         };
         let default = RuntimeConfig::default();
-        let hello = frame(&default, None);
+        let hello = frame(&default, None, Flow::Receives);
         let detect = RuntimeConfig {
             guarantees: GuaranteeSet {
                 ordering: Ordering::Detect,
@@ -556,13 +584,21 @@ mod tests {
         let control = [&[StreamType::Control.to_byte()][..], &hello].concat();
         let shown = [
             ("§3.3, the default HELLO", spaced(&hello)),
-            ("§3.3, requiring detect", spaced(&frame(&detect, None))),
+            ("§3.3, requiring detect", spaced(&frame(&detect, None, Flow::Receives))),
+            (
+                "§3.3, a pusher's HELLO",
+                spaced(&frame(&detect, None, Flow::Numbers)),
+            ),
+            (
+                "§3.3, a requester's HELLO",
+                spaced(&frame(&detect, None, Flow::Unordered)),
+            ),
             ("§3.2, the dialler's first bytes", spaced(&control)),
             ("§3.6, the dialler's first chunk", chunk(&control)),
             ("§3.6, the listener's answer", chunk(&hello)),
             (
                 "§3.7, a parking subscriber",
-                spaced(&frame(&default, Some(&parked))),
+                spaced(&frame(&default, Some(&parked), Flow::Receives)),
             ),
         ];
         let doc = read("docs/PROTOCOL.md");

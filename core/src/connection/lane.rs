@@ -11,8 +11,10 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::context::Context;
+use super::numbering::Numbering;
 use crate::error::{Error, LossCause, Result};
 use crate::transport::{Conn, SendHalf};
+use crate::wire::Header;
 
 /// Frames a lane queues before `send` waits: backpressure, as a stream slot was.
 const QUEUE: usize = 256;
@@ -31,6 +33,10 @@ struct QueuedFrame {
 pub(crate) enum FrameHead {
     Inline([u8; 10], u8),
     Encoded(Vec<u8>),
+    /// A header to number as the frame is queued, and a body of this length: numbered and
+    /// encoded under the queue's lock, so the numbers follow the lane's order whatever the
+    /// senders' interleaving (PROTOCOL.md §4: a gap must mean a message that never arrived).
+    Numbered(Box<Header>, usize, Arc<Numbering>),
 }
 
 impl FrameHead {
@@ -48,6 +54,20 @@ impl FrameHead {
         match self {
             Self::Inline(b, n) => &b[..*n as usize],
             Self::Encoded(v) => v,
+            Self::Numbered(..) => unreachable!("numbered as it is queued"),
+        }
+    }
+
+    /// The head as queued: a numbered one takes its number now.
+    fn queued(self) -> Self {
+        match self {
+            Self::Numbered(mut h, len, numbering) => {
+                numbering.number(&mut h);
+                let mut head = Vec::with_capacity(24);
+                crate::wire::lane_frame::encode_frame_head(&*h, len, &mut head);
+                Self::Encoded(head)
+            }
+            other => other,
         }
     }
 }
@@ -185,7 +205,10 @@ impl Lane {
         if st.frames.len() >= QUEUE {
             return Err(TrySend::Full(head, body));
         }
-        st.frames.push_back(QueuedFrame { head, body });
+        st.frames.push_back(QueuedFrame {
+            head: head.queued(),
+            body,
+        });
         let first = st.frames.len() == 1;
         drop(st);
         if first {

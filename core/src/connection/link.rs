@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::context::Context;
 use super::handshake::Agreed;
 use super::lane::{FrameHead, Lane, TrySend};
+use super::numbering::Numbering;
 use crate::error::{Error, Limit, LossCause, Result};
 use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf, UnclaimedHalf};
 use crate::wire::{lane_frame, varint, Code, ControlFrame, Header, Session, StreamType};
@@ -45,6 +46,9 @@ pub(crate) struct Link {
     /// Both HELLOs set lanes and lanes on parked connections: a parked connection may carry
     /// a lane of copies (PROTOCOL.md §3.7).
     pub(crate) parked_lanes: bool,
+    /// The peer requires PerProducer ordering and this side's HELLO offered it (a pusher's):
+    /// what a pusher sends here is numbered (PROTOCOL.md §3.3).
+    pub(crate) numbering: Option<Arc<Numbering>>,
     /// SUBSCRIBE/UNSUBSCRIBE/CHECK requests waiting for their ANSWER.
     answers: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<(Code, String)>>>,
     next_request: AtomicU64,
@@ -78,6 +82,7 @@ impl Link {
             lane: Mutex::new(None),
             lane_gen: AtomicU64::new(0),
             session,
+            numbering: agreed.numbered.then(|| Arc::new(Numbering::new())),
             answers: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             ended: AtomicBool::new(false),
@@ -178,29 +183,37 @@ impl Link {
 
     /// Sends a whole message as a frame on this link's lane (started on first use). A lane that
     /// ended early reports why to one sender, then is replaced. Waits while the lane's queue is
-    /// full. Cancel-safe.
+    /// full. `numbered`: the frame takes the link's next number as it is queued (a pusher's,
+    /// when the peer requires ordering). Cancel-safe.
     pub(crate) async fn lane_send(
         &self,
         header: Header,
         body: Bytes,
+        numbered: bool,
         send_timeout: Option<std::time::Duration>,
     ) -> Result<()> {
         self.ctx.check_running()?;
-        let head = if header.is_empty() {
-            FrameHead::plain(body.len())
-        } else {
+        let encoded = |header: &Header| {
             let mut head = Vec::with_capacity(16);
-            lane_frame::encode_frame_head(&header, body.len(), &mut head);
-            FrameHead::Encoded(head)
+            lane_frame::encode_frame_head(header, body.len(), &mut head);
+            head
         };
-        let counted = match &head {
-            // One version byte: within any bound a HELLO may announce.
-            FrameHead::Inline(..) => 1,
-            FrameHead::Encoded(h) => {
-                h.len() - varint::len(body.len() as u64) - varint::len_from_first_byte(h[0])
+        let counted = |h: &[u8]| {
+            h.len() - varint::len(body.len() as u64) - varint::len_from_first_byte(h[0])
+        };
+        let head = match &self.numbering {
+            Some(n) if numbered => {
+                // The bound is checked at the largest number: nothing is taken before.
+                self.within_peer_header(counted(&encoded(&n.largest(&header))))?;
+                FrameHead::Numbered(Box::new(header), body.len(), n.clone())
+            }
+            _ if header.is_empty() => FrameHead::plain(body.len()),
+            _ => {
+                let head = encoded(&header);
+                self.within_peer_header(counted(&head))?;
+                FrameHead::Encoded(head)
             }
         };
-        self.within_peer_header(counted)?;
         let lane = {
             let mut slot = self.lane.lock().unwrap();
             if let Some(l) = slot.as_ref() {

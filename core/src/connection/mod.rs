@@ -25,6 +25,7 @@ pub(crate) mod handles;
 pub(crate) mod handshake;
 pub(crate) mod lane;
 pub(crate) mod link;
+pub(crate) mod numbering;
 pub(crate) mod receipts;
 pub(crate) mod reverse;
 pub(crate) mod share;

@@ -9,6 +9,7 @@
 //! layer below it (docs/ARCHITECTURE.md §1, checked by
 //! `core/layers.py`).
 
+mod ordering;
 pub(crate) mod pubsub;
 mod pushpull;
 mod raw;
@@ -29,6 +30,7 @@ use bytes::Bytes;
 use crate::address::Address;
 use crate::config::{Bounds, EndpointOptions};
 use crate::connection::handles::{OutgoingTransfer, PendingReply};
+use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
 use crate::error::Result;
 use crate::runtime::events::PeerEvent;
@@ -57,12 +59,13 @@ impl Drop for Dialer {
 
 impl Dialer {
     /// A dialer for an endpoint that opens the stream kinds `streams`
-    /// ([`crate::wire::check_streams`]): every path it connects must take one of them.
-    fn new(pool: Arc<Pool>, options: &EndpointOptions, streams: u64) -> Result<Self> {
+    /// ([`crate::wire::check_streams`]): every path it connects must take one of them. `flow`
+    /// is the ordering its connections offer and require.
+    fn new(pool: Arc<Pool>, options: &EndpointOptions, streams: u64, flow: Flow) -> Result<Self> {
         let bounds = options.resolve(&pool.ctx.config)?;
         let peers = Arc::new(PeerSet::default());
         Ok(Self {
-            owner: Arc::new(Pooled::new(pool.clone(), peers.clone(), streams)),
+            owner: Arc::new(Pooled::new(pool.clone(), peers.clone(), streams, flow)),
             pool,
             peers,
             bounds,

@@ -1,8 +1,10 @@
-//! PerProducer ordering at a receiver (GUARANTEES §3, PATTERNS §4): copies numbered by their
-//! producer are delivered with the gap they reveal (detect), or held until the missing numbers
-//! arrive, bounded (reassemble). Pure: no I/O, so every rule is a unit test.
+//! PerProducer ordering at a receiver (GUARANTEES §3, PATTERNS §1.7, §4): messages numbered
+//! by their producer are delivered with the gap they reveal (detect), or held until the missing
+//! numbers arrive, bounded (reassemble: Pub/Sub copies). Pure: no I/O, so every rule is a unit
+//! test.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::Hash;
 
 use crate::wire::Ordering;
 
@@ -120,6 +122,17 @@ impl<T> Orderer<T> {
         }
     }
 
+    /// The gap before a message numbered `seq`, under detect, which holds nothing: what a
+    /// receiver that delivers as messages complete reports with each.
+    pub(crate) fn detect(&mut self, seq: u64) -> u64 {
+        if seq < self.expected {
+            return 0;
+        }
+        let gap = seq - self.expected;
+        self.expected = seq + 1;
+        gap
+    }
+
     /// Copies held now (reassemble).
     #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
@@ -127,9 +140,69 @@ impl<T> Orderer<T> {
     }
 }
 
+/// At most this many producers are remembered per receiving endpoint.
+pub(crate) const MAX_PRODUCERS: usize = 1024;
+
+/// The detect numbering of one receiving endpoint, per producer name, at most
+/// [`MAX_PRODUCERS`]: a peer that names a new producer per message cannot grow it without
+/// bound. Past the bound the producer heard from least recently is forgotten (most often one
+/// whose connection ended: each connection is a new producer); one forgotten that speaks again
+/// is counted from 1, so its next gap counts the numbers before it.
+#[derive(Debug, Default)]
+pub(crate) struct Detectors<K: Hash + Eq + Clone> {
+    by: HashMap<K, (Orderer<()>, u64)>,
+    tick: u64,
+}
+
+impl<K: Hash + Eq + Clone> Detectors<K> {
+    /// The gap before `seq` from `producer`.
+    pub(crate) fn gap(&mut self, producer: &K, seq: u64) -> u64 {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some((o, last)) = self.by.get_mut(producer) {
+            *last = tick;
+            return o.detect(seq);
+        }
+        if self.by.len() >= MAX_PRODUCERS {
+            let oldest = self
+                .by
+                .iter()
+                .min_by_key(|(_, (_, last))| *last)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.by.remove(&k);
+            }
+        }
+        let mut o = Orderer::new(Ordering::Detect, 0);
+        let gap = o.detect(seq);
+        self.by.insert(producer.clone(), (o, tick));
+        gap
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detectors_count_per_producer_and_forget_the_least_recent_past_the_bound() {
+        let mut d = Detectors::default();
+        assert_eq!(d.gap(&0u32, 1), 0);
+        assert_eq!(d.gap(&1u32, 3), 2);
+        assert_eq!(d.gap(&0u32, 2), 0);
+        assert_eq!(d.gap(&0u32, 5), 2);
+        // A late number is gap 0, and does not move the count back.
+        assert_eq!(d.gap(&0u32, 4), 0);
+        assert_eq!(d.gap(&0u32, 6), 0);
+        for p in 2..MAX_PRODUCERS as u32 + 1 {
+            d.gap(&p, 1);
+        }
+        assert_eq!(d.by.len(), MAX_PRODUCERS);
+        // Producer 1 was heard from least recently: forgotten, it counts from 1 again.
+        assert!(!d.by.contains_key(&1));
+        assert_eq!(d.gap(&0u32, 7), 0);
+        assert_eq!(d.gap(&1u32, 4), 3);
+    }
 
     fn run(level: Ordering, hold: usize, seqs: &[u64]) -> Vec<(u64, Option<u64>)> {
         let mut o = Orderer::new(level, hold);

@@ -14,8 +14,10 @@ use crate::config::{EndpointOptions, OutboxFull};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
 use crate::connection::dispatch::Queued;
+use crate::connection::handshake::Flow;
 use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::connection::link::Link;
+use crate::patterns::ordering::Detectors;
 use crate::error::{Error, Result};
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
@@ -56,7 +58,12 @@ impl Runtime {
     /// A [`Pusher`] with bounds of its own: its `send_timeout`, `reconnect` and outbox (the
     /// other options do not apply to a pusher). `InvalidConfig` for an option out of range.
     pub fn pusher_with(&self, options: &EndpointOptions) -> Result<Pusher> {
-        let dialer = Dialer::new(self.pool.clone(), options, check_streams::TRANSFER)?;
+        let dialer = Dialer::new(
+            self.pool.clone(),
+            options,
+            check_streams::TRANSFER,
+            Flow::Numbers,
+        )?;
         Ok(Pusher {
             outbox: self.pool.outbox(dialer.bounds.outbox),
             dialer,
@@ -74,7 +81,11 @@ impl Listener {
     /// `recv` collects) and `endpoint_queue`.
     pub fn puller_with(&self, path: &str, options: &EndpointOptions) -> Result<Puller> {
         let inbox = self.register(path, RouteKind::Puller, options)?;
-        Ok(Puller { inbox })
+        let detect = inbox.ctx.config.guarantees.ordering >= crate::wire::Ordering::Detect;
+        Ok(Puller {
+            inbox,
+            detectors: detect.then(Default::default),
+        })
     }
 }
 
@@ -269,7 +280,8 @@ impl Pusher {
         }
         let mut body = Some(body);
         let sent = self.dialer.peers.try_pick(|link, lane| {
-            if !link.lanes {
+            // A numbered message takes its number as it is queued (`send` does that).
+            if !link.lanes || link.numbering.is_some() {
                 return None;
             }
             match link.lane_try_send(lane, body.take().expect("offered once")) {
@@ -310,19 +322,28 @@ impl Pusher {
 
     /// Opens a streamed message; `finish()` returns the [`crate::Delivery`] for its receipt.
     /// Cancel-safe: an `open` dropped before it returns opens nothing the puller receives (a
-    /// stream dropped during the write of its header is reset).
+    /// stream dropped during the write of its header is reset; under PerProducer ordering its
+    /// number is then a gap at the puller).
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
-        let header = Header {
+        let mut header = Header {
             meta,
             ..Header::default()
         };
-        self.dialer.transfer(header, None).await
+        self.dialer.pool.ctx.check_open()?;
+        let (link, left) = self.dialer.pick().await?;
+        if let Some(n) = &link.numbering {
+            n.number(&mut header);
+        }
+        self.dialer
+            .transfer_within(&link, header, None, left)
+            .await
     }
 }
 
 /// Writes a whole message on `link`: a frame on its lane when the body is small and the peer
 /// takes lanes, else a stream of its own, finished. Returns once the lane took it or the FIN
-/// is queued; an error means neither happened.
+/// is queued; an error means neither happened. Numbered when the peer requires ordering: a
+/// frame as the lane queues it, a stream as it is opened (PROTOCOL.md §4).
 async fn write_whole(
     ctx: &Arc<Context>,
     link: &Link,
@@ -330,12 +351,15 @@ async fn write_whole(
     body: Bytes,
     within: Option<Duration>,
 ) -> Result<()> {
-    let header = Header {
+    let mut header = Header {
         meta,
         ..Header::default()
     };
     if link.lanes && body.len() <= ctx.config.lane_max_message {
-        return link.lane_send(header, body, within).await;
+        return link.lane_send(header, body, true, within).await;
+    }
+    if let Some(n) = &link.numbering {
+        n.number(&mut header);
     }
     let (send, _) = link
         .open(StreamType::Transfer, header, Some(body), within)
@@ -348,6 +372,9 @@ async fn write_whole(
 /// Receives pushed messages at a bound path.
 pub struct Puller {
     inbox: Inbox,
+    /// The runtime requires PerProducer ordering: its connections' pushers number what they
+    /// send, and each message is delivered with the gap before it (detect, PATTERNS §1.7).
+    detectors: Option<std::sync::Mutex<Detectors<Bytes>>>,
 }
 
 impl Puller {
@@ -366,7 +393,28 @@ impl Puller {
         if let Some(r) = self.try_recv() {
             return r;
         }
-        Box::pin(self.recv_waiting()).await
+        let r = Box::pin(self.recv_waiting()).await;
+        r.map(|mut m| {
+            self.gap(&mut m);
+            m
+        })
+    }
+
+    /// `m` with the gap before it, under PerProducer ordering: counted as messages are
+    /// delivered, so one that completes after a later one (a large body on a stream of its own,
+    /// overtaken by small ones on the lane) is first counted in that later one's gap, then
+    /// arrives with gap 0. A message handed back already has its gap.
+    fn gap(&self, m: &mut Message) {
+        let (Some(d), Some(seq), Some(p), None) = (
+            &self.detectors,
+            m.meta.sequence,
+            &m.meta.producer,
+            m.meta.gap,
+        ) else {
+            return;
+        };
+        let gap = d.lock().unwrap().gap(p, seq);
+        Arc::make_mut(&mut m.meta).gap = Some(gap);
     }
 
     async fn recv_waiting(&self) -> Result<Message> {
@@ -436,6 +484,14 @@ impl Puller {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Option<Result<Message>> {
+        let r = self.try_recv_raw()?;
+        Some(r.map(|mut m| {
+            self.gap(&mut m);
+            m
+        }))
+    }
+
+    fn try_recv_raw(&self) -> Option<Result<Message>> {
         match self.inbox.take_ready() {
             Some(Ok(Queued::Message(m))) => return Some(Ok(m)),
             Some(Ok(Queued::Refused(e))) => return Some(Err(*e)),
@@ -483,7 +539,13 @@ impl Puller {
         while out.len() < max {
             // Whole messages under one lock; what is left (a stream, a refusal, an empty
             // queue, a message handed back) the receive below takes or reports.
+            let from = out.len();
             self.inbox.take_ready_messages(&mut out, max);
+            if self.detectors.is_some() {
+                for m in &mut out[from..] {
+                    self.gap(m);
+                }
+            }
             if out.len() >= max {
                 break;
             }
@@ -517,9 +579,16 @@ impl Puller {
         self.inbox.close();
     }
 
-    /// The next message as a stream, for bodies read in parts. Cancel-safe.
+    /// The next message as a stream, for bodies read in parts; under PerProducer ordering,
+    /// with the gap before it in its meta. Cancel-safe.
     pub async fn accept(&self) -> Result<IncomingTransfer> {
-        transfer(self.inbox.next().await?)
+        let mut t = transfer(self.inbox.next().await?)?;
+        let meta = t.meta();
+        if let (Some(d), Some(seq), Some(p)) = (&self.detectors, meta.sequence, &meta.producer) {
+            let gap = d.lock().unwrap().gap(p, seq);
+            t.meta_mut().gap = Some(gap);
+        }
+        Ok(t)
     }
 }
 

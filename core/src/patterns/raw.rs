@@ -5,6 +5,7 @@ use super::Dialer;
 use crate::address::Address;
 use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
+use crate::connection::handshake::Flow;
 use crate::connection::handles::{Incoming, OutgoingTransfer, PendingReply};
 use crate::error::Result;
 use crate::runtime::inbox::Inbox;
@@ -43,6 +44,7 @@ impl Runtime {
                 self.pool.clone(),
                 options,
                 check_streams::TRANSFER | check_streams::EXCHANGE,
+                Flow::Unordered,
             )?,
         })
     }

@@ -6,6 +6,7 @@ use super::Dialer;
 use crate::address::Address;
 use crate::config::EndpointOptions;
 use crate::connection::admission::RouteKind;
+use crate::connection::handshake::Flow;
 use crate::connection::handles::{Exchange, Incoming, Message, OutgoingTransfer, PendingReply};
 use crate::error::{Error, Result};
 use crate::runtime::inbox::Inbox;
@@ -55,7 +56,12 @@ impl Runtime {
     /// and `max_collected_body` (the largest reply `request` and `body` collect).
     pub fn requester_with(&self, options: &EndpointOptions) -> Result<Requester> {
         Ok(Requester {
-            dialer: Dialer::new(self.pool.clone(), options, check_streams::EXCHANGE)?,
+            dialer: Dialer::new(
+                self.pool.clone(),
+                options,
+                check_streams::EXCHANGE,
+                Flow::Unordered,
+            )?,
         })
     }
 }

@@ -11,6 +11,7 @@ use super::outbox::Outbox;
 use crate::address::Address;
 use crate::connection::context::Context;
 use crate::connection::dial::{subscriber_session, Dialler};
+use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
 use crate::error::Result;
 
@@ -19,8 +20,9 @@ pub(crate) struct Pool {
     pub(crate) ctx: Arc<Context>,
     dialler: Dialler,
     // Strong: a finished transfer needs no local handle, only its connection, and the pool is
-    // what keeps it (PATTERNS §1.1). Connections end with drain/shutdown or the peer.
-    links: Mutex<HashMap<String, Arc<Link>>>,
+    // what keeps it (PATTERNS §1.1). Connections end with drain/shutdown or the peer. Keyed by
+    // address and flow: a pusher's HELLO offers what a requester's does not.
+    links: Mutex<HashMap<(String, Flow), Arc<Link>>>,
     /// The runtime the connections run on, for work started from a drop.
     runtime: OnceLock<tokio::runtime::Handle>,
     /// The pushers' outboxes, for a drain to write out first.
@@ -80,21 +82,21 @@ impl Pool {
         }
     }
 
-    /// The live connection for `address` (one per dialled path), dialling it if needed.
+    /// The live connection for `address` (one per dialled path and flow), dialling it if needed.
     /// A drain's flush may still dial (a slot recorded by `connect_later` whose outbox waits),
     /// so this checks that the runtime runs, not that it admits work: the endpoints do that.
-    pub(crate) async fn link(&self, address: &Address) -> Result<Arc<Link>> {
+    pub(crate) async fn link(&self, address: &Address, flow: Flow) -> Result<Arc<Link>> {
         self.ctx.check_running()?;
         let _ = self.runtime.set(tokio::runtime::Handle::current());
         let path: Arc<str> = address.endpoint_path()?.into();
-        let key = address.to_string();
+        let key = (address.to_string(), flow);
         if let Some(l) = self.links.lock().unwrap().get(&key).cloned() {
             if l.conn.loss().is_none() {
                 return Ok(l);
             }
         }
         let span = tracing::debug_span!("dial", %address);
-        let dial = self.dialler.dial(&self.ctx, address, path, None);
+        let dial = self.dialler.dial(&self.ctx, address, path, None, flow);
         let link = dial.instrument(span).await?;
         self.links.lock().unwrap().insert(key, link.clone());
         Ok(link)
@@ -109,7 +111,7 @@ impl Pool {
         let path: Arc<str> = address.endpoint_path()?.into();
         let session = subscriber_session(&self.ctx.limits, address);
         let span = tracing::debug_span!("dial", %address, subscriber = true);
-        let dial = self.dialler.dial(&self.ctx, address, path, session);
+        let dial = self.dialler.dial(&self.ctx, address, path, session, Flow::Receives);
         dial.instrument(span).await
     }
 

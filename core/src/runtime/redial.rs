@@ -18,6 +18,7 @@ use super::pool::Pool;
 use crate::address::{Address, Target};
 use crate::config::{GiveUp, ReconnectPolicy};
 use crate::connection::context::Context;
+use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
 use crate::error::{Error, ErrorCode, LossCause, Result};
 use crate::transport::{inproc, PeerIdentity};
@@ -45,14 +46,17 @@ pub(crate) struct Pooled {
     /// The stream kinds the endpoint opens, which the path it dials must take
     /// ([`crate::wire::check_streams`]).
     streams: u64,
+    /// The ordering its connections offer and require.
+    flow: Flow,
 }
 
 impl Pooled {
-    pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>, streams: u64) -> Self {
+    pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>, streams: u64, flow: Flow) -> Self {
         Self {
             pool,
             peers,
             streams,
+            flow,
         }
     }
 }
@@ -65,7 +69,7 @@ impl Owner for Pooled {
     /// other endpoint holds it).
     fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>> {
         Box::pin(async move {
-            let link = self.pool.link(address).await?;
+            let link = self.pool.link(address, self.flow).await?;
             match link.check(self.streams).await {
                 Ok(()) => Ok(link),
                 Err(e) => {

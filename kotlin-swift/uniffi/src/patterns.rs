@@ -38,7 +38,8 @@ pub struct Message {
     pub peer: Option<Peer>,
     /// Pub/Sub: the topic.
     pub topic: Option<String>,
-    /// Pub/Sub under PerProducer ordering: the sequence number, and how many were missed.
+    /// Under PerProducer ordering (a subscriber's copies, a puller's messages): the sequence
+    /// number, and how many were missed.
     pub sequence: Option<u64>,
     pub gap: Option<u64>,
 }

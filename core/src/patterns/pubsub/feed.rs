@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::filter::{Filter, FilterSet};
-use super::ordering::{Orderer, Release};
+use crate::patterns::ordering::{Orderer, Release};
 use crate::config::Bounds;
 use crate::connection::context::Context;
 use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};

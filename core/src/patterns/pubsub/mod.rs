@@ -32,7 +32,6 @@ use hub::{Chunk, Hub, StreamCopy};
 pub(crate) mod feed;
 pub mod filter;
 pub(crate) mod hub;
-pub(crate) mod ordering;
 
 pub use hub::{DropCause, Dropped};
 

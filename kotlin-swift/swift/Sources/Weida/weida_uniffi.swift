@@ -3695,7 +3695,8 @@ public struct Message: Equatable, Hashable {
      */
     public var topic: String?
     /**
-     * Pub/Sub under PerProducer ordering: the sequence number, and how many were missed.
+     * Under PerProducer ordering (a subscriber's copies, a puller's messages): the sequence
+     * number, and how many were missed.
      */
     public var sequence: UInt64?
     public var gap: UInt64?
@@ -3716,7 +3717,8 @@ public struct Message: Equatable, Hashable {
          * Pub/Sub: the topic.
          */topic: String?, 
         /**
-         * Pub/Sub under PerProducer ordering: the sequence number, and how many were missed.
+         * Under PerProducer ordering (a subscriber's copies, a puller's messages): the sequence
+         * number, and how many were missed.
          */sequence: UInt64?, gap: UInt64?) {
         self.body = body
         self.metadata = metadata

@@ -7156,7 +7156,8 @@ data class Message (
     var `topic`: kotlin.String?
     , 
     /**
-     * Pub/Sub under PerProducer ordering: the sequence number, and how many were missed.
+     * Under PerProducer ordering (a subscriber's copies, a puller's messages): the sequence
+     * number, and how many were missed.
      */
     var `sequence`: kotlin.ULong?
     , 
