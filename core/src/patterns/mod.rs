@@ -15,12 +15,14 @@ mod pushpull;
 mod raw;
 mod receiving;
 mod reqrep;
+mod survey;
 
 pub use pubsub::{DropCause, Dropped, FanOut, Publisher, Subscriber};
 pub use pushpull::{Puller, Pusher};
 pub use raw::{Acceptor, Peer};
 pub use receiving::Receiving;
 pub use reqrep::{Replier, Requester};
+pub use survey::{Respondent, SurveyRun, Surveyor};
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -170,7 +172,18 @@ impl Dialer {
     ) -> Result<(OutgoingTransfer, PendingReply)> {
         self.pool.ctx.check_open()?;
         let (link, left) = self.pick().await?;
-        let (send, recv) = link.open(StreamType::Exchange, header, body, left).await?;
+        self.exchange_on(&link, header, body, left).await
+    }
+
+    /// Opens an exchange on `link`, waiting at most `within` for a stream slot.
+    async fn exchange_on(
+        &self,
+        link: &Link,
+        header: Header,
+        body: Option<Bytes>,
+        within: Option<std::time::Duration>,
+    ) -> Result<(OutgoingTransfer, PendingReply)> {
+        let (send, recv) = link.open(StreamType::Exchange, header, body, within).await?;
         let finished = Arc::new(AtomicBool::new(false));
         let reply = PendingReply::new(
             recv.expect("an exchange has a reply half"),

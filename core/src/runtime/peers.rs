@@ -179,6 +179,19 @@ impl PeerSet {
             .collect()
     }
 
+    /// Every live slot's link (a survey asks each).
+    pub(crate) fn live_links(&self) -> Vec<Arc<Link>> {
+        self.links
+            .lock()
+            .unwrap()
+            .all
+            .iter()
+            .filter(|e| e.given_up.is_none())
+            .filter_map(|e| e.link.clone())
+            .filter(|l| l.loss().is_none())
+            .collect()
+    }
+
     /// Live slots.
     pub(crate) fn live(&self) -> usize {
         self.links
