@@ -322,6 +322,8 @@ export declare class Listener {
   get address(): string
   puller(path: string, options?: EndpointOptions | undefined | null): Puller
   replier(path: string, options?: EndpointOptions | undefined | null): Replier
+  /** A respondent: a `Replier` by another name. */
+  respondent(path: string, options?: EndpointOptions | undefined | null): Replier
   acceptor(path: string, options?: EndpointOptions | undefined | null): Acceptor
   publisher(path: string, options?: EndpointOptions | undefined | null): Publisher
   /**
@@ -527,6 +529,7 @@ export declare class Runtime {
   bind(address: string, requireClient?: Trust | undefined | null, cancel?: Cancel | undefined | null): Promise<Listener>
   pusher(options?: EndpointOptions | undefined | null): Pusher
   requester(options?: EndpointOptions | undefined | null): Requester
+  surveyor(options?: EndpointOptions | undefined | null): Surveyor
   peer(options?: EndpointOptions | undefined | null): Peer
   subscriber(options?: EndpointOptions | undefined | null): Subscriber
   /**
@@ -592,6 +595,37 @@ export declare class Subscriber {
   _untilQueued(n: number): Promise<void>
   /** Closes every connection; receiving returns what is queued, then ERR_WEIDA_CLOSED. */
   close(): void
+}
+
+/** Asks every connected respondent the same question. */
+export declare class Surveyor {
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
+  disconnect(address: string): boolean
+  get peerCount(): number
+  events(): PeerEvents
+  /**
+   * Asks every live respondent `body`; resolves with the run once each was asked or
+   * `deadlineMs` passed.
+   */
+  survey(body: string | Uint8Array, deadlineMs: number, meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<SurveyRun>
+  close(): void
+}
+
+/** A survey's answers until its deadline. */
+export declare class SurveyRun {
+  /**
+   * The next answer: a `Message`, the error of a respondent that refused or failed (resolved
+   * with, not rejected), or null once every respondent answered or the deadline passed.
+   */
+  next(cancel?: Cancel | undefined | null): Promise<Message | Error | null>
+  get respondents(): number
+  get late(): number
+  /**
+   * Resolves once every asked respondent's exchange has ended (answered, failed, or late and
+   * counted).
+   */
+  settled(cancel?: Cancel | undefined | null): Promise<void>
+  get expired(): boolean
 }
 
 /**

@@ -29,6 +29,12 @@ pub(crate) enum Command {
     Pull(PullArgs),
     /// Send a request to URL and print its reply.
     Req(ReqArgs),
+    /// Answer surveys at URL: a respondent is a replier by another name (SURVEY, the bound
+    /// side; the same options as `rep`).
+    Respond(RepArgs),
+    /// Ask URL (and each --also) one question and print the answers that come before the
+    /// deadline (SURVEY, the dialling side).
+    Survey(SurveyArgs),
     /// Push messages to URL: arguments, a file, or stdin.
     Push(PushArgs),
     /// Publish messages on TOPIC at URL: binds it, waits for subscribers, then publishes
@@ -64,6 +70,8 @@ impl Command {
             Self::Bench(a) => a.progress.forced(),
             Self::Id(_)
             | Self::Rep(_)
+            | Self::Respond(_)
+            | Self::Survey(_)
             | Self::Sub(_)
             | Self::Completions { .. }
             | Self::Man { .. } => Some(false),
@@ -224,6 +232,24 @@ pub(crate) struct ReqArgs {
     pub(crate) max_body: Option<u64>,
     #[command(flatten)]
     pub(crate) progress: ProgressArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SurveyArgs {
+    #[command(flatten)]
+    pub(crate) dial: DialArgs,
+    /// Another respondent to ask, as URL is given. Repeatable.
+    #[arg(long = "also", value_name = "URL")]
+    pub(crate) also: Vec<String>,
+    /// How long to wait for answers; a respondent that has not answered by then is not
+    /// waited for.
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "1")]
+    pub(crate) deadline: Duration,
+    /// The question; `-` or nothing reads stdin, whole.
+    pub(crate) data: Option<String>,
+    /// How to print each answer [default: text, one line each].
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
 }
 
 #[derive(Debug, Args)]

@@ -1,4 +1,4 @@
-//! The dialling roles: `weida req` and `weida push`.
+//! The dialling roles: `weida req`, `weida survey` and `weida push`.
 
 use std::future::Future;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use weida::{Error, Limits, Metadata, Pusher, Requester, Runtime, RuntimeConfig, Trust};
 
-use crate::args::{usage_error, DialArgs, InputArgs, PushArgs, ReqArgs};
+use crate::args::{usage_error, DialArgs, InputArgs, PushArgs, ReqArgs, SurveyArgs};
 use crate::exit::Failure;
 use crate::identity;
 use crate::input::{Bodies, Input, Source};
@@ -86,6 +86,71 @@ async fn request(rt: &Runtime, args: ReqArgs) -> Result<(), Failure> {
     }
     rt.drain(CLOSE).await;
     Ok(())
+}
+
+/// `weida survey`: one question to every respondent, each answer on stdout as it comes until
+/// the deadline, and a count on stderr. A signal interrupts it.
+pub(crate) async fn survey(args: SurveyArgs, stop: &mut Stop) -> Result<(), Failure> {
+    let rt = runtime(&args.dial, None)?;
+    let done = stop.interrupt(ask(&rt, args)).await;
+    rt.close().await;
+    done
+}
+
+/// `weida survey`'s work on `rt`. Succeeds when some respondent answered (or none was there
+/// to ask); when every asked respondent failed, fails as the first did; when none answered by
+/// the deadline, TIMEOUT.
+async fn ask(rt: &Runtime, args: SurveyArgs) -> Result<(), Failure> {
+    let d = &args.dial;
+    let surveyor = rt.surveyor();
+    d.reconnect.follow(surveyor.events());
+    for url in std::iter::once(&d.url).chain(&args.also) {
+        within(d.timeout, surveyor.connect(url))
+            .await
+            .map_err(|e| Failure::from(e).context(format!("connecting to {url}")))?;
+    }
+    let body = match args.data {
+        Some(b) if b != "-" => Bytes::from(b),
+        _ => {
+            let mut input = Input::open(None).await?;
+            let mut whole = bytes::BytesMut::new();
+            while let Some(c) = input.chunk().await? {
+                whole.extend_from_slice(&c);
+            }
+            whole.freeze()
+        }
+    };
+    let run = surveyor
+        .survey_with(metadata(d), body, args.deadline)
+        .await
+        .map_err(|e| Failure::from(e).context("surveying"))?;
+    let format = args.format.unwrap_or(Format::Text);
+    let (mut answered, mut failed) = (0usize, None);
+    while let Some(a) = run.next().await {
+        match a {
+            Ok(m) => {
+                answered += 1;
+                output::print_message(format, &m.meta, &m.body).map_err(Failure::output)?;
+            }
+            Err(e) => {
+                eprintln!("weida: an answer failed: {e}");
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    eprintln!(
+        "weida: {} asked, {answered} answered, {} late",
+        run.respondents(),
+        run.late()
+    );
+    rt.drain(CLOSE).await;
+    match (answered, failed) {
+        (0, Some(e)) => Err(Failure::from(e).context("surveying")),
+        (0, None) if run.respondents() > 0 => {
+            Err(Failure::from(Error::Timeout { last_loss: None }).context("surveying"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A request streamed from `input` while its reply is read: a replier may answer (or refuse)

@@ -25,12 +25,14 @@ RESULT_FIELDS = {
     "runtime": ("fingerprint",),
     "bind": ("address",),
     "replier": ("address",),
+    "respondent": ("address",),
     "acceptor": ("address",),
     "puller": ("address",),
     "connect": ("peer_count",),
     "disconnect": ("removed",),
     "peer_count": ("peer_count",),
     "request": ("body", "metadata", "path", "peer"),
+    "survey": ("respondents", "answered", "errors", "late"),
     "reply_body": ("body", "metadata", "path", "peer"),
     "recv": ("body", "metadata", "path", "peer"),
     "drain": ("delivered", "outstanding"),
@@ -41,8 +43,8 @@ RESULT_FIELDS = {
                  "lane_messages_received", "lane_messages_lost"),
 }
 # Ops that create a handle named by args.name: their result is kept under that name.
-CREATES = ("runtime", "bind", "replier", "acceptor", "puller", "requester", "pusher", "peer", "publisher",
-           "subscriber")
+CREATES = ("runtime", "bind", "replier", "respondent", "acceptor", "puller", "requester", "surveyor",
+           "pusher", "peer", "publisher", "subscriber")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

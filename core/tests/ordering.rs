@@ -5,7 +5,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{bind_address, config, payload, Transport};
+use common::{bind_address, config, payload};
 use weida::{ErrorCode, GuaranteeSet, Limits, Ordering, Runtime, RuntimeConfig};
 
 fn ordered(limits: Limits, ordering: Ordering) -> RuntimeConfig {
@@ -31,7 +31,11 @@ on_every_transport!(
         // Small bodies (a lane's frames where lanes are on), large ones (a stream each) and a
         // streamed message, one at a time: one producer, numbered in send order.
         for i in 0..24u64 {
-            let body = if i % 8 == 7 { payload(40_000) } else { payload(10 + i as usize) };
+            let body = if i % 8 == 7 {
+                payload(40_000)
+            } else {
+                payload(10 + i as usize)
+            };
             if i == 12 {
                 let mut t = pusher.open(Default::default()).await.unwrap();
                 t.write(Bytes::from(body.clone())).await.unwrap();

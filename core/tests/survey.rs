@@ -30,7 +30,7 @@ fn answering(listener: &Listener, n: usize) -> Vec<String> {
 }
 
 /// Every answer of `run` until it ends.
-async fn all(run: &mut SurveyRun) -> Vec<weida::Result<weida::Message>> {
+async fn all(run: &SurveyRun) -> Vec<weida::Result<weida::Message>> {
     let mut out = Vec::new();
     while let Some(a) = run.next().await {
         out.push(a);
@@ -38,36 +38,31 @@ async fn all(run: &mut SurveyRun) -> Vec<weida::Result<weida::Message>> {
     out
 }
 
-/// Waits until `cond` holds, looking every few milliseconds: a survey's late count has no
-/// event to wait on (it changes where an answer arrives, by design).
-async fn until(cond: impl Fn() -> bool) {
-    while !cond() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+on_every_transport!(
+    every_respondent_answers_within_the_deadline,
+    |t| async move {
+        let (_s, listener, client) = pair(t).await;
+        let surveyor = client.surveyor();
+        for a in answering(&listener, 3) {
+            surveyor.connect(&a).await.unwrap();
+        }
+        let run = surveyor
+            .survey("who?", Duration::from_secs(20))
+            .await
+            .unwrap();
+        assert_eq!(run.respondents(), 3);
+        let mut got: Vec<_> = all(&run)
+            .await
+            .into_iter()
+            .map(|a| String::from_utf8(a.unwrap().body.to_vec()).unwrap())
+            .collect();
+        got.sort();
+        assert_eq!(got, vec!["/r0:who?", "/r1:who?", "/r2:who?"]);
+        assert_eq!(run.late(), 0);
+        // Answered whole before the deadline: the run ends with the last answer, not the deadline.
+        assert!(!run.expired());
     }
-}
-
-on_every_transport!(every_respondent_answers_within_the_deadline, |t| async move {
-    let (_s, listener, client) = pair(t).await;
-    let surveyor = client.surveyor();
-    for a in answering(&listener, 3) {
-        surveyor.connect(&a).await.unwrap();
-    }
-    let mut run = surveyor
-        .survey("who?", Duration::from_secs(20))
-        .await
-        .unwrap();
-    assert_eq!(run.respondents(), 3);
-    let mut got: Vec<_> = all(&mut run)
-        .await
-        .into_iter()
-        .map(|a| String::from_utf8(a.unwrap().body.to_vec()).unwrap())
-        .collect();
-    got.sort();
-    assert_eq!(got, vec!["/r0:who?", "/r1:who?", "/r2:who?"]);
-    assert_eq!(run.late(), 0);
-    // Answered whole before the deadline: the run ends with the last answer, not the deadline.
-    assert!(!run.expired());
-});
+);
 
 on_every_transport!(a_late_reply_is_counted_and_not_delivered, |t| async move {
     let (_s, listener, client) = pair(t).await;
@@ -82,7 +77,7 @@ on_every_transport!(a_late_reply_is_counted_and_not_delivered, |t| async move {
     });
     let surveyor = client.surveyor();
     surveyor.connect(&slow_address).await.unwrap();
-    let mut run = surveyor
+    let run = surveyor
         .survey("q", Duration::from_millis(300))
         .await
         .unwrap();
@@ -91,8 +86,12 @@ on_every_transport!(a_late_reply_is_counted_and_not_delivered, |t| async move {
     assert!(run.next().await.is_none());
     assert!(run.expired());
     go_tx.send(()).unwrap();
-    until(|| run.late() == 1).await;
-    assert!(run.next().await.is_none(), "a late answer is never delivered");
+    run.settled().await;
+    assert_eq!(run.late(), 1);
+    assert!(
+        run.next().await.is_none(),
+        "a late answer is never delivered"
+    );
 });
 
 on_every_transport!(
@@ -103,12 +102,13 @@ on_every_transport!(
         for a in answering(&listener, 1) {
             surveyor.connect(&a).await.unwrap();
         }
-        let mut run = surveyor
+        let run = surveyor
             .survey("q", Duration::from_millis(1500))
             .await
             .unwrap();
-        // The caller reads only once the deadline has passed.
-        until(|| run.expired()).await;
+        // The caller reads only once the deadline has passed: what is tested is time passing.
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        assert!(run.expired());
         let a = run.next().await.expect("arrived in time").unwrap();
         assert_eq!(a.body, Bytes::from("/r0:q"));
         assert_eq!(run.late(), 0);
@@ -133,14 +133,14 @@ on_every_transport!(
         for a in answering(&listener, 1) {
             surveyor.connect(&a).await.unwrap();
         }
-        let mut run = surveyor
+        let run = surveyor
             .survey("q", Duration::from_millis(500))
             .await
             .unwrap();
         // Both were asked (the question fits any window); the mute one's answer never comes,
         // and the run ends at the deadline with the other's.
         assert_eq!(run.respondents(), 2);
-        let got = all(&mut run).await;
+        let got = all(&run).await;
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].as_ref().unwrap().body, Bytes::from("/r0:q"));
         assert!(run.expired());
@@ -152,7 +152,7 @@ on_every_transport!(
         }
         let only_mute = client.surveyor();
         only_mute.connect(&mute_address).await.unwrap();
-        let mut run = only_mute
+        let run = only_mute
             .survey(vec![7u8; 4 << 20], Duration::from_millis(300))
             .await
             .unwrap();
@@ -177,10 +177,7 @@ on_every_transport!(
         });
         let surveyor = client.surveyor();
         surveyor.connect(&address).await.unwrap();
-        let run = surveyor
-            .survey("q", Duration::from_secs(20))
-            .await
-            .unwrap();
+        let run = surveyor.survey("q", Duration::from_secs(20)).await.unwrap();
         asked.await.unwrap();
         drop(run);
         assert_eq!(told.await.unwrap().code(), ErrorCode::Canceled);
@@ -203,12 +200,9 @@ on_every_transport!(
         for a in answering(&listener, 2) {
             surveyor.connect(&a).await.unwrap();
         }
-        let mut run = surveyor
-            .survey("q", Duration::from_secs(20))
-            .await
-            .unwrap();
+        let run = surveyor.survey("q", Duration::from_secs(20)).await.unwrap();
         assert_eq!(run.respondents(), 3);
-        let got = all(&mut run).await;
+        let got = all(&run).await;
         assert_eq!(got.len(), 3);
         let errors: Vec<_> = got.iter().filter_map(|a| a.as_ref().err()).collect();
         assert_eq!(errors.len(), 1, "{got:?}");
@@ -222,10 +216,7 @@ on_every_transport!(
         let (_s, listener, client) = pair(t).await;
         // The dying respondent lives in a runtime of its own, shut down mid-reply.
         let dying_rt = Runtime::new(common::config(Default::default())).unwrap();
-        let dying_listener = dying_rt
-            .bind(&common::bind_address(t))
-            .await
-            .unwrap();
+        let dying_listener = dying_rt.bind(&common::bind_address(t)).await.unwrap();
         let dying = dying_listener.respondent("/dying").unwrap();
         let dying_address = dying.address().to_string();
         let (writing_tx, writing) = oneshot::channel::<()>();
@@ -242,26 +233,26 @@ on_every_transport!(
         for a in answering(&listener, 1) {
             surveyor.connect(&a).await.unwrap();
         }
-        let mut run = surveyor
-            .survey("q", Duration::from_secs(20))
-            .await
-            .unwrap();
+        let run = surveyor.survey("q", Duration::from_secs(20)).await.unwrap();
         writing.await.unwrap();
         dying_rt.shutdown();
-        let got = all(&mut run).await;
+        let got = all(&run).await;
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got.iter().filter(|a| a.is_ok()).count(), 1, "{got:?}");
         drop(dying_listener);
     }
 );
 
-on_every_transport!(a_survey_with_no_respondents_is_empty_not_an_error, |t| async move {
-    let (_s, _listener, client) = pair(t).await;
-    let surveyor = client.surveyor();
-    let mut run = surveyor
-        .survey("anyone?", Duration::from_secs(20))
-        .await
-        .unwrap();
-    assert_eq!(run.respondents(), 0);
-    assert!(run.next().await.is_none());
-});
+on_every_transport!(
+    a_survey_with_no_respondents_is_empty_not_an_error,
+    |t| async move {
+        let (_s, _listener, client) = pair(t).await;
+        let surveyor = client.surveyor();
+        let run = surveyor
+            .survey("anyone?", Duration::from_secs(20))
+            .await
+            .unwrap();
+        assert_eq!(run.respondents(), 0);
+        assert!(run.next().await.is_none());
+    }
+);

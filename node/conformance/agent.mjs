@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Trust, WeidaError } from 'weida'
+import { Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -427,7 +427,7 @@ const runtimes = new Map()
 const listeners = new Map()
 /** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller | import('weida').Acceptor>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor>} */
 const dialling = new Map()
 /** Each dialling endpoint's events, read from its making on (the `event` op). @type {Map<string, import('weida').PeerEvents>} */
 const events = new Map()
@@ -735,6 +735,7 @@ async function run(op, args) {
     }
 
     case 'replier':
+    case 'respondent':
     case 'acceptor': {
       const listener = get(listeners, args, 'listener', 'listener')
       const name = strArg(args, 'name')
@@ -743,7 +744,8 @@ async function run(op, args) {
       const reason = typeof args.reason === 'string' ? args.reason : 'rejected'
       const path = strArg(args, 'path')
       const opts = endpointOptions(args)
-      const endpoint = op === 'replier' ? listener.replier(path, opts) : listener.acceptor(path, opts)
+      const endpoint =
+        op === 'replier' ? listener.replier(path, opts) : op === 'respondent' ? listener.respondent(path, opts) : listener.acceptor(path, opts)
       const address = endpoint.address
       try {
         claim(name)
@@ -776,13 +778,15 @@ async function run(op, args) {
     }
 
     case 'requester':
+    case 'surveyor':
     case 'pusher':
     case 'peer': {
       const rt = get(runtimes, args, 'runtime', 'runtime')
       const name = strArg(args, 'name')
       claim(name)
       const opts = endpointOptions(args)
-      const d = op === 'requester' ? rt.requester(opts) : op === 'pusher' ? rt.pusher(opts) : rt.peer(opts)
+      const d =
+        op === 'requester' ? rt.requester(opts) : op === 'surveyor' ? rt.surveyor(opts) : op === 'pusher' ? rt.pusher(opts) : rt.peer(opts)
       dialling.set(name, d)
       events.set(name, d.events())
       return {}
@@ -835,6 +839,23 @@ async function run(op, args) {
       return messageJson(await r.requestWith(body, metadataArg(args)))
     }
 
+    case 'survey': {
+      // Asks, then reads every answer until the run ends: how many were asked, answered, the
+      // codes of those that failed (sorted), and the late count.
+      const s = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
+      if (!(s instanceof Surveyor)) throw new BadRequest('survey needs a surveyor')
+      if (typeof args.deadline_ms !== 'number') throw new BadRequest('deadline_ms is a number')
+      const run = await s.survey(makeBody(args.body ?? null), args.deadline_ms, metadataArg(args))
+      let answered = 0
+      /** @type {string[]} */
+      const errors = []
+      for await (const a of run) {
+        if (a instanceof WeidaError) errors.push(String(a.code).replace(/^ERR_WEIDA_/, ''))
+        else answered++
+      }
+      return { respondents: run.respondents, answered, errors: errors.sort(), late: run.late }
+    }
+
     case 'send': {
       const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher')
@@ -858,7 +879,7 @@ async function run(op, args) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
-      } else if (d instanceof Subscriber) {
+      } else if (d instanceof Subscriber || d instanceof Surveyor) {
         throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')

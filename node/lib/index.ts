@@ -10,7 +10,7 @@
 // resolves when the message is queued, not delivered: `await runtime.drain(ms)` before exiting.
 
 import * as native from '../native.cjs'
-import { AbortError, Closed, type LossCause } from './errors.js'
+import { AbortError, Closed, type LossCause, WeidaError } from './errors.js'
 
 export * from './errors.js'
 export type { Counters, Dropped, EndpointOptions, IncomingMeta, PeerInfo, ReconnectOptions } from '../native.cjs'
@@ -574,6 +574,11 @@ export class Runtime {
     return new Subscriber(this.#n.subscriber(options))
   }
 
+  /** A surveyor: `connect` it to respondents, then `survey(body, deadlineMs)`; `maxCollectedBody` (answers) of its own if given. */
+  surveyor(options?: native.EndpointOptions): Surveyor {
+    return new Surveyor(this.#n.surveyor(options))
+  }
+
   /** Stops admitting work, gives finished transfers until `deadlineMs` to reach the peer, then closes everything. */
   drain(deadlineMs: number): Promise<Drained> {
     return this.#n.drain(deadlineMs)
@@ -625,6 +630,11 @@ export class Listener {
   /** Binds a replier at `path`; `maxCollectedBody` and `endpointQueue` of its own if given. */
   replier(path: string, options?: native.EndpointOptions): Replier {
     return new Replier(this.#n.replier(path, options))
+  }
+
+  /** Binds a respondent at `path`: a {@link Replier} by another name (surveys arrive as exchanges, each answered once). */
+  respondent(path: string, options?: native.EndpointOptions): Replier {
+    return new Replier(this.#n.respondent(path, options))
   }
 
   /** Binds a raw acceptor at `path`; `maxCollectedBody` and `endpointQueue` of its own if given. */
@@ -850,6 +860,98 @@ export class Requester {
 
   async [asyncDispose](): Promise<void> {
     this.close()
+  }
+}
+
+/** Asks every connected respondent the same question (docs/PATTERNS.md §6). */
+export class Surveyor {
+  readonly #n: native.Surveyor
+
+  /** @internal */
+  constructor(n: native.Surveyor) {
+    this.#n = n
+  }
+
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
+  }
+
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** Live connections: the respondents the next survey asks. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up: `for await (const e of endpoint.events())`. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
+  /**
+   * Asks every live respondent `body`; resolves with the run of their answers once each was
+   * asked or `deadlineMs` passed. No respondent is an empty run, never NotConnected.
+   */
+  async survey(body: Body, deadlineMs: number, meta?: MetadataInit, options: CallOptions = {}): Promise<SurveyRun> {
+    return new SurveyRun(await call(options.signal, (c) => this.#n.survey(body, deadlineMs, meta, c)))
+  }
+
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * A survey's answers until its deadline: `for await (const answer of run)`, each a
+ * {@link Message} or the {@link WeidaError} of a respondent that refused or failed (yielded,
+ * not thrown: one respondent's failure ends nothing). A run garbage-collected ends the
+ * exchanges still open.
+ */
+export class SurveyRun implements AsyncIterable<Message | WeidaError> {
+  readonly #n: native.SurveyRun
+
+  /** @internal */
+  constructor(n: native.SurveyRun) {
+    this.#n = n
+  }
+
+  /** The next answer, or null once every respondent answered or the deadline passed. */
+  async answer(options: CallOptions = {}): Promise<Message | WeidaError | null> {
+    return (await call(options.signal, (c) => this.#n.next(c))) as Message | WeidaError | null
+  }
+
+  /** How many respondents were asked. */
+  get respondents(): number {
+    return this.#n.respondents
+  }
+
+  /** Answers that arrived after the deadline: counted, not delivered. */
+  get late(): number {
+    return this.#n.late
+  }
+
+  /** The deadline has passed. */
+  get expired(): boolean {
+    return this.#n.expired
+  }
+
+  /** Resolves once every asked respondent's exchange has ended (answered, failed, or late and counted in {@link SurveyRun.late}). */
+  settled(options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.settled(c))
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Message | WeidaError, void, undefined> {
+    for (;;) {
+      const a = await this.answer()
+      if (a === null) return
+      yield a
+    }
   }
 }
 

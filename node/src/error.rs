@@ -57,6 +57,11 @@ pub(crate) fn to_js(env: &Env, failure: Fail) -> napi::Error {
     }
 }
 
+/// The JS error a failure is, as a value (a survey's answer that is an error).
+pub(crate) fn value(env: &Env, failure: Fail) -> napi::Result<crate::stream::Raw> {
+    Ok(crate::stream::Raw(build(env, failure)?.raw()))
+}
+
 /// Shorthand for a synchronous throw of a core error.
 pub(crate) fn throw(env: &Env, e: CoreError) -> napi::Error {
     to_js(env, Fail::Core(e))

@@ -26,6 +26,7 @@ pub mod identity;
 pub mod patterns;
 pub mod runtime;
 pub mod stream;
+pub mod survey;
 
 use napi_derive::napi;
 

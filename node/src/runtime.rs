@@ -208,6 +208,17 @@ impl Runtime {
     }
 
     #[napi]
+    pub fn surveyor(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::survey::Surveyor> {
+        let o = endpoint_options(&env, options)?;
+        let e = on_io(|| self.inner.surveyor_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::survey::Surveyor::new(e))
+    }
+
+    #[napi]
     pub fn peer(
         &self,
         env: Env,
@@ -318,6 +329,17 @@ impl Listener {
         let o = endpoint_options(&env, options)?;
         let r = on_io(|| self.inner.replier_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Replier::new(r))
+    }
+
+    /// A respondent: a `Replier` by another name.
+    #[napi]
+    pub fn respondent(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<Replier> {
+        self.replier(env, path, options)
     }
 
     #[napi]

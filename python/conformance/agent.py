@@ -41,7 +41,7 @@ SEQ_PERIOD = bytes(range(251))
 """One period of the ``seq`` pattern: byte i is (offset + i) mod 251."""
 
 Json = dict[str, Any]
-Dialling = weida.Requester | weida.Pusher | weida.Subscriber | weida.Peer
+Dialling = weida.Requester | weida.Pusher | weida.Subscriber | weida.Peer | weida.Surveyor
 ORDERINGS = ("none", "detect", "reassemble")
 
 
@@ -545,6 +545,9 @@ class Agent:
     async def op_acceptor(self, args: Json) -> Json:
         return self.answering(args, "acceptor")
 
+    async def op_respondent(self, args: Json) -> Json:
+        return self.answering(args, "respondent")
+
     def answering(self, args: Json, kind: str) -> Json:
         """A replier or an acceptor, served in the background in a replier's mode."""
         listener = self.listener(args)
@@ -557,7 +560,11 @@ class Agent:
         path = str_arg(args, "path")
         opts = endpoint_options(args)
         endpoint = (
-            listener.replier(path, **opts) if kind == "replier" else listener.acceptor(path, **opts)
+            listener.acceptor(path, **opts)
+            if kind == "acceptor"
+            else listener.respondent(path, **opts)
+            if kind == "respondent"
+            else listener.replier(path, **opts)
         )
         self.claim(name)
         self.spawn(self.serve_answering(endpoint, name, mode, reason), f"{kind} {name}")
@@ -579,6 +586,9 @@ class Agent:
 
     async def op_requester(self, args: Json) -> Json:
         return self.dialler(args, lambda rt, o: rt.requester(**o))
+
+    async def op_surveyor(self, args: Json) -> Json:
+        return self.dialler(args, lambda rt, o: rt.surveyor(**o))
 
     async def op_pusher(self, args: Json) -> Json:
         return self.dialler(args, lambda rt, o: rt.pusher(**o))
@@ -649,6 +659,29 @@ class Agent:
             raise BadRequest("request needs a requester")
         body, meta = body_arg(args), metadata_arg(args)
         return message_json(await r.request_with(body, meta))
+
+    async def op_survey(self, args: Json) -> Json:
+        """Asks, then reads every answer until the run ends: how many were asked, answered,
+        and the codes of those that failed (sorted), and the late count."""
+        s = self.endpoint(args)
+        if not isinstance(s, weida.Surveyor):
+            raise BadRequest("survey needs a surveyor")
+        deadline = args.get("deadline_ms")
+        if not isinstance(deadline, int | float) or isinstance(deadline, bool):
+            raise BadRequest("deadline_ms is a number")
+        run = await s.survey(body_arg(args), deadline / 1000, metadata_arg(args))
+        answered, errors = 0, []
+        async for a in run:
+            if isinstance(a, weida.WeidaError):
+                errors.append(a.code)
+            else:
+                answered += 1
+        return {
+            "respondents": run.respondents,
+            "answered": answered,
+            "errors": sorted(errors),
+            "late": run.late,
+        }
 
     async def op_send(self, args: Json) -> Json:
         p = self.endpoint(args)

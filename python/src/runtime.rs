@@ -12,6 +12,7 @@ use crate::config::{endpoint_options, given, Limits, PY};
 use crate::error;
 use crate::identity::Identity;
 use crate::patterns::pubsub::{Publisher, Subscriber};
+use crate::patterns::survey::Surveyor;
 use crate::patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
 use crate::trust::Trust;
 
@@ -108,6 +109,14 @@ impl Runtime {
         let o = endpoint_options(py, options)?;
         let e = on_io(|| self.rt.requester_with(&o)).map_err(|e| error::core(py, e))?;
         Ok(Requester::new(e))
+    }
+
+    /// A `Surveyor`: `connect` it to respondents, then `await survey(body, deadline)`.
+    #[pyo3(signature = (**options))]
+    fn surveyor(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Surveyor> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.surveyor_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(Surveyor::new(e))
     }
 
     /// A Sub endpoint: `connect` it to publishers and `subscribe` to topics (in either
@@ -238,6 +247,17 @@ impl Listener {
         let r = on_io(|| slf.get().inner.replier_with(path, &o))
             .map_err(|e| error::core(slf.py(), e))?;
         Ok(Replier::new(r, slf.clone().unbind()))
+    }
+
+    /// Binds a respondent at `path`: a `Replier` by another name (a surveyor asks it as a
+    /// requester would, and it answers each exchange once).
+    #[pyo3(signature = (path, **options))]
+    fn respondent(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Replier> {
+        Self::replier(slf, path, options)
     }
 
     /// Binds a `Publisher` at `path`.

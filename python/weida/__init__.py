@@ -72,6 +72,8 @@ from ._weida import (
     Requester,
     Runtime,
     Subscriber,
+    Surveyor,
+    SurveyRun,
     Trust,
     fingerprint_of_certificate,
 )
@@ -124,6 +126,8 @@ __all__ = [
     "Requester",
     "Runtime",
     "Subscriber",
+    "SurveyRun",
+    "Surveyor",
     "Timeout",
     "Trust",
     "UnknownEndpoint",

@@ -13,6 +13,8 @@ from typing import Literal, TypedDict, final
 
 from typing_extensions import Unpack
 
+from weida._errors import WeidaError
+
 _Buffer = bytes | bytearray | memoryview
 """A body: ``bytes`` (large ones are sent without a copy), ``bytearray`` or ``memoryview``."""
 _MetaValue = bytes | bytearray | memoryview | str
@@ -367,8 +369,9 @@ class Runtime:
     ``async with Runtime() as rt:`` shuts it down on exit. ``ordering`` is the ordering level
     it requires of what it receives; its subscribers and pullers receive under it (``"detect"``:
     gaps in ``msg.meta.gap``; ``"reassemble"``: subscribers' copies reordered too, and pushers,
-    requesters and raw peers refused; ``"detect"`` refuses requesters and raw peers). ``lane_max_message`` is the largest
-    body ``send``/``publish`` write as a frame on a message lane (0: off; default 16 KiB).
+    requesters and raw peers refused; ``"detect"`` refuses requesters and raw peers).
+    ``lane_max_message`` is the largest body ``send``/``publish`` write as a frame on a message
+    lane (0: off; default 16 KiB).
     """
 
     def __new__(
@@ -396,6 +399,9 @@ class Runtime:
         """A Push endpoint; ``send_timeout``, ``reconnect`` and its outbox's options of its own."""
     def requester(self, **options: Unpack[_EndpointOptions]) -> Requester:
         """A Req endpoint; ``send_timeout`` and ``max_collected_body`` (replies) of its own."""
+    def surveyor(self, **options: Unpack[_EndpointOptions]) -> Surveyor:
+        """A Surveyor: ``connect`` it to respondents, then ``await survey(body, deadline)``;
+        ``max_collected_body`` (answers) of its own."""
     def subscriber(self, **options: Unpack[_EndpointOptions]) -> Subscriber:
         """A Sub endpoint: ``connect`` and ``subscribe`` (in either order), then ``recv``;
         ``max_collected_body`` and ``endpoint_queue`` of its own."""
@@ -428,6 +434,9 @@ class Listener:
         """Binds a Puller at ``path``; ``max_collected_body`` and ``endpoint_queue`` of its own."""
     def replier(self, path: str, **options: Unpack[_EndpointOptions]) -> Replier:
         """Binds a Replier at ``path``; ``max_collected_body`` and ``endpoint_queue`` of its own."""
+    def respondent(self, path: str, **options: Unpack[_EndpointOptions]) -> Replier:
+        """Binds a respondent at ``path``: a ``Replier`` by another name (surveys arrive as
+        exchanges, each answered once)."""
     def publisher(self, path: str, **options: Unpack[_EndpointOptions]) -> Publisher:
         """Binds a Publisher at ``path``; ``endpoint_queue`` (copies per subscriber) of its own."""
     def acceptor(self, path: str, **options: Unpack[_EndpointOptions]) -> Acceptor:
@@ -533,6 +542,57 @@ class Requester:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Future[None]: ...
+
+@final
+class Surveyor:
+    """Asks every connected respondent the same question."""
+
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Dials ``address`` (with its path) and adds it to the respondents asked."""
+    def disconnect(self, address: str) -> bool:
+        """Removes ``address``; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up: ``async for event in endpoint.events()``."""
+    @property
+    def peer_count(self) -> int:
+        """Live connections: the respondents the next survey asks."""
+    def survey(
+        self, body: _Buffer, deadline: float, meta: _Meta | None = None
+    ) -> Future[SurveyRun]:
+        """Asks every live respondent ``body``; returns once each was asked or ``deadline``
+        (seconds) passed. No respondent is an empty run, never ``NotConnected``."""
+    def close(self) -> None:
+        """Forgets this endpoint's connections."""
+    def __aenter__(self) -> Future[Surveyor]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class SurveyRun:
+    """A survey's answers until its deadline: ``async for answer in run``, each a
+    ``Message`` or the ``WeidaError`` of a respondent that refused or failed (returned, not
+    raised). Dropping the run ends the exchanges still open."""
+
+    def answer(self) -> Future[Message | WeidaError | None]:
+        """The next answer; None once every respondent answered or the deadline passed."""
+    @property
+    def respondents(self) -> int:
+        """How many respondents were asked."""
+    @property
+    def late(self) -> int:
+        """Answers that arrived after the deadline: counted, not delivered."""
+    @property
+    def expired(self) -> bool:
+        """The deadline has passed."""
+    def settled(self) -> Future[None]:
+        """Resolves once every asked respondent's exchange has ended (answered, failed, or late
+        and counted in ``late``)."""
+    def __aiter__(self) -> SurveyRun: ...
+    def __anext__(self) -> Future[Message | WeidaError]: ...
 
 @final
 class Replier:

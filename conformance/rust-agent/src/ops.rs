@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use weida::{
     Dropped, FanOut, Fingerprint, GuaranteeSet, Identity, Limits, Listener, Ordering,
     OutgoingTransfer, Peer, PendingReply, Publisher, Puller, Pusher, Requester, Runtime,
-    RuntimeConfig, ServerTls, Subscriber, Trust,
+    RuntimeConfig, ServerTls, Subscriber, Surveyor, Trust,
 };
 
 use crate::body;
@@ -26,6 +26,7 @@ enum Dialling {
     Pusher(Arc<Pusher>),
     Subscriber(Arc<Subscriber>),
     Peer(Arc<Peer>),
+    Surveyor(Arc<Surveyor>),
 }
 
 #[derive(Default)]
@@ -255,16 +256,17 @@ impl Agent {
                     "outbox_abandoned": c.outbox_abandoned,
                 }))
             }
-            "replier" | "acceptor" => {
+            "replier" | "respondent" | "acceptor" => {
                 let listener = self.listener(args)?;
                 let name = str_arg(args, "name")?;
                 let mode = ReplierMode::parse(str_arg(args, "mode")?)?;
                 let path = str_arg(args, "path")?;
                 let opts = endpoint_options(args)?;
-                let endpoint = if op == "replier" {
-                    Answering::Replier(listener.replier_with(path, &opts)?)
-                } else {
-                    Answering::Acceptor(listener.acceptor_with(path, &opts)?)
+                let endpoint = match op {
+                    "replier" => Answering::Replier(listener.replier_with(path, &opts)?),
+                    // A respondent is a replier by another name.
+                    "respondent" => Answering::Replier(listener.respondent_with(path, &opts)?),
+                    _ => Answering::Acceptor(listener.acceptor_with(path, &opts)?),
                 };
                 let address = endpoint.address();
                 self.claim(name)?;
@@ -296,7 +298,7 @@ impl Agent {
                 }
                 Ok(json!({ "address": address }))
             }
-            "requester" | "pusher" | "peer" => {
+            "requester" | "surveyor" | "pusher" | "peer" => {
                 let (rt, _) = self.runtime(args)?;
                 let name = str_arg(args, "name")?;
                 self.claim(name)?;
@@ -306,6 +308,11 @@ impl Agent {
                         let r = rt.requester_with(&opts)?;
                         let e = r.events();
                         (Dialling::Requester(Arc::new(r)), e)
+                    }
+                    "surveyor" => {
+                        let s = rt.surveyor_with(&opts)?;
+                        let e = s.events();
+                        (Dialling::Surveyor(Arc::new(s)), e)
                     }
                     "pusher" => {
                         let p = rt.pusher_with(&opts)?;
@@ -360,6 +367,13 @@ impl Agent {
                         }
                         p.peer_count()
                     }
+                    Dialling::Surveyor(s) => {
+                        match wait {
+                            true => s.connect(address).await?,
+                            false => s.connect_later(address).await?,
+                        }
+                        s.peer_count()
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -401,6 +415,7 @@ impl Agent {
                     Dialling::Pusher(p) => p.disconnect(address)?,
                     Dialling::Subscriber(s) => s.disconnect(address)?,
                     Dialling::Peer(p) => p.disconnect(address)?,
+                    Dialling::Surveyor(s) => s.disconnect(address)?,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -410,6 +425,7 @@ impl Agent {
                     Dialling::Pusher(p) => p.peer_count(),
                     Dialling::Subscriber(s) => s.peer_count(),
                     Dialling::Peer(p) => p.peer_count(),
+                    Dialling::Surveyor(s) => s.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -420,6 +436,40 @@ impl Agent {
                 let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
                 let m = r.request_with(metadata_arg(args)?, body).await?;
                 Ok(message_json(&m))
+            }
+            "survey" => {
+                // Asks, then reads every answer until the run ends: how many were asked,
+                // answered, the codes of those that failed (sorted), and the late count.
+                let Dialling::Surveyor(s) = self.dialling(args)? else {
+                    return Err(Failure::bad("survey needs a surveyor"));
+                };
+                let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                let deadline = args
+                    .get("deadline_ms")
+                    .and_then(Value::as_f64)
+                    .filter(|d| *d > 0.0)
+                    .ok_or_else(|| Failure::bad("deadline_ms is a positive number"))?;
+                let run = s
+                    .survey_with(
+                        metadata_arg(args)?,
+                        body,
+                        Duration::from_secs_f64(deadline / 1000.0),
+                    )
+                    .await?;
+                let (mut answered, mut errors) = (0, Vec::new());
+                while let Some(a) = run.next().await {
+                    match a {
+                        Ok(_) => answered += 1,
+                        Err(e) => errors.push(e.code().as_str().to_string()),
+                    }
+                }
+                errors.sort();
+                Ok(json!({
+                    "respondents": run.respondents(),
+                    "answered": answered,
+                    "errors": errors,
+                    "late": run.late(),
+                }))
             }
             "send" => {
                 let Dialling::Pusher(p) = self.dialling(args)? else {
@@ -454,7 +504,7 @@ impl Agent {
                         let (t, r) = r.open(meta).await?;
                         (t, Some((rname, r)))
                     }
-                    Dialling::Subscriber(_) => {
+                    Dialling::Subscriber(_) | Dialling::Surveyor(_) => {
                         return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
                 };

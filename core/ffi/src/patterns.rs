@@ -46,7 +46,7 @@ pub async fn send_many(p: Arc<weida::Pusher>, bodies: Vec<Bytes>) -> Result<(), 
     }
 }
 
-/// A dialling endpoint's two connects (Pusher, Requester, Peer, Subscriber): [`connect`] picks one by the binding's `wait` flag
+/// A dialling endpoint's two connects (Pusher, Requester, Peer, Subscriber, Surveyor): [`connect`] picks one by the binding's `wait` flag
 /// (Python `connect(url, wait=False)`, Node `connect(url, { wait: false })`).
 pub trait Dials: Send + Sync + 'static {
     /// `connect`: dials, and fails if the first dial does.
@@ -77,7 +77,8 @@ dials!(
     weida::Pusher,
     weida::Requester,
     weida::Peer,
-    weida::Subscriber
+    weida::Subscriber,
+    weida::Surveyor
 );
 
 /// Connects `endpoint` to `address`: waiting for the first dial (`wait`, the default in every

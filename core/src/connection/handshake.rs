@@ -584,7 +584,10 @@ mod tests {
         let control = [&[StreamType::Control.to_byte()][..], &hello].concat();
         let shown = [
             ("§3.3, the default HELLO", spaced(&hello)),
-            ("§3.3, requiring detect", spaced(&frame(&detect, None, Flow::Receives))),
+            (
+                "§3.3, requiring detect",
+                spaced(&frame(&detect, None, Flow::Receives)),
+            ),
             (
                 "§3.3, a pusher's HELLO",
                 spaced(&frame(&detect, None, Flow::Numbers)),

@@ -198,9 +198,8 @@ impl Link {
             lane_frame::encode_frame_head(header, body.len(), &mut head);
             head
         };
-        let counted = |h: &[u8]| {
-            h.len() - varint::len(body.len() as u64) - varint::len_from_first_byte(h[0])
-        };
+        let counted =
+            |h: &[u8]| h.len() - varint::len(body.len() as u64) - varint::len_from_first_byte(h[0]);
         let head = match &self.numbering {
             Some(n) if numbered => {
                 // The bound is checked at the largest number: nothing is taken before.

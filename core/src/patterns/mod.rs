@@ -183,7 +183,9 @@ impl Dialer {
         body: Option<Bytes>,
         within: Option<std::time::Duration>,
     ) -> Result<(OutgoingTransfer, PendingReply)> {
-        let (send, recv) = link.open(StreamType::Exchange, header, body, within).await?;
+        let (send, recv) = link
+            .open(StreamType::Exchange, header, body, within)
+            .await?;
         let finished = Arc::new(AtomicBool::new(false));
         let reply = PendingReply::new(
             recv.expect("an exchange has a reply half"),

@@ -14,11 +14,11 @@ use crate::config::{EndpointOptions, OutboxFull};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
 use crate::connection::dispatch::Queued;
-use crate::connection::handshake::Flow;
 use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
+use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
-use crate::patterns::ordering::Detectors;
 use crate::error::{Error, Result};
+use crate::patterns::ordering::Detectors;
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
 use crate::runtime::outbox::{Outbox, Put};
@@ -334,9 +334,7 @@ impl Pusher {
         if let Some(n) = &link.numbering {
             n.number(&mut header);
         }
-        self.dialer
-            .transfer_within(&link, header, None, left)
-            .await
+        self.dialer.transfer_within(&link, header, None, left).await
     }
 }
 

@@ -2,7 +2,7 @@
 //! deadline (PATTERNS §6). A respondent is a replier under another name: the same route, the
 //! same exchange on the wire, so nothing here is new to the protocol.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +30,12 @@ impl Listener {
     pub fn respondent(&self, path: &str) -> Result<Respondent> {
         self.replier(path)
     }
+
+    /// Binds a [`Respondent`] at `path` with bounds of its own, as
+    /// [`Listener::replier_with`].
+    pub fn respondent_with(&self, path: &str, options: &EndpointOptions) -> Result<Respondent> {
+        self.replier_with(path, options)
+    }
 }
 
 /// Asks every connected respondent the same question and collects their answers until a
@@ -41,7 +47,7 @@ impl Listener {
 /// let surveyor = rt.surveyor();
 /// surveyor.connect(a).await?;
 /// surveyor.connect(b).await?;
-/// let mut run = surveyor.survey("who has job 7?", Duration::from_millis(500)).await?;
+/// let run = surveyor.survey("who has job 7?", Duration::from_millis(500)).await?;
 /// while let Some(answer) = run.next().await {
 ///     match answer {
 ///         Ok(m) => println!("{:?} from {:?}", m.body, m.meta.peer),
@@ -127,6 +133,8 @@ impl Surveyor {
         let links = self.dialer.peers.live_links();
         let shared = Arc::new(Shared {
             late: AtomicU64::new(0),
+            pending: AtomicUsize::new(0),
+            settled: tokio::sync::Notify::new(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let asks = links.into_iter().map(|link| {
@@ -140,8 +148,13 @@ impl Surveyor {
         // dropping it ends every exchange still open (the respondent's reply fails Canceled).
         let mut answering = JoinSet::new();
         let mut respondents = 0;
-        for reply in futures_util::future::join_all(asks).await.into_iter().flatten() {
+        for reply in futures_util::future::join_all(asks)
+            .await
+            .into_iter()
+            .flatten()
+        {
             respondents += 1;
+            shared.pending.fetch_add(1, Ordering::AcqRel);
             let (tx, shared) = (tx.clone(), shared.clone());
             answering.spawn(async move {
                 let answer = reply.body().await;
@@ -150,16 +163,21 @@ impl Surveyor {
                     if answer.is_ok() {
                         shared.late.fetch_add(1, Ordering::Relaxed);
                     }
-                    return;
+                } else {
+                    let _ = tx.send(answer);
                 }
-                let _ = tx.send(answer);
+                if shared.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    shared.settled.notify_waiters();
+                }
             });
         }
         Ok(SurveyRun {
-            rx,
+            answers: tokio::sync::Mutex::new(Answers {
+                rx,
+                left: respondents,
+            }),
             _answering: answering,
             until,
-            left: respondents,
             respondents,
             shared,
         })
@@ -169,6 +187,10 @@ impl Surveyor {
 /// What a survey's answer tasks share with its run.
 struct Shared {
     late: AtomicU64,
+    /// Exchanges still open: answered, failed or counted late, each leaves.
+    pending: AtomicUsize,
+    /// Wakes `settled` when the last one left.
+    settled: tokio::sync::Notify,
 }
 
 /// Writes the question on `link`, bounded by `until`: the pending reply, or None when it
@@ -200,15 +222,21 @@ async fn ask(
 
 /// The answers of one survey, as they arrive, until its deadline. Dropping it ends the
 /// exchanges it was collecting: a respondent still answering is told (its reply fails
-/// `Canceled`), exactly as a requester that walks away tells its replier.
+/// `Canceled`), exactly as a requester that walks away tells its replier. Its counts may be read
+/// while a `next` waits (a binding's run is shared between threads).
 pub struct SurveyRun {
-    rx: mpsc::UnboundedReceiver<Result<Message>>,
+    answers: tokio::sync::Mutex<Answers>,
     _answering: JoinSet<()>,
     until: Instant,
-    /// Answers still to come (each asked respondent sends one, or is late).
-    left: usize,
     respondents: usize,
     shared: Arc<Shared>,
+}
+
+/// The answers still to come.
+struct Answers {
+    rx: mpsc::UnboundedReceiver<Result<Message>>,
+    /// Each asked respondent sends one, or is late.
+    left: usize,
 }
 
 impl SurveyRun {
@@ -216,21 +244,22 @@ impl SurveyRun {
     /// died mid-reply (one error among the answers; the others go on). None once every
     /// respondent answered, or the deadline passed (an answer that arrived before the deadline
     /// is still handed out after it). Cancel-safe.
-    pub async fn next(&mut self) -> Option<Result<Message>> {
-        if let Ok(a) = self.rx.try_recv() {
-            self.left -= 1;
-            return Some(a);
+    pub async fn next(&self) -> Option<Result<Message>> {
+        let mut a = self.answers.lock().await;
+        if let Ok(answer) = a.rx.try_recv() {
+            a.left -= 1;
+            return Some(answer);
         }
-        if self.left == 0 {
+        if a.left == 0 {
             return None;
         }
-        match tokio::time::timeout_at(self.until, self.rx.recv()).await {
-            Ok(Some(a)) => {
-                self.left -= 1;
-                Some(a)
+        match tokio::time::timeout_at(self.until, a.rx.recv()).await {
+            Ok(Some(answer)) => {
+                a.left -= 1;
+                Some(answer)
             }
             Ok(None) | Err(_) => {
-                self.left = 0;
+                a.left = 0;
                 None
             }
         }
@@ -245,6 +274,21 @@ impl SurveyRun {
     /// Answers that arrived after the deadline while this run lived: counted, not delivered.
     pub fn late(&self) -> u64 {
         self.shared.late.load(Ordering::Relaxed)
+    }
+
+    /// Resolves once every asked respondent's exchange has ended: answered in time, failed,
+    /// or answered late (then counted in `late()`). A respondent that never answers keeps it
+    /// waiting, so bound it with a timeout of your own. Cancel-safe.
+    pub async fn settled(&self) {
+        loop {
+            let n = self.shared.settled.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.shared.pending.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            n.await;
+        }
     }
 
     /// The deadline has passed.

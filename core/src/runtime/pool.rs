@@ -111,7 +111,9 @@ impl Pool {
         let path: Arc<str> = address.endpoint_path()?.into();
         let session = subscriber_session(&self.ctx.limits, address);
         let span = tracing::debug_span!("dial", %address, subscriber = true);
-        let dial = self.dialler.dial(&self.ctx, address, path, session, Flow::Receives);
+        let dial = self
+            .dialler
+            .dial(&self.ctx, address, path, session, Flow::Receives);
         dial.instrument(span).await
     }
 

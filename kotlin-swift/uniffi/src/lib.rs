@@ -23,6 +23,7 @@ pub mod events;
 pub mod identity;
 pub mod patterns;
 pub mod runtime;
+pub mod survey;
 
 /// Every loss cause an error's `lossCause` field can be, as the core names them.
 #[uniffi::export]

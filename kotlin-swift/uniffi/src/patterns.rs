@@ -51,7 +51,7 @@ pub struct MetaEntry {
     pub value: Vec<u8>,
 }
 
-fn meta_in(m: Option<HashMap<String, Vec<u8>>>) -> Metadata {
+pub(crate) fn meta_in(m: Option<HashMap<String, Vec<u8>>>) -> Metadata {
     let mut out = Metadata::new();
     for (k, v) in m.into_iter().flatten() {
         out.insert(k, v);
@@ -59,7 +59,7 @@ fn meta_in(m: Option<HashMap<String, Vec<u8>>>) -> Metadata {
     out
 }
 
-fn message(m: weida::Message) -> Message {
+pub(crate) fn message(m: weida::Message) -> Message {
     let meta = &m.meta;
     Message {
         body: m.body.to_vec(),

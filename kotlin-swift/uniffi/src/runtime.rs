@@ -84,6 +84,16 @@ impl Runtime {
         Ok(Requester::new(on_io(|| self.inner.requester_with(&o))?))
     }
 
+    pub fn surveyor(
+        &self,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::survey::Surveyor>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::survey::Surveyor::new(on_io(|| {
+            self.inner.surveyor_with(&o)
+        })?))
+    }
+
     pub fn subscriber(&self, options: Option<EndpointOptions>) -> Result<Arc<Subscriber>> {
         let o = endpoint_options(options)?;
         Ok(Subscriber::new(on_io(|| self.inner.subscriber_with(&o))?))
@@ -160,6 +170,15 @@ impl Listener {
     pub fn replier(&self, path: String, options: Option<EndpointOptions>) -> Result<Arc<Replier>> {
         let o = endpoint_options(options)?;
         Ok(Replier::new(on_io(|| self.inner.replier_with(&path, &o))?))
+    }
+
+    /// A respondent: a `Replier` by another name.
+    pub fn respondent(
+        &self,
+        path: String,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<Replier>> {
+        self.replier(path, options)
     }
 
     pub fn publisher(

@@ -9,12 +9,12 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::filter::{Filter, FilterSet};
-use crate::patterns::ordering::{Orderer, Release};
 use crate::config::Bounds;
 use crate::connection::context::Context;
 use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};
 use crate::connection::link::Link;
 use crate::error::{Error, LossCause, Result};
+use crate::patterns::ordering::{Orderer, Release};
 use crate::transport::reader::{StreamReader, Watch};
 use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf, SendHalf};
 use crate::wire::{Code, Ordering, Session, StreamType};

@@ -85,6 +85,7 @@ extension Runtime {
     public func pusher(_ options: EndpointOptions? = nil) throws -> Pusher { try pusher(options: options) }
     public func requester(_ options: EndpointOptions? = nil) throws -> Requester { try requester(options: options) }
     public func subscriber(_ options: EndpointOptions? = nil) throws -> Subscriber { try subscriber(options: options) }
+    public func surveyor(_ options: EndpointOptions? = nil) throws -> Surveyor { try surveyor(options: options) }
 
     /// Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
     /// `deadlineMs` to reach the peer's transport, then closes everything.
@@ -100,6 +101,11 @@ extension Listener {
 
     public func replier(_ path: String, _ options: EndpointOptions? = nil) throws -> Replier {
         try replier(path: path, options: options)
+    }
+
+    /// A respondent: a `Replier` by another name (surveys arrive as exchanges).
+    public func respondent(_ path: String, _ options: EndpointOptions? = nil) throws -> Replier {
+        try respondent(path: path, options: options)
     }
 
     public func publisher(_ path: String, _ options: EndpointOptions? = nil) throws -> Publisher {
@@ -172,6 +178,46 @@ extension Requester {
     }
 
     public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+// MARK: Survey
+
+extension Surveyor {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Asks every live respondent `body`; the run of their answers until `deadlineMs`. No
+    /// respondent is an empty run.
+    public func survey(_ body: Data, deadlineMs: Double, meta: Meta? = nil) async throws -> SurveyRun {
+        try await cancellable { try await survey(body: body, deadlineMs: deadlineMs, meta: meta, cancel: $0) }
+    }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension SurveyRun {
+    /// The next answer; nil once every respondent answered or the deadline passed. A respondent
+    /// that refused or failed is thrown as its error, and the next call goes on with the others.
+    public func answer() async throws -> Message? {
+        try await cancellable { try await next(cancel: $0) }
+    }
+
+    /// Every answer until the run ends, a respondent's failure as a `.failure` element (one
+    /// failure ends nothing); a cancelled task's iteration ends.
+    public func answers() -> AsyncStream<Result<Message, WeidaError>> {
+        AsyncStream(unfolding: {
+            do {
+                guard let m = try await self.answer() else { return nil }
+                return .success(m)
+            } catch let e as WeidaError {
+                if case .Aborted = e { return nil }
+                return .failure(e)
+            } catch {
+                return nil
+            }
+        })
+    }
 }
 
 extension Replier {

@@ -1245,6 +1245,11 @@ public protocol ListenerProtocol: AnyObject, Sendable {
     
     func replier(path: String, options: EndpointOptions?) throws  -> Replier
     
+    /**
+     * A respondent: a `Replier` by another name.
+     */
+    func respondent(path: String, options: EndpointOptions?) throws  -> Replier
+    
 }
 /**
  * A bound address; endpoints are registered on it by path.
@@ -1365,6 +1370,20 @@ open func replier(path: String, options: EndpointOptions?)throws  -> Replier  {
     return try  FfiConverterTypeReplier_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_listener_replier(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A respondent: a `Replier` by another name.
+     */
+open func respondent(path: String, options: EndpointOptions?)throws  -> Replier  {
+    return try  FfiConverterTypeReplier_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_listener_respondent(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(path),
         FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
@@ -2769,6 +2788,8 @@ public protocol RuntimeProtocol: AnyObject, Sendable {
     
     func subscriber(options: EndpointOptions?) throws  -> Subscriber
     
+    func surveyor(options: EndpointOptions?) throws  -> Surveyor
+    
 }
 /**
  * The process-wide entry point: binds listeners, makes the dialling endpoints.
@@ -2957,6 +2978,16 @@ open func subscriber(options: EndpointOptions?)throws  -> Subscriber  {
     return try  FfiConverterTypeSubscriber_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_runtime_subscriber(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
+open func surveyor(options: EndpointOptions?)throws  -> Surveyor  {
+    return try  FfiConverterTypeSurveyor_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_surveyor(
             self.uniffiCloneHandle(),
         FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
     )
@@ -3312,6 +3343,429 @@ public func FfiConverterTypeSubscriber_lift(_ handle: UInt64) throws -> Subscrib
 #endif
 public func FfiConverterTypeSubscriber_lower(_ value: Subscriber) -> UInt64 {
     return FfiConverterTypeSubscriber.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A survey's answers until its deadline; dropped, it ends the exchanges still open.
+ */
+public protocol SurveyRunProtocol: AnyObject, Sendable {
+    
+    /**
+     * The deadline has passed.
+     */
+    func expired()  -> Bool
+    
+    /**
+     * Answers that arrived after the deadline: counted, not delivered.
+     */
+    func late()  -> UInt64
+    
+    /**
+     * The next answer; null once every respondent answered or the deadline passed. A
+     * respondent that refused or failed is thrown here as its error, and the next call goes on
+     * with the others.
+     */
+    func next(cancel: Cancellation?) async throws  -> Message?
+    
+    /**
+     * How many respondents were asked.
+     */
+    func respondents()  -> UInt32
+    
+    /**
+     * Returns once every asked respondent's exchange has ended (answered, failed, or late and
+     * counted).
+     */
+    func settled(cancel: Cancellation?) async throws 
+    
+}
+/**
+ * A survey's answers until its deadline; dropped, it ends the exchanges still open.
+ */
+open class SurveyRun: SurveyRunProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_surveyrun(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_surveyrun(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The deadline has passed.
+     */
+open func expired() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyrun_expired(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Answers that arrived after the deadline: counted, not delivered.
+     */
+open func late() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyrun_late(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next answer; null once every respondent answered or the deadline passed. A
+     * respondent that refused or failed is thrown here as its error, and the next call goes on
+     * with the others.
+     */
+open func next(cancel: Cancellation? = nil)async throws  -> Message?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_surveyrun_next(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeMessage.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * How many respondents were asked.
+     */
+open func respondents() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyrun_respondents(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Returns once every asked respondent's exchange has ended (answered, failed, or late and
+     * counted).
+     */
+open func settled(cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_surveyrun_settled(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSurveyRun: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = SurveyRun
+
+    public static func lift(_ handle: UInt64) throws -> SurveyRun {
+        return SurveyRun(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: SurveyRun) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SurveyRun {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: SurveyRun, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSurveyRun_lift(_ handle: UInt64) throws -> SurveyRun {
+    return try FfiConverterTypeSurveyRun.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSurveyRun_lower(_ value: SurveyRun) -> UInt64 {
+    return FfiConverterTypeSurveyRun.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Asks every connected respondent the same question.
+ */
+public protocol SurveyorProtocol: AnyObject, Sendable {
+    
+    func closeEndpoint() 
+    
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    func events() throws  -> PeerEvents
+    
+    /**
+     * Live connections: the respondents the next survey asks.
+     */
+    func peerCount() throws  -> UInt32
+    
+    /**
+     * Asks every live respondent `body`; returns the run of their answers once each was asked
+     * or `deadline_ms` passed. No respondent is an empty run.
+     */
+    func survey(body: Data, deadlineMs: Double, meta: [String: Data]?, cancel: Cancellation?) async throws  -> SurveyRun
+    
+}
+/**
+ * Asks every connected respondent the same question.
+ */
+open class Surveyor: SurveyorProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_surveyor(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_surveyor(handle, $0) }
+    }
+
+    
+
+    
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyor_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_surveyor_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyor_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+open func events()throws  -> PeerEvents  {
+    return try  FfiConverterTypePeerEvents_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyor_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Live connections: the respondents the next survey asks.
+     */
+open func peerCount()throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_surveyor_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Asks every live respondent `body`; returns the run of their answers once each was asked
+     * or `deadline_ms` passed. No respondent is an empty run.
+     */
+open func survey(body: Data, deadlineMs: Double, meta: [String: Data]?, cancel: Cancellation? = nil)async throws  -> SurveyRun  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_surveyor_survey(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterDouble.lower(deadlineMs),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeSurveyRun_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSurveyor: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Surveyor
+
+    public static func lift(_ handle: UInt64) throws -> Surveyor {
+        return Surveyor(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Surveyor) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Surveyor {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Surveyor, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSurveyor_lift(_ handle: UInt64) throws -> Surveyor {
+    return try FfiConverterTypeSurveyor.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSurveyor_lower(_ value: Surveyor) -> UInt64 {
+    return FfiConverterTypeSurveyor.lower(value)
 }
 
 
@@ -5484,6 +5938,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_listener_replier() != 41184) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_listener_respondent() != 29416) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_runtime_bind() != 35814) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5509,6 +5966,42 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_subscriber() != 47025) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_runtime_surveyor() != 8895) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyrun_expired() != 45246) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyrun_late() != 41939) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyrun_next() != 23128) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyrun_respondents() != 29656) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyrun_settled() != 14500) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyor_close_endpoint() != 35165) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyor_connect() != 17137) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyor_disconnect() != 1495) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyor_events() != 60433) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyor_peer_count() != 13211) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_surveyor_survey() != 7753) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_cancellation_new() != 18638) {

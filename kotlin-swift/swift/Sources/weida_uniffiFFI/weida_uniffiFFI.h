@@ -712,6 +712,11 @@ uint64_t uniffi_weida_uniffi_fn_method_listener_puller(uint64_t ptr, RustBuffer 
 uint64_t uniffi_weida_uniffi_fn_method_listener_replier(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_RESPONDENT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_RESPONDENT
+uint64_t uniffi_weida_uniffi_fn_method_listener_respondent(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RUNTIME
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RUNTIME
 uint64_t uniffi_weida_uniffi_fn_clone_runtime(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -770,6 +775,86 @@ void uniffi_weida_uniffi_fn_method_runtime_shutdown(uint64_t ptr, RustCallStatus
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_SUBSCRIBER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_SUBSCRIBER
 uint64_t uniffi_weida_uniffi_fn_method_runtime_subscriber(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_SURVEYOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_SURVEYOR
+uint64_t uniffi_weida_uniffi_fn_method_runtime_surveyor(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SURVEYRUN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SURVEYRUN
+uint64_t uniffi_weida_uniffi_fn_clone_surveyrun(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_SURVEYRUN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_SURVEYRUN
+void uniffi_weida_uniffi_fn_free_surveyrun(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_EXPIRED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_EXPIRED
+int8_t uniffi_weida_uniffi_fn_method_surveyrun_expired(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_LATE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_LATE
+uint64_t uniffi_weida_uniffi_fn_method_surveyrun_late(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_NEXT
+uint64_t uniffi_weida_uniffi_fn_method_surveyrun_next(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_RESPONDENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_RESPONDENTS
+uint32_t uniffi_weida_uniffi_fn_method_surveyrun_respondents(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_SETTLED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYRUN_SETTLED
+uint64_t uniffi_weida_uniffi_fn_method_surveyrun_settled(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SURVEYOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SURVEYOR
+uint64_t uniffi_weida_uniffi_fn_clone_surveyor(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_SURVEYOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_SURVEYOR
+void uniffi_weida_uniffi_fn_free_surveyor(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_surveyor_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_CONNECT
+uint64_t uniffi_weida_uniffi_fn_method_surveyor_connect(uint64_t ptr, RustBuffer address, int8_t wait, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_DISCONNECT
+int8_t uniffi_weida_uniffi_fn_method_surveyor_disconnect(uint64_t ptr, RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_EVENTS
+uint64_t uniffi_weida_uniffi_fn_method_surveyor_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_surveyor_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_SURVEY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SURVEYOR_SURVEY
+uint64_t uniffi_weida_uniffi_fn_method_surveyor_survey(uint64_t ptr, RustBuffer body, double deadline_ms, RustBuffer meta, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ERROR_CODES
@@ -1450,6 +1535,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_listener_replier(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_RESPONDENT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_RESPONDENT
+uint16_t uniffi_weida_uniffi_checksum_method_listener_respondent(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_BIND
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_BIND
 uint16_t uniffi_weida_uniffi_checksum_method_runtime_bind(void
@@ -1501,6 +1592,78 @@ uint16_t uniffi_weida_uniffi_checksum_method_runtime_shutdown(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_SUBSCRIBER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_SUBSCRIBER
 uint16_t uniffi_weida_uniffi_checksum_method_runtime_subscriber(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_SURVEYOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_SURVEYOR
+uint16_t uniffi_weida_uniffi_checksum_method_runtime_surveyor(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_EXPIRED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_EXPIRED
+uint16_t uniffi_weida_uniffi_checksum_method_surveyrun_expired(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_LATE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_LATE
+uint16_t uniffi_weida_uniffi_checksum_method_surveyrun_late(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_NEXT
+uint16_t uniffi_weida_uniffi_checksum_method_surveyrun_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_RESPONDENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_RESPONDENTS
+uint16_t uniffi_weida_uniffi_checksum_method_surveyrun_respondents(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_SETTLED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYRUN_SETTLED
+uint16_t uniffi_weida_uniffi_checksum_method_surveyrun_settled(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_surveyor_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_CONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_surveyor_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_DISCONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_surveyor_disconnect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_EVENTS
+uint16_t uniffi_weida_uniffi_checksum_method_surveyor_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_surveyor_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_SURVEY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SURVEYOR_SURVEY
+uint16_t uniffi_weida_uniffi_checksum_method_surveyor_survey(void
     
 );
 #endif

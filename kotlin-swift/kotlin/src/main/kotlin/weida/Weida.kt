@@ -23,6 +23,8 @@ import weida.uniffi.Requester
 import weida.uniffi.Runtime
 import weida.uniffi.RuntimeOptions
 import weida.uniffi.Subscriber
+import weida.uniffi.SurveyRun
+import weida.uniffi.Surveyor
 import weida.uniffi.Trust
 import weida.uniffi.WeidaException
 
@@ -66,13 +68,18 @@ suspend fun Runtime.bind(address: String) = bind(address, null)
 fun Runtime.pusher() = pusher(null)
 fun Runtime.requester() = requester(null)
 fun Runtime.subscriber() = subscriber(null)
+fun Runtime.surveyor() = surveyor(null)
 fun weida.uniffi.Listener.puller(path: String) = puller(path, null)
 fun weida.uniffi.Listener.replier(path: String) = replier(path, null)
+
+/** A respondent: a `Replier` by another name (surveys arrive as exchanges). */
+fun weida.uniffi.Listener.respondent(path: String) = respondent(path, null)
 fun weida.uniffi.Listener.publisher(path: String) = publisher(path, null)
 
 suspend fun Pusher.connect(address: String) = connect(address, true)
 suspend fun Requester.connect(address: String) = connect(address, true)
 suspend fun Subscriber.connect(address: String) = connect(address, true)
+suspend fun Surveyor.connect(address: String) = connect(address, true)
 
 suspend fun Pusher.send(body: ByteArray) = send(body, null)
 suspend fun Requester.request(body: ByteArray) = request(body, null)
@@ -99,6 +106,27 @@ fun Subscriber.messages(): Flow<Message> = untilClosed { recv() }
 
 /** Every exchange, until the replier ends. */
 fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }
+
+/** Asks every live respondent `body`; the run of their answers until `deadlineMs`. */
+suspend fun Surveyor.survey(body: ByteArray, deadlineMs: Double): SurveyRun = survey(body, deadlineMs, null)
+
+/** The next answer, or null once every respondent answered or the deadline passed; a respondent
+ * that refused or failed is thrown as its error, and the next call goes on with the others. */
+suspend fun SurveyRun.answer(): Message? = next(null)
+
+/** Every answer until the run ends, a respondent's failure as a `Result.failure` (one failure
+ * ends nothing). */
+fun SurveyRun.answers(): Flow<Result<Message>> = flow {
+    while (true) {
+        val a = try {
+            next(null) ?: break
+        } catch (e: WeidaException) {
+            emit(Result.failure(e))
+            continue
+        }
+        emit(Result.success(a))
+    }
+}
 
 /** Every event, until the endpoint is gone. */
 fun PeerEvents.asFlow(): Flow<PeerEvent> = flow {

@@ -812,6 +812,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_replier(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_listener_respondent(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_bind(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_close_and_wait(
@@ -829,6 +831,30 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_runtime_shutdown(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_subscriber(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_runtime_surveyor(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyrun_expired(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyrun_late(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyrun_next(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyrun_respondents(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyrun_settled(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyor_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyor_connect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyor_disconnect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyor_events(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyor_peer_count(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_surveyor_survey(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_cancellation_new(
     ): Int
@@ -1052,6 +1078,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_replier(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_listener_respondent(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_runtime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_runtime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1075,6 +1103,38 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_runtime_shutdown(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_runtime_subscriber(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_runtime_surveyor(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_surveyrun(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_surveyrun(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_surveyrun_expired(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_surveyrun_late(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_surveyrun_next(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_surveyrun_respondents(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_surveyrun_settled(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_surveyor(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_surveyor(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_surveyor_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_surveyor_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_surveyor_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_surveyor_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_surveyor_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_surveyor_survey(`ptr`: Long,`body`: RustBuffer.ByValue,`deadlineMs`: Double,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_func_error_codes(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1400,6 +1460,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_replier() and 0xFFFF) != 41184) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_listener_respondent() and 0xFFFF) != 29416) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_bind() and 0xFFFF) != 35814) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1425,6 +1488,42 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_subscriber() and 0xFFFF) != 47025) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_surveyor() and 0xFFFF) != 8895) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_expired() and 0xFFFF) != 45246) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_late() and 0xFFFF) != 41939) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_next() and 0xFFFF) != 23128) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_respondents() and 0xFFFF) != 29656) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_settled() and 0xFFFF) != 14500) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyor_close_endpoint() and 0xFFFF) != 35165) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyor_connect() and 0xFFFF) != 17137) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyor_disconnect() and 0xFFFF) != 1495) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyor_events() and 0xFFFF) != 60433) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyor_peer_count() and 0xFFFF) != 13211) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_surveyor_survey() and 0xFFFF) != 7753) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_cancellation_new() and 0xFFFF) != 18638) {
@@ -3039,6 +3138,11 @@ public interface ListenerInterface {
     
     fun `replier`(`path`: kotlin.String, `options`: EndpointOptions?): Replier
     
+    /**
+     * A respondent: a `Replier` by another name.
+     */
+    fun `respondent`(`path`: kotlin.String, `options`: EndpointOptions?): Replier
+    
     companion object
 }
 
@@ -3233,6 +3337,25 @@ open class Listener: Disposable, AutoCloseable, ListenerInterface
     callWithHandle {
     uniffiRustCallWithError(WeidaException) { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_listener_replier(
+        it,
+        
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A respondent: a `Replier` by another name.
+     */
+    @Throws(WeidaException::class)override fun `respondent`(`path`: kotlin.String, `options`: EndpointOptions?): Replier {
+            return FfiConverterTypeReplier.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_listener_respondent(
         it,
         
         FfiConverterString.lower(`path`),
@@ -5833,6 +5956,8 @@ public interface RuntimeInterface {
     
     fun `subscriber`(`options`: EndpointOptions?): Subscriber
     
+    fun `surveyor`(`options`: EndpointOptions?): Surveyor
+    
     companion object
 }
 
@@ -6114,6 +6239,21 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
     callWithHandle {
     uniffiRustCallWithError(WeidaException) { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_runtime_subscriber(
+        it,
+        
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    @Throws(WeidaException::class)override fun `surveyor`(`options`: EndpointOptions?): Surveyor {
+            return FfiConverterTypeSurveyor.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_runtime_surveyor(
         it,
         
         FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
@@ -6664,6 +6804,759 @@ public object FfiConverterTypeSubscriber: FfiConverter<Subscriber, Long> {
     override fun allocationSize(value: Subscriber) = 8UL
 
     override fun write(value: Subscriber, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A survey's answers until its deadline; dropped, it ends the exchanges still open.
+ */
+public interface SurveyRunInterface {
+    
+    /**
+     * The deadline has passed.
+     */
+    fun `expired`(): kotlin.Boolean
+    
+    /**
+     * Answers that arrived after the deadline: counted, not delivered.
+     */
+    fun `late`(): kotlin.ULong
+    
+    /**
+     * The next answer; null once every respondent answered or the deadline passed. A
+     * respondent that refused or failed is thrown here as its error, and the next call goes on
+     * with the others.
+     */
+    suspend fun `next`(`cancel`: Cancellation? = null): Message?
+    
+    /**
+     * How many respondents were asked.
+     */
+    fun `respondents`(): kotlin.UInt
+    
+    /**
+     * Returns once every asked respondent's exchange has ended (answered, failed, or late and
+     * counted).
+     */
+    suspend fun `settled`(`cancel`: Cancellation? = null)
+    
+    companion object
+}
+
+/**
+ * A survey's answers until its deadline; dropped, it ends the exchanges still open.
+ */
+open class SurveyRun: Disposable, AutoCloseable, SurveyRunInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_surveyrun(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_surveyrun(handle, status)
+        }
+    }
+
+    
+    /**
+     * The deadline has passed.
+     */override fun `expired`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyrun_expired(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Answers that arrived after the deadline: counted, not delivered.
+     */override fun `late`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyrun_late(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next answer; null once every respondent answered or the deadline passed. A
+     * respondent that refused or failed is thrown here as its error, and the next call goes on
+     * with the others.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `next`(`cancel`: Cancellation?) : Message? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_surveyrun_next(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeMessage.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * How many respondents were asked.
+     */override fun `respondents`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyrun_respondents(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Returns once every asked respondent's exchange has ended (answered, failed, or late and
+     * counted).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `settled`(`cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_surveyrun_settled(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSurveyRun: FfiConverter<SurveyRun, Long> {
+    override fun lower(value: SurveyRun): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): SurveyRun {
+        return SurveyRun(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): SurveyRun {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: SurveyRun) = 8UL
+
+    override fun write(value: SurveyRun, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Asks every connected respondent the same question.
+ */
+public interface SurveyorInterface {
+    
+    fun `closeEndpoint`()
+    
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
+    
+    fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
+    
+    fun `events`(): PeerEvents
+    
+    /**
+     * Live connections: the respondents the next survey asks.
+     */
+    fun `peerCount`(): kotlin.UInt
+    
+    /**
+     * Asks every live respondent `body`; returns the run of their answers once each was asked
+     * or `deadline_ms` passed. No respondent is an empty run.
+     */
+    suspend fun `survey`(`body`: kotlin.ByteArray, `deadlineMs`: kotlin.Double, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): SurveyRun
+    
+    companion object
+}
+
+/**
+ * Asks every connected respondent the same question.
+ */
+open class Surveyor: Disposable, AutoCloseable, SurveyorInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_surveyor(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_surveyor(handle, status)
+        }
+    }
+
+    override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyor_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_surveyor_connect(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    @Throws(WeidaException::class)override fun `disconnect`(`address`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyor_disconnect(
+        it,
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    @Throws(WeidaException::class)override fun `events`(): PeerEvents {
+            return FfiConverterTypePeerEvents.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyor_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Live connections: the respondents the next survey asks.
+     */
+    @Throws(WeidaException::class)override fun `peerCount`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_surveyor_peer_count(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Asks every live respondent `body`; returns the run of their answers once each was asked
+     * or `deadline_ms` passed. No respondent is an empty run.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `survey`(`body`: kotlin.ByteArray, `deadlineMs`: kotlin.Double, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : SurveyRun {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_surveyor_survey(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`body`),
+        FfiConverterDouble.lower(`deadlineMs`),
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeSurveyRun.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSurveyor: FfiConverter<Surveyor, Long> {
+    override fun lower(value: Surveyor): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Surveyor {
+        return Surveyor(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Surveyor {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Surveyor) = 8UL
+
+    override fun write(value: Surveyor, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
