@@ -57,7 +57,7 @@ pub use connection::handles::{
 };
 pub use error::{AddressPart, Error, ErrorCode, FieldValue, Limit, LossCause, Result, Unanswered};
 pub use patterns::{
-    Acceptor, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
+    Acceptor, Bus, DropCause, Dropped, FanOut, Peer, Publisher, Puller, Pusher, Receiving, Replier,
     Requester, Respondent, Subscriber, SurveyRun, Surveyor,
 };
 pub use runtime::counters::Counters;

@@ -9,6 +9,7 @@
 //! layer below it (docs/ARCHITECTURE.md §1, checked by
 //! `core/layers.py`).
 
+mod bus;
 mod ordering;
 pub(crate) mod pubsub;
 mod pushpull;
@@ -17,6 +18,7 @@ mod receiving;
 mod reqrep;
 mod survey;
 
+pub use bus::Bus;
 pub use pubsub::{DropCause, Dropped, FanOut, Publisher, Subscriber};
 pub use pushpull::{Puller, Pusher};
 pub use raw::{Acceptor, Peer};
@@ -53,9 +55,7 @@ pub(crate) struct Dialer {
 
 impl Drop for Dialer {
     fn drop(&mut self) {
-        for link in self.peers.take_all() {
-            self.pool.release(link);
-        }
+        self.leave_all();
     }
 }
 
@@ -111,6 +111,13 @@ impl Dialer {
         let task = tokio::spawn(redial::later(owner, a.clone(), self.bounds.reconnect));
         self.peers.redialled_by(&a, task.abort_handle(), true);
         Ok(())
+    }
+
+    /// Removes every slot, stops every redial, and lets go of the connections.
+    fn leave_all(&self) {
+        for link in self.peers.take_all() {
+            self.pool.release(link);
+        }
     }
 
     fn disconnect(&self, address: &str) -> Result<bool> {

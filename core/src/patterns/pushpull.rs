@@ -342,7 +342,7 @@ impl Pusher {
 /// takes lanes, else a stream of its own, finished. Returns once the lane took it or the FIN
 /// is queued; an error means neither happened. Numbered when the peer requires ordering: a
 /// frame as the lane queues it, a stream as it is opened (PROTOCOL.md §4).
-async fn write_whole(
+pub(super) async fn write_whole(
     ctx: &Arc<Context>,
     link: &Link,
     meta: Metadata,
