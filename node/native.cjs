@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Acceptor = nativeBinding.Acceptor
+module.exports.Bus = nativeBinding.Bus
 module.exports.Cancel = nativeBinding.Cancel
 module.exports.Delivery = nativeBinding.Delivery
 module.exports.Exchange = nativeBinding.Exchange

@@ -207,6 +207,26 @@ export declare class Acceptor {
   close(): void
 }
 
+/** A bus member. */
+export declare class Bus {
+  /** The address other members connect to. */
+  get address(): string
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
+  disconnect(address: string): boolean
+  get peerCount(): number
+  events(): PeerEvents
+  /** Queues a copy for every live member connected; resolves with how many. */
+  send(body: string | Uint8Array, meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<number>
+  /** Up to `max` whole messages as a `Batch`, waiting for the first. */
+  recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
+  /** What `recvBatch` would give without waiting, or null. */
+  take(max: number): Batch | null
+  /** Copies dropped, by cause. */
+  dropped(): Dropped
+  /** Unbinds the path and leaves every member. */
+  close(): void
+}
+
 /**
  * A cancellation the TypeScript layer ties to an AbortSignal: `cancel()` cancels the call it
  * was passed to (weida-ffi's `Cancel`: its core future is dropped, which cancels the
@@ -529,6 +549,8 @@ export declare class Runtime {
   bind(address: string, requireClient?: Trust | undefined | null, cancel?: Cancel | undefined | null): Promise<Listener>
   pusher(options?: EndpointOptions | undefined | null): Pusher
   requester(options?: EndpointOptions | undefined | null): Requester
+  /** A bus member bound at `path` on `listener` (this runtime's). */
+  bus(listener: Listener, path: string, options?: EndpointOptions | undefined | null): Bus
   surveyor(options?: EndpointOptions | undefined | null): Surveyor
   peer(options?: EndpointOptions | undefined | null): Peer
   subscriber(options?: EndpointOptions | undefined | null): Subscriber

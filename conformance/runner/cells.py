@@ -26,6 +26,7 @@ RESULT_FIELDS = {
     "bind": ("address",),
     "replier": ("address",),
     "respondent": ("address",),
+    "bus": ("address",),
     "acceptor": ("address",),
     "puller": ("address",),
     "connect": ("peer_count",),
@@ -44,7 +45,7 @@ RESULT_FIELDS = {
 }
 # Ops that create a handle named by args.name: their result is kept under that name.
 CREATES = ("runtime", "bind", "replier", "respondent", "acceptor", "puller", "requester", "surveyor",
-           "pusher", "peer", "publisher", "subscriber")
+           "pusher", "peer", "publisher", "subscriber", "bus")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

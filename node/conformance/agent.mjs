@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
+import { Bus, Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -348,7 +348,7 @@ async function streamEcho(ex, handle) {
   }
 }
 
-/** @param {import('weida').Puller} puller @param {string} handle @param {string} mode */
+/** @param {import('weida').Puller | Bus} puller @param {string} handle @param {string} mode */
 async function servePuller(puller, handle, mode) {
   if (mode === 'recv') {
     for (;;) {
@@ -365,7 +365,7 @@ async function servePuller(puller, handle, mode) {
       }
     }
   }
-  if (mode === 'stream') {
+  if (mode === 'stream' && !(puller instanceof Bus)) {
     for (;;) {
       /** @type {import('weida').IncomingTransfer} */
       let t
@@ -427,7 +427,7 @@ const runtimes = new Map()
 const listeners = new Map()
 /** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller | import('weida').Acceptor>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus>} */
 const dialling = new Map()
 /** Each dialling endpoint's events, read from its making on (the `event` op). @type {Map<string, import('weida').PeerEvents>} */
 const events = new Map()
@@ -858,10 +858,24 @@ async function run(op, args) {
 
     case 'send': {
       const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
-      if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher')
       const body = makeBody(args.body ?? null)
+      if (p instanceof Bus) return { queued: await p.send(body, metadataArg(args)) }
+      if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher or a bus member')
       await p.send(body, metadataArg(args))
       return {}
+    }
+
+    case 'bus': {
+      // A bus member: dialling (`connect`, `send`) and bound, received as a `recv` puller is.
+      const rt = get(runtimes, args, 'runtime', 'runtime')
+      const listener = get(listeners, args, 'listener', 'listener')
+      const name = strArg(args, 'name')
+      claim(name)
+      const bus = rt.bus(listener, strArg(args, 'path'), endpointOptions(args))
+      dialling.set(name, bus)
+      events.set(name, bus.events())
+      void servePuller(bus, name, 'recv')
+      return { address: bus.address }
     }
 
     case 'try_send': {
@@ -879,7 +893,7 @@ async function run(op, args) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
-      } else if (d instanceof Subscriber || d instanceof Surveyor) {
+      } else if (d instanceof Subscriber || d instanceof Surveyor || d instanceof Bus) {
         throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')

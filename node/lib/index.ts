@@ -574,6 +574,11 @@ export class Runtime {
     return new Subscriber(this.#n.subscriber(options))
   }
 
+  /** A bus member bound at `path` on `listener` (this runtime's): `connect` it to the other members; `endpointQueue` (copies per member) and `maxCollectedBody` of its own if given. */
+  bus(listener: Listener, path: string, options?: native.EndpointOptions): Bus {
+    return new Bus(this.#n.bus(listener._native, path, options))
+  }
+
   /** A surveyor: `connect` it to respondents, then `survey(body, deadlineMs)`; `maxCollectedBody` (answers) of its own if given. */
   surveyor(options?: native.EndpointOptions): Surveyor {
     return new Surveyor(this.#n.surveyor(options))
@@ -615,6 +620,11 @@ export class Listener {
   /** @internal */
   constructor(n: native.Listener) {
     this.#n = n
+  }
+
+  /** @internal The addon's listener, for {@link Runtime.bus}. */
+  get _native(): native.Listener {
+    return this.#n
   }
 
   /** The bound address: over QUIC with its real port and the `sha256:` pin of its key. */
@@ -856,6 +866,88 @@ export class Requester {
 
   close(): void {
     this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * A bus member (docs/PATTERNS.md §6.3): `send` reaches every member it connected (one shared
+ * copy each; a slow member's copies are dropped and counted), `for await (const m of member)`
+ * receives what the others send. A member never receives its own message.
+ */
+export class Bus implements AsyncIterable<Message> {
+  readonly #n: native.Bus
+  readonly #inbox: Inbox
+
+  /** @internal */
+  constructor(n: native.Bus) {
+    this.#n = n
+    this.#inbox = new Inbox(n)
+  }
+
+  /** The address other members connect to. */
+  get address(): string {
+    return this.#n.address
+  }
+
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
+  }
+
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** Members connected and live. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up, for the members this one connected. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
+  /** Queues a copy for every live member connected; resolves with how many. A body above `limits.subscriberBufferBytes` rejects with {@link LimitExceeded}. */
+  send(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<number> {
+    return call(options.signal, (c) => this.#n.send(body, meta, c))
+  }
+
+  /** The next message another member sent. */
+  recv(options: CallOptions = {}): Promise<Message> {
+    return this.#inbox.recv(options.signal)
+  }
+
+  /** The next message if one is ready now, else null. */
+  tryRecv(): Message | null {
+    return this.#inbox.tryRecv()
+  }
+
+  /** Up to `max` messages: waits for the first, then takes those ready. */
+  recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
+    return this.#inbox.recvMany(max, options.signal)
+  }
+
+  /** Copies dropped, by cause (`queueFull`, `byteBudget`, `deadSubscriber`) and their `total`. */
+  dropped(): native.Dropped {
+    return this.#n.dropped()
+  }
+
+  /** Unbinds the path and leaves every member. */
+  close(): void {
+    this.#n.close()
+  }
+
+  /** Messages until the member is closed. */
+  messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
+    return new Messages(this.#inbox, options.signal)
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
+    return this.messages()
   }
 
   async [asyncDispose](): Promise<void> {

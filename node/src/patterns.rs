@@ -43,7 +43,7 @@ fn batch(max: f64) -> Result<usize, Fail> {
 /// for the first; what an aborted receive got goes back to the endpoint (`give_back`, in
 /// order: the TypeScript inbox takes nothing from the endpoint while this is pending, so it is
 /// the next any receive takes).
-fn recv_batch<'env, R: Receiving>(
+pub(crate) fn recv_batch<'env, R: Receiving>(
     env: &'env Env,
     cancel: Option<&Cancel>,
     r: &Arc<R>,
@@ -57,7 +57,7 @@ fn recv_batch<'env, R: Receiving>(
 
 /// The messages ready now, up to `max`, as [`recv_batch`] gives them; null when none is ready,
 /// and the error a receive would reject with thrown at once.
-fn take_ready<R: Receiving>(env: &Env, r: &R, max: f64) -> napi::Result<Option<Raw>> {
+pub(crate) fn take_ready<R: Receiving>(env: &Env, r: &R, max: f64) -> napi::Result<Option<Raw>> {
     let max = batch(max).map_err(|f| error::to_js(env, f))?;
     match take_now(r, max) {
         None => Ok(None),

@@ -207,6 +207,21 @@ impl Runtime {
         Ok(Requester::new(e))
     }
 
+    /// A bus member bound at `path` on `listener` (this runtime's).
+    #[napi]
+    pub fn bus(
+        &self,
+        env: Env,
+        listener: &Listener,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::bus::Bus> {
+        let o = endpoint_options(&env, options)?;
+        let b = on_io(|| self.inner.bus_with(&listener.inner, &path, &o))
+            .map_err(|e| error::throw(&env, e))?;
+        Ok(crate::bus::Bus::new(b))
+    }
+
     #[napi]
     pub fn surveyor(
         &self,

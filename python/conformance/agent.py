@@ -41,7 +41,9 @@ SEQ_PERIOD = bytes(range(251))
 """One period of the ``seq`` pattern: byte i is (offset + i) mod 251."""
 
 Json = dict[str, Any]
-Dialling = weida.Requester | weida.Pusher | weida.Subscriber | weida.Peer | weida.Surveyor
+Dialling = (
+    weida.Requester | weida.Pusher | weida.Subscriber | weida.Peer | weida.Surveyor | weida.Bus
+)
 ORDERINGS = ("none", "detect", "reassemble")
 
 
@@ -685,11 +687,25 @@ class Agent:
 
     async def op_send(self, args: Json) -> Json:
         p = self.endpoint(args)
-        if not isinstance(p, weida.Pusher):
-            raise BadRequest("send needs a pusher")
         body, meta = body_arg(args), metadata_arg(args)
+        if isinstance(p, weida.Bus):
+            return {"queued": await p.send(body, meta)}
+        if not isinstance(p, weida.Pusher):
+            raise BadRequest("send needs a pusher or a bus member")
         await p.send(body, meta)
         return {}
+
+    async def op_bus(self, args: Json) -> Json:
+        """A bus member: dialling (``connect``, ``send``) and bound, received as a ``recv``
+        puller is."""
+        rt, listener = self.runtime(args), self.listener(args)
+        name = self.free(str_arg(args, "name"))
+        bus = rt.bus(listener, str_arg(args, "path"), **endpoint_options(args))
+        self.dialling[name] = bus
+        self.events[name] = bus.events()
+        self.claim(name)
+        self.spawn(self.serve_puller(bus, name, "recv"), f"bus {name}")
+        return {"address": bus.address}
 
     async def op_try_send(self, args: Json) -> Json:
         p = self.endpoint(args)
@@ -934,7 +950,7 @@ class Agent:
         else:
             out.event("replied", handle)
 
-    async def serve_puller(self, puller: weida.Puller, handle: str, mode: str) -> None:
+    async def serve_puller(self, puller: weida.Puller | weida.Bus, handle: str, mode: str) -> None:
         out = self.out
         while True:
             if mode == "recv":
@@ -951,6 +967,7 @@ class Agent:
                     "received", handle, **message_json(m), sequence=m.meta.sequence, gap=m.meta.gap
                 )
             else:
+                assert isinstance(puller, weida.Puller), "a bus is read in recv mode"
                 try:
                     t = await puller.accept()
                 except weida.WeidaError as e:

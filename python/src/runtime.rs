@@ -11,6 +11,7 @@ use crate::aio::{self, call};
 use crate::config::{endpoint_options, given, Limits, PY};
 use crate::error;
 use crate::identity::Identity;
+use crate::patterns::bus::Bus;
 use crate::patterns::pubsub::{Publisher, Subscriber};
 use crate::patterns::survey::Surveyor;
 use crate::patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
@@ -117,6 +118,22 @@ impl Runtime {
         let o = endpoint_options(py, options)?;
         let e = on_io(|| self.rt.surveyor_with(&o)).map_err(|e| error::core(py, e))?;
         Ok(Surveyor::new(e))
+    }
+
+    /// A bus member bound at `path` on `listener` (this runtime's): `connect` it to the other
+    /// members, `send` to all of them, `recv` what they send.
+    #[pyo3(signature = (listener, path, **options))]
+    fn bus(
+        &self,
+        py: Python<'_>,
+        listener: Bound<'_, Listener>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Bus> {
+        let o = endpoint_options(py, options)?;
+        let b = on_io(|| self.rt.bus_with(&listener.get().inner, path, &o))
+            .map_err(|e| error::core(py, e))?;
+        Ok(Bus::new(b, listener.unbind()))
     }
 
     /// A Sub endpoint: `connect` it to publishers and `subscribe` to topics (in either

@@ -45,6 +45,7 @@ from ._errors import (
 from ._weida import (
     Acceptor,
     Address,
+    Bus,
     Counters,
     Delivery,
     Drained,
@@ -86,6 +87,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Acceptor",
     "Address",
+    "Bus",
     "Canceled",
     "Closed",
     "ConnectionLost",

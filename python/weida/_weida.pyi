@@ -399,6 +399,10 @@ class Runtime:
         """A Push endpoint; ``send_timeout``, ``reconnect`` and its outbox's options of its own."""
     def requester(self, **options: Unpack[_EndpointOptions]) -> Requester:
         """A Req endpoint; ``send_timeout`` and ``max_collected_body`` (replies) of its own."""
+    def bus(self, listener: Listener, path: str, **options: Unpack[_EndpointOptions]) -> Bus:
+        """A bus member bound at ``path`` on ``listener`` (this runtime's): ``connect`` it to
+        the other members; ``endpoint_queue`` (copies per member) and ``max_collected_body``
+        of its own."""
     def surveyor(self, **options: Unpack[_EndpointOptions]) -> Surveyor:
         """A Surveyor: ``connect`` it to respondents, then ``await survey(body, deadline)``;
         ``max_collected_body`` (answers) of its own."""
@@ -536,6 +540,47 @@ class Requester:
     def close(self) -> None:
         """Forgets this endpoint's connections."""
     def __aenter__(self) -> Future[Requester]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Bus:
+    """A bus member: ``send`` reaches every member it connected (one shared copy each; a slow
+    member's copies are dropped and counted); ``async for msg in member`` receives what the
+    others send. A member never receives its own message."""
+
+    @property
+    def address(self) -> str:
+        """The address other members connect to."""
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Connects to another member's address (with its path)."""
+    def disconnect(self, address: str) -> bool:
+        """Leaves a member; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up, for the members this one connected."""
+    @property
+    def peer_count(self) -> int:
+        """Members connected and live."""
+    def send(self, body: _Buffer, meta: _Meta | None = None) -> Future[int]:
+        """Queues a copy for every live member connected; returns how many. A body above
+        ``Limits.subscriber_buffer_bytes`` raises ``LimitExceeded``."""
+    def recv(self) -> Future[Message]:
+        """The next message another member sent. Cancel-safe."""
+    def try_recv(self) -> Message | None:
+        """The next message if one is ready now."""
+    def recv_many(self, max: int) -> Future[list[Message]]:
+        """Up to ``max`` messages (at least one)."""
+    def dropped(self) -> Dropped:
+        """Copies dropped, by cause (``queue_full``, ``byte_budget``, ``dead_subscriber``)."""
+    def close(self) -> None:
+        """Unbinds the path and leaves every member."""
+    def __aiter__(self) -> Bus: ...
+    def __anext__(self) -> Future[Message]: ...
+    def __aenter__(self) -> Future[Bus]: ...
     def __aexit__(
         self,
         exc_type: type[BaseException] | None,

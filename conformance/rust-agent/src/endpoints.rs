@@ -188,6 +188,26 @@ async fn stream_echo(mut ex: Exchange, handle: &str, out: &Out) {
     }
 }
 
+/// A bus member's receiving, as a `recv` puller's: a `received` event per message (with its
+/// sequence and gap), `closed` at the end.
+pub(crate) fn serve_bus(bus: Arc<weida::Bus>, handle: String, out: Out) {
+    tokio::spawn(async move {
+        loop {
+            match bus.recv().await {
+                Ok(m) => {
+                    let mut f = meta_fields(&m.meta);
+                    f.insert("body".into(), summary(&m.body));
+                    f.insert("sequence".into(), m.meta.sequence.into());
+                    f.insert("gap".into(), m.meta.gap.into());
+                    out.event("received", &handle, f);
+                }
+                Err(Error::Closed) => return out.event_error("closed", &handle, &Error::Closed),
+                Err(e) => out.event_error("receive_failed", &handle, &e),
+            }
+        }
+    });
+}
+
 pub(crate) fn serve_puller(puller: Arc<Puller>, handle: String, mode: PullerMode, out: Out) {
     tokio::spawn(async move {
         loop {

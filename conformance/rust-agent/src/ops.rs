@@ -14,7 +14,7 @@ use weida::{
 
 use crate::body;
 use crate::endpoints::{
-    copy_json, message_json, serve_answering, serve_puller, serve_subscriber, Answering,
+    copy_json, message_json, serve_answering, serve_bus, serve_puller, serve_subscriber, Answering,
     PullerMode, ReplierMode,
 };
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
@@ -27,6 +27,7 @@ enum Dialling {
     Subscriber(Arc<Subscriber>),
     Peer(Arc<Peer>),
     Surveyor(Arc<Surveyor>),
+    Bus(Arc<weida::Bus>),
 }
 
 #[derive(Default)]
@@ -374,6 +375,13 @@ impl Agent {
                         }
                         s.peer_count()
                     }
+                    Dialling::Bus(b) => {
+                        match wait {
+                            true => b.connect(address).await?,
+                            false => b.connect_later(address).await?,
+                        }
+                        b.peer_count()
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -416,6 +424,7 @@ impl Agent {
                     Dialling::Subscriber(s) => s.disconnect(address)?,
                     Dialling::Peer(p) => p.disconnect(address)?,
                     Dialling::Surveyor(s) => s.disconnect(address)?,
+                    Dialling::Bus(b) => b.disconnect(address)?,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -426,6 +435,7 @@ impl Agent {
                     Dialling::Subscriber(s) => s.peer_count(),
                     Dialling::Peer(p) => p.peer_count(),
                     Dialling::Surveyor(s) => s.peer_count(),
+                    Dialling::Bus(b) => b.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -472,12 +482,38 @@ impl Agent {
                 }))
             }
             "send" => {
-                let Dialling::Pusher(p) = self.dialling(args)? else {
-                    return Err(Failure::bad("send needs a pusher"));
-                };
                 let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
-                p.send_with(metadata_arg(args)?, body).await?;
-                Ok(json!({}))
+                match self.dialling(args)? {
+                    Dialling::Bus(b) => {
+                        let queued = b.send_with(metadata_arg(args)?, body).await?;
+                        Ok(json!({ "queued": queued }))
+                    }
+                    Dialling::Pusher(p) => {
+                        p.send_with(metadata_arg(args)?, body).await?;
+                        Ok(json!({}))
+                    }
+                    _ => Err(Failure::bad("send needs a pusher or a bus member")),
+                }
+            }
+            "bus" => {
+                // A bus member: dialling (`connect`, `send`) and bound, received as a `recv`
+                // puller is.
+                let (rt, _) = self.runtime(args)?;
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let opts = endpoint_options(args)?;
+                let bus = Arc::new(rt.bus_with(&listener, str_arg(args, "path")?, &opts)?);
+                let address = bus.address().to_string();
+                self.claim(name)?;
+                let events = bus.events();
+                let mut h = self.handles.lock().unwrap();
+                h.dialling
+                    .insert(name.to_string(), Dialling::Bus(bus.clone()));
+                h.events
+                    .insert(name.to_string(), Arc::new(tokio::sync::Mutex::new(events)));
+                drop(h);
+                serve_bus(bus, name.to_string(), self.out.clone());
+                Ok(json!({ "address": address }))
             }
             "try_send" => {
                 let Dialling::Pusher(p) = self.dialling(args)? else {
@@ -504,7 +540,7 @@ impl Agent {
                         let (t, r) = r.open(meta).await?;
                         (t, Some((rname, r)))
                     }
-                    Dialling::Subscriber(_) | Dialling::Surveyor(_) => {
+                    Dialling::Subscriber(_) | Dialling::Surveyor(_) | Dialling::Bus(_) => {
                         return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
                 };

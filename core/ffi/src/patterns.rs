@@ -78,7 +78,8 @@ dials!(
     weida::Requester,
     weida::Peer,
     weida::Subscriber,
-    weida::Surveyor
+    weida::Surveyor,
+    weida::Bus
 );
 
 /// Connects `endpoint` to `address`: waiting for the first dial (`wait`, the default in every

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::{Puller, Subscriber};
+use super::{Bus, Puller, Subscriber};
 use crate::connection::handles::Message;
 use crate::error::Result;
 
@@ -53,4 +53,4 @@ macro_rules! receiving {
     )*};
 }
 
-receiving!(Puller, Subscriber);
+receiving!(Puller, Subscriber, Bus);

@@ -16,6 +16,7 @@
 uniffi::setup_scaffolding!();
 
 pub mod address;
+pub mod bus;
 pub mod call;
 pub mod config;
 pub mod error;

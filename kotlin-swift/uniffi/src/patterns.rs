@@ -96,7 +96,7 @@ pub struct Received {
 }
 
 impl Received {
-    fn of<R: Receiving>(endpoint: Arc<R>) -> Arc<Self> {
+    pub(crate) fn of<R: Receiving>(endpoint: Arc<R>) -> Arc<Self> {
         Arc::new(Self {
             held: Held::new(move |ms: Vec<weida::Message>| {
                 // Back in front of the queue, in order.
@@ -122,7 +122,7 @@ impl Received {
 }
 
 /// A receive of up to `max` messages into `into`, awaited.
-async fn receive<R: Receiving>(
+pub(crate) async fn receive<R: Receiving>(
     r: Arc<R>,
     max: u32,
     into: Arc<Received>,
@@ -141,7 +141,7 @@ async fn receive<R: Receiving>(
     Ok(run(c, cancel).await?)
 }
 
-fn try_receive<R: Receiving>(r: &R) -> Result<Option<Message>> {
+pub(crate) fn try_receive<R: Receiving>(r: &R) -> Result<Option<Message>> {
     match on_io(|| r.try_recv()) {
         None => Ok(None),
         Some(Ok(m)) => Ok(Some(message(m))),
@@ -474,6 +474,19 @@ pub struct Dropped {
     pub total: u64,
 }
 
+impl From<weida::Dropped> for Dropped {
+    fn from(d: weida::Dropped) -> Self {
+        Self {
+            queue_full: d.queue_full,
+            byte_budget: d.byte_budget,
+            reverse_pool_empty: d.reverse_pool_empty,
+            dead_subscriber: d.dead_subscriber,
+            refused: d.refused,
+            total: d.total(),
+        }
+    }
+}
+
 /// The bound side of Pub/Sub.
 #[derive(uniffi::Object)]
 pub struct Publisher {
@@ -516,15 +529,7 @@ impl Publisher {
     }
 
     pub fn dropped(&self) -> Dropped {
-        let d = self.inner.dropped();
-        Dropped {
-            queue_full: d.queue_full,
-            byte_budget: d.byte_budget,
-            reverse_pool_empty: d.reverse_pool_empty,
-            dead_subscriber: d.dead_subscriber,
-            refused: d.refused,
-            total: d.total(),
-        }
+        self.inner.dropped().into()
     }
 
     pub fn close_endpoint(&self) {

@@ -84,6 +84,19 @@ impl Runtime {
         Ok(Requester::new(on_io(|| self.inner.requester_with(&o))?))
     }
 
+    /// A bus member bound at `path` on `listener` (this runtime's).
+    pub fn bus(
+        &self,
+        listener: Arc<Listener>,
+        path: String,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::bus::Bus>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::bus::Bus::new(on_io(|| {
+            self.inner.bus_with(&listener.inner, &path, &o)
+        })?))
+    }
+
     pub fn surveyor(
         &self,
         options: Option<EndpointOptions>,

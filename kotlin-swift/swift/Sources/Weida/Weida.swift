@@ -87,6 +87,11 @@ extension Runtime {
     public func subscriber(_ options: EndpointOptions? = nil) throws -> Subscriber { try subscriber(options: options) }
     public func surveyor(_ options: EndpointOptions? = nil) throws -> Surveyor { try surveyor(options: options) }
 
+    /// A bus member bound at `path` on `listener` (this runtime's).
+    public func bus(_ listener: Listener, _ path: String, _ options: EndpointOptions? = nil) throws -> Bus {
+        try bus(listener: listener, path: path, options: options)
+    }
+
     /// Stops admitting work, writes out the pushers' outboxes, gives finished transfers until
     /// `deadlineMs` to reach the peer's transport, then closes everything.
     public func drain(_ deadlineMs: Double) async throws -> Drained {
@@ -176,6 +181,32 @@ extension Requester {
     public func requestWith(_ body: Data, meta: Meta? = nil) async throws -> Message {
         try await cancellable { try await requestWith(body: body, meta: meta, cancel: $0) }
     }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+// MARK: Bus
+
+extension Bus {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Queues a copy for every live member connected; how many.
+    @discardableResult
+    public func send(_ body: Data, meta: Meta? = nil) async throws -> UInt32 {
+        try await cancellable { try await send(body: body, meta: meta, cancel: $0) }
+    }
+
+    /// The next message another member sent. Cancelled, it loses nothing.
+    public func recv() async throws -> Message {
+        let into = received()
+        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
+        return into.take()[0]
+    }
+
+    /// Every message, until the member is closed.
+    public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
 
     public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
 }

@@ -634,6 +634,310 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * A bus member: `send` reaches every member it connected (one shared copy each, a slow one
+ * dropped and counted); receives take what the others send.
+ */
+public protocol BusProtocol: AnyObject, Sendable {
+    
+    /**
+     * The address other members connect to.
+     */
+    func address()  -> String
+    
+    /**
+     * Unbinds the path and leaves every member.
+     */
+    func closeEndpoint() 
+    
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    /**
+     * Copies dropped, by cause.
+     */
+    func dropped()  -> Dropped
+    
+    func events()  -> PeerEvents
+    
+    /**
+     * Members connected and live.
+     */
+    func peerCount()  -> UInt32
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    func received()  -> Received
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
+    
+    /**
+     * Queues a copy for every live member connected; returns how many.
+     */
+    func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws  -> UInt32
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    func tryRecv() throws  -> Message?
+    
+}
+/**
+ * A bus member: `send` reaches every member it connected (one shared copy each, a slow one
+ * dropped and counted); receives take what the others send.
+ */
+open class Bus: BusProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_bus(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_bus(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The address other members connect to.
+     */
+open func address() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Unbinds the path and leaves every member.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_bus_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Copies dropped, by cause.
+     */
+open func dropped() -> Dropped  {
+    return try!  FfiConverterTypeDropped_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_dropped(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func events() -> PeerEvents  {
+    return try!  FfiConverterTypePeerEvents_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Members connected and live.
+     */
+open func peerCount() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+open func received() -> Received  {
+    return try!  FfiConverterTypeReceived_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_received(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_bus_recv_into(
+                        self.uniffiCloneHandle(),FfiConverterUInt32.lower(max),FfiConverterTypeReceived_lower(into),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Queues a copy for every live member connected; returns how many.
+     */
+open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)async throws  -> UInt32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_bus_send(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u32,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u32,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u32,
+            liftFunc: FfiConverterUInt32.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+open func tryRecv()throws  -> Message?  {
+    return try  FfiConverterOptionTypeMessage.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_try_recv(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBus: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Bus
+
+    public static func lift(_ handle: UInt64) throws -> Bus {
+        return Bus(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Bus) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Bus {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Bus, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBus_lift(_ handle: UInt64) throws -> Bus {
+    return try FfiConverterTypeBus.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBus_lower(_ value: Bus) -> UInt64 {
+    return FfiConverterTypeBus.lower(value)
+}
+
+
+
+
+
+
+/**
  * A caller's cancellation of one call: `cancel()` ends the call as a dropped one would (a
  * send being written is reset, a receive loses nothing), and the call fails `Aborted`, or
  * returns what it had already finished with.
@@ -2756,6 +3060,11 @@ public protocol RuntimeProtocol: AnyObject, Sendable {
     func bind(address: String, requireClient: Trust?, cancel: Cancellation?) async throws  -> Listener
     
     /**
+     * A bus member bound at `path` on `listener` (this runtime's).
+     */
+    func bus(listener: Listener, path: String, options: EndpointOptions?) throws  -> Bus
+    
+    /**
      * As `shutdown`, and returns once the closes have been sent (at most a second). Python's
      * and Node's `close`: Kotlin's `close()` is `AutoCloseable`'s, so the name differs.
      */
@@ -2876,6 +3185,21 @@ open func bind(address: String, requireClient: Trust?, cancel: Cancellation? = n
             liftFunc: FfiConverterTypeListener_lift,
             errorHandler: FfiConverterTypeWeidaError_lift
         )
+}
+    
+    /**
+     * A bus member bound at `path` on `listener` (this runtime's).
+     */
+open func bus(listener: Listener, path: String, options: EndpointOptions?)throws  -> Bus  {
+    return try  FfiConverterTypeBus_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_bus(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeListener_lower(listener),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -5758,6 +6082,39 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_func_address_with_pin() != 40161) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_bus_address() != 27823) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_close_endpoint() != 61869) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_connect() != 681) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_disconnect() != 62118) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_dropped() != 16255) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_events() != 30015) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_peer_count() != 62421) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_received() != 19089) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_recv_into() != 15219) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_send() != 39175) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_bus_try_recv() != 154) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_cancellation_cancel() != 61846) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5942,6 +6299,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_bind() != 35814) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_runtime_bus() != 9492) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_close_and_wait() != 43672) {

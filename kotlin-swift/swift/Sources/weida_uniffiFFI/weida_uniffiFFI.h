@@ -243,6 +243,71 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_BUS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_BUS
+uint64_t uniffi_weida_uniffi_fn_clone_bus(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_BUS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_BUS
+void uniffi_weida_uniffi_fn_free_bus(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_bus_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_bus_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_CONNECT
+uint64_t uniffi_weida_uniffi_fn_method_bus_connect(uint64_t ptr, RustBuffer address, int8_t wait, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_DISCONNECT
+int8_t uniffi_weida_uniffi_fn_method_bus_disconnect(uint64_t ptr, RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_DROPPED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_DROPPED
+RustBuffer uniffi_weida_uniffi_fn_method_bus_dropped(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_EVENTS
+uint64_t uniffi_weida_uniffi_fn_method_bus_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_bus_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_RECEIVED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_RECEIVED
+uint64_t uniffi_weida_uniffi_fn_method_bus_received(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_RECV_INTO
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_RECV_INTO
+uint64_t uniffi_weida_uniffi_fn_method_bus_recv_into(uint64_t ptr, uint32_t max, uint64_t into, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_SEND
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_SEND
+uint64_t uniffi_weida_uniffi_fn_method_bus_send(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_TRY_RECV
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_TRY_RECV
+RustBuffer uniffi_weida_uniffi_fn_method_bus_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_CANCELLATION
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_CANCELLATION
 uint64_t uniffi_weida_uniffi_fn_clone_cancellation(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -737,6 +802,11 @@ uint64_t uniffi_weida_uniffi_fn_constructor_runtime_new(RustBuffer options, Rust
 uint64_t uniffi_weida_uniffi_fn_method_runtime_bind(uint64_t ptr, RustBuffer address, RustBuffer require_client, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_BUS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_BUS
+uint64_t uniffi_weida_uniffi_fn_method_runtime_bus(uint64_t ptr, uint64_t listener, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_CLOSE_AND_WAIT
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_CLOSE_AND_WAIT
 uint64_t uniffi_weida_uniffi_fn_method_runtime_close_and_wait(uint64_t ptr
@@ -1175,6 +1245,72 @@ uint16_t uniffi_weida_uniffi_checksum_func_address_with_pin(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_bus_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_bus_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_CONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_bus_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_DISCONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_bus_disconnect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_DROPPED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_DROPPED
+uint16_t uniffi_weida_uniffi_checksum_method_bus_dropped(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_EVENTS
+uint16_t uniffi_weida_uniffi_checksum_method_bus_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_bus_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_RECEIVED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_RECEIVED
+uint16_t uniffi_weida_uniffi_checksum_method_bus_received(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_RECV_INTO
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_RECV_INTO
+uint16_t uniffi_weida_uniffi_checksum_method_bus_recv_into(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_SEND
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_SEND
+uint16_t uniffi_weida_uniffi_checksum_method_bus_send(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_TRY_RECV
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_TRY_RECV
+uint16_t uniffi_weida_uniffi_checksum_method_bus_try_recv(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_CANCELLATION_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_CANCELLATION_CANCEL
 uint16_t uniffi_weida_uniffi_checksum_method_cancellation_cancel(void
@@ -1544,6 +1680,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_listener_respondent(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_BIND
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_BIND
 uint16_t uniffi_weida_uniffi_checksum_method_runtime_bind(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_BUS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_BUS
+uint16_t uniffi_weida_uniffi_checksum_method_runtime_bus(void
     
 );
 #endif

@@ -9,6 +9,7 @@ package weida
 
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
+import weida.uniffi.Bus
 import weida.uniffi.EndpointOptions
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
@@ -69,6 +70,9 @@ fun Runtime.pusher() = pusher(null)
 fun Runtime.requester() = requester(null)
 fun Runtime.subscriber() = subscriber(null)
 fun Runtime.surveyor() = surveyor(null)
+
+/** A bus member bound at `path` on `listener` (this runtime's). */
+fun Runtime.bus(listener: weida.uniffi.Listener, path: String) = bus(listener, path, null)
 fun weida.uniffi.Listener.puller(path: String) = puller(path, null)
 fun weida.uniffi.Listener.replier(path: String) = replier(path, null)
 
@@ -80,6 +84,13 @@ suspend fun Pusher.connect(address: String) = connect(address, true)
 suspend fun Requester.connect(address: String) = connect(address, true)
 suspend fun Subscriber.connect(address: String) = connect(address, true)
 suspend fun Surveyor.connect(address: String) = connect(address, true)
+suspend fun Bus.connect(address: String) = connect(address, true)
+
+/** Queues a copy for every live member connected; how many. */
+suspend fun Bus.send(body: ByteArray): UInt = send(body, null)
+
+/** The next message another member sent. Cancelled, it loses nothing. */
+suspend fun Bus.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
 
 suspend fun Pusher.send(body: ByteArray) = send(body, null)
 suspend fun Requester.request(body: ByteArray) = request(body, null)
@@ -103,6 +114,8 @@ suspend fun Subscriber.recvMany(max: Int): List<Message> =
 fun Puller.messages(): Flow<Message> = untilClosed { recv() }
 
 fun Subscriber.messages(): Flow<Message> = untilClosed { recv() }
+
+fun Bus.messages(): Flow<Message> = untilClosed { recv() }
 
 /** Every exchange, until the replier ends. */
 fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }
