@@ -32,6 +32,9 @@ pub(crate) enum Command {
     /// Answer surveys at URL: a respondent is a replier by another name (SURVEY, the bound
     /// side; the same options as `rep`).
     Respond(RepArgs),
+    /// Be a BUS member at URL: print what the other members send, and send DATA (or stdin's
+    /// lines) to every member connected with --connect.
+    Bus(BusArgs),
     /// Ask URL (and each --also) one question and print the answers that come before the
     /// deadline (SURVEY, the dialling side).
     Survey(SurveyArgs),
@@ -71,6 +74,7 @@ impl Command {
             Self::Id(_)
             | Self::Rep(_)
             | Self::Respond(_)
+            | Self::Bus(_)
             | Self::Survey(_)
             | Self::Sub(_)
             | Self::Completions { .. }
@@ -232,6 +236,20 @@ pub(crate) struct ReqArgs {
     pub(crate) max_body: Option<u64>,
     #[command(flatten)]
     pub(crate) progress: ProgressArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BusArgs {
+    #[command(flatten)]
+    pub(crate) serve: ServeArgs,
+    /// Another member's address, as its `bus` prints it: what this member sends reaches it.
+    /// Repeatable; each is dialled before anything is sent (it must be bound already) and
+    /// redialled if its connection is lost.
+    #[arg(long = "connect", value_name = "URL")]
+    pub(crate) connect: Vec<String>,
+    /// Messages to send, each to every member connected (once connected); without any, each
+    /// line of stdin is sent as it is read.
+    pub(crate) data: Vec<String>,
 }
 
 #[derive(Debug, Args)]

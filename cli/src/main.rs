@@ -60,6 +60,7 @@ fn run_async(command: Command) -> Result<(), Failure> {
             Command::Pull(a) => serve::pull(a, &mut stop).await,
             Command::Req(a) => client::req(a, &mut stop).await,
             Command::Respond(a) => serve::rep(a, &mut stop).await,
+            Command::Bus(a) => serve::bus(a, &mut stop).await,
             Command::Survey(a) => client::survey(a, &mut stop).await,
             Command::Push(a) => client::push(a, &mut stop).await,
             Command::Pub(a) => pubsub::publish(a, &mut stop).await,

@@ -13,9 +13,10 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::io::AsyncWriteExt;
 use weida::{Address, Error, Exchange, IncomingMeta, Limits, Listener, Runtime, RuntimeConfig};
 
-use crate::args::{PullArgs, RepArgs, ServeArgs};
+use crate::args::{BusArgs, PullArgs, RepArgs, ServeArgs};
 use crate::exit::Failure;
 use crate::identity;
+use crate::input::Input;
 use crate::output;
 use crate::progress;
 use crate::signal::Stop;
@@ -226,6 +227,65 @@ pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure>
         never = arriving(&rt, &settled) => match never {},
     };
     puller.close();
+    close(&rt, &served).await;
+    drop(listener);
+    served
+}
+
+/// `weida bus`: a member bound at the URL. It connects to every `--connect` first (a member
+/// sends only to members connected and live), sends DATA (or stdin's lines as they come) to all
+/// of them, and prints what the others send until `--count` or a signal.
+pub(crate) async fn bus(args: BusArgs, stop: &mut Stop) -> Result<(), Failure> {
+    let s = &args.serve;
+    let (rt, listener, path) = bind(s).await?;
+    let member = rt.bus(&listener, &path)?;
+    announce(member.address(), s.ready)?;
+    for url in &args.connect {
+        member
+            .connect(url)
+            .await
+            .map_err(|e| Failure::from(e).context(format!("connecting to {url}")))?;
+    }
+    for d in &args.data {
+        member.send(Bytes::from(d.clone())).await?;
+    }
+    let mut lines = match args.data.is_empty() {
+        true => Some(Input::open(None).await?),
+        false => None,
+    };
+    let mut received = 0u64;
+    let served = async {
+        while s.count.is_none_or(|n| received < n) {
+            let line = async {
+                match &mut lines {
+                    Some(i) => i.line().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                l = line => match l? {
+                    Some(body) => {
+                        member.send(body).await?;
+                    }
+                    None => lines = None,
+                },
+                next = stop.finish(member.recv(), || member.close()) => match next? {
+                    Ok(m) => {
+                        received += 1;
+                        if !s.quiet {
+                            output::print_message(s.format, &m.meta, &m.body)
+                                .map_err(Failure::output)?;
+                        }
+                    }
+                    Err(Error::Closed) => break,
+                    Err(e) => warn("a message could not be received", &IncomingMeta::default(), &e),
+                },
+            }
+        }
+        Ok::<_, Failure>(())
+    };
+    let served = served.await;
+    member.close();
     close(&rt, &served).await;
     drop(listener);
     served
