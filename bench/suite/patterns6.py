@@ -1,0 +1,289 @@
+"""SURVEY and BUS, weida's Python binding against pynng (NNG's surveyor0/respondent0 and bus0),
+every member or respondent a process of its own (bench/README.md, "SURVEY and BUS").
+
+    python bench/suite/patterns6.py --reps 5   # both patterns, systems and transport pairs
+
+survey: 16 respondent processes bind; one surveyor process dials them all and asks a 64-byte
+question; a round ends when all 16 answered (deadline 1 s). Reported: the median and p99 round
+time over the rounds of a repetition, and the rounds whose answers were not all in.
+bus: 8 member processes, each bound and dialling the 7 others (a mesh); each sends 64-byte
+messages for the measured seconds and counts what it receives. Reported: copies received per
+second, all members together, and the copies each system reports dropped.
+
+Each repetition runs both systems one after the other on the same transport pair (QUIC vs tcp,
+AF_UNIX vs ipc); medians over repetitions. The run prints one JSON object per measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+Q = b"q" * 64
+
+
+def nng_address(transport: str, tmp: str, n: int) -> str:
+    if transport == "ipc":
+        return f"ipc://{tmp}/m{n}.ipc"
+    return "tcp://127.0.0.1:0"
+
+
+def nng_listen(sock: Any, addr: str) -> str:
+    listener = sock.listen(addr)
+    if addr.startswith("tcp://"):
+        return f"tcp://127.0.0.1:{str(listener.local_address).rsplit(':', 1)[1]}"
+    return addr
+
+
+def line(s: str) -> None:
+    sys.stdout.write(s + "\n")
+    sys.stdout.flush()
+
+
+# --- one process of a run ----------------------------------------------------------------------
+
+
+async def weida_member(a: argparse.Namespace) -> None:
+    import weida
+
+    async with weida.Runtime() as rt:
+        bind = (
+            "weida://127.0.0.1:0" if a.transport == "quic" else f"weida+unix://{a.tmp}/w{a.n}.sock"
+        )
+        listener = await rt.bind(bind)
+        if a.pattern == "respondent":
+            r = listener.respondent("/r")
+            line(f"READY {r.address}")
+            async for ex in r:
+                await ex.take_body()
+                await ex.reply(Q)
+            return
+        if a.pattern == "surveyor":
+            s = rt.surveyor()
+            for addr in sys.stdin.readline().split():
+                await s.connect(addr)
+            rounds, missed = [], 0
+            end = time.monotonic() + a.secs
+            while time.monotonic() < end:
+                t0 = time.perf_counter()
+                run = await s.survey(Q, 1.0)
+                n = sum([1 async for x in run if isinstance(x, weida.Message)])
+                rounds.append(time.perf_counter() - t0)
+                missed += n != a.respondents
+            line(json.dumps({"rounds": rounds, "missed": missed}))
+            return
+        bus = rt.bus(listener, "/bus")
+        line(f"READY {bus.address}")
+        for addr in sys.stdin.readline().split():
+            if addr != bus.address:
+                await bus.connect(addr)
+        line("CONNECTED")
+        sys.stdin.readline()  # GO
+        got = 0
+
+        async def receive() -> None:
+            nonlocal got
+            while True:
+                got += len(await bus.recv_many(256))
+
+        task = asyncio.create_task(receive())
+        start = time.monotonic()
+        while time.monotonic() - start < a.secs:
+            await bus.send(Q)
+        elapsed = time.monotonic() - start
+        # What is in flight when sending stops is counted by whoever got it before the end.
+        await asyncio.sleep(0.2)
+        task.cancel()
+        line(json.dumps({"received": got, "secs": elapsed, "dropped": bus.dropped().total}))
+
+
+def nng_member(a: argparse.Namespace) -> None:
+    import pynng
+
+    addr = nng_address(a.transport, a.tmp, a.n)
+    if a.pattern == "respondent":
+        with pynng.Respondent0() as r:
+            line(f"READY {nng_listen(r, addr)}")
+            while True:
+                r.recv()
+                r.send(Q)
+    if a.pattern == "surveyor":
+        with pynng.Surveyor0(survey_time=1000, recv_timeout=1000) as s:
+            for x in sys.stdin.readline().split():
+                s.dial(x, block=True)
+            rounds, missed = [], 0
+            end = time.monotonic() + a.secs
+            while time.monotonic() < end:
+                t0 = time.perf_counter()
+                s.send(Q)
+                n = 0
+                while n < a.respondents:
+                    try:
+                        s.recv()
+                    except pynng.Timeout:
+                        break
+                    n += 1
+                rounds.append(time.perf_counter() - t0)
+                missed += n != a.respondents
+            line(json.dumps({"rounds": rounds, "missed": missed}))
+        return
+    import threading
+
+    with pynng.Bus0(recv_timeout=200) as b:
+        me = nng_listen(b, addr)
+        line(f"READY {me}")
+        for x in sys.stdin.readline().split():
+            if x != me:
+                b.dial(x, block=True)
+        line("CONNECTED")
+        sys.stdin.readline()
+        got = 0
+        stop = threading.Event()
+
+        def receive() -> None:
+            nonlocal got
+            while not stop.is_set():
+                try:
+                    b.recv()
+                    got += 1
+                except pynng.Timeout:
+                    pass
+
+        t = threading.Thread(target=receive)
+        t.start()
+        start = time.monotonic()
+        while time.monotonic() - start < a.secs:
+            b.send(Q)
+        elapsed = time.monotonic() - start
+        time.sleep(0.2)
+        stop.set()
+        t.join()
+        line(json.dumps({"received": got, "secs": elapsed, "dropped": None}))
+
+
+# --- the coordinator ---------------------------------------------------------------------------
+
+
+def spawn(system: str, pattern: str, transport: str, tmp: str, n: int, a: argparse.Namespace):
+    args = [sys.executable, __file__, "--role", pattern, "--system", system, "--transport",
+            transport, "--tmp", tmp, "--n", str(n), "--secs", str(a.secs),
+            "--respondents", str(a.respondents)]  # fmt: skip
+    return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def ready(p: subprocess.Popen[str]) -> str:
+    assert p.stdout is not None
+    got = p.stdout.readline().split()
+    if got[:1] != ["READY"]:
+        raise RuntimeError(f"a member said {got!r}")
+    return got[1]
+
+
+def say(p: subprocess.Popen[str], text: str) -> None:
+    assert p.stdin is not None
+    p.stdin.write(text + "\n")
+    p.stdin.flush()
+
+
+def result(p: subprocess.Popen[str]) -> dict[str, Any]:
+    assert p.stdout is not None
+    out = p.stdout.readline()
+    if not out:
+        raise RuntimeError("a process ended without a result")
+    return json.loads(out)
+
+
+def survey(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        rs = [spawn(system, "respondent", transport, tmp, i, a) for i in range(a.respondents)]
+        try:
+            addrs = [ready(p) for p in rs]
+            s = spawn(system, "surveyor", transport, tmp, 99, a)
+            say(s, " ".join(addrs))
+            r = result(s)
+            s.wait()
+        finally:
+            for p in rs:
+                p.kill()
+                p.wait()
+    rounds = sorted(r["rounds"])
+    return {
+        "rounds": len(rounds),
+        "p50_ms": statistics.median(rounds) * 1e3,
+        "p99_ms": rounds[int(len(rounds) * 0.99)] * 1e3,
+        "missed": r["missed"],
+    }
+
+
+def bus(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        ms = [spawn(system, "member", transport, tmp, i, a) for i in range(a.members)]
+        try:
+            addrs = [ready(p) for p in ms]
+            for p in ms:
+                say(p, " ".join(addrs))
+            for p in ms:
+                assert p.stdout is not None and p.stdout.readline().strip() == "CONNECTED"
+            for p in ms:
+                say(p, "GO")
+            rs = [result(p) for p in ms]
+        finally:
+            for p in ms:
+                p.kill()
+                p.wait()
+    secs = statistics.mean(r["secs"] for r in rs)
+    dropped = [r["dropped"] for r in rs if r["dropped"] is not None]
+    return {
+        "copies_per_s": sum(r["received"] for r in rs) / secs,
+        "dropped": sum(dropped) if dropped else None,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=("respondent", "surveyor", "member"))
+    ap.add_argument("--system", choices=("weida", "pynng"))
+    ap.add_argument("--transport", default="quic")
+    ap.add_argument("--tmp", default="")
+    ap.add_argument("--n", type=int, default=0)
+    ap.add_argument("--secs", type=float, default=3.0)
+    ap.add_argument("--respondents", type=int, default=16)
+    ap.add_argument("--members", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--pattern", choices=("survey", "bus"), action="append")
+    a = ap.parse_args()
+    if a.role is not None:
+        a.pattern = a.role
+        if a.system == "weida":
+            asyncio.run(weida_member(a))
+        else:
+            nng_member(a)
+        return 0
+    pairs = (("quic", "tcp"), ("unix", "ipc"))
+    for pattern in a.pattern or ["survey", "bus"]:
+        run = survey if pattern == "survey" else bus
+        for weida_t, nng_t in pairs:
+            got: dict[str, list[dict[str, Any]]] = {"weida": [], "pynng": []}
+            for _ in range(a.reps):
+                got["weida"].append(run("weida", weida_t, a))
+                got["pynng"].append(run("pynng", nng_t, a))
+            for system, rows in got.items():
+                keys = [k for k in rows[0] if rows[0][k] is not None]
+                median = {k: statistics.median(r[k] for r in rows) for k in keys}
+                t = weida_t if system == "weida" else nng_t
+                print(json.dumps({"pattern": pattern, "system": system, "transport": t,
+                                  "reps": a.reps, "median": median, "runs": rows}))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
