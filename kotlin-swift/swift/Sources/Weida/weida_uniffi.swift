@@ -803,6 +803,12 @@ public protocol ExchangeProtocol: AnyObject, Sendable {
     func path()  -> String
     
     /**
+     * Who sent the request (null in process, or for an anonymous QUIC client), as a
+     * message's `peer`: what a replier checks before it answers.
+     */
+    func peer()  -> Peer?
+    
+    /**
      * Answers REJECTED with `reason`.
      */
     func reject(reason: String, cancel: Cancellation?) async throws 
@@ -924,6 +930,19 @@ open func path() -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_exchange_path(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Who sent the request (null in process, or for an anonymous QUIC client), as a
+     * message's `peer`: what a replier checks before it answers.
+     */
+open func peer() -> Peer?  {
+    return try!  FfiConverterOptionTypePeer.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_exchange_peer(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -5327,6 +5346,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_path() != 47694) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_exchange_peer() != 32974) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_reject() != 27992) {
