@@ -212,6 +212,21 @@ class RunnerRules(unittest.TestCase):
         self.assertEqual(combos("reqrep_echo", "inproc") - {"a>b", "b>a", "a>k", "k>a"}, {"a>a", "b>b", "k>k"})
         self.assertEqual(combos("not_connected", "none"), {"a", "b", "k"})
 
+    def test_the_registry_pairs_kotlin_with_rust_everywhere_and_python_on_quic(self):
+        specs = runner.load_registry(os.path.join(CONFORMANCE, "agents.json"))
+        scenarios = [s for s in load_all(SCENARIOS, SCHEMA) if s.name == "reqrep_echo"]
+        cells = runner.plan(scenarios, specs, {}, [])
+
+        def combos(transport):
+            return {c.combo for c in cells if c.transport == transport and not c.status}
+        for transport in ("quic", "unix"):
+            self.assertTrue({"rust>kotlin", "kotlin>rust"} <= combos(transport), transport)
+            self.assertFalse({"node>kotlin", "kotlin>node", "kotlin>kotlin"} & combos(transport), transport)
+            self.assertIn("node>python", combos(transport))  # the three-language matrix stays whole
+        self.assertTrue({"python>kotlin", "kotlin>python"} <= combos("quic"))
+        self.assertFalse({"python>kotlin", "kotlin>python"} & combos("unix"))
+        self.assertIn("kotlin>kotlin", combos("inproc"))
+
     def test_the_junit_report_has_a_case_per_cell(self):
         with tempfile.TemporaryDirectory() as d:
             xml = os.path.join(d, "r.xml")
