@@ -29,6 +29,13 @@ class AgentSpec:
     required: bool
     note: str
     env: dict[str, str] = field(default_factory=dict)
+    # What the agent may answer AGENT_UNSUPPORTED for (an op, or `op:mode`), each with the
+    # reason its cells are skipped: a missing export of its binding, named.
+    unsupported: dict[str, str] = field(default_factory=dict)
+    # None: the agent plays every role against every agent, on every transport. Else it shares
+    # a cell only with the agents named, each on its transports ("*": all), and has a cell to
+    # itself (every role its own) only where it names itself (the matrix shape, README.md).
+    pairs_with: dict[str, str | list[str]] | None = None
 
     def unavailable(self, root: str) -> str | None:
         """Why this agent cannot run here, or None when it can."""
@@ -68,11 +75,37 @@ def load_registry(path: str) -> list[AgentSpec]:
             required=bool(a.get("required", False)),
             note=a.get("note", ""),
             env={k: expand_env(v) for k, v in a.get("env", {}).items()},
+            unsupported=dict(a.get("unsupported", {})),
+            pairs_with=a.get("pairs_with"),
         ))
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"{path}: agent names repeat: {names}")
+    for s in specs:
+        if not all(isinstance(r, str) and r for r in s.unsupported.values()):
+            raise ValueError(f"{path}: {s.name}: every unsupported op needs its reason")
+        for partner, transports in (s.pairs_with or {}).items():
+            if partner not in names:
+                raise ValueError(f"{path}: {s.name} pairs with {partner!r}, which is not in the registry")
+            if transports != "*" and not (isinstance(transports, list) and transports):
+                raise ValueError(f"{path}: {s.name} pairs with {partner!r} on \"*\" or a list of transports")
     return specs
+
+
+def allowed(combo: tuple[str, ...], transport: str, specs: dict[str, AgentSpec]) -> bool:
+    """Whether a combination of agents (one per role) on `transport` is a cell of the matrix:
+    an agent with `pairs_with` shares it only with the agents it names, on their transports,
+    and has it to itself only where it names itself."""
+    for name in set(combo):
+        pairs = specs[name].pairs_with
+        if pairs is None:
+            continue
+        partners = {o for o in combo if o != name} or {name}
+        for o in partners:
+            transports = pairs.get(o)
+            if transports is None or (transports != "*" and transport not in transports):
+                return False
+    return True
 
 
 class AgentProcess:

@@ -53,6 +53,11 @@ class StepFailure(Exception):
     pass
 
 
+class CellSkipped(Exception):
+    """An agent answered AGENT_UNSUPPORTED for an op its registry entry lists as unsupported:
+    the cell cannot be run with it, and is skipped with the registry's reason."""
+
+
 @dataclass
 class Cell:
     scenario: Scenario
@@ -149,8 +154,8 @@ def event_pred(role: str, f: dict):
 
 
 def run_cell(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
-             step_timeout: float) -> tuple[bool, str]:
-    """Runs the cell; (passed, why it failed)."""
+             step_timeout: float) -> tuple[str, str]:
+    """Runs the cell; ("pass" | "fail" | "skip", why it failed or was skipped)."""
     sc = cell.scenario
     tmp = tempfile.mkdtemp(prefix="wc", dir="/tmp")  # short: a socket path has 107 bytes
     procs: dict[str, AgentProcess] = {}
@@ -158,6 +163,9 @@ def run_cell(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sc.name}-{cell.combo}-{cell.transport}")
     try:
         passed, why = _run_steps(cell, specs, root, log_dir, step_timeout, tmp, procs, everyone, safe)
+        status = "pass" if passed else "fail"
+    except CellSkipped as e:
+        status, why = "skip", str(e)
     finally:
         problems = []
         for p in everyone:
@@ -170,9 +178,9 @@ def run_cell(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
                 problems.append(f"{p.label}: protocol violation: {p.problems[0]}")
         shutil.rmtree(tmp, ignore_errors=True)
     if problems:
-        why = "; ".join(([why] if why else []) + problems)
-        passed = False
-    return passed, why
+        why = "; ".join(([why] if why and status == "fail" else []) + problems)
+        status = "fail"
+    return status, why
 
 
 def _run_steps(cell: Cell, specs: dict[str, AgentSpec], root: str, log_dir: str,
@@ -258,14 +266,14 @@ def _step(step: dict, n: int, procs: dict[str, AgentProcess], vars: dict,
             pending[step["async"]] = (proc, rid, op, args, role)
             return
         resp = proc.response(rid, deadline, f"waiting for the response to {op}")
-        _check(op, args, resp, step.get("expect"), vars)
+        _check(proc, op, args, resp, step.get("expect"), vars)
         label = step.get("as") or (step["args"].get("name") if op in CREATES else None)
         if label and resp.get("ok"):
             vars[role][label] = resp["result"]
     elif "await" in step:
         proc, rid, op, args, role = pending.pop(step["await"])
         resp = proc.response(rid, deadline, f"awaiting {step['await']} ({op})")
-        _check(op, args, resp, step.get("expect"), vars)
+        _check(proc, op, args, resp, step.get("expect"), vars)
         if "as" in step and resp.get("ok"):
             vars[role][step["as"]] = resp["result"]
     elif "wait" in step:
@@ -283,7 +291,22 @@ def _step(step: dict, n: int, procs: dict[str, AgentProcess], vars: dict,
             raise StepFailure(f"{got} {c['event']} event(s), expected {step['equals']}")
 
 
-def _check(op: str, args: dict, resp: dict, expect: dict | None, vars: dict) -> None:
+def _unsupported(proc: AgentProcess, op: str, resp: dict) -> None:
+    """Skips the cell for an AGENT_UNSUPPORTED answer the agent's registry entry allows (its
+    `unsupported` names the op, or `op:mode`, with the reason); fails it for any other."""
+    error = resp.get("error") or {}
+    if resp.get("ok") or error.get("code") != "AGENT_UNSUPPORTED":
+        return
+    what = error.get("unsupported")
+    reason = proc.spec.unsupported.get(what) if isinstance(what, str) else None
+    if reason is None or what.split(":")[0] != op:
+        raise StepFailure(f"AGENT_UNSUPPORTED for {what!r}, which agents.json does not list as "
+                          f"unsupported by {proc.spec.name} ({error.get('message')})")
+    raise CellSkipped(f"{proc.spec.name} does not support {what}: {reason}")
+
+
+def _check(proc: AgentProcess, op: str, args: dict, resp: dict, expect: dict | None, vars: dict) -> None:
+    _unsupported(proc, op, resp)
     expect = substitute(expect, vars) if expect else None
     errs = expect_errors(expect, resp)
     if not errs and resp.get("ok"):

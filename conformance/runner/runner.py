@@ -23,7 +23,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from agents import AgentSpec, load_registry  # noqa: E402
+from agents import AgentSpec, allowed, load_registry  # noqa: E402
 from cells import Cell, run_cell  # noqa: E402
 from scenarios import ScenarioError, load_all  # noqa: E402
 
@@ -57,12 +57,11 @@ def known_reason(cell: Cell, known: list[dict]) -> str | None:
 
 def plan(scenarios, specs: list[AgentSpec], unavailable: dict[str, str], transports_filter):
     cells = []
-    names = [s.name for s in specs]
     for sc in scenarios:
         for transport in sc.transports:
             if transports_filter and transport not in transports_filter and transport != "none":
                 continue
-            for combo in itertools.product(names, repeat=len(sc.roles)):
+            for combo in combos(specs, len(sc.roles), transport):
                 cell = Cell(sc, combo, transport, len(cells))
                 missing = [unavailable[a] for a in sorted(set(combo)) if a in unavailable]
                 if missing:
@@ -75,7 +74,17 @@ def plan(scenarios, specs: list[AgentSpec], unavailable: dict[str, str], transpo
     return cells
 
 
-def print_matrix(cells: list[Cell], names: list[str], out=None) -> None:
+def combos(specs: list[AgentSpec], n_roles: int, transport: str | None = None) -> list[tuple[str, ...]]:
+    """The combinations of agents (one per role) that are cells on `transport` (None: on any):
+    every ordered one, less those an agent's `pairs_with` leaves out."""
+    by_name = {s.name: s for s in specs}
+    names = [s.name for s in specs]
+    every = ["quic", "unix", "inproc", "none"] if transport is None else [transport]
+    return [c for c in itertools.product(names, repeat=n_roles)
+            if any(allowed(c, t, by_name) for t in every)]
+
+
+def print_matrix(cells: list[Cell], specs: list[AgentSpec], out=None) -> None:
     out = out or sys.stdout
     mark = {"pass": "PASS", "fail": "FAIL", "skip": "skip", "xfail": "xfail", "xpass": "XPASS"}
     by_roles: dict[int, list[Cell]] = {}
@@ -83,20 +92,20 @@ def print_matrix(cells: list[Cell], names: list[str], out=None) -> None:
         by_roles.setdefault(len(c.agents), []).append(c)
     for n_roles in sorted(by_roles):
         group = by_roles[n_roles]
-        combos = [">".join(c) for c in itertools.product(names, repeat=n_roles)]
+        columns = [">".join(c) for c in combos(specs, n_roles)]
         scen_w = max(len("scenario"), *(len(c.scenario.name) for c in group))
-        col_w = max(5, *(len(c) for c in combos))
+        col_w = max(5, *(len(c) for c in columns))
         roles_note = ">".join(group[0].scenario.roles) if n_roles > 1 else group[0].scenario.roles[0]
         print(f"\n{n_roles} role{'s' if n_roles > 1 else ''} "
               f"(columns: the language of each role, in the scenario's role order, e.g. {roles_note})",
               file=out)
-        print(f"{'scenario':<{scen_w}}  {'transport':<9}  " + "  ".join(f"{c:<{col_w}}" for c in combos),
+        print(f"{'scenario':<{scen_w}}  {'transport':<9}  " + "  ".join(f"{c:<{col_w}}" for c in columns),
               file=out)
         rows: dict[tuple[str, str], dict[str, Cell]] = {}
         for c in group:
             rows.setdefault((c.scenario.name, c.transport), {})[c.combo] = c
         for (scen, transport), row in rows.items():
-            marks = [mark[row[c].status] if c in row else "" for c in combos]
+            marks = [mark[row[c].status] if c in row else "" for c in columns]
             print(f"{scen:<{scen_w}}  {transport:<9}  " + "  ".join(f"{m:<{col_w}}" for m in marks),
                   file=out)
 
@@ -236,21 +245,24 @@ def main(argv: list[str] | None = None) -> int:
     for c in to_run:
         c.known = known_reason(c, known)
         t0 = time.monotonic()
-        passed, why = run_cell(c, by_name, a.root, log_dir, a.step_timeout)
+        status, why = run_cell(c, by_name, a.root, log_dir, a.step_timeout)
+        passed = status == "pass"
         c.duration = time.monotonic() - t0
-        if c.known:
+        if status == "skip":
+            c.status, c.reason = "skip", why  # an op the agent's binding does not export
+        elif c.known:
             c.status = "xpass" if passed else "xfail"
             c.reason = (f"passed, but is listed as a known failure ({c.known}): remove it from "
                         "known_failures.json") if passed else why
         else:
             c.status, c.reason = ("pass", "") if passed else ("fail", why)
-        if c.status in ("pass", "xfail"):
+        if c.status in ("pass", "xfail", "skip"):
             c.logs = []  # kept only for the cells that fail the run
         if not a.quiet:
-            print(f"  {c.status.upper():5} {c.id} ({c.duration:.2f} s)" + (f": {c.reason}" if c.status in ("fail", "xpass") else ""),
+            print(f"  {c.status.upper():5} {c.id} ({c.duration:.2f} s)" + (f": {c.reason}" if c.status in ("fail", "xpass", "skip") else ""),
                   flush=True)
     elapsed = time.monotonic() - started
-    print_matrix(cells, [s.name for s in specs])
+    print_matrix(cells, specs)
     counts = summarize(cells)
     agents = [{"name": s.name, "language": s.language, "command": s.command,
                "available": s.name not in unavailable, "reason": unavailable.get(s.name, "")} for s in specs]

@@ -179,6 +179,54 @@ class RunnerRules(unittest.TestCase):
         self.assertEqual(statuses(report), {"xfail"})
         self.assertIn("the liar never works", out)
 
+    def test_unsupported_is_a_skip_only_for_what_the_registry_lists_with_its_reason(self):
+        # Unlisted, an AGENT_UNSUPPORTED answer fails the cell: an agent cannot skip its way
+        # through the matrix.
+        status, report, out = run([lying("unsupported")], "--scenario", "not_connected")
+        self.assertEqual((status, statuses(report)), (1, {"fail"}), out)
+        self.assertIn("does not list as unsupported", report["cells"][0]["reason"])
+        # Listed, the cell is skipped with the registry's reason, which the summary repeats.
+        agent = dict(lying("unsupported"), unsupported={"runtime": "the binding exports no Runtime"})
+        status, report, out = run([agent], "--scenario", "not_connected")
+        self.assertEqual((status, statuses(report)), (0, {"skip"}), out)
+        self.assertEqual(report["cells"][0]["reason"],
+                         "liar does not support runtime: the binding exports no Runtime")
+        self.assertIn("the binding exports no Runtime", out)
+        # Listed for another op, it is still a failure.
+        agent = dict(lying("unsupported"), unsupported={"open": "no streams"})
+        status, report, out = run([agent], "--scenario", "not_connected")
+        self.assertEqual((status, statuses(report)), (1, {"fail"}), out)
+
+    def test_pairs_with_limits_an_agents_cells_to_its_partners_and_their_transports(self):
+        scenarios = [s for s in load_all(SCENARIOS, SCHEMA) if s.name in ("reqrep_echo", "not_connected")]
+        specs = [AgentSpec("a", "A", ["x"], [], False, ""), AgentSpec("b", "B", ["y"], [], False, ""),
+                 AgentSpec("k", "K", ["z"], [], False, "",
+                           pairs_with={"a": "*", "b": ["unix"], "k": ["inproc", "none"]})]
+        cells = runner.plan(scenarios, specs, {}, [])
+
+        def combos(scenario, transport):
+            return {c.combo for c in cells if c.scenario.name == scenario and c.transport == transport}
+        self.assertEqual(combos("reqrep_echo", "quic"), {"a>a", "a>b", "b>a", "b>b", "a>k", "k>a"})
+        self.assertEqual(combos("reqrep_echo", "unix"),
+                         {"a>a", "a>b", "b>a", "b>b", "a>k", "k>a", "b>k", "k>b"})
+        self.assertEqual(combos("reqrep_echo", "inproc") - {"a>b", "b>a", "a>k", "k>a"}, {"a>a", "b>b", "k>k"})
+        self.assertEqual(combos("not_connected", "none"), {"a", "b", "k"})
+
+    def test_the_registry_pairs_kotlin_with_rust_everywhere_and_python_on_quic(self):
+        specs = runner.load_registry(os.path.join(CONFORMANCE, "agents.json"))
+        scenarios = [s for s in load_all(SCENARIOS, SCHEMA) if s.name == "reqrep_echo"]
+        cells = runner.plan(scenarios, specs, {}, [])
+
+        def combos(transport):
+            return {c.combo for c in cells if c.transport == transport and not c.status}
+        for transport in ("quic", "unix"):
+            self.assertTrue({"rust>kotlin", "kotlin>rust"} <= combos(transport), transport)
+            self.assertFalse({"node>kotlin", "kotlin>node", "kotlin>kotlin"} & combos(transport), transport)
+            self.assertIn("node>python", combos(transport))  # the three-language matrix stays whole
+        self.assertTrue({"python>kotlin", "kotlin>python"} <= combos("quic"))
+        self.assertFalse({"python>kotlin", "kotlin>python"} & combos("unix"))
+        self.assertIn("kotlin>kotlin", combos("inproc"))
+
     def test_the_junit_report_has_a_case_per_cell(self):
         with tempfile.TemporaryDirectory() as d:
             xml = os.path.join(d, "r.xml")

@@ -7,8 +7,10 @@ perfectly and does nothing. Every op is acknowledged.
                                (a request "echoes" its own body, a bind returns the address it
                                was given, ...), but nothing is ever sent and no event is emitted
     lying_agent.py crash       answers hello, then exits at the first op
+    lying_agent.py unsupported answers every op but hello AGENT_UNSUPPORTED (naming the op)
 
-The runner must fail every cell it runs with either (conformance/runner/test_runner.py).
+The runner must fail every cell it runs with any of them (conformance/runner/test_runner.py),
+unless its registry entry lists the op `unsupported` answers for, with a reason: then it skips.
 """
 
 import hashlib
@@ -63,6 +65,10 @@ def main():
             sys.exit(3)
         if op == "hello":
             result = {"protocol": 1, "language": "python", "agent": f"lying-{mode}", "weida": "0"}
+        elif mode == "unsupported":
+            error = {"code": "AGENT_UNSUPPORTED", "message": f"no {op} here", "unsupported": op}
+            print(json.dumps({"id": req["id"], "ok": False, "error": error}), flush=True)
+            continue
         else:
             result = made_up(op, args, mode)
         print(json.dumps({"id": req["id"], "ok": True, "result": result}), flush=True)

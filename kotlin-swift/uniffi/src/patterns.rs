@@ -59,6 +59,20 @@ pub(crate) fn meta_in(m: Option<HashMap<String, Vec<u8>>>) -> Metadata {
     out
 }
 
+fn peer(p: Option<&PeerIdentity>) -> Option<Peer> {
+    match p {
+        Some(PeerIdentity::Key(f)) => Some(Peer::Key {
+            fingerprint: f.to_string(),
+        }),
+        Some(PeerIdentity::Local { uid, gid, pid }) => Some(Peer::Local {
+            uid: *uid,
+            gid: *gid,
+            pid: *pid,
+        }),
+        _ => None,
+    }
+}
+
 pub(crate) fn message(m: weida::Message) -> Message {
     let meta = &m.meta;
     Message {
@@ -72,17 +86,7 @@ pub(crate) fn message(m: weida::Message) -> Message {
             })
             .collect(),
         path: meta.path.to_string(),
-        peer: match &meta.peer {
-            Some(PeerIdentity::Key(f)) => Some(Peer::Key {
-                fingerprint: f.to_string(),
-            }),
-            Some(PeerIdentity::Local { uid, gid, pid }) => Some(Peer::Local {
-                uid: *uid,
-                gid: *gid,
-                pid: *pid,
-            }),
-            _ => None,
-        },
+        peer: peer(meta.peer.as_ref()),
         topic: meta.topic.clone(),
         sequence: meta.sequence,
         gap: meta.gap,
@@ -400,6 +404,12 @@ impl Exchange {
     /// The endpoint path the request was addressed to.
     pub fn path(&self) -> String {
         self.inner.meta().path.to_string()
+    }
+
+    /// Who sent the request (null in process, or for an anonymous QUIC client), as a
+    /// message's `peer`: what a replier checks before it answers.
+    pub fn peer(&self) -> Option<Peer> {
+        peer(self.inner.meta().peer.as_ref())
     }
 
     /// The request's metadata, in order.

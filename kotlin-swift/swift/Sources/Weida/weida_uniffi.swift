@@ -1107,6 +1107,12 @@ public protocol ExchangeProtocol: AnyObject, Sendable {
     func path()  -> String
     
     /**
+     * Who sent the request (null in process, or for an anonymous QUIC client), as a
+     * message's `peer`: what a replier checks before it answers.
+     */
+    func peer()  -> Peer?
+    
+    /**
      * Answers REJECTED with `reason`.
      */
     func reject(reason: String, cancel: Cancellation?) async throws 
@@ -1228,6 +1234,19 @@ open func path() -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_exchange_path(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Who sent the request (null in process, or for an anonymous QUIC client), as a
+     * message's `peer`: what a replier checks before it answers.
+     */
+open func peer() -> Peer?  {
+    return try!  FfiConverterOptionTypePeer.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_exchange_peer(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -6140,6 +6159,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_path() != 47694) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_exchange_peer() != 32974) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_reject() != 27992) {

@@ -442,6 +442,11 @@ RustBuffer uniffi_weida_uniffi_fn_method_exchange_metadata(uint64_t ptr, RustCal
 RustBuffer uniffi_weida_uniffi_fn_method_exchange_path(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_PEER
+RustBuffer uniffi_weida_uniffi_fn_method_exchange_peer(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_REJECT
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_REJECT
 uint64_t uniffi_weida_uniffi_fn_method_exchange_reject(uint64_t ptr, RustBuffer reason, RustBuffer cancel
@@ -1362,6 +1367,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_exchange_metadata(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_PATH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_PATH
 uint16_t uniffi_weida_uniffi_checksum_method_exchange_path(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_PEER
+uint16_t uniffi_weida_uniffi_checksum_method_exchange_peer(void
     
 );
 #endif

@@ -71,6 +71,8 @@ class IdentityTest {
         req.connect(replier.address())
         val serving = async {
             val ex = replier.accept()
+            // The replier sees whom it admitted before it answers.
+            assertEquals(Peer.Key(good.fingerprint()), ex.peer())
             ex.reply(ex.takeBody())
         }
         assertEquals("ok", String(req.request("ok".toByteArray())))

@@ -732,6 +732,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_path(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_exchange_peer(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_reject(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_reply(
@@ -993,6 +995,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_exchange_metadata(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_exchange_path(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_exchange_peer(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_exchange_reject(`ptr`: Long,`reason`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
@@ -1390,6 +1394,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_path() and 0xFFFF) != 47694) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_peer() and 0xFFFF) != 32974) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_reject() and 0xFFFF) != 27992) {
@@ -2951,6 +2958,12 @@ public interface ExchangeInterface {
     fun `path`(): kotlin.String
     
     /**
+     * Who sent the request (null in process, or for an anonymous QUIC client), as a
+     * message's `peer`: what a replier checks before it answers.
+     */
+    fun `peer`(): Peer?
+    
+    /**
      * Answers REJECTED with `reason`.
      */
     suspend fun `reject`(`reason`: kotlin.String, `cancel`: Cancellation? = null)
@@ -3140,6 +3153,23 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_exchange_path(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Who sent the request (null in process, or for an anonymous QUIC client), as a
+     * message's `peer`: what a replier checks before it answers.
+     */override fun `peer`(): Peer? {
+            return FfiConverterOptionalTypePeer.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_exchange_peer(
         it,
         _status)
 }

@@ -1,0 +1,309 @@
+// The agent's handles and ops (conformance/README.md, "Ops"), each with the Kotlin binding's
+// public API as a user calls it. Every op and every coroutine runs on the agent's one thread
+// (Main.kt), so the tables need no locks. The Python agent (python/conformance/agent.py) is the
+// model, op by op.
+package weida.conformance
+
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.launch
+import weida.bind
+import weida.recv
+import weida.runtime
+import weida.uniffi.Exchange
+import weida.uniffi.Identity
+import weida.uniffi.Listener
+import weida.uniffi.PeerEvents
+import weida.uniffi.Publisher
+import weida.uniffi.Puller
+import weida.uniffi.Pusher
+import weida.uniffi.Requester
+import weida.uniffi.Runtime
+import weida.uniffi.Subscriber
+
+const val PROTOCOL = 1
+
+class Agent(val out: Out, val scope: CoroutineScope) {
+    private val names = HashSet<String>() // every handle name in use: never reused in one agent
+    private val runtimes = HashMap<String, Runtime>()
+    private val listeners = HashMap<String, Listener>()
+    private val dialling = HashMap<String, Any>() // Requester, Pusher or Subscriber
+    private val events = HashMap<String, PeerEvents>() // read from the endpoint's making on
+    private val pullers = HashMap<String, Puller>() // pullers in manual mode, for `recv`
+    private val publishers = HashMap<String, Publisher>()
+    private val receiving = HashMap<String, Subscriber>() // subscribers in manual mode
+    internal val held = ArrayList<Exchange>() // exchanges a `hold` replier keeps, unanswered
+    internal val connected = HashMap<Subscriber, Flag>() // set by a connect: a `recv` loop waits
+    private val background = Background(this)
+
+    /** Runs `what` in the background; a failure that is not the protocol's is logged. */
+    fun spawn(what: String, body: suspend () -> Unit) {
+        scope.launch {
+            try {
+                body()
+            } catch (e: Exception) {
+                System.err.println("agent: $what failed unexpectedly: $e")
+                e.printStackTrace()
+            }
+        }
+    }
+
+    fun shutdownAll() = runtimes.values.forEach { it.shutdown() }
+
+    // handles
+
+    /** Checks that an op may create a handle named `name` (before it creates anything). */
+    private fun free(name: String): String {
+        if (name.isEmpty() || name in names) throw BadRequest("handle name '$name' is empty or taken")
+        return name
+    }
+
+    private fun claim(name: String) {
+        free(name)
+        names.add(name)
+    }
+
+    private fun <T> get(table: Map<String, T>, kind: String, args: Obj, key: String): T {
+        val name = args.str(key)
+        return table[name] ?: throw BadRequest("no $kind named '$name'")
+    }
+
+    private fun runtime(args: Obj) = get(runtimes, "runtime", args, "runtime")
+    private fun listener(args: Obj) = get(listeners, "listener", args, "listener")
+    private fun endpoint(args: Obj) = get(dialling, "requester, pusher or subscriber", args, "endpoint")
+    private fun publisher(args: Obj) = get(publishers, "publisher", args, "endpoint")
+    private fun subscriberOf(args: Obj, key: String) =
+        get(dialling, "subscriber", args, key) as? Subscriber ?: throw BadRequest("'${args[key]}' is not a subscriber")
+
+    suspend fun run(op: String, args: Obj): Obj = when (op) {
+        "hello" -> mapOf("protocol" to PROTOCOL, "language" to "kotlin", "agent" to "kotlin-swift/kotlin/conformance", "weida" to VERSION)
+        "runtime" -> opRuntime(args)
+        "bind" -> opBind(args)
+        "close" -> listener(args).closeListener().let { emptyMap() }
+        "shutdown" -> runtime(args).shutdown().let { emptyMap() }
+        "drain" -> {
+            val ms = args.long("deadline_ms") ?: throw BadRequest("drain needs deadline_ms")
+            val d = runtime(args).drain(ms.toDouble(), null)
+            mapOf("delivered" to d.delivered, "outstanding" to d.outstanding, "unsent" to d.unsent)
+        }
+        "counters" -> runtime(args).counters().mapKeys { snake(it.key) }
+        "replier" -> opReplier(args)
+        "puller" -> opPuller(args)
+        "requester" -> dialler(args) { rt, o -> rt.requester(o) }
+        "pusher" -> dialler(args) { rt, o -> rt.pusher(o) }
+        "connect" -> opConnect(args)
+        "event" -> opEvent(args)
+        "disconnect" -> mapOf("removed" to disconnect(endpoint(args), args.str("address")))
+        "peer_count" -> mapOf("peer_count" to peerCount(endpoint(args)))
+        "request" -> {
+            val r = endpoint(args) as? Requester ?: throw BadRequest("request needs a requester")
+            messageJson(r.requestWith(args.body(), args.metadata(), null))
+        }
+        "send" -> {
+            val p = endpoint(args) as? Pusher ?: throw BadRequest("send needs a pusher")
+            p.send(args.body(), args.metadata(), null)
+            emptyMap()
+        }
+        "try_send" -> {
+            val p = endpoint(args) as? Pusher ?: throw BadRequest("try_send needs a pusher")
+            mapOf("sent" to p.trySend(args.body()))
+        }
+        "recv" -> messageJson(get(pullers, "manual puller", args, "puller").recv())
+        "publisher" -> opPublisher(args)
+        "subscriber" -> opSubscriber(args)
+        "subscribe" -> subscriberOf(args, "endpoint").subscribe(args.str("filter"), null).let { emptyMap() }
+        "unsubscribe" -> mapOf("removed" to subscriberOf(args, "endpoint").unsubscribe(args.str("filter"), null))
+        "receive" -> copyJson(get(receiving, "manual subscriber", args, "subscriber").recv())
+        "queued" -> mapOf("queued" to subscriberOf(args, "subscriber").queued())
+        "publish" -> mapOf("queued" to publisher(args).publish(args.str("topic"), args.body()))
+        "dropped" -> opDropped(args)
+        "subscriber_count" -> mapOf("subscriber_count" to publisher(args).subscriberCount())
+        in UNEXPORTED -> throw Unsupported(op, "the Kotlin binding exports no ${UNEXPORTED[op]}")
+        else -> throw BadRequest("unknown op '$op'")
+    }
+
+    private suspend fun opRuntime(args: Obj): Obj {
+        val name = free(args.str("name"))
+        val identity = args["identity"]?.let {
+            val dir = (it as? Map<*, *>)?.get("dir") as? String
+                ?: throw BadRequest("identity is {\"dir\": path} or absent (ephemeral)")
+            Identity.loadOrCreate(dir)
+        }
+        val trust = if ("trust" in args) trustArg(args["trust"]) else null
+        val options = linkedMapOf<String, Any?>("presentIdentity" to args.bool("present_identity", true))
+        args.long("send_timeout_ms")?.let { options["sendTimeoutMs"] = it }
+        val ordering = args["ordering"] ?: "none"
+        if (ordering !in listOf("none", "detect", "reassemble")) throw BadRequest("unknown ordering $ordering")
+        options["ordering"] = ordering
+        args.long("lane_max_message")?.let { options["laneMaxMessage"] = it }
+        val rt = runtime(identity, trust, limitsArg(args["limits"]), reconnectArg(args["reconnect"]), options)
+        claim(name)
+        runtimes[name] = rt
+        return mapOf("fingerprint" to rt.fingerprint())
+    }
+
+    private suspend fun opBind(args: Obj): Obj {
+        val rt = runtime(args)
+        val name = free(args.str("name"))
+        val address = args.str("address")
+        val listener = args["require_client"]?.let { rt.bind(address, trustArg(it)) } ?: rt.bind(address)
+        claim(name)
+        listeners[name] = listener
+        // A listener's connections are events too: `event` reads them by its name.
+        events[name] = listener.events()
+        return mapOf("address" to listener.address())
+    }
+
+    private fun opReplier(args: Obj): Obj {
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val mode = args.str("mode")
+        when (mode) {
+            "echo", "hold", "reject", "drop" -> {}
+            "stream_echo" -> throw Unsupported("replier:stream_echo", "the Kotlin binding's Exchange exports no readChunk or openReply")
+            else -> throw BadRequest("unknown replier mode '$mode'")
+        }
+        val reason = args["reason"] as? String ?: "rejected"
+        val replier = listener.replier(args.str("path"), endpointOptionsArg(args))
+        claim(name)
+        spawn("replier $name") { background.serveReplier(replier, name, mode, reason) }
+        return mapOf("address" to replier.address())
+    }
+
+    private fun opPuller(args: Obj): Obj {
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val mode = args.str("mode")
+        when (mode) {
+            "recv", "manual" -> {}
+            "stream" -> throw Unsupported("puller:stream", "the Kotlin binding's Puller exports no accept (an IncomingTransfer read in chunks)")
+            else -> throw BadRequest("unknown puller mode '$mode'")
+        }
+        val puller = listener.puller(args.str("path"), endpointOptionsArg(args))
+        claim(name)
+        if (mode == "manual") pullers[name] = puller else spawn("puller $name") { background.servePuller(puller, name) }
+        return mapOf("address" to puller.address())
+    }
+
+    private fun dialler(args: Obj, make: (Runtime, weida.uniffi.EndpointOptions) -> Any): Obj {
+        val rt = runtime(args)
+        val name = free(args.str("name"))
+        val ep = make(rt, endpointOptionsArg(args))
+        dialling[name] = ep
+        events[name] = eventsOf(ep)
+        claim(name)
+        return emptyMap()
+    }
+
+    private suspend fun opConnect(args: Obj): Obj {
+        val ep = endpoint(args)
+        val wait = args["wait"] ?: true
+        if (wait !is Boolean) throw BadRequest("wait is true or false")
+        val address = args.str("address")
+        when (ep) {
+            is Requester -> ep.connect(address, wait, null)
+            is Pusher -> ep.connect(address, wait, null)
+            is Subscriber -> {
+                ep.connect(address, wait, null)
+                connected[ep]?.set()
+            }
+        }
+        return mapOf("peer_count" to peerCount(ep))
+    }
+
+    private suspend fun opEvent(args: Obj): Obj {
+        val name = args.str("endpoint")
+        val ev = events[name] ?: throw BadRequest("no dialling endpoint or listener named '$name'")
+        val kind = args.str("kind")
+        val between = (args["between"] as? List<*>) ?: emptyList<Any?>()
+        while (true) {
+            val e = ev.next(null) ?: throw BadRequest("the endpoint is gone")
+            val out = linkedMapOf<String, Any?>("kind" to e.kind)
+            if (e.kind == "missed") out["missed"] = e.missed else out["url"] = e.url
+            if (e.kind == "connected") out["fingerprint"] = e.fingerprint
+            if (e.kind == "lost" || e.kind == "gave_up") out["cause"] = e.cause
+            if (e.kind == "retrying") {
+                out["attempt"] = e.attempt
+                out["delay_ms"] = Math.round(e.delayMs ?: 0.0)
+            }
+            if (e.kind == kind) return out
+            if (e.kind !in between) throw BadRequest("unexpected event ${Json.write(out)} before $kind")
+        }
+    }
+
+    private fun opPublisher(args: Obj): Obj {
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val p = listener.publisher(args.str("path"), null)
+        claim(name)
+        publishers[name] = p
+        return mapOf("address" to p.address())
+    }
+
+    private fun opSubscriber(args: Obj): Obj {
+        val rt = runtime(args)
+        val name = free(args.str("name"))
+        val mode = args.str("mode")
+        if (mode != "recv" && mode != "manual") throw BadRequest("unknown subscriber mode '$mode'")
+        val sub = rt.subscriber(null)
+        claim(name)
+        dialling[name] = sub
+        events[name] = sub.events()
+        if (mode == "manual") {
+            receiving[name] = sub
+        } else {
+            connected[sub] = Flag()
+            spawn("subscriber $name") { background.serveSubscriber(sub, name) }
+        }
+        return emptyMap()
+    }
+
+    private fun opDropped(args: Obj): Obj {
+        val p = publisher(args)
+        if (args["topic"] != null) throw Unsupported("dropped:topic", "the Kotlin binding's Publisher exports no droppedOn")
+        val d = p.dropped()
+        return mapOf(
+            "queue_full" to d.queueFull, "byte_budget" to d.byteBudget, "reverse_pool_empty" to d.reversePoolEmpty,
+            "dead_subscriber" to d.deadSubscriber, "refused" to d.refused, "total" to d.total,
+        )
+    }
+
+    companion object {
+        /** The ops whose API the binding does not export, with what is missing. */
+        val UNEXPORTED = mapOf(
+            "acceptor" to "Listener.acceptor (raw streams)",
+            "peer" to "Runtime.peer (raw streams)",
+            "open" to "streamed transfers (Pusher.open, Requester.open: OutgoingTransfer, PendingReply)",
+            "write" to "streamed transfers (OutgoingTransfer.write)",
+            "finish" to "streamed transfers (OutgoingTransfer.finish, Delivery)",
+            "cancel" to "streamed transfers (OutgoingTransfer.cancel)",
+            "reply_body" to "streamed transfers (PendingReply.body)",
+            "fanout" to "streamed fan-out (Publisher.open: FanOut)",
+            "fanout_write" to "streamed fan-out (FanOut.write, writeNow)",
+            "fanout_finish" to "streamed fan-out (FanOut.finish)",
+        )
+
+        /** The binding's version from its jar's manifest; the agent runs from classes, which have none. */
+        val VERSION: String = Runtime::class.java.`package`?.implementationVersion ?: "unknown"
+    }
+}
+
+private fun eventsOf(ep: Any): PeerEvents = when (ep) {
+    is Requester -> ep.events()
+    is Pusher -> ep.events()
+    is Subscriber -> ep.events()
+    else -> throw IllegalStateException("not a dialling endpoint")
+}
+
+private fun peerCount(ep: Any): UInt = when (ep) {
+    is Requester -> ep.peerCount()
+    is Pusher -> ep.peerCount()
+    is Subscriber -> ep.peerCount()
+    else -> throw IllegalStateException("not a dialling endpoint")
+}
+
+private fun disconnect(ep: Any, address: String): Boolean = when (ep) {
+    is Requester -> ep.disconnect(address)
+    is Pusher -> ep.disconnect(address)
+    is Subscriber -> ep.disconnect(address)
+    else -> throw IllegalStateException("not a dialling endpoint")
+}

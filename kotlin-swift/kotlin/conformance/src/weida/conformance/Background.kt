@@ -1,0 +1,122 @@
+// The background behaviours of bound endpoints (conformance/README.md, "Background behaviours
+// and events"): each endpoint serves in a coroutine of its own, each exchange in another, and
+// says what happened as events.
+package weida.conformance
+
+import kotlinx.coroutines.flow.MutableStateFlow
+import kotlinx.coroutines.flow.first
+import weida.recv
+import weida.reply
+import weida.takeBody
+import weida.uniffi.Exchange
+import weida.uniffi.Puller
+import weida.uniffi.Replier
+import weida.uniffi.Subscriber
+import weida.uniffi.WeidaException
+
+/** A flag a coroutine can wait for: set by a subscriber's connect, cleared once it has no peer. */
+class Flag {
+    private val state = MutableStateFlow(false)
+    fun set() { state.value = true }
+    fun clear() { state.value = false }
+    suspend fun await() { state.first { it } }
+}
+
+class Background(private val agent: Agent) {
+    private val out get() = agent.out
+
+    suspend fun serveReplier(replier: Replier, handle: String, mode: String, reason: String) {
+        while (true) {
+            val ex = try {
+                replier.accept(null)
+            } catch (e: WeidaException) {
+                out.eventError("closed", handle, e)
+                return
+            }
+            out.event("accepted", handle, mapOf("path" to ex.path(), "metadata" to metadataJson(ex.metadata()), "peer" to peerJson(ex.peer())))
+            agent.spawn("an exchange of $handle") { exchange(ex, handle, mode, reason) }
+        }
+    }
+
+    /** Answers `ex` in `mode`, then closes it: a Kotlin handle is freed by `close`, not by the
+     * garbage collector, and an exchange left open would keep its requester waiting. Only a
+     * `hold` keeps it. */
+    private suspend fun exchange(ex: Exchange, handle: String, mode: String, reason: String) {
+        try {
+            answer(ex, handle, mode, reason)
+        } finally {
+            if (mode != "hold") ex.close()
+        }
+    }
+
+    private suspend fun answer(ex: Exchange, handle: String, mode: String, reason: String) {
+        if (mode == "reject") {
+            try {
+                ex.reject(reason, null)
+                out.event("rejected", handle)
+            } catch (e: WeidaException) {
+                out.eventError("reply_failed", handle, e)
+            }
+            return
+        }
+        val meta = ex.metadata()
+        val body = try {
+            ex.takeBody()
+        } catch (e: WeidaException) {
+            out.eventError("request_failed", handle, e)
+            return
+        }
+        out.event("request", handle, mapOf("body" to summary(body), "metadata" to metadataJson(meta)))
+        when (mode) {
+            "echo" -> try {
+                ex.reply(body, meta.associate { it.name to it.value }, null)
+                out.event("replied", handle)
+            } catch (e: WeidaException) {
+                out.eventError("reply_failed", handle, e)
+            }
+            "hold" -> agent.held.add(ex) // kept, never answered
+            "drop" -> {
+                ex.close() // dropped unanswered, now (closing twice is harmless)
+                out.event("dropped", handle)
+            }
+        }
+    }
+
+    suspend fun servePuller(puller: Puller, handle: String) {
+        while (true) {
+            val m = try {
+                puller.recv()
+            } catch (e: WeidaException.Closed) {
+                out.eventError("closed", handle, e)
+                return
+            } catch (e: WeidaException) {
+                out.eventError("receive_failed", handle, e)
+                continue
+            }
+            out.event("received", handle, messageJson(m))
+        }
+    }
+
+    /** A subscriber's `recv` raises at once before any connect (NOT_CONNECTED) and after every
+     * connection ended (CONNECTION_LOST): such an error is reported once, then the loop waits
+     * for the next successful connect instead of spinning. */
+    suspend fun serveSubscriber(sub: Subscriber, handle: String) {
+        val connected = agent.connected.getValue(sub)
+        while (true) {
+            connected.await()
+            val m = try {
+                sub.recv()
+            } catch (e: WeidaException.Closed) {
+                out.eventError("closed", handle, e)
+                return
+            } catch (e: WeidaException) {
+                if ((e is WeidaException.NotConnected || e is WeidaException.ConnectionLost) && sub.peerCount() == 0u) {
+                    connected.clear()
+                }
+                out.eventError("receive_failed", handle, e)
+                continue
+            }
+            out.event("received", handle, copyJson(m))
+        }
+    }
+}
