@@ -716,7 +716,7 @@ class Agent:
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
-        if isinstance(ep, weida.Subscriber):
+        if isinstance(ep, weida.Subscriber | weida.Surveyor | weida.Bus):
             raise BadRequest("open needs a pusher, a requester or a peer")
         tname = self.free(str_arg(args, "transfer"))
         # A peer opens a one-way stream, or with `reply` an exchange.

@@ -4,7 +4,7 @@ other member, never itself, and a slow member costs only its own copies."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 
 import pytest
 from conftest import bind_address, payload
@@ -17,10 +17,10 @@ async def members(
     transport: str, n: int, limits: weida.Limits | None = None
 ) -> AsyncIterator[list[weida.Bus]]:
     """``n`` members, each in a runtime of its own, connected to each other (a mesh)."""
-    async with AsyncExitStack() as stack:
+    runtimes = [weida.Runtime(limits=limits) for _ in range(n)]
+    try:
         out = []
-        for _ in range(n):
-            rt = await stack.enter_async_context(weida.Runtime(limits=limits))
+        for rt in runtimes:
             listener = await rt.bind(bind_address(transport))
             out.append(rt.bus(listener, "/bus"))
         for a in out:
@@ -28,6 +28,9 @@ async def members(
                 if a is not b:
                     await a.connect(b.address)
         yield out
+    finally:
+        for rt in runtimes:
+            rt.shutdown()
 
 
 async def test_every_member_sees_every_other_members_message(transport: str) -> None:

@@ -6,9 +6,11 @@ package weida.conformance
 
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.launch
+import weida.answers
 import weida.bind
 import weida.recv
 import weida.runtime
+import weida.uniffi.Bus
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
 import weida.uniffi.Listener
@@ -19,6 +21,7 @@ import weida.uniffi.Pusher
 import weida.uniffi.Requester
 import weida.uniffi.Runtime
 import weida.uniffi.Subscriber
+import weida.uniffi.Surveyor
 
 const val PROTOCOL = 1
 
@@ -86,7 +89,11 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             mapOf("delivered" to d.delivered, "outstanding" to d.outstanding, "unsent" to d.unsent)
         }
         "counters" -> runtime(args).counters().mapKeys { snake(it.key) }
-        "replier" -> opReplier(args)
+        "replier" -> opReplier(args) { l, path, o -> l.replier(path, o) }
+        "respondent" -> opReplier(args) { l, path, o -> l.respondent(path, o) }
+        "surveyor" -> dialler(args) { rt, o -> rt.surveyor(o) }
+        "survey" -> opSurvey(args)
+        "bus" -> opBus(args)
         "puller" -> opPuller(args)
         "requester" -> dialler(args) { rt, o -> rt.requester(o) }
         "pusher" -> dialler(args) { rt, o -> rt.pusher(o) }
@@ -98,10 +105,10 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             val r = endpoint(args) as? Requester ?: throw BadRequest("request needs a requester")
             messageJson(r.requestWith(args.body(), args.metadata(), null))
         }
-        "send" -> {
-            val p = endpoint(args) as? Pusher ?: throw BadRequest("send needs a pusher")
-            p.send(args.body(), args.metadata(), null)
-            emptyMap()
+        "send" -> when (val p = endpoint(args)) {
+            is Bus -> mapOf("queued" to p.send(args.body(), args.metadata(), null))
+            is Pusher -> p.send(args.body(), args.metadata(), null).let { emptyMap() }
+            else -> throw BadRequest("send needs a pusher or a bus member")
         }
         "try_send" -> {
             val p = endpoint(args) as? Pusher ?: throw BadRequest("try_send needs a pusher")
@@ -153,7 +160,34 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         return mapOf("address" to listener.address())
     }
 
-    private fun opReplier(args: Obj): Obj {
+    /** Asks, then reads every answer until the run ends: how many were asked, answered, the
+     * codes of those that failed (sorted), and the late count. */
+    private suspend fun opSurvey(args: Obj): Obj {
+        val s = endpoint(args) as? Surveyor ?: throw BadRequest("survey needs a surveyor")
+        val deadline = (args["deadline_ms"] as? Number)?.toDouble() ?: throw BadRequest("deadline_ms is a number")
+        val run = s.survey(args.body(), deadline, args.metadata(), null)
+        var answered = 0
+        val errors = ArrayList<String>()
+        run.answers().collect { a ->
+            a.fold({ answered++ }, { e -> errors.add((errorJson(e as weida.uniffi.WeidaException))["code"] as String) })
+        }
+        return mapOf("respondents" to run.respondents(), "answered" to answered, "errors" to errors.sorted(), "late" to run.late())
+    }
+
+    /** A bus member: dialling (`connect`, `send`) and bound, received as a `recv` puller is. */
+    private fun opBus(args: Obj): Obj {
+        val rt = runtime(args)
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val bus = rt.bus(listener, args.str("path"), endpointOptionsArg(args))
+        claim(name)
+        dialling[name] = bus
+        events[name] = bus.events()
+        spawn("bus $name") { background.serveBus(bus, name) }
+        return mapOf("address" to bus.address())
+    }
+
+    private fun opReplier(args: Obj, make: (Listener, String, weida.uniffi.EndpointOptions?) -> weida.uniffi.Replier): Obj {
         val listener = listener(args)
         val name = free(args.str("name"))
         val mode = args.str("mode")
@@ -163,7 +197,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             else -> throw BadRequest("unknown replier mode '$mode'")
         }
         val reason = args["reason"] as? String ?: "rejected"
-        val replier = listener.replier(args.str("path"), endpointOptionsArg(args))
+        val replier = make(listener, args.str("path"), endpointOptionsArg(args))
         claim(name)
         spawn("replier $name") { background.serveReplier(replier, name, mode, reason) }
         return mapOf("address" to replier.address())
@@ -201,6 +235,8 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         val address = args.str("address")
         when (ep) {
             is Requester -> ep.connect(address, wait, null)
+            is Surveyor -> ep.connect(address, wait, null)
+            is Bus -> ep.connect(address, wait, null)
             is Pusher -> ep.connect(address, wait, null)
             is Subscriber -> {
                 ep.connect(address, wait, null)
@@ -289,6 +325,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
 
 private fun eventsOf(ep: Any): PeerEvents = when (ep) {
     is Requester -> ep.events()
+    is Surveyor -> ep.events()
     is Pusher -> ep.events()
     is Subscriber -> ep.events()
     else -> throw IllegalStateException("not a dialling endpoint")
@@ -296,6 +333,8 @@ private fun eventsOf(ep: Any): PeerEvents = when (ep) {
 
 private fun peerCount(ep: Any): UInt = when (ep) {
     is Requester -> ep.peerCount()
+    is Surveyor -> ep.peerCount()
+    is Bus -> ep.peerCount()
     is Pusher -> ep.peerCount()
     is Subscriber -> ep.peerCount()
     else -> throw IllegalStateException("not a dialling endpoint")
@@ -303,6 +342,8 @@ private fun peerCount(ep: Any): UInt = when (ep) {
 
 private fun disconnect(ep: Any, address: String): Boolean = when (ep) {
     is Requester -> ep.disconnect(address)
+    is Surveyor -> ep.disconnect(address)
+    is Bus -> ep.disconnect(address)
     is Pusher -> ep.disconnect(address)
     is Subscriber -> ep.disconnect(address)
     else -> throw IllegalStateException("not a dialling endpoint")

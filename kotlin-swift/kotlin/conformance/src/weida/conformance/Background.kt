@@ -93,7 +93,24 @@ class Background(private val agent: Agent) {
                 out.eventError("receive_failed", handle, e)
                 continue
             }
-            out.event("received", handle, messageJson(m))
+            // With the sequence and gap under PerProducer ordering (PATTERNS §1.7), else null.
+            out.event("received", handle, messageJson(m) + mapOf("sequence" to m.sequence, "gap" to m.gap))
+        }
+    }
+
+    /** A bus member's receiving, as a `recv` puller's. */
+    suspend fun serveBus(bus: weida.uniffi.Bus, handle: String) {
+        while (true) {
+            val m = try {
+                bus.recv()
+            } catch (e: WeidaException.Closed) {
+                out.eventError("closed", handle, e)
+                return
+            } catch (e: WeidaException) {
+                out.eventError("receive_failed", handle, e)
+                continue
+            }
+            out.event("received", handle, messageJson(m) + mapOf("sequence" to m.sequence, "gap" to m.gap))
         }
     }
 
