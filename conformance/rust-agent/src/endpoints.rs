@@ -188,24 +188,28 @@ async fn stream_echo(mut ex: Exchange, handle: &str, out: &Out) {
     }
 }
 
-/// A bus member's receiving, as a `recv` puller's: a `received` event per message (with its
-/// sequence and gap), `closed` at the end.
+/// A bus member's receiving, as a `recv` puller's.
 pub(crate) fn serve_bus(bus: Arc<weida::Bus>, handle: String, out: Out) {
-    tokio::spawn(async move {
-        loop {
-            match bus.recv().await {
-                Ok(m) => {
-                    let mut f = meta_fields(&m.meta);
-                    f.insert("body".into(), summary(&m.body));
-                    f.insert("sequence".into(), m.meta.sequence.into());
-                    f.insert("gap".into(), m.meta.gap.into());
-                    out.event("received", &handle, f);
-                }
-                Err(Error::Closed) => return out.event_error("closed", &handle, &Error::Closed),
-                Err(e) => out.event_error("receive_failed", &handle, &e),
+    tokio::spawn(async move { receive_each(&*bus, &handle, &out).await });
+}
+
+/// `recv` in a loop: a `received` event per message (with its sequence and gap under
+/// PerProducer ordering, PATTERNS §1.7, else null), `receive_failed` for one that failed, and
+/// `closed` at the end.
+async fn receive_each<R: weida::Receiving>(r: &R, handle: &str, out: &Out) {
+    loop {
+        match r.recv().await {
+            Ok(m) => {
+                let mut f = meta_fields(&m.meta);
+                f.insert("body".into(), summary(&m.body));
+                f.insert("sequence".into(), m.meta.sequence.into());
+                f.insert("gap".into(), m.meta.gap.into());
+                out.event("received", handle, f);
             }
+            Err(Error::Closed) => return out.event_error("closed", handle, &Error::Closed),
+            Err(e) => out.event_error("receive_failed", handle, &e),
         }
-    });
+    }
 }
 
 pub(crate) fn serve_puller(puller: Arc<Puller>, handle: String, mode: PullerMode, out: Out) {
@@ -213,20 +217,7 @@ pub(crate) fn serve_puller(puller: Arc<Puller>, handle: String, mode: PullerMode
         loop {
             match mode {
                 PullerMode::Manual => return,
-                PullerMode::Recv => match puller.recv().await {
-                    Ok(m) => {
-                        let mut f = meta_fields(&m.meta);
-                        f.insert("body".into(), summary(&m.body));
-                        // Under PerProducer ordering (PATTERNS §1.7), else null.
-                        f.insert("sequence".into(), m.meta.sequence.into());
-                        f.insert("gap".into(), m.meta.gap.into());
-                        out.event("received", &handle, f);
-                    }
-                    Err(Error::Closed) => {
-                        return out.event_error("closed", &handle, &Error::Closed)
-                    }
-                    Err(e) => out.event_error("receive_failed", &handle, &e),
-                },
+                PullerMode::Recv => return receive_each(&*puller, &handle, &out).await,
                 PullerMode::Stream => match puller.accept().await {
                     Ok(t) => {
                         out.event("accepted", &handle, meta_fields(t.meta()));

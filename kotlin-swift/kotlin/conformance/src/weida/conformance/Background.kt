@@ -82,27 +82,18 @@ class Background(private val agent: Agent) {
         }
     }
 
-    suspend fun servePuller(puller: Puller, handle: String) {
-        while (true) {
-            val m = try {
-                puller.recv()
-            } catch (e: WeidaException.Closed) {
-                out.eventError("closed", handle, e)
-                return
-            } catch (e: WeidaException) {
-                out.eventError("receive_failed", handle, e)
-                continue
-            }
-            // With the sequence and gap under PerProducer ordering (PATTERNS §1.7), else null.
-            out.event("received", handle, messageJson(m) + mapOf("sequence" to m.sequence, "gap" to m.gap))
-        }
-    }
+    suspend fun servePuller(puller: Puller, handle: String) = receiveEach(handle) { puller.recv() }
 
     /** A bus member's receiving, as a `recv` puller's. */
-    suspend fun serveBus(bus: weida.uniffi.Bus, handle: String) {
+    suspend fun serveBus(bus: weida.uniffi.Bus, handle: String) = receiveEach(handle) { bus.recv() }
+
+    /** `recv` in a loop: `received` per message (with its sequence and gap under PerProducer
+     * ordering, PATTERNS §1.7, else null), `receive_failed` for one that failed, `closed` at the
+     * end. */
+    private suspend fun receiveEach(handle: String, recv: suspend () -> weida.uniffi.Message) {
         while (true) {
             val m = try {
-                bus.recv()
+                recv()
             } catch (e: WeidaException.Closed) {
                 out.eventError("closed", handle, e)
                 return
