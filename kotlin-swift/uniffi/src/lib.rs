@@ -24,6 +24,7 @@ pub mod events;
 pub mod identity;
 pub mod patterns;
 pub mod runtime;
+pub mod stream;
 pub mod survey;
 
 /// Every loss cause an error's `lossCause` field can be, as the core names them.

@@ -165,6 +165,11 @@ impl Pusher {
             inner: Endpoint::new(p),
         })
     }
+
+    /// The core's pusher, or `Closed` after `close_endpoint`.
+    pub(crate) fn endpoint(&self) -> std::result::Result<Arc<weida::Pusher>, Fail> {
+        self.inner.get()
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -295,6 +300,11 @@ impl Requester {
         Arc::new(Self {
             inner: Endpoint::new(r),
         })
+    }
+
+    /// The core's requester, or `Closed` after `close_endpoint`.
+    pub(crate) fn endpoint(&self) -> std::result::Result<Arc<weida::Requester>, Fail> {
+        self.inner.get()
     }
 }
 

@@ -1081,6 +1081,144 @@ public func FfiConverterTypeCancellation_lower(_ value: Cancellation) -> UInt64 
 
 
 /**
+ * The transport receipt of a finished transfer; free to ignore.
+ */
+public protocol DeliveryProtocol: AnyObject, Sendable {
+    
+    /**
+     * Returns when the peer's transport holds every byte and the FIN; a refusal that reached
+     * this side first is its error. Once: a second call is `Closed`.
+     */
+    func delivered(cancel: Cancellation?) async throws 
+    
+}
+/**
+ * The transport receipt of a finished transfer; free to ignore.
+ */
+open class Delivery: DeliveryProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_delivery(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_delivery(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Returns when the peer's transport holds every byte and the FIN; a refusal that reached
+     * this side first is its error. Once: a second call is `Closed`.
+     */
+open func delivered(cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_delivery_delivered(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeDelivery: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Delivery
+
+    public static func lift(_ handle: UInt64) throws -> Delivery {
+        return Delivery(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Delivery) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Delivery {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Delivery, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDelivery_lift(_ handle: UInt64) throws -> Delivery {
+    return try FfiConverterTypeDelivery.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDelivery_lower(_ value: Delivery) -> UInt64 {
+    return FfiConverterTypeDelivery.lower(value)
+}
+
+
+
+
+
+
+/**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
  * unanswered, the requester sees Canceled.
  */
@@ -1765,6 +1903,188 @@ public func FfiConverterTypeListener_lower(_ value: Listener) -> UInt64 {
 
 
 /**
+ * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
+ * no local handle) or `cancel` (the reader sees Canceled, never a short payload).
+ */
+public protocol OutgoingTransferProtocol: AnyObject, Sendable {
+    
+    /**
+     * Abandons the transfer: the reader sees Canceled. Nothing once finished.
+     */
+    func cancelTransfer() 
+    
+    /**
+     * Queues the FIN: the payload now arrives with no local handle; the `Delivery` tells when
+     * the peer's transport holds it.
+     */
+    func finish(cancel: Cancellation?) async throws  -> Delivery
+    
+    /**
+     * Writes all of `body`; waits while the peer's window is full. Cancelled, the transfer
+     * is cancelled (the caller cannot know what was written).
+     */
+    func write(body: Data, cancel: Cancellation?) async throws 
+    
+}
+/**
+ * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
+ * no local handle) or `cancel` (the reader sees Canceled, never a short payload).
+ */
+open class OutgoingTransfer: OutgoingTransferProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_outgoingtransfer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_outgoingtransfer(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Abandons the transfer: the reader sees Canceled. Nothing once finished.
+     */
+open func cancelTransfer()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_outgoingtransfer_cancel_transfer(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Queues the FIN: the payload now arrives with no local handle; the `Delivery` tells when
+     * the peer's transport holds it.
+     */
+open func finish(cancel: Cancellation? = nil)async throws  -> Delivery  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_outgoingtransfer_finish(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeDelivery_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Writes all of `body`; waits while the peer's window is full. Cancelled, the transfer
+     * is cancelled (the caller cannot know what was written).
+     */
+open func write(body: Data, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_outgoingtransfer_write(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOutgoingTransfer: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = OutgoingTransfer
+
+    public static func lift(_ handle: UInt64) throws -> OutgoingTransfer {
+        return OutgoingTransfer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: OutgoingTransfer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OutgoingTransfer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: OutgoingTransfer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOutgoingTransfer_lift(_ handle: UInt64) throws -> OutgoingTransfer {
+    return try FfiConverterTypeOutgoingTransfer.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOutgoingTransfer_lower(_ value: OutgoingTransfer) -> UInt64 {
+    return FfiConverterTypeOutgoingTransfer.lower(value)
+}
+
+
+
+
+
+
+/**
  * A reader of an endpoint's events, from when it was made.
  */
 public protocol PeerEventsProtocol: AnyObject, Sendable {
@@ -1894,6 +2214,144 @@ public func FfiConverterTypePeerEvents_lift(_ handle: UInt64) throws -> PeerEven
 #endif
 public func FfiConverterTypePeerEvents_lower(_ value: PeerEvents) -> UInt64 {
     return FfiConverterTypePeerEvents.lower(value)
+}
+
+
+
+
+
+
+/**
+ * The reply half of a request opened with `Requester.open`.
+ */
+public protocol PendingReplyProtocol: AnyObject, Sendable {
+    
+    /**
+     * The whole reply, bounded by the requester's `maxCollectedBody`; the replier's error as
+     * this side's; a loss after the request's FIN is `Indeterminate`. Once.
+     */
+    func body(cancel: Cancellation?) async throws  -> Message
+    
+}
+/**
+ * The reply half of a request opened with `Requester.open`.
+ */
+open class PendingReply: PendingReplyProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_pendingreply(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_pendingreply(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The whole reply, bounded by the requester's `maxCollectedBody`; the replier's error as
+     * this side's; a loss after the request's FIN is `Indeterminate`. Once.
+     */
+open func body(cancel: Cancellation? = nil)async throws  -> Message  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pendingreply_body(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeMessage_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePendingReply: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = PendingReply
+
+    public static func lift(_ handle: UInt64) throws -> PendingReply {
+        return PendingReply(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: PendingReply) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingReply {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: PendingReply, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePendingReply_lift(_ handle: UInt64) throws -> PendingReply {
+    return try FfiConverterTypePendingReply.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePendingReply_lower(_ value: PendingReply) -> UInt64 {
+    return FfiConverterTypePendingReply.lower(value)
 }
 
 
@@ -2339,6 +2797,11 @@ public protocol PusherProtocol: AnyObject, Sendable {
      */
     func trySend(body: Data) throws  -> Bool
     
+    /**
+     * Opens a streamed message: `write` it in parts, then `finish`.
+     */
+    func `open`(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OutgoingTransfer
+    
 }
 /**
  * The dialling side of Push/Pull.
@@ -2506,6 +2969,25 @@ open func trySend(body: Data)throws  -> Bool  {
         FfiConverterData.lower(body),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Opens a streamed message: `write` it in parts, then `finish`.
+     */
+open func `open`(meta: [String: Data]?, cancel: Cancellation? = nil)async throws  -> OutgoingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pusher_open(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeOutgoingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
 }
     
 
@@ -2870,6 +3352,11 @@ public protocol RequesterProtocol: AnyObject, Sendable {
      */
     func requestWith(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws  -> Message
     
+    /**
+     * Opens a streamed request: its transfer, and its reply.
+     */
+    func `open`(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OpenedRequest
+    
 }
 /**
  * The dialling side of Req/Rep.
@@ -3014,6 +3501,25 @@ open func requestWith(body: Data, meta: [String: Data]?, cancel: Cancellation? =
             completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterTypeMessage_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Opens a streamed request: its transfer, and its reply.
+     */
+open func `open`(meta: [String: Data]?, cancel: Cancellation? = nil)async throws  -> OpenedRequest  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_requester_open(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeOpenedRequest_lift,
             errorHandler: FfiConverterTypeWeidaError_lift
         )
 }
@@ -4637,6 +5143,64 @@ public func FfiConverterTypeMetaEntry_lower(_ value: MetaEntry) -> RustBuffer {
 
 
 /**
+ * A streamed request: the request's transfer, and its reply (read it while writing a large
+ * request: a replier may answer before the request ends).
+ */
+public struct OpenedRequest {
+    public var transfer: OutgoingTransfer
+    public var reply: PendingReply
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(transfer: OutgoingTransfer, reply: PendingReply) {
+        self.transfer = transfer
+        self.reply = reply
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension OpenedRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOpenedRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OpenedRequest {
+        return
+            try OpenedRequest(
+                transfer: FfiConverterTypeOutgoingTransfer.read(from: &buf), 
+                reply: FfiConverterTypePendingReply.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: OpenedRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeOutgoingTransfer.write(value.transfer, into: &buf)
+        FfiConverterTypePendingReply.write(value.reply, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOpenedRequest_lift(_ buf: RustBuffer) throws -> OpenedRequest {
+    return try FfiConverterTypeOpenedRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOpenedRequest_lower(_ value: OpenedRequest) -> RustBuffer {
+    return FfiConverterTypeOpenedRequest.lower(value)
+}
+
+
+/**
  * One event of a dialling endpoint's addresses.
  */
 public struct PeerEvent: Equatable, Hashable {
@@ -6230,6 +6794,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pusher_try_send() != 64561) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_pusher_open() != 2802) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_received_take() != 1546) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6261,6 +6828,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_requester_request_with() != 16829) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_requester_open() != 19968) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_subscriber_close_endpoint() != 6853) {
@@ -6351,6 +6921,21 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_surveyor() != 8895) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_delivery_delivered() != 36256) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer() != 15853) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_finish() != 29344) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_write() != 27859) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pendingreply_body() != 31511) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_surveyrun_expired() != 45246) {

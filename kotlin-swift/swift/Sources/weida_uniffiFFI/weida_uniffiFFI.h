@@ -587,6 +587,11 @@ uint64_t uniffi_weida_uniffi_fn_method_pusher_send_many(uint64_t ptr, RustBuffer
 int8_t uniffi_weida_uniffi_fn_method_pusher_try_send(uint64_t ptr, RustBuffer body, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_pusher_open(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RECEIVED
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RECEIVED
 uint64_t uniffi_weida_uniffi_fn_clone_received(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -670,6 +675,11 @@ uint64_t uniffi_weida_uniffi_fn_method_requester_request(uint64_t ptr, RustBuffe
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REQUESTER_REQUEST_WITH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REQUESTER_REQUEST_WITH
 uint64_t uniffi_weida_uniffi_fn_method_requester_request_with(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REQUESTER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REQUESTER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_requester_open(uint64_t ptr, RustBuffer meta, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SUBSCRIBER
@@ -855,6 +865,61 @@ uint64_t uniffi_weida_uniffi_fn_method_runtime_subscriber(uint64_t ptr, RustBuff
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_SURVEYOR
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_SURVEYOR
 uint64_t uniffi_weida_uniffi_fn_method_runtime_surveyor(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DELIVERY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DELIVERY
+uint64_t uniffi_weida_uniffi_fn_clone_delivery(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_DELIVERY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_DELIVERY
+void uniffi_weida_uniffi_fn_free_delivery(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DELIVERY_DELIVERED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DELIVERY_DELIVERED
+uint64_t uniffi_weida_uniffi_fn_method_delivery_delivered(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_OUTGOINGTRANSFER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_OUTGOINGTRANSFER
+uint64_t uniffi_weida_uniffi_fn_clone_outgoingtransfer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_OUTGOINGTRANSFER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_OUTGOINGTRANSFER
+void uniffi_weida_uniffi_fn_free_outgoingtransfer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_CANCEL_TRANSFER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_CANCEL_TRANSFER
+void uniffi_weida_uniffi_fn_method_outgoingtransfer_cancel_transfer(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_FINISH
+uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_finish(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_WRITE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_WRITE
+uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_write(uint64_t ptr, RustBuffer body, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PENDINGREPLY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PENDINGREPLY
+uint64_t uniffi_weida_uniffi_fn_clone_pendingreply(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PENDINGREPLY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PENDINGREPLY
+void uniffi_weida_uniffi_fn_free_pendingreply(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PENDINGREPLY_BODY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PENDINGREPLY_BODY
+uint64_t uniffi_weida_uniffi_fn_method_pendingreply_body(uint64_t ptr, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SURVEYRUN
@@ -1508,6 +1573,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_pusher_try_send(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_pusher_open(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RECEIVED_TAKE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RECEIVED_TAKE
 uint16_t uniffi_weida_uniffi_checksum_method_received_take(void
@@ -1571,6 +1642,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_requester_request(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REQUESTER_REQUEST_WITH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REQUESTER_REQUEST_WITH
 uint16_t uniffi_weida_uniffi_checksum_method_requester_request_with(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REQUESTER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REQUESTER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_requester_open(void
     
 );
 #endif
@@ -1751,6 +1828,36 @@ uint16_t uniffi_weida_uniffi_checksum_method_runtime_subscriber(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_SURVEYOR
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_SURVEYOR
 uint16_t uniffi_weida_uniffi_checksum_method_runtime_surveyor(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DELIVERY_DELIVERED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DELIVERY_DELIVERED
+uint16_t uniffi_weida_uniffi_checksum_method_delivery_delivered(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_CANCEL_TRANSFER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_CANCEL_TRANSFER
+uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_FINISH
+uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_finish(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_WRITE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_WRITE
+uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
+uint16_t uniffi_weida_uniffi_checksum_method_pendingreply_body(void
     
 );
 #endif

@@ -14,6 +14,8 @@ import weida.uniffi.Bus
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
 import weida.uniffi.Listener
+import weida.uniffi.OutgoingTransfer
+import weida.uniffi.PendingReply
 import weida.uniffi.PeerEvents
 import weida.uniffi.Publisher
 import weida.uniffi.Puller
@@ -33,6 +35,8 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     private val events = HashMap<String, PeerEvents>() // read from the endpoint's making on
     private val pullers = HashMap<String, Puller>() // pullers in manual mode, for `recv`
     private val publishers = HashMap<String, Publisher>()
+    private val transfers = HashMap<String, OutgoingTransfer>() // streamed transfers being written
+    private val replies = HashMap<String, PendingReply>() // the replies of streamed requests
     private val receiving = HashMap<String, Subscriber>() // subscribers in manual mode
     internal val held = ArrayList<Exchange>() // exchanges a `hold` replier keeps, unanswered
     internal val connected = HashMap<Subscriber, Flag>() // set by a connect: a `recv` loop waits
@@ -115,6 +119,18 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             mapOf("sent" to p.trySend(args.body()))
         }
         "recv" -> messageJson(get(pullers, "manual puller", args, "puller").recv())
+        "open" -> opOpen(args)
+        "write" -> opWrite(args)
+        "finish" -> {
+            val delivery = takeTransfer(args).second.finish(null)
+            if (args.bool("delivered", false)) delivery.delivered(null).let { mapOf("delivered" to true) } else emptyMap()
+        }
+        "cancel" -> takeTransfer(args).second.cancelTransfer().let { emptyMap() }
+        "reply_body" -> {
+            val name = args.str("reply")
+            val reply = replies.remove(name) ?: throw BadRequest("no pending reply named '$name'")
+            messageJson(reply.body(null))
+        }
         "publisher" -> opPublisher(args)
         "subscriber" -> opSubscriber(args)
         "subscribe" -> subscriberOf(args, "endpoint").subscribe(args.str("filter"), null).let { emptyMap() }
@@ -158,6 +174,53 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         // A listener's connections are events too: `event` reads them by its name.
         events[name] = listener.events()
         return mapOf("address" to listener.address())
+    }
+
+    /** A pusher opens a one-way stream, a requester a request with its `reply`. */
+    private suspend fun opOpen(args: Obj): Obj {
+        val meta = args.metadata()
+        val ep = endpoint(args)
+        val tname = free(args.str("transfer"))
+        when (ep) {
+            is Pusher -> {
+                val t = ep.open(meta, null)
+                claim(tname)
+                transfers[tname] = t
+            }
+            is Requester -> {
+                val rname = free(args.str("reply"))
+                val opened = ep.open(meta, null)
+                claim(tname)
+                claim(rname)
+                transfers[tname] = opened.transfer
+                replies[rname] = opened.reply
+            }
+            else -> throw BadRequest("open needs a pusher or a requester")
+        }
+        return emptyMap()
+    }
+
+    private suspend fun opWrite(args: Obj): Obj {
+        val body = args.body()
+        val chunk = maxOf(args.long("chunk") ?: 65536L, 1L).toInt()
+        val (name, t) = takeTransfer(args)
+        try {
+            var at = 0
+            while (at < body.size) {
+                t.write(body.copyOfRange(at, minOf(at + chunk, body.size)), null)
+                at += chunk
+            }
+        } finally {
+            // Kept after a failed write too, so a scenario can still cancel it.
+            transfers[name] = t
+        }
+        return mapOf("written" to body.size)
+    }
+
+    private fun takeTransfer(args: Obj): kotlin.Pair<String, OutgoingTransfer> {
+        val name = args.str("transfer")
+        val t = transfers.remove(name) ?: throw BadRequest("no transfer named '$name'")
+        return name to t
     }
 
     /** Asks, then reads every answer until the run ends: how many were asked, answered, the
@@ -308,11 +371,6 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         val UNEXPORTED = mapOf(
             "acceptor" to "Listener.acceptor (raw streams)",
             "peer" to "Runtime.peer (raw streams)",
-            "open" to "streamed transfers (Pusher.open, Requester.open: OutgoingTransfer, PendingReply)",
-            "write" to "streamed transfers (OutgoingTransfer.write)",
-            "finish" to "streamed transfers (OutgoingTransfer.finish, Delivery)",
-            "cancel" to "streamed transfers (OutgoingTransfer.cancel)",
-            "reply_body" to "streamed transfers (PendingReply.body)",
             "fanout" to "streamed fan-out (Publisher.open: FanOut)",
             "fanout_write" to "streamed fan-out (FanOut.write, writeNow)",
             "fanout_finish" to "streamed fan-out (FanOut.finish)",

@@ -778,6 +778,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_try_send(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pusher_open(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_received_take(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_replier_accept(
@@ -799,6 +801,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_requester_request(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_requester_request_with(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_requester_open(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_subscriber_close_endpoint(
     ): Int
@@ -859,6 +863,16 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_runtime_subscriber(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_surveyor(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_delivery_delivered(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_finish(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pendingreply_body(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_surveyrun_expired(
     ): Int
@@ -1054,6 +1068,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pusher_try_send(`ptr`: Long,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
+    external fun uniffi_weida_uniffi_fn_method_pusher_open(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_received(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_received(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1087,6 +1103,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_requester_request(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_requester_request_with(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_requester_open(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_subscriber(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1161,6 +1179,28 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_runtime_subscriber(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_surveyor(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_delivery(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_delivery(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_delivery_delivered(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_outgoingtransfer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_outgoingtransfer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_cancel_transfer(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_finish(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_write(`ptr`: Long,`body`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_pendingreply_body(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_surveyrun(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1465,6 +1505,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_try_send() and 0xFFFF) != 64561) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_open() and 0xFFFF) != 2802) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_received_take() and 0xFFFF) != 1546) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1496,6 +1539,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_requester_request_with() and 0xFFFF) != 16829) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_requester_open() and 0xFFFF) != 19968) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_close_endpoint() and 0xFFFF) != 6853) {
@@ -1586,6 +1632,21 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_surveyor() and 0xFFFF) != 8895) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_delivery_delivered() and 0xFFFF) != 36256) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer() and 0xFFFF) != 15853) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_finish() and 0xFFFF) != 29344) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_write() and 0xFFFF) != 27859) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pendingreply_body() and 0xFFFF) != 31511) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_expired() and 0xFFFF) != 45246) {
@@ -2932,6 +2993,285 @@ public object FfiConverterTypeCancellation: FfiConverter<Cancellation, Long> {
 
 
 /**
+ * The transport receipt of a finished transfer; free to ignore.
+ */
+public interface DeliveryInterface {
+    
+    /**
+     * Returns when the peer's transport holds every byte and the FIN; a refusal that reached
+     * this side first is its error. Once: a second call is `Closed`.
+     */
+    suspend fun `delivered`(`cancel`: Cancellation? = null)
+    
+    companion object
+}
+
+/**
+ * The transport receipt of a finished transfer; free to ignore.
+ */
+open class Delivery: Disposable, AutoCloseable, DeliveryInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_delivery(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_delivery(handle, status)
+        }
+    }
+
+    
+    /**
+     * Returns when the peer's transport holds every byte and the FIN; a refusal that reached
+     * this side first is its error. Once: a second call is `Closed`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `delivered`(`cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_delivery_delivered(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeDelivery: FfiConverter<Delivery, Long> {
+    override fun lower(value: Delivery): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Delivery {
+        return Delivery(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Delivery {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Delivery) = 8UL
+
+    override fun write(value: Delivery, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
  * unanswered, the requester sees Canceled.
  */
@@ -4117,6 +4457,340 @@ public object FfiConverterTypeListener: FfiConverter<Listener, Long> {
 
 
 /**
+ * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
+ * no local handle) or `cancel` (the reader sees Canceled, never a short payload).
+ */
+public interface OutgoingTransferInterface {
+    
+    /**
+     * Abandons the transfer: the reader sees Canceled. Nothing once finished.
+     */
+    fun `cancelTransfer`()
+    
+    /**
+     * Queues the FIN: the payload now arrives with no local handle; the `Delivery` tells when
+     * the peer's transport holds it.
+     */
+    suspend fun `finish`(`cancel`: Cancellation? = null): Delivery
+    
+    /**
+     * Writes all of `body`; waits while the peer's window is full. Cancelled, the transfer
+     * is cancelled (the caller cannot know what was written).
+     */
+    suspend fun `write`(`body`: kotlin.ByteArray, `cancel`: Cancellation? = null)
+    
+    companion object
+}
+
+/**
+ * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
+ * no local handle) or `cancel` (the reader sees Canceled, never a short payload).
+ */
+open class OutgoingTransfer: Disposable, AutoCloseable, OutgoingTransferInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_outgoingtransfer(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_outgoingtransfer(handle, status)
+        }
+    }
+
+    
+    /**
+     * Abandons the transfer: the reader sees Canceled. Nothing once finished.
+     */override fun `cancelTransfer`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_outgoingtransfer_cancel_transfer(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Queues the FIN: the payload now arrives with no local handle; the `Delivery` tells when
+     * the peer's transport holds it.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `finish`(`cancel`: Cancellation?) : Delivery {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_outgoingtransfer_finish(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeDelivery.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Writes all of `body`; waits while the peer's window is full. Cancelled, the transfer
+     * is cancelled (the caller cannot know what was written).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `write`(`body`: kotlin.ByteArray, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_outgoingtransfer_write(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`body`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeOutgoingTransfer: FfiConverter<OutgoingTransfer, Long> {
+    override fun lower(value: OutgoingTransfer): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): OutgoingTransfer {
+        return OutgoingTransfer(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): OutgoingTransfer {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: OutgoingTransfer) = 8UL
+
+    override fun write(value: OutgoingTransfer, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * A reader of an endpoint's events, from when it was made.
  */
 public interface PeerEventsInterface {
@@ -4291,6 +4965,284 @@ public object FfiConverterTypePeerEvents: FfiConverter<PeerEvents, Long> {
     override fun allocationSize(value: PeerEvents) = 8UL
 
     override fun write(value: PeerEvents, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * The reply half of a request opened with `Requester.open`.
+ */
+public interface PendingReplyInterface {
+    
+    /**
+     * The whole reply, bounded by the requester's `maxCollectedBody`; the replier's error as
+     * this side's; a loss after the request's FIN is `Indeterminate`. Once.
+     */
+    suspend fun `body`(`cancel`: Cancellation? = null): Message
+    
+    companion object
+}
+
+/**
+ * The reply half of a request opened with `Requester.open`.
+ */
+open class PendingReply: Disposable, AutoCloseable, PendingReplyInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_pendingreply(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_pendingreply(handle, status)
+        }
+    }
+
+    
+    /**
+     * The whole reply, bounded by the requester's `maxCollectedBody`; the replier's error as
+     * this side's; a loss after the request's FIN is `Indeterminate`. Once.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `body`(`cancel`: Cancellation?) : Message {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pendingreply_body(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeMessage.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePendingReply: FfiConverter<PendingReply, Long> {
+    override fun lower(value: PendingReply): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): PendingReply {
+        return PendingReply(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): PendingReply {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: PendingReply) = 8UL
+
+    override fun write(value: PendingReply, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -5152,6 +6104,11 @@ public interface PusherInterface {
      */
     fun `trySend`(`body`: kotlin.ByteArray): kotlin.Boolean
     
+    /**
+     * Opens a streamed message: `write` it in parts, then `finish`.
+     */
+    suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): OutgoingTransfer
+    
     companion object
 }
 
@@ -5420,6 +6377,32 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
     )
     }
     
+
+    
+    /**
+     * Opens a streamed message: `write` it in parts, then `finish`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OutgoingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pusher_open(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeOutgoingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
 
     
 
@@ -6153,6 +7136,11 @@ public interface RequesterInterface {
      */
     suspend fun `requestWith`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): Message
     
+    /**
+     * Opens a streamed request: its transfer, and its reply.
+     */
+    suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): OpenedRequest
+    
     companion object
 }
 
@@ -6390,6 +7378,32 @@ open class Requester: Disposable, AutoCloseable, RequesterInterface
         { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterTypeMessage.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Opens a streamed request: its transfer, and its reply.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OpenedRequest {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_requester_open(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeOpenedRequest.lift(it) },
         // Error FFI converter
         WeidaException.ErrorHandler,
     )
@@ -8781,6 +9795,57 @@ public object FfiConverterTypeMetaEntry: FfiConverterRustBuffer<MetaEntry> {
     override fun write(value: MetaEntry, buf: ByteBuffer) {
             FfiConverterString.write(value.`name`, buf)
             FfiConverterByteArray.write(value.`value`, buf)
+    }
+}
+
+
+
+/**
+ * A streamed request: the request's transfer, and its reply (read it while writing a large
+ * request: a replier may answer before the request ends).
+ */
+data class OpenedRequest (
+    var `transfer`: OutgoingTransfer
+    , 
+    var `reply`: PendingReply
+    
+): Disposable{
+    
+
+    
+
+    
+    @Suppress("UNNECESSARY_SAFE_CALL") // codegen is much simpler if we unconditionally emit safe calls here
+    override fun destroy() {
+        
+    Disposable.destroy(
+        this.`transfer`,
+        this.`reply`
+    )
+    }
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeOpenedRequest: FfiConverterRustBuffer<OpenedRequest> {
+    override fun read(buf: ByteBuffer): OpenedRequest {
+        return OpenedRequest(
+            FfiConverterTypeOutgoingTransfer.read(buf),
+            FfiConverterTypePendingReply.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: OpenedRequest) = (
+            FfiConverterTypeOutgoingTransfer.allocationSize(value.`transfer`) +
+            FfiConverterTypePendingReply.allocationSize(value.`reply`)
+    )
+
+    override fun write(value: OpenedRequest, buf: ByteBuffer) {
+            FfiConverterTypeOutgoingTransfer.write(value.`transfer`, buf)
+            FfiConverterTypePendingReply.write(value.`reply`, buf)
     }
 }
 
