@@ -746,11 +746,15 @@ impl<E: Endpoints> Dispatch<E> {
         let tracker = Tracker::for_local_session();
         // The session ends as its peer leaves (its control connection ends, or GOAWAY), or as
         // this side closes.
+        // Biased, this side's close first: once the listener closes, the dialler's answer (its
+        // control connection ending) may be ready by the same poll, and a fair pick would then
+        // report the close as the peer's (conformance `listener_events`, seen 1 cell in ~1800).
         let cause = tokio::select! {
-            _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => LossCause::PeerClosed,
-            _ = tracker.drained() => LossCause::PeerClosed,
+            biased;
             _ = self.life.dead() => LossCause::LocallyClosed,
             _ = self.ctx.life.dead() => LossCause::LocallyClosed,
+            _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => LossCause::PeerClosed,
+            _ = tracker.drained() => LossCause::PeerClosed,
         };
         self.shared.arrivals.ended(LOCAL_SESSION, cause);
         if let Some((token, pool)) = pool {
