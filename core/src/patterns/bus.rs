@@ -3,25 +3,20 @@
 //! dialling (it writes each message to every member it connected). A member never dials itself,
 //! so no copy is ever addressed to it: nothing has to be filtered out.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::Notify;
 
-use super::pushpull::write_whole;
+use super::fan::Fan;
 use super::{Dialer, Dropped, Puller};
 use crate::address::Address;
 use crate::config::EndpointOptions;
-use crate::connection::context::Context;
 use crate::connection::handles::Message;
 use crate::connection::handshake::Flow;
-use crate::connection::link::Link;
-use crate::error::{Error, Limit, Result};
+use crate::error::{Error, Result};
 use crate::runtime::listener::Listener;
 use crate::runtime::Runtime;
-use crate::wire::{check_streams, Metadata};
+use crate::wire::{check_streams, Header, Metadata};
 
 /// A bus member: bound at a path of a listener, and connected to the other members' paths.
 ///
@@ -37,40 +32,6 @@ pub struct Bus {
     inbox: Puller,
     dialer: Dialer,
     fan: Arc<Fan>,
-}
-
-/// The writers of one member, one per connected member, and what they dropped.
-struct Fan {
-    ctx: Arc<Context>,
-    writers: Mutex<Vec<Writer>>,
-    /// Copies a member's writer holds at most.
-    queue: usize,
-    /// Body bytes a member's writer holds at most (`Limits::subscriber_buffer_bytes`).
-    budget: usize,
-    queue_full: AtomicU64,
-    byte_budget: AtomicU64,
-    dead: AtomicU64,
-}
-
-/// The copies waiting for one member, written in order by a task of its own, so a member that
-/// stops reading stalls only its own copies.
-struct Writer {
-    link: Weak<Link>,
-    state: Arc<WriterState>,
-}
-
-#[derive(Default)]
-struct WriterState {
-    copies: Mutex<Copies>,
-    work: Notify,
-}
-
-#[derive(Default)]
-struct Copies {
-    queued: VecDeque<(Metadata, Bytes)>,
-    bytes: usize,
-    /// The writer ended (its connection failed): what is queued here is dropped.
-    ended: bool,
 }
 
 impl Runtime {
@@ -99,15 +60,11 @@ impl Runtime {
             check_streams::TRANSFER,
             Flow::Numbers,
         )?;
-        let fan = Arc::new(Fan {
-            ctx: self.pool.ctx.clone(),
-            writers: Mutex::new(Vec::new()),
-            queue: dialer.bounds.endpoint_queue,
-            budget: self.pool.ctx.limits.subscriber_buffer_bytes,
-            queue_full: AtomicU64::new(0),
-            byte_budget: AtomicU64::new(0),
-            dead: AtomicU64::new(0),
-        });
+        let fan = Fan::new(
+            self.pool.ctx.clone(),
+            dialer.bounds.endpoint_queue,
+            self.pool.ctx.limits.subscriber_buffer_bytes,
+        );
         Ok(Bus {
             inbox: listener.puller_with(path, options)?,
             dialer,
@@ -161,45 +118,8 @@ impl Bus {
 
     /// [`Bus::send`] with metadata. Cancel-safe.
     pub async fn send_with(&self, meta: Metadata, body: impl Into<Bytes>) -> Result<usize> {
-        let ctx = &self.fan.ctx;
-        ctx.check_open()?;
-        let body: Bytes = body.into();
-        if body.len() > self.fan.budget {
-            return Err(Error::limit(
-                Limit::ByteBudget,
-                format!(
-                    "a body of {} bytes, above subscriber_buffer_bytes {} ({})",
-                    body.len(),
-                    self.fan.budget,
-                    crate::error::human_bytes(self.fan.budget as u64)
-                ),
-            ));
-        }
         let links = self.dialer.peers.live_links();
-        let mut writers = self.fan.writers.lock().unwrap();
-        // A member whose connection was replaced or left has its writer go with it.
-        writers.retain(|w| {
-            w.link
-                .upgrade()
-                .is_some_and(|l| links.iter().any(|x| Arc::ptr_eq(x, &l)))
-        });
-        let mut queued = 0;
-        for link in links {
-            let i = match writers
-                .iter()
-                .position(|w| w.link.upgrade().is_some_and(|l| Arc::ptr_eq(&l, &link)))
-            {
-                Some(i) => i,
-                None => {
-                    writers.push(self.fan.start(&link));
-                    writers.len() - 1
-                }
-            };
-            if self.fan.offer(&writers[i].state, &meta, &body) {
-                queued += 1;
-            }
-        }
-        Ok(queued)
+        self.fan.send(links, Header::with_meta(meta), body.into())
     }
 
     /// The next message another member sent. Cancel-safe.
@@ -227,104 +147,12 @@ impl Bus {
     /// Copies this member dropped, by cause: `queue_full`, `byte_budget`, and
     /// `dead_subscriber` (lost with a member whose connection failed).
     pub fn dropped(&self) -> Dropped {
-        let f = &self.fan;
-        Dropped {
-            queue_full: f.queue_full.load(Ordering::Relaxed),
-            byte_budget: f.byte_budget.load(Ordering::Relaxed),
-            reverse_pool_empty: 0,
-            dead_subscriber: f.dead.load(Ordering::Relaxed),
-            refused: 0,
-        }
+        self.fan.dropped()
     }
 
     /// Unbinds the path and leaves every member.
     pub fn close(&self) {
         self.inbox.close();
         self.dialer.leave_all();
-    }
-}
-
-impl Fan {
-    /// A writer for `link`, with its task.
-    fn start(self: &Arc<Self>, link: &Arc<Link>) -> Writer {
-        let state = Arc::new(WriterState::default());
-        let (fan, s, l) = (Arc::downgrade(self), state.clone(), Arc::downgrade(link));
-        let ctx = self.ctx.clone();
-        tokio::spawn(async move {
-            loop {
-                let work = s.work.notified();
-                tokio::pin!(work);
-                work.as_mut().enable();
-                let next = {
-                    let mut c = s.copies.lock().unwrap();
-                    let n = c.queued.pop_front();
-                    if let Some((_, b)) = &n {
-                        c.bytes -= b.len();
-                    }
-                    n
-                };
-                let Some((meta, body)) = next else {
-                    // Nothing queued: wait for a copy, or end with the member's connection.
-                    let Some(link) = l.upgrade() else { return };
-                    tokio::select! {
-                        _ = work => continue,
-                        _ = link.conn.closed() => {}
-                    }
-                    end(&s, &fan, 0);
-                    return;
-                };
-                let Some(link) = l.upgrade() else {
-                    end(&s, &fan, 1);
-                    return;
-                };
-                if write_whole(&ctx, &link, meta, body, None).await.is_err() {
-                    end(&s, &fan, 1);
-                    return;
-                }
-            }
-        });
-        Writer {
-            link: Arc::downgrade(link),
-            state,
-        }
-    }
-
-    /// Queues a copy for one member if its bounds allow: false, counted, when they do not.
-    fn offer(&self, w: &WriterState, meta: &Metadata, body: &Bytes) -> bool {
-        let mut c = w.copies.lock().unwrap();
-        if c.ended {
-            self.dead.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        if c.queued.len() >= self.queue {
-            self.queue_full.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        if c.bytes + body.len() > self.budget {
-            self.byte_budget.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        c.bytes += body.len();
-        c.queued.push_back((meta.clone(), body.clone()));
-        let first = c.queued.len() == 1;
-        drop(c);
-        if first {
-            w.work.notify_one();
-        }
-        true
-    }
-}
-
-/// A writer whose member is gone: `lost` copies in flight and everything queued are dropped,
-/// counted as lost with a dead member.
-fn end(s: &WriterState, fan: &Weak<Fan>, lost: u64) {
-    let mut c = s.copies.lock().unwrap();
-    c.ended = true;
-    let n = c.queued.len() as u64 + lost;
-    c.queued.clear();
-    c.bytes = 0;
-    drop(c);
-    if let Some(f) = fan.upgrade() {
-        f.dead.fetch_add(n, Ordering::Relaxed);
     }
 }

@@ -10,6 +10,7 @@
 //! `core/layers.py`).
 
 mod bus;
+mod fan;
 mod ordering;
 pub(crate) mod pubsub;
 mod pushpull;
@@ -19,7 +20,9 @@ mod reqrep;
 mod survey;
 
 pub use bus::Bus;
-pub use pubsub::{DropCause, Dropped, FanOut, Publisher, Subscriber};
+pub use pubsub::{
+    BoundSubscriber, DialingPublisher, DropCause, Dropped, FanOut, Publisher, Subscriber,
+};
 pub use pushpull::{Puller, Pusher};
 pub use raw::{Acceptor, Peer};
 pub use receiving::Receiving;

@@ -199,7 +199,7 @@ impl Pusher {
                 Err(Down::Lost(c)) => return Err(Error::ConnectionLost(c)),
                 Ok(link) if self.outbox.is_empty() => {
                     let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                    return write_whole(ctx, &link, meta, body, left).await;
+                    return write_whole(ctx, &link, Header::with_meta(meta), body, left).await;
                 }
                 Ok(_) => None,
                 Err(Down::Redialling(c)) => c,
@@ -247,8 +247,9 @@ impl Pusher {
         let ctx = self.dialer.pool.ctx.clone();
         let write = move |link: Arc<Link>, meta: Metadata, body: Bytes| {
             let ctx = ctx.clone();
-            Box::pin(async move { write_whole(&ctx, &link, meta, body, None).await })
-                as BoxFuture<'static, Result<()>>
+            Box::pin(
+                async move { write_whole(&ctx, &link, Header::with_meta(meta), body, None).await },
+            ) as BoxFuture<'static, Result<()>>
         };
         let peers = Arc::downgrade(&self.dialer.peers);
         tokio::spawn(self.outbox.clone().drain(peers, write));
@@ -345,14 +346,10 @@ impl Pusher {
 pub(super) async fn write_whole(
     ctx: &Arc<Context>,
     link: &Link,
-    meta: Metadata,
+    mut header: Header,
     body: Bytes,
     within: Option<Duration>,
 ) -> Result<()> {
-    let mut header = Header {
-        meta,
-        ..Header::default()
-    };
     if link.lanes && body.len() <= ctx.config.lane_max_message {
         return link.lane_send(header, body, true, within).await;
     }

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::{Bus, Puller, Subscriber};
+use super::{BoundSubscriber, Bus, Puller, Subscriber};
 use crate::connection::handles::Message;
 use crate::error::Result;
 
@@ -53,4 +53,4 @@ macro_rules! receiving {
     )*};
 }
 
-receiving!(Puller, Subscriber, Bus);
+receiving!(Puller, Subscriber, Bus, BoundSubscriber);

@@ -110,6 +110,14 @@ impl Header {
             && self.sequence.is_none()
             && self.producer.is_none()
     }
+
+    /// A header carrying `meta` and nothing else.
+    pub(crate) fn with_meta(meta: Metadata) -> Self {
+        Self {
+            meta,
+            ..Self::default()
+        }
+    }
 }
 
 /// A header to encode from borrowed parts: what a sender has at hand, encoded without

@@ -29,10 +29,12 @@ use filter::Filter;
 use futures_util::future::BoxFuture;
 use hub::{Chunk, Hub, StreamCopy};
 
+mod collector;
 pub(crate) mod feed;
 pub mod filter;
 pub(crate) mod hub;
 
+pub use collector::{BoundSubscriber, DialingPublisher};
 pub use hub::{DropCause, Dropped};
 
 /// Publishes messages by topic to the subscribers whose filters select it.
