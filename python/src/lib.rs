@@ -80,6 +80,8 @@ fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<patterns::Replier>()?;
     m.add_class::<patterns::survey::Surveyor>()?;
     m.add_class::<patterns::bus::Bus>()?;
+    m.add_class::<patterns::collector::DialingPublisher>()?;
+    m.add_class::<patterns::collector::BoundSubscriber>()?;
     m.add_class::<patterns::survey::SurveyRun>()?;
     m.add_class::<patterns::Peer>()?;
     m.add_class::<patterns::Acceptor>()?;

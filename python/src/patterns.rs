@@ -15,6 +15,7 @@ use weida_ffi::patterns::{send_many, Endpoint};
 use weida_ffi::{Call, Fail};
 
 pub(crate) mod bus;
+pub(crate) mod collector;
 pub(crate) mod pubsub;
 pub(crate) mod survey;
 

@@ -12,6 +12,7 @@ use crate::config::{endpoint_options, given, Limits, PY};
 use crate::error;
 use crate::identity::Identity;
 use crate::patterns::bus::Bus;
+use crate::patterns::collector::{BoundSubscriber, DialingPublisher};
 use crate::patterns::pubsub::{Publisher, Subscriber};
 use crate::patterns::survey::Surveyor;
 use crate::patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
@@ -110,6 +111,19 @@ impl Runtime {
         let o = endpoint_options(py, options)?;
         let e = on_io(|| self.rt.requester_with(&o)).map_err(|e| error::core(py, e))?;
         Ok(Requester::new(e))
+    }
+
+    /// A `DialingPublisher`: `connect` it to collectors (`Listener.subscriber`), then
+    /// `publish`.
+    #[pyo3(signature = (**options))]
+    fn publisher(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<DialingPublisher> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.publisher_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(DialingPublisher::new(e))
     }
 
     /// A `Surveyor`: `connect` it to respondents, then `await survey(body, deadline)`.
@@ -288,6 +302,20 @@ impl Listener {
         let p = on_io(|| slf.get().inner.publisher_with(path, &o))
             .map_err(|e| error::core(slf.py(), e))?;
         Ok(Publisher::new(p, slf.clone().unbind()))
+    }
+
+    /// Binds a `BoundSubscriber` (a collector) at `path`: dialling publishers feed it, and it
+    /// keeps what its filters select.
+    #[pyo3(signature = (path, **options))]
+    fn subscriber(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<BoundSubscriber> {
+        let o = endpoint_options(slf.py(), options)?;
+        let s = on_io(|| slf.get().inner.subscriber_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
+        Ok(BoundSubscriber::new(s, slf.clone().unbind()))
     }
 
     /// Binds a raw `Acceptor` at `path`.

@@ -403,6 +403,9 @@ class Runtime:
         """A bus member bound at ``path`` on ``listener`` (this runtime's): ``connect`` it to
         the other members; ``endpoint_queue`` (copies per member) and ``max_collected_body``
         of its own."""
+    def publisher(self, **options: Unpack[_EndpointOptions]) -> DialingPublisher:
+        """A publisher that dials collectors (``Listener.subscriber``): ``connect``, then
+        ``publish``; ``endpoint_queue`` (copies per collector) of its own."""
     def surveyor(self, **options: Unpack[_EndpointOptions]) -> Surveyor:
         """A Surveyor: ``connect`` it to respondents, then ``await survey(body, deadline)``;
         ``max_collected_body`` (answers) of its own."""
@@ -443,6 +446,9 @@ class Listener:
         exchanges, each answered once)."""
     def publisher(self, path: str, **options: Unpack[_EndpointOptions]) -> Publisher:
         """Binds a Publisher at ``path``; ``endpoint_queue`` (copies per subscriber) of its own."""
+    def subscriber(self, path: str, **options: Unpack[_EndpointOptions]) -> BoundSubscriber:
+        """Binds a collector at ``path``: dialling publishers feed it; ``max_collected_body``
+        and ``endpoint_queue`` of its own."""
     def acceptor(self, path: str, **options: Unpack[_EndpointOptions]) -> Acceptor:
         """Binds a raw Acceptor at ``path``; ``max_collected_body`` and ``endpoint_queue``."""
     def events(self) -> PeerEvents:
@@ -581,6 +587,74 @@ class Bus:
     def __aiter__(self) -> Bus: ...
     def __anext__(self) -> Future[Message]: ...
     def __aenter__(self) -> Future[Bus]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class DialingPublisher:
+    """A publisher that dials its subscribers (collectors): each one connected gets a copy of
+    every message, whatever the topic (the collector filters); a slow one's copies are
+    dropped and counted."""
+
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Connects to a collector's address (with its path)."""
+    def disconnect(self, address: str) -> bool:
+        """Leaves a collector; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up, for the collectors this one connected."""
+    @property
+    def peer_count(self) -> int:
+        """Collectors connected and live."""
+    def publish(self, topic: str, body: _Buffer, meta: _Meta | None = None) -> int:
+        """Queues a copy for every live collector connected; returns how many. Never waits.
+        Raises ``LimitExceeded`` for a body above ``Limits.subscriber_buffer_bytes``,
+        ``InvalidFilter`` for a malformed topic."""
+    def dropped(self) -> Dropped:
+        """Copies dropped, by cause (``queue_full``, ``byte_budget``, ``dead_subscriber``)."""
+    def close(self) -> None:
+        """Leaves every collector."""
+    def __aenter__(self) -> Future[DialingPublisher]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class BoundSubscriber:
+    """A subscriber bound at a path that dialling publishers feed (a collector). It keeps what
+    its filters select, when it receives it, and counts the rest in ``discarded``; with no
+    filter it keeps nothing."""
+
+    @property
+    def address(self) -> str:
+        """The address publishers dial."""
+    def subscribe(self, filter: str) -> None:
+        """Adds ``filter`` here, at once. Raises ``InvalidFilter``."""
+    def unsubscribe(self, filter: str) -> bool:
+        """Removes one entry of ``filter``; False if it was not held."""
+    @property
+    def filters(self) -> list[str]:
+        """The filters held, in the order given."""
+    @property
+    def discarded(self) -> int:
+        """Messages that arrived and that no filter selected."""
+    def recv(self) -> Future[Message]:
+        """The next selected message. Cancel-safe."""
+    def try_recv(self) -> Message | None:
+        """The next selected message if one is ready now."""
+    def recv_many(self, max: int) -> Future[list[Message]]:
+        """Up to ``max`` selected messages (at least one)."""
+    def close(self) -> None:
+        """Unbinds the path: what is queued is still received, then ``Closed``."""
+    def __aiter__(self) -> BoundSubscriber: ...
+    def __anext__(self) -> Future[Message]: ...
+    def __aenter__(self) -> Future[BoundSubscriber]: ...
     def __aexit__(
         self,
         exc_type: type[BaseException] | None,

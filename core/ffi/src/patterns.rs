@@ -79,7 +79,8 @@ dials!(
     weida::Peer,
     weida::Subscriber,
     weida::Surveyor,
-    weida::Bus
+    weida::Bus,
+    weida::DialingPublisher
 );
 
 /// Connects `endpoint` to `address`: waiting for the first dial (`wait`, the default in every

@@ -17,7 +17,7 @@ use crate::runtime::Listener;
 use crate::stream::{Body, MessageOut};
 
 /// Runs a synchronous core call with the GIL released, inside the I/O runtime's context.
-fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+pub(super) fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
     py.detach(|| on_io(f))
 }
 
