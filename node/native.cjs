@@ -836,9 +836,11 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Acceptor = nativeBinding.Acceptor
+module.exports.BoundSubscriber = nativeBinding.BoundSubscriber
 module.exports.Bus = nativeBinding.Bus
 module.exports.Cancel = nativeBinding.Cancel
 module.exports.Delivery = nativeBinding.Delivery
+module.exports.DialingPublisher = nativeBinding.DialingPublisher
 module.exports.Exchange = nativeBinding.Exchange
 module.exports.FanOut = nativeBinding.FanOut
 module.exports.Identity = nativeBinding.Identity

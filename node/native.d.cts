@@ -207,6 +207,21 @@ export declare class Acceptor {
   close(): void
 }
 
+/** A subscriber bound at a path that dialling publishers feed. */
+export declare class BoundSubscriber {
+  get address(): string
+  subscribe(filter: string): void
+  unsubscribe(filter: string): boolean
+  get filters(): Array<string>
+  /** Messages that arrived and that no filter selected. */
+  get discarded(): bigint
+  /** Up to `max` selected messages as a `Batch`, waiting for the first. */
+  recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
+  /** What `recvBatch` would give without waiting, or null. */
+  take(max: number): Batch | null
+  close(): void
+}
+
 /** A bus member. */
 export declare class Bus {
   /** The address other members connect to. */
@@ -246,6 +261,20 @@ export declare class Delivery {
    * application read it); a refusal that reached this side first is its error.
    */
   delivered(cancel?: Cancel | undefined | null): Promise<void>
+}
+
+/** A publisher that dials collectors. */
+export declare class DialingPublisher {
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
+  disconnect(address: string): boolean
+  get peerCount(): number
+  events(): PeerEvents
+  /** Queues a copy for every live collector connected; returns how many. Never waits. */
+  publish(topic: string, body: string | Uint8Array, meta?: Record<string, string | Uint8Array> | undefined | null): number
+  /** Copies dropped, by cause. */
+  dropped(): Dropped
+  /** Leaves every collector. */
+  close(): void
 }
 
 /**
@@ -346,6 +375,8 @@ export declare class Listener {
   respondent(path: string, options?: EndpointOptions | undefined | null): Replier
   acceptor(path: string, options?: EndpointOptions | undefined | null): Acceptor
   publisher(path: string, options?: EndpointOptions | undefined | null): Publisher
+  /** Binds a collector at `path`. */
+  subscriber(path: string, options?: EndpointOptions | undefined | null): BoundSubscriber
   /**
    * The connections this listener accepts from now on: `connected` (with `url`, where
    * the connection comes from, and the key it presented) and `lost` (with its cause).
@@ -549,6 +580,8 @@ export declare class Runtime {
   bind(address: string, requireClient?: Trust | undefined | null, cancel?: Cancel | undefined | null): Promise<Listener>
   pusher(options?: EndpointOptions | undefined | null): Pusher
   requester(options?: EndpointOptions | undefined | null): Requester
+  /** A publisher that dials collectors. */
+  publisher(options?: EndpointOptions | undefined | null): DialingPublisher
   /** A bus member bound at `path` on `listener` (this runtime's). */
   bus(listener: Listener, path: string, options?: EndpointOptions | undefined | null): Bus
   surveyor(options?: EndpointOptions | undefined | null): Surveyor

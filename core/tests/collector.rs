@@ -40,7 +40,11 @@ on_every_transport!(two_dialling_publishers_feed_one_collector, |t| async move {
     while got.len() < 40 {
         let m = c.recv().await.unwrap();
         let body = String::from_utf8(m.body.to_vec()).unwrap();
-        let want = if body.starts_with('a') { "logs.a" } else { "logs.b.x" };
+        let want = if body.starts_with('a') {
+            "logs.a"
+        } else {
+            "logs.b.x"
+        };
         assert_eq!(m.meta.topic.as_deref(), Some(want), "{body}");
         assert!(got.insert(body));
     }
@@ -61,16 +65,19 @@ on_every_transport!(
         p.connect(&c.address().to_string()).await.unwrap();
         c.subscribe("logs.*.error").unwrap();
         assert_eq!(c.filters(), ["logs.*.error"]);
-        for topic in ["logs.web.info", "logs.db.error", "metrics.web.error", "logs.web.error"] {
+        for topic in [
+            "logs.web.info",
+            "logs.db.error",
+            "metrics.web.error",
+            "logs.web.error",
+        ] {
             p.publish(topic, topic).unwrap();
         }
         let kept: BTreeSet<Bytes> = [c.recv().await.unwrap(), c.recv().await.unwrap()]
             .into_iter()
             .map(|m| m.body)
             .collect();
-        let want: BTreeSet<Bytes> = ["logs.db.error", "logs.web.error"]
-            .map(Bytes::from)
-            .into();
+        let want: BTreeSet<Bytes> = ["logs.db.error", "logs.web.error"].map(Bytes::from).into();
         assert_eq!(kept, want);
         // On a lane the copies arrive in publish order, so every discard was seen by then;
         // as streams of their own they may complete in another order.

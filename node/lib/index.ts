@@ -579,6 +579,11 @@ export class Runtime {
     return new Bus(this.#n.bus(listener._native, path, options))
   }
 
+  /** A publisher that dials collectors ({@link Listener.subscriber}): `connect`, then `publish`; `endpointQueue` (copies per collector) of its own if given. */
+  publisher(options?: native.EndpointOptions): DialingPublisher {
+    return new DialingPublisher(this.#n.publisher(options))
+  }
+
   /** A surveyor: `connect` it to respondents, then `survey(body, deadlineMs)`; `maxCollectedBody` (answers) of its own if given. */
   surveyor(options?: native.EndpointOptions): Surveyor {
     return new Surveyor(this.#n.surveyor(options))
@@ -655,6 +660,11 @@ export class Listener {
   /** Binds a publisher at `path`; `endpointQueue` (copies queued per subscriber) of its own if given. */
   publisher(path: string, options?: native.EndpointOptions): Publisher {
     return new Publisher(this.#n.publisher(path, options))
+  }
+
+  /** Binds a collector at `path`: dialling publishers feed it; `maxCollectedBody` and `endpointQueue` of its own if given. */
+  subscriber(path: string, options?: native.EndpointOptions): BoundSubscriber {
+    return new BoundSubscriber(this.#n.subscriber(path, options))
   }
 
   /**
@@ -942,6 +952,137 @@ export class Bus implements AsyncIterable<Message> {
   }
 
   /** Messages until the member is closed. */
+  messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
+    return new Messages(this.#inbox, options.signal)
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
+    return this.messages()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * A publisher that dials its subscribers, collectors (docs/PATTERNS.md §4.6): each one
+ * connected gets a copy of every message, whatever the topic (the collector filters); a slow
+ * one's copies are dropped and counted.
+ */
+export class DialingPublisher {
+  readonly #n: native.DialingPublisher
+
+  /** @internal */
+  constructor(n: native.DialingPublisher) {
+    this.#n = n
+  }
+
+  /** Dials a collector's address (with its path). */
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
+  }
+
+  /** Leaves a collector; true if it was connected. */
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** Collectors connected and live. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up, for the collectors this one connected. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
+  /**
+   * Queues a copy for every live collector connected; returns how many. Never waits. Throws
+   * {@link LimitExceeded} for a body above `limits.subscriberBufferBytes`, {@link InvalidFilter}
+   * for a malformed topic.
+   */
+  publish(topic: string, body: Body, meta?: MetadataInit): number {
+    return this.#n.publish(topic, body, meta)
+  }
+
+  /** Copies dropped, by cause (`queueFull`, `byteBudget`, `deadSubscriber`) and their `total`. */
+  dropped(): native.Dropped {
+    return this.#n.dropped()
+  }
+
+  /** Leaves every collector. */
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * A subscriber bound at a path that dialling publishers feed, a collector (docs/PATTERNS.md
+ * §4.6). It keeps what its filters select when it receives it, and counts the rest in
+ * `discarded`; with no filter it keeps nothing.
+ */
+export class BoundSubscriber implements AsyncIterable<Message> {
+  readonly #n: native.BoundSubscriber
+  readonly #inbox: Inbox
+
+  /** @internal */
+  constructor(n: native.BoundSubscriber) {
+    this.#n = n
+    this.#inbox = new Inbox(n)
+  }
+
+  /** The address publishers dial. */
+  get address(): string {
+    return this.#n.address
+  }
+
+  /** Adds `filter` here, at once. Throws {@link InvalidFilter}. */
+  subscribe(filter: string): void {
+    this.#n.subscribe(filter)
+  }
+
+  /** Removes one entry of `filter`; false if it was not held. */
+  unsubscribe(filter: string): boolean {
+    return this.#n.unsubscribe(filter)
+  }
+
+  /** The filters held, in the order given. */
+  get filters(): string[] {
+    return this.#n.filters
+  }
+
+  /** Messages that arrived and that no filter selected. */
+  get discarded(): bigint {
+    return this.#n.discarded
+  }
+
+  /** The next selected message. */
+  recv(options: CallOptions = {}): Promise<Message> {
+    return this.#inbox.recv(options.signal)
+  }
+
+  /** The next selected message if one is ready now, else null. */
+  tryRecv(): Message | null {
+    return this.#inbox.tryRecv()
+  }
+
+  /** Up to `max` selected messages: waits for the first, then takes those ready. */
+  recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
+    return this.#inbox.recvMany(max, options.signal)
+  }
+
+  /** Unbinds the path: what is queued is still received, then `Closed`. */
+  close(): void {
+    this.#n.close()
+  }
+
+  /** Messages until the collector is closed. */
   messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
     return new Messages(this.#inbox, options.signal)
   }

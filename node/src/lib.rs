@@ -20,6 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod address;
 pub mod bus;
+pub mod collector;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -207,6 +207,18 @@ impl Runtime {
         Ok(Requester::new(e))
     }
 
+    /// A publisher that dials collectors.
+    #[napi]
+    pub fn publisher(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::collector::DialingPublisher> {
+        let o = endpoint_options(&env, options)?;
+        let p = on_io(|| self.inner.publisher_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::collector::DialingPublisher::new(p))
+    }
+
     /// A bus member bound at `path` on `listener` (this runtime's).
     #[napi]
     pub fn bus(
@@ -380,6 +392,20 @@ impl Listener {
         let p =
             on_io(|| self.inner.publisher_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Publisher::new(p))
+    }
+
+    /// Binds a collector at `path`.
+    #[napi]
+    pub fn subscriber(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::collector::BoundSubscriber> {
+        let o = endpoint_options(&env, options)?;
+        let s =
+            on_io(|| self.inner.subscriber_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::collector::BoundSubscriber::new(s))
     }
 
     /// The connections this listener accepts from now on: `connected` (with `url`, where
