@@ -18,6 +18,7 @@ uniffi::setup_scaffolding!();
 pub mod address;
 pub mod bus;
 pub mod call;
+pub mod collector;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -97,6 +97,17 @@ impl Runtime {
         })?))
     }
 
+    /// A publisher that dials collectors (`Listener.subscriber`).
+    pub fn publisher(
+        &self,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::collector::DialingPublisher>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::collector::DialingPublisher::new(on_io(|| {
+            self.inner.publisher_with(&o)
+        })?))
+    }
+
     pub fn surveyor(
         &self,
         options: Option<EndpointOptions>,
@@ -202,6 +213,18 @@ impl Listener {
         let o = endpoint_options(options)?;
         Ok(Publisher::new(on_io(|| {
             self.inner.publisher_with(&path, &o)
+        })?))
+    }
+
+    /// Binds a collector at `path`: dialling publishers feed it.
+    pub fn subscriber(
+        &self,
+        path: String,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::collector::BoundSubscriber>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::collector::BoundSubscriber::new(on_io(|| {
+            self.inner.subscriber_with(&path, &o)
         })?))
     }
 

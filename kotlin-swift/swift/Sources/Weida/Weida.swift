@@ -86,6 +86,8 @@ extension Runtime {
     public func requester(_ options: EndpointOptions? = nil) throws -> Requester { try requester(options: options) }
     public func subscriber(_ options: EndpointOptions? = nil) throws -> Subscriber { try subscriber(options: options) }
     public func surveyor(_ options: EndpointOptions? = nil) throws -> Surveyor { try surveyor(options: options) }
+    /// A publisher that dials collectors (`Listener.subscriber`).
+    public func publisher(_ options: EndpointOptions? = nil) throws -> DialingPublisher { try publisher(options: options) }
 
     /// A bus member bound at `path` on `listener` (this runtime's).
     public func bus(_ listener: Listener, _ path: String, _ options: EndpointOptions? = nil) throws -> Bus {
@@ -115,6 +117,11 @@ extension Listener {
 
     public func publisher(_ path: String, _ options: EndpointOptions? = nil) throws -> Publisher {
         try publisher(path: path, options: options)
+    }
+
+    /// A collector bound at `path`: dialling publishers feed it.
+    public func subscriber(_ path: String, _ options: EndpointOptions? = nil) throws -> BoundSubscriber {
+        try subscriber(path: path, options: options)
     }
 }
 
@@ -209,6 +216,40 @@ extension Bus {
     public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
 
     public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+// MARK: Pub/Sub the other way round
+
+extension DialingPublisher {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Queues a copy for every live collector connected; how many. Never waits.
+    @discardableResult
+    public func publish(_ topic: String, _ body: Data, meta: Meta? = nil) throws -> UInt32 {
+        try publish(topic: topic, body: body, meta: meta)
+    }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension BoundSubscriber {
+    /// Adds `filter` here, at once.
+    public func subscribe(_ filter: String) throws { try subscribe(filter: filter) }
+
+    /// Removes one entry of `filter`; false if it was not held.
+    public func unsubscribe(_ filter: String) throws -> Bool { try unsubscribe(filter: filter) }
+
+    /// The next selected message. Cancelled, it loses nothing.
+    public func recv() async throws -> Message {
+        let into = received()
+        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
+        return into.take()[0]
+    }
+
+    /// Every selected message, until the collector is closed.
+    public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
 }
 
 // MARK: Survey

@@ -634,6 +634,274 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
+ * filters select, when it receives it, and counts the rest.
+ */
+public protocol BoundSubscriberProtocol: AnyObject, Sendable {
+    
+    /**
+     * The address publishers dial.
+     */
+    func address()  -> String
+    
+    /**
+     * Unbinds the path: what is queued is still received, then `Closed`.
+     */
+    func closeEndpoint() 
+    
+    /**
+     * Messages that arrived and that no filter selected.
+     */
+    func discarded()  -> UInt64
+    
+    func filters()  -> [String]
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    func received()  -> Received
+    
+    /**
+     * Receives up to `max` selected messages (at least one) into `into`. Cancel-safe.
+     */
+    func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
+    
+    /**
+     * Adds `filter` here, at once.
+     */
+    func subscribe(filter: String) throws 
+    
+    /**
+     * A selected message if one is ready, without waiting.
+     */
+    func tryRecv() throws  -> Message?
+    
+    /**
+     * Removes one entry of `filter`; false if it was not held.
+     */
+    func unsubscribe(filter: String) throws  -> Bool
+    
+}
+/**
+ * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
+ * filters select, when it receives it, and counts the rest.
+ */
+open class BoundSubscriber: BoundSubscriberProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_boundsubscriber(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_boundsubscriber(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The address publishers dial.
+     */
+open func address() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Unbinds the path: what is queued is still received, then `Closed`.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Messages that arrived and that no filter selected.
+     */
+open func discarded() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_discarded(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func filters() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_filters(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+open func received() -> Received  {
+    return try!  FfiConverterTypeReceived_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_received(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Receives up to `max` selected messages (at least one) into `into`. Cancel-safe.
+     */
+open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_boundsubscriber_recv_into(
+                        self.uniffiCloneHandle(),FfiConverterUInt32.lower(max),FfiConverterTypeReceived_lower(into),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Adds `filter` here, at once.
+     */
+open func subscribe(filter: String)throws   {try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_subscribe(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(filter),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * A selected message if one is ready, without waiting.
+     */
+open func tryRecv()throws  -> Message?  {
+    return try  FfiConverterOptionTypeMessage.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_try_recv(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Removes one entry of `filter`; false if it was not held.
+     */
+open func unsubscribe(filter: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_unsubscribe(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(filter),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBoundSubscriber: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = BoundSubscriber
+
+    public static func lift(_ handle: UInt64) throws -> BoundSubscriber {
+        return BoundSubscriber(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: BoundSubscriber) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BoundSubscriber {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: BoundSubscriber, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBoundSubscriber_lift(_ handle: UInt64) throws -> BoundSubscriber {
+    return try FfiConverterTypeBoundSubscriber.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBoundSubscriber_lower(_ value: BoundSubscriber) -> UInt64 {
+    return FfiConverterTypeBoundSubscriber.lower(value)
+}
+
+
+
+
+
+
+/**
  * A bus member: `send` reaches every member it connected (one shared copy each, a slow one
  * dropped and counted); receives take what the others send.
  */
@@ -1219,6 +1487,231 @@ public func FfiConverterTypeDelivery_lower(_ value: Delivery) -> UInt64 {
 
 
 /**
+ * A publisher that dials collectors: each one connected gets a copy of every message, whatever
+ * the topic (the collector filters); a slow one's copies are dropped and counted.
+ */
+public protocol DialingPublisherProtocol: AnyObject, Sendable {
+    
+    /**
+     * Leaves every collector.
+     */
+    func closeEndpoint() 
+    
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    /**
+     * Copies dropped, by cause.
+     */
+    func dropped()  -> Dropped
+    
+    func events()  -> PeerEvents
+    
+    /**
+     * Collectors connected and live.
+     */
+    func peerCount()  -> UInt32
+    
+    /**
+     * Queues a copy for every live collector connected; how many. Never waits.
+     */
+    func publish(topic: String, body: Data, meta: [String: Data]?) throws  -> UInt32
+    
+}
+/**
+ * A publisher that dials collectors: each one connected gets a copy of every message, whatever
+ * the topic (the collector filters); a slow one's copies are dropped and counted.
+ */
+open class DialingPublisher: DialingPublisherProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_dialingpublisher(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_dialingpublisher(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Leaves every collector.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpublisher_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_dialingpublisher_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpublisher_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Copies dropped, by cause.
+     */
+open func dropped() -> Dropped  {
+    return try!  FfiConverterTypeDropped_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpublisher_dropped(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func events() -> PeerEvents  {
+    return try!  FfiConverterTypePeerEvents_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpublisher_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Collectors connected and live.
+     */
+open func peerCount() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpublisher_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Queues a copy for every live collector connected; how many. Never waits.
+     */
+open func publish(topic: String, body: Data, meta: [String: Data]?)throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpublisher_publish(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(topic),
+        FfiConverterData.lower(body),
+        FfiConverterOptionDictionaryStringData.lower(meta),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeDialingPublisher: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = DialingPublisher
+
+    public static func lift(_ handle: UInt64) throws -> DialingPublisher {
+        return DialingPublisher(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: DialingPublisher) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> DialingPublisher {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: DialingPublisher, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDialingPublisher_lift(_ handle: UInt64) throws -> DialingPublisher {
+    return try FfiConverterTypeDialingPublisher.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDialingPublisher_lower(_ value: DialingPublisher) -> UInt64 {
+    return FfiConverterTypeDialingPublisher.lower(value)
+}
+
+
+
+
+
+
+/**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
  * unanswered, the requester sees Canceled.
  */
@@ -1711,6 +2204,11 @@ public protocol ListenerProtocol: AnyObject, Sendable {
      */
     func respondent(path: String, options: EndpointOptions?) throws  -> Replier
     
+    /**
+     * Binds a collector at `path`: dialling publishers feed it.
+     */
+    func subscriber(path: String, options: EndpointOptions?) throws  -> BoundSubscriber
+    
 }
 /**
  * A bound address; endpoints are registered on it by path.
@@ -1845,6 +2343,20 @@ open func respondent(path: String, options: EndpointOptions?)throws  -> Replier 
     return try  FfiConverterTypeReplier_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_listener_respondent(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Binds a collector at `path`: dialling publishers feed it.
+     */
+open func subscriber(path: String, options: EndpointOptions?)throws  -> BoundSubscriber  {
+    return try  FfiConverterTypeBoundSubscriber_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_listener_subscriber(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(path),
         FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
@@ -3611,6 +4123,11 @@ public protocol RuntimeProtocol: AnyObject, Sendable {
      */
     func fingerprint()  -> String
     
+    /**
+     * A publisher that dials collectors (`Listener.subscriber`).
+     */
+    func publisher(options: EndpointOptions?) throws  -> DialingPublisher
+    
     func pusher(options: EndpointOptions?) throws  -> Pusher
     
     func requester(options: EndpointOptions?) throws  -> Requester
@@ -3788,6 +4305,19 @@ open func fingerprint() -> String  {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_runtime_fingerprint(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A publisher that dials collectors (`Listener.subscriber`).
+     */
+open func publisher(options: EndpointOptions?)throws  -> DialingPublisher  {
+    return try  FfiConverterTypeDialingPublisher_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_publisher(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
     )
 })
 }
@@ -6701,6 +7231,54 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_cancellation_cancel() != 61846) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_address() != 54423) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_close_endpoint() != 56334) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_discarded() != 440) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_filters() != 8269) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_received() != 60716) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_recv_into() != 50084) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() != 47641) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() != 21646) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_unsubscribe() != 16379) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_close_endpoint() != 3335) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_connect() != 4083) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_disconnect() != 52160) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_dropped() != 28830) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_events() != 10735) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_peer_count() != 34941) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpublisher_publish() != 28756) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_peerevents_next() != 52709) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6890,6 +7468,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_listener_respondent() != 29416) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_listener_subscriber() != 29902) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_runtime_bind() != 35814) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6906,6 +7487,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_fingerprint() != 49886) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_runtime_publisher() != 63355) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_pusher() != 57684) {

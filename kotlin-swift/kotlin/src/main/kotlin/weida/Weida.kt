@@ -9,7 +9,9 @@ package weida
 
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
+import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
+import weida.uniffi.DialingPublisher
 import weida.uniffi.EndpointOptions
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
@@ -71,6 +73,9 @@ fun Runtime.requester() = requester(null)
 fun Runtime.subscriber() = subscriber(null)
 fun Runtime.surveyor() = surveyor(null)
 
+/** A publisher that dials collectors (`Listener.subscriber`). */
+fun Runtime.publisher() = publisher(null)
+
 /** A bus member bound at `path` on `listener` (this runtime's). */
 fun Runtime.bus(listener: weida.uniffi.Listener, path: String) = bus(listener, path, null)
 fun weida.uniffi.Listener.puller(path: String) = puller(path, null)
@@ -80,11 +85,23 @@ fun weida.uniffi.Listener.replier(path: String) = replier(path, null)
 fun weida.uniffi.Listener.respondent(path: String) = respondent(path, null)
 fun weida.uniffi.Listener.publisher(path: String) = publisher(path, null)
 
+/** A collector bound at `path`: dialling publishers feed it. */
+fun weida.uniffi.Listener.subscriber(path: String) = subscriber(path, null)
+
 suspend fun Pusher.connect(address: String) = connect(address, true)
 suspend fun Requester.connect(address: String) = connect(address, true)
 suspend fun Subscriber.connect(address: String) = connect(address, true)
 suspend fun Surveyor.connect(address: String) = connect(address, true)
 suspend fun Bus.connect(address: String) = connect(address, true)
+suspend fun DialingPublisher.connect(address: String) = connect(address, true)
+
+/** Queues a copy for every live collector connected; how many. Never waits. */
+fun DialingPublisher.publish(topic: String, body: ByteArray): UInt = publish(topic, body, null)
+
+/** The next selected message. Cancelled, it loses nothing. */
+suspend fun BoundSubscriber.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+
+fun BoundSubscriber.messages(): Flow<Message> = untilClosed { recv() }
 
 /** Queues a copy for every live member connected; how many. */
 suspend fun Bus.send(body: ByteArray): UInt = send(body, null)

@@ -716,6 +716,38 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_cancellation_cancel(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_discarded(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_filters(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_received(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_recv_into(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_unsubscribe(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_connect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_disconnect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_dropped(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_events(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_peer_count(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpublisher_publish(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_peerevents_next(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_fingerprint(
@@ -842,6 +874,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_respondent(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_listener_subscriber(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_bind(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_bus(
@@ -853,6 +887,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_runtime_drain(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_fingerprint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_runtime_publisher(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_pusher(
     ): Int
@@ -966,6 +1002,46 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_cancellation_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_weida_uniffi_fn_clone_boundsubscriber(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_boundsubscriber(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_discarded(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_filters(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_received(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_subscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_unsubscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_clone_dialingpublisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_dialingpublisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_dropped(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_dialingpublisher_publish(`ptr`: Long,`topic`: RustBuffer.ByValue,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
     external fun uniffi_weida_uniffi_fn_clone_peerevents(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_peerevents(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1152,6 +1228,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_respondent(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_listener_subscriber(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_runtime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_runtime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1170,6 +1248,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_fingerprint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_runtime_publisher(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_pusher(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_requester(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1412,6 +1492,54 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_cancellation_cancel() and 0xFFFF) != 61846) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_address() and 0xFFFF) != 54423) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_close_endpoint() and 0xFFFF) != 56334) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_discarded() and 0xFFFF) != 440) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_filters() and 0xFFFF) != 8269) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_received() and 0xFFFF) != 60716) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_recv_into() and 0xFFFF) != 50084) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() and 0xFFFF) != 47641) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() and 0xFFFF) != 21646) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_unsubscribe() and 0xFFFF) != 16379) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_close_endpoint() and 0xFFFF) != 3335) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_connect() and 0xFFFF) != 4083) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_disconnect() and 0xFFFF) != 52160) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_dropped() and 0xFFFF) != 28830) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_events() and 0xFFFF) != 10735) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_peer_count() and 0xFFFF) != 34941) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpublisher_publish() and 0xFFFF) != 28756) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_peerevents_next() and 0xFFFF) != 52709) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1601,6 +1729,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_respondent() and 0xFFFF) != 29416) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_listener_subscriber() and 0xFFFF) != 29902) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_bind() and 0xFFFF) != 35814) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1617,6 +1748,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_fingerprint() and 0xFFFF) != 49886) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_publisher() and 0xFFFF) != 63355) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_pusher() and 0xFFFF) != 57684) {
@@ -2114,6 +2248,452 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
     override fun write(value: ByteArray, buf: ByteBuffer) {
         buf.putInt(value.size)
         buf.put(value)
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
+ * filters select, when it receives it, and counts the rest.
+ */
+public interface BoundSubscriberInterface {
+    
+    /**
+     * The address publishers dial.
+     */
+    fun `address`(): kotlin.String
+    
+    /**
+     * Unbinds the path: what is queued is still received, then `Closed`.
+     */
+    fun `closeEndpoint`()
+    
+    /**
+     * Messages that arrived and that no filter selected.
+     */
+    fun `discarded`(): kotlin.ULong
+    
+    fun `filters`(): List<kotlin.String>
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    fun `received`(): Received
+    
+    /**
+     * Receives up to `max` selected messages (at least one) into `into`. Cancel-safe.
+     */
+    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
+    
+    /**
+     * Adds `filter` here, at once.
+     */
+    fun `subscribe`(`filter`: kotlin.String)
+    
+    /**
+     * A selected message if one is ready, without waiting.
+     */
+    fun `tryRecv`(): Message?
+    
+    /**
+     * Removes one entry of `filter`; false if it was not held.
+     */
+    fun `unsubscribe`(`filter`: kotlin.String): kotlin.Boolean
+    
+    companion object
+}
+
+/**
+ * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
+ * filters select, when it receives it, and counts the rest.
+ */
+open class BoundSubscriber: Disposable, AutoCloseable, BoundSubscriberInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_boundsubscriber(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_boundsubscriber(handle, status)
+        }
+    }
+
+    
+    /**
+     * The address publishers dial.
+     */override fun `address`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_address(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Unbinds the path: what is queued is still received, then `Closed`.
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Messages that arrived and that no filter selected.
+     */override fun `discarded`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_discarded(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    override fun `filters`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_filters(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Where the next receive puts what it takes.
+     */override fun `received`(): Received {
+            return FfiConverterTypeReceived.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_received(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Receives up to `max` selected messages (at least one) into `into`. Cancel-safe.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_recv_into(
+                uniffiHandle,
+                
+        FfiConverterUInt.lower(`max`),
+        FfiConverterTypeReceived.lower(`into`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Adds `filter` here, at once.
+     */
+    @Throws(WeidaException::class)override fun `subscribe`(`filter`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_subscribe(
+        it,
+        
+        FfiConverterString.lower(`filter`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * A selected message if one is ready, without waiting.
+     */
+    @Throws(WeidaException::class)override fun `tryRecv`(): Message? {
+            return FfiConverterOptionalTypeMessage.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_try_recv(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Removes one entry of `filter`; false if it was not held.
+     */
+    @Throws(WeidaException::class)override fun `unsubscribe`(`filter`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_unsubscribe(
+        it,
+        
+        FfiConverterString.lower(`filter`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBoundSubscriber: FfiConverter<BoundSubscriber, Long> {
+    override fun lower(value: BoundSubscriber): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): BoundSubscriber {
+        return BoundSubscriber(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): BoundSubscriber {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: BoundSubscriber) = 8UL
+
+    override fun write(value: BoundSubscriber, buf: ByteBuffer) {
+        buf.putLong(lower(value))
     }
 }
 
@@ -3272,6 +3852,400 @@ public object FfiConverterTypeDelivery: FfiConverter<Delivery, Long> {
 
 
 /**
+ * A publisher that dials collectors: each one connected gets a copy of every message, whatever
+ * the topic (the collector filters); a slow one's copies are dropped and counted.
+ */
+public interface DialingPublisherInterface {
+    
+    /**
+     * Leaves every collector.
+     */
+    fun `closeEndpoint`()
+    
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
+    
+    fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * Copies dropped, by cause.
+     */
+    fun `dropped`(): Dropped
+    
+    fun `events`(): PeerEvents
+    
+    /**
+     * Collectors connected and live.
+     */
+    fun `peerCount`(): kotlin.UInt
+    
+    /**
+     * Queues a copy for every live collector connected; how many. Never waits.
+     */
+    fun `publish`(`topic`: kotlin.String, `body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?): kotlin.UInt
+    
+    companion object
+}
+
+/**
+ * A publisher that dials collectors: each one connected gets a copy of every message, whatever
+ * the topic (the collector filters); a slow one's copies are dropped and counted.
+ */
+open class DialingPublisher: Disposable, AutoCloseable, DialingPublisherInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_dialingpublisher(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_dialingpublisher(handle, status)
+        }
+    }
+
+    
+    /**
+     * Leaves every collector.
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_connect(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    @Throws(WeidaException::class)override fun `disconnect`(`address`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_disconnect(
+        it,
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Copies dropped, by cause.
+     */override fun `dropped`(): Dropped {
+            return FfiConverterTypeDropped.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_dropped(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    override fun `events`(): PeerEvents {
+            return FfiConverterTypePeerEvents.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Collectors connected and live.
+     */override fun `peerCount`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_peer_count(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Queues a copy for every live collector connected; how many. Never waits.
+     */
+    @Throws(WeidaException::class)override fun `publish`(`topic`: kotlin.String, `body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpublisher_publish(
+        it,
+        
+        FfiConverterString.lower(`topic`),
+        FfiConverterByteArray.lower(`body`),
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeDialingPublisher: FfiConverter<DialingPublisher, Long> {
+    override fun lower(value: DialingPublisher): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): DialingPublisher {
+        return DialingPublisher(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): DialingPublisher {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: DialingPublisher) = 8UL
+
+    override fun write(value: DialingPublisher, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
  * unanswered, the requester sees Canceled.
  */
@@ -4099,6 +5073,11 @@ public interface ListenerInterface {
      */
     fun `respondent`(`path`: kotlin.String, `options`: EndpointOptions?): Replier
     
+    /**
+     * Binds a collector at `path`: dialling publishers feed it.
+     */
+    fun `subscriber`(`path`: kotlin.String, `options`: EndpointOptions?): BoundSubscriber
+    
     companion object
 }
 
@@ -4312,6 +5291,25 @@ open class Listener: Disposable, AutoCloseable, ListenerInterface
     callWithHandle {
     uniffiRustCallWithError(WeidaException) { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_listener_respondent(
+        it,
+        
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Binds a collector at `path`: dialling publishers feed it.
+     */
+    @Throws(WeidaException::class)override fun `subscriber`(`path`: kotlin.String, `options`: EndpointOptions?): BoundSubscriber {
+            return FfiConverterTypeBoundSubscriber.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_listener_subscriber(
         it,
         
         FfiConverterString.lower(`path`),
@@ -7580,6 +8578,11 @@ public interface RuntimeInterface {
      */
     fun `fingerprint`(): kotlin.String
     
+    /**
+     * A publisher that dials collectors (`Listener.subscriber`).
+     */
+    fun `publisher`(`options`: EndpointOptions?): DialingPublisher
+    
     fun `pusher`(`options`: EndpointOptions?): Pusher
     
     fun `requester`(`options`: EndpointOptions?): Requester
@@ -7837,6 +8840,24 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
     UniffiLib.uniffi_weida_uniffi_fn_method_runtime_fingerprint(
         it,
         _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A publisher that dials collectors (`Listener.subscriber`).
+     */
+    @Throws(WeidaException::class)override fun `publisher`(`options`: EndpointOptions?): DialingPublisher {
+            return FfiConverterTypeDialingPublisher.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_runtime_publisher(
+        it,
+        
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
 }
     }
     )
