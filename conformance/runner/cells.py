@@ -27,6 +27,7 @@ RESULT_FIELDS = {
     "replier": ("address",),
     "respondent": ("address",),
     "bus": ("address",),
+    "bound_subscriber": ("address",),
     "acceptor": ("address",),
     "puller": ("address",),
     "connect": ("peer_count",),
@@ -45,7 +46,8 @@ RESULT_FIELDS = {
 }
 # Ops that create a handle named by args.name: their result is kept under that name.
 CREATES = ("runtime", "bind", "replier", "respondent", "acceptor", "puller", "requester", "surveyor",
-           "pusher", "peer", "publisher", "subscriber", "bus")
+           "pusher", "peer", "publisher", "subscriber", "bus", "dialing_publisher",
+           "bound_subscriber")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

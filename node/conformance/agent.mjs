@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Bus, Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
+import { Bus, DialingPublisher, Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -399,6 +399,21 @@ async function serveSubscriber(sub, handle) {
   }
 }
 
+/**
+ * A collector: each message kept a `received` event with its topic, until `closed`.
+ * @param {import('weida').BoundSubscriber} c @param {string} handle
+ */
+async function serveCollector(c, handle) {
+  for (;;) {
+    try {
+      event('received', handle, copyJson(await c.recv()))
+    } catch (e) {
+      if (e instanceof WeidaError && e.code === 'ERR_WEIDA_CLOSED') return eventError('closed', handle, e)
+      eventError('receive_failed', handle, e)
+    }
+  }
+}
+
 /** @param {import('weida').IncomingTransfer} t @param {string} handle */
 async function readTransfer(t, handle) {
   const tally = new Tally()
@@ -427,8 +442,10 @@ const runtimes = new Map()
 const listeners = new Map()
 /** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller | import('weida').Acceptor>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus | DialingPublisher>} */
 const dialling = new Map()
+/** Bound subscribers (collectors), for `subscribe` and `unsubscribe`. @type {Map<string, import('weida').BoundSubscriber>} */
+const collectors = new Map()
 /** Each dialling endpoint's events, read from its making on (the `event` op). @type {Map<string, import('weida').PeerEvents>} */
 const events = new Map()
 /** Subscribers in `recv` mode whose loop starts at their first connect. @type {Set<string>} */
@@ -893,7 +910,7 @@ async function run(op, args) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
-      } else if (d instanceof Subscriber || d instanceof Surveyor || d instanceof Bus) {
+      } else if (d instanceof Subscriber || d instanceof Surveyor || d instanceof Bus || d instanceof DialingPublisher) {
         throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')
@@ -978,14 +995,43 @@ async function run(op, args) {
       return {}
     }
 
+    case 'dialing_publisher': {
+      // A publisher that dials bound subscribers (collectors).
+      const rt = get(runtimes, args, 'runtime', 'runtime')
+      const name = strArg(args, 'name')
+      claim(name)
+      const p = rt.publisher(endpointOptions(args))
+      dialling.set(name, p)
+      events.set(name, p.events())
+      return {}
+    }
+
+    case 'bound_subscriber': {
+      // A collector, received as a subscriber's copies are, from its binding on.
+      const listener = get(listeners, args, 'listener', 'listener')
+      const name = strArg(args, 'name')
+      claim(name)
+      const c = listener.subscriber(strArg(args, 'path'), endpointOptions(args))
+      collectors.set(name, c)
+      void serveCollector(c, name)
+      return { address: c.address }
+    }
+
     case 'subscribe': {
       const filter = strArg(args, 'filter')
+      const c = collectors.get(strArg(args, 'endpoint'))
+      if (c !== undefined) {
+        c.subscribe(filter)
+        return {}
+      }
       await subscriber(args, 'endpoint').subscribe(filter)
       return {}
     }
 
     case 'unsubscribe': {
       const filter = strArg(args, 'filter')
+      const c = collectors.get(strArg(args, 'endpoint'))
+      if (c !== undefined) return { removed: c.unsubscribe(filter) }
       return { removed: await subscriber(args, 'endpoint').unsubscribe(filter) }
     }
 
@@ -996,12 +1042,19 @@ async function run(op, args) {
       return { queued: subscriber(args, 'subscriber').queued }
 
     case 'publish': {
+      const d = dialling.get(strArg(args, 'endpoint'))
+      if (d instanceof DialingPublisher) return { queued: d.publish(strArg(args, 'topic'), makeBody(args.body ?? null)) }
       const p = get(publishers, args, 'endpoint', 'publisher')
       const body = makeBody(args.body ?? null)
       return { queued: p.publish(strArg(args, 'topic'), body) }
     }
 
     case 'dropped': {
+      const d = dialling.get(strArg(args, 'endpoint'))
+      if (d instanceof DialingPublisher) {
+        if (args.topic !== undefined && args.topic !== null) throw new BadRequest('a dialling publisher counts no drops per topic')
+        return droppedJson(d.dropped())
+      }
       const p = get(publishers, args, 'endpoint', 'publisher')
       const topic = args.topic
       if (topic === undefined || topic === null) return droppedJson(p.dropped())

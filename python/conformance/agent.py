@@ -42,7 +42,13 @@ SEQ_PERIOD = bytes(range(251))
 
 Json = dict[str, Any]
 Dialling = (
-    weida.Requester | weida.Pusher | weida.Subscriber | weida.Peer | weida.Surveyor | weida.Bus
+    weida.Requester
+    | weida.Pusher
+    | weida.Subscriber
+    | weida.Peer
+    | weida.Surveyor
+    | weida.Bus
+    | weida.DialingPublisher
 )
 ORDERINGS = ("none", "detect", "reassemble")
 
@@ -364,6 +370,7 @@ class Agent:
         self.runtimes: dict[str, weida.Runtime] = {}
         self.listeners: dict[str, weida.Listener] = {}
         self.dialling: dict[str, Dialling] = {}
+        self.collectors: dict[str, weida.BoundSubscriber] = {}
         # Each dialling endpoint's events, read from its making on (the `event` op).
         self.events: dict[str, weida.PeerEvents] = {}
         self.pullers: dict[str, weida.Puller] = {}  # pullers in manual mode, for the recv op
@@ -716,7 +723,7 @@ class Agent:
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
-        if isinstance(ep, weida.Subscriber | weida.Surveyor | weida.Bus):
+        if isinstance(ep, weida.Subscriber | weida.Surveyor | weida.Bus | weida.DialingPublisher):
             raise BadRequest("open needs a pusher, a requester or a peer")
         tname = self.free(str_arg(args, "transfer"))
         # A peer opens a one-way stream, or with `reply` an exchange.
@@ -795,11 +802,38 @@ class Agent:
             self.spawn(self.serve_subscriber(sub, name), f"subscriber {name}")
         return {}
 
+    async def op_dialing_publisher(self, args: Json) -> Json:
+        """A publisher that dials bound subscribers (collectors)."""
+        rt = self.runtime(args)
+        name = self.free(str_arg(args, "name"))
+        p = rt.publisher(**endpoint_options(args))
+        self.claim(name)
+        self.dialling[name] = p
+        self.events[name] = p.events()
+        return {}
+
+    async def op_bound_subscriber(self, args: Json) -> Json:
+        """A collector, received as a subscriber's copies are, from its binding on."""
+        listener = self.listener(args)
+        name = self.free(str_arg(args, "name"))
+        c = listener.subscriber(str_arg(args, "path"), **endpoint_options(args))
+        self.claim(name)
+        self.collectors[name] = c
+        self.spawn(self.serve_collector(c, name), f"collector {name}")
+        return {"address": c.address}
+
     async def op_subscribe(self, args: Json) -> Json:
+        c = self.collectors.get(str_arg(args, "endpoint"))
+        if c is not None:
+            c.subscribe(str_arg(args, "filter"))
+            return {}
         await self.subscriber_of(args, "endpoint").subscribe(str_arg(args, "filter"))
         return {}
 
     async def op_unsubscribe(self, args: Json) -> Json:
+        c = self.collectors.get(str_arg(args, "endpoint"))
+        if c is not None:
+            return {"removed": c.unsubscribe(str_arg(args, "filter"))}
         sub = self.subscriber_of(args, "endpoint")
         return {"removed": await sub.unsubscribe(str_arg(args, "filter"))}
 
@@ -811,15 +845,24 @@ class Agent:
         return {"queued": self.subscriber_of(args, "subscriber").queued}
 
     async def op_publish(self, args: Json) -> Json:
+        d = self.dialling.get(str_arg(args, "endpoint"))
+        if isinstance(d, weida.DialingPublisher):
+            return {"queued": d.publish(str_arg(args, "topic"), body_arg(args))}
         p = self.publisher(args)
         return {"queued": p.publish(str_arg(args, "topic"), body_arg(args))}
 
     async def op_dropped(self, args: Json) -> Json:
-        p = self.publisher(args)
         topic = args.get("topic")
         if topic is not None and not isinstance(topic, str):
             raise BadRequest("topic is a string or absent")
-        d = p.dropped() if topic is None else p.dropped_on(topic)
+        dp = self.dialling.get(str_arg(args, "endpoint"))
+        if isinstance(dp, weida.DialingPublisher):
+            if topic is not None:
+                raise BadRequest("a dialling publisher counts no drops per topic")
+            d = dp.dropped()
+        else:
+            p = self.publisher(args)
+            d = p.dropped() if topic is None else p.dropped_on(topic)
         return {
             "queue_full": d.queue_full,
             "byte_budget": d.byte_budget,
@@ -976,6 +1019,19 @@ class Agent:
                 out.event("accepted", handle, **meta_fields(t.meta))
                 self.spawn(self.read_transfer(t, handle), f"a transfer to {handle}")
                 del t
+
+    async def serve_collector(self, c: weida.BoundSubscriber, handle: str) -> None:
+        """A ``received`` event per message kept, with its topic, until the collector closes."""
+        while True:
+            try:
+                m = await c.recv()
+            except weida.Closed as e:
+                self.out.event_error("closed", handle, e)
+                return
+            except weida.WeidaError as e:
+                self.out.event_error("receive_failed", handle, e)
+                continue
+            self.out.event("received", handle, **copy_json(m))
 
     async def serve_subscriber(self, sub: weida.Subscriber, handle: str) -> None:
         out = self.out

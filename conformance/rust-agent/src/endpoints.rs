@@ -285,6 +285,25 @@ pub(crate) fn serve_subscriber(sub: Arc<Subscriber>, handle: String, out: Out) {
     });
 }
 
+/// A collector's receiving: a `received` event per message kept, as a subscriber's copies
+/// (with their topic), `receive_failed` for one that failed, and `closed` at the end.
+pub(crate) fn serve_collector(c: Arc<weida::BoundSubscriber>, handle: String, out: Out) {
+    tokio::spawn(async move {
+        loop {
+            match c.recv().await {
+                Ok(m) => {
+                    let Value::Object(f) = copy_json(&m) else {
+                        unreachable!("an object")
+                    };
+                    out.event("received", &handle, f);
+                }
+                Err(Error::Closed) => return out.event_error("closed", &handle, &Error::Closed),
+                Err(e) => out.event_error("receive_failed", &handle, &e),
+            }
+        }
+    });
+}
+
 /// A Pub/Sub copy as an op result or event: a message's fields with its topic, sequence and
 /// gap (null when absent).
 pub(crate) fn copy_json(m: &weida::Message) -> Value {

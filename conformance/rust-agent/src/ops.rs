@@ -14,8 +14,8 @@ use weida::{
 
 use crate::body;
 use crate::endpoints::{
-    copy_json, message_json, serve_answering, serve_bus, serve_puller, serve_subscriber, Answering,
-    PullerMode, ReplierMode,
+    copy_json, message_json, serve_answering, serve_bus, serve_collector, serve_puller,
+    serve_subscriber, Answering, PullerMode, ReplierMode,
 };
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
 
@@ -28,6 +28,7 @@ enum Dialling {
     Peer(Arc<Peer>),
     Surveyor(Arc<Surveyor>),
     Bus(Arc<weida::Bus>),
+    Publisher(Arc<weida::DialingPublisher>),
 }
 
 #[derive(Default)]
@@ -45,6 +46,8 @@ struct Handles {
     transfers: HashMap<String, OutgoingTransfer>,
     replies: HashMap<String, PendingReply>,
     publishers: HashMap<String, Arc<Publisher>>,
+    /// Bound subscribers (collectors), for `subscribe` and `unsubscribe`.
+    collectors: HashMap<String, Arc<weida::BoundSubscriber>>,
     /// Subscribers in `recv` mode whose loop starts at their first connect.
     unserved: HashSet<String>,
     fanouts: HashMap<String, FanOut>,
@@ -127,6 +130,11 @@ impl Agent {
             .get(name)
             .cloned()
             .ok_or_else(|| missing("publisher", name))
+    }
+
+    fn collector(&self, args: &Value) -> Option<Arc<weida::BoundSubscriber>> {
+        let name = args.get("endpoint").and_then(Value::as_str)?;
+        self.handles.lock().unwrap().collectors.get(name).cloned()
     }
 
     fn subscriber(&self, args: &Value, key: &str) -> Result<Arc<Subscriber>, Failure> {
@@ -382,6 +390,13 @@ impl Agent {
                         }
                         b.peer_count()
                     }
+                    Dialling::Publisher(p) => {
+                        match wait {
+                            true => p.connect(address).await?,
+                            false => p.connect_later(address).await?,
+                        }
+                        p.peer_count()
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -425,6 +440,7 @@ impl Agent {
                     Dialling::Peer(p) => p.disconnect(address)?,
                     Dialling::Surveyor(s) => s.disconnect(address)?,
                     Dialling::Bus(b) => b.disconnect(address)?,
+                    Dialling::Publisher(p) => p.disconnect(address)?,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -436,6 +452,7 @@ impl Agent {
                     Dialling::Peer(p) => p.peer_count(),
                     Dialling::Surveyor(s) => s.peer_count(),
                     Dialling::Bus(b) => b.peer_count(),
+                    Dialling::Publisher(p) => p.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -540,7 +557,10 @@ impl Agent {
                         let (t, r) = r.open(meta).await?;
                         (t, Some((rname, r)))
                     }
-                    Dialling::Subscriber(_) | Dialling::Surveyor(_) | Dialling::Bus(_) => {
+                    Dialling::Subscriber(_)
+                    | Dialling::Surveyor(_)
+                    | Dialling::Bus(_)
+                    | Dialling::Publisher(_) => {
                         return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
                 };
@@ -632,12 +652,50 @@ impl Agent {
                 h.dialling.insert(name.to_string(), Dialling::Subscriber(s));
                 Ok(json!({}))
             }
+            "dialing_publisher" => {
+                // A publisher that dials bound subscribers (collectors).
+                let (rt, _) = self.runtime(args)?;
+                let name = str_arg(args, "name")?;
+                let p = Arc::new(rt.publisher_with(&endpoint_options(args)?)?);
+                self.claim(name)?;
+                let mut h = self.handles.lock().unwrap();
+                h.events.insert(
+                    name.to_string(),
+                    Arc::new(tokio::sync::Mutex::new(p.events())),
+                );
+                h.dialling.insert(name.to_string(), Dialling::Publisher(p));
+                Ok(json!({}))
+            }
+            "bound_subscriber" => {
+                // A collector: received as a subscriber's copies are, from its binding on.
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let opts = endpoint_options(args)?;
+                let c = Arc::new(listener.subscriber_with(str_arg(args, "path")?, &opts)?);
+                let address = c.address().to_string();
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .collectors
+                    .insert(name.to_string(), c.clone());
+                serve_collector(c, name.to_string(), self.out.clone());
+                Ok(json!({ "address": address }))
+            }
             "subscribe" => {
+                if let Some(c) = self.collector(args) {
+                    c.subscribe(str_arg(args, "filter")?)?;
+                    return Ok(json!({}));
+                }
                 let s = self.subscriber(args, "endpoint")?;
                 s.subscribe(str_arg(args, "filter")?).await?;
                 Ok(json!({}))
             }
             "unsubscribe" => {
+                if let Some(c) = self.collector(args) {
+                    let removed = c.unsubscribe(str_arg(args, "filter")?)?;
+                    return Ok(json!({ "removed": removed }));
+                }
                 let s = self.subscriber(args, "endpoint")?;
                 let removed = s.unsubscribe(str_arg(args, "filter")?).await?;
                 Ok(json!({ "removed": removed }))
@@ -651,12 +709,20 @@ impl Agent {
                 Ok(json!({ "queued": s.queued() }))
             }
             "publish" => {
+                if let Ok(Dialling::Publisher(p)) = self.dialling(args) {
+                    let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
+                    let queued = p.publish(str_arg(args, "topic")?, body)?;
+                    return Ok(json!({ "queued": queued }));
+                }
                 let p = self.publisher(args)?;
                 let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
                 let queued = p.publish(str_arg(args, "topic")?, body)?;
                 Ok(json!({ "queued": queued }))
             }
             "dropped" => {
+                if let Ok(Dialling::Publisher(p)) = self.dialling(args) {
+                    return Ok(dropped_json(&p.dropped()));
+                }
                 let p = self.publisher(args)?;
                 let d = match args.get("topic").and_then(Value::as_str) {
                     Some(t) => p.dropped_on(t),

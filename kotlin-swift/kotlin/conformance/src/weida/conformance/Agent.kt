@@ -10,7 +10,9 @@ import weida.answers
 import weida.bind
 import weida.recv
 import weida.runtime
+import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
+import weida.uniffi.DialingPublisher
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
 import weida.uniffi.Listener
@@ -35,6 +37,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     private val events = HashMap<String, PeerEvents>() // read from the endpoint's making on
     private val pullers = HashMap<String, Puller>() // pullers in manual mode, for `recv`
     private val publishers = HashMap<String, Publisher>()
+    private val collectors = HashMap<String, BoundSubscriber>() // bound subscribers
     private val transfers = HashMap<String, OutgoingTransfer>() // streamed transfers being written
     private val replies = HashMap<String, PendingReply>() // the replies of streamed requests
     private val receiving = HashMap<String, Subscriber>() // subscribers in manual mode
@@ -98,6 +101,8 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         "surveyor" -> dialler(args) { rt, o -> rt.surveyor(o) }
         "survey" -> opSurvey(args)
         "bus" -> opBus(args)
+        "dialing_publisher" -> dialler(args) { rt, o -> rt.publisher(o) }
+        "bound_subscriber" -> opCollector(args)
         "puller" -> opPuller(args)
         "requester" -> dialler(args) { rt, o -> rt.requester(o) }
         "pusher" -> dialler(args) { rt, o -> rt.pusher(o) }
@@ -133,11 +138,20 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         }
         "publisher" -> opPublisher(args)
         "subscriber" -> opSubscriber(args)
-        "subscribe" -> subscriberOf(args, "endpoint").subscribe(args.str("filter"), null).let { emptyMap() }
-        "unsubscribe" -> mapOf("removed" to subscriberOf(args, "endpoint").unsubscribe(args.str("filter"), null))
+        "subscribe" -> when (val c = collectors[args.str("endpoint")]) {
+            null -> subscriberOf(args, "endpoint").subscribe(args.str("filter"), null).let { emptyMap() }
+            else -> c.subscribe(args.str("filter")).let { emptyMap() }
+        }
+        "unsubscribe" -> when (val c = collectors[args.str("endpoint")]) {
+            null -> mapOf("removed" to subscriberOf(args, "endpoint").unsubscribe(args.str("filter"), null))
+            else -> mapOf("removed" to c.unsubscribe(args.str("filter")))
+        }
         "receive" -> copyJson(get(receiving, "manual subscriber", args, "subscriber").recv())
         "queued" -> mapOf("queued" to subscriberOf(args, "subscriber").queued())
-        "publish" -> mapOf("queued" to publisher(args).publish(args.str("topic"), args.body()))
+        "publish" -> when (val d = dialling[args.str("endpoint")]) {
+            is DialingPublisher -> mapOf("queued" to d.publish(args.str("topic"), args.body(), null))
+            else -> mapOf("queued" to publisher(args).publish(args.str("topic"), args.body()))
+        }
         "dropped" -> opDropped(args)
         "subscriber_count" -> mapOf("subscriber_count" to publisher(args).subscriberCount())
         in UNEXPORTED -> throw Unsupported(op, "the Kotlin binding exports no ${UNEXPORTED[op]}")
@@ -237,6 +251,17 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         return mapOf("respondents" to run.respondents(), "answered" to answered, "errors" to errors.sorted(), "late" to run.late())
     }
 
+    /** A collector: received as a subscriber's copies are, from its binding on. */
+    private fun opCollector(args: Obj): Obj {
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val c = listener.subscriber(args.str("path"), endpointOptionsArg(args))
+        claim(name)
+        collectors[name] = c
+        spawn("collector $name") { background.serveCollector(c, name) }
+        return mapOf("address" to c.address())
+    }
+
     /** A bus member: dialling (`connect`, `send`) and bound, received as a `recv` puller is. */
     private fun opBus(args: Obj): Obj {
         val rt = runtime(args)
@@ -300,6 +325,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             is Requester -> ep.connect(address, wait, null)
             is Surveyor -> ep.connect(address, wait, null)
             is Bus -> ep.connect(address, wait, null)
+            is DialingPublisher -> ep.connect(address, wait, null)
             is Pusher -> ep.connect(address, wait, null)
             is Subscriber -> {
                 ep.connect(address, wait, null)
@@ -357,9 +383,10 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     }
 
     private fun opDropped(args: Obj): Obj {
-        val p = publisher(args)
+        val dp = dialling[args.str("endpoint")] as? DialingPublisher
+        if (args["topic"] != null && dp != null) throw BadRequest("a dialling publisher counts no drops per topic")
         if (args["topic"] != null) throw Unsupported("dropped:topic", "the Kotlin binding's Publisher exports no droppedOn")
-        val d = p.dropped()
+        val d = dp?.dropped() ?: publisher(args).dropped()
         return mapOf(
             "queue_full" to d.queueFull, "byte_budget" to d.byteBudget, "reverse_pool_empty" to d.reversePoolEmpty,
             "dead_subscriber" to d.deadSubscriber, "refused" to d.refused, "total" to d.total,
@@ -386,6 +413,7 @@ private fun eventsOf(ep: Any): PeerEvents = when (ep) {
     is Surveyor -> ep.events()
     is Pusher -> ep.events()
     is Subscriber -> ep.events()
+    is DialingPublisher -> ep.events()
     else -> throw IllegalStateException("not a dialling endpoint")
 }
 
@@ -393,6 +421,7 @@ private fun peerCount(ep: Any): UInt = when (ep) {
     is Requester -> ep.peerCount()
     is Surveyor -> ep.peerCount()
     is Bus -> ep.peerCount()
+    is DialingPublisher -> ep.peerCount()
     is Pusher -> ep.peerCount()
     is Subscriber -> ep.peerCount()
     else -> throw IllegalStateException("not a dialling endpoint")
@@ -402,6 +431,7 @@ private fun disconnect(ep: Any, address: String): Boolean = when (ep) {
     is Requester -> ep.disconnect(address)
     is Surveyor -> ep.disconnect(address)
     is Bus -> ep.disconnect(address)
+    is DialingPublisher -> ep.disconnect(address)
     is Pusher -> ep.disconnect(address)
     is Subscriber -> ep.disconnect(address)
     else -> throw IllegalStateException("not a dialling endpoint")

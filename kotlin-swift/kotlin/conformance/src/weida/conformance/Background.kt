@@ -87,6 +87,22 @@ class Background(private val agent: Agent) {
     /** A bus member's receiving, as a `recv` puller's. */
     suspend fun serveBus(bus: weida.uniffi.Bus, handle: String) = receiveEach(handle) { bus.recv() }
 
+    /** A collector: each message kept a `received` event with its topic, until `closed`. */
+    suspend fun serveCollector(c: weida.uniffi.BoundSubscriber, handle: String) {
+        while (true) {
+            val m = try {
+                c.recv()
+            } catch (e: WeidaException.Closed) {
+                out.eventError("closed", handle, e)
+                return
+            } catch (e: WeidaException) {
+                out.eventError("receive_failed", handle, e)
+                continue
+            }
+            out.event("received", handle, copyJson(m))
+        }
+    }
+
     /** `recv` in a loop: `received` per message (with its sequence and gap under PerProducer
      * ordering, PATTERNS §1.7, else null), `receive_failed` for one that failed, `closed` at the
      * end. */
