@@ -1,4 +1,4 @@
-//! Pub/Sub the other way round (PATTERNS §4.6): dialling publishers feed a bound subscriber, a
+//! Pub/Sub the other way round (PATTERNS §4.4): dialling publishers feed a bound subscriber, a
 //! collector, which keeps what its filters select. Over every transport.
 
 mod common;

@@ -966,7 +966,7 @@ export class Bus implements AsyncIterable<Message> {
 }
 
 /**
- * A publisher that dials its subscribers, collectors (docs/PATTERNS.md §4.6): each one
+ * A publisher that dials its subscribers, collectors (docs/PATTERNS.md §4.4): each one
  * connected gets a copy of every message, whatever the topic (the collector filters); a slow
  * one's copies are dropped and counted.
  */
@@ -1024,7 +1024,7 @@ export class DialingPublisher {
 
 /**
  * A subscriber bound at a path that dialling publishers feed, a collector (docs/PATTERNS.md
- * §4.6). It keeps what its filters select when it receives it, and counts the rest in
+ * §4.4). It keeps what its filters select when it receives it, and counts the rest in
  * `discarded`; with no filter it keeps nothing.
  */
 export class BoundSubscriber implements AsyncIterable<Message> {

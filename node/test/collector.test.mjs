@@ -1,5 +1,5 @@
 // @ts-check
-// Pub/Sub the other way round (core/tests/collector.rs, docs/PATTERNS.md §4.6): dialling
+// Pub/Sub the other way round (core/tests/collector.rs, docs/PATTERNS.md §4.4): dialling
 // publishers feed a bound subscriber, a collector, which keeps what its filters select.
 
 import assert from 'node:assert/strict'

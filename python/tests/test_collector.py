@@ -1,4 +1,4 @@
-"""Pub/Sub the other way round (PATTERNS §4.6; core/tests/collector.rs: the same names):
+"""Pub/Sub the other way round (PATTERNS §4.4; core/tests/collector.rs: the same names):
 dialling publishers feed a bound subscriber, a collector, which keeps what its filters select."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 //! A dialling endpoint's fan-out: one writer per connected peer, each with its own bounded
 //! queue and task, so a peer that stops reading stalls only its own copies, and what a writer
 //! cannot take is dropped and counted. A BUS member sends through one (PATTERNS §6.3), and so
-//! does a dialling publisher (PATTERNS §4.6).
+//! does a dialling publisher (PATTERNS §4.4).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

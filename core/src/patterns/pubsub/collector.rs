@@ -1,4 +1,4 @@
-//! Pub/Sub the other way round (PATTERNS §4.6): a publisher that dials and a subscriber that
+//! Pub/Sub the other way round (PATTERNS §4.4): a publisher that dials and a subscriber that
 //! binds, a collector many publishers feed. The publisher sends through a fan-out (a writer per
 //! subscriber it connected, bounded, drops counted), numbered as a pusher numbers; the
 //! collector receives at a puller's route and keeps what its filters select.
