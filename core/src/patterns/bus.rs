@@ -73,37 +73,12 @@ impl Runtime {
     }
 }
 
+super::dialling!(Bus, "It gets the messages sent after it is live.");
+
 impl Bus {
     /// The address other members connect to.
     pub fn address(&self) -> &Address {
         self.inbox.address()
-    }
-
-    /// Connects to another member's address (with its path): it gets every message sent from
-    /// now on. Cancel-safe.
-    pub async fn connect(&self, address: &str) -> Result<()> {
-        self.dialer.connect(address).await
-    }
-
-    /// Records another member's address at once and dials it in the background (redialled
-    /// as any dialling endpoint is). Cancel-safe.
-    pub async fn connect_later(&self, address: &str) -> Result<()> {
-        self.dialer.connect_later(address)
-    }
-
-    /// Leaves a member; true if it was connected.
-    pub fn disconnect(&self, address: &str) -> Result<bool> {
-        self.dialer.disconnect(address)
-    }
-
-    /// Members connected and live: the copies the next `send` makes.
-    pub fn peer_count(&self) -> usize {
-        self.dialer.peers.live()
-    }
-
-    /// What happens to the addresses this member connected ([`crate::PeerEvent`]).
-    pub fn events(&self) -> crate::PeerEvents {
-        self.dialer.peers.events.subscribe()
     }
 
     /// Queues one copy of `body` for every live member this one connected, and returns how

@@ -9,6 +9,56 @@
 //! layer below it (docs/ARCHITECTURE.md §1, checked by
 //! `core/layers.py`).
 
+/// The dialling calls every connecting endpoint with a [`Dialer`] (in its field `dialer`)
+/// shares, written once: `connect`, `connect_later`, `disconnect`, `peer_count` and `events`.
+/// `$until_live` says what the endpoint's sends do while an address recorded by
+/// `connect_later` is not live yet.
+macro_rules! dialling {
+    ($endpoint:ty, $until_live:literal) => {
+        impl $endpoint {
+            /// Dials `address` (with its path) and adds it to this endpoint's peers. The path
+            /// is checked first, as every redial checks it: nothing bound there, or an endpoint
+            /// that takes none of this one's streams, fails here (`UnknownEndpoint`,
+            /// `Unsupported`) and adds nothing. Cancel-safe: a `connect` dropped before it
+            /// returns adds no peer; call it again to retry.
+            pub async fn connect(&self, address: &str) -> $crate::error::Result<()> {
+                self.dialer.connect(address).await
+            }
+
+            #[doc = concat!(
+                "Records `address` (with its path) at once and dials it in the background, ",
+                "redialled by the endpoint's policy, as ZeroMQ's `connect` does: the listener ",
+                "may be bound later. ", $until_live, " `events()` tells how the dialling goes ",
+                "(Retrying, Connected, GaveUp). Fails at once only for an address that does not ",
+                "parse or has no path, or a closed runtime; connecting an address already ",
+                "connected changes nothing. Cancel-safe (it returns without waiting)."
+            )]
+            pub async fn connect_later(&self, address: &str) -> $crate::error::Result<()> {
+                self.dialer.connect_later(address)
+            }
+
+            /// Removes `address`; true if it was connected.
+            pub fn disconnect(&self, address: &str) -> $crate::error::Result<bool> {
+                self.dialer.disconnect(address)
+            }
+
+            /// Live connections (slots whose connection is up): the peers the next message can
+            /// reach.
+            pub fn peer_count(&self) -> usize {
+                self.dialer.peers.live()
+            }
+
+            /// What happens to this endpoint's addresses from now on: connected, lost,
+            /// retrying, given up ([`crate::PeerEvent`]). Reading them is optional; a reader
+            /// that falls behind is told how many it missed.
+            pub fn events(&self) -> $crate::PeerEvents {
+                self.dialer.peers.events.subscribe()
+            }
+        }
+    };
+}
+pub(crate) use dialling;
+
 mod bus;
 mod fan;
 mod ordering;

@@ -89,48 +89,12 @@ impl Listener {
     }
 }
 
+super::dialling!(
+    Pusher,
+    "Until it is live, `send` fills the outbox and `open` waits (bounded by `send_timeout`)."
+);
+
 impl Pusher {
-    /// Dials `address` (with its path) and adds it to the round-robin. Cancel-safe: a
-    /// `connect` dropped before it returns adds no peer; call it again to retry.
-    pub async fn connect(&self, address: &str) -> Result<()> {
-        self.dialer.connect(address).await
-    }
-
-    /// Records `address` (with its path) in the round-robin at once and dials it in the
-    /// background, as ZeroMQ's `connect` does: the listener may be bound later. Until the
-    /// address is live, `send` fills the outbox and `open` waits; `events()` tells how the
-    /// dialling goes (Retrying, Connected, GaveUp). Fails at once only for an address that
-    /// does not parse or has no path, or a closed runtime. Connecting an address already
-    /// connected changes nothing. Cancel-safe (it returns without waiting).
-    ///
-    /// ```no_run
-    /// # async fn f(rt: weida::Runtime) -> weida::Result<()> {
-    /// let pusher = rt.pusher();
-    /// pusher.connect_later("weida+unix:///tmp/jobs.sock/jobs").await?; // not bound yet
-    /// pusher.send("job 1").await?; // kept in the outbox until the puller is there
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect_later(&self, address: &str) -> Result<()> {
-        self.dialer.connect_later(address)
-    }
-
-    /// Removes `address`; true if it was connected.
-    pub fn disconnect(&self, address: &str) -> Result<bool> {
-        self.dialer.disconnect(address)
-    }
-
-    /// Live connections (slots whose connection is up).
-    pub fn peer_count(&self) -> usize {
-        self.dialer.peers.live()
-    }
-
-    /// What happens to this pusher's addresses from now on: connected, lost, retrying, given
-    /// up ([`crate::PeerEvent`]). Reading them is optional; a reader that falls behind is told
-    /// how many it missed.
-    pub fn events(&self) -> crate::PeerEvents {
-        self.dialer.peers.events.subscribe()
-    }
-
     /// Sends a whole message: fire-and-forget. Returns once the FIN is queued; the receipt is
     /// kept by the runtime for `drain`. Waits for the peer's stream budget (backpressure).
     /// With no live peer while an address is being redialled (or recorded by

@@ -64,36 +64,12 @@ impl Listener {
     }
 }
 
+super::dialling!(
+    Peer,
+    "Until it is live, `open` waits for it (bounded by `send_timeout`)."
+);
+
 impl Peer {
-    /// Dials `address` (with its path). Cancel-safe: a `connect` dropped before it returns
-    /// adds no peer; call it again to retry.
-    pub async fn connect(&self, address: &str) -> Result<()> {
-        self.dialer.connect(address).await
-    }
-
-    /// Records `address` at once and dials it in the background (connect-before-bind; see
-    /// [`crate::Pusher::connect_later`]): until it is live, `open` waits for it (bounded by `send_timeout`). Cancel-safe (it returns
-    /// without waiting).
-    pub async fn connect_later(&self, address: &str) -> Result<()> {
-        self.dialer.connect_later(address)
-    }
-
-    /// Removes `address`; true if it was connected.
-    pub fn disconnect(&self, address: &str) -> Result<bool> {
-        self.dialer.disconnect(address)
-    }
-
-    /// Live connections (slots whose connection is up).
-    pub fn peer_count(&self) -> usize {
-        self.dialer.peers.live()
-    }
-
-    /// What happens to this peer's addresses from now on ([`crate::PeerEvent`]); see
-    /// [`crate::Pusher::events`].
-    pub fn events(&self) -> crate::PeerEvents {
-        self.dialer.peers.events.subscribe()
-    }
-
     /// Opens a one-way stream. Cancel-safe: an `open` dropped before it returns opens nothing
     /// the acceptor receives (a stream dropped during the write of its header is reset).
     pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {

@@ -80,36 +80,12 @@ impl Listener {
     }
 }
 
+super::dialling!(
+    Requester,
+    "Until it is live, `request` waits for it (bounded by `send_timeout`)."
+);
+
 impl Requester {
-    /// Dials `address` (with its path) and adds it to the round-robin. Cancel-safe: a
-    /// `connect` dropped before it returns adds no peer; call it again to retry.
-    pub async fn connect(&self, address: &str) -> Result<()> {
-        self.dialer.connect(address).await
-    }
-
-    /// Records `address` at once and dials it in the background (connect-before-bind; see
-    /// [`crate::Pusher::connect_later`]): until it is live, `request` waits for it (bounded by `send_timeout`). Cancel-safe (it returns
-    /// without waiting).
-    pub async fn connect_later(&self, address: &str) -> Result<()> {
-        self.dialer.connect_later(address)
-    }
-
-    /// Removes `address`; true if it was connected.
-    pub fn disconnect(&self, address: &str) -> Result<bool> {
-        self.dialer.disconnect(address)
-    }
-
-    /// Live connections (slots whose connection is up).
-    pub fn peer_count(&self) -> usize {
-        self.dialer.peers.live()
-    }
-
-    /// What happens to this requester's addresses from now on ([`crate::PeerEvent`]); see
-    /// [`crate::Pusher::events`].
-    pub fn events(&self) -> crate::PeerEvents {
-        self.dialer.peers.events.subscribe()
-    }
-
     /// Sends `body` and returns the reply body. The replier's ERROR is this side's error;
     /// a reply lost after the request's FIN is `Indeterminate`. Not cancel-safe: dropping the
     /// future abandons the exchange. A request not yet written whole is reset (the replier

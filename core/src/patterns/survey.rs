@@ -82,33 +82,12 @@ impl Runtime {
     }
 }
 
+super::dialling!(
+    Surveyor,
+    "It is asked from the first survey after it is live."
+);
+
 impl Surveyor {
-    /// Dials `address` (with its path) and adds it to the respondents asked. Cancel-safe.
-    pub async fn connect(&self, address: &str) -> Result<()> {
-        self.dialer.connect(address).await
-    }
-
-    /// Records `address` at once and dials it in the background; it is asked from the first
-    /// survey after it is live. Cancel-safe.
-    pub async fn connect_later(&self, address: &str) -> Result<()> {
-        self.dialer.connect_later(address)
-    }
-
-    /// Removes `address`; true if it was connected.
-    pub fn disconnect(&self, address: &str) -> Result<bool> {
-        self.dialer.disconnect(address)
-    }
-
-    /// Live connections: the respondents the next survey asks.
-    pub fn peer_count(&self) -> usize {
-        self.dialer.peers.live()
-    }
-
-    /// What happens to this surveyor's addresses from now on ([`crate::PeerEvent`]).
-    pub fn events(&self) -> crate::PeerEvents {
-        self.dialer.peers.events.subscribe()
-    }
-
     /// Asks every live respondent `body`, one exchange each, and returns once each was asked
     /// (its question written whole), failed to be, or `deadline` passed; answers are then
     /// read from the [`SurveyRun`] until the deadline. The deadline is this side's alone: a

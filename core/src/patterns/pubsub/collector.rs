@@ -65,35 +65,12 @@ impl Runtime {
     }
 }
 
+crate::patterns::dialling!(
+    DialingPublisher,
+    "It gets the copies published after it is live."
+);
+
 impl DialingPublisher {
-    /// Connects to a [`BoundSubscriber`]'s address (with its path): it gets every message
-    /// published from now on. Fails, leaving nothing, when nothing there takes transfers.
-    /// Cancel-safe.
-    pub async fn connect(&self, address: &str) -> Result<()> {
-        self.dialer.connect(address).await
-    }
-
-    /// Records a subscriber's address at once and dials it in the background, redialled as
-    /// any dialling endpoint is. Cancel-safe.
-    pub async fn connect_later(&self, address: &str) -> Result<()> {
-        self.dialer.connect_later(address)
-    }
-
-    /// Leaves a subscriber; true if it was connected.
-    pub fn disconnect(&self, address: &str) -> Result<bool> {
-        self.dialer.disconnect(address)
-    }
-
-    /// Subscribers connected and live: the copies the next `publish` makes.
-    pub fn peer_count(&self) -> usize {
-        self.dialer.peers.live()
-    }
-
-    /// What happens to the addresses this publisher connected ([`crate::PeerEvent`]).
-    pub fn events(&self) -> crate::PeerEvents {
-        self.dialer.peers.events.subscribe()
-    }
-
     /// Queues one copy of `body`, under `topic`, for every live subscriber this publisher
     /// connected, one shared `Bytes` for every copy, and returns how many were queued. Never
     /// waits: a subscriber whose writer holds `endpoint_queue` copies, or whose bytes would
