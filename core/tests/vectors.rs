@@ -12,7 +12,7 @@ use weida::wire::chunk::{self, ChunkType};
 use weida::wire::control::dimension;
 use weida::wire::{
     reply, varint, Code, ControlFrame, DecodeError, GuaranteeSet, Header, Hello, Metadata,
-    Ordering, PathCheck, ReplyStatus, Session, StreamType,
+    Ordering, PathCheck, PathClaim, ReplyStatus, Session, StreamType,
 };
 
 /// Every file the directory must hold, and nothing else but README.md.
@@ -327,6 +327,11 @@ fn parse_control(v: &Value) -> ControlFrame {
         "check" => ControlFrame::Check(PathCheck {
             request: u64_of(v, "request"),
             streams: u64_of(v, "streams"),
+            path: str_of(v, "path").into(),
+        }),
+        "claim" => ControlFrame::Claim(PathClaim {
+            request: u64_of(v, "request"),
+            role: u64_of(v, "role"),
             path: str_of(v, "path").into(),
         }),
         "unknown" => ControlFrame::Unknown(u64_of(v, "type")),

@@ -19,6 +19,9 @@ pub(crate) enum RouteKind {
     Puller,
     /// Pub/Sub: takes no stream; subscribers reach it with SUBSCRIBE.
     Publisher,
+    /// PAIR: one-way transfers, only from the connection that claimed it (CLAIM, PROTOCOL.md
+    /// §3.1.6).
+    Pair,
 }
 
 impl RouteKind {
@@ -28,8 +31,8 @@ impl RouteKind {
             (self, ty),
             (Self::Acceptor, StreamType::Transfer | StreamType::Exchange)
                 | (Self::Replier, StreamType::Exchange)
-                | (Self::Puller, StreamType::Transfer)
-                | (Self::Acceptor | Self::Puller, StreamType::Lane)
+                | (Self::Puller | Self::Pair, StreamType::Transfer)
+                | (Self::Acceptor | Self::Puller | Self::Pair, StreamType::Lane)
         )
     }
 
@@ -40,6 +43,7 @@ impl RouteKind {
             Self::Replier => "a replier",
             Self::Puller => "a puller",
             Self::Publisher => "a publisher",
+            Self::Pair => "a pair",
         }
     }
 }
@@ -227,6 +231,17 @@ pub(crate) fn by_endpoint(ty: StreamType, path: &str, found: Found) -> Result<()
 /// when nothing is bound, or the endpoint is going away; UNSUPPORTED when it takes none of
 /// them, or `streams` names no kind a dialler opens.
 pub(crate) fn by_check(streams: u64, path: &str, found: Found) -> Result<(), StreamRefusal> {
+    // A pair takes streams only from the peer that claimed it: a CHECK cannot make one.
+    if let Found::Endpoint {
+        kind: RouteKind::Pair,
+        open: true,
+    } = found
+    {
+        return Err(StreamRefusal::new(
+            Code::Unsupported,
+            format!("{path:?} is a pair, which takes streams only from the peer that claimed it"),
+        ));
+    }
     let mut refusal = None;
     for ty in [StreamType::Transfer, StreamType::Exchange] {
         if streams & (1 << ty.to_byte()) == 0 {
@@ -245,6 +260,30 @@ pub(crate) fn by_check(streams: u64, path: &str, found: Found) -> Result<(), Str
             format!("a CHECK of {path:?} names no stream kind a dialler opens ({streams:#x})"),
         )
     }))
+}
+
+/// A CLAIM (PROTOCOL.md §3.1.6) in `role` of the endpoint `found` at `path`, before the
+/// endpoint itself decides (a pair already claimed answers LIMIT_EXCEEDED): UNKNOWN_ENDPOINT
+/// when nothing is bound or it is going away, UNSUPPORTED when it takes no claim in that role
+/// (a role this side does not know included).
+pub(crate) fn by_claim(role: u64, path: &str, found: Found) -> Result<(), StreamRefusal> {
+    let Found::Endpoint { kind, open: true } = found else {
+        return Err(StreamRefusal::new(
+            Code::UnknownEndpoint,
+            format!("nothing is bound at {path:?}"),
+        ));
+    };
+    match (role, kind) {
+        (crate::wire::claim_role::PAIR, RouteKind::Pair) => Ok(()),
+        (crate::wire::claim_role::PAIR, _) => Err(StreamRefusal::new(
+            Code::Unsupported,
+            format!("{path:?} is {}, not a pair", kind.name()),
+        )),
+        _ => Err(StreamRefusal::new(
+            Code::Unsupported,
+            format!("a claim of {path:?} in a role this listener does not know ({role})"),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -506,10 +545,38 @@ mod tests {
             // A kind no dialler opens (a lane is asked as a transfer), or none at all.
             (1 << 3, open(RouteKind::Puller), unsupported),
             (0, open(RouteKind::Acceptor), unsupported),
+            // A pair is claimed, never checked: its streams come only from its claimant.
+            (TRANSFER, open(RouteKind::Pair), unsupported),
+            (TRANSFER, closing(RouteKind::Pair), unknown),
         ];
         for (streams, found, code) in refused {
             let r = by_check(streams, "/p", found).unwrap_err();
             assert_eq!(r.code, code, "{streams} {found:?}: {}", r.message);
+        }
+    }
+
+    #[test]
+    fn a_claim_passes_only_for_a_pair_in_the_pair_role() {
+        use crate::wire::claim_role::PAIR;
+        let open = |kind| Found::Endpoint { kind, open: true };
+        assert_eq!(by_claim(PAIR, "/p", open(RouteKind::Pair)), Ok(()));
+        let refused = [
+            (PAIR, Found::Nothing, Code::UnknownEndpoint),
+            (
+                PAIR,
+                Found::Endpoint {
+                    kind: RouteKind::Pair,
+                    open: false,
+                },
+                Code::UnknownEndpoint,
+            ),
+            (PAIR, open(RouteKind::Puller), Code::Unsupported),
+            (PAIR, open(RouteKind::Publisher), Code::Unsupported),
+            (7, open(RouteKind::Pair), Code::Unsupported),
+        ];
+        for (role, found, code) in refused {
+            let r = by_claim(role, "/p", found).unwrap_err();
+            assert_eq!(r.code, code, "{role} {found:?}: {}", r.message);
         }
     }
 

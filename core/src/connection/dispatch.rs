@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::admission::{
-    by_check, by_endpoint, by_header, by_type, Arrival, ByType, Found, RouteKind, Step,
+    by_check, by_claim, by_endpoint, by_header, by_type, Arrival, ByType, Found, RouteKind, Step,
     StreamRefusal,
 };
 use super::context::Context;
@@ -22,12 +22,12 @@ use super::handles::{
     write_error_reply, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message,
 };
 use super::handshake::{conclude, our_hello, Agreed, Flow, Side};
-use super::reverse::{ParkedPool, Publication, Reverse, SubscriberConn};
+use super::reverse::{Claimable, ParkedPool, Publication, Reverse, SubscriberConn, Way};
 use super::share::Shares;
 use crate::error::{Error, Limit, LossCause};
 use crate::transport::reader::{ReadFail, StreamReader, Watch};
 use crate::transport::{Accept, Conn, IncomingRaw, Life, PeerIdentity, SendHalf};
-use crate::wire::{control, Code, ControlFrame, Header, StreamType, Subscription};
+use crate::wire::{control, Code, ControlFrame, Header, PathClaim, StreamType, Subscription};
 
 /// The `from` of a local-socket session's arrival: an AF_UNIX peer has no address of its own
 /// (what the kernel proved of it is its `PeerIdentity`).
@@ -48,6 +48,10 @@ pub(crate) trait Endpoints: Send + Sync + 'static {
     /// The publisher bound at `path`, for a SUBSCRIBE: `Err(kind)` when an endpoint of another
     /// kind is bound there; None when nothing is.
     fn publication(&self, path: &str) -> Option<Result<Arc<dyn Publication>, RouteKind>>;
+
+    /// The endpoint a dialler may claim at `path` (a pair), for a CLAIM and for the streams
+    /// it admits; None when nothing claimable is bound there.
+    fn claimable(&self, path: &str) -> Option<Arc<dyn Claimable>>;
 }
 
 /// An endpoint's bounded queue, as dispatch hands it streams and lane messages.
@@ -129,7 +133,13 @@ pub(crate) struct Dispatch<E> {
     /// The body deadline of this connection's streams, and its traffic (per QUIC or
     /// in-process connection; None for AF_UNIX, whose streams each get their own).
     watch: Option<Arc<Watch>>,
+    /// This connection's id, unique in the runtime, which a claim names (per QUIC or
+    /// in-process connection; None for an AF_UNIX data connection, which names none).
+    conn_id: Option<u64>,
 }
+
+/// The ids of accepted connections, for claims.
+static NEXT_CONN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The subscriptions of one accepted connection (or local session), by publisher path.
 struct ConnSubs {
@@ -139,6 +149,16 @@ struct ConnSubs {
     /// Both HELLOs offered message lanes: small copies go as lane frames.
     lanes: bool,
     subs: HashMap<String, (Arc<dyn Publication>, Option<u64>)>,
+    /// The connection's id, and the endpoints it claimed (released when it ends).
+    conn_id: u64,
+    claims: Vec<Arc<dyn Claimable>>,
+    /// How a claimed endpoint reaches the dialler: the connection (QUIC, in process); None
+    /// over AF_UNIX, where a claim is not built yet.
+    claim_reverse: Option<Reverse>,
+    /// Both HELLOs set claims (FEATURES bit 3).
+    claims_agreed: bool,
+    /// The dialler's MAX_HEADER_SIZE, for what a claimed endpoint sends it.
+    peer_max_header: u64,
 }
 
 impl Drop for ConnSubs {
@@ -147,6 +167,9 @@ impl Drop for ConnSubs {
             if let Some(id) = id {
                 hub.remove(*id);
             }
+        }
+        for c in &self.claims {
+            c.release(self.conn_id);
         }
     }
 }
@@ -225,6 +248,7 @@ impl<E> Clone for Dispatch<E> {
             shares: self.shares.clone(),
             watch: self.watch.clone(),
             lanes: self.lanes,
+            conn_id: self.conn_id,
         }
     }
 }
@@ -249,7 +273,25 @@ impl<E: Endpoints> Dispatch<E> {
             peer_max_header: u64::MAX,
             shares: None,
             watch: None,
+            conn_id: None,
         }
+    }
+
+    /// Serves the streams a listener opens toward this dialler on `link`, a connection that
+    /// claimed a bound pair (PROTOCOL.md §3.1.6): each is read and admitted as a listener
+    /// admits a dialler's (§9), with the same bounds and refusals, to the endpoint `self`
+    /// holds. Returns when the connection ends.
+    pub(crate) async fn reverse(self, link: &super::link::Link) {
+        let conn = link.conn.clone();
+        let this = Self {
+            peer_max_header: link.peer_max_header,
+            shares: Some(Arc::default()),
+            lanes: link.lanes,
+            watch: Some(Watch::of(conn.clone(), self.ctx.limits.body_idle_timeout)),
+            ..self
+        };
+        conn.accept_each(Accept::OneWay, |raw| this.admit(raw))
+            .await;
     }
 
     /// Dispatches inline when the stream's header has already arrived (the common case) and
@@ -323,6 +365,9 @@ impl<E: Endpoints> Dispatch<E> {
         if let Err(r) = by_endpoint(ty, &path, found(&route)) {
             return self.refuse(reader, send, r).await;
         }
+        if let Some(r) = self.unclaimed(&path, &route) {
+            return self.refuse(reader, send, r).await;
+        }
         let Some((_, Some(tx), max_body)) = route else {
             unreachable!("an endpoint that takes a stream has a queue")
         };
@@ -381,6 +426,9 @@ impl<E: Endpoints> Dispatch<E> {
         };
         let route = self.endpoints.find(path);
         if let Err(r) = by_endpoint(StreamType::Lane, path, found(&route)) {
+            return self.refuse(reader, send, r).await;
+        }
+        if let Some(r) = self.unclaimed(path, &route) {
             return self.refuse(reader, send, r).await;
         }
         let Some((_, Some(tx), max_body)) = route else {
@@ -461,6 +509,30 @@ impl<E: Endpoints> Dispatch<E> {
         }
     }
 
+    /// A pair's path takes streams only from the connection that claimed it (PROTOCOL.md
+    /// §3.1.6): the refusal of a stream from any other, or None.
+    fn unclaimed(
+        &self,
+        path: &str,
+        route: &Option<(RouteKind, Option<E::Queue>, u64)>,
+    ) -> Option<StreamRefusal> {
+        if !matches!(route, Some((RouteKind::Pair, ..))) {
+            return None;
+        }
+        let admitted = self
+            .endpoints
+            .claimable(path)
+            .is_some_and(|c| c.admits(self.conn_id));
+        (!admitted).then(|| {
+            StreamRefusal::new(
+                Code::Unsupported,
+                format!(
+                    "{path:?} is a pair, which takes streams only from the peer that claimed it"
+                ),
+            )
+        })
+    }
+
     /// The body deadline for a stream of this connection (AF_UNIX: one of its own).
     fn stream_watch(&self) -> Arc<Watch> {
         match &self.watch {
@@ -503,7 +575,7 @@ impl<E: Endpoints> Dispatch<E> {
         let first = tokio::time::timeout(self.ctx.limits.idle_timeout, ctl.next())
             .await
             .unwrap_or(Ok(None));
-        let mine = our_hello(&self.ctx.config, None, Flow::Receives);
+        let mine = our_hello(&self.ctx.config, None, Flow::Listens);
         match conclude(Side::Bound, &mine, first) {
             Ok(agreed) => {
                 let mut out = Vec::new();
@@ -619,11 +691,64 @@ impl<E: Endpoints> Dispatch<E> {
                         return Code::NoError;
                     }
                 }
+                Ok(Some(ControlFrame::Claim(c))) => {
+                    let (code, reason) = match self.claim(subs, &c) {
+                        Ok(()) => (Code::NoError, String::new()),
+                        Err(e) => e,
+                    };
+                    let mut out = Vec::new();
+                    ControlFrame::Answer {
+                        request: c.request,
+                        code,
+                        reason,
+                    }
+                    .encode(&mut out);
+                    if send.write(Bytes::from(out)).await.is_err() {
+                        return Code::NoError;
+                    }
+                }
                 Ok(Some(f)) => tracing::trace!(?f, "control frame"),
                 Err(Error::Protocol(_)) => return Code::ProtocolError,
                 Err(_) => return Code::NoError,
             }
         }
+    }
+
+    /// This connection claims the endpoint at `c.path` in `c.role` (PROTOCOL.md §3.1.6).
+    fn claim(&self, subs: &mut ConnSubs, c: &PathClaim) -> Result<(), (Code, String)> {
+        let route = self.endpoints.find(&c.path);
+        if !subs.claims_agreed {
+            return Err((
+                Code::Unsupported,
+                "claims are not in use on this connection (FEATURES bit 3)".into(),
+            ));
+        }
+        by_claim(c.role, &c.path, found(&route)).map_err(|r| (r.code, r.message))?;
+        let Some(reverse) = subs.claim_reverse.clone() else {
+            return Err((
+                Code::Unsupported,
+                "a claim over a local socket is not built yet".into(),
+            ));
+        };
+        let Some(endpoint) = self.endpoints.claimable(&c.path) else {
+            return Err((
+                Code::UnknownEndpoint,
+                format!("nothing is bound at {:?}", c.path),
+            ));
+        };
+        if subs.claims.iter().any(|x| Arc::ptr_eq(x, &endpoint)) {
+            return Err((
+                Code::LimitExceeded,
+                format!("this connection claimed {:?} already", c.path),
+            ));
+        }
+        let way = Way {
+            reverse,
+            peer_max_header: subs.peer_max_header,
+        };
+        endpoint.claim(subs.conn_id, way)?;
+        subs.claims.push(endpoint);
+        Ok(())
     }
 
     /// Installs one filter for this connection at the publisher on `s.path`.
@@ -740,6 +865,11 @@ impl<E: Endpoints> Dispatch<E> {
             // frames of a lane on one of them, where both HELLOs set the bit for it (§3.7).
             lanes: agreed.parked_lanes,
             subs: HashMap::new(),
+            conn_id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
+            claims: Vec::new(),
+            claim_reverse: None,
+            claims_agreed: agreed.claims,
+            peer_max_header: agreed.peer_max_header,
         };
         // A local session's streams are OS connections of their own that outlive it, and
         // the kernel already holds what they carried: GOAWAY ends the session at once.
@@ -756,12 +886,12 @@ impl<E: Endpoints> Dispatch<E> {
             _ = self.control(&mut ctl, &mut send, &tracker, &mut subs) => LossCause::PeerClosed,
             _ = tracker.drained() => LossCause::PeerClosed,
         };
-        self.shared.arrivals.ended(LOCAL_SESSION, cause);
+        drop(subs);
         if let Some((token, pool)) = pool {
             self.shared.sessions.lock().unwrap().remove(&token);
             pool.close();
         }
-        drop(subs);
+        self.shared.arrivals.ended(LOCAL_SESSION, cause);
     }
 
     /// An accepted QUIC or in-process connection: handshake, then its streams.
@@ -799,11 +929,13 @@ impl<E: Endpoints> Dispatch<E> {
         let from = conn.from();
         tracing::debug!(?peer, from, "accepted");
         self.shared.arrivals.connected(&from, peer.as_ref());
+        let conn_id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
         let this = Self {
             peer_max_header: agreed.peer_max_header,
             shares: Some(Arc::default()),
             lanes: agreed.lanes,
             watch: Some(Watch::of(conn.clone(), self.ctx.limits.body_idle_timeout)),
+            conn_id: Some(conn_id),
             ..self.clone()
         };
         let tracker = Tracker::new();
@@ -812,6 +944,11 @@ impl<E: Endpoints> Dispatch<E> {
             number: agreed.numbered,
             lanes: agreed.lanes,
             subs: HashMap::new(),
+            conn_id,
+            claims: Vec::new(),
+            claim_reverse: Some(Reverse::Conn(conn.clone())),
+            claims_agreed: agreed.claims,
+            peer_max_header: agreed.peer_max_header,
         };
         let accept = conn.accept_each(Accept::All, |mut raw| {
             raw.live = Some(tracker.admit());
@@ -847,10 +984,11 @@ impl<E: Endpoints> Dispatch<E> {
         if let LossCause::TransportError(why) = &cause {
             tracing::warn!(?peer, %why, "an accepted connection ended with a transport error");
         }
-        self.shared.arrivals.ended(&from, cause);
-        // The subscriptions end with the connection; keep the control stream's send half
-        // until then.
+        // The subscriptions and claims end with the connection, before the listener's
+        // application hears of it (a pair is claimable again by the time its `lost` event is
+        // read); keep the control stream's send half until then.
         drop(subs);
+        self.shared.arrivals.ended(&from, cause);
         drop(send);
     }
 }

@@ -6,7 +6,8 @@
 use crate::config::RuntimeConfig;
 use crate::error::{Error, Result};
 use crate::wire::{
-    lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session, FEATURE_PATH_CHECK,
+    lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session, FEATURE_CLAIM,
+    FEATURE_PATH_CHECK,
 };
 
 /// What the endpoint a connection serves does with PerProducer numbering (PROTOCOL.md §3.3,
@@ -15,8 +16,10 @@ use crate::wire::{
 /// NEGOTIATION_FAILED instead of being accepted and never numbered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Flow {
-    /// A listener (its HELLO comes before any path, so it speaks for every endpoint it may
-    /// bind) and a subscriber: offers every level implemented, requires the configuration's.
+    /// A listener: its HELLO comes before any path, so it speaks for every endpoint it may
+    /// bind. As a subscriber (below), and it answers CLAIM (PROTOCOL.md §3.1.6).
+    Listens,
+    /// A subscriber: offers every level implemented, requires the configuration's.
     Receives,
     /// A pusher: numbers what it sends, and a puller detects gaps (it holds nothing back), so
     /// it offers detect. It receives nothing numbered, so it requires no ordering.
@@ -24,6 +27,9 @@ pub(crate) enum Flow {
     /// A requester or a raw peer: an exchange or a stream has no producer order to number, so
     /// it offers none and requires none.
     Unordered,
+    /// A dialling PAIR: it claims the bound pair (PROTOCOL.md §3.1.6). Its messages are not
+    /// numbered in either direction, so it offers and requires no ordering.
+    Pair,
 }
 
 /// This runtime's HELLO for a connection serving `flow`: the ordering that flow honours, the
@@ -37,13 +43,17 @@ pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>, flow:
         0
     };
     let (offered, required) = match flow {
-        Flow::Receives => (Ordering::Reassemble, config.guarantees.ordering),
+        Flow::Listens | Flow::Receives => (Ordering::Reassemble, config.guarantees.ordering),
         Flow::Numbers => (Ordering::Detect, Ordering::None),
-        Flow::Unordered => (Ordering::None, Ordering::None),
+        Flow::Unordered | Flow::Pair => (Ordering::None, Ordering::None),
+    };
+    let claim = match flow {
+        Flow::Listens | Flow::Pair => FEATURE_CLAIM,
+        Flow::Receives | Flow::Numbers | Flow::Unordered => 0,
     };
     Hello {
         max_header_size: config.limits.max_header_size,
-        features: lanes | FEATURE_PATH_CHECK,
+        features: lanes | FEATURE_PATH_CHECK | claim,
         offered: GuaranteeSet {
             ordering: offered,
             other: Vec::new(),
@@ -74,6 +84,8 @@ pub(crate) struct Agreed {
     pub(crate) lanes: bool,
     /// Both sides set the path check (§3.1.5): the dialler may ask CHECK, and is answered.
     pub(crate) path_check: bool,
+    /// Both sides set claims (§3.1.6): the dialler may send CLAIM, and is answered.
+    pub(crate) claims: bool,
     /// Both sides offered lanes on parked connections as well as lanes (§3.7): over AF_UNIX
     /// a publisher writes small copies as frames of a lane on one parked connection.
     pub(crate) parked_lanes: bool,
@@ -169,7 +181,8 @@ pub(crate) fn conclude(
     Ok(Agreed {
         lanes: both & lane_frame::FEATURE_LANES != 0,
         parked_lanes: both & parked_lanes == parked_lanes,
-        path_check: ours.features & theirs.features & FEATURE_PATH_CHECK != 0,
+        path_check: both & FEATURE_PATH_CHECK != 0,
+        claims: both & FEATURE_CLAIM != 0,
         peer_max_header: theirs.max_header_size,
         numbered: guarantees.ordering >= Ordering::Detect
             && theirs.required.ordering >= Ordering::Detect,
@@ -581,13 +594,20 @@ mod tests {
             parked: 2,
             token: Bytes::from_static(&[0xab, 0xcd]),
         };
+        let listener = frame(&default, None, Flow::Listens);
         let control = [&[StreamType::Control.to_byte()][..], &hello].concat();
         let shown = [
             ("§3.3, the default HELLO", spaced(&hello)),
+            ("§3.3, a listener's HELLO", spaced(&listener)),
             (
-                "§3.3, requiring detect",
-                spaced(&frame(&detect, None, Flow::Receives)),
+                "§3.3, a listener requiring detect",
+                spaced(&frame(&detect, None, Flow::Listens)),
             ),
+            (
+                "§3.1.6, a dialling pair's HELLO",
+                spaced(&frame(&detect, None, Flow::Pair)),
+            ),
+            ("§3.2, the listener's answer", spaced(&listener)),
             (
                 "§3.3, a pusher's HELLO",
                 spaced(&frame(&detect, None, Flow::Numbers)),
@@ -598,7 +618,7 @@ mod tests {
             ),
             ("§3.2, the dialler's first bytes", spaced(&control)),
             ("§3.6, the dialler's first chunk", chunk(&control)),
-            ("§3.6, the listener's answer", chunk(&hello)),
+            ("§3.6, the listener's answer", chunk(&listener)),
             (
                 "§3.7, a parking subscriber",
                 spaced(&frame(&default, Some(&parked), Flow::Receives)),
@@ -610,13 +630,28 @@ mod tests {
         }
         let vectors: serde_json::Value =
             serde_json::from_str(&read("conformance/vectors/hello.json")).unwrap();
-        let name = "HELLO: this implementation's default (lanes, path check, offers reassemble)";
-        let vector = vectors["vectors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["name"] == name)
-            .unwrap_or_else(|| panic!("hello.json has no vector {name:?}"));
-        assert_eq!(vector["hex"], hex::encode(&hello), "{name}");
+        let named = [
+            (
+                "HELLO: this implementation's default (lanes, path check, offers reassemble)",
+                hello.clone(),
+            ),
+            (
+                "HELLO: this implementation's listener (lanes, path check, claims, offers reassemble)",
+                listener.clone(),
+            ),
+            (
+                "HELLO: this implementation's dialling pair (lanes, path check, claims, no ordering)",
+                frame(&default, None, Flow::Pair),
+            ),
+        ];
+        for (name, bytes) in named {
+            let vector = vectors["vectors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == name)
+                .unwrap_or_else(|| panic!("hello.json has no vector {name:?}"));
+            assert_eq!(vector["hex"], hex::encode(&bytes), "{name}");
+        }
     }
 }

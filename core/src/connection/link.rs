@@ -34,6 +34,8 @@ pub(crate) struct Link {
     pub(crate) lanes: bool,
     /// Both HELLOs set the path check: the listener answers CHECK (PROTOCOL.md §3.1.5).
     path_check: bool,
+    /// Both HELLOs set claims: the listener answers CLAIM (PROTOCOL.md §3.1.6).
+    claims: bool,
     /// The lane toward this link's path, once a small message opened it.
     lane: Mutex<Option<Lane>>,
     /// Changes, under `lane`'s lock, whenever `lane` does: a sender's cached handle
@@ -78,6 +80,7 @@ impl Link {
             plain_heads: Default::default(),
             lanes: agreed.lanes,
             path_check: agreed.path_check,
+            claims: agreed.claims,
             parked_lanes: agreed.parked_lanes,
             lane: Mutex::new(None),
             lane_gen: AtomicU64::new(0),
@@ -362,6 +365,36 @@ impl Link {
                 ControlFrame::Check(crate::wire::PathCheck {
                     request,
                     streams,
+                    path: self.path.to_string(),
+                })
+            })
+            .await?;
+        match answer {
+            (Code::NoError, _) => Ok(()),
+            (code, reason) => Err(code.into_error(&self.path, &reason)),
+        }
+    }
+
+    /// Claims the endpoint at this link's path in `role` (PROTOCOL.md §3.1.6): from the
+    /// listener's NO_ERROR on, it takes this connection's streams and opens its own toward
+    /// it. `Unsupported` when the listener takes no claims (its HELLO did not set FEATURES
+    /// bit 3) or the path's endpoint takes none in this role, `UnknownEndpoint` when nothing
+    /// is bound there, `LimitExceeded` when another peer holds it. The wait for the ANSWER is
+    /// bounded by `connect_timeout`. Cancel-safe: an answer that comes after is dropped, and
+    /// the connection (which the caller then lets go) releases the claim with it.
+    pub(crate) async fn claim(&self, role: u64) -> Result<()> {
+        if !self.claims {
+            return Err(Error::Unsupported(format!(
+                "the listener of {:?} takes no claims: its HELLO does not set FEATURES bit 3",
+                &*self.path
+            )));
+        }
+        let within = self.ctx.limits.connect_timeout;
+        let answer = self
+            .request(Some(within), |request| {
+                ControlFrame::Claim(crate::wire::PathClaim {
+                    request,
+                    role,
                     path: self.path.to_string(),
                 })
             })

@@ -31,6 +31,30 @@ pub(crate) trait Publication: Send + Sync {
     fn remove(&self, id: u64);
 }
 
+/// A bound endpoint a dialler claims (a PAIR, PROTOCOL.md §3.1.6), as the connection layer
+/// sees it: dispatch hands it the claiming connection's way back, tells it when that
+/// connection ends, and asks it whose streams it takes.
+pub(crate) trait Claimable: Send + Sync {
+    /// The connection `conn` (an id unique in the runtime) claims it; `way` is how to reach the
+    /// dialler. Err: the code and reason of the ANSWER (LIMIT_EXCEEDED: another connection
+    /// holds it).
+    fn claim(&self, conn: u64, way: Way) -> Result<(), (Code, String)>;
+    /// The connection `conn` ended: if it held the endpoint, the endpoint is claimable again.
+    fn release(&self, conn: u64);
+    /// Whether a stream of connection `conn` is taken: only the claimant's are. `None` is an
+    /// AF_UNIX data connection, which names no connection (Open point 3), and is not.
+    fn admits(&self, conn: Option<u64>) -> bool;
+}
+
+/// How a claimed endpoint reaches the dialler that claimed it.
+#[derive(Clone)]
+pub(crate) struct Way {
+    /// Opens a stream toward the dialler.
+    pub(crate) reverse: Reverse,
+    /// The dialler's MAX_HEADER_SIZE: a header above it is not sent.
+    pub(crate) peer_max_header: u64,
+}
+
 /// Where a subscriber's copies go, as its connection handler knows it.
 pub(crate) struct SubscriberConn {
     pub(crate) reverse: Reverse,

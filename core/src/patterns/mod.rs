@@ -31,8 +31,10 @@ macro_rules! dialling {
                 "may be bound later. ", $until_live, " `events()` tells how the dialling goes ",
                 "(Retrying, Connected, GaveUp). Fails at once only for an address that does not ",
                 "parse or has no path, or a closed runtime; connecting an address already ",
-                "connected changes nothing. Cancel-safe (it returns without waiting)."
+                "connected changes nothing."
             )]
+            ///
+            /// Cancel-safe: it returns without waiting.
             pub async fn connect_later(&self, address: &str) -> $crate::error::Result<()> {
                 self.dialer.connect_later(address)
             }
@@ -62,6 +64,7 @@ pub(crate) use dialling;
 mod bus;
 mod fan;
 mod ordering;
+mod pair;
 pub(crate) mod pubsub;
 mod pushpull;
 mod raw;
@@ -70,6 +73,7 @@ mod reqrep;
 mod survey;
 
 pub use bus::Bus;
+pub use pair::Pair;
 pub use pubsub::{
     BoundSubscriber, DialingPublisher, DropCause, Dropped, FanOut, Publisher, Subscriber,
 };
@@ -121,6 +125,24 @@ impl Dialer {
         let peers = Arc::new(PeerSet::default());
         Ok(Self {
             owner: Arc::new(Pooled::new(pool.clone(), peers.clone(), streams, flow)),
+            pool,
+            peers,
+            bounds,
+        })
+    }
+
+    /// A dialer for an endpoint that claims the path it dials (a pair, PROTOCOL.md §3.1.6) in
+    /// `claim.role`, on a connection of its own per slot.
+    fn claiming(
+        pool: Arc<Pool>,
+        options: &EndpointOptions,
+        flow: Flow,
+        claim: redial::Claim,
+    ) -> Result<Self> {
+        let bounds = options.resolve(&pool.ctx.config)?;
+        let peers = Arc::new(PeerSet::default());
+        Ok(Self {
+            owner: Arc::new(Pooled::claiming(pool.clone(), peers.clone(), flow, claim)),
             pool,
             peers,
             bounds,

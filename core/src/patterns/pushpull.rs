@@ -71,6 +71,22 @@ impl Runtime {
     }
 }
 
+impl Pusher {
+    /// A pusher over `dialer` (a pair's, which claims what it dials), with an outbox of the
+    /// dialer's bounds.
+    pub(crate) fn over(dialer: Dialer, pool: &crate::runtime::pool::Pool) -> Self {
+        Self {
+            outbox: pool.outbox(dialer.bounds.outbox),
+            dialer,
+        }
+    }
+
+    /// Leaves every peer.
+    pub(crate) fn leave(&self) {
+        self.dialer.leave_all();
+    }
+}
+
 impl Listener {
     /// Binds a [`Puller`] at `path`.
     pub fn puller(&self, path: &str) -> Result<Puller> {
@@ -337,9 +353,17 @@ pub struct Puller {
 }
 
 impl Puller {
+    /// A receiving side over `inbox`, with no ordering (a pair's).
+    pub(crate) fn over(inbox: Inbox) -> Self {
+        Self {
+            inbox,
+            detectors: None,
+        }
+    }
+
     /// The address to dial this puller at.
     pub fn address(&self) -> &Address {
-        &self.inbox.address
+        self.inbox.address()
     }
 
     /// The next whole message, bounded by `max_collected_body` (the puller's, else the

@@ -106,7 +106,7 @@ pub struct Acceptor {
 impl Acceptor {
     /// The address to dial this acceptor at.
     pub fn address(&self) -> &Address {
-        &self.inbox.address
+        self.inbox.address()
     }
 
     /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and

@@ -150,7 +150,7 @@ pub struct Replier {
 impl Replier {
     /// The address to dial this replier at.
     pub fn address(&self) -> &Address {
-        &self.inbox.address
+        self.inbox.address()
     }
 
     /// Unbinds the path: a stream sent here from now on is refused with UNKNOWN_ENDPOINT, and

@@ -18,9 +18,11 @@ use crate::error::{Error, Result};
 /// The receiving side of a bound endpoint: its queue, and its route that goes when it drops.
 pub(crate) struct Inbox {
     pub(crate) rx: tokio::sync::Mutex<InboxRx>,
-    route: RouteGuard,
+    /// The bound path it receives at; None for a dialling endpoint's inbox (a pair's), fed by
+    /// the streams its listener opens toward it.
+    route: Option<RouteGuard>,
     pub(crate) ctx: Arc<Context>,
-    pub(crate) address: Address,
+    address: Option<Address>,
     /// The endpoint's own bounds (its `EndpointOptions`, else the runtime's).
     pub(crate) bounds: Bounds,
     /// Messages handed back undelivered (a binding whose caller cancelled as the message
@@ -91,6 +93,22 @@ impl Inbox {
         route: RouteGuard,
         ctx: Arc<Context>,
         address: Address,
+        bounds: Bounds,
+    ) -> Self {
+        Self::with(rx, Some(route), ctx, Some(address), bounds)
+    }
+
+    /// The receiving side of a dialling endpoint (a pair): no path of its own; its queue closes
+    /// when the senders its connections' dispatch holds are dropped.
+    pub(crate) fn unrouted(rx: Receiver<Queued>, ctx: Arc<Context>, bounds: Bounds) -> Self {
+        Self::with(rx, None, ctx, None, bounds)
+    }
+
+    fn with(
+        rx: Receiver<Queued>,
+        route: Option<RouteGuard>,
+        ctx: Arc<Context>,
+        address: Option<Address>,
         bounds: Bounds,
     ) -> Self {
         Self {
@@ -194,6 +212,15 @@ impl Inbox {
     /// Unbinds the path: nothing more is dispatched here (a new stream is refused with
     /// UNKNOWN_ENDPOINT), streams already queued are still handed out, then `Closed`.
     pub(crate) fn close(&self) {
-        self.route.close();
+        if let Some(r) = &self.route {
+            r.close();
+        }
+    }
+
+    /// The address of the bound path it receives at.
+    pub(crate) fn address(&self) -> &Address {
+        self.address
+            .as_ref()
+            .expect("only a bound endpoint asks for its address")
     }
 }

@@ -11,14 +11,14 @@ use tracing::Instrument;
 use super::events::{EventSender, PeerEvent, PeerEvents};
 use super::inbox::Inbox;
 use super::queue;
-use super::routes::{RouteGuard, RouteTable};
+use super::routes::{Route, RouteGuard, RouteTable};
 use crate::address::{Address, Target};
 use crate::config::{Bounds, EndpointOptions};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
 use crate::connection::dial::pipe_unsupported;
 use crate::connection::dispatch::{Arrivals, Dispatch, Queued};
-use crate::connection::reverse::Publication;
+use crate::connection::reverse::{Claimable, Publication};
 use crate::error::{AddressPart, Error, LossCause, Result};
 use crate::security::trust::ServerTls;
 use crate::transport::{inproc, quic, unix, Conn, Life, PeerIdentity};
@@ -312,14 +312,31 @@ impl Listener {
         publication: Option<Arc<dyn Publication>>,
         bounds: Bounds,
     ) -> Result<RouteGuard> {
+        self.route_claimed(path, kind, tx, publication, None, bounds)
+    }
+
+    /// [`Listener::route`] for an endpoint a dialler claims (a pair).
+    pub(crate) fn route_claimed(
+        &self,
+        path: &str,
+        kind: RouteKind,
+        tx: Option<queue::Sender<Queued>>,
+        publication: Option<Arc<dyn Publication>>,
+        claim: Option<Arc<dyn Claimable>>,
+        bounds: Bounds,
+    ) -> Result<RouteGuard> {
         crate::address::validate_path(path)?;
         static NEXT_ROUTE: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ROUTE.fetch_add(1, Ordering::Relaxed);
-        if !self
-            .inner
-            .routes
-            .insert(path, kind, tx, publication, id, bounds.max_collected_body)
-        {
+        let route = Route {
+            kind,
+            tx,
+            publication,
+            claim,
+            id,
+            max_body: bounds.max_collected_body,
+        };
+        if !self.inner.routes.insert(path, route) {
             return Err(Error::InvalidConfig(format!(
                 "path {path:?} is already bound on {}",
                 self.inner.address

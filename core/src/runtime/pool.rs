@@ -65,9 +65,17 @@ impl Pool {
             .iter()
             .find(|(_, l)| Arc::ptr_eq(l, &link))
             .map(|(k, _)| k.clone());
-        // Held by the pool and by `link` only: nobody else sends on it.
-        if let (Some(key), 2) = (key, Arc::strong_count(&link)) {
-            pool.remove(&key);
+        // Held by the pool and by `link` only: nobody else sends on it. A link the pool never
+        // held (an endpoint's own, `dial_own`) is its endpoint's alone: it goes now.
+        let last = match key {
+            Some(key) if Arc::strong_count(&link) == 2 => {
+                pool.remove(&key);
+                true
+            }
+            Some(_) => false,
+            None => true,
+        };
+        if last {
             drop(pool);
             if let Some(rt) = self.runtime.get() {
                 let wait = self.ctx.limits.idle_timeout;
@@ -114,6 +122,18 @@ impl Pool {
         let dial = self
             .dialler
             .dial(&self.ctx, address, path, session, Flow::Receives);
+        dial.instrument(span).await
+    }
+
+    /// A connection of its own for an endpoint that claims what it dials (a pair: the listener
+    /// opens streams toward it on this connection, PROTOCOL.md §3.1.6), never pooled with
+    /// other endpoints'. [`Pool::release`] closes it gracefully.
+    pub(crate) async fn dial_own(&self, address: &Address, flow: Flow) -> Result<Arc<Link>> {
+        self.ctx.check_running()?;
+        let _ = self.runtime.set(tokio::runtime::Handle::current());
+        let path: Arc<str> = address.endpoint_path()?.into();
+        let span = tracing::debug_span!("dial", %address, own = true);
+        let dial = self.dialler.dial(&self.ctx, address, path, None, flow);
         dial.instrument(span).await
     }
 

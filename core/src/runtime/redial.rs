@@ -48,7 +48,20 @@ pub(crate) struct Pooled {
     streams: u64,
     /// The ordering its connections offer and require.
     flow: Flow,
+    /// An endpoint that claims what it dials (a pair) has a connection of its own per slot,
+    /// claims the path on it instead of checking it, and puts each new one to use.
+    claim: Option<Claim>,
 }
+
+/// How a claiming endpoint dials: the role it claims in, and what it does with each
+/// connection once claimed (reads the streams the listener opens on it).
+pub(crate) struct Claim {
+    pub(crate) role: u64,
+    pub(crate) claimed: Claimed,
+}
+
+/// What a claiming endpoint does with each connection once its claim is held.
+pub(crate) type Claimed = Box<dyn Fn(&Arc<Link>) + Send + Sync>;
 
 impl Pooled {
     pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>, streams: u64, flow: Flow) -> Self {
@@ -57,6 +70,18 @@ impl Pooled {
             peers,
             streams,
             flow,
+            claim: None,
+        }
+    }
+
+    /// The slots of an endpoint that claims what it dials.
+    pub(crate) fn claiming(pool: Arc<Pool>, peers: Arc<PeerSet>, flow: Flow, claim: Claim) -> Self {
+        Self {
+            pool,
+            peers,
+            streams: 0,
+            flow,
+            claim: Some(claim),
         }
     }
 }
@@ -69,6 +94,19 @@ impl Owner for Pooled {
     /// other endpoint holds it).
     fn dial<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Result<Arc<Link>>> {
         Box::pin(async move {
+            if let Some(c) = &self.claim {
+                let link = self.pool.dial_own(address, self.flow).await?;
+                return match link.claim(c.role).await {
+                    Ok(()) => {
+                        (c.claimed)(&link);
+                        Ok(link)
+                    }
+                    Err(e) => {
+                        self.pool.release(link);
+                        Err(e)
+                    }
+                };
+            }
             let link = self.pool.link(address, self.flow).await?;
             match link.check(self.streams).await {
                 Ok(()) => Ok(link),

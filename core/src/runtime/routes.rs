@@ -9,7 +9,7 @@ use super::listener::ListenerInner;
 use super::queue::{Sender, WeakSender};
 use crate::connection::admission::RouteKind;
 use crate::connection::dispatch::{EndpointQueue, Endpoints, Queued};
-use crate::connection::reverse::Publication;
+use crate::connection::reverse::{Claimable, Publication};
 
 /// The endpoints of one listener, by path.
 #[derive(Default)]
@@ -17,40 +17,28 @@ pub(crate) struct RouteTable {
     routes: RwLock<HashMap<String, Route>>,
 }
 
-struct Route {
-    kind: RouteKind,
+/// What is bound at a path.
+pub(crate) struct Route {
+    pub(crate) kind: RouteKind,
     /// The endpoint's queue (every kind but a publisher).
-    tx: Option<Sender<Queued>>,
+    pub(crate) tx: Option<Sender<Queued>>,
     /// A publisher's subscribers.
-    publication: Option<Arc<dyn Publication>>,
-    id: u64,
+    pub(crate) publication: Option<Arc<dyn Publication>>,
+    /// A pair's claim.
+    pub(crate) claim: Option<Arc<dyn Claimable>>,
+    pub(crate) id: u64,
     /// The endpoint's `max_collected_body`: a lane frame above it is refused at dispatch,
     /// and an exchange's `take_body` collects up to it.
-    max_body: u64,
+    pub(crate) max_body: u64,
 }
 
 impl RouteTable {
-    /// Binds `path` unless it is bound: the route's id, or false.
-    pub(crate) fn insert(
-        &self,
-        path: &str,
-        kind: RouteKind,
-        tx: Option<Sender<Queued>>,
-        publication: Option<Arc<dyn Publication>>,
-        id: u64,
-        max_body: u64,
-    ) -> bool {
+    /// Binds `path` to `route` unless it is bound: false when it is.
+    pub(crate) fn insert(&self, path: &str, route: Route) -> bool {
         let mut routes = self.routes.write().unwrap();
         if routes.contains_key(path) {
             return false;
         }
-        let route = Route {
-            kind,
-            tx,
-            publication,
-            id,
-            max_body,
-        };
         routes.insert(path.to_string(), route);
         true
     }
@@ -74,6 +62,11 @@ impl Endpoints for RouteTable {
         routes
             .get(path)
             .map(|r| r.publication.clone().ok_or(r.kind))
+    }
+
+    fn claimable(&self, path: &str) -> Option<Arc<dyn Claimable>> {
+        let routes = self.routes.read().unwrap();
+        routes.get(path).and_then(|r| r.claim.clone())
     }
 }
 

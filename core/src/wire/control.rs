@@ -32,6 +32,22 @@ pub mod frame_type {
     /// open: `request:varint streams:varint path` (path UTF-8, to the end of the payload),
     /// answered by ANSWER. Sent only where both HELLOs set [`super::FEATURE_PATH_CHECK`].
     pub const CHECK: u64 = 0x07;
+    /// CLAIM: a dialler asks to become the peer the endpoint bound at a path sends to, in a
+    /// role: `request:varint role:varint path` (path UTF-8, to the end of the payload),
+    /// answered by ANSWER. Sent only where both HELLOs set [`super::FEATURE_CLAIM`].
+    pub const CLAIM: u64 = 0x08;
+}
+
+/// HELLO FEATURES bit of claims (PROTOCOL.md §3.1.6): the sender answers CLAIM and opens
+/// transfers toward a dialler that claimed one of its endpoints (a listener), or may send
+/// CLAIM and takes the transfers the listener opens (a dialler). In use on a connection only
+/// when both HELLOs set it.
+pub const FEATURE_CLAIM: u64 = 1 << 3;
+
+/// The roles a CLAIM names (PROTOCOL.md §3.1.6).
+pub mod claim_role {
+    /// The one peer of a bound PAIR: it sends to the pair and the pair sends to it.
+    pub const PAIR: u64 = 1;
 }
 
 /// HELLO FEATURES bit of the path check: the sender answers CHECK (a listener) or may send it
@@ -356,6 +372,8 @@ pub enum ControlFrame {
     },
     /// CHECK: does the endpoint at a path take the streams the dialler will open?
     Check(PathCheck),
+    /// CLAIM: may the dialler be the peer the endpoint at a path sends to?
+    Claim(PathClaim),
     /// A frame type this implementation does not know; skipped by the reader.
     Unknown(u64),
 }
@@ -388,6 +406,40 @@ impl PathCheck {
         Ok(Self {
             request,
             streams,
+            path: path.to_string(),
+        })
+    }
+}
+
+/// The payload of CLAIM (PROTOCOL.md §3.1.6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathClaim {
+    /// Numbers the request so its ANSWER can name it; from the same count as CHECK's.
+    pub request: u64,
+    /// What the dialler claims to be ([`claim_role`]); a role this side does not know is
+    /// answered UNSUPPORTED, not malformed.
+    pub role: u64,
+    /// The endpoint path claimed.
+    pub path: String,
+}
+
+impl PathClaim {
+    fn encode(&self) -> Vec<u8> {
+        let mut p = Vec::with_capacity(4 + self.path.len());
+        varint::put(&mut p, self.request);
+        varint::put(&mut p, self.role);
+        p.extend_from_slice(self.path.as_bytes());
+        p
+    }
+
+    fn decode(mut p: &[u8]) -> Result<Self, DecodeError> {
+        let bad = |what: &str| DecodeError::malformed(format!("CLAIM: {what}"));
+        let request = varint::get(&mut p).map_err(|_| bad("truncated request"))?;
+        let role = varint::get(&mut p).map_err(|_| bad("truncated role"))?;
+        let path = std::str::from_utf8(p).map_err(|_| bad("path is not UTF-8"))?;
+        Ok(Self {
+            request,
+            role,
             path: path.to_string(),
         })
     }
@@ -468,6 +520,7 @@ impl ControlFrame {
                 (frame_type::CLOSE, p)
             }
             Self::Check(c) => (frame_type::CHECK, c.encode()),
+            Self::Claim(c) => (frame_type::CLAIM, c.encode()),
             Self::Unknown(t) => (*t, Vec::new()),
         };
         varint::put(out, ty);
@@ -533,6 +586,7 @@ impl ControlFrame {
                 }
             }
             frame_type::CHECK => Self::Check(PathCheck::decode(p)?),
+            frame_type::CLAIM => Self::Claim(PathClaim::decode(p)?),
             other => Self::Unknown(other),
         };
         Ok(Some((f, used)))

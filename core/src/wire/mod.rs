@@ -20,8 +20,8 @@ pub mod varint;
 
 pub use codes::Code;
 pub use control::{
-    check_streams, ControlFrame, GuaranteeSet, Hello, Ordering, PathCheck, Session, Subscription,
-    FEATURE_PATH_CHECK,
+    check_streams, claim_role, ControlFrame, GuaranteeSet, Hello, Ordering, PathCheck, PathClaim,
+    Session, Subscription, FEATURE_CLAIM, FEATURE_PATH_CHECK,
 };
 pub use header::{Header, HeaderRef, Metadata};
 pub use reply::ReplyStatus;

@@ -1,0 +1,499 @@
+//! PAIR (PATTERNS §6.1): two endpoints, one on each side of one connection, each sending to
+//! the other. The dialling pair is a pusher whose slot claims the bound pair (CLAIM,
+//! PROTOCOL.md §3.1.6) on a connection of its own, and receives what the bound pair opens
+//! toward it there, admitted as a listener admits streams. The bound pair receives at a
+//! pair's route, which takes streams only from the connection holding the claim, and sends on
+//! streams it opens on that connection.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use super::{Dialer, Puller, Pusher};
+use crate::address::Address;
+use crate::config::{Bounds, EndpointOptions};
+use crate::connection::admission::RouteKind;
+use crate::connection::context::Context;
+use crate::connection::dispatch::{Arrivals, Dispatch, Endpoints, Queued};
+use crate::connection::handles::{IncomingTransfer, Message, OutgoingTransfer};
+use crate::connection::handshake::Flow;
+use crate::connection::link::Link;
+use crate::connection::reverse::{Claimable, Publication, Way};
+use crate::error::{Error, Limit, LossCause, Result};
+use crate::runtime::inbox::Inbox;
+use crate::runtime::listener::Listener;
+use crate::runtime::queue::{self, Sender};
+use crate::runtime::redial::Claim;
+use crate::runtime::Runtime;
+use crate::transport::{Life, PeerIdentity};
+use crate::wire::{claim_role, varint, Code, Header, Metadata, StreamType};
+
+/// One end of a PAIR: the same calls whichever side bound. A dialling pair
+/// ([`Runtime::pair`]) connects to one bound pair ([`Listener::pair`]); each sends to the
+/// other and receives what the other sends. A second peer is refused with `LimitExceeded` and
+/// the first keeps working; a peer that went away leaves the bound pair claimable again.
+///
+/// ```no_run
+/// # async fn f(rt: weida::Runtime, other: weida::Runtime) -> weida::Result<()> {
+/// let l = rt.bind("weida://127.0.0.1:0").await?;
+/// let bound = l.pair("/chat")?;
+/// let dialling = other.pair();
+/// dialling.connect(&bound.address().unwrap().to_string()).await?;
+/// dialling.send("hello").await?;
+/// let m = bound.recv().await?;
+/// bound.send("hello yourself").await?; // on a stream the bound side opens toward the dialler
+/// let back = dialling.recv().await?;
+/// # Ok(()) }
+/// ```
+pub struct Pair {
+    side: Side,
+    inbox: Puller,
+}
+
+enum Side {
+    Dialling {
+        pusher: Pusher,
+        feed: Arc<Feed>,
+    },
+    Bound {
+        holder: Arc<Holder>,
+        ctx: Arc<Context>,
+        path: Arc<str>,
+        bounds: Bounds,
+    },
+}
+
+impl Runtime {
+    /// A dialling [`Pair`]: `connect` it to a bound pair.
+    pub fn pair(&self) -> Pair {
+        self.pair_with(&EndpointOptions::new())
+            .expect("the runtime's own bounds are valid")
+    }
+
+    /// A dialling [`Pair`] with bounds of its own: a pusher's (`send_timeout`, `reconnect`,
+    /// the outbox) for what it sends, a puller's (`endpoint_queue`, `max_collected_body`) for
+    /// what it receives.
+    pub fn pair_with(&self, options: &EndpointOptions) -> Result<Pair> {
+        let bounds = options.resolve(&self.pool.ctx.config)?;
+        let (tx, rx) = queue::channel(bounds.endpoint_queue);
+        let feed = Arc::new(Feed {
+            ctx: self.pool.ctx.clone(),
+            path: Mutex::new(None),
+            tx: Mutex::new(Some(tx)),
+            max_body: bounds.max_collected_body,
+            life: Life::new(),
+        });
+        let reader = feed.clone();
+        let claim = Claim {
+            role: claim_role::PAIR,
+            claimed: Box::new(move |link: &Arc<Link>| reader.read(link)),
+        };
+        let dialer = Dialer::claiming(self.pool.clone(), options, Flow::Pair, claim)?;
+        let pusher = Pusher::over(dialer, &self.pool);
+        let inbox = Puller::over(Inbox::unrouted(rx, self.pool.ctx.clone(), bounds));
+        Ok(Pair {
+            side: Side::Dialling { pusher, feed },
+            inbox,
+        })
+    }
+}
+
+impl Listener {
+    /// Binds a [`Pair`] at `path`: one dialling pair at a time claims it.
+    pub fn pair(&self, path: &str) -> Result<Pair> {
+        self.pair_with(path, &EndpointOptions::new())
+    }
+
+    /// A bound [`Pair`] with bounds of its own: `send_timeout` (how long a send waits for a
+    /// peer and for its stream), `endpoint_queue` and `max_collected_body` for what it
+    /// receives.
+    pub fn pair_with(&self, path: &str, options: &EndpointOptions) -> Result<Pair> {
+        let address = self.address().with_path(path)?;
+        let bounds = options.resolve(&self.context().config)?;
+        let holder = Arc::new(Holder {
+            path: path.to_string(),
+            held: Mutex::new(None),
+            changed: Notify::new(),
+        });
+        let (tx, rx) = queue::channel(bounds.endpoint_queue);
+        let claim: Arc<dyn Claimable> = holder.clone();
+        let route = self.route_claimed(
+            path,
+            RouteKind::Pair,
+            Some(tx),
+            None::<Arc<dyn Publication>>,
+            Some(claim),
+            bounds,
+        )?;
+        let inbox = Inbox::new(rx, route, self.context().clone(), address, bounds);
+        Ok(Pair {
+            side: Side::Bound {
+                holder,
+                ctx: self.context().clone(),
+                path: path.into(),
+                bounds,
+            },
+            inbox: Puller::over(inbox),
+        })
+    }
+}
+
+impl Pair {
+    /// The address a dialling pair connects to: a bound pair's; None for a dialling one.
+    pub fn address(&self) -> Option<&Address> {
+        match &self.side {
+            Side::Bound { .. } => Some(self.inbox.address()),
+            Side::Dialling { .. } => None,
+        }
+    }
+
+    /// Connects a dialling pair to the bound pair at `address` (with its path) and claims it:
+    /// `LimitExceeded` when another peer holds it, `Unsupported` when what is bound there is
+    /// not a pair (or the listener takes no claims), `UnknownEndpoint` when nothing is. A pair
+    /// connects to one address: `InvalidConfig` for a second, and for a bound pair, which does
+    /// not dial. A lost connection is redialled, and claimed again, by the endpoint's
+    /// `reconnect` policy. Cancel-safe: a `connect` dropped before it returns adds no peer.
+    pub async fn connect(&self, address: &str) -> Result<()> {
+        let (pusher, feed) = self.dialling()?;
+        feed.aim(address)?;
+        let r = pusher.connect(address).await;
+        if r.is_err() {
+            feed.unaim(address);
+        }
+        r
+    }
+
+    /// Records the bound pair's address at once and dials it in the background, as
+    /// [`Pusher::connect_later`] does: until it is live, `send` fills the outbox.
+    ///
+    /// Cancel-safe: it returns without waiting.
+    pub async fn connect_later(&self, address: &str) -> Result<()> {
+        let (pusher, feed) = self.dialling()?;
+        feed.aim(address)?;
+        pusher.connect_later(address).await
+    }
+
+    /// Leaves the bound pair (a dialling pair); true if it was connected. The bound pair is
+    /// claimable again once the connection is gone.
+    pub fn disconnect(&self, address: &str) -> Result<bool> {
+        let (pusher, feed) = self.dialling()?;
+        let left = pusher.disconnect(address)?;
+        if left {
+            feed.unaim(address);
+        }
+        Ok(left)
+    }
+
+    /// 1 while the other side is there (a dialling pair's connection is up; a bound pair is
+    /// claimed), else 0.
+    pub fn peer_count(&self) -> usize {
+        match &self.side {
+            Side::Dialling { pusher, .. } => pusher.peer_count(),
+            Side::Bound { holder, .. } => usize::from(holder.held.lock().unwrap().is_some()),
+        }
+    }
+
+    /// What happens to a dialling pair's address ([`crate::PeerEvent`]); a bound pair's
+    /// connections are its listener's events.
+    pub fn events(&self) -> Result<crate::PeerEvents> {
+        Ok(self.dialling()?.0.events())
+    }
+
+    /// Sends a whole message to the other side. A dialling pair sends as a pusher does (the
+    /// outbox while its peer is away, redial). A bound pair waits for a peer to claim it, then
+    /// opens a stream toward it, both bounded by `send_timeout` (`Timeout`); it returns once
+    /// the FIN is queued, the receipt kept for `drain`. Cancel-safe as [`Pusher::send`] is.
+    pub async fn send(&self, body: impl Into<Bytes>) -> Result<()> {
+        self.send_with(Metadata::new(), body).await
+    }
+
+    /// [`Pair::send`] with metadata. Cancel-safe as `send` is.
+    pub async fn send_with(&self, meta: Metadata, body: impl Into<Bytes>) -> Result<()> {
+        match &self.side {
+            Side::Dialling { pusher, .. } => pusher.send_with(meta, body).await,
+            Side::Bound { .. } => {
+                let t = self.open_bound(meta, Some(body.into())).await?;
+                drop(t.finish().await?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Opens a streamed message to the other side: write it in parts, then `finish`. A bound
+    /// pair waits for a peer as `send` does. Cancel-safe: dropped before it returns, nothing
+    /// was opened, or what was is reset.
+    pub async fn open(&self, meta: Metadata) -> Result<OutgoingTransfer> {
+        match &self.side {
+            Side::Dialling { pusher, .. } => pusher.open(meta).await,
+            Side::Bound { .. } => self.open_bound(meta, None).await,
+        }
+    }
+
+    /// A stream toward the peer that claimed this bound pair, its head (and `body`) written.
+    async fn open_bound(&self, meta: Metadata, body: Option<Bytes>) -> Result<OutgoingTransfer> {
+        let Side::Bound {
+            holder,
+            ctx,
+            path,
+            bounds,
+        } = &self.side
+        else {
+            unreachable!("a bound pair's")
+        };
+        ctx.check_open()?;
+        let started = tokio::time::Instant::now();
+        let way = Context::within(bounds.send_timeout, holder.way()).await?;
+        let left = bounds
+            .send_timeout
+            .map(|d| d.saturating_sub(started.elapsed()));
+        let head = head(path, meta, way.peer_max_header)?;
+        let send =
+            Context::within(left, async { way.reverse.open().await.map_err(|_| lost()) }).await?;
+        ctx.stats
+            .streams_opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut t = OutgoingTransfer::new(send, path.clone(), ctx.clone());
+        match body {
+            Some(b) => t.write_chunks(vec![head, b]).await?,
+            None => t.write(head).await?,
+        }
+        Ok(t)
+    }
+
+    /// The next whole message from the other side, bounded by `max_collected_body`.
+    /// Cancel-safe, as [`Puller::recv`] is.
+    pub async fn recv(&self) -> Result<Message> {
+        self.inbox.recv().await
+    }
+
+    /// Up to `max` whole messages: waits for the first. Cancel-safe, as
+    /// [`Puller::recv_many`] is.
+    pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
+        self.inbox.recv_many(max).await
+    }
+
+    /// A message if one is whole now.
+    pub fn try_recv(&self) -> Option<Result<Message>> {
+        self.inbox.try_recv()
+    }
+
+    /// The next message as a stream, for a body read in parts. Cancel-safe.
+    pub async fn accept(&self) -> Result<IncomingTransfer> {
+        self.inbox.accept().await
+    }
+
+    /// Puts a received message back in front of the queue.
+    pub fn give_back(&self, m: Message) {
+        self.inbox.give_back(m);
+    }
+
+    /// Closes this end: a bound pair unbinds its path (streams sent to it are refused), a
+    /// dialling pair leaves its peer. What was received is still handed out, then `Closed`.
+    pub fn close(&self) {
+        match &self.side {
+            Side::Dialling { pusher, feed } => {
+                pusher.leave();
+                feed.close();
+            }
+            Side::Bound { .. } => self.inbox.close(),
+        }
+    }
+
+    fn dialling(&self) -> Result<(&Pusher, &Arc<Feed>)> {
+        match &self.side {
+            Side::Dialling { pusher, feed } => Ok((pusher, feed)),
+            Side::Bound { .. } => Err(Error::InvalidConfig(
+                "a bound pair does not dial: its peer connects to it".into(),
+            )),
+        }
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        if let Side::Dialling { feed, .. } = &self.side {
+            feed.close();
+        }
+    }
+}
+
+impl std::fmt::Debug for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let side = match self.side {
+            Side::Dialling { .. } => "dialling",
+            Side::Bound { .. } => "bound",
+        };
+        f.debug_struct("Pair")
+            .field("side", &side)
+            .field("peers", &self.peer_count())
+            .finish()
+    }
+}
+
+fn lost() -> Error {
+    Error::ConnectionLost(LossCause::PeerClosed)
+}
+
+/// A transfer's type byte and DATA header naming `path`, bounded by the peer's MAX_HEADER_SIZE.
+fn head(path: &str, meta: Metadata, peer_max_header: u64) -> Result<Bytes> {
+    let header = Header {
+        path: Some(path.to_string()),
+        meta,
+        ..Header::default()
+    };
+    let mut head = Vec::with_capacity(32 + path.len());
+    head.push(StreamType::Transfer.to_byte());
+    header.encode(&mut head);
+    // The bound counts what the length prefix counts (PROTOCOL.md §5.3), as the peer does.
+    let counted = head.len() - 1 - varint::len_from_first_byte(head[1]);
+    if counted as u64 > peer_max_header {
+        return Err(Error::limit(
+            Limit::HeaderSize,
+            format!("header of {counted} bytes, the peer accepts {peer_max_header}"),
+        ));
+    }
+    Ok(Bytes::from(head))
+}
+
+/// A bound pair's claim: the connection holding it and the way back to its dialler.
+struct Holder {
+    path: String,
+    held: Mutex<Option<(u64, Way)>>,
+    /// Wakes a send waiting for a peer.
+    changed: Notify,
+}
+
+impl Holder {
+    /// The way to the peer, waiting for one to claim the pair. Cancel-safe.
+    async fn way(&self) -> Result<Way> {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some((_, w)) = &*self.held.lock().unwrap() {
+                return Ok(w.clone());
+            }
+            changed.await;
+        }
+    }
+}
+
+impl Claimable for Holder {
+    fn claim(&self, conn: u64, way: Way) -> std::result::Result<(), (Code, String)> {
+        let mut held = self.held.lock().unwrap();
+        if let Some((by, _)) = &*held {
+            if *by != conn {
+                return Err((
+                    Code::LimitExceeded,
+                    format!("the pair at {:?} has its peer already", self.path),
+                ));
+            }
+        }
+        *held = Some((conn, way));
+        drop(held);
+        self.changed.notify_waiters();
+        Ok(())
+    }
+
+    fn release(&self, conn: u64) {
+        let mut held = self.held.lock().unwrap();
+        if held.as_ref().is_some_and(|(by, _)| *by == conn) {
+            *held = None;
+        }
+    }
+
+    fn admits(&self, conn: Option<u64>) -> bool {
+        let held = self.held.lock().unwrap();
+        matches!((&*held, conn), (Some((by, _)), Some(c)) if *by == c)
+    }
+}
+
+/// A dialling pair's receiving end, as the dispatch of its connections' reverse streams sees
+/// it: one endpoint, at the path of the pair it claimed.
+struct Feed {
+    ctx: Arc<Context>,
+    /// The address it connects to (a pair connects one), and its path.
+    path: Mutex<Option<(Address, String)>>,
+    /// The pair's queue; taken by `close`, which ends the receive once it is drained.
+    tx: Mutex<Option<Sender<Queued>>>,
+    max_body: u64,
+    /// Ends the dispatch's waits when the pair closes.
+    life: Arc<Life>,
+}
+
+impl Feed {
+    /// Records `address` as the one this pair connects to.
+    fn aim(&self, address: &str) -> Result<()> {
+        let a = Address::parse(address)?;
+        let path = a.endpoint_path()?.to_string();
+        let mut aimed = self.path.lock().unwrap();
+        match &*aimed {
+            Some((x, _)) if x != &a => Err(Error::InvalidConfig(format!(
+                "a pair connects to one address; it is connected to {x}"
+            ))),
+            _ => {
+                *aimed = Some((a, path));
+                Ok(())
+            }
+        }
+    }
+
+    fn unaim(&self, address: &str) {
+        let Ok(a) = Address::parse(address) else {
+            return;
+        };
+        let mut aimed = self.path.lock().unwrap();
+        if aimed.as_ref().is_some_and(|(x, _)| x == &a) {
+            *aimed = None;
+        }
+    }
+
+    /// Reads the streams the bound pair opens on `link`, until the connection ends.
+    fn read(self: &Arc<Self>, link: &Arc<Link>) {
+        let dispatch = Dispatch::new(
+            self.ctx.clone(),
+            self.clone(),
+            Arc::new(Unheard),
+            self.life.clone(),
+        );
+        let link = link.clone();
+        tokio::spawn(async move {
+            dispatch.reverse(&link).await;
+        });
+    }
+
+    fn close(&self) {
+        self.tx.lock().unwrap().take();
+        self.life.kill(LossCause::LocallyClosed);
+    }
+}
+
+impl Endpoints for Feed {
+    type Queue = Sender<Queued>;
+
+    fn find(&self, path: &str) -> Option<(RouteKind, Option<Sender<Queued>>, u64)> {
+        let aimed = self.path.lock().unwrap();
+        if aimed.as_ref().is_none_or(|(_, p)| p != path) {
+            return None;
+        }
+        let tx = self.tx.lock().unwrap().clone()?;
+        Some((RouteKind::Puller, Some(tx), self.max_body))
+    }
+
+    fn publication(&self, _: &str) -> Option<std::result::Result<Arc<dyn Publication>, RouteKind>> {
+        None
+    }
+
+    fn claimable(&self, _: &str) -> Option<Arc<dyn Claimable>> {
+        None
+    }
+}
+
+/// A dialler's reverse dispatch has no listener to tell of connections.
+struct Unheard;
+
+impl Arrivals for Unheard {
+    fn connected(&self, _: &str, _: Option<&PeerIdentity>) {}
+    fn ended(&self, _: &str, _: LossCause) {}
+}
