@@ -1,7 +1,6 @@
 //! PAIR (PATTERNS §6.1): one bound pair, one dialling pair, each sending to the other on one
 //! connection; a second peer is refused and the first keeps working; a peer that goes away
-//! leaves the bound pair claimable. The names are seed 001 §6.1's. Over QUIC and in process;
-//! over AF_UNIX a claim is not built yet and is refused with `Unsupported`.
+//! leaves the bound pair claimable. The names are seed 001 §6.1's. Over every transport.
 
 mod common;
 
@@ -9,13 +8,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{bind_address, config, pair, payload, Transport};
+use common::{bind_address, config, pair, payload};
 use weida::{EndpointOptions, ErrorCode, Limits, PeerEvent, Runtime};
-
-/// The transports a claim is built for.
-fn claims(t: Transport) -> bool {
-    !matches!(t, Transport::Unix)
-}
 
 on_every_transport!(
     both_directions_carry_transfers_concurrently,
@@ -24,11 +18,6 @@ on_every_transport!(
         let bound = listener.pair("/chat").unwrap();
         let dialling = client.pair();
         let address = bound.address().unwrap().to_string();
-        if !claims(t) {
-            let e = dialling.connect(&address).await.unwrap_err();
-            assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
-            return;
-        }
         dialling.connect(&address).await.unwrap();
         assert_eq!(dialling.peer_count(), 1);
         // Small and large bodies both ways at once (a large one is a stream of its own).
@@ -73,9 +62,6 @@ on_every_transport!(
 on_every_transport!(
     a_second_connection_is_refused_and_the_first_keeps_working,
     |t| async move {
-        if !claims(t) {
-            return;
-        }
         let (_server, listener, first_rt) = pair(t).await;
         let bound = listener.pair("/chat").unwrap();
         let address = bound.address().unwrap().to_string();
@@ -100,9 +86,6 @@ on_every_transport!(
 on_every_transport!(
     a_peer_that_goes_away_leaves_the_endpoint_claimable,
     |t| async move {
-        if !claims(t) {
-            return;
-        }
         let (_server, listener, first_rt) = pair(t).await;
         let mut events = listener.events();
         let bound = listener.pair("/chat").unwrap();
@@ -136,9 +119,6 @@ on_every_transport!(
 on_every_transport!(
     a_bound_pairs_send_waits_for_a_peer_bounded_by_send_timeout,
     |t| async move {
-        if !claims(t) {
-            return;
-        }
         let (_server, listener, client) = pair(t).await;
         let opts = EndpointOptions::new().send_timeout(Some(Duration::from_millis(50)));
         let lonely = listener.pair_with("/alone", &opts).unwrap();
@@ -156,9 +136,6 @@ on_every_transport!(
 );
 
 on_every_transport!(what_is_not_a_pair_takes_no_claim, |t| async move {
-    if !claims(t) {
-        return;
-    }
     let (_server, listener, client) = pair(t).await;
     let puller = listener.puller("/jobs").unwrap();
     let dialling = client.pair();

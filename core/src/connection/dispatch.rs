@@ -152,8 +152,9 @@ struct ConnSubs {
     /// The connection's id, and the endpoints it claimed (released when it ends).
     conn_id: u64,
     claims: Vec<Arc<dyn Claimable>>,
-    /// How a claimed endpoint reaches the dialler: the connection (QUIC, in process); None
-    /// over AF_UNIX, where a claim is not built yet.
+    /// How a claimed endpoint reaches the dialler: the connection (QUIC, in process), or
+    /// over AF_UNIX the connections its session parks; None for a local session that parks
+    /// none.
     claim_reverse: Option<Reverse>,
     /// Both HELLOs set claims (FEATURES bit 3).
     claims_agreed: bool,
@@ -294,6 +295,27 @@ impl<E: Endpoints> Dispatch<E> {
             .await;
     }
 
+    /// Over AF_UNIX, the same on one connection this dialler parked with its listener
+    /// (PROTOCOL.md §3.7): it waits for the stream's type byte for as long as the listener has
+    /// nothing to send, then reads it as [`Dispatch::reverse`] reads a stream. False when the
+    /// connection ended before its type byte (the listener refused it, or the session ended):
+    /// it is not parked again.
+    pub(crate) async fn parked(self, raw: IncomingRaw) -> bool {
+        let IncomingRaw {
+            recv,
+            send,
+            peer,
+            live,
+        } = raw;
+        let mut reader = StreamReader::new(recv).counted(live);
+        let Ok(ty) = reader.byte().await else {
+            return false;
+        };
+        let deadline = Deadline::within(self.ctx.limits.header_timeout, None);
+        self.typed(reader, send, peer, ty, deadline).await;
+        true
+    }
+
     /// Dispatches inline when the stream's header has already arrived (the common case) and
     /// spawns a task only when it must wait: a task per message is measurable on the hot path.
     fn admit(&self, raw: IncomingRaw) {
@@ -309,7 +331,7 @@ impl<E: Endpoints> Dispatch<E> {
     pub(crate) async fn stream(self, raw: IncomingRaw) {
         let IncomingRaw {
             recv,
-            mut send,
+            send,
             peer,
             live,
         } = raw;
@@ -332,6 +354,20 @@ impl<E: Endpoints> Dispatch<E> {
             // Of a stream that never said what it is, nothing is answered: it is stopped.
             Err(_) => return self.too_slow(reader, None).await,
         };
+        self.typed(reader, send, peer, ty, deadline).await;
+    }
+
+    /// A stream whose type byte `ty` was read: the rest of §9.1, its header bounded by
+    /// `deadline`.
+    async fn typed(
+        self,
+        mut reader: StreamReader,
+        mut send: Option<SendHalf>,
+        peer: Option<PeerIdentity>,
+        ty: u8,
+        mut deadline: Deadline,
+    ) {
+        let limits = &self.ctx.limits;
         let (ty, reply) = match by_type(ty, arrival(&send), self.lanes) {
             ByType::Stream { ty, reply } => (ty, reply),
             ByType::LocalSession => {
@@ -692,7 +728,7 @@ impl<E: Endpoints> Dispatch<E> {
                     }
                 }
                 Ok(Some(ControlFrame::Claim(c))) => {
-                    let (code, reason) = match self.claim(subs, &c) {
+                    let (code, reason) = match self.claim(subs, &c).await {
                         Ok(()) => (Code::NoError, String::new()),
                         Err(e) => e,
                     };
@@ -715,7 +751,7 @@ impl<E: Endpoints> Dispatch<E> {
     }
 
     /// This connection claims the endpoint at `c.path` in `c.role` (PROTOCOL.md §3.1.6).
-    fn claim(&self, subs: &mut ConnSubs, c: &PathClaim) -> Result<(), (Code, String)> {
+    async fn claim(&self, subs: &mut ConnSubs, c: &PathClaim) -> Result<(), (Code, String)> {
         let route = self.endpoints.find(&c.path);
         if !subs.claims_agreed {
             return Err((
@@ -727,9 +763,20 @@ impl<E: Endpoints> Dispatch<E> {
         let Some(reverse) = subs.claim_reverse.clone() else {
             return Err((
                 Code::Unsupported,
-                "a claim over a local socket is not built yet".into(),
+                "a claim over a local socket needs parked reverse connections \
+                 (the dialler announced none in its HELLO)"
+                    .into(),
             ));
         };
+        if let Reverse::Parked(pool) = &reverse {
+            // Answer once its parked connections are here, so the first send finds one.
+            if !pool.ready(self.ctx.limits.idle_timeout).await {
+                return Err((
+                    Code::Unsupported,
+                    "no parked reverse connection arrived".into(),
+                ));
+            }
+        }
         let Some(endpoint) = self.endpoints.claimable(&c.path) else {
             return Err((
                 Code::UnknownEndpoint,
@@ -867,7 +914,7 @@ impl<E: Endpoints> Dispatch<E> {
             subs: HashMap::new(),
             conn_id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
             claims: Vec::new(),
-            claim_reverse: None,
+            claim_reverse: pool.as_ref().map(|(_, p)| Reverse::Parked(p.clone())),
             claims_agreed: agreed.claims,
             peer_max_header: agreed.peer_max_header,
         };

@@ -131,6 +131,24 @@ impl ParkedPool {
     pub(crate) fn close(&self) {
         self.dead.store(true, Ordering::Release);
         self.conns.lock().unwrap().clear();
+        self.notify.notify_waiters();
+    }
+
+    /// A parked connection, waiting until one is parked (a sender that must not drop: a
+    /// pair's); `Lost` once the session ended. Cancel-safe.
+    pub(crate) async fn take_waiting(&self) -> Result<SendHalf, OpenFail> {
+        loop {
+            let parked = self.notify.notified();
+            tokio::pin!(parked);
+            parked.as_mut().enable();
+            if self.dead.load(Ordering::Acquire) {
+                return Err(OpenFail::Lost);
+            }
+            if let Some(s) = self.take() {
+                return Ok(s);
+            }
+            parked.await;
+        }
     }
 }
 
@@ -152,6 +170,20 @@ pub(crate) enum OpenFail {
 }
 
 impl Reverse {
+    /// A new one-way stream toward the dialler, waiting over AF_UNIX for a parked connection
+    /// rather than giving up when none is left (a pair's send, which is not dropped).
+    pub(crate) async fn open_waiting(&self) -> Result<SendHalf, OpenFail> {
+        match self {
+            Self::Conn(_) => self.open().await,
+            Self::Parked(p) => p.take_waiting().await,
+        }
+    }
+
+    /// Whether it reaches the dialler on connections it parked (AF_UNIX).
+    pub(crate) fn is_parked(&self) -> bool {
+        matches!(self, Self::Parked(_))
+    }
+
     /// A new one-way stream toward the subscriber.
     pub(crate) async fn open(&self) -> Result<SendHalf, OpenFail> {
         match self {

@@ -26,7 +26,7 @@ use crate::runtime::listener::Listener;
 use crate::runtime::queue::{self, Sender};
 use crate::runtime::redial::Claim;
 use crate::runtime::Runtime;
-use crate::transport::{Life, PeerIdentity};
+use crate::transport::{IncomingRaw, Life, PeerIdentity};
 use crate::wire::{claim_role, varint, Code, Header, Metadata, StreamType};
 
 /// One end of a PAIR: the same calls whichever side bound. A dialling pair
@@ -87,7 +87,7 @@ impl Runtime {
         let reader = feed.clone();
         let claim = Claim {
             role: claim_role::PAIR,
-            claimed: Box::new(move |link: &Arc<Link>| reader.read(link)),
+            read: Box::new(move |link: &Arc<Link>| reader.read(link)),
         };
         let dialer = Dialer::claiming(self.pool.clone(), options, Flow::Pair, claim)?;
         let pusher = Pusher::over(dialer, &self.pool);
@@ -248,8 +248,10 @@ impl Pair {
             .send_timeout
             .map(|d| d.saturating_sub(started.elapsed()));
         let head = head(path, meta, way.peer_max_header)?;
-        let send =
-            Context::within(left, async { way.reverse.open().await.map_err(|_| lost()) }).await?;
+        let send = Context::within(left, async {
+            way.reverse.open_waiting().await.map_err(|_| lost())
+        })
+        .await?;
         ctx.stats
             .streams_opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -404,8 +406,14 @@ impl Claimable for Holder {
     }
 
     fn admits(&self, conn: Option<u64>) -> bool {
-        let held = self.held.lock().unwrap();
-        matches!((&*held, conn), (Some((by, _)), Some(c)) if *by == c)
+        match (&*self.held.lock().unwrap(), conn) {
+            (Some((by, _)), Some(c)) => *by == c,
+            // An AF_UNIX data connection names no connection (PROTOCOL.md Open point 3): while
+            // a local session holds the claim, a local stream is taken as the claimant's (the
+            // socket file's permissions are what keeps others out).
+            (Some((_, way)), None) => way.reverse.is_parked(),
+            (None, _) => false,
+        }
     }
 }
 
@@ -449,7 +457,10 @@ impl Feed {
         }
     }
 
-    /// Reads the streams the bound pair opens on `link`, until the connection ends.
+    /// Reads the streams the bound pair opens on `link`, until the connection ends: on QUIC
+    /// and in process the streams it opens on the connection, over AF_UNIX what it writes on
+    /// the connections this side parks with it (PROTOCOL.md §3.7), each parked again once
+    /// read.
     fn read(self: &Arc<Self>, link: &Arc<Link>) {
         let dispatch = Dispatch::new(
             self.ctx.clone(),
@@ -458,9 +469,40 @@ impl Feed {
             self.life.clone(),
         );
         let link = link.clone();
-        tokio::spawn(async move {
-            dispatch.reverse(&link).await;
-        });
+        let Some(session) = link.session.clone() else {
+            tokio::spawn(async move {
+                dispatch.reverse(&link).await;
+            });
+            return;
+        };
+        for _ in 0..session.parked {
+            let (dispatch, link, head) = (dispatch.clone(), link.clone(), session.parked_head());
+            tokio::spawn(async move {
+                // Parks one connection at a time; one the listener refused is not replaced.
+                while link.conn.loss().is_none() {
+                    let Ok((mut send, recv)) = link.conn.open_bi().await else {
+                        return;
+                    };
+                    if send.write(head.clone()).await.is_err() {
+                        continue;
+                    }
+                    let raw = IncomingRaw {
+                        recv,
+                        send: Some(send),
+                        peer: link.peer.clone(),
+                        live: None,
+                    };
+                    let parked = dispatch.clone().parked(raw);
+                    let read = tokio::select! {
+                        r = parked => r,
+                        _ = link.conn.closed() => return,
+                    };
+                    if !read {
+                        return;
+                    }
+                }
+            });
+        }
     }
 
     fn close(&self) {

@@ -126,14 +126,17 @@ impl Pool {
     }
 
     /// A connection of its own for an endpoint that claims what it dials (a pair: the listener
-    /// opens streams toward it on this connection, PROTOCOL.md §3.1.6), never pooled with
-    /// other endpoints'. [`Pool::release`] closes it gracefully.
+    /// opens streams toward it on this connection, PROTOCOL.md §3.1.6; over AF_UNIX on
+    /// connections it parks, §3.7), never pooled with other endpoints'. [`Pool::release`]
+    /// closes it gracefully.
     pub(crate) async fn dial_own(&self, address: &Address, flow: Flow) -> Result<Arc<Link>> {
         self.ctx.check_running()?;
         let _ = self.runtime.set(tokio::runtime::Handle::current());
         let path: Arc<str> = address.endpoint_path()?.into();
+        // Over AF_UNIX the listener reaches it on connections it parks, as a subscriber does.
+        let session = subscriber_session(&self.ctx.limits, address);
         let span = tracing::debug_span!("dial", %address, own = true);
-        let dial = self.dialler.dial(&self.ctx, address, path, None, flow);
+        let dial = self.dialler.dial(&self.ctx, address, path, session, flow);
         dial.instrument(span).await
     }
 

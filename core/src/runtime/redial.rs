@@ -53,15 +53,15 @@ pub(crate) struct Pooled {
     claim: Option<Claim>,
 }
 
-/// How a claiming endpoint dials: the role it claims in, and what it does with each
-/// connection once claimed (reads the streams the listener opens on it).
+/// How a claiming endpoint dials: the role it claims in, and how it reads each connection it
+/// claims on (the streams the listener opens on it).
 pub(crate) struct Claim {
     pub(crate) role: u64,
-    pub(crate) claimed: Claimed,
+    pub(crate) read: Reads,
 }
 
-/// What a claiming endpoint does with each connection once its claim is held.
-pub(crate) type Claimed = Box<dyn Fn(&Arc<Link>) + Send + Sync>;
+/// Starts reading the streams the listener opens on a claiming endpoint's new connection.
+pub(crate) type Reads = Box<dyn Fn(&Arc<Link>) + Send + Sync>;
 
 impl Pooled {
     pub(crate) fn new(pool: Arc<Pool>, peers: Arc<PeerSet>, streams: u64, flow: Flow) -> Self {
@@ -96,11 +96,12 @@ impl Owner for Pooled {
         Box::pin(async move {
             if let Some(c) = &self.claim {
                 let link = self.pool.dial_own(address, self.flow).await?;
+                // Read before the claim: over AF_UNIX the listener answers it only once the
+                // connections this side parks for it have arrived (PROTOCOL.md §3.7). It sends
+                // nothing on them before the claim is held.
+                (c.read)(&link);
                 return match link.claim(c.role).await {
-                    Ok(()) => {
-                        (c.claimed)(&link);
-                        Ok(link)
-                    }
+                    Ok(()) => Ok(link),
                     Err(e) => {
                         self.pool.release(link);
                         Err(e)
