@@ -31,8 +31,10 @@ macro_rules! dialling {
                 "may be bound later. ", $until_live, " `events()` tells how the dialling goes ",
                 "(Retrying, Connected, GaveUp). Fails at once only for an address that does not ",
                 "parse or has no path, or a closed runtime; connecting an address already ",
-                "connected changes nothing. Cancel-safe (it returns without waiting)."
+                "connected changes nothing."
             )]
+            ///
+            /// Cancel-safe: it returns without waiting.
             pub async fn connect_later(&self, address: &str) -> $crate::error::Result<()> {
                 self.dialer.connect_later(address)
             }
