@@ -41,9 +41,11 @@ pub(crate) enum Command {
     /// Push messages to URL: arguments, a file, or stdin.
     Push(PushArgs),
     /// Publish messages on TOPIC at URL: binds it, waits for subscribers, then publishes
-    /// arguments, a file, or stdin (Pub/Sub, the bound side).
+    /// arguments, a file, or stdin (Pub/Sub, the bound side); with --connect, dials a
+    /// collector (`sub --bind`) at URL instead.
     Pub(PubArgs),
-    /// Subscribe to FILTERs at URL and print each message (Pub/Sub, the dialling side).
+    /// Subscribe to FILTERs at URL and print each message (Pub/Sub, the dialling side); with
+    /// --bind, binds URL as a collector that dialling publishers (`pub --connect`) feed.
     Sub(SubArgs),
     /// Measure a pattern in one process on loopback.
     Bench(BenchArgs),
@@ -308,8 +310,14 @@ impl From<OrderingArg> for weida::Ordering {
 #[derive(Debug, Args)]
 pub(crate) struct PubArgs {
     /// The address to bind, with the publisher's path: weida://127.0.0.1:0/feed,
-    /// weida+unix:///tmp/w.sock//feed. Subscribers dial the address it prints.
+    /// weida+unix:///tmp/w.sock//feed. Subscribers dial the address it prints. With
+    /// --connect, the collector to dial, as `weida sub --bind` prints it.
     pub(crate) url: String,
+    /// Dial URL, a collector (`weida sub --bind`), instead of binding it: every message goes
+    /// to the collector, whose filters choose what it keeps (docs/PATTERNS.md §4.4).
+    /// --wait-subscribers, --ready and --whole are a bound publisher's, and refused with it.
+    #[arg(long, conflicts_with_all = ["wait_subscribers", "ready", "whole"])]
+    pub(crate) connect: bool,
     /// The topic of every message: segments separated by `.` (prices.btc.eur), no wildcards.
     #[arg(required_unless_present = "keyed")]
     pub(crate) topic: Option<String>,
@@ -324,9 +332,13 @@ pub(crate) struct PubArgs {
     #[arg(long, conflicts_with_all = ["topic", "whole"])]
     pub(crate) keyed: bool,
     /// Present the identity kept in DIR instead of a new ephemeral key, so subscribers' pins
-    /// stay valid across restarts.
+    /// stay valid across restarts (with --connect: the key the collector sees).
     #[arg(long, value_name = "DIR")]
     pub(crate) identity: Option<PathBuf>,
+    /// With --connect, also accept a collector presenting this key, for an address without a
+    /// pin (a pin in the address decides alone). Repeatable.
+    #[arg(long = "trust-pin", value_name = "sha256:HEX", requires = "connect")]
+    pub(crate) trust_pins: Vec<Fingerprint>,
     /// Print `READY <address>` as the first line of stdout once the publisher is bound.
     #[arg(long)]
     pub(crate) ready: bool,
@@ -334,11 +346,13 @@ pub(crate) struct PubArgs {
     /// event for an arrival).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) wait_subscribers: usize,
-    /// Give up the wait for subscribers after SECS, with status 6.
+    /// Give up the wait for subscribers after SECS, with status 6 (with --connect: give up
+    /// connecting to the collector).
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub(crate) timeout: Option<Duration>,
     /// After the last message, keep serving for at most SECS so the copies queued reach
-    /// their subscribers; ends early once every subscriber has left.
+    /// their subscribers; ends early once every subscriber has left (with --connect: once
+    /// every copy is written and the collector has taken them).
     #[arg(long, value_name = "SECS", default_value = "1", value_parser = seconds)]
     pub(crate) linger: Duration,
     /// Print, per message, how many copies were queued (on stderr).
@@ -351,13 +365,22 @@ pub(crate) struct PubArgs {
 #[derive(Debug, Args)]
 pub(crate) struct SubArgs {
     /// The publisher to dial, with its pin and path, as `weida pub` prints it:
-    /// weida://sha256:<hex>@127.0.0.1:4433/feed.
+    /// weida://sha256:<hex>@127.0.0.1:4433/feed. With --bind, the address to bind, with the
+    /// collector's path: weida://127.0.0.1:0/logs.
     pub(crate) url: String,
+    /// Bind URL as a collector, which publishers dial (`weida pub --connect`), instead of
+    /// dialling a publisher: every copy crosses the connection, and what no filter selects
+    /// is discarded here and counted on stderr at the end (docs/PATTERNS.md §4.4).
+    /// --trust-pin, --timeout, --reconnect, --events and --later are for dialling, and
+    /// refused with it.
+    #[arg(long, conflicts_with_all = ["trust_pins", "timeout", "reconnect", "events", "later"])]
+    pub(crate) bind: bool,
     /// What to receive: topics' segments separated by `.`, `*` for one whole segment, a
     /// trailing `#` for any number (prices.*.eur, alerts.#).
     #[arg(required = true, value_name = "FILTER")]
     pub(crate) filters: Vec<String>,
-    /// Present the identity kept in DIR instead of a new ephemeral key.
+    /// Present the identity kept in DIR instead of a new ephemeral key (with --bind: so the
+    /// collector's address, its pin, stays the same across restarts).
     #[arg(long, value_name = "DIR")]
     pub(crate) identity: Option<PathBuf>,
     /// Also accept a publisher presenting this key, for an address without a pin (a pin in
@@ -374,18 +397,21 @@ pub(crate) struct SubArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
     /// The ordering to require of the publisher: `detect` adds each message's sequence and
-    /// gap, `reassemble` also puts them back in order.
+    /// gap, `reassemble` also puts them back in order (not with --bind: a collector numbers
+    /// each publisher's copies as a puller does, and cannot reassemble them).
     #[arg(long, value_enum, default_value_t = OrderingArg::None)]
     pub(crate) ordering: OrderingArg,
     /// Print `READY <address>` as the first line of stdout once every filter is installed at
-    /// the publisher: what is published after it is selected.
+    /// the publisher: what is published after it is selected. With --bind, once the collector
+    /// is bound with its filters, and the address is the one publishers dial.
     #[arg(long)]
     pub(crate) ready: bool,
     /// Do not print the messages received.
     #[arg(short, long)]
     pub(crate) quiet: bool,
     /// The largest body collected into memory [default: the core's 16 MiB]; a larger copy is
-    /// refused (the publisher counts it as dropped).
+    /// refused (the publisher counts it as dropped; with --bind, a warning here, and the
+    /// collector goes on).
     #[arg(long, value_name = "BYTES")]
     pub(crate) max_body: Option<u64>,
     #[command(flatten)]

@@ -1,16 +1,22 @@
 //! The Pub/Sub roles. `weida pub` binds a path, waits for subscribers if asked, publishes what
 //! it reads to those whose filters select the topic, and reports the copies queued and dropped;
 //! `weida sub` dials a publisher, installs its filters, and prints what arrives.
+//!
+//! The other way round (docs/PATTERNS.md §4.4): `weida sub --bind` binds a collector, which
+//! keeps what its filters select of what arrives and counts the rest, and `weida pub
+//! --connect` dials one and publishes to it.
 
+use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
 use weida::filter::{validate_topic, Filter};
 use weida::{
-    Error, GuaranteeSet, Limits, LossCause, Publisher, Runtime, RuntimeConfig, Subscriber, Trust,
+    BoundSubscriber, DialingPublisher, Error, Fingerprint, GuaranteeSet, IncomingMeta, Limits,
+    LossCause, Message, Publisher, Runtime, RuntimeConfig, Subscriber, Trust,
 };
 
-use crate::args::{PubArgs, SubArgs};
+use crate::args::{usage_error, OrderingArg, PubArgs, SubArgs};
 use crate::client::{self, Split};
 use crate::exit::Failure;
 use crate::identity;
@@ -21,16 +27,20 @@ use crate::serve;
 use crate::signal::Stop;
 
 /// How often `pub` looks at its subscriber count: the core has no event for a subscriber's
-/// arrival or departure, so `--wait-subscribers` and the end of `--linger` poll it.
+/// arrival or departure, so `--wait-subscribers` and the end of `--linger` poll it (and
+/// `pub --connect` its count of bytes written, for want of an event when a queue empties).
 const POLL: Duration = Duration::from_millis(10);
 
 /// `weida pub`: every message of the input on its topic, then the linger, then the drops.
 pub(crate) async fn publish(args: PubArgs, stop: &mut Stop) -> Result<(), Failure> {
-    // A malformed topic is refused before anything is bound.
+    // A malformed topic is refused before anything is bound or dialled.
     if let Some(topic) = &args.topic {
         validate_topic(topic).map_err(|e| Failure::from(Error::from(e)))?;
     }
     let source = client::source(args.data.clone(), args.input.clone(), Split::Lines);
+    if args.connect {
+        return feed(args, source, stop).await;
+    }
     let (rt, listener, path) = serve::bind_url(&args.url, args.identity.as_deref(), None).await?;
     let publisher = listener.publisher(&path)?;
     serve::announce(publisher.address(), args.ready)?;
@@ -55,11 +65,56 @@ pub(crate) async fn publish(args: PubArgs, stop: &mut Stop) -> Result<(), Failur
     published
 }
 
+/// `weida pub --connect`: the collector dialled, every message of the input published to
+/// it, then the linger, then the drops, as `pub` reports them.
+async fn feed(args: PubArgs, source: Source, stop: &mut Stop) -> Result<(), Failure> {
+    let rt = Runtime::new(dialling(args.identity.as_deref(), &args.trust_pins)?)?;
+    let publisher = rt.publisher();
+    let connecting = async {
+        client::within(args.timeout, publisher.connect(&args.url))
+            .await
+            .map_err(|e| Failure::from(e).context(format!("connecting to {}", args.url)))
+    };
+    // Nothing was published, so there is nothing to sum up; the close still tells the peer.
+    if let Err(f) = stop.interrupt(connecting).await {
+        rt.close().await;
+        return Err(f);
+    }
+    let mut tally = Tally::default();
+    let published = stop
+        .interrupt(async {
+            let bodies = match source {
+                Source::Whole(_) => unreachable!("clap: --whole conflicts with --connect"),
+                Source::Args(a) => Bodies::Args(a.into_iter()),
+                Source::Lines(file) => Bodies::Lines(Input::open(file.as_deref()).await?),
+            };
+            publish_each(
+                bodies,
+                &args,
+                &mut tally,
+                TOO_LARGE_DIALLING,
+                |topic, body| publisher.publish(topic, body),
+            )
+            .await
+        })
+        .await;
+    if published.is_ok() {
+        linger_dialled(&rt, &publisher, tally.bytes, args.linger, stop).await;
+    }
+    // Copies still queued now are dropped by the close, and counted: report after it.
+    publisher.close();
+    eprintln!("{}", tally.summary(&publisher.dropped()));
+    rt.close().await;
+    published
+}
+
 /// What `pub` sent, for its summary.
 #[derive(Debug, Default)]
 struct Tally {
     messages: u64,
     copies: u64,
+    /// The body bytes of every copy queued: what `pub --connect` waits to see written.
+    bytes: u64,
 }
 
 impl Tally {
@@ -144,6 +199,14 @@ async fn wait_for_subscribers(
     }
 }
 
+/// The hint for a body above the byte budget, bound: it can be streamed.
+const TOO_LARGE_BOUND: &str = "a body above the subscribers' byte budget \
+    (subscriber_buffer_bytes) cannot be queued whole: --whole streams it";
+/// ... and dialling: a publisher that dials has no streamed fan-out (PATTERNS §4.4).
+const TOO_LARGE_DIALLING: &str = "a body above the byte budget (subscriber_buffer_bytes) \
+    cannot be queued whole, and a publisher that dials cannot stream one: only a bound \
+    `weida pub --whole` does";
+
 /// Publishes the arguments, lines or the whole input.
 async fn publish_source(
     publisher: &Publisher,
@@ -151,7 +214,7 @@ async fn publish_source(
     source: Source,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
-    let mut bodies = match source {
+    let bodies = match source {
         Source::Whole(file) => {
             let topic = args.topic.as_deref().expect("clap: --whole needs a topic");
             let input = Input::open(file.as_deref()).await?;
@@ -160,26 +223,40 @@ async fn publish_source(
         Source::Args(a) => Bodies::Args(a.into_iter()),
         Source::Lines(file) => Bodies::Lines(Input::open(file.as_deref()).await?),
     };
+    publish_each(bodies, args, tally, TOO_LARGE_BOUND, |topic, body| {
+        publisher.publish(topic, body)
+    })
+    .await
+}
+
+/// Publishes each body with `publish` (a bound publisher's or a dialling one's: both queue
+/// copies and never wait), on TOPIC or on each `--keyed` line's own; `too_large` is the hint
+/// for a body above the byte budget.
+async fn publish_each(
+    mut bodies: Bodies,
+    args: &PubArgs,
+    tally: &mut Tally,
+    too_large: &'static str,
+    publish: impl Fn(&str, Bytes) -> weida::Result<usize>,
+) -> Result<(), Failure> {
     while let Some(line) = bodies.next().await? {
         let (topic, body) = match &args.topic {
             Some(t) => (t.clone(), line),
             None => keyed(line)?,
         };
-        let copies = publisher.publish(&topic, body.clone()).map_err(|e| {
+        let copies = publish(&topic, body.clone()).map_err(|e| {
             let f = Failure::from(e).context(format!(
                 "publishing message {} on {topic}",
                 tally.messages + 1
             ));
             match f.weida() {
-                Some(Error::LimitExceeded { .. }) => f.hint(
-                    "a body above the subscribers' byte budget (subscriber_buffer_bytes) \
-                     cannot be queued whole: --whole streams it",
-                ),
+                Some(Error::LimitExceeded { .. }) => f.hint(too_large),
                 _ => f,
             }
         })?;
         tally.messages += 1;
         tally.copies += copies as u64;
+        tally.bytes += copies as u64 * body.len() as u64;
         if args.verbose {
             progress::note(format!(
                 "published {topic} ({}): {copies} {} queued",
@@ -262,13 +339,50 @@ async fn linger(publisher: &Publisher, linger: Duration, stop: &mut Stop) {
     }
 }
 
+/// Keeps a dialling publisher up after its last message until the collector has taken the
+/// copies queued for it: at most `linger`, less once its connection is gone, or at a signal.
+///
+/// Two steps. The copies wait in the publisher's queue until its writer hands them to the
+/// connection, and the core has no event for that queue emptying (copies are fire-and-forget,
+/// GUARANTEES §6); but the runtime counts the body bytes it writes, and writes nothing but
+/// these copies, so `queued` bytes written means every copy left the queue (an empty body
+/// counts for nothing). Then the drain, on events: the connection's lane is written out, its
+/// receipts settle, and the collector, told GOAWAY, closes once it has taken every stream.
+async fn linger_dialled(
+    rt: &Runtime,
+    publisher: &DialingPublisher,
+    queued: u64,
+    linger: Duration,
+    stop: &mut Stop,
+) {
+    let until = tokio::time::Instant::now() + linger;
+    let written = async {
+        let mut tick = tokio::time::interval(POLL);
+        while publisher.peer_count() > 0 && rt.counters().bytes_sent < queued {
+            tick.tick().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout_at(until, written) => {}
+        _ = stop.next() => return,
+    }
+    let left = until.saturating_duration_since(tokio::time::Instant::now());
+    tokio::select! {
+        _ = rt.drain(left) => {}
+        _ = stop.next() => {}
+    }
+}
+
 /// `weida sub`: the filters checked, the publisher dialled and every filter installed there,
 /// then each message printed until `--count`, a signal, or the publisher's close.
 pub(crate) async fn subscribe(args: SubArgs, stop: &mut Stop) -> Result<(), Failure> {
-    // Checked here, before any dial: a malformed filter is refused, never widened.
+    // Checked here, before any dial or bind: a malformed filter is refused, never widened.
     for f in &args.filters {
         f.parse::<Filter>()
             .map_err(|e| Failure::from(Error::from(e)))?;
+    }
+    if args.bind {
+        return collect(args, stop).await;
     }
     let rt = runtime(&args)?;
     let subscriber = rt.subscriber();
@@ -293,16 +407,7 @@ async fn receive(subscriber: &Subscriber, args: &SubArgs, stop: &mut Stop) -> Re
         {
             Ok(m) => {
                 received += 1;
-                if let (Some(gap @ 1..), Some(seq)) = (m.meta.gap, m.meta.sequence) {
-                    eprintln!(
-                        "warning: {gap} {} missed before sequence {seq} (dropped by the publisher)",
-                        plural(gap, "message", "messages")
-                    );
-                }
-                if !args.quiet {
-                    output::print_message(args.format, &m.meta, &m.body)
-                        .map_err(Failure::output)?;
-                }
+                print(args, &m)?;
             }
             // Our own close, after a signal: what was queued has been printed.
             Err(Error::Closed) => break,
@@ -319,6 +424,21 @@ async fn receive(subscriber: &Subscriber, args: &SubArgs, stop: &mut Stop) -> Re
                 return Err(Failure::from(e).context(what));
             }
         }
+    }
+    Ok(())
+}
+
+/// Prints a message as `sub` does, unless `--quiet`; a gap before it (copies its publisher
+/// dropped) is a warning on stderr.
+fn print(args: &SubArgs, m: &Message) -> Result<(), Failure> {
+    if let (Some(gap @ 1..), Some(seq)) = (m.meta.gap, m.meta.sequence) {
+        eprintln!(
+            "warning: {gap} {} missed before sequence {seq} (dropped by the publisher)",
+            plural(gap, "message", "messages")
+        );
+    }
+    if !args.quiet {
+        output::print_message(args.format, &m.meta, &m.body).map_err(Failure::output)?;
     }
     Ok(())
 }
@@ -359,22 +479,99 @@ async fn install(subscriber: &Subscriber, args: &SubArgs) -> Result<(), Failure>
     Ok(())
 }
 
+/// `weida sub --bind`: a collector bound at URL's path with every filter (local: in force at
+/// once), then each message a filter selects printed until `--count` or a signal, and on
+/// stderr at the end how many arrived that none selected.
+async fn collect(args: SubArgs, stop: &mut Stop) -> Result<(), Failure> {
+    // The collector's route is a puller's: it numbers each publisher's copies (detect), but
+    // a runtime requiring reassembly refuses every publisher (PATTERNS §4.4).
+    if args.ordering == OrderingArg::Reassemble {
+        usage_error(
+            "a collector (--bind) cannot reassemble: --ordering detect numbers each \
+             publisher's copies",
+        );
+    }
+    let (rt, listener, path) = serve::bind_requiring(
+        &args.url,
+        args.identity.as_deref(),
+        args.max_body,
+        ordering(args.ordering),
+    )
+    .await?;
+    let collector = listener.subscriber(&path)?;
+    for f in &args.filters {
+        collector.subscribe(f)?;
+    }
+    serve::announce(collector.address(), args.ready)?;
+    eprintln!("subscribed to {}", args.filters.join(" "));
+    let gathered = gather(&collector, &args, stop).await;
+    collector.close();
+    let discarded = collector.discarded();
+    eprintln!(
+        "discarded {discarded} {} that no filter selected",
+        plural(discarded, "message", "messages")
+    );
+    serve::close(&rt, &gathered).await;
+    drop(listener);
+    gathered
+}
+
+/// The collector's work: each message a filter selects printed, as a puller's are. One that
+/// could not be received (cancelled by its publisher, above `--max-body`, cut by a lost
+/// connection) is a warning, and the collector goes on.
+async fn gather(
+    collector: &BoundSubscriber,
+    args: &SubArgs,
+    stop: &mut Stop,
+) -> Result<(), Failure> {
+    let mut received = 0u64;
+    while args.count.is_none_or(|n| received < n) {
+        match stop.finish(collector.recv(), || collector.close()).await? {
+            Ok(m) => {
+                received += 1;
+                print(args, &m)?;
+            }
+            // Our own close, after a signal: what was queued has been printed.
+            Err(Error::Closed) => break,
+            Err(e) => serve::warn(
+                "a message could not be received",
+                &IncomingMeta::default(),
+                &e,
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// The guarantees a subscriber's runtime requires of its publishers: `--ordering`.
+fn ordering(o: OrderingArg) -> GuaranteeSet {
+    GuaranteeSet {
+        ordering: o.into(),
+        ..GuaranteeSet::default()
+    }
+}
+
 /// A runtime presenting `--identity`, trusting the address's pin and `--trust-pin`, and
 /// requiring `--ordering` of its publishers.
 fn runtime(args: &SubArgs) -> Result<Runtime, Failure> {
     let defaults = Limits::default();
     Ok(Runtime::new(RuntimeConfig {
-        identity: identity::load_or_ephemeral(args.identity.as_deref())?,
-        trust: Trust::pinned(args.trust_pins.iter().copied()),
-        guarantees: GuaranteeSet {
-            ordering: args.ordering.into(),
-            ..GuaranteeSet::default()
-        },
+        guarantees: ordering(args.ordering),
         limits: Limits {
             max_collected_body: args.max_body.unwrap_or(defaults.max_collected_body),
             ..defaults
         },
         reconnect: args.reconnect.policy(),
-        ..RuntimeConfig::default()
+        ..dialling(args.identity.as_deref(), &args.trust_pins)?
     })?)
+}
+
+/// What the runtime of every dialling Pub/Sub role has (`sub`, `pub --connect`): `--identity`
+/// presented (or an ephemeral key), the address's pin and `--trust-pin` trusted.
+fn dialling(identity: Option<&Path>, trust_pins: &[Fingerprint]) -> Result<RuntimeConfig, Failure> {
+    Ok(RuntimeConfig {
+        identity: identity::load_or_ephemeral(identity)?,
+        trust: Trust::pinned(trust_pins.iter().copied()),
+        ..RuntimeConfig::default()
+    })
 }

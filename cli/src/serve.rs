@@ -11,7 +11,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::io::AsyncWriteExt;
-use weida::{Address, Error, Exchange, IncomingMeta, Limits, Listener, Runtime, RuntimeConfig};
+use weida::{
+    Address, Error, Exchange, GuaranteeSet, IncomingMeta, Limits, Listener, Runtime, RuntimeConfig,
+};
 
 use crate::args::{BusArgs, PullArgs, RepArgs, ServeArgs};
 use crate::exit::Failure;
@@ -325,7 +327,7 @@ async fn arriving(rt: &Runtime, settled: &Cell<u64>) -> Infallible {
 /// drains (the replies' receipts), which returns once its closes have been sent.
 /// A role abandoned by a second signal only closes: exiting at once is what was asked, and
 /// its peers still learn at once.
-async fn close(rt: &Runtime, served: &Result<(), Failure>) {
+pub(crate) async fn close(rt: &Runtime, served: &Result<(), Failure>) {
     if served.as_ref().is_err_and(Failure::is_interrupted) {
         rt.close().await;
         return;
@@ -346,6 +348,17 @@ pub(crate) async fn bind_url(
     identity: Option<&Path>,
     max_body: Option<u64>,
 ) -> Result<(Runtime, Listener, String), Failure> {
+    bind_requiring(url, identity, max_body, GuaranteeSet::default()).await
+}
+
+/// [`bind_url`] for a runtime that requires `guarantees` of its peers: a collector's
+/// `--ordering` (`sub --bind`).
+pub(crate) async fn bind_requiring(
+    url: &str,
+    identity: Option<&Path>,
+    max_body: Option<u64>,
+    guarantees: GuaranteeSet,
+) -> Result<(Runtime, Listener, String), Failure> {
     let ctx = |e: Error| Failure::from(e).context(format!("binding {url}"));
     let address = Address::parse(url).map_err(ctx)?;
     let path = address.endpoint_path().map_err(ctx)?.to_string();
@@ -363,6 +376,7 @@ pub(crate) async fn bind_url(
     let defaults = Limits::default();
     let rt = Runtime::new(RuntimeConfig {
         identity,
+        guarantees,
         limits: Limits {
             max_collected_body: max_body.unwrap_or(defaults.max_collected_body),
             ..defaults
@@ -391,7 +405,7 @@ pub(crate) fn announce(address: &Address, ready: bool) -> Result<(), Failure> {
 }
 
 /// One message or exchange failed; the role goes on.
-fn warn(what: &str, meta: &IncomingMeta, e: &Error) {
+pub(crate) fn warn(what: &str, meta: &IncomingMeta, e: &Error) {
     let from = meta
         .peer
         .as_ref()

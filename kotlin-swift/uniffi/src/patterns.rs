@@ -59,7 +59,7 @@ pub(crate) fn meta_in(m: Option<HashMap<String, Vec<u8>>>) -> Metadata {
     out
 }
 
-fn peer(p: Option<&PeerIdentity>) -> Option<Peer> {
+pub(crate) fn peer(p: Option<&PeerIdentity>) -> Option<Peer> {
     match p {
         Some(PeerIdentity::Key(f)) => Some(Peer::Key {
             fingerprint: f.to_string(),
@@ -73,18 +73,21 @@ fn peer(p: Option<&PeerIdentity>) -> Option<Peer> {
     }
 }
 
+/// Metadata out, in order.
+pub(crate) fn entries(m: &Metadata) -> Vec<MetaEntry> {
+    m.iter()
+        .map(|(n, v)| MetaEntry {
+            name: n.to_string(),
+            value: v.to_vec(),
+        })
+        .collect()
+}
+
 pub(crate) fn message(m: weida::Message) -> Message {
     let meta = &m.meta;
     Message {
         body: m.body.to_vec(),
-        metadata: meta
-            .metadata
-            .iter()
-            .map(|(n, v)| MetaEntry {
-                name: n.to_string(),
-                value: v.to_vec(),
-            })
-            .collect(),
+        metadata: entries(&meta.metadata),
         path: meta.path.to_string(),
         peer: peer(meta.peer.as_ref()),
         topic: meta.topic.clone(),
@@ -253,6 +256,11 @@ impl Puller {
             inner: OnIo::new(Arc::new(p)),
         })
     }
+
+    /// The core's puller.
+    pub(crate) fn endpoint(&self) -> Arc<weida::Puller> {
+        Arc::clone(&self.inner)
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -406,7 +414,7 @@ impl Replier {
 /// unanswered, the requester sees Canceled.
 #[derive(uniffi::Object)]
 pub struct Exchange {
-    inner: Arc<weida_ffi::stream::Exchange>,
+    pub(crate) inner: Arc<weida_ffi::stream::Exchange>,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -424,15 +432,7 @@ impl Exchange {
 
     /// The request's metadata, in order.
     pub fn metadata(&self) -> Vec<MetaEntry> {
-        self.inner
-            .meta()
-            .metadata
-            .iter()
-            .map(|(n, v)| MetaEntry {
-                name: n.to_string(),
-                value: v.to_vec(),
-            })
-            .collect()
+        entries(&self.inner.meta().metadata)
     }
 
     /// The whole request body, bounded by `max` (default `maxCollectedBody`).
@@ -550,6 +550,11 @@ impl Publisher {
 
     pub fn dropped(&self) -> Dropped {
         self.inner.dropped().into()
+    }
+
+    /// What was dropped of the copies published on `topic` (a topic name, not a filter).
+    pub fn dropped_on(&self, topic: String) -> Dropped {
+        self.inner.dropped_on(&topic).into()
     }
 
     pub fn close_endpoint(&self) {

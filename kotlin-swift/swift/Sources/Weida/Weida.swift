@@ -169,6 +169,63 @@ extension Puller {
     /// Every message, until the endpoint ends (`Closed` ends the sequence; another error is
     /// thrown).
     public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
+
+    /// The next message as a stream (`IncomingTransfer`), for a body read in parts: the next one
+    /// no receive has taken.
+    public func accept() async throws -> IncomingTransfer {
+        try await cancellable { try await accept(cancel: $0) }
+    }
+
+    /// Every message as a stream, until the puller ends.
+    public func transfers() -> AsyncThrowingStream<IncomingTransfer, Error> {
+        untilClosed { try await self.accept() }
+    }
+}
+
+// MARK: Streams
+
+extension OutgoingTransfer {
+    /// Writes all of `body`; waits while the peer's window is full. Cancelled, the transfer is
+    /// cancelled.
+    public func write(_ body: Data) async throws {
+        try await cancellable { try await write(body: body, cancel: $0) }
+    }
+
+    /// Queues the FIN; the `Delivery` tells when the peer's transport holds it all.
+    @discardableResult
+    public func finish() async throws -> Delivery {
+        try await cancellable { try await finish(cancel: $0) }
+    }
+}
+
+extension IncomingTransfer {
+    /// The next chunk, nil after the writer's FIN; a cancelled stream throws `Canceled`, never
+    /// ends short. Cancel-safe.
+    public func readChunk() async throws -> Data? {
+        try await cancellable { try await readChunk(cancel: $0) }
+    }
+
+    /// The whole body, refusing one above `max` bytes (`LimitExceeded`, the writer stopped).
+    public func collect(_ max: UInt64) async throws -> Data {
+        try await cancellable { try await collect(max: max, cancel: $0) }
+    }
+
+    /// The chunks, until the writer's FIN: `for try await c in t.chunks()`.
+    public func chunks() -> AsyncThrowingStream<Data, Error> {
+        AsyncThrowingStream(unfolding: { try await self.readChunk() })
+    }
+
+    /// The stream's metadata value `name`, if it came with one.
+    public func meta(_ name: String) -> Data? {
+        metadata().first { $0.name == name }?.value
+    }
+}
+
+extension PendingReply {
+    /// The reply's start: what came with it and its body as a stream.
+    public func reply() async throws -> IncomingTransfer {
+        try await cancellable { try await reply(cancel: $0) }
+    }
 }
 
 // MARK: Req/Rep
@@ -313,6 +370,21 @@ extension Exchange {
         try await cancellable { try await reply(body: body, meta: meta, cancel: $0) }
     }
 
+    /// The request's next chunk, nil at its end (the reply may start before). Cancel-safe.
+    public func readChunk() async throws -> Data? {
+        try await cancellable { try await readChunk(cancel: $0) }
+    }
+
+    /// The request's chunks, until its end.
+    public func chunks() -> AsyncThrowingStream<Data, Error> {
+        AsyncThrowingStream(unfolding: { try await self.readChunk() })
+    }
+
+    /// Opens the reply as a stream, for a reply written in parts (`write`, then `finish`).
+    public func openReply(_ meta: Meta? = nil) async throws -> OutgoingTransfer {
+        try await cancellable { try await openReply(meta: meta, cancel: $0) }
+    }
+
     /// Answers REJECTED with `reason`.
     public func reject(_ reason: String) async throws {
         try await cancellable { try await reject(reason: reason, cancel: $0) }
@@ -337,6 +409,9 @@ extension Publisher {
     public func untilSubscribers(_ n: UInt32) async throws {
         try await cancellable { try await untilSubscribers(n: n, cancel: $0) }
     }
+
+    /// What was dropped of the copies published on `topic` (a topic name, not a filter).
+    public func droppedOn(_ topic: String) -> Dropped { droppedOn(topic: topic) }
 }
 
 extension Subscriber {

@@ -1758,6 +1758,18 @@ public protocol ExchangeProtocol: AnyObject, Sendable {
      */
     func takeBody(max: UInt64?, cancel: Cancellation?) async throws  -> Data
     
+    /**
+     * Opens the reply as a stream (with `meta`), for a reply written in parts: `write`, then
+     * `finish`. It answers the exchange: read the request first.
+     */
+    func openReply(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OutgoingTransfer
+    
+    /**
+     * The request's next chunk, null at its end (the reply may start before). Cancel-safe;
+     * `cancel()` interrupts it.
+     */
+    func readChunk(cancel: Cancellation?) async throws  -> Data?
+    
 }
 /**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
@@ -1936,6 +1948,46 @@ open func takeBody(max: UInt64?, cancel: Cancellation? = nil)async throws  -> Da
             completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Opens the reply as a stream (with `meta`), for a reply written in parts: `write`, then
+     * `finish`. It answers the exchange: read the request first.
+     */
+open func openReply(meta: [String: Data]? = nil, cancel: Cancellation? = nil)async throws  -> OutgoingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_exchange_open_reply(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeOutgoingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * The request's next chunk, null at its end (the reply may start before). Cancel-safe;
+     * `cancel()` interrupts it.
+     */
+open func readChunk(cancel: Cancellation? = nil)async throws  -> Data?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_exchange_read_chunk(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionData.lift,
             errorHandler: FfiConverterTypeWeidaError_lift
         )
 }
@@ -2164,6 +2216,294 @@ public func FfiConverterTypeIdentity_lift(_ handle: UInt64) throws -> Identity {
 #endif
 public func FfiConverterTypeIdentity_lower(_ value: Identity) -> UInt64 {
     return FfiConverterTypeIdentity.lower(value)
+}
+
+
+
+
+
+
+/**
+ * An incoming stream (a one-way transfer, or a reply's body): read it in chunks (`readChunk`,
+ * null at its end) or `collect` it; what came with it is `path`, `peer`, `metadata`, `topic`,
+ * `sequence` and `gap`, as a `Message`'s. Dropped unread, it stops the writer.
+ */
+public protocol IncomingTransferProtocol: AnyObject, Sendable {
+    
+    /**
+     * The whole body, refusing one above `max` bytes (`LimitExceeded`, the writer stopped).
+     */
+    func collect(max: UInt64, cancel: Cancellation?) async throws  -> Data
+    
+    /**
+     * Under PerProducer ordering: how many numbers were missed before this one.
+     */
+    func gap()  -> UInt64?
+    
+    /**
+     * Application metadata, in order.
+     */
+    func metadata()  -> [MetaEntry]
+    
+    /**
+     * The endpoint path the stream was addressed to.
+     */
+    func path()  -> String
+    
+    /**
+     * The peer (null in process, or for an anonymous QUIC client).
+     */
+    func peer()  -> Peer?
+    
+    /**
+     * The next chunk, null after the writer's FIN; a cancelled stream is `Canceled`, never
+     * ends short. Cancel-safe.
+     */
+    func readChunk(cancel: Cancellation?) async throws  -> Data?
+    
+    /**
+     * Refuses the stream with the code `code` names (`REJECTED`, …) and `message` (an unread
+     * stream; nothing once a read holds it); a name that is no code is `InvalidConfig`.
+     */
+    func refuse(code: String, message: String) throws 
+    
+    /**
+     * Under PerProducer ordering: the sequence number.
+     */
+    func sequence()  -> UInt64?
+    
+    /**
+     * Pub/Sub: the topic.
+     */
+    func topic()  -> String?
+    
+}
+/**
+ * An incoming stream (a one-way transfer, or a reply's body): read it in chunks (`readChunk`,
+ * null at its end) or `collect` it; what came with it is `path`, `peer`, `metadata`, `topic`,
+ * `sequence` and `gap`, as a `Message`'s. Dropped unread, it stops the writer.
+ */
+open class IncomingTransfer: IncomingTransferProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_incomingtransfer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_incomingtransfer(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The whole body, refusing one above `max` bytes (`LimitExceeded`, the writer stopped).
+     */
+open func collect(max: UInt64, cancel: Cancellation? = nil)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_incomingtransfer_collect(
+                        self.uniffiCloneHandle(),FfiConverterUInt64.lower(max),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Under PerProducer ordering: how many numbers were missed before this one.
+     */
+open func gap() -> UInt64?  {
+    return try!  FfiConverterOptionUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_gap(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Application metadata, in order.
+     */
+open func metadata() -> [MetaEntry]  {
+    return try!  FfiConverterSequenceTypeMetaEntry.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_metadata(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The endpoint path the stream was addressed to.
+     */
+open func path() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_path(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The peer (null in process, or for an anonymous QUIC client).
+     */
+open func peer() -> Peer?  {
+    return try!  FfiConverterOptionTypePeer.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_peer(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next chunk, null after the writer's FIN; a cancelled stream is `Canceled`, never
+     * ends short. Cancel-safe.
+     */
+open func readChunk(cancel: Cancellation? = nil)async throws  -> Data?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_incomingtransfer_read_chunk(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionData.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Refuses the stream with the code `code` names (`REJECTED`, …) and `message` (an unread
+     * stream; nothing once a read holds it); a name that is no code is `InvalidConfig`.
+     */
+open func refuse(code: String, message: String)throws   {try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_refuse(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(code),
+        FfiConverterString.lower(message),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Under PerProducer ordering: the sequence number.
+     */
+open func sequence() -> UInt64?  {
+    return try!  FfiConverterOptionUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_sequence(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Pub/Sub: the topic.
+     */
+open func topic() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_incomingtransfer_topic(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeIncomingTransfer: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = IncomingTransfer
+
+    public static func lift(_ handle: UInt64) throws -> IncomingTransfer {
+        return IncomingTransfer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: IncomingTransfer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> IncomingTransfer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: IncomingTransfer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIncomingTransfer_lift(_ handle: UInt64) throws -> IncomingTransfer {
+    return try FfiConverterTypeIncomingTransfer.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIncomingTransfer_lower(_ value: IncomingTransfer) -> UInt64 {
+    return FfiConverterTypeIncomingTransfer.lower(value)
 }
 
 
@@ -2744,6 +3084,13 @@ public protocol PendingReplyProtocol: AnyObject, Sendable {
      */
     func body(cancel: Cancellation?) async throws  -> Message
     
+    /**
+     * Waits for the reply's start: what came with it and its body as a stream
+     * (`IncomingTransfer`). The replier's error as this side's; a loss after the request's FIN
+     * is `Indeterminate`. Once (or `body`).
+     */
+    func reply(cancel: Cancellation?) async throws  -> IncomingTransfer
+    
 }
 /**
  * The reply half of a request opened with `Requester.open`.
@@ -2821,6 +3168,27 @@ open func body(cancel: Cancellation? = nil)async throws  -> Message  {
         )
 }
     
+    /**
+     * Waits for the reply's start: what came with it and its body as a stream
+     * (`IncomingTransfer`). The replier's error as this side's; a loss after the request's FIN
+     * is `Indeterminate`. Once (or `body`).
+     */
+open func reply(cancel: Cancellation? = nil)async throws  -> IncomingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pendingreply_reply(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeIncomingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
 
     
 }
@@ -2881,6 +3249,11 @@ public protocol PublisherProtocol: AnyObject, Sendable {
     func closeEndpoint() 
     
     func dropped()  -> Dropped
+    
+    /**
+     * What was dropped of the copies published on `topic` (a topic name, not a filter).
+     */
+    func droppedOn(topic: String)  -> Dropped
     
     /**
      * Queues a copy of `body` for every subscriber whose filters select `topic`; how many.
@@ -2974,6 +3347,19 @@ open func dropped() -> Dropped  {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_publisher_dropped(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * What was dropped of the copies published on `topic` (a topic name, not a filter).
+     */
+open func droppedOn(topic: String) -> Dropped  {
+    return try!  FfiConverterTypeDropped_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_publisher_dropped_on(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(topic),uniffiCallStatus
     )
 })
 }
@@ -3099,6 +3485,12 @@ public protocol PullerProtocol: AnyObject, Sendable {
      */
     func tryRecv() throws  -> Message?
     
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts: the next
+     * one no receive has taken.
+     */
+    func accept(cancel: Cancellation?) async throws  -> IncomingTransfer
+    
 }
 /**
  * The bound side of Push/Pull.
@@ -3218,6 +3610,26 @@ open func tryRecv()throws  -> Message?  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts: the next
+     * one no receive has taken.
+     */
+open func accept(cancel: Cancellation? = nil)async throws  -> IncomingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_puller_accept(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeIncomingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
 }
     
 
@@ -6645,6 +7057,30 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionData: FfiConverterRustBuffer {
+    typealias SwiftType = Data?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterData.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterData.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeCancellation: FfiConverterRustBuffer {
     typealias SwiftType = Cancellation?
 
@@ -7315,6 +7751,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_exchange_take_body() != 21255) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_exchange_open_reply() != 23716) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_exchange_read_chunk() != 19622) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_publisher_address() != 42173) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7322,6 +7764,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_publisher_dropped() != 45883) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_publisher_dropped_on() != 7481) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_publisher_publish() != 6320) {
@@ -7346,6 +7791,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_puller_try_recv() != 43886) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_puller_accept() != 42032) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pusher_close_endpoint() != 11381) {
@@ -7510,6 +7958,33 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_delivery_delivered() != 36256) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_collect() != 15835) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_gap() != 43356) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_metadata() != 38740) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_path() != 53099) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_peer() != 4388) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_read_chunk() != 31337) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_refuse() != 21227) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_sequence() != 56023) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_incomingtransfer_topic() != 45722) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer() != 15853) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7520,6 +7995,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pendingreply_body() != 31511) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pendingreply_reply() != 25759) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_surveyrun_expired() != 45246) {

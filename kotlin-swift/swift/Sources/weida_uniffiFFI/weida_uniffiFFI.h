@@ -562,6 +562,16 @@ uint64_t uniffi_weida_uniffi_fn_method_exchange_reply(uint64_t ptr, RustBuffer b
 uint64_t uniffi_weida_uniffi_fn_method_exchange_take_body(uint64_t ptr, RustBuffer max, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_OPEN_REPLY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_OPEN_REPLY
+uint64_t uniffi_weida_uniffi_fn_method_exchange_open_reply(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_READ_CHUNK
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_EXCHANGE_READ_CHUNK
+uint64_t uniffi_weida_uniffi_fn_method_exchange_read_chunk(uint64_t ptr, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PUBLISHER
 uint64_t uniffi_weida_uniffi_fn_clone_publisher(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -585,6 +595,11 @@ void uniffi_weida_uniffi_fn_method_publisher_close_endpoint(uint64_t ptr, RustCa
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_DROPPED
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_DROPPED
 RustBuffer uniffi_weida_uniffi_fn_method_publisher_dropped(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_DROPPED_ON
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_DROPPED_ON
+RustBuffer uniffi_weida_uniffi_fn_method_publisher_dropped_on(uint64_t ptr, RustBuffer topic, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_PUBLISH
@@ -635,6 +650,11 @@ uint64_t uniffi_weida_uniffi_fn_method_puller_recv_into(uint64_t ptr, uint32_t m
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_TRY_RECV
 RustBuffer uniffi_weida_uniffi_fn_method_puller_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_ACCEPT
+uint64_t uniffi_weida_uniffi_fn_method_puller_accept(uint64_t ptr, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PUSHER
@@ -992,6 +1012,61 @@ void uniffi_weida_uniffi_fn_free_delivery(uint64_t handle, RustCallStatus *_Nonn
 uint64_t uniffi_weida_uniffi_fn_method_delivery_delivered(uint64_t ptr, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_INCOMINGTRANSFER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_INCOMINGTRANSFER
+uint64_t uniffi_weida_uniffi_fn_clone_incomingtransfer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_INCOMINGTRANSFER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_INCOMINGTRANSFER
+void uniffi_weida_uniffi_fn_free_incomingtransfer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_COLLECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_COLLECT
+uint64_t uniffi_weida_uniffi_fn_method_incomingtransfer_collect(uint64_t ptr, uint64_t max, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_GAP
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_GAP
+RustBuffer uniffi_weida_uniffi_fn_method_incomingtransfer_gap(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_METADATA
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_METADATA
+RustBuffer uniffi_weida_uniffi_fn_method_incomingtransfer_metadata(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_PATH
+RustBuffer uniffi_weida_uniffi_fn_method_incomingtransfer_path(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_PEER
+RustBuffer uniffi_weida_uniffi_fn_method_incomingtransfer_peer(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_READ_CHUNK
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_READ_CHUNK
+uint64_t uniffi_weida_uniffi_fn_method_incomingtransfer_read_chunk(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_REFUSE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_REFUSE
+void uniffi_weida_uniffi_fn_method_incomingtransfer_refuse(uint64_t ptr, RustBuffer code, RustBuffer message, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_SEQUENCE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_SEQUENCE
+RustBuffer uniffi_weida_uniffi_fn_method_incomingtransfer_sequence(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_TOPIC
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_INCOMINGTRANSFER_TOPIC
+RustBuffer uniffi_weida_uniffi_fn_method_incomingtransfer_topic(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_OUTGOINGTRANSFER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_OUTGOINGTRANSFER
 uint64_t uniffi_weida_uniffi_fn_clone_outgoingtransfer(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -1030,6 +1105,11 @@ void uniffi_weida_uniffi_fn_free_pendingreply(uint64_t handle, RustCallStatus *_
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PENDINGREPLY_BODY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PENDINGREPLY_BODY
 uint64_t uniffi_weida_uniffi_fn_method_pendingreply_body(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PENDINGREPLY_REPLY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PENDINGREPLY_REPLY
+uint64_t uniffi_weida_uniffi_fn_method_pendingreply_reply(uint64_t ptr, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SURVEYRUN
@@ -1665,6 +1745,18 @@ uint16_t uniffi_weida_uniffi_checksum_method_exchange_take_body(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_OPEN_REPLY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_OPEN_REPLY
+uint16_t uniffi_weida_uniffi_checksum_method_exchange_open_reply(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_READ_CHUNK
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_READ_CHUNK
+uint16_t uniffi_weida_uniffi_checksum_method_exchange_read_chunk(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_method_publisher_address(void
@@ -1680,6 +1772,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_publisher_close_endpoint(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_DROPPED
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_DROPPED
 uint16_t uniffi_weida_uniffi_checksum_method_publisher_dropped(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_DROPPED_ON
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_DROPPED_ON
+uint16_t uniffi_weida_uniffi_checksum_method_publisher_dropped_on(void
     
 );
 #endif
@@ -1728,6 +1826,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_puller_recv_into(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_TRY_RECV
 uint16_t uniffi_weida_uniffi_checksum_method_puller_try_recv(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_ACCEPT
+uint16_t uniffi_weida_uniffi_checksum_method_puller_accept(void
     
 );
 #endif
@@ -2055,6 +2159,60 @@ uint16_t uniffi_weida_uniffi_checksum_method_delivery_delivered(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_COLLECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_COLLECT
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_collect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_GAP
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_GAP
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_gap(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_METADATA
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_METADATA
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_metadata(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_PATH
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_path(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_PEER
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_peer(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_READ_CHUNK
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_READ_CHUNK
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_read_chunk(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_REFUSE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_REFUSE
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_refuse(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_SEQUENCE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_SEQUENCE
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_sequence(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_TOPIC
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_INCOMINGTRANSFER_TOPIC
+uint16_t uniffi_weida_uniffi_checksum_method_incomingtransfer_topic(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_CANCEL_TRANSFER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_CANCEL_TRANSFER
 uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer(void
@@ -2076,6 +2234,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
 uint16_t uniffi_weida_uniffi_checksum_method_pendingreply_body(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_REPLY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_REPLY
+uint16_t uniffi_weida_uniffi_checksum_method_pendingreply_reply(void
     
 );
 #endif

@@ -187,6 +187,7 @@ final class PatternsTests: XCTestCase {
                 }
             }
             XCTAssertEqual(publisher.dropped().total, 0)
+            XCTAssertEqual(publisher.droppedOn("alerts").total, 0)
             XCTAssertEqual(publisher.subscriberCount(), 1)
             XCTAssertEqual(sub.peerCount(), 1)
             XCTAssertEqual(p.server.counters()["copiesPublished"], UInt64(expected.count))

@@ -280,8 +280,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         val name = free(args.str("name"))
         val mode = args.str("mode")
         when (mode) {
-            "echo", "hold", "reject", "drop" -> {}
-            "stream_echo" -> throw Unsupported("replier:stream_echo", "the Kotlin binding's Exchange exports no readChunk or openReply")
+            "echo", "stream_echo", "hold", "reject", "drop" -> {}
             else -> throw BadRequest("unknown replier mode '$mode'")
         }
         val reason = args["reason"] as? String ?: "rejected"
@@ -296,13 +295,16 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         val name = free(args.str("name"))
         val mode = args.str("mode")
         when (mode) {
-            "recv", "manual" -> {}
-            "stream" -> throw Unsupported("puller:stream", "the Kotlin binding's Puller exports no accept (an IncomingTransfer read in chunks)")
+            "recv", "stream", "manual" -> {}
             else -> throw BadRequest("unknown puller mode '$mode'")
         }
         val puller = listener.puller(args.str("path"), endpointOptionsArg(args))
         claim(name)
-        if (mode == "manual") pullers[name] = puller else spawn("puller $name") { background.servePuller(puller, name) }
+        when (mode) {
+            "manual" -> pullers[name] = puller
+            "stream" -> spawn("puller $name") { background.servePullerStreams(puller, name) }
+            else -> spawn("puller $name") { background.servePuller(puller, name) }
+        }
         return mapOf("address" to puller.address())
     }
 
@@ -385,8 +387,9 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     private fun opDropped(args: Obj): Obj {
         val dp = dialling[args.str("endpoint")] as? DialingPublisher
         if (args["topic"] != null && dp != null) throw BadRequest("a dialling publisher counts no drops per topic")
-        if (args["topic"] != null) throw Unsupported("dropped:topic", "the Kotlin binding's Publisher exports no droppedOn")
-        val d = dp?.dropped() ?: publisher(args).dropped()
+        val topic = args["topic"]
+        if (topic != null && topic !is String) throw BadRequest("topic is a string")
+        val d = dp?.dropped() ?: publisher(args).let { if (topic is String) it.droppedOn(topic) else it.dropped() }
         return mapOf(
             "queue_full" to d.queueFull, "byte_budget" to d.byteBudget, "reverse_pool_empty" to d.reversePoolEmpty,
             "dead_subscriber" to d.deadSubscriber, "refused" to d.refused, "total" to d.total,

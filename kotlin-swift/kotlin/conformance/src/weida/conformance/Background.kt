@@ -5,10 +5,12 @@ package weida.conformance
 
 import kotlinx.coroutines.flow.MutableStateFlow
 import kotlinx.coroutines.flow.first
+import weida.chunks
 import weida.recv
 import weida.reply
 import weida.takeBody
 import weida.uniffi.Exchange
+import weida.uniffi.IncomingTransfer
 import weida.uniffi.Puller
 import weida.uniffi.Replier
 import weida.uniffi.Subscriber
@@ -59,6 +61,10 @@ class Background(private val agent: Agent) {
             }
             return
         }
+        if (mode == "stream_echo") {
+            streamEcho(ex, handle)
+            return
+        }
         val meta = ex.metadata()
         val body = try {
             ex.takeBody()
@@ -82,7 +88,75 @@ class Background(private val agent: Agent) {
         }
     }
 
+    /** Reads the request chunk by chunk, then writes the same chunks back through `openReply`
+     * (which takes the whole exchange, so the request is read to its end first). */
+    private suspend fun streamEcho(ex: Exchange, handle: String) {
+        val meta = ex.metadata()
+        val tally = Tally()
+        val chunks = mutableListOf<ByteArray>()
+        while (true) {
+            val c = (try {
+                ex.readChunk()
+            } catch (e: WeidaException) {
+                out.eventError("request_failed", handle, e)
+                return
+            }) ?: break
+            if (chunks.isEmpty()) out.event("receiving", handle, mapOf("size" to c.size))
+            tally.add(c)
+            chunks += c
+        }
+        out.event("request", handle, mapOf("body" to tally.summary(), "metadata" to metadataJson(meta)))
+        try {
+            ex.openReply(meta.associate { it.name to it.value }).use { reply ->
+                for (c in chunks) reply.write(c)
+                reply.finish().close()
+            }
+        } catch (e: WeidaException) {
+            out.eventError("reply_failed", handle, e)
+            return
+        }
+        out.event("replied", handle)
+    }
+
     suspend fun servePuller(puller: Puller, handle: String) = receiveEach(handle) { puller.recv() }
+
+    /** A `stream` puller: each message accepted as a stream (`accepted`), then read in chunks
+     * in a coroutine of its own (`receiving` at the first chunk, `received` at the end), until
+     * `closed`. */
+    suspend fun servePullerStreams(puller: Puller, handle: String) {
+        while (true) {
+            val t = try {
+                puller.accept()
+            } catch (e: WeidaException) {
+                out.eventError("closed", handle, e)
+                return
+            }
+            out.event("accepted", handle, metaJson(t))
+            agent.spawn("a transfer to $handle") { t.use { readTransfer(it, handle) } }
+        }
+    }
+
+    private suspend fun readTransfer(t: IncomingTransfer, handle: String) {
+        val tally = Tally()
+        var first = true
+        while (true) {
+            val c = (try {
+                t.readChunk()
+            } catch (e: WeidaException) {
+                out.eventError("receive_failed", handle, e)
+                return
+            }) ?: break
+            if (first) {
+                first = false
+                out.event("receiving", handle, mapOf("size" to c.size))
+            }
+            tally.add(c)
+        }
+        out.event("received", handle, metaJson(t) + mapOf("body" to tally.summary()))
+    }
+
+    private fun metaJson(t: IncomingTransfer): Obj =
+        linkedMapOf("path" to t.path(), "metadata" to metadataJson(t.metadata()), "peer" to peerJson(t.peer()))
 
     /** A bus member's receiving, as a `recv` puller's. */
     suspend fun serveBus(bus: weida.uniffi.Bus, handle: String) = receiveEach(handle) { bus.recv() }

@@ -15,6 +15,7 @@ import weida.uniffi.DialingPublisher
 import weida.uniffi.EndpointOptions
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
+import weida.uniffi.IncomingTransfer
 import weida.uniffi.Message
 import weida.uniffi.OptionValue
 import weida.uniffi.PeerEvent
@@ -133,6 +134,24 @@ fun Puller.messages(): Flow<Message> = untilClosed { recv() }
 fun Subscriber.messages(): Flow<Message> = untilClosed { recv() }
 
 fun Bus.messages(): Flow<Message> = untilClosed { recv() }
+
+/** Every message as a stream (`IncomingTransfer`, its body read in parts), until the puller
+ * ends. */
+fun Puller.transfers(): Flow<IncomingTransfer> = untilClosed { accept() }
+
+/** The stream's chunks, until the writer's FIN (a cancelled stream throws `Canceled`, never
+ * ends short). */
+fun IncomingTransfer.chunks(): Flow<ByteArray> = flow {
+    while (true) emit(readChunk() ?: break)
+}
+
+/** The request's chunks, until its end. */
+fun Exchange.chunks(): Flow<ByteArray> = flow {
+    while (true) emit(readChunk() ?: break)
+}
+
+/** The stream's metadata value `name`, if it came with one. */
+fun IncomingTransfer.meta(name: String): ByteArray? = metadata().firstOrNull { it.name == name }?.value
 
 /** Every exchange, until the replier ends. */
 fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }

@@ -172,6 +172,7 @@ class PatternsTest {
             }
         }
         assertEquals(0UL, publisher.dropped().total)
+        assertEquals(0UL, publisher.droppedOn("alerts").total)
         assertEquals(1u, publisher.subscriberCount())
         assertEquals(1u, sub.peerCount())
         assertEquals(expected.size.toULong(), p.server.counters()["copiesPublished"])

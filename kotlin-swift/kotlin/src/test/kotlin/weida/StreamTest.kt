@@ -1,10 +1,16 @@
-// Streamed transfers (python/tests/test_patterns.py, core/tests/patterns.rs: the same names): a
-// message written in parts and finished, with its receipt, and a streamed request and its reply.
+// Streamed transfers (python/tests/test_patterns.py, test_cancel.py, core/tests/patterns.rs: the
+// same names): a message written in parts and finished, with its receipt, one accepted and read
+// in parts, a streamed request and its reply, read and written in parts.
 package weida
 
+import kotlinx.coroutines.flow.fold
+import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.params.ParameterizedTest
 import org.junit.jupiter.params.provider.ValueSource
 import weida.uniffi.WeidaException
@@ -60,6 +66,69 @@ class StreamTest {
         opened.transfer.write(payload(300_000))
         opened.transfer.finish()
         assertEquals(300_000, opened.reply.body().body.size)
+        serving.join()
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun an_accepted_transfer_is_read_in_chunks_with_what_came_with_it(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        val t = pusher.open(mapOf("k" to "v".toByteArray()))
+        t.write(payload(200_000))
+        t.finish()
+        val incoming = puller.accept()
+        assertEquals("/jobs", incoming.path())
+        assertArrayEquals("v".toByteArray(), incoming.meta("k"))
+        assertNull(incoming.topic())
+        val got = incoming.chunks().fold(java.io.ByteArrayOutputStream()) { acc, c -> acc.apply { write(c) } }
+        assertArrayEquals(payload(200_000), got.toByteArray())
+        assertNull(incoming.readChunk(), "still null after the end")
+        // A whole message next, taken by accept and collected.
+        pusher.send("next".toByteArray())
+        assertArrayEquals("next".toByteArray(), puller.accept().collect(1000uL))
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun push_cancel_mid_transfer_is_canceled_at_the_reader(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        val t = pusher.open(null)
+        t.write(payload(100_000))
+        val incoming = puller.accept()
+        assertNotNull(incoming.readChunk())
+        t.cancelTransfer()
+        raised<WeidaException.Canceled> { incoming.chunks().toList() }
+        pusher.send("next".toByteArray())
+        assertArrayEquals("next".toByteArray(), puller.recv().body)
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun a_streamed_reply_and_chunked_reads(transport: String) = withPair(transport) { p ->
+        val replier = p.listener.replier("/stream")
+        val serving = launch {
+            replier.accept().use { ex ->
+                val chunks = ex.chunks().toList()
+                assertEquals(200_000, chunks.sumOf { it.size })
+                val out = ex.openReply(mapOf("parts" to "${chunks.size}".toByteArray()))
+                out.write(ByteArray(10) { 'x'.code.toByte() })
+                out.write(ByteArray(10) { 'y'.code.toByte() })
+                out.finish()
+            }
+        }
+        val req = p.client.requester()
+        req.connect(replier.address())
+        val opened = req.open(null)
+        opened.transfer.write(payload(200_000))
+        opened.transfer.finish()
+        val reply = opened.reply.reply()
+        assertTrue(reply.meta("parts") != null)
+        val got = reply.chunks().toList().fold(ByteArray(0)) { a, c -> a + c }
+        assertEquals("x".repeat(10) + "y".repeat(10), String(got))
         serving.join()
     }
 }

@@ -772,11 +772,17 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_take_body(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_exchange_open_reply(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_exchange_read_chunk(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_publisher_address(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_publisher_close_endpoint(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_publisher_dropped(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_publisher_dropped_on(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_publisher_publish(
     ): Int
@@ -793,6 +799,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_puller_recv_into(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_puller_try_recv(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_puller_accept(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_close_endpoint(
     ): Int
@@ -902,6 +910,24 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_delivery_delivered(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_collect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_gap(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_metadata(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_path(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_peer(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_read_chunk(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_refuse(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_sequence(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_topic(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_finish(
@@ -909,6 +935,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pendingreply_body(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pendingreply_reply(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_surveyrun_expired(
     ): Int
@@ -1094,6 +1122,10 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_exchange_take_body(`ptr`: Long,`max`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_exchange_open_reply(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_exchange_read_chunk(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_publisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_publisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1103,6 +1135,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_publisher_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_publisher_dropped(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_publisher_dropped_on(`ptr`: Long,`topic`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_publisher_publish(`ptr`: Long,`topic`: RustBuffer.ByValue,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
@@ -1124,6 +1158,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_puller_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_puller_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_pusher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_pusher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1266,6 +1302,28 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_delivery_delivered(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_clone_incomingtransfer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_incomingtransfer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_collect(`ptr`: Long,`max`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_gap(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_metadata(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_path(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_peer(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_read_chunk(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_refuse(`ptr`: Long,`code`: RustBuffer.ByValue,`message`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_sequence(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_incomingtransfer_topic(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_clone_outgoingtransfer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_outgoingtransfer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1281,6 +1339,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_free_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_pendingreply_body(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pendingreply_reply(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_surveyrun(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1576,6 +1636,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_take_body() and 0xFFFF) != 21255) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_open_reply() and 0xFFFF) != 23716) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_exchange_read_chunk() and 0xFFFF) != 19622) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_address() and 0xFFFF) != 42173) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1583,6 +1649,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_dropped() and 0xFFFF) != 45883) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_publisher_dropped_on() and 0xFFFF) != 7481) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_publish() and 0xFFFF) != 6320) {
@@ -1607,6 +1676,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_try_recv() and 0xFFFF) != 43886) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_puller_accept() and 0xFFFF) != 42032) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_close_endpoint() and 0xFFFF) != 11381) {
@@ -1771,6 +1843,33 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_delivery_delivered() and 0xFFFF) != 36256) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_collect() and 0xFFFF) != 15835) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_gap() and 0xFFFF) != 43356) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_metadata() and 0xFFFF) != 38740) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_path() and 0xFFFF) != 53099) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_peer() and 0xFFFF) != 4388) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_read_chunk() and 0xFFFF) != 31337) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_refuse() and 0xFFFF) != 21227) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_sequence() and 0xFFFF) != 56023) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_incomingtransfer_topic() and 0xFFFF) != 45722) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_cancel_transfer() and 0xFFFF) != 15853) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1781,6 +1880,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pendingreply_body() and 0xFFFF) != 31511) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pendingreply_reply() and 0xFFFF) != 25759) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_surveyrun_expired() and 0xFFFF) != 45246) {
@@ -4292,6 +4394,18 @@ public interface ExchangeInterface {
      */
     suspend fun `takeBody`(`max`: kotlin.ULong?, `cancel`: Cancellation? = null): kotlin.ByteArray
     
+    /**
+     * Opens the reply as a stream (with `meta`), for a reply written in parts: `write`, then
+     * `finish`. It answers the exchange: read the request first.
+     */
+    suspend fun `openReply`(`meta`: Map<kotlin.String, kotlin.ByteArray>? = null, `cancel`: Cancellation? = null): OutgoingTransfer
+    
+    /**
+     * The request's next chunk, null at its end (the reply may start before). Cancel-safe;
+     * `cancel()` interrupts it.
+     */
+    suspend fun `readChunk`(`cancel`: Cancellation? = null): kotlin.ByteArray?
+    
     companion object
 }
 
@@ -4568,6 +4682,59 @@ open class Exchange: Disposable, AutoCloseable, ExchangeInterface
         { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterByteArray.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Opens the reply as a stream (with `meta`), for a reply written in parts: `write`, then
+     * `finish`. It answers the exchange: read the request first.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `openReply`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OutgoingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_exchange_open_reply(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeOutgoingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The request's next chunk, null at its end (the reply may start before). Cancel-safe;
+     * `cancel()` interrupts it.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `readChunk`(`cancel`: Cancellation?) : kotlin.ByteArray? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_exchange_read_chunk(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalByteArray.lift(it) },
         // Error FFI converter
         WeidaException.ErrorHandler,
     )
@@ -4940,6 +5107,470 @@ public object FfiConverterTypeIdentity: FfiConverter<Identity, Long> {
     override fun allocationSize(value: Identity) = 8UL
 
     override fun write(value: Identity, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * An incoming stream (a one-way transfer, or a reply's body): read it in chunks (`readChunk`,
+ * null at its end) or `collect` it; what came with it is `path`, `peer`, `metadata`, `topic`,
+ * `sequence` and `gap`, as a `Message`'s. Dropped unread, it stops the writer.
+ */
+public interface IncomingTransferInterface {
+    
+    /**
+     * The whole body, refusing one above `max` bytes (`LimitExceeded`, the writer stopped).
+     */
+    suspend fun `collect`(`max`: kotlin.ULong, `cancel`: Cancellation? = null): kotlin.ByteArray
+    
+    /**
+     * Under PerProducer ordering: how many numbers were missed before this one.
+     */
+    fun `gap`(): kotlin.ULong?
+    
+    /**
+     * Application metadata, in order.
+     */
+    fun `metadata`(): List<MetaEntry>
+    
+    /**
+     * The endpoint path the stream was addressed to.
+     */
+    fun `path`(): kotlin.String
+    
+    /**
+     * The peer (null in process, or for an anonymous QUIC client).
+     */
+    fun `peer`(): Peer?
+    
+    /**
+     * The next chunk, null after the writer's FIN; a cancelled stream is `Canceled`, never
+     * ends short. Cancel-safe.
+     */
+    suspend fun `readChunk`(`cancel`: Cancellation? = null): kotlin.ByteArray?
+    
+    /**
+     * Refuses the stream with the code `code` names (`REJECTED`, …) and `message` (an unread
+     * stream; nothing once a read holds it); a name that is no code is `InvalidConfig`.
+     */
+    fun `refuse`(`code`: kotlin.String, `message`: kotlin.String)
+    
+    /**
+     * Under PerProducer ordering: the sequence number.
+     */
+    fun `sequence`(): kotlin.ULong?
+    
+    /**
+     * Pub/Sub: the topic.
+     */
+    fun `topic`(): kotlin.String?
+    
+    companion object
+}
+
+/**
+ * An incoming stream (a one-way transfer, or a reply's body): read it in chunks (`readChunk`,
+ * null at its end) or `collect` it; what came with it is `path`, `peer`, `metadata`, `topic`,
+ * `sequence` and `gap`, as a `Message`'s. Dropped unread, it stops the writer.
+ */
+open class IncomingTransfer: Disposable, AutoCloseable, IncomingTransferInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_incomingtransfer(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_incomingtransfer(handle, status)
+        }
+    }
+
+    
+    /**
+     * The whole body, refusing one above `max` bytes (`LimitExceeded`, the writer stopped).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `collect`(`max`: kotlin.ULong, `cancel`: Cancellation?) : kotlin.ByteArray {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_collect(
+                uniffiHandle,
+                
+        FfiConverterULong.lower(`max`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterByteArray.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Under PerProducer ordering: how many numbers were missed before this one.
+     */override fun `gap`(): kotlin.ULong? {
+            return FfiConverterOptionalULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_gap(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Application metadata, in order.
+     */override fun `metadata`(): List<MetaEntry> {
+            return FfiConverterSequenceTypeMetaEntry.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_metadata(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The endpoint path the stream was addressed to.
+     */override fun `path`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_path(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The peer (null in process, or for an anonymous QUIC client).
+     */override fun `peer`(): Peer? {
+            return FfiConverterOptionalTypePeer.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_peer(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next chunk, null after the writer's FIN; a cancelled stream is `Canceled`, never
+     * ends short. Cancel-safe.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `readChunk`(`cancel`: Cancellation?) : kotlin.ByteArray? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_read_chunk(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalByteArray.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Refuses the stream with the code `code` names (`REJECTED`, …) and `message` (an unread
+     * stream; nothing once a read holds it); a name that is no code is `InvalidConfig`.
+     */
+    @Throws(WeidaException::class)override fun `refuse`(`code`: kotlin.String, `message`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_refuse(
+        it,
+        
+        FfiConverterString.lower(`code`),
+        FfiConverterString.lower(`message`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Under PerProducer ordering: the sequence number.
+     */override fun `sequence`(): kotlin.ULong? {
+            return FfiConverterOptionalULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_sequence(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Pub/Sub: the topic.
+     */override fun `topic`(): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_incomingtransfer_topic(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeIncomingTransfer: FfiConverter<IncomingTransfer, Long> {
+    override fun lower(value: IncomingTransfer): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): IncomingTransfer {
+        return IncomingTransfer(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): IncomingTransfer {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: IncomingTransfer) = 8UL
+
+    override fun write(value: IncomingTransfer, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -6074,6 +6705,13 @@ public interface PendingReplyInterface {
      */
     suspend fun `body`(`cancel`: Cancellation? = null): Message
     
+    /**
+     * Waits for the reply's start: what came with it and its body as a stream
+     * (`IncomingTransfer`). The replier's error as this side's; a loss after the request's FIN
+     * is `Indeterminate`. Once (or `body`).
+     */
+    suspend fun `reply`(`cancel`: Cancellation? = null): IncomingTransfer
+    
     companion object
 }
 
@@ -6202,6 +6840,33 @@ open class PendingReply: Disposable, AutoCloseable, PendingReplyInterface
         { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterTypeMessage.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Waits for the reply's start: what came with it and its body as a stream
+     * (`IncomingTransfer`). The replier's error as this side's; a loss after the request's FIN
+     * is `Indeterminate`. Once (or `body`).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `reply`(`cancel`: Cancellation?) : IncomingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pendingreply_reply(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeIncomingTransfer.lift(it) },
         // Error FFI converter
         WeidaException.ErrorHandler,
     )
@@ -6351,6 +7016,11 @@ public interface PublisherInterface {
     fun `closeEndpoint`()
     
     fun `dropped`(): Dropped
+    
+    /**
+     * What was dropped of the copies published on `topic` (a topic name, not a filter).
+     */
+    fun `droppedOn`(`topic`: kotlin.String): Dropped
     
     /**
      * Queues a copy of `body` for every subscriber whose filters select `topic`; how many.
@@ -6504,6 +7174,23 @@ open class Publisher: Disposable, AutoCloseable, PublisherInterface
     UniffiLib.uniffi_weida_uniffi_fn_method_publisher_dropped(
         it,
         _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * What was dropped of the copies published on `topic` (a topic name, not a filter).
+     */override fun `droppedOn`(`topic`: kotlin.String): Dropped {
+            return FfiConverterTypeDropped.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_publisher_dropped_on(
+        it,
+        
+        FfiConverterString.lower(`topic`),_status)
 }
     }
     )
@@ -6732,6 +7419,12 @@ public interface PullerInterface {
      */
     fun `tryRecv`(): Message?
     
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts: the next
+     * one no receive has taken.
+     */
+    suspend fun `accept`(`cancel`: Cancellation? = null): IncomingTransfer
+    
     companion object
 }
 
@@ -6928,6 +7621,32 @@ open class Puller: Disposable, AutoCloseable, PullerInterface
     )
     }
     
+
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts: the next
+     * one no receive has taken.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `accept`(`cancel`: Cancellation?) : IncomingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_puller_accept(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeIncomingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
 
     
 
@@ -12211,6 +12930,38 @@ public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?>
         } else {
             buf.put(1)
             FfiConverterString.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalByteArray: FfiConverterRustBuffer<kotlin.ByteArray?> {
+    override fun read(buf: ByteBuffer): kotlin.ByteArray? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterByteArray.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.ByteArray?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterByteArray.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.ByteArray?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterByteArray.write(value, buf)
         }
     }
 }
