@@ -16,6 +16,7 @@ use weida_ffi::{Call, Fail};
 
 pub(crate) mod bus;
 pub(crate) mod collector;
+pub(crate) mod pair;
 pub(crate) mod pubsub;
 pub(crate) mod survey;
 

@@ -13,6 +13,7 @@ use crate::error;
 use crate::identity::Identity;
 use crate::patterns::bus::Bus;
 use crate::patterns::collector::{BoundSubscriber, DialingPublisher};
+use crate::patterns::pair::Pair;
 use crate::patterns::pubsub::{Publisher, Subscriber};
 use crate::patterns::survey::Surveyor;
 use crate::patterns::{Acceptor, Peer, Puller, Pusher, Replier, Requester};
@@ -111,6 +112,14 @@ impl Runtime {
         let o = endpoint_options(py, options)?;
         let e = on_io(|| self.rt.requester_with(&o)).map_err(|e| error::core(py, e))?;
         Ok(Requester::new(e))
+    }
+
+    /// A dialling `Pair`: `connect` it to a bound pair (`Listener.pair`).
+    #[pyo3(signature = (**options))]
+    fn pair(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Pair> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.pair_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(Pair::new(e, None))
     }
 
     /// A `DialingPublisher`: `connect` it to collectors (`Listener.subscriber`), then
@@ -302,6 +311,19 @@ impl Listener {
         let p = on_io(|| slf.get().inner.publisher_with(path, &o))
             .map_err(|e| error::core(slf.py(), e))?;
         Ok(Publisher::new(p, slf.clone().unbind()))
+    }
+
+    /// Binds a `Pair` at `path`: one dialling pair at a time claims it.
+    #[pyo3(signature = (path, **options))]
+    fn pair(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Pair> {
+        let o = endpoint_options(slf.py(), options)?;
+        let p = on_io(|| slf.get().inner.pair_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
+        Ok(Pair::new(p, Some(slf.clone().unbind())))
     }
 
     /// Binds a `BoundSubscriber` (a collector) at `path`: dialling publishers feed it, and it

@@ -403,6 +403,9 @@ class Runtime:
         """A bus member bound at ``path`` on ``listener`` (this runtime's): ``connect`` it to
         the other members; ``endpoint_queue`` (copies per member) and ``max_collected_body``
         of its own."""
+    def pair(self, **options: Unpack[_EndpointOptions]) -> Pair:
+        """A dialling PAIR: ``connect`` it to a bound pair (``Listener.pair``); a pusher's
+        options for what it sends, a puller's for what it receives."""
     def publisher(self, **options: Unpack[_EndpointOptions]) -> DialingPublisher:
         """A publisher that dials collectors (``Listener.subscriber``): ``connect``, then
         ``publish``; ``endpoint_queue`` (copies per collector) of its own."""
@@ -446,6 +449,9 @@ class Listener:
         exchanges, each answered once)."""
     def publisher(self, path: str, **options: Unpack[_EndpointOptions]) -> Publisher:
         """Binds a Publisher at ``path``; ``endpoint_queue`` (copies per subscriber) of its own."""
+    def pair(self, path: str, **options: Unpack[_EndpointOptions]) -> Pair:
+        """Binds a PAIR at ``path``: one dialling pair at a time claims it; ``send_timeout``
+        (a send waits for a peer), ``max_collected_body`` and ``endpoint_queue`` of its own."""
     def subscriber(self, path: str, **options: Unpack[_EndpointOptions]) -> BoundSubscriber:
         """Binds a collector at ``path``: dialling publishers feed it; ``max_collected_body``
         and ``endpoint_queue`` of its own."""
@@ -587,6 +593,49 @@ class Bus:
     def __aiter__(self) -> Bus: ...
     def __anext__(self) -> Future[Message]: ...
     def __aenter__(self) -> Future[Bus]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class Pair:
+    """One end of a PAIR, dialling or bound, with the same calls: ``send`` reaches the other
+    end, ``async for msg in pair`` receives what it sends. A bound pair takes one peer at a
+    time: a second is refused with ``LimitExceeded``, and the first keeps working."""
+
+    @property
+    def address(self) -> str | None:
+        """The address a dialling pair connects to (a bound pair's); None when dialling."""
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Connects a dialling pair to the bound pair at ``address`` and claims it."""
+    def disconnect(self, address: str) -> bool:
+        """Leaves the bound pair; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up, for a dialling pair's address."""
+    @property
+    def peer_count(self) -> int:
+        """1 while the other end is there, else 0."""
+    def send(self, body: _Buffer, meta: _Meta | None = None) -> Future[None]:
+        """Sends a whole message to the other end; a bound pair waits for a peer, bounded
+        by ``send_timeout``."""
+    def open(self, meta: _Meta | None = None) -> Future[OutgoingTransfer]:
+        """Opens a streamed message to the other end."""
+    def recv(self) -> Future[Message]:
+        """The next message from the other end. Cancel-safe."""
+    def try_recv(self) -> Message | None:
+        """The next message if one is ready now."""
+    def recv_many(self, max: int) -> Future[list[Message]]:
+        """Up to ``max`` messages (at least one)."""
+    def accept(self) -> Future[IncomingTransfer]:
+        """The next message as a stream, read in parts."""
+    def close(self) -> None:
+        """A bound pair unbinds its path; a dialling pair leaves its peer."""
+    def __aiter__(self) -> Pair: ...
+    def __anext__(self) -> Future[Message]: ...
+    def __aenter__(self) -> Future[Pair]: ...
     def __aexit__(
         self,
         exc_type: type[BaseException] | None,

@@ -80,7 +80,8 @@ dials!(
     weida::Subscriber,
     weida::Surveyor,
     weida::Bus,
-    weida::DialingPublisher
+    weida::DialingPublisher,
+    weida::Pair
 );
 
 /// Connects `endpoint` to `address`: waiting for the first dial (`wait`, the default in every

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::{BoundSubscriber, Bus, Puller, Subscriber};
+use super::{BoundSubscriber, Bus, Pair, Puller, Subscriber};
 use crate::connection::handles::Message;
 use crate::error::Result;
 
@@ -53,4 +53,4 @@ macro_rules! receiving {
     )*};
 }
 
-receiving!(Puller, Subscriber, Bus, BoundSubscriber);
+receiving!(Puller, Subscriber, Bus, BoundSubscriber, Pair);
