@@ -848,6 +848,7 @@ module.exports.IncomingTransfer = nativeBinding.IncomingTransfer
 module.exports.Listener = nativeBinding.Listener
 module.exports.Metas = nativeBinding.Metas
 module.exports.OutgoingTransfer = nativeBinding.OutgoingTransfer
+module.exports.Pair = nativeBinding.Pair
 module.exports.Peer = nativeBinding.Peer
 module.exports.PeerEvents = nativeBinding.PeerEvents
 module.exports.PendingReply = nativeBinding.PendingReply

@@ -375,6 +375,8 @@ export declare class Listener {
   respondent(path: string, options?: EndpointOptions | undefined | null): Replier
   acceptor(path: string, options?: EndpointOptions | undefined | null): Acceptor
   publisher(path: string, options?: EndpointOptions | undefined | null): Publisher
+  /** Binds a pair at `path`. */
+  pair(path: string, options?: EndpointOptions | undefined | null): Pair
   /** Binds a collector at `path`. */
   subscriber(path: string, options?: EndpointOptions | undefined | null): BoundSubscriber
   /**
@@ -417,6 +419,28 @@ export declare class OutgoingTransfer {
   finish(cancel?: Cancel | undefined | null): Promise<Delivery>
   /** Abandons the transfer: the reader sees Canceled; pending writes reject with it. */
   cancel(): void
+}
+
+/** One end of a PAIR. */
+export declare class Pair {
+  /** A bound pair's address; null for a dialling pair. */
+  get address(): string | null
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
+  disconnect(address: string): boolean
+  get peerCount(): number
+  events(): PeerEvents
+  /** Sends a whole message to the other end. */
+  send(body: string | Uint8Array, meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<void>
+  /** Opens a streamed message to the other end. */
+  open(meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<OutgoingTransfer>
+  /** Up to `max` whole messages as a `Batch`, waiting for the first. */
+  recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
+  /** What `recvBatch` would give without waiting, or null. */
+  take(max: number): Batch | null
+  /** The next message as a stream, for a body read in parts. */
+  accept(cancel?: Cancel | undefined | null): Promise<IncomingTransfer>
+  /** A bound pair unbinds its path; a dialling pair leaves its peer. */
+  close(): void
 }
 
 /** Opens raw streams to acceptors: one-way transfers and exchanges. */
@@ -580,6 +604,8 @@ export declare class Runtime {
   bind(address: string, requireClient?: Trust | undefined | null, cancel?: Cancel | undefined | null): Promise<Listener>
   pusher(options?: EndpointOptions | undefined | null): Pusher
   requester(options?: EndpointOptions | undefined | null): Requester
+  /** A dialling pair. */
+  pair(options?: EndpointOptions | undefined | null): Pair
   /** A publisher that dials collectors. */
   publisher(options?: EndpointOptions | undefined | null): DialingPublisher
   /** A bus member bound at `path` on `listener` (this runtime's). */

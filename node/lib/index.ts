@@ -579,6 +579,11 @@ export class Runtime {
     return new Bus(this.#n.bus(listener._native, path, options))
   }
 
+  /** A dialling pair: `connect` it to a bound pair ({@link Listener.pair}); a pusher's options for what it sends, a puller's for what it receives. */
+  pair(options?: native.EndpointOptions): Pair {
+    return new Pair(this.#n.pair(options))
+  }
+
   /** A publisher that dials collectors ({@link Listener.subscriber}): `connect`, then `publish`; `endpointQueue` (copies per collector) of its own if given. */
   publisher(options?: native.EndpointOptions): DialingPublisher {
     return new DialingPublisher(this.#n.publisher(options))
@@ -660,6 +665,11 @@ export class Listener {
   /** Binds a publisher at `path`; `endpointQueue` (copies queued per subscriber) of its own if given. */
   publisher(path: string, options?: native.EndpointOptions): Publisher {
     return new Publisher(this.#n.publisher(path, options))
+  }
+
+  /** Binds a pair at `path`: one dialling pair at a time claims it; `sendTimeoutMs` (a send waits for a peer), `maxCollectedBody` and `endpointQueue` of its own if given. */
+  pair(path: string, options?: native.EndpointOptions): Pair {
+    return new Pair(this.#n.pair(path, options))
   }
 
   /** Binds a collector at `path`: dialling publishers feed it; `maxCollectedBody` and `endpointQueue` of its own if given. */
@@ -952,6 +962,97 @@ export class Bus implements AsyncIterable<Message> {
   }
 
   /** Messages until the member is closed. */
+  messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
+    return new Messages(this.#inbox, options.signal)
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
+    return this.messages()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * One end of a PAIR (docs/PATTERNS.md §6.1), dialling or bound, with the same calls: `send`
+ * reaches the other end, `for await (const m of pair)` receives what it sends. A bound pair
+ * takes one peer at a time: a second is refused with {@link LimitExceeded}, and the first keeps
+ * working.
+ */
+export class Pair implements AsyncIterable<Message> {
+  readonly #n: native.Pair
+  readonly #inbox: Inbox
+
+  /** @internal */
+  constructor(n: native.Pair) {
+    this.#n = n
+    this.#inbox = new Inbox(n)
+  }
+
+  /** The address a dialling pair connects to (a bound pair's); null when dialling. */
+  get address(): string | null {
+    return this.#n.address ?? null
+  }
+
+  /** Connects a dialling pair to the bound pair at `address` and claims it. */
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
+  }
+
+  /** Leaves the bound pair; true if it was connected. */
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** 1 while the other end is there, else 0. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up, for a dialling pair's address (a bound pair's connections are its listener's events). */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
+  /** Sends a whole message to the other end; a bound pair waits for a peer, bounded by `sendTimeoutMs`. */
+  send(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.send(body, meta, c))
+  }
+
+  /** Opens a streamed message to the other end. `signal` governs the whole transfer: aborting it cancels the transfer. */
+  async open(meta?: MetadataInit, options: CallOptions = {}): Promise<OutgoingTransfer> {
+    const t = await call(options.signal, (c) => this.#n.open(meta, c))
+    return new OutgoingTransfer(t, options.signal)
+  }
+
+  /** The next message from the other end. */
+  recv(options: CallOptions = {}): Promise<Message> {
+    return this.#inbox.recv(options.signal)
+  }
+
+  /** The next message if one is ready now, else null. */
+  tryRecv(): Message | null {
+    return this.#inbox.tryRecv()
+  }
+
+  /** Up to `max` messages: waits for the first, then takes those ready. */
+  recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
+    return this.#inbox.recvMany(max, options.signal)
+  }
+
+  /** The next message as a stream, read in parts. */
+  async accept(options: CallOptions = {}): Promise<IncomingTransfer> {
+    return new IncomingTransfer(await call(options.signal, (c) => this.#n.accept(c)))
+  }
+
+  /** A bound pair unbinds its path; a dialling pair leaves its peer. */
+  close(): void {
+    this.#n.close()
+  }
+
+  /** Messages until the pair is closed. */
   messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
     return new Messages(this.#inbox, options.signal)
   }

@@ -25,6 +25,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod identity;
+pub mod pair;
 pub mod patterns;
 pub mod runtime;
 pub mod stream;

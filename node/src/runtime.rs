@@ -207,6 +207,18 @@ impl Runtime {
         Ok(Requester::new(e))
     }
 
+    /// A dialling pair.
+    #[napi]
+    pub fn pair(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::pair::Pair> {
+        let o = endpoint_options(&env, options)?;
+        let p = on_io(|| self.inner.pair_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::pair::Pair::new(p))
+    }
+
     /// A publisher that dials collectors.
     #[napi]
     pub fn publisher(
@@ -392,6 +404,19 @@ impl Listener {
         let p =
             on_io(|| self.inner.publisher_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Publisher::new(p))
+    }
+
+    /// Binds a pair at `path`.
+    #[napi]
+    pub fn pair(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::pair::Pair> {
+        let o = endpoint_options(&env, options)?;
+        let p = on_io(|| self.inner.pair_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::pair::Pair::new(p))
     }
 
     /// Binds a collector at `path`.

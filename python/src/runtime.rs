@@ -321,8 +321,8 @@ impl Listener {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Pair> {
         let o = endpoint_options(slf.py(), options)?;
-        let p = on_io(|| slf.get().inner.pair_with(path, &o))
-            .map_err(|e| error::core(slf.py(), e))?;
+        let p =
+            on_io(|| slf.get().inner.pair_with(path, &o)).map_err(|e| error::core(slf.py(), e))?;
         Ok(Pair::new(p, Some(slf.clone().unbind())))
     }
 
