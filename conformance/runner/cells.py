@@ -47,7 +47,7 @@ RESULT_FIELDS = {
 # Ops that create a handle named by args.name: their result is kept under that name.
 CREATES = ("runtime", "bind", "replier", "respondent", "acceptor", "puller", "requester", "surveyor",
            "pusher", "peer", "publisher", "subscriber", "bus", "dialing_publisher",
-           "bound_subscriber")
+           "bound_subscriber", "pair")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

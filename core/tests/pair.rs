@@ -162,3 +162,21 @@ on_every_transport!(what_is_not_a_pair_takes_no_claim, |t| async move {
     assert_eq!(e.code(), ErrorCode::InvalidConfig, "{e}");
     let _ = bind_address(t);
 });
+
+on_every_transport!(
+    a_dialling_pairs_receive_ends_when_its_runtime_shuts_down,
+    |t| async move {
+        let (_server, listener, client) = pair(t).await;
+        let bound = listener.pair("/chat").unwrap();
+        let dialling = client.pair();
+        dialling
+            .connect(&bound.address().unwrap().to_string())
+            .await
+            .unwrap();
+        bound.send("before").await.unwrap();
+        assert_eq!(dialling.recv().await.unwrap().body, Bytes::from("before"));
+        client.shutdown();
+        let e = dialling.recv().await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{e}");
+    }
+);

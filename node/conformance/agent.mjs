@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Bus, DialingPublisher, Exchange, Identity, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
+import { Bus, DialingPublisher, Exchange, Identity, Pair, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -348,7 +348,7 @@ async function streamEcho(ex, handle) {
   }
 }
 
-/** @param {import('weida').Puller | Bus} puller @param {string} handle @param {string} mode */
+/** @param {import('weida').Puller | Bus | Pair} puller @param {string} handle @param {string} mode */
 async function servePuller(puller, handle, mode) {
   if (mode === 'recv') {
     for (;;) {
@@ -365,7 +365,7 @@ async function servePuller(puller, handle, mode) {
       }
     }
   }
-  if (mode === 'stream' && !(puller instanceof Bus)) {
+  if (mode === 'stream' && !(puller instanceof Bus) && !(puller instanceof Pair)) {
     for (;;) {
       /** @type {import('weida').IncomingTransfer} */
       let t
@@ -442,7 +442,7 @@ const runtimes = new Map()
 const listeners = new Map()
 /** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller | import('weida').Acceptor>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus | DialingPublisher>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus | DialingPublisher | Pair>} */
 const dialling = new Map()
 /** Bound subscribers (collectors), for `subscribe` and `unsubscribe`. @type {Map<string, import('weida').BoundSubscriber>} */
 const collectors = new Map()
@@ -877,7 +877,7 @@ async function run(op, args) {
       const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       const body = makeBody(args.body ?? null)
       if (p instanceof Bus) return { queued: await p.send(body, metadataArg(args)) }
-      if (!(p instanceof Pusher)) throw new BadRequest('send needs a pusher or a bus member')
+      if (!(p instanceof Pusher || p instanceof Pair)) throw new BadRequest('send needs a pusher, a bus member or a pair')
       await p.send(body, metadataArg(args))
       return {}
     }
@@ -910,7 +910,7 @@ async function run(op, args) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
-      } else if (d instanceof Subscriber || d instanceof Surveyor || d instanceof Bus || d instanceof DialingPublisher) {
+      } else if (d instanceof Subscriber || d instanceof Surveyor || d instanceof Bus || d instanceof DialingPublisher || d instanceof Pair) {
         throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')
@@ -993,6 +993,21 @@ async function run(op, args) {
       events.set(name, sub.events())
       if (mode === 'recv') unserved.add(name)
       return {}
+    }
+
+    case 'pair': {
+      // A pair: bound with `listener` and `path`, else dialling through `runtime`; received as
+      // a `recv` puller is, from its making on.
+      const name = strArg(args, 'name')
+      const p =
+        args.listener === undefined
+          ? get(runtimes, args, 'runtime', 'runtime').pair(endpointOptions(args))
+          : get(listeners, args, 'listener', 'listener').pair(strArg(args, 'path'), endpointOptions(args))
+      claim(name)
+      dialling.set(name, p)
+      if (p.address === null) events.set(name, p.events())
+      void servePuller(p, name, 'recv')
+      return p.address === null ? {} : { address: p.address }
     }
 
     case 'dialing_publisher': {

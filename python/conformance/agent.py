@@ -49,6 +49,7 @@ Dialling = (
     | weida.Surveyor
     | weida.Bus
     | weida.DialingPublisher
+    | weida.Pair
 )
 ORDERINGS = ("none", "detect", "reassemble")
 
@@ -697,8 +698,8 @@ class Agent:
         body, meta = body_arg(args), metadata_arg(args)
         if isinstance(p, weida.Bus):
             return {"queued": await p.send(body, meta)}
-        if not isinstance(p, weida.Pusher):
-            raise BadRequest("send needs a pusher or a bus member")
+        if not isinstance(p, weida.Pusher | weida.Pair):
+            raise BadRequest("send needs a pusher, a bus member or a pair")
         await p.send(body, meta)
         return {}
 
@@ -723,7 +724,9 @@ class Agent:
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
-        if isinstance(ep, weida.Subscriber | weida.Surveyor | weida.Bus | weida.DialingPublisher):
+        if isinstance(
+            ep, weida.Subscriber | weida.Surveyor | weida.Bus | weida.DialingPublisher | weida.Pair
+        ):
             raise BadRequest("open needs a pusher, a requester or a peer")
         tname = self.free(str_arg(args, "transfer"))
         # A peer opens a one-way stream, or with `reply` an exchange.
@@ -801,6 +804,21 @@ class Agent:
             self.connected[sub] = asyncio.Event()
             self.spawn(self.serve_subscriber(sub, name), f"subscriber {name}")
         return {}
+
+    async def op_pair(self, args: Json) -> Json:
+        """A pair: bound with ``listener`` and ``path``, else dialling through ``runtime``;
+        received as a ``recv`` puller is, from its making on."""
+        name = self.free(str_arg(args, "name"))
+        if "listener" in args:
+            p = self.listener(args).pair(str_arg(args, "path"), **endpoint_options(args))
+        else:
+            p = self.runtime(args).pair(**endpoint_options(args))
+        self.claim(name)
+        self.dialling[name] = p
+        if p.address is None:
+            self.events[name] = p.events()
+        self.spawn(self.serve_puller(p, name, "recv"), f"pair {name}")
+        return {} if p.address is None else {"address": p.address}
 
     async def op_dialing_publisher(self, args: Json) -> Json:
         """A publisher that dials bound subscribers (collectors)."""
@@ -993,7 +1011,9 @@ class Agent:
         else:
             out.event("replied", handle)
 
-    async def serve_puller(self, puller: weida.Puller | weida.Bus, handle: str, mode: str) -> None:
+    async def serve_puller(
+        self, puller: weida.Puller | weida.Bus | weida.Pair, handle: str, mode: str
+    ) -> None:
         out = self.out
         while True:
             if mode == "recv":

@@ -193,6 +193,11 @@ pub(crate) fn serve_bus(bus: Arc<weida::Bus>, handle: String, out: Out) {
     tokio::spawn(async move { receive_each(&*bus, &handle, &out).await });
 }
 
+/// A pair's receiving, as a `recv` puller's.
+pub(crate) fn serve_pair(pair: Arc<weida::Pair>, handle: String, out: Out) {
+    tokio::spawn(async move { receive_each(&*pair, &handle, &out).await });
+}
+
 /// `recv` in a loop: a `received` event per message (with its sequence and gap under
 /// PerProducer ordering, PATTERNS §1.7, else null), `receive_failed` for one that failed, and
 /// `closed` at the end.

@@ -14,7 +14,7 @@ use weida::{
 
 use crate::body;
 use crate::endpoints::{
-    copy_json, message_json, serve_answering, serve_bus, serve_collector, serve_puller,
+    copy_json, message_json, serve_answering, serve_bus, serve_collector, serve_pair, serve_puller,
     serve_subscriber, Answering, PullerMode, ReplierMode,
 };
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
@@ -29,6 +29,8 @@ enum Dialling {
     Surveyor(Arc<Surveyor>),
     Bus(Arc<weida::Bus>),
     Publisher(Arc<weida::DialingPublisher>),
+    /// A pair, dialling or bound (a bound one is kept here for `send`; it does not dial).
+    Pair(Arc<weida::Pair>),
 }
 
 #[derive(Default)]
@@ -397,6 +399,13 @@ impl Agent {
                         }
                         p.peer_count()
                     }
+                    Dialling::Pair(p) => {
+                        match wait {
+                            true => p.connect(address).await?,
+                            false => p.connect_later(address).await?,
+                        }
+                        p.peer_count()
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -441,6 +450,7 @@ impl Agent {
                     Dialling::Surveyor(s) => s.disconnect(address)?,
                     Dialling::Bus(b) => b.disconnect(address)?,
                     Dialling::Publisher(p) => p.disconnect(address)?,
+                    Dialling::Pair(p) => p.disconnect(address)?,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -453,6 +463,7 @@ impl Agent {
                     Dialling::Surveyor(s) => s.peer_count(),
                     Dialling::Bus(b) => b.peer_count(),
                     Dialling::Publisher(p) => p.peer_count(),
+                    Dialling::Pair(p) => p.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -509,7 +520,11 @@ impl Agent {
                         p.send_with(metadata_arg(args)?, body).await?;
                         Ok(json!({}))
                     }
-                    _ => Err(Failure::bad("send needs a pusher or a bus member")),
+                    Dialling::Pair(p) => {
+                        p.send_with(metadata_arg(args)?, body).await?;
+                        Ok(json!({}))
+                    }
+                    _ => Err(Failure::bad("send needs a pusher, a bus member or a pair")),
                 }
             }
             "bus" => {
@@ -560,7 +575,8 @@ impl Agent {
                     Dialling::Subscriber(_)
                     | Dialling::Surveyor(_)
                     | Dialling::Bus(_)
-                    | Dialling::Publisher(_) => {
+                    | Dialling::Publisher(_)
+                    | Dialling::Pair(_) => {
                         return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
                 };
@@ -651,6 +667,39 @@ impl Agent {
                 );
                 h.dialling.insert(name.to_string(), Dialling::Subscriber(s));
                 Ok(json!({}))
+            }
+            "pair" => {
+                // A pair: bound with `listener` and `path`, else dialling through `runtime`;
+                // received as a `recv` puller is, from its making on.
+                let name = str_arg(args, "name")?;
+                let opts = endpoint_options(args)?;
+                let (pair, address) = match args.get("listener") {
+                    Some(_) => {
+                        let listener = self.listener(args)?;
+                        let p = listener.pair_with(str_arg(args, "path")?, &opts)?;
+                        let a = p.address().map(|a| a.to_string());
+                        (p, a)
+                    }
+                    None => {
+                        let (rt, _) = self.runtime(args)?;
+                        (rt.pair_with(&opts)?, None)
+                    }
+                };
+                let pair = Arc::new(pair);
+                self.claim(name)?;
+                let mut h = self.handles.lock().unwrap();
+                if let Ok(events) = pair.events() {
+                    h.events
+                        .insert(name.to_string(), Arc::new(tokio::sync::Mutex::new(events)));
+                }
+                h.dialling
+                    .insert(name.to_string(), Dialling::Pair(pair.clone()));
+                drop(h);
+                serve_pair(pair, name.to_string(), self.out.clone());
+                Ok(match address {
+                    Some(a) => json!({ "address": a }),
+                    None => json!({}),
+                })
             }
             "dialing_publisher" => {
                 // A publisher that dials bound subscribers (collectors).

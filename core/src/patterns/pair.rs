@@ -83,6 +83,7 @@ impl Runtime {
             tx: Mutex::new(Some(tx)),
             max_body: bounds.max_collected_body,
             life: Life::new(),
+            watched: std::sync::atomic::AtomicBool::new(false),
         });
         let reader = feed.clone();
         let claim = Claim {
@@ -428,11 +429,30 @@ struct Feed {
     max_body: u64,
     /// Ends the dispatch's waits when the pair closes.
     life: Arc<Life>,
+    /// The task that closes the feed with the runtime has started.
+    watched: std::sync::atomic::AtomicBool,
 }
 
 impl Feed {
-    /// Records `address` as the one this pair connects to.
-    fn aim(&self, address: &str) -> Result<()> {
+    /// Records `address` as the one this pair connects to; the first time, also starts the
+    /// task that ends the receive (with `Closed`, once what arrived is taken) when the runtime
+    /// shuts down, as a bound endpoint's ends with its routes. Called from an async `connect`,
+    /// so the task has a runtime to run on.
+    fn aim(self: &Arc<Self>, address: &str) -> Result<()> {
+        if !self.watched.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            let feed = Arc::downgrade(self);
+            let ctx = self.ctx.clone();
+            let life = self.life.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = ctx.life.dead() => {}
+                    _ = life.dead() => {}
+                }
+                if let Some(f) = feed.upgrade() {
+                    f.close();
+                }
+            });
+        }
         let a = Address::parse(address)?;
         let path = a.endpoint_path()?.to_string();
         let mut aimed = self.path.lock().unwrap();
