@@ -1,7 +1,12 @@
-"""SURVEY and BUS, weida's Python binding against pynng (NNG's surveyor0/respondent0 and bus0),
-every member or respondent a process of its own (bench/README.md, "SURVEY and BUS").
+"""PAIR, SURVEY and BUS, weida's Python binding against pynng (NNG's pair1, surveyor0/respondent0
+and bus0), every member or respondent a process of its own (bench/README.md, "PAIR, SURVEY and
+BUS").
 
-    python bench/suite/patterns6.py --reps 5   # both patterns, systems and transport pairs
+    python bench/suite/patterns6.py --reps 5   # every pattern, system and transport pair
+
+pair: one process binds a pair and receives; another dials it and sends 64-byte messages for the
+measured seconds (one `await send` each for weida, a blocking `send` for pynng), then an end
+marker. Reported: messages per second, receiver-timed from the first message to the marker.
 
 survey: 16 respondent processes bind; one surveyor process dials them all and asks a 64-byte
 question; a round ends when all 16 answered (deadline 1 s). Reported: the median and p99 round
@@ -51,6 +56,9 @@ def line(s: str) -> None:
 # --- one process of a run ----------------------------------------------------------------------
 
 
+END = b"E"
+
+
 async def weida_member(a: argparse.Namespace) -> None:
     import weida
 
@@ -58,7 +66,33 @@ async def weida_member(a: argparse.Namespace) -> None:
         bind = (
             "weida://127.0.0.1:0" if a.transport == "quic" else f"weida+unix://{a.tmp}/w{a.n}.sock"
         )
+        if a.pattern == "pair_dial":
+            p = rt.pair()
+            await p.connect(sys.stdin.readline().strip())
+            line("CONNECTED")
+            sys.stdin.readline()  # GO
+            start, sent = time.monotonic(), 0
+            while time.monotonic() - start < a.secs:
+                await p.send(Q)
+                sent += 1
+            await p.send(END)
+            line(json.dumps({"sent": sent}))
+            sys.stdin.readline()  # the receiver has its result: the connection may go
+            return
         listener = await rt.bind(bind)
+        if a.pattern == "pair_bound":
+            p = listener.pair("/pair")
+            line(f"READY {p.address}")
+            got, first = 0, 0.0
+            while True:
+                ms = await p.recv_many(256)
+                if not got:
+                    first = time.perf_counter()
+                got += len(ms)
+                if ms[-1].body == END:
+                    break
+            line(json.dumps({"received": got - 1, "secs": time.perf_counter() - first}))
+            return
         if a.pattern == "respondent":
             r = listener.respondent("/r")
             line(f"READY {r.address}")
@@ -109,6 +143,32 @@ def nng_member(a: argparse.Namespace) -> None:
     import pynng
 
     addr = nng_address(a.transport, a.tmp, a.n)
+    if a.pattern == "pair_dial":
+        with pynng.Pair1() as p:
+            p.dial(sys.stdin.readline().strip(), block=True)
+            line("CONNECTED")
+            sys.stdin.readline()
+            start, sent = time.monotonic(), 0
+            while time.monotonic() - start < a.secs:
+                p.send(Q)
+                sent += 1
+            p.send(END)
+            line(json.dumps({"sent": sent}))
+            sys.stdin.readline()
+        return
+    if a.pattern == "pair_bound":
+        with pynng.Pair1() as p:
+            line(f"READY {nng_listen(p, addr)}")
+            got, first = 0, 0.0
+            while True:
+                m = p.recv()
+                if not got:
+                    first = time.perf_counter()
+                got += 1
+                if m == END:
+                    break
+            line(json.dumps({"received": got - 1, "secs": time.perf_counter() - first}))
+        return
     if a.pattern == "respondent":
         with pynng.Respondent0() as r:
             line(f"READY {nng_listen(r, addr)}")
@@ -223,6 +283,28 @@ def survey(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]
     }
 
 
+def pair(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        bound = spawn(system, "pair_bound", transport, tmp, 0, a)
+        dial = None
+        try:
+            addr = ready(bound)
+            dial = spawn(system, "pair_dial", transport, tmp, 1, a)
+            say(dial, addr)
+            assert dial.stdout is not None and dial.stdout.readline().strip() == "CONNECTED"
+            say(dial, "GO")
+            sent = result(dial)["sent"]
+            r = result(bound)
+            say(dial, "DONE")
+            dial.wait()
+        finally:
+            for p in (bound, dial):
+                if p is not None:
+                    p.kill()
+                    p.wait()
+    return {"msgs_per_s": r["received"] / r["secs"], "sent": sent, "received": r["received"]}
+
+
 def bus(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         ms = [spawn(system, "member", transport, tmp, i, a) for i in range(a.members)]
@@ -249,7 +331,8 @@ def bus(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--role", choices=("respondent", "surveyor", "member"))
+    roles = ("respondent", "surveyor", "member", "pair_bound", "pair_dial")
+    ap.add_argument("--role", choices=roles)
     ap.add_argument("--system", choices=("weida", "pynng"))
     ap.add_argument("--transport", default="quic")
     ap.add_argument("--tmp", default="")
@@ -258,7 +341,7 @@ def main() -> int:
     ap.add_argument("--respondents", type=int, default=16)
     ap.add_argument("--members", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--pattern", choices=("survey", "bus"), action="append")
+    ap.add_argument("--pattern", choices=("pair", "survey", "bus"), action="append")
     a = ap.parse_args()
     if a.role is not None:
         a.pattern = a.role
@@ -268,8 +351,8 @@ def main() -> int:
             nng_member(a)
         return 0
     pairs = (("quic", "tcp"), ("unix", "ipc"))
-    for pattern in a.pattern or ["survey", "bus"]:
-        run = survey if pattern == "survey" else bus
+    for pattern in a.pattern or ["pair", "survey", "bus"]:
+        run = {"pair": pair, "survey": survey, "bus": bus}[pattern]
         for weida_t, nng_t in pairs:
             got: dict[str, list[dict[str, Any]]] = {"weida": [], "pynng": []}
             for _ in range(a.reps):
