@@ -965,3 +965,39 @@ on_every_transport!(
     a_subscriber_connected_before_its_publisher_binds_hears_it_with_its_filters,
     subscribes_later
 );
+
+/// A dialling pair is a pusher toward its bound pair: it redials a pair whose server restarted,
+/// claims it again, and delivers what it sent during the outage from its outbox; what the new
+/// bound pair sends reaches it on the new connection.
+async fn pair_restarts(t: Transport) {
+    let identity = Identity::ephemeral();
+    let (place, first, listener) = Restartable::start(t, &identity).await;
+    let bound = listener.pair("/chat").unwrap();
+    let addr = place.address(&listener, "/chat");
+    let client = Runtime::new(redialling()).unwrap();
+    let dialling = client.pair();
+    let mut events = dialling.events().unwrap();
+    dialling.connect(&addr).await.unwrap();
+    assert!(matches!(
+        next(&mut events).await,
+        PeerEvent::Connected { .. }
+    ));
+    dialling.send("one").await.unwrap();
+    assert_eq!(&bound.recv().await.unwrap().body[..], b"one");
+
+    first.close().await;
+    drop((bound, listener, first));
+    until(&mut events, "retrying", &["lost"]).await;
+    // Kept in the outbox while the pair is away.
+    dialling.send("during the outage").await.unwrap();
+    let (_second, listener) = place.restart(&identity).await;
+    let bound = listener.pair("/chat").unwrap();
+    until(&mut events, "connected", &["retrying"]).await;
+    assert_eq!(&bound.recv().await.unwrap().body[..], b"during the outage");
+    bound.send("welcome back").await.unwrap();
+    assert_eq!(&dialling.recv().await.unwrap().body[..], b"welcome back");
+}
+on_every_transport!(
+    a_dialling_pair_redials_and_claims_again_with_its_outbox,
+    pair_restarts
+);
