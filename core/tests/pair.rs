@@ -180,3 +180,32 @@ on_every_transport!(
         assert_eq!(e.code(), ErrorCode::Closed, "{e}");
     }
 );
+
+on_every_transport!(
+    a_closed_bound_pair_refuses_its_peer_and_sends_nothing,
+    |t| async move {
+        let (_server, listener, client) = pair(t).await;
+        let bound = listener.pair("/chat").unwrap();
+        let address = bound.address().unwrap().to_string();
+        let dialling = client.pair();
+        dialling.connect(&address).await.unwrap();
+        let waiting = listener
+            .pair_with(
+                "/later",
+                &EndpointOptions::new().send_timeout(Some(Duration::from_secs(30))),
+            )
+            .unwrap();
+        let (sent, ()) = tokio::join!(waiting.send("never"), async { waiting.close() });
+        assert_eq!(sent.unwrap_err().code(), ErrorCode::Closed);
+        bound.close();
+        assert_eq!(
+            bound.send("after").await.unwrap_err().code(),
+            ErrorCode::Closed
+        );
+        // What the dialler sends now is refused at the unbound path: it does not arrive.
+        let mut open = dialling.open(Default::default()).await.unwrap();
+        open.write(Bytes::from(payload(4_000_000))).await.ok();
+        let e = bound.recv().await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{e}");
+    }
+);

@@ -116,6 +116,7 @@ impl Listener {
             path: path.to_string(),
             held: Mutex::new(None),
             changed: Notify::new(),
+            closed: std::sync::atomic::AtomicBool::new(false),
         });
         let (tx, rx) = queue::channel(bounds.endpoint_queue);
         let claim: Arc<dyn Claimable> = holder.clone();
@@ -291,15 +292,22 @@ impl Pair {
         self.inbox.give_back(m);
     }
 
-    /// Closes this end: a bound pair unbinds its path (streams sent to it are refused), a
-    /// dialling pair leaves its peer. What was received is still handed out, then `Closed`.
+    /// Closes this end: a bound pair unbinds its path (streams sent to it are refused) and its
+    /// sends fail `Closed`; a dialling pair leaves its peer. What was received is still handed
+    /// out, then `Closed`.
     pub fn close(&self) {
         match &self.side {
             Side::Dialling { pusher, feed } => {
                 pusher.leave();
                 feed.close();
             }
-            Side::Bound { .. } => self.inbox.close(),
+            Side::Bound { holder, .. } => {
+                holder
+                    .closed
+                    .store(true, std::sync::atomic::Ordering::Release);
+                holder.changed.notify_waiters();
+                self.inbox.close();
+            }
         }
     }
 
@@ -365,6 +373,8 @@ struct Holder {
     held: Mutex<Option<(u64, Way)>>,
     /// Wakes a send waiting for a peer.
     changed: Notify,
+    /// The pair was closed: its sends fail `Closed`.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Holder {
@@ -374,6 +384,9 @@ impl Holder {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
+            if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
             if let Some((_, w)) = &*self.held.lock().unwrap() {
                 return Ok(w.clone());
             }
