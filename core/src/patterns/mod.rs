@@ -62,6 +62,7 @@ macro_rules! dialling {
 pub(crate) use dialling;
 
 mod bus;
+mod claimed;
 mod fan;
 mod ordering;
 mod pair;

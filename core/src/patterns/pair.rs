@@ -10,24 +10,23 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::claimed::{open_toward, Feed};
 use super::{Dialer, Puller, Pusher};
 use crate::address::Address;
 use crate::config::{Bounds, EndpointOptions};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
-use crate::connection::dispatch::{Arrivals, Dispatch, Endpoints, Queued};
 use crate::connection::handles::{IncomingTransfer, Message, OutgoingTransfer};
 use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
 use crate::connection::reverse::{Claimable, Publication, Way};
-use crate::error::{Error, Limit, LossCause, Result};
+use crate::error::{Error, Result};
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
-use crate::runtime::queue::{self, Sender};
+use crate::runtime::queue;
 use crate::runtime::redial::Claim;
 use crate::runtime::Runtime;
-use crate::transport::{IncomingRaw, Life, PeerIdentity};
-use crate::wire::{claim_role, varint, Code, Header, Metadata, StreamType};
+use crate::wire::{claim_role, Code, Metadata};
 
 /// One end of a PAIR: the same calls whichever side bound. A dialling pair
 /// ([`Runtime::pair`]) connects to one bound pair ([`Listener::pair`]); each sends to the
@@ -77,14 +76,7 @@ impl Runtime {
     pub fn pair_with(&self, options: &EndpointOptions) -> Result<Pair> {
         let bounds = options.resolve(&self.pool.ctx.config)?;
         let (tx, rx) = queue::channel(bounds.endpoint_queue);
-        let feed = Arc::new(Feed {
-            ctx: self.pool.ctx.clone(),
-            path: Mutex::new(None),
-            tx: Mutex::new(Some(tx)),
-            max_body: bounds.max_collected_body,
-            life: Life::new(),
-            watched: std::sync::atomic::AtomicBool::new(false),
-        });
+        let feed = Feed::new(self.pool.ctx.clone(), tx, bounds.max_collected_body, true);
         let reader = feed.clone();
         let claim = Claim {
             role: claim_role::PAIR,
@@ -249,20 +241,7 @@ impl Pair {
         let left = bounds
             .send_timeout
             .map(|d| d.saturating_sub(started.elapsed()));
-        let head = head(path, meta, way.peer_max_header)?;
-        let send = Context::within(left, async {
-            way.reverse.open_waiting().await.map_err(|_| lost())
-        })
-        .await?;
-        ctx.stats
-            .streams_opened
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut t = OutgoingTransfer::new(send, path.clone(), ctx.clone());
-        match body {
-            Some(b) => t.write_chunks(vec![head, b]).await?,
-            None => t.write(head).await?,
-        }
-        Ok(t)
+        open_toward(ctx, &way, path, meta, body, left).await
     }
 
     /// The next whole message from the other side, bounded by `max_collected_body`.
@@ -342,31 +321,6 @@ impl std::fmt::Debug for Pair {
     }
 }
 
-fn lost() -> Error {
-    Error::ConnectionLost(LossCause::PeerClosed)
-}
-
-/// A transfer's type byte and DATA header naming `path`, bounded by the peer's MAX_HEADER_SIZE.
-fn head(path: &str, meta: Metadata, peer_max_header: u64) -> Result<Bytes> {
-    let header = Header {
-        path: Some(path.to_string()),
-        meta,
-        ..Header::default()
-    };
-    let mut head = Vec::with_capacity(32 + path.len());
-    head.push(StreamType::Transfer.to_byte());
-    header.encode(&mut head);
-    // The bound counts what the length prefix counts (PROTOCOL.md §5.3), as the peer does.
-    let counted = head.len() - 1 - varint::len_from_first_byte(head[1]);
-    if counted as u64 > peer_max_header {
-        return Err(Error::limit(
-            Limit::HeaderSize,
-            format!("header of {counted} bytes, the peer accepts {peer_max_header}"),
-        ));
-    }
-    Ok(Bytes::from(head))
-}
-
 /// A bound pair's claim: the connection holding it and the way back to its dialler.
 struct Holder {
     path: String,
@@ -429,146 +383,4 @@ impl Claimable for Holder {
             (None, _) => false,
         }
     }
-}
-
-/// A dialling pair's receiving end, as the dispatch of its connections' reverse streams sees
-/// it: one endpoint, at the path of the pair it claimed.
-struct Feed {
-    ctx: Arc<Context>,
-    /// The address it connects to (a pair connects one), and its path.
-    path: Mutex<Option<(Address, String)>>,
-    /// The pair's queue; taken by `close`, which ends the receive once it is drained.
-    tx: Mutex<Option<Sender<Queued>>>,
-    max_body: u64,
-    /// Ends the dispatch's waits when the pair closes.
-    life: Arc<Life>,
-    /// The task that closes the feed with the runtime has started.
-    watched: std::sync::atomic::AtomicBool,
-}
-
-impl Feed {
-    /// Records `address` as the one this pair connects to; the first time, also starts the
-    /// task that ends the receive (with `Closed`, once what arrived is taken) when the runtime
-    /// shuts down, as a bound endpoint's ends with its routes. Called from an async `connect`,
-    /// so the task has a runtime to run on.
-    fn aim(self: &Arc<Self>, address: &str) -> Result<()> {
-        if !self.watched.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            let feed = Arc::downgrade(self);
-            let ctx = self.ctx.clone();
-            let life = self.life.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = ctx.life.dead() => {}
-                    _ = life.dead() => {}
-                }
-                if let Some(f) = feed.upgrade() {
-                    f.close();
-                }
-            });
-        }
-        let a = Address::parse(address)?;
-        let path = a.endpoint_path()?.to_string();
-        let mut aimed = self.path.lock().unwrap();
-        match &*aimed {
-            Some((x, _)) if x != &a => Err(Error::InvalidConfig(format!(
-                "a pair connects to one address; it is connected to {x}"
-            ))),
-            _ => {
-                *aimed = Some((a, path));
-                Ok(())
-            }
-        }
-    }
-
-    fn unaim(&self, address: &str) {
-        let Ok(a) = Address::parse(address) else {
-            return;
-        };
-        let mut aimed = self.path.lock().unwrap();
-        if aimed.as_ref().is_some_and(|(x, _)| x == &a) {
-            *aimed = None;
-        }
-    }
-
-    /// Reads the streams the bound pair opens on `link`, until the connection ends: on QUIC
-    /// and in process the streams it opens on the connection, over AF_UNIX what it writes on
-    /// the connections this side parks with it (PROTOCOL.md §3.7), each parked again once
-    /// read.
-    fn read(self: &Arc<Self>, link: &Arc<Link>) {
-        let dispatch = Dispatch::new(
-            self.ctx.clone(),
-            self.clone(),
-            Arc::new(Unheard),
-            self.life.clone(),
-        );
-        let link = link.clone();
-        let Some(session) = link.session.clone() else {
-            tokio::spawn(async move {
-                dispatch.reverse(&link).await;
-            });
-            return;
-        };
-        for _ in 0..session.parked {
-            let (dispatch, link, head) = (dispatch.clone(), link.clone(), session.parked_head());
-            tokio::spawn(async move {
-                // Parks one connection at a time; one the listener refused is not replaced.
-                while link.conn.loss().is_none() {
-                    let Ok((mut send, recv)) = link.conn.open_bi().await else {
-                        return;
-                    };
-                    if send.write(head.clone()).await.is_err() {
-                        continue;
-                    }
-                    let raw = IncomingRaw {
-                        recv,
-                        send: Some(send),
-                        peer: link.peer.clone(),
-                        live: None,
-                    };
-                    let parked = dispatch.clone().parked(raw);
-                    let read = tokio::select! {
-                        r = parked => r,
-                        _ = link.conn.closed() => return,
-                    };
-                    if !read {
-                        return;
-                    }
-                }
-            });
-        }
-    }
-
-    fn close(&self) {
-        self.tx.lock().unwrap().take();
-        self.life.kill(LossCause::LocallyClosed);
-    }
-}
-
-impl Endpoints for Feed {
-    type Queue = Sender<Queued>;
-
-    fn find(&self, path: &str) -> Option<(RouteKind, Option<Sender<Queued>>, u64)> {
-        let aimed = self.path.lock().unwrap();
-        if aimed.as_ref().is_none_or(|(_, p)| p != path) {
-            return None;
-        }
-        let tx = self.tx.lock().unwrap().clone()?;
-        Some((RouteKind::Puller, Some(tx), self.max_body))
-    }
-
-    fn publication(&self, _: &str) -> Option<std::result::Result<Arc<dyn Publication>, RouteKind>> {
-        None
-    }
-
-    fn claimable(&self, _: &str) -> Option<Arc<dyn Claimable>> {
-        None
-    }
-}
-
-/// A dialler's reverse dispatch has no listener to tell of connections.
-struct Unheard;
-
-impl Arrivals for Unheard {
-    fn connected(&self, _: &str, _: Option<&PeerIdentity>) {}
-    fn ended(&self, _: &str, _: LossCause) {}
 }
