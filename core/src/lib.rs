@@ -57,9 +57,9 @@ pub use connection::handles::{
 };
 pub use error::{AddressPart, Error, ErrorCode, FieldValue, Limit, LossCause, Result, Unanswered};
 pub use patterns::{
-    Acceptor, BoundSubscriber, Bus, DialingPublisher, DropCause, Dropped, FanOut, Pair, Peer,
-    Publisher, Puller, Pusher, Receiving, Replier, Requester, Respondent, Subscriber, SurveyRun,
-    Surveyor,
+    Acceptor, BoundPusher, BoundSubscriber, Bus, DialingPublisher, DialingPuller, DropCause,
+    Dropped, FanOut, Pair, Peer, Publisher, Puller, Pusher, Receiving, Replier, Requester,
+    Respondent, Subscriber, SurveyRun, Surveyor,
 };
 pub use runtime::counters::Counters;
 pub use runtime::events::{Missed, PeerEvent, PeerEvents};

@@ -22,6 +22,8 @@ pub(crate) enum RouteKind {
     /// PAIR: one-way transfers, only from the connection that claimed it (CLAIM, PROTOCOL.md
     /// §3.1.6).
     Pair,
+    /// A bound pusher: takes no stream; pullers that claimed it get its messages (§3.1.6).
+    Pusher,
 }
 
 impl RouteKind {
@@ -44,6 +46,7 @@ impl RouteKind {
             Self::Puller => "a puller",
             Self::Publisher => "a publisher",
             Self::Pair => "a pair",
+            Self::Pusher => "a pusher",
         }
     }
 }
@@ -273,11 +276,16 @@ pub(crate) fn by_claim(role: u64, path: &str, found: Found) -> Result<(), Stream
             format!("nothing is bound at {path:?}"),
         ));
     };
+    use crate::wire::claim_role::{PAIR, PULLER};
     match (role, kind) {
-        (crate::wire::claim_role::PAIR, RouteKind::Pair) => Ok(()),
-        (crate::wire::claim_role::PAIR, _) => Err(StreamRefusal::new(
+        (PAIR, RouteKind::Pair) | (PULLER, RouteKind::Pusher) => Ok(()),
+        (PAIR, _) => Err(StreamRefusal::new(
             Code::Unsupported,
             format!("{path:?} is {}, not a pair", kind.name()),
+        )),
+        (PULLER, _) => Err(StreamRefusal::new(
+            Code::Unsupported,
+            format!("{path:?} is {}, not a bound pusher", kind.name()),
         )),
         _ => Err(StreamRefusal::new(
             Code::Unsupported,
@@ -556,10 +564,11 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_passes_only_for_a_pair_in_the_pair_role() {
-        use crate::wire::claim_role::PAIR;
+    fn a_claim_passes_only_for_the_endpoint_its_role_names() {
+        use crate::wire::claim_role::{PAIR, PULLER};
         let open = |kind| Found::Endpoint { kind, open: true };
         assert_eq!(by_claim(PAIR, "/p", open(RouteKind::Pair)), Ok(()));
+        assert_eq!(by_claim(PULLER, "/p", open(RouteKind::Pusher)), Ok(()));
         let refused = [
             (PAIR, Found::Nothing, Code::UnknownEndpoint),
             (
@@ -573,6 +582,9 @@ mod tests {
             (PAIR, open(RouteKind::Puller), Code::Unsupported),
             (PAIR, open(RouteKind::Publisher), Code::Unsupported),
             (7, open(RouteKind::Pair), Code::Unsupported),
+            (PULLER, open(RouteKind::Pair), Code::Unsupported),
+            (PAIR, open(RouteKind::Pusher), Code::Unsupported),
+            (PULLER, open(RouteKind::Puller), Code::Unsupported),
         ];
         for (role, found, code) in refused {
             let r = by_claim(role, "/p", found).unwrap_err();

@@ -27,9 +27,9 @@ pub(crate) enum Flow {
     /// A requester or a raw peer: an exchange or a stream has no producer order to number, so
     /// it offers none and requires none.
     Unordered,
-    /// A dialling PAIR: it claims the bound pair (PROTOCOL.md §3.1.6). Its messages are not
-    /// numbered in either direction, so it offers and requires no ordering.
-    Pair,
+    /// A dialling pair or puller: it claims what it dials (PROTOCOL.md §3.1.6). What it
+    /// receives (and a pair sends) is not numbered, so it offers and requires no ordering.
+    Claims,
 }
 
 /// This runtime's HELLO for a connection serving `flow`: the ordering that flow honours, the
@@ -45,10 +45,10 @@ pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>, flow:
     let (offered, required) = match flow {
         Flow::Listens | Flow::Receives => (Ordering::Reassemble, config.guarantees.ordering),
         Flow::Numbers => (Ordering::Detect, Ordering::None),
-        Flow::Unordered | Flow::Pair => (Ordering::None, Ordering::None),
+        Flow::Unordered | Flow::Claims => (Ordering::None, Ordering::None),
     };
     let claim = match flow {
-        Flow::Listens | Flow::Pair => FEATURE_CLAIM,
+        Flow::Listens | Flow::Claims => FEATURE_CLAIM,
         Flow::Receives | Flow::Numbers | Flow::Unordered => 0,
     };
     Hello {
@@ -605,7 +605,7 @@ mod tests {
             ),
             (
                 "§3.1.6, a dialling pair's HELLO",
-                spaced(&frame(&detect, None, Flow::Pair)),
+                spaced(&frame(&detect, None, Flow::Claims)),
             ),
             ("§3.2, the listener's answer", spaced(&listener)),
             (
@@ -641,7 +641,7 @@ mod tests {
             ),
             (
                 "HELLO: this implementation's dialling pair (lanes, path check, claims, no ordering)",
-                frame(&default, None, Flow::Pair),
+                frame(&default, None, Flow::Claims),
             ),
         ];
         for (name, bytes) in named {

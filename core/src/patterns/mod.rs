@@ -61,6 +61,7 @@ macro_rules! dialling {
 }
 pub(crate) use dialling;
 
+mod bound_push;
 mod bus;
 mod claimed;
 mod fan;
@@ -73,6 +74,7 @@ mod receiving;
 mod reqrep;
 mod survey;
 
+pub use bound_push::{BoundPusher, DialingPuller};
 pub use bus::Bus;
 pub use pair::Pair;
 pub use pubsub::{

@@ -82,7 +82,7 @@ impl Runtime {
             role: claim_role::PAIR,
             read: Box::new(move |link: &Arc<Link>| reader.read(link)),
         };
-        let dialer = Dialer::claiming(self.pool.clone(), options, Flow::Pair, claim)?;
+        let dialer = Dialer::claiming(self.pool.clone(), options, Flow::Claims, claim)?;
         let pusher = Pusher::over(dialer, &self.pool);
         let inbox = Puller::over(Inbox::unrouted(rx, self.pool.ctx.clone(), bounds));
         Ok(Pair {

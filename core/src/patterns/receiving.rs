@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::{BoundSubscriber, Bus, Pair, Puller, Subscriber};
+use super::{BoundSubscriber, Bus, DialingPuller, Pair, Puller, Subscriber};
 use crate::connection::handles::Message;
 use crate::error::Result;
 
@@ -53,4 +53,11 @@ macro_rules! receiving {
     )*};
 }
 
-receiving!(Puller, Subscriber, Bus, BoundSubscriber, Pair);
+receiving!(
+    Puller,
+    Subscriber,
+    Bus,
+    BoundSubscriber,
+    Pair,
+    DialingPuller
+);

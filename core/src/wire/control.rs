@@ -48,6 +48,8 @@ pub const FEATURE_CLAIM: u64 = 1 << 3;
 pub mod claim_role {
     /// The one peer of a bound PAIR: it sends to the pair and the pair sends to it.
     pub const PAIR: u64 = 1;
+    /// A worker of a bound pusher: one of the pullers its messages are dealt to, round-robin.
+    pub const PULLER: u64 = 2;
 }
 
 /// HELLO FEATURES bit of the path check: the sender answers CHECK (a listener) or may send it
