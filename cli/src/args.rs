@@ -35,6 +35,9 @@ pub(crate) enum Command {
     /// Be a BUS member at URL: print what the other members send, and send DATA (or stdin's
     /// lines) to every member connected with --connect.
     Bus(BusArgs),
+    /// Be one end of a PAIR: bind URL (or, with --connect, dial the pair bound there), send
+    /// DATA (or a file's or stdin's lines) to the other end, and print what it sends.
+    Pair(PairArgs),
     /// Ask URL (and each --also) one question and print the answers that come before the
     /// deadline (SURVEY, the dialling side).
     Survey(SurveyArgs),
@@ -77,6 +80,7 @@ impl Command {
             | Self::Rep(_)
             | Self::Respond(_)
             | Self::Bus(_)
+            | Self::Pair(_)
             | Self::Survey(_)
             | Self::Sub(_)
             | Self::Completions { .. }
@@ -252,6 +256,59 @@ pub(crate) struct BusArgs {
     /// Messages to send, each to every member connected (once connected); without any, each
     /// line of stdin is sent as it is read.
     pub(crate) data: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PairArgs {
+    /// The address to bind, with the pair's path: weida://127.0.0.1:0/chat,
+    /// weida+unix:///tmp/w.sock//chat. With --connect, the bound pair to dial, with its pin
+    /// and path, as its `weida pair --ready` prints it.
+    pub(crate) url: String,
+    /// Dial URL and claim the pair bound there, instead of binding it. One peer at a time:
+    /// a pair another peer holds refuses this one with status 9.
+    #[arg(long)]
+    pub(crate) connect: bool,
+    /// Messages to send to the other end, one each; without any (and without --file), each
+    /// line of stdin is sent as it is read.
+    #[arg(conflicts_with = "file")]
+    pub(crate) data: Vec<String>,
+    /// Send each line of FILE instead (the newline is not sent).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) file: Option<PathBuf>,
+    /// Present the identity kept in DIR instead of a new ephemeral key (bound: so the
+    /// address the peer dials, its pin, stays the same across restarts).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) identity: Option<PathBuf>,
+    /// With --connect, also accept a pair presenting this key, for an address without a pin
+    /// (a pin in the address decides alone). Repeatable.
+    #[arg(long = "trust-pin", value_name = "sha256:HEX", requires = "connect")]
+    pub(crate) trust_pins: Vec<Fingerprint>,
+    /// Give up after SECS, with status 6: each send (bound: its wait for a peer to claim the
+    /// pair; with --connect: connecting, and each wait for the peer's stream budget), and
+    /// the wait for what was sent to be taken at the end.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// Metadata sent with each message. Repeatable.
+    #[arg(short = 'm', long = "meta", value_name = "NAME=VALUE", value_parser = name_value)]
+    pub(crate) meta: Vec<(String, String)>,
+    /// Exit (status 0) once N messages were received and the input is sent; without it,
+    /// exit once the input is sent and taken by the other end.
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// How to print each message received on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// Print `READY <address>` as the first line of stdout once the pair is bound (with
+    /// --connect: `READY <URL>` once it is connected and has claimed the pair).
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Do not print the messages received.
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+    /// The largest body collected into memory [default: the core's 16 MiB]; a larger one is
+    /// refused with LIMIT_EXCEEDED.
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -348,16 +348,34 @@ pub(crate) enum Split {
 /// A runtime presenting `--identity` (or an ephemeral key), trusting the address's pin and
 /// `--trust-pin`, its stream-slot waits bounded by `--timeout`.
 fn runtime(d: &DialArgs, max_body: Option<u64>) -> Result<Runtime, Failure> {
+    dialling_runtime(
+        d.identity.as_deref(),
+        &d.trust_pins,
+        d.timeout,
+        max_body,
+        d.reconnect.policy(),
+    )
+}
+
+/// [`runtime`] from its parts, for a dialling role whose options are not [`DialArgs`]
+/// (`pair --connect`).
+pub(crate) fn dialling_runtime(
+    identity: Option<&std::path::Path>,
+    trust_pins: &[weida::Fingerprint],
+    timeout: Option<Duration>,
+    max_body: Option<u64>,
+    reconnect: weida::ReconnectPolicy,
+) -> Result<Runtime, Failure> {
     let defaults = Limits::default();
     let config = RuntimeConfig {
-        identity: identity::load_or_ephemeral(d.identity.as_deref())?,
-        trust: Trust::pinned(d.trust_pins.iter().copied()),
-        send_timeout: d.timeout,
+        identity: identity::load_or_ephemeral(identity)?,
+        trust: Trust::pinned(trust_pins.iter().copied()),
+        send_timeout: timeout,
         limits: Limits {
             max_collected_body: max_body.unwrap_or(defaults.max_collected_body),
             ..defaults
         },
-        reconnect: d.reconnect.policy(),
+        reconnect,
         ..RuntimeConfig::default()
     };
     Ok(Runtime::new(config)?)

@@ -53,7 +53,7 @@ pub(crate) const STATUSES: &[(u8, &str)] = &[
     (TIMEOUT, "TIMEOUT: --timeout passed first"),
     (INDETERMINATE, "INDETERMINATE: the request arrived whole, its reply was lost: it may have acted"),
     (REJECTED, "REJECTED: the peer's application refused (rep --exec: the command failed)"),
-    (LIMIT_EXCEEDED, "LIMIT_EXCEEDED: a body above a bound (--max-body here, or the peer's)"),
+    (LIMIT_EXCEEDED, "LIMIT_EXCEEDED: a body above a bound (--max-body here, or the peer's),\nor a pair another peer holds"),
     (UNSUPPORTED, "UNSUPPORTED: that path takes another pattern (push to a rep path, ...)"),
     (CANCELED, "CANCELED: the other side cancelled the transfer"),
     (INVALID_FILTER, "INVALID_FILTER: a Pub/Sub filter or topic breaks the segment grammar"),

@@ -1,6 +1,7 @@
 //! `weida`, the command-line tool: serve (`rep`, `pull`), dial (`req`, `push`), publish and
-//! subscribe (`pub`, `sub`), measure (`bench`) and manage identities (`id`). Behaviour lives in
-//! the core crate; this binary parses, prints, and maps errors to exit statuses (cli/README.md).
+//! subscribe (`pub`, `sub`), be one end of a pair (`pair`), measure (`bench`) and manage
+//! identities (`id`). Behaviour lives in the core crate; this binary parses, prints, and maps
+//! errors to exit statuses (cli/README.md).
 
 mod args;
 mod bench;
@@ -11,6 +12,7 @@ mod identity;
 mod input;
 mod man;
 mod output;
+mod pair;
 mod progress;
 mod pubsub;
 mod serve;
@@ -61,6 +63,7 @@ fn run_async(command: Command) -> Result<(), Failure> {
             Command::Req(a) => client::req(a, &mut stop).await,
             Command::Respond(a) => serve::rep(a, &mut stop).await,
             Command::Bus(a) => serve::bus(a, &mut stop).await,
+            Command::Pair(a) => pair::run(a, &mut stop).await,
             Command::Survey(a) => client::survey(a, &mut stop).await,
             Command::Push(a) => client::push(a, &mut stop).await,
             Command::Pub(a) => pubsub::publish(a, &mut stop).await,
