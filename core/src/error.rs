@@ -199,6 +199,8 @@ pub enum Limit {
     /// `RuntimeConfig::outbox_bytes`: a pusher's outbox is full in bytes, or a body is larger
     /// than the whole outbox.
     OutboxBytes,
+    /// A pair takes one peer at a time, and another holds it.
+    Peers,
 }
 
 impl Limit {
@@ -216,6 +218,7 @@ impl Limit {
             Self::HeaderTimeout => "header_timeout",
             Self::OutboxMessages => "outbox_messages",
             Self::OutboxBytes => "outbox_bytes",
+            Self::Peers => "peers",
         }
     }
 }
@@ -266,6 +269,11 @@ impl Limit {
                  outbox_bytes (8 MiB by default) in the runtime's config or the pusher's \
                  options; a larger body can go as a stream with open(), which waits for a peer"
             }
+            Self::Peers => {
+                "a pair takes one peer at a time: the one that holds it must leave (close, or \
+                 its connection ends) before another can claim it; raise nothing, bind another \
+                 pair for another peer"
+            }
         }
     }
 }
@@ -302,6 +310,7 @@ impl fmt::Display for Limit {
             Self::HeaderTimeout => "header_timeout",
             Self::OutboxMessages => "outbox_messages",
             Self::OutboxBytes => "outbox_bytes",
+            Self::Peers => "one peer at a time",
         })
     }
 }
@@ -695,6 +704,7 @@ mod tests {
             assert!(said.contains("(what passed it)"), "{limit:?}: {said}");
         }
         assert!(Error::limit(Queue, "x").to_string().contains("raise"));
+        assert!(Error::limit(Peers, "x").to_string().contains("one peer at a time"));
         assert_eq!(human_bytes(16 << 20), "16 MiB");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(1000), "1000 B");

@@ -83,6 +83,8 @@ fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<patterns::collector::DialingPublisher>()?;
     m.add_class::<patterns::collector::BoundSubscriber>()?;
     m.add_class::<patterns::pair::Pair>()?;
+    m.add_class::<patterns::bound_push::BoundPusher>()?;
+    m.add_class::<patterns::bound_push::DialingPuller>()?;
     m.add_class::<patterns::survey::SurveyRun>()?;
     m.add_class::<patterns::Peer>()?;
     m.add_class::<patterns::Acceptor>()?;

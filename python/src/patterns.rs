@@ -14,6 +14,7 @@ use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::{send_many, Endpoint};
 use weida_ffi::{Call, Fail};
 
+pub(crate) mod bound_push;
 pub(crate) mod bus;
 pub(crate) mod collector;
 pub(crate) mod pair;

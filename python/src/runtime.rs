@@ -13,6 +13,7 @@ use crate::error;
 use crate::identity::Identity;
 use crate::patterns::bus::Bus;
 use crate::patterns::collector::{BoundSubscriber, DialingPublisher};
+use crate::patterns::bound_push::{BoundPusher, DialingPuller};
 use crate::patterns::pair::Pair;
 use crate::patterns::pubsub::{Publisher, Subscriber};
 use crate::patterns::survey::Surveyor;
@@ -112,6 +113,18 @@ impl Runtime {
         let o = endpoint_options(py, options)?;
         let e = on_io(|| self.rt.requester_with(&o)).map_err(|e| error::core(py, e))?;
         Ok(Requester::new(e))
+    }
+
+    /// A `DialingPuller`: `connect` it to bound pushers (`Listener.pusher`), then `recv`.
+    #[pyo3(signature = (**options))]
+    fn puller(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<DialingPuller> {
+        let o = endpoint_options(py, options)?;
+        let e = on_io(|| self.rt.puller_with(&o)).map_err(|e| error::core(py, e))?;
+        Ok(DialingPuller::new(e))
     }
 
     /// A dialling `Pair`: `connect` it to a bound pair (`Listener.pair`).
@@ -311,6 +324,19 @@ impl Listener {
         let p = on_io(|| slf.get().inner.publisher_with(path, &o))
             .map_err(|e| error::core(slf.py(), e))?;
         Ok(Publisher::new(p, slf.clone().unbind()))
+    }
+
+    /// Binds a `BoundPusher` at `path`: pullers that connect share its messages.
+    #[pyo3(signature = (path, **options))]
+    fn pusher(
+        slf: &Bound<'_, Self>,
+        path: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<BoundPusher> {
+        let o = endpoint_options(slf.py(), options)?;
+        let p = on_io(|| slf.get().inner.pusher_with(path, &o))
+            .map_err(|e| error::core(slf.py(), e))?;
+        Ok(BoundPusher::new(p, slf.clone().unbind()))
     }
 
     /// Binds a `Pair` at `path`: one dialling pair at a time claims it.

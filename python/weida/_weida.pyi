@@ -403,6 +403,9 @@ class Runtime:
         """A bus member bound at ``path`` on ``listener`` (this runtime's): ``connect`` it to
         the other members; ``endpoint_queue`` (copies per member) and ``max_collected_body``
         of its own."""
+    def puller(self, **options: Unpack[_EndpointOptions]) -> DialingPuller:
+        """A puller that dials bound pushers (``Listener.pusher``): ``connect``, then
+        ``recv``; ``max_collected_body`` and ``endpoint_queue`` of its own."""
     def pair(self, **options: Unpack[_EndpointOptions]) -> Pair:
         """A dialling PAIR: ``connect`` it to a bound pair (``Listener.pair``); a pusher's
         options for what it sends, a puller's for what it receives."""
@@ -449,6 +452,9 @@ class Listener:
         exchanges, each answered once)."""
     def publisher(self, path: str, **options: Unpack[_EndpointOptions]) -> Publisher:
         """Binds a Publisher at ``path``; ``endpoint_queue`` (copies per subscriber) of its own."""
+    def pusher(self, path: str, **options: Unpack[_EndpointOptions]) -> BoundPusher:
+        """Binds a pusher at ``path``: pullers that connect share its messages, round-robin;
+        ``send_timeout`` (a send waits for a puller) of its own."""
     def pair(self, path: str, **options: Unpack[_EndpointOptions]) -> Pair:
         """Binds a PAIR at ``path``: one dialling pair at a time claims it; ``send_timeout``
         (a send waits for a peer), ``max_collected_body`` and ``endpoint_queue`` of its own."""
@@ -593,6 +599,65 @@ class Bus:
     def __aiter__(self) -> Bus: ...
     def __anext__(self) -> Future[Message]: ...
     def __aenter__(self) -> Future[Bus]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class BoundPusher:
+    """A pusher bound at a path: the pullers that connect to it share its messages,
+    round-robin per message; one that connects later gets its share from then on."""
+
+    @property
+    def address(self) -> str:
+        """The address pullers connect to."""
+    @property
+    def peer_count(self) -> int:
+        """Pullers connected now."""
+    def send(self, body: _Buffer, meta: _Meta | None = None) -> Future[None]:
+        """Sends a whole message to the next puller; waits for one, bounded by
+        ``send_timeout``."""
+    def open(self, meta: _Meta | None = None) -> Future[OutgoingTransfer]:
+        """Opens a streamed message to the next puller."""
+    def close(self) -> None:
+        """Unbinds the path; later sends raise ``Closed``."""
+    def __aenter__(self) -> Future[BoundPusher]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Future[None]: ...
+
+@final
+class DialingPuller:
+    """A puller that dials bound pushers and receives its share of their messages."""
+
+    def connect(self, address: str, *, wait: bool = True) -> Future[None]:
+        """Connects to a bound pusher's address and claims a share of its messages."""
+    def disconnect(self, address: str) -> bool:
+        """Leaves a bound pusher; True if it was connected."""
+    def events(self) -> PeerEvents:
+        """Connected, lost, retrying, gave up, for the addresses this puller connected."""
+    @property
+    def peer_count(self) -> int:
+        """Bound pushers connected and live."""
+    def recv(self) -> Future[Message]:
+        """The next message. Cancel-safe."""
+    def try_recv(self) -> Message | None:
+        """The next message if one is ready now."""
+    def recv_many(self, max: int) -> Future[list[Message]]:
+        """Up to ``max`` messages (at least one)."""
+    def accept(self) -> Future[IncomingTransfer]:
+        """The next message as a stream, read in parts."""
+    def close(self) -> None:
+        """Leaves every bound pusher; what was received is still handed out, then ``Closed``."""
+    def __aiter__(self) -> DialingPuller: ...
+    def __anext__(self) -> Future[Message]: ...
+    def __aenter__(self) -> Future[DialingPuller]: ...
     def __aexit__(
         self,
         exc_type: type[BaseException] | None,

@@ -81,7 +81,8 @@ dials!(
     weida::Surveyor,
     weida::Bus,
     weida::DialingPublisher,
-    weida::Pair
+    weida::Pair,
+    weida::DialingPuller
 );
 
 /// Connects `endpoint` to `address`: waiting for the first dial (`wait`, the default in every

@@ -401,6 +401,8 @@ impl Link {
             .await?;
         match answer {
             (Code::NoError, _) => Ok(()),
+            // Only a pair's claim is refused for being held (PROTOCOL.md §3.1.6).
+            (Code::LimitExceeded, reason) => Err(Error::limit(Limit::Peers, reason)),
             (code, reason) => Err(code.into_error(&self.path, &reason)),
         }
     }

@@ -376,11 +376,13 @@ impl Claimable for Holder {
     fn admits(&self, conn: Option<u64>) -> bool {
         match (&*self.held.lock().unwrap(), conn) {
             (Some((by, _)), Some(c)) => *by == c,
-            // An AF_UNIX data connection names no connection (PROTOCOL.md Open point 3): while
-            // a local session holds the claim, a local stream is taken as the claimant's (the
-            // socket file's permissions are what keeps others out).
+            (None, Some(_)) => false,
+            // An AF_UNIX data connection names no connection (PROTOCOL.md Open point 3), and
+            // may arrive after its session ended (the kernel held it): a local stream is taken
+            // unless a remote connection holds the pair (the socket file's permissions are what
+            // keeps other processes out).
             (Some((_, way)), None) => way.reverse.is_parked(),
-            (None, _) => false,
+            (None, None) => true,
         }
     }
 }

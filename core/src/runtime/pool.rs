@@ -27,6 +27,9 @@ pub(crate) struct Pool {
     runtime: OnceLock<tokio::runtime::Handle>,
     /// The pushers' outboxes, for a drain to write out first.
     outboxes: Mutex<Vec<Weak<Outbox>>>,
+    /// The connections endpoints dialled for themselves (`dial_own`), for a drain to write
+    /// out too.
+    own: Mutex<Vec<Weak<Link>>>,
 }
 
 impl Pool {
@@ -37,6 +40,7 @@ impl Pool {
             links: Mutex::new(HashMap::new()),
             runtime: OnceLock::new(),
             outboxes: Mutex::default(),
+            own: Mutex::default(),
         }
     }
 
@@ -137,12 +141,18 @@ impl Pool {
         let session = subscriber_session(&self.ctx.limits, address);
         let span = tracing::debug_span!("dial", %address, own = true);
         let dial = self.dialler.dial(&self.ctx, address, path, session, flow);
-        dial.instrument(span).await
+        let link = dial.instrument(span).await?;
+        let mut own = self.own.lock().unwrap();
+        own.retain(|w| w.strong_count() > 0);
+        own.push(Arc::downgrade(&link));
+        Ok(link)
     }
 
-    /// Every pooled link, for a drain.
+    /// Every pooled link and every endpoint's own that is still held, for a drain.
     pub(crate) fn links(&self) -> Vec<Arc<Link>> {
-        self.links.lock().unwrap().values().cloned().collect()
+        let mut all: Vec<Arc<Link>> = self.links.lock().unwrap().values().cloned().collect();
+        all.extend(self.own.lock().unwrap().iter().filter_map(Weak::upgrade));
+        all
     }
 
     /// Empties the pool and closes the dialling QUIC endpoint (shutdown).
