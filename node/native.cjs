@@ -836,11 +836,13 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Acceptor = nativeBinding.Acceptor
+module.exports.BoundPusher = nativeBinding.BoundPusher
 module.exports.BoundSubscriber = nativeBinding.BoundSubscriber
 module.exports.Bus = nativeBinding.Bus
 module.exports.Cancel = nativeBinding.Cancel
 module.exports.Delivery = nativeBinding.Delivery
 module.exports.DialingPublisher = nativeBinding.DialingPublisher
+module.exports.DialingPuller = nativeBinding.DialingPuller
 module.exports.Exchange = nativeBinding.Exchange
 module.exports.FanOut = nativeBinding.FanOut
 module.exports.Identity = nativeBinding.Identity

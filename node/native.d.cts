@@ -207,6 +207,17 @@ export declare class Acceptor {
   close(): void
 }
 
+/** A pusher bound at a path. */
+export declare class BoundPusher {
+  get address(): string
+  get peerCount(): number
+  /** Sends a whole message to the next puller. */
+  send(body: string | Uint8Array, meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<void>
+  /** Opens a streamed message to the next puller. */
+  open(meta?: Record<string, string | Uint8Array> | undefined | null, cancel?: Cancel | undefined | null): Promise<OutgoingTransfer>
+  close(): void
+}
+
 /** A subscriber bound at a path that dialling publishers feed. */
 export declare class BoundSubscriber {
   get address(): string
@@ -274,6 +285,21 @@ export declare class DialingPublisher {
   /** Copies dropped, by cause. */
   dropped(): Dropped
   /** Leaves every collector. */
+  close(): void
+}
+
+/** A puller that dials bound pushers. */
+export declare class DialingPuller {
+  connect(address: string, wait: boolean, cancel?: Cancel | undefined | null): Promise<void>
+  disconnect(address: string): boolean
+  get peerCount(): number
+  events(): PeerEvents
+  /** Up to `max` whole messages as a `Batch`, waiting for the first. */
+  recvBatch(max: number, cancel?: Cancel | undefined | null): Promise<Batch>
+  /** What `recvBatch` would give without waiting, or null. */
+  take(max: number): Batch | null
+  /** The next message as a stream, for a body read in parts. */
+  accept(cancel?: Cancel | undefined | null): Promise<IncomingTransfer>
   close(): void
 }
 
@@ -375,6 +401,8 @@ export declare class Listener {
   respondent(path: string, options?: EndpointOptions | undefined | null): Replier
   acceptor(path: string, options?: EndpointOptions | undefined | null): Acceptor
   publisher(path: string, options?: EndpointOptions | undefined | null): Publisher
+  /** Binds a pusher at `path`. */
+  pusher(path: string, options?: EndpointOptions | undefined | null): BoundPusher
   /** Binds a pair at `path`. */
   pair(path: string, options?: EndpointOptions | undefined | null): Pair
   /** Binds a collector at `path`. */
@@ -604,6 +632,8 @@ export declare class Runtime {
   bind(address: string, requireClient?: Trust | undefined | null, cancel?: Cancel | undefined | null): Promise<Listener>
   pusher(options?: EndpointOptions | undefined | null): Pusher
   requester(options?: EndpointOptions | undefined | null): Requester
+  /** A puller that dials bound pushers. */
+  puller(options?: EndpointOptions | undefined | null): DialingPuller
   /** A dialling pair. */
   pair(options?: EndpointOptions | undefined | null): Pair
   /** A publisher that dials collectors. */

@@ -579,6 +579,11 @@ export class Runtime {
     return new Bus(this.#n.bus(listener._native, path, options))
   }
 
+  /** A puller that dials bound pushers ({@link Listener.pusher}): `connect`, then `recv`; `maxCollectedBody` and `endpointQueue` of its own if given. */
+  puller(options?: native.EndpointOptions): DialingPuller {
+    return new DialingPuller(this.#n.puller(options))
+  }
+
   /** A dialling pair: `connect` it to a bound pair ({@link Listener.pair}); a pusher's options for what it sends, a puller's for what it receives. */
   pair(options?: native.EndpointOptions): Pair {
     return new Pair(this.#n.pair(options))
@@ -665,6 +670,11 @@ export class Listener {
   /** Binds a publisher at `path`; `endpointQueue` (copies queued per subscriber) of its own if given. */
   publisher(path: string, options?: native.EndpointOptions): Publisher {
     return new Publisher(this.#n.publisher(path, options))
+  }
+
+  /** Binds a pusher at `path`: the pullers that connect share its messages, round-robin; `sendTimeoutMs` (a send waits for a puller) of its own if given. */
+  pusher(path: string, options?: native.EndpointOptions): BoundPusher {
+    return new BoundPusher(this.#n.pusher(path, options))
   }
 
   /** Binds a pair at `path`: one dialling pair at a time claims it; `sendTimeoutMs` (a send waits for a peer), `maxCollectedBody` and `endpointQueue` of its own if given. */
@@ -962,6 +972,119 @@ export class Bus implements AsyncIterable<Message> {
   }
 
   /** Messages until the member is closed. */
+  messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
+    return new Messages(this.#inbox, options.signal)
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
+    return this.messages()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/**
+ * A pusher bound at a path (docs/PATTERNS.md §3.1): the pullers that connect to it share its
+ * messages, round-robin per message; one that connects later gets its share from then on.
+ */
+export class BoundPusher {
+  readonly #n: native.BoundPusher
+
+  /** @internal */
+  constructor(n: native.BoundPusher) {
+    this.#n = n
+  }
+
+  /** The address pullers connect to. */
+  get address(): string {
+    return this.#n.address
+  }
+
+  /** Pullers connected now. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`. */
+  send(body: Body, meta?: MetadataInit, options: CallOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.send(body, meta, c))
+  }
+
+  /** Opens a streamed message to the next puller. `signal` governs the whole transfer. */
+  async open(meta?: MetadataInit, options: CallOptions = {}): Promise<OutgoingTransfer> {
+    const t = await call(options.signal, (c) => this.#n.open(meta, c))
+    return new OutgoingTransfer(t, options.signal)
+  }
+
+  /** Unbinds the path; later sends reject with ERR_WEIDA_CLOSED. */
+  close(): void {
+    this.#n.close()
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close()
+  }
+}
+
+/** A puller that dials bound pushers (docs/PATTERNS.md §3.1) and receives its share of their messages. */
+export class DialingPuller implements AsyncIterable<Message> {
+  readonly #n: native.DialingPuller
+  readonly #inbox: Inbox
+
+  /** @internal */
+  constructor(n: native.DialingPuller) {
+    this.#n = n
+    this.#inbox = new Inbox(n)
+  }
+
+  /** Connects to a bound pusher's address and claims a share of its messages. */
+  connect(address: string, options: ConnectOptions = {}): Promise<void> {
+    return call(options.signal, (c) => this.#n.connect(address, options.wait ?? true, c))
+  }
+
+  /** Leaves a bound pusher; true if it was connected. */
+  disconnect(address: string): boolean {
+    return this.#n.disconnect(address)
+  }
+
+  /** Bound pushers connected and live. */
+  get peerCount(): number {
+    return this.#n.peerCount
+  }
+
+  /** Connected, lost, retrying, gave up, for the addresses this puller connected. */
+  events(): PeerEvents {
+    return new PeerEvents(this.#n.events())
+  }
+
+  /** The next message. */
+  recv(options: CallOptions = {}): Promise<Message> {
+    return this.#inbox.recv(options.signal)
+  }
+
+  /** The next message if one is ready now, else null. */
+  tryRecv(): Message | null {
+    return this.#inbox.tryRecv()
+  }
+
+  /** Up to `max` messages: waits for the first, then takes those ready. */
+  recvMany(max: number, options: CallOptions = {}): Promise<Message[]> {
+    return this.#inbox.recvMany(max, options.signal)
+  }
+
+  /** The next message as a stream, read in parts. */
+  async accept(options: CallOptions = {}): Promise<IncomingTransfer> {
+    return new IncomingTransfer(await call(options.signal, (c) => this.#n.accept(c)))
+  }
+
+  /** Leaves every bound pusher; what was received is still handed out, then ERR_WEIDA_CLOSED. */
+  close(): void {
+    this.#n.close()
+  }
+
+  /** Messages until the puller is closed. */
   messages(options: CallOptions = {}): AsyncIterableIterator<Message> {
     return new Messages(this.#inbox, options.signal)
   }

@@ -19,6 +19,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod address;
+pub mod bound_push;
 pub mod bus;
 pub mod collector;
 pub mod config;

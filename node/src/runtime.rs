@@ -207,6 +207,18 @@ impl Runtime {
         Ok(Requester::new(e))
     }
 
+    /// A puller that dials bound pushers.
+    #[napi]
+    pub fn puller(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::bound_push::DialingPuller> {
+        let o = endpoint_options(&env, options)?;
+        let p = on_io(|| self.inner.puller_with(&o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::bound_push::DialingPuller::new(p))
+    }
+
     /// A dialling pair.
     #[napi]
     pub fn pair(
@@ -404,6 +416,19 @@ impl Listener {
         let p =
             on_io(|| self.inner.publisher_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
         Ok(Publisher::new(p))
+    }
+
+    /// Binds a pusher at `path`.
+    #[napi]
+    pub fn pusher(
+        &self,
+        env: Env,
+        path: String,
+        #[napi(ts_arg_type = "EndpointOptions | undefined | null")] options: Option<Object<'_>>,
+    ) -> napi::Result<crate::bound_push::BoundPusher> {
+        let o = endpoint_options(&env, options)?;
+        let p = on_io(|| self.inner.pusher_with(&path, &o)).map_err(|e| error::throw(&env, e))?;
+        Ok(crate::bound_push::BoundPusher::new(p))
     }
 
     /// Binds a pair at `path`.
