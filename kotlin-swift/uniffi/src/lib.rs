@@ -22,6 +22,7 @@ pub mod collector;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod fanout;
 pub mod identity;
 pub mod patterns;
 pub mod runtime;

@@ -412,6 +412,25 @@ extension Publisher {
 
     /// What was dropped of the copies published on `topic` (a topic name, not a filter).
     public func droppedOn(_ topic: String) -> Dropped { droppedOn(topic: topic) }
+
+    /// Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic` now.
+    /// Never waits.
+    public func `open`(_ topic: String) throws -> FanOut { try `open`(topic: topic) }
+}
+
+extension FanOut {
+    /// Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for those with
+    /// no room (still full then, they are dropped); the copies still attached. Cancelled, the
+    /// message is cancelled: no subscriber gets it with a chunk missing.
+    @discardableResult
+    public func write(_ chunk: Data) async throws -> UInt32 {
+        try await cancellable { try await write(chunk: chunk, cancel: $0) }
+    }
+
+    /// Hands `chunk` to every attached copy without waiting (one with no room is dropped); the
+    /// copies still attached.
+    @discardableResult
+    public func writeNow(_ chunk: Data) throws -> UInt32 { try writeNow(chunk: chunk) }
 }
 
 extension Subscriber {

@@ -2043,6 +2043,245 @@ public func FfiConverterTypeExchange_lower(_ value: Exchange) -> UInt64 {
 
 
 /**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+public protocol FanOutProtocol: AnyObject, Sendable {
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */
+    func cancel() 
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */
+    func copies()  -> UInt32
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+    func finish() throws  -> UInt32
+    
+    /**
+     * Neither finished nor cancelled.
+     */
+    func isOpen()  -> Bool
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+    func write(chunk: Data, cancel: Cancellation?) async throws  -> UInt32
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+    func writeNow(chunk: Data) throws  -> UInt32
+    
+}
+/**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+open class FanOut: FanOutProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_fanout(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_fanout(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */
+open func cancel()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_cancel(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */
+open func copies() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_copies(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+open func finish()throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_finish(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Neither finished nor cancelled.
+     */
+open func isOpen() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_is_open(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+open func write(chunk: Data, cancel: Cancellation? = nil)async throws  -> UInt32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_fanout_write(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(chunk),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u32,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u32,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u32,
+            liftFunc: FfiConverterUInt32.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+open func writeNow(chunk: Data)throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_write_now(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(chunk),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFanOut: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = FanOut
+
+    public static func lift(_ handle: UInt64) throws -> FanOut {
+        return FanOut(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: FanOut) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FanOut {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: FanOut, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFanOut_lift(_ handle: UInt64) throws -> FanOut {
+    return try FfiConverterTypeFanOut.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFanOut_lower(_ value: FanOut) -> UInt64 {
+    return FfiConverterTypeFanOut.lower(value)
+}
+
+
+
+
+
+
+/**
  * The key a runtime presents.
  */
 public protocol IdentityProtocol: AnyObject, Sendable {
@@ -3244,6 +3483,12 @@ public func FfiConverterTypePendingReply_lower(_ value: PendingReply) -> UInt64 
  */
 public protocol PublisherProtocol: AnyObject, Sendable {
     
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+    func `open`(topic: String) throws  -> FanOut
+    
     func address()  -> String
     
     func closeEndpoint() 
@@ -3324,6 +3569,20 @@ open class Publisher: PublisherProtocol, @unchecked Sendable {
 
     
 
+    
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+open func `open`(topic: String)throws  -> FanOut  {
+    return try  FfiConverterTypeFanOut_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_publisher_open(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(topic),uniffiCallStatus
+    )
+})
+}
     
 open func address() -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
@@ -7718,6 +7977,24 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_peerevents_next() != 52709) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_fanout_cancel() != 5328) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_copies() != 44782) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_finish() != 31643) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_is_open() != 36105) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_write() != 272) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_write_now() != 31557) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_identity_fingerprint() != 25344) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7755,6 +8032,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_read_chunk() != 19622) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_publisher_open() != 8003) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_publisher_address() != 42173) {

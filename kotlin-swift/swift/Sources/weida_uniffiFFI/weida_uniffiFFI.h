@@ -444,6 +444,46 @@ void uniffi_weida_uniffi_fn_free_peerevents(uint64_t handle, RustCallStatus *_No
 uint64_t uniffi_weida_uniffi_fn_method_peerevents_next(uint64_t ptr, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_FANOUT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_FANOUT
+uint64_t uniffi_weida_uniffi_fn_clone_fanout(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_FANOUT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_FANOUT
+void uniffi_weida_uniffi_fn_free_fanout(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_CANCEL
+void uniffi_weida_uniffi_fn_method_fanout_cancel(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_COPIES
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_COPIES
+uint32_t uniffi_weida_uniffi_fn_method_fanout_copies(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_FINISH
+uint32_t uniffi_weida_uniffi_fn_method_fanout_finish(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_IS_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_IS_OPEN
+int8_t uniffi_weida_uniffi_fn_method_fanout_is_open(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE
+uint64_t uniffi_weida_uniffi_fn_method_fanout_write(uint64_t ptr, RustBuffer chunk, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE_NOW
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE_NOW
+uint32_t uniffi_weida_uniffi_fn_method_fanout_write_now(uint64_t ptr, RustBuffer chunk, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_IDENTITY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_IDENTITY
 uint64_t uniffi_weida_uniffi_fn_clone_identity(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -580,6 +620,11 @@ uint64_t uniffi_weida_uniffi_fn_clone_publisher(uint64_t handle, RustCallStatus 
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PUBLISHER
 void uniffi_weida_uniffi_fn_free_publisher(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_publisher_open(uint64_t ptr, RustBuffer topic, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_ADDRESS
@@ -1679,6 +1724,42 @@ uint16_t uniffi_weida_uniffi_checksum_method_peerevents_next(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_CANCEL
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_cancel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_COPIES
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_COPIES
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_copies(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_FINISH
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_finish(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_IS_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_IS_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_is_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_write(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE_NOW
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE_NOW
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_write_now(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_IDENTITY_FINGERPRINT
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_IDENTITY_FINGERPRINT
 uint16_t uniffi_weida_uniffi_checksum_method_identity_fingerprint(void
@@ -1754,6 +1835,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_exchange_open_reply(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_READ_CHUNK
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_READ_CHUNK
 uint16_t uniffi_weida_uniffi_checksum_method_exchange_read_chunk(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_publisher_open(void
     
 );
 #endif

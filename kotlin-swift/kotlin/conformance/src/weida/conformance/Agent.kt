@@ -14,6 +14,7 @@ import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
 import weida.uniffi.DialingPublisher
 import weida.uniffi.Exchange
+import weida.uniffi.FanOut
 import weida.uniffi.Identity
 import weida.uniffi.Listener
 import weida.uniffi.OutgoingTransfer
@@ -40,6 +41,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     private val collectors = HashMap<String, BoundSubscriber>() // bound subscribers
     private val transfers = HashMap<String, OutgoingTransfer>() // streamed transfers being written
     private val replies = HashMap<String, PendingReply>() // the replies of streamed requests
+    private val fanouts = HashMap<String, FanOut>() // streamed publishes being written
     private val receiving = HashMap<String, Subscriber>() // subscribers in manual mode
     internal val held = ArrayList<Exchange>() // exchanges a `hold` replier keeps, unanswered
     internal val connected = HashMap<Subscriber, Flag>() // set by a connect: a `recv` loop waits
@@ -153,6 +155,19 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             else -> mapOf("queued" to publisher(args).publish(args.str("topic"), args.body()))
         }
         "dropped" -> opDropped(args)
+        "fanout" -> {
+            val p = publisher(args)
+            val name = free(args.str("fanout"))
+            val fan = p.open(args.str("topic"))
+            claim(name)
+            fanouts[name] = fan
+            mapOf("copies" to fan.copies())
+        }
+        "fanout_write" -> opFanOutWrite(args)
+        "fanout_finish" -> {
+            val (_, fan) = takeFanOut(args)
+            mapOf("copies" to fan.finish())
+        }
         "subscriber_count" -> mapOf("subscriber_count" to publisher(args).subscriberCount())
         in UNEXPORTED -> throw Unsupported(op, "the Kotlin binding exports no ${UNEXPORTED[op]}")
         else -> throw BadRequest("unknown op '$op'")
@@ -229,6 +244,32 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             transfers[name] = t
         }
         return mapOf("written" to body.size)
+    }
+
+    /** Writes `body` to the fan-out `chunk` bytes at a time, with `write` (which may wait) or
+     * `writeNow`; the copies attached after the last write. */
+    private suspend fun opFanOutWrite(args: Obj): Obj {
+        val body = args.body()
+        val chunk = maxOf(args.long("chunk") ?: 65536L, 1L).toInt()
+        val now = args.bool("now", false)
+        val (name, fan) = takeFanOut(args)
+        try {
+            var at = 0
+            while (at < body.size) {
+                val part = body.copyOfRange(at, minOf(at + chunk, body.size))
+                if (now) fan.writeNow(part) else fan.write(part)
+                at += chunk
+            }
+        } finally {
+            fanouts[name] = fan
+        }
+        return mapOf("copies" to fan.copies())
+    }
+
+    private fun takeFanOut(args: Obj): kotlin.Pair<String, FanOut> {
+        val name = args.str("fanout")
+        val f = fanouts.remove(name) ?: throw BadRequest("no fan-out named '$name'")
+        return name to f
     }
 
     private fun takeTransfer(args: Obj): kotlin.Pair<String, OutgoingTransfer> {
@@ -401,9 +442,6 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         val UNEXPORTED = mapOf(
             "acceptor" to "Listener.acceptor (raw streams)",
             "peer" to "Runtime.peer (raw streams)",
-            "fanout" to "streamed fan-out (Publisher.open: FanOut)",
-            "fanout_write" to "streamed fan-out (FanOut.write, writeNow)",
-            "fanout_finish" to "streamed fan-out (FanOut.finish)",
         )
 
         /** The binding's version from its jar's manifest; the agent runs from classes, which have none. */

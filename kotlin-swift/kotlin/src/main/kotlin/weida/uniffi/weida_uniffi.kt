@@ -750,6 +750,18 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_peerevents_next(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_cancel(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_copies(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_finish(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_is_open(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_write(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_write_now(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_fingerprint(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_save(
@@ -775,6 +787,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_exchange_open_reply(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_read_chunk(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_publisher_open(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_publisher_address(
     ): Int
@@ -1076,6 +1090,22 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_peerevents_next(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_clone_fanout(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_fanout(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_fanout_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_fanout_copies(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_fanout_finish(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_fanout_is_open(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_fanout_write(`ptr`: Long,`chunk`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_fanout_write_now(`ptr`: Long,`chunk`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
     external fun uniffi_weida_uniffi_fn_clone_identity(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_identity(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1130,6 +1160,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_free_publisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_weida_uniffi_fn_method_publisher_open(`ptr`: Long,`topic`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_publisher_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_publisher_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1603,6 +1635,24 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_peerevents_next() and 0xFFFF) != 52709) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_cancel() and 0xFFFF) != 5328) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_copies() and 0xFFFF) != 44782) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_finish() and 0xFFFF) != 31643) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_is_open() and 0xFFFF) != 36105) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_write() and 0xFFFF) != 272) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_write_now() and 0xFFFF) != 31557) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_identity_fingerprint() and 0xFFFF) != 25344) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1640,6 +1690,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_read_chunk() and 0xFFFF) != 19622) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_publisher_open() and 0xFFFF) != 8003) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_address() and 0xFFFF) != 42173) {
@@ -4875,6 +4928,408 @@ public object FfiConverterTypeExchange: FfiConverter<Exchange, Long> {
 
 
 /**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+public interface FanOutInterface {
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */
+    fun `cancel`()
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */
+    fun `copies`(): kotlin.UInt
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+    fun `finish`(): kotlin.UInt
+    
+    /**
+     * Neither finished nor cancelled.
+     */
+    fun `isOpen`(): kotlin.Boolean
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+    suspend fun `write`(`chunk`: kotlin.ByteArray, `cancel`: Cancellation? = null): kotlin.UInt
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+    fun `writeNow`(`chunk`: kotlin.ByteArray): kotlin.UInt
+    
+    companion object
+}
+
+/**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+open class FanOut: Disposable, AutoCloseable, FanOutInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_fanout(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_fanout(handle, status)
+        }
+    }
+
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */override fun `cancel`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_cancel(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */override fun `copies`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_copies(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+    @Throws(WeidaException::class)override fun `finish`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_finish(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Neither finished nor cancelled.
+     */override fun `isOpen`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_is_open(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `write`(`chunk`: kotlin.ByteArray, `cancel`: Cancellation?) : kotlin.UInt {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_fanout_write(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`chunk`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u32(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u32(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u32(future) },
+        // lift function
+        { FfiConverterUInt.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+    @Throws(WeidaException::class)override fun `writeNow`(`chunk`: kotlin.ByteArray): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_write_now(
+        it,
+        
+        FfiConverterByteArray.lower(`chunk`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeFanOut: FfiConverter<FanOut, Long> {
+    override fun lower(value: FanOut): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): FanOut {
+        return FanOut(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): FanOut {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: FanOut) = 8UL
+
+    override fun write(value: FanOut, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * The key a runtime presents.
  */
 public interface IdentityInterface {
@@ -7011,6 +7466,12 @@ public object FfiConverterTypePendingReply: FfiConverter<PendingReply, Long> {
  */
 public interface PublisherInterface {
     
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+    fun `open`(`topic`: kotlin.String): FanOut
+    
     fun `address`(): kotlin.String
     
     fun `closeEndpoint`()
@@ -7141,6 +7602,25 @@ open class Publisher: Disposable, AutoCloseable, PublisherInterface
             UniffiLib.uniffi_weida_uniffi_fn_clone_publisher(handle, status)
         }
     }
+
+    
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+    @Throws(WeidaException::class)override fun `open`(`topic`: kotlin.String): FanOut {
+            return FfiConverterTypeFanOut.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_publisher_open(
+        it,
+        
+        FfiConverterString.lower(`topic`),_status)
+}
+    }
+    )
+    }
+    
 
     override fun `address`(): kotlin.String {
             return FfiConverterString.lift(
