@@ -25,6 +25,7 @@ pub mod events;
 pub mod fanout;
 pub mod identity;
 pub mod patterns;
+pub mod raw;
 pub mod runtime;
 pub mod stream;
 pub mod survey;

@@ -100,6 +100,21 @@ pub struct OpenedRequest {
     pub reply: Arc<PendingReply>,
 }
 
+impl OutgoingTransfer {
+    pub(crate) fn of(t: Arc<ffi::OutgoingTransfer>) -> Arc<Self> {
+        Arc::new(Self { inner: t })
+    }
+}
+
+/// A streamed exchange the core opened, as an `OpenedRequest` (weida-ffi's `stream::opened`).
+pub(crate) fn opened_request(o: (weida::OutgoingTransfer, weida::PendingReply)) -> OpenedRequest {
+    let (t, r) = ffi::opened(o);
+    OpenedRequest {
+        transfer: OutgoingTransfer::of(t),
+        reply: Arc::new(PendingReply { inner: r }),
+    }
+}
+
 #[uniffi::export(async_runtime = "tokio")]
 impl Pusher {
     /// Opens a streamed message: `write` it in parts, then `finish`.

@@ -634,6 +634,175 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * Takes both stream kinds at a bound path.
+ */
+public protocol AcceptorProtocol: AnyObject, Sendable {
+    
+    /**
+     * The next stream: a one-way transfer or an exchange. Cancel-safe.
+     */
+    func accept(cancel: Cancellation?) async throws  -> Incoming
+    
+    /**
+     * The address to dial this acceptor at.
+     */
+    func address()  -> String
+    
+    /**
+     * Unbinds the path: streams already received are still handed out, then `Closed`.
+     */
+    func closeEndpoint() 
+    
+}
+/**
+ * Takes both stream kinds at a bound path.
+ */
+open class Acceptor: AcceptorProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_acceptor(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_acceptor(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The next stream: a one-way transfer or an exchange. Cancel-safe.
+     */
+open func accept(cancel: Cancellation? = nil)async throws  -> Incoming  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_acceptor_accept(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeIncoming_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * The address to dial this acceptor at.
+     */
+open func address() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_acceptor_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Unbinds the path: streams already received are still handed out, then `Closed`.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_acceptor_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAcceptor: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Acceptor
+
+    public static func lift(_ handle: UInt64) throws -> Acceptor {
+        return Acceptor(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Acceptor) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Acceptor {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Acceptor, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAcceptor_lift(_ handle: UInt64) throws -> Acceptor {
+    return try FfiConverterTypeAcceptor.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAcceptor_lower(_ value: Acceptor) -> UInt64 {
+    return FfiConverterTypeAcceptor.lower(value)
+}
+
+
+
+
+
+
+/**
  * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
  * filters select, when it receives it, and counts the rest.
  */
@@ -2756,6 +2925,11 @@ public func FfiConverterTypeIncomingTransfer_lower(_ value: IncomingTransfer) ->
 public protocol ListenerProtocol: AnyObject, Sendable {
     
     /**
+     * An acceptor bound at `path`: one-way transfers and exchanges.
+     */
+    func acceptor(path: String, options: EndpointOptions?) throws  -> Acceptor
+    
+    /**
      * The bound address: over QUIC with its real port and the `sha256:` pin of its key.
      */
     func address()  -> String
@@ -2844,6 +3018,20 @@ open class Listener: ListenerProtocol, @unchecked Sendable {
 
     
 
+    
+    /**
+     * An acceptor bound at `path`: one-way transfers and exchanges.
+     */
+open func acceptor(path: String, options: EndpointOptions?)throws  -> Acceptor  {
+    return try  FfiConverterTypeAcceptor_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_listener_acceptor(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
     
     /**
      * The bound address: over QUIC with its real port and the `sha256:` pin of its key.
@@ -4224,6 +4412,244 @@ public func FfiConverterTypePusher_lower(_ value: Pusher) -> UInt64 {
 
 
 /**
+ * Opens raw streams to the acceptors it is connected to (round-robin): one-way transfers and
+ * exchanges.
+ */
+public protocol RawPeerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+     */
+    func closeEndpoint() 
+    
+    /**
+     * Connects to `address` (with its path): waits for the first dial (`wait`), or records it
+     * and dials in the background (connect-before-bind).
+     */
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    func events() throws  -> PeerEvents
+    
+    /**
+     * Opens an exchange: its request's transfer, and its reply.
+     */
+    func exchange(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OpenedRequest
+    
+    /**
+     * Opens a one-way stream: `write` it in parts, then `finish`.
+     */
+    func `open`(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OutgoingTransfer
+    
+    func peerCount() throws  -> UInt32
+    
+}
+/**
+ * Opens raw streams to the acceptors it is connected to (round-robin): one-way transfers and
+ * exchanges.
+ */
+open class RawPeer: RawPeerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_rawpeer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_rawpeer(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Connects to `address` (with its path): waits for the first dial (`wait`), or records it
+     * and dials in the background (connect-before-bind).
+     */
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_rawpeer_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+open func events()throws  -> PeerEvents  {
+    return try  FfiConverterTypePeerEvents_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Opens an exchange: its request's transfer, and its reply.
+     */
+open func exchange(meta: [String: Data]? = nil, cancel: Cancellation? = nil)async throws  -> OpenedRequest  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_rawpeer_exchange(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeOpenedRequest_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Opens a one-way stream: `write` it in parts, then `finish`.
+     */
+open func `open`(meta: [String: Data]? = nil, cancel: Cancellation? = nil)async throws  -> OutgoingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_rawpeer_open(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeOutgoingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func peerCount()throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRawPeer: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = RawPeer
+
+    public static func lift(_ handle: UInt64) throws -> RawPeer {
+        return RawPeer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: RawPeer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RawPeer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: RawPeer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRawPeer_lift(_ handle: UInt64) throws -> RawPeer {
+    return try FfiConverterTypeRawPeer.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRawPeer_lower(_ value: RawPeer) -> UInt64 {
+    return FfiConverterTypeRawPeer.lower(value)
+}
+
+
+
+
+
+
+/**
  * What a receive took, until the caller takes it; dropped untaken, given back.
  */
 public protocol ReceivedProtocol: AnyObject, Sendable {
@@ -4763,6 +5189,11 @@ public func FfiConverterTypeRequester_lower(_ value: Requester) -> UInt64 {
 public protocol RuntimeProtocol: AnyObject, Sendable {
     
     /**
+     * A raw dialling endpoint: `connect` it to acceptors, then `open` or `exchange`.
+     */
+    func peer(options: EndpointOptions?) throws  -> RawPeer
+    
+    /**
      * Binds `address` (no path); `require_client` makes a client key mandatory.
      */
     func bind(address: String, requireClient: Trust?, cancel: Cancellation?) async throws  -> Listener
@@ -4880,6 +5311,19 @@ public convenience init(options: RuntimeOptions)throws  {
 
     
 
+    
+    /**
+     * A raw dialling endpoint: `connect` it to acceptors, then `open` or `exchange`.
+     */
+open func peer(options: EndpointOptions?)throws  -> RawPeer  {
+    return try  FfiConverterTypeRawPeer_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_peer(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
     
     /**
      * Binds `address` (no path); `require_client` makes a client key mandatory.
@@ -6614,6 +7058,87 @@ public func FfiConverterTypeRuntimeOptions_lower(_ value: RuntimeOptions) -> Rus
 
 
 /**
+ * A stream an acceptor took.
+ */
+
+public enum Incoming {
+    
+    /**
+     * A one-way transfer.
+     */
+    case stream(transfer: IncomingTransfer
+    )
+    /**
+     * An exchange: a request, and the reply this side owes.
+     */
+    case exchange(exchange: Exchange
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Incoming: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeIncoming: FfiConverterRustBuffer {
+    typealias SwiftType = Incoming
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Incoming {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .stream(transfer: try FfiConverterTypeIncomingTransfer.read(from: &buf)
+        )
+        
+        case 2: return .exchange(exchange: try FfiConverterTypeExchange.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Incoming, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .stream(transfer):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeIncomingTransfer.write(transfer, into: &buf)
+            
+        
+        case let .exchange(exchange):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeExchange.write(exchange, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIncoming_lift(_ buf: RustBuffer) throws -> Incoming {
+    return try FfiConverterTypeIncoming.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIncoming_lower(_ value: Incoming) -> RustBuffer {
+    return FfiConverterTypeIncoming.lower(value)
+}
+
+
+
+/**
  * One option's value.
  */
 
@@ -8175,6 +8700,39 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe() != 42088) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_acceptor_accept() != 29012) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_acceptor_address() != 5192) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_acceptor_close_endpoint() != 22896) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_close_endpoint() != 12974) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_connect() != 14489) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_disconnect() != 6069) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_events() != 761) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_exchange() != 26165) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_open() != 35604) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_peer_count() != 23604) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_listener_acceptor() != 55641) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_listener_address() != 49657) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8197,6 +8755,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_listener_subscriber() != 29902) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_runtime_peer() != 60382) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_bind() != 35814) {

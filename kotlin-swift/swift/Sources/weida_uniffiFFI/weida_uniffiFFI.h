@@ -917,6 +917,76 @@ RustBuffer uniffi_weida_uniffi_fn_method_subscriber_try_recv(uint64_t ptr, RustC
 uint64_t uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(uint64_t ptr, RustBuffer filter, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_ACCEPTOR
+uint64_t uniffi_weida_uniffi_fn_clone_acceptor(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_ACCEPTOR
+void uniffi_weida_uniffi_fn_free_acceptor(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ACCEPT
+uint64_t uniffi_weida_uniffi_fn_method_acceptor_accept(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_acceptor_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_acceptor_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RAWPEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RAWPEER
+uint64_t uniffi_weida_uniffi_fn_clone_rawpeer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_RAWPEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_RAWPEER
+void uniffi_weida_uniffi_fn_free_rawpeer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_rawpeer_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CONNECT
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_connect(uint64_t ptr, RustBuffer address, int8_t wait, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_DISCONNECT
+int8_t uniffi_weida_uniffi_fn_method_rawpeer_disconnect(uint64_t ptr, RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EVENTS
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EXCHANGE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EXCHANGE
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_exchange(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_open(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_rawpeer_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_LISTENER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_LISTENER
 uint64_t uniffi_weida_uniffi_fn_clone_listener(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -925,6 +995,11 @@ uint64_t uniffi_weida_uniffi_fn_clone_listener(uint64_t handle, RustCallStatus *
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_LISTENER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_LISTENER
 void uniffi_weida_uniffi_fn_free_listener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_ACCEPTOR
+uint64_t uniffi_weida_uniffi_fn_method_listener_acceptor(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_ADDRESS
@@ -980,6 +1055,11 @@ void uniffi_weida_uniffi_fn_free_runtime(uint64_t handle, RustCallStatus *_Nonnu
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_RUNTIME_NEW
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_RUNTIME_NEW
 uint64_t uniffi_weida_uniffi_fn_constructor_runtime_new(RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PEER
+uint64_t uniffi_weida_uniffi_fn_method_runtime_peer(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_BIND
@@ -2120,6 +2200,72 @@ uint16_t uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ACCEPT
+uint16_t uniffi_weida_uniffi_checksum_method_acceptor_accept(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_acceptor_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_acceptor_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_DISCONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_disconnect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EVENTS
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EXCHANGE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EXCHANGE
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_exchange(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ACCEPTOR
+uint16_t uniffi_weida_uniffi_checksum_method_listener_acceptor(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_method_listener_address(void
@@ -2165,6 +2311,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_listener_respondent(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_SUBSCRIBER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_SUBSCRIBER
 uint16_t uniffi_weida_uniffi_checksum_method_listener_subscriber(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PEER
+uint16_t uniffi_weida_uniffi_checksum_method_runtime_peer(void
     
 );
 #endif

@@ -20,6 +20,7 @@ import weida.uniffi.Listener
 import weida.uniffi.OutgoingTransfer
 import weida.uniffi.PendingReply
 import weida.uniffi.PeerEvents
+import weida.uniffi.RawPeer
 import weida.uniffi.Publisher
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
@@ -99,6 +100,8 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         }
         "counters" -> runtime(args).counters().mapKeys { snake(it.key) }
         "replier" -> opReplier(args) { l, path, o -> l.replier(path, o) }
+        "acceptor" -> opAcceptor(args)
+        "peer" -> dialler(args) { rt, o -> rt.peer(o) }
         "respondent" -> opReplier(args) { l, path, o -> l.respondent(path, o) }
         "surveyor" -> dialler(args) { rt, o -> rt.surveyor(o) }
         "survey" -> opSurvey(args)
@@ -224,7 +227,20 @@ class Agent(val out: Out, val scope: CoroutineScope) {
                 transfers[tname] = opened.transfer
                 replies[rname] = opened.reply
             }
-            else -> throw BadRequest("open needs a pusher or a requester")
+            // A peer opens a one-way stream, or with `reply` an exchange.
+            is RawPeer -> if (args["reply"] == null) {
+                val t = ep.open(meta, null)
+                claim(tname)
+                transfers[tname] = t
+            } else {
+                val rname = free(args.str("reply"))
+                val opened = ep.exchange(meta, null)
+                claim(tname)
+                claim(rname)
+                transfers[tname] = opened.transfer
+                replies[rname] = opened.reply
+            }
+            else -> throw BadRequest("open needs a pusher, a requester or a peer")
         }
         return emptyMap()
     }
@@ -331,6 +347,23 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         return mapOf("address" to replier.address())
     }
 
+    /** An acceptor: each exchange answered in `mode` as a replier's, each one-way stream read as
+     * a `stream` puller's. */
+    private fun opAcceptor(args: Obj): Obj {
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val mode = args.str("mode")
+        when (mode) {
+            "echo", "stream_echo", "hold", "reject", "drop" -> {}
+            else -> throw BadRequest("unknown acceptor mode '$mode'")
+        }
+        val reason = args["reason"] as? String ?: "rejected"
+        val acceptor = listener.acceptor(args.str("path"), endpointOptionsArg(args))
+        claim(name)
+        spawn("acceptor $name") { background.serveAcceptor(acceptor, name, mode, reason) }
+        return mapOf("address" to acceptor.address())
+    }
+
     private fun opPuller(args: Obj): Obj {
         val listener = listener(args)
         val name = free(args.str("name"))
@@ -370,6 +403,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             is Bus -> ep.connect(address, wait, null)
             is DialingPublisher -> ep.connect(address, wait, null)
             is Pusher -> ep.connect(address, wait, null)
+            is RawPeer -> ep.connect(address, wait, null)
             is Subscriber -> {
                 ep.connect(address, wait, null)
                 connected[ep]?.set()
@@ -439,10 +473,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
 
     companion object {
         /** The ops whose API the binding does not export, with what is missing. */
-        val UNEXPORTED = mapOf(
-            "acceptor" to "Listener.acceptor (raw streams)",
-            "peer" to "Runtime.peer (raw streams)",
-        )
+        val UNEXPORTED = emptyMap<String, String>()
 
         /** The binding's version from its jar's manifest; the agent runs from classes, which have none. */
         val VERSION: String = Runtime::class.java.`package`?.implementationVersion ?: "unknown"
@@ -453,6 +484,7 @@ private fun eventsOf(ep: Any): PeerEvents = when (ep) {
     is Requester -> ep.events()
     is Surveyor -> ep.events()
     is Pusher -> ep.events()
+    is RawPeer -> ep.events()
     is Subscriber -> ep.events()
     is DialingPublisher -> ep.events()
     else -> throw IllegalStateException("not a dialling endpoint")
@@ -464,6 +496,7 @@ private fun peerCount(ep: Any): UInt = when (ep) {
     is Bus -> ep.peerCount()
     is DialingPublisher -> ep.peerCount()
     is Pusher -> ep.peerCount()
+    is RawPeer -> ep.peerCount()
     is Subscriber -> ep.peerCount()
     else -> throw IllegalStateException("not a dialling endpoint")
 }
@@ -474,6 +507,7 @@ private fun disconnect(ep: Any, address: String): Boolean = when (ep) {
     is Bus -> ep.disconnect(address)
     is DialingPublisher -> ep.disconnect(address)
     is Pusher -> ep.disconnect(address)
+    is RawPeer -> ep.disconnect(address)
     is Subscriber -> ep.disconnect(address)
     else -> throw IllegalStateException("not a dialling endpoint")
 }
