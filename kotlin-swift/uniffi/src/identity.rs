@@ -29,6 +29,15 @@ impl Identity {
         }))
     }
 
+    /// A key from a PEM certificate chain (leaf first) and the leaf's PEM private key (what
+    /// `save` writes as `cert.pem` and `key.pem`); malformed PEM is `InvalidConfig`.
+    #[uniffi::constructor]
+    pub fn from_pem(cert_chain_pem: String, key_pem: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Identity::from_pem(&cert_chain_pem, &key_pem)?,
+        }))
+    }
+
     /// The key saved in `dir`.
     #[uniffi::constructor]
     pub fn load(dir: String) -> Result<Arc<Self>> {
@@ -76,6 +85,15 @@ impl Trust {
     pub fn pinned(fingerprints: Vec<String>) -> Result<Arc<Self>> {
         Ok(Arc::new(Self {
             inner: weida::Trust::pinned(parse(fingerprints)?),
+        }))
+    }
+
+    /// Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
+    /// PEM with none is `InvalidConfig`.
+    #[uniffi::constructor]
+    pub fn anchors_pem(pem: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Trust::anchors_pem(&pem)?,
         }))
     }
 

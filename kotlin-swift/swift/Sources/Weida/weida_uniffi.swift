@@ -2532,6 +2532,20 @@ public static func ephemeral() -> Identity  {
 }
     
     /**
+     * A key from a PEM certificate chain (leaf first) and the leaf's PEM private key (what
+     * `save` writes as `cert.pem` and `key.pem`); malformed PEM is `InvalidConfig`.
+     */
+public static func fromPem(certChainPem: String, keyPem: String)throws  -> Identity  {
+    return try  FfiConverterTypeIdentity_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_identity_from_pem(
+        FfiConverterString.lower(certChainPem),
+        FfiConverterString.lower(keyPem),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * The key saved in `dir`.
      */
 public static func load(dir: String)throws  -> Identity  {
@@ -6344,6 +6358,19 @@ public static func address() -> Trust  {
 }
     
     /**
+     * Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
+     * PEM with none is `InvalidConfig`.
+     */
+public static func anchorsPem(pem: String)throws  -> Trust  {
+    return try  FfiConverterTypeTrust_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(
+        FfiConverterString.lower(pem),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * These keys, whatever the address pins.
      */
 public static func pinned(fingerprints: [String])throws  -> Trust  {
@@ -8880,6 +8907,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_constructor_identity_ephemeral() != 44811) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_constructor_identity_from_pem() != 6739) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_constructor_identity_load() != 2611) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8887,6 +8917,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_trust_address() != 55342) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem() != 58024) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_trust_pinned() != 8883) {

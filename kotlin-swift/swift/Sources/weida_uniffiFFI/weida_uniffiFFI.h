@@ -500,6 +500,11 @@ uint64_t uniffi_weida_uniffi_fn_constructor_identity_ephemeral(RustCallStatus *_
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_FROM_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_FROM_PEM
+uint64_t uniffi_weida_uniffi_fn_constructor_identity_from_pem(RustBuffer cert_chain_pem, RustBuffer key_pem, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_LOAD
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_LOAD
 uint64_t uniffi_weida_uniffi_fn_constructor_identity_load(RustBuffer dir, RustCallStatus *_Nonnull out_status
@@ -534,6 +539,11 @@ void uniffi_weida_uniffi_fn_free_trust(uint64_t handle, RustCallStatus *_Nonnull
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ADDRESS
 uint64_t uniffi_weida_uniffi_fn_constructor_trust_address(RustCallStatus *_Nonnull out_status
     
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS_PEM
+uint64_t uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(RustBuffer pem, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_PINNED
@@ -2560,6 +2570,12 @@ uint16_t uniffi_weida_uniffi_checksum_constructor_identity_ephemeral(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_FROM_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_FROM_PEM
+uint16_t uniffi_weida_uniffi_checksum_constructor_identity_from_pem(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_LOAD
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_LOAD
 uint16_t uniffi_weida_uniffi_checksum_constructor_identity_load(void
@@ -2575,6 +2591,12 @@ uint16_t uniffi_weida_uniffi_checksum_constructor_identity_load_or_create(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_constructor_trust_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS_PEM
+uint16_t uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem(void
     
 );
 #endif

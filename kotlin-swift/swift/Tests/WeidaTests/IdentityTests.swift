@@ -134,4 +134,23 @@ final class IdentityTests: XCTestCase {
             XCTAssertEqual(pid, getpid())
         }
     }
+
+    func test_malformed_pem_and_fingerprints_are_refused() async throws {
+        try await raised("INVALID_CONFIG") { try Identity.fromPem(certChainPem: "not pem", keyPem: "not pem") }
+        try await raised("INVALID_ADDRESS") { try Trust.pinned(fingerprints: ["sha256:nothex"]) }
+        try await raised("INVALID_CONFIG") { try Trust.anchorsPem(pem: "nothing") }
+    }
+
+    func test_an_identity_is_made_again_from_the_pem_files_it_saves() throws {
+        let dir = NSTemporaryDirectory() + "weida-swift-pem-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = Identity.ephemeral()
+        try first.save(dir: dir)
+        let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
+        let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
+        let again = try Identity.fromPem(certChainPem: cert, keyPem: key)
+        XCTAssertEqual(first.fingerprint(), again.fingerprint())
+        // A certificate is an anchor.
+        _ = try Trust.anchorsPem(pem: cert)
+    }
 }

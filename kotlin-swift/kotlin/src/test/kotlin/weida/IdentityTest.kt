@@ -123,4 +123,27 @@ class IdentityTest {
         val peer = puller.recv().peer as Peer.Local
         assertEquals(ProcessHandle.current().pid().toInt(), peer.pid)
     }
+
+    @Test
+    fun malformed_pem_and_fingerprints_are_refused() = test {
+        raised<WeidaException.InvalidConfig> { Identity.fromPem("not pem", "not pem") }
+        raised<WeidaException.InvalidAddress> { Trust.pinned(listOf("sha256:nothex")) }
+        raised<WeidaException.InvalidConfig> { Trust.anchorsPem("nothing") }
+    }
+
+    @Test
+    fun an_identity_is_made_again_from_the_pem_files_it_saves() = test {
+        val dir = java.nio.file.Files.createTempDirectory("weida-kt-pem")
+        try {
+            val first = Identity.ephemeral()
+            first.save(dir.toString())
+            val cert = dir.resolve("cert.pem").toFile().readText()
+            val again = Identity.fromPem(cert, dir.resolve("key.pem").toFile().readText())
+            assertEquals(first.fingerprint(), again.fingerprint())
+            // A certificate is an anchor.
+            Trust.anchorsPem(cert).close()
+        } finally {
+            dir.toFile().deleteRecursively()
+        }
+    }
 }

@@ -1002,11 +1002,15 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_ephemeral(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_identity_from_pem(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_load(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_load_or_create(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_trust_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_trust_pinned(
     ): Int
@@ -1136,6 +1140,8 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_identity_ephemeral(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_constructor_identity_from_pem(`certChainPem`: RustBuffer.ByValue,`keyPem`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_constructor_identity_load(`dir`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_constructor_identity_load_or_create(`dir`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1149,6 +1155,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_free_trust(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_trust_address(uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(`pem`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_constructor_trust_pinned(`fingerprints`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -2069,6 +2077,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_ephemeral() and 0xFFFF) != 44811) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_from_pem() and 0xFFFF) != 6739) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_load() and 0xFFFF) != 2611) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -2076,6 +2087,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_address() and 0xFFFF) != 55342) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem() and 0xFFFF) != 58024) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_pinned() and 0xFFFF) != 8883) {
@@ -5909,6 +5923,24 @@ open class Identity: Disposable, AutoCloseable, IdentityInterface
     UniffiLib.uniffi_weida_uniffi_fn_constructor_identity_ephemeral(
     
         _status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * A key from a PEM certificate chain (leaf first) and the leaf's PEM private key (what
+     * `save` writes as `cert.pem` and `key.pem`); malformed PEM is `InvalidConfig`.
+     */
+    @Throws(WeidaException::class) fun `fromPem`(`certChainPem`: kotlin.String, `keyPem`: kotlin.String): Identity {
+            return FfiConverterTypeIdentity.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_identity_from_pem(
+    
+        
+        FfiConverterString.lower(`certChainPem`),
+        FfiConverterString.lower(`keyPem`),_status)
 }
     )
     }
@@ -12551,6 +12583,23 @@ open class Trust: Disposable, AutoCloseable, TrustInterface
     UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_address(
     
         _status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
+     * PEM with none is `InvalidConfig`.
+     */
+    @Throws(WeidaException::class) fun `anchorsPem`(`pem`: kotlin.String): Trust {
+            return FfiConverterTypeTrust.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(
+    
+        
+        FfiConverterString.lower(`pem`),_status)
 }
     )
     }
