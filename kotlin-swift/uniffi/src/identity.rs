@@ -88,6 +88,14 @@ impl Trust {
         }))
     }
 
+    /// Certificate chains that validate to one of these CA certificates (DER).
+    #[uniffi::constructor]
+    pub fn anchors(ca_ders: Vec<Vec<u8>>) -> Arc<Self> {
+        Arc::new(Self {
+            inner: weida::Trust::anchors(ca_ders),
+        })
+    }
+
     /// Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
     /// PEM with none is `InvalidConfig`.
     #[uniffi::constructor]
@@ -102,6 +110,21 @@ impl Trust {
     pub fn unverified() -> Arc<Self> {
         Arc::new(Self {
             inner: weida::Trust::unverified(),
+        })
+    }
+
+    /// This trust plus the key `fingerprint` (`sha256:…`).
+    pub fn with_pin(&self, fingerprint: String) -> Result<Arc<Trust>> {
+        let fp: weida::Fingerprint = fingerprint.parse()?;
+        Ok(Arc::new(Trust {
+            inner: self.inner.clone().with_pin(fp),
+        }))
+    }
+
+    /// This trust plus one CA certificate (DER).
+    pub fn with_anchor_der(&self, der: Vec<u8>) -> Arc<Trust> {
+        Arc::new(Trust {
+            inner: self.inner.clone().with_anchor_der(der),
         })
     }
 

@@ -199,6 +199,11 @@ extension OutgoingTransfer {
         try await cancellable { try await write(body: body, cancel: $0) }
     }
 
+    /// Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+    public func writeChunks(_ chunks: [Data]) async throws {
+        try await cancellable { try await writeChunks(chunks: chunks, cancel: $0) }
+    }
+
     /// Queues the FIN; the `Delivery` tells when the peer's transport holds it all.
     @discardableResult
     public func finish() async throws -> Delivery {

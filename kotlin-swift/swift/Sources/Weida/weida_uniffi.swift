@@ -3218,6 +3218,11 @@ public protocol OutgoingTransferProtocol: AnyObject, Sendable {
      */
     func write(body: Data, cancel: Cancellation?) async throws 
     
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+    func writeChunks(chunks: [Data], cancel: Cancellation?) async throws 
+    
 }
 /**
  * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
@@ -3317,6 +3322,25 @@ open func write(body: Data, cancel: Cancellation? = nil)async throws   {
             rustFutureFunc: {
                 uniffi_weida_uniffi_fn_method_outgoingtransfer_write(
                         self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+open func writeChunks(chunks: [Data], cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(
+                        self.uniffiCloneHandle(),FfiConverterSequenceData.lower(chunks),FfiConverterOptionTypeCancellation.lower(cancel)
                 )
             },
             pollFunc: ffi_weida_uniffi_rust_future_poll_void,
@@ -6291,6 +6315,16 @@ public protocol TrustProtocol: AnyObject, Sendable {
      */
     func pins()  -> [String]
     
+    /**
+     * This trust plus one CA certificate (DER).
+     */
+    func withAnchorDer(der: Data)  -> Trust
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+    func withPin(fingerprint: String) throws  -> Trust
+    
 }
 /**
  * Whom a runtime accepts.
@@ -6358,6 +6392,18 @@ public static func address() -> Trust  {
 }
     
     /**
+     * Certificate chains that validate to one of these CA certificates (DER).
+     */
+public static func anchors(caDers: [Data]) -> Trust  {
+    return try!  FfiConverterTypeTrust_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_trust_anchors(
+        FfiConverterSequenceData.lower(caDers),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
      * PEM with none is `InvalidConfig`.
      */
@@ -6403,6 +6449,32 @@ open func pins() -> [String]  {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_trust_pins(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * This trust plus one CA certificate (DER).
+     */
+open func withAnchorDer(der: Data) -> Trust  {
+    return try!  FfiConverterTypeTrust_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_trust_with_anchor_der(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(der),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+open func withPin(fingerprint: String)throws  -> Trust  {
+    return try  FfiConverterTypeTrust_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_trust_with_pin(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(fingerprint),uniffiCallStatus
     )
 })
 }
@@ -8388,6 +8460,28 @@ public func orphans() -> UInt64  {
 })
 }
 /**
+ * The endpoint path of `address`, if it has one.
+ */
+public func addressPath(address: String)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_address_path(
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+/**
+ * The key `address` pins (`sha256:…`), if it pins one.
+ */
+public func addressPin(address: String)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_address_pin(
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+/**
  * `address` with its endpoint path set to `path`.
  */
 public func addressWithPath(address: String, path: String)throws  -> String  {
@@ -8408,6 +8502,17 @@ public func addressWithPin(address: String, fingerprint: String)throws  -> Strin
     uniffi_weida_uniffi_fn_func_address_with_pin(
         FfiConverterString.lower(address),
         FfiConverterString.lower(fingerprint),uniffiCallStatus
+    )
+})
+}
+/**
+ * `address` with no endpoint path (what a listener is bound at).
+ */
+public func addressWithoutPath(address: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_address_without_path(
+        FfiConverterString.lower(address),uniffiCallStatus
     )
 })
 }
@@ -8436,10 +8541,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_func_orphans() != 46037) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_func_address_path() != 9937) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_func_address_pin() != 60651) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_func_address_with_path() != 21354) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_func_address_with_pin() != 40161) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_func_address_without_path() != 64048) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_bus_address() != 27823) {
@@ -8554,6 +8668,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_trust_pins() != 8250) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_trust_with_anchor_der() != 6026) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_trust_with_pin() != 61221) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_cancel() != 20452) {
@@ -8862,6 +8982,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_write() != 27859) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks() != 29014) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_pendingreply_body() != 31511) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8917,6 +9040,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_trust_address() != 55342) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_constructor_trust_anchors() != 30211) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem() != 58024) {

@@ -541,6 +541,11 @@ uint64_t uniffi_weida_uniffi_fn_constructor_trust_address(RustCallStatus *_Nonnu
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS
+uint64_t uniffi_weida_uniffi_fn_constructor_trust_anchors(RustBuffer ca_ders, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS_PEM
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS_PEM
 uint64_t uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(RustBuffer pem, RustCallStatus *_Nonnull out_status
@@ -560,6 +565,16 @@ uint64_t uniffi_weida_uniffi_fn_constructor_trust_unverified(RustCallStatus *_No
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_PINS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_PINS
 RustBuffer uniffi_weida_uniffi_fn_method_trust_pins(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_ANCHOR_DER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_ANCHOR_DER
+uint64_t uniffi_weida_uniffi_fn_method_trust_with_anchor_der(uint64_t ptr, RustBuffer der, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_PIN
+uint64_t uniffi_weida_uniffi_fn_method_trust_with_pin(uint64_t ptr, RustBuffer fingerprint, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_EXCHANGE
@@ -1227,6 +1242,11 @@ uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_finish(uint64_t ptr, Rus
 uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_write(uint64_t ptr, RustBuffer body, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(uint64_t ptr, RustBuffer chunks, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PENDINGREPLY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PENDINGREPLY
 uint64_t uniffi_weida_uniffi_fn_clone_pendingreply(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -1340,6 +1360,16 @@ uint64_t uniffi_weida_uniffi_fn_func_orphans(RustCallStatus *_Nonnull out_status
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PATH
+RustBuffer uniffi_weida_uniffi_fn_func_address_path(RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PIN
+RustBuffer uniffi_weida_uniffi_fn_func_address_pin(RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PATH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PATH
 RustBuffer uniffi_weida_uniffi_fn_func_address_with_path(RustBuffer address, RustBuffer path, RustCallStatus *_Nonnull out_status
@@ -1348,6 +1378,11 @@ RustBuffer uniffi_weida_uniffi_fn_func_address_with_path(RustBuffer address, Rus
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PIN
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PIN
 RustBuffer uniffi_weida_uniffi_fn_func_address_with_pin(RustBuffer address, RustBuffer fingerprint, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITHOUT_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITHOUT_PATH
+RustBuffer uniffi_weida_uniffi_fn_func_address_without_path(RustBuffer address, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_WEIDA_UNIFFI_RUSTBUFFER_ALLOC
@@ -1628,6 +1663,18 @@ uint16_t uniffi_weida_uniffi_checksum_func_orphans(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PATH
+uint16_t uniffi_weida_uniffi_checksum_func_address_path(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PIN
+uint16_t uniffi_weida_uniffi_checksum_func_address_pin(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PATH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PATH
 uint16_t uniffi_weida_uniffi_checksum_func_address_with_path(void
@@ -1637,6 +1684,12 @@ uint16_t uniffi_weida_uniffi_checksum_func_address_with_path(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PIN
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PIN
 uint16_t uniffi_weida_uniffi_checksum_func_address_with_pin(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITHOUT_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITHOUT_PATH
+uint16_t uniffi_weida_uniffi_checksum_func_address_without_path(void
     
 );
 #endif
@@ -1865,6 +1918,18 @@ uint16_t uniffi_weida_uniffi_checksum_method_identity_save(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_PINS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_PINS
 uint16_t uniffi_weida_uniffi_checksum_method_trust_pins(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_ANCHOR_DER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_ANCHOR_DER
+uint16_t uniffi_weida_uniffi_checksum_method_trust_with_anchor_der(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_PIN
+uint16_t uniffi_weida_uniffi_checksum_method_trust_with_pin(void
     
 );
 #endif
@@ -2480,6 +2545,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
 uint16_t uniffi_weida_uniffi_checksum_method_pendingreply_body(void
@@ -2591,6 +2662,12 @@ uint16_t uniffi_weida_uniffi_checksum_constructor_identity_load_or_create(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_constructor_trust_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS
+uint16_t uniffi_weida_uniffi_checksum_constructor_trust_anchors(void
     
 );
 #endif

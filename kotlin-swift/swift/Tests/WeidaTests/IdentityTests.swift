@@ -150,7 +150,28 @@ final class IdentityTests: XCTestCase {
         let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
         let again = try Identity.fromPem(certChainPem: cert, keyPem: key)
         XCTAssertEqual(first.fingerprint(), again.fingerprint())
-        // A certificate is an anchor.
+        // A certificate is an anchor, as PEM or as DER.
         _ = try Trust.anchorsPem(pem: cert)
+        let body = cert.components(separatedBy: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let der = try XCTUnwrap(Data(base64Encoded: body))
+        _ = Trust.anchors(caDers: [der])
+        _ = Trust.address().withAnchorDer(der: der)
+    }
+
+    func test_trust_and_addresses_are_built_from_their_parts() async throws {
+        try await within {
+            let server = try runtime()
+            defer { server.shutdown() }
+            let listener = try await server.bind(bindAddress("quic"))
+            let address = listener.address()
+            XCTAssertEqual(try addressPin(address: address), server.fingerprint())
+            XCTAssertNil(try addressPath(address: address))
+            let withPath = try addressWithPath(address: address, path: "/jobs")
+            XCTAssertEqual(try addressPath(address: withPath), "/jobs")
+            XCTAssertEqual(try addressWithoutPath(address: withPath), address)
+            let fp = Identity.ephemeral().fingerprint()
+            XCTAssertEqual(try Trust.address().withPin(fingerprint: fp).pins(), [fp])
+            try await raised("INVALID_ADDRESS") { try Trust.address().withPin(fingerprint: "sha256:nothex") }
+        }
     }
 }

@@ -94,8 +94,10 @@ final class StreamTests: XCTestCase {
                 for try await c in ex.chunks() { chunks.append(c) }
                 XCTAssertEqual(chunks.reduce(0) { $0 + $1.count }, 200_000)
                 let out = try await ex.openReply(["parts": bytes("\(chunks.count)")])
-                try await out.write(Data(repeating: UInt8(ascii: "x"), count: 10))
-                try await out.write(Data(repeating: UInt8(ascii: "y"), count: 10))
+                try await out.writeChunks([
+                    Data(repeating: UInt8(ascii: "x"), count: 10), Data(repeating: UInt8(ascii: "y"), count: 10),
+                ])
+                try await out.write(Data(repeating: UInt8(ascii: "z"), count: 10))
                 try await out.finish()
             }
             let req = try p.client.requester()
@@ -107,7 +109,10 @@ final class StreamTests: XCTestCase {
             XCTAssertNotNil(reply.meta("parts"))
             var got = Data()
             for try await c in reply.chunks() { got.append(c) }
-            XCTAssertEqual(text(got), String(repeating: "x", count: 10) + String(repeating: "y", count: 10))
+            XCTAssertEqual(
+                text(got),
+                String(repeating: "x", count: 10) + String(repeating: "y", count: 10) + String(repeating: "z", count: 10)
+            )
             _ = try await serving.value
         }
     }

@@ -118,8 +118,8 @@ class StreamTest {
                 val chunks = ex.chunks().toList()
                 assertEquals(200_000, chunks.sumOf { it.size })
                 val out = ex.openReply(mapOf("parts" to "${chunks.size}".toByteArray()))
-                out.write(ByteArray(10) { 'x'.code.toByte() })
-                out.write(ByteArray(10) { 'y'.code.toByte() })
+                out.writeChunks(listOf(ByteArray(10) { 'x'.code.toByte() }, ByteArray(10) { 'y'.code.toByte() }))
+                out.write(ByteArray(10) { 'z'.code.toByte() })
                 out.finish()
             }
         }
@@ -131,7 +131,7 @@ class StreamTest {
         val reply = opened.reply.reply()
         assertTrue(reply.meta("parts") != null)
         val got = reply.chunks().toList().fold(ByteArray(0)) { a, c -> a + c }
-        assertEquals("x".repeat(10) + "y".repeat(10), String(got))
+        assertEquals("x".repeat(10) + "y".repeat(10) + "z".repeat(10), String(got))
         serving.join()
     }
 

@@ -688,9 +688,15 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_orphans(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_path(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_pin(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_with_path(
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_with_pin(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_without_path(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_bus_address(
     ): Int
@@ -767,6 +773,10 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_identity_save(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_trust_pins(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_trust_with_anchor_der(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_trust_with_pin(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_cancel(
     ): Int
@@ -972,6 +982,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_pendingreply_body(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pendingreply_reply(
@@ -1009,6 +1021,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_constructor_identity_load_or_create(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_trust_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_trust_anchors(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem(
     ): Int
@@ -1156,6 +1170,8 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_trust_address(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_constructor_trust_anchors(`caDers`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(`pem`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_constructor_trust_pinned(`fingerprints`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1164,6 +1180,10 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_trust_pins(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_trust_with_anchor_der(`ptr`: Long,`der`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_trust_with_pin(`ptr`: Long,`fingerprint`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_exchange(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_exchange(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1430,6 +1450,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_write(`ptr`: Long,`body`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(`ptr`: Long,`chunks`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1474,9 +1496,15 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_orphans(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_func_address_path(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_func_address_pin(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_address_with_path(`address`: RustBuffer.ByValue,`path`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_address_with_pin(`address`: RustBuffer.ByValue,`fingerprint`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_func_address_without_path(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_weida_uniffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1606,10 +1634,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_func_orphans() and 0xFFFF) != 46037) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_path() and 0xFFFF) != 9937) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_pin() and 0xFFFF) != 60651) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_func_address_with_path() and 0xFFFF) != 21354) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_func_address_with_pin() and 0xFFFF) != 40161) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_without_path() and 0xFFFF) != 64048) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_address() and 0xFFFF) != 27823) {
@@ -1724,6 +1761,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_trust_pins() and 0xFFFF) != 8250) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_trust_with_anchor_der() and 0xFFFF) != 6026) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_trust_with_pin() and 0xFFFF) != 61221) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_cancel() and 0xFFFF) != 20452) {
@@ -2032,6 +2075,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_write() and 0xFFFF) != 27859) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks() and 0xFFFF) != 29014) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_pendingreply_body() and 0xFFFF) != 31511) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -2087,6 +2133,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_address() and 0xFFFF) != 55342) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_anchors() and 0xFFFF) != 30211) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem() and 0xFFFF) != 58024) {
@@ -7028,6 +7077,11 @@ public interface OutgoingTransferInterface {
      */
     suspend fun `write`(`body`: kotlin.ByteArray, `cancel`: Cancellation? = null)
     
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+    suspend fun `writeChunks`(`chunks`: List<kotlin.ByteArray>, `cancel`: Cancellation? = null)
+    
     companion object
 }
 
@@ -7191,6 +7245,33 @@ open class OutgoingTransfer: Disposable, AutoCloseable, OutgoingTransferInterfac
                 uniffiHandle,
                 
         FfiConverterByteArray.lower(`body`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `writeChunks`(`chunks`: List<kotlin.ByteArray>, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(
+                uniffiHandle,
+                
+        FfiConverterSequenceByteArray.lower(`chunks`),
         FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
@@ -12444,6 +12525,16 @@ public interface TrustInterface {
      */
     fun `pins`(): List<kotlin.String>
     
+    /**
+     * This trust plus one CA certificate (DER).
+     */
+    fun `withAnchorDer`(`der`: kotlin.ByteArray): Trust
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+    fun `withPin`(`fingerprint`: kotlin.String): Trust
+    
     companion object
 }
 
@@ -12568,6 +12659,41 @@ open class Trust: Disposable, AutoCloseable, TrustInterface
     
 
     
+    /**
+     * This trust plus one CA certificate (DER).
+     */override fun `withAnchorDer`(`der`: kotlin.ByteArray): Trust {
+            return FfiConverterTypeTrust.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_trust_with_anchor_der(
+        it,
+        
+        FfiConverterByteArray.lower(`der`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+    @Throws(WeidaException::class)override fun `withPin`(`fingerprint`: kotlin.String): Trust {
+            return FfiConverterTypeTrust.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_trust_with_pin(
+        it,
+        
+        FfiConverterString.lower(`fingerprint`),_status)
+}
+    }
+    )
+    }
+    
+
+    
 
     
 
@@ -12583,6 +12709,21 @@ open class Trust: Disposable, AutoCloseable, TrustInterface
     UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_address(
     
         _status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * Certificate chains that validate to one of these CA certificates (DER).
+     */ fun `anchors`(`caDers`: List<kotlin.ByteArray>): Trust {
+            return FfiConverterTypeTrust.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_anchors(
+    
+        
+        FfiConverterSequenceByteArray.lower(`caDers`),_status)
 }
     )
     }
@@ -15081,6 +15222,36 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
     
 
         /**
+         * The endpoint path of `address`, if it has one.
+         */
+    @Throws(WeidaException::class) fun `addressPath`(`address`: kotlin.String): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_path(
+    
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    )
+    }
+    
+
+        /**
+         * The key `address` pins (`sha256:…`), if it pins one.
+         */
+    @Throws(WeidaException::class) fun `addressPin`(`address`: kotlin.String): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_pin(
+    
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    )
+    }
+    
+
+        /**
          * `address` with its endpoint path set to `path`.
          */
     @Throws(WeidaException::class) fun `addressWithPath`(`address`: kotlin.String, `path`: kotlin.String): kotlin.String {
@@ -15107,6 +15278,21 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
         
         FfiConverterString.lower(`address`),
         FfiConverterString.lower(`fingerprint`),_status)
+}
+    )
+    }
+    
+
+        /**
+         * `address` with no endpoint path (what a listener is bound at).
+         */
+    @Throws(WeidaException::class) fun `addressWithoutPath`(`address`: kotlin.String): kotlin.String {
+            return FfiConverterString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_without_path(
+    
+        
+        FfiConverterString.lower(`address`),_status)
 }
     )
     }
