@@ -29,6 +29,15 @@ impl Identity {
         }))
     }
 
+    /// A key from a PEM certificate chain (leaf first) and the leaf's PEM private key (what
+    /// `save` writes as `cert.pem` and `key.pem`); malformed PEM is `InvalidConfig`.
+    #[uniffi::constructor]
+    pub fn from_pem(cert_chain_pem: String, key_pem: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Identity::from_pem(&cert_chain_pem, &key_pem)?,
+        }))
+    }
+
     /// The key saved in `dir`.
     #[uniffi::constructor]
     pub fn load(dir: String) -> Result<Arc<Self>> {
@@ -79,11 +88,43 @@ impl Trust {
         }))
     }
 
+    /// Certificate chains that validate to one of these CA certificates (DER).
+    #[uniffi::constructor]
+    pub fn anchors(ca_ders: Vec<Vec<u8>>) -> Arc<Self> {
+        Arc::new(Self {
+            inner: weida::Trust::anchors(ca_ders),
+        })
+    }
+
+    /// Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
+    /// PEM with none is `InvalidConfig`.
+    #[uniffi::constructor]
+    pub fn anchors_pem(pem: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            inner: weida::Trust::anchors_pem(&pem)?,
+        }))
+    }
+
     /// Any key (trust on first use for redials).
     #[uniffi::constructor]
     pub fn unverified() -> Arc<Self> {
         Arc::new(Self {
             inner: weida::Trust::unverified(),
+        })
+    }
+
+    /// This trust plus the key `fingerprint` (`sha256:…`).
+    pub fn with_pin(&self, fingerprint: String) -> Result<Arc<Trust>> {
+        let fp: weida::Fingerprint = fingerprint.parse()?;
+        Ok(Arc::new(Trust {
+            inner: self.inner.clone().with_pin(fp),
+        }))
+    }
+
+    /// This trust plus one CA certificate (DER).
+    pub fn with_anchor_der(&self, der: Vec<u8>) -> Arc<Trust> {
+        Arc::new(Trust {
+            inner: self.inner.clone().with_anchor_der(der),
         })
     }
 

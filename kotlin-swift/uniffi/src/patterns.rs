@@ -519,6 +519,11 @@ impl Publisher {
             inner: OnIo::new(Arc::new(p)),
         })
     }
+
+    /// The core's publisher.
+    pub(crate) fn endpoint(&self) -> &weida::Publisher {
+        &self.inner
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]

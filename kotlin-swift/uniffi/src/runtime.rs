@@ -27,7 +27,7 @@ pub struct Drained {
 /// The process-wide entry point: binds listeners, makes the dialling endpoints.
 #[derive(uniffi::Object)]
 pub struct Runtime {
-    inner: OnIo<weida::Runtime>,
+    pub(crate) inner: OnIo<weida::Runtime>,
     identity: weida::Identity,
 }
 
@@ -176,7 +176,7 @@ impl Runtime {
 /// A bound address; endpoints are registered on it by path.
 #[derive(uniffi::Object)]
 pub struct Listener {
-    inner: OnIo<weida::Listener>,
+    pub(crate) inner: OnIo<weida::Listener>,
 }
 
 #[uniffi::export]

@@ -33,6 +33,17 @@ impl OutgoingTransfer {
         Ok(run(self.inner.write_call(Bytes::from(body)), cancel).await?)
     }
 
+    /// Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn write_chunks(
+        &self,
+        chunks: Vec<Vec<u8>>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<()> {
+        let chunks = chunks.into_iter().map(Bytes::from).collect();
+        Ok(run(self.inner.write_chunks_call(chunks), cancel).await?)
+    }
+
     /// Queues the FIN: the payload now arrives with no local handle; the `Delivery` tells when
     /// the peer's transport holds it.
     #[uniffi::method(default(cancel = None))]
@@ -98,6 +109,21 @@ impl PendingReply {
 pub struct OpenedRequest {
     pub transfer: Arc<OutgoingTransfer>,
     pub reply: Arc<PendingReply>,
+}
+
+impl OutgoingTransfer {
+    pub(crate) fn of(t: Arc<ffi::OutgoingTransfer>) -> Arc<Self> {
+        Arc::new(Self { inner: t })
+    }
+}
+
+/// A streamed exchange the core opened, as an `OpenedRequest` (weida-ffi's `stream::opened`).
+pub(crate) fn opened_request(o: (weida::OutgoingTransfer, weida::PendingReply)) -> OpenedRequest {
+    let (t, r) = ffi::opened(o);
+    OpenedRequest {
+        transfer: OutgoingTransfer::of(t),
+        reply: Arc::new(PendingReply { inner: r }),
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]

@@ -88,6 +88,9 @@ extension Runtime {
     public func surveyor(_ options: EndpointOptions? = nil) throws -> Surveyor { try surveyor(options: options) }
     /// A publisher that dials collectors (`Listener.subscriber`).
     public func publisher(_ options: EndpointOptions? = nil) throws -> DialingPublisher { try publisher(options: options) }
+    /// A raw dialling endpoint (core `Peer`): `connect` it to acceptors, then `open` or
+    /// `exchange`.
+    public func peer(_ options: EndpointOptions? = nil) throws -> RawPeer { try peer(options: options) }
 
     /// A bus member bound at `path` on `listener` (this runtime's).
     public func bus(_ listener: Listener, _ path: String, _ options: EndpointOptions? = nil) throws -> Bus {
@@ -122,6 +125,11 @@ extension Listener {
     /// A collector bound at `path`: dialling publishers feed it.
     public func subscriber(_ path: String, _ options: EndpointOptions? = nil) throws -> BoundSubscriber {
         try subscriber(path: path, options: options)
+    }
+
+    /// An acceptor bound at `path`: one-way transfers and exchanges (`Incoming`).
+    public func acceptor(_ path: String, _ options: EndpointOptions? = nil) throws -> Acceptor {
+        try acceptor(path: path, options: options)
     }
 }
 
@@ -189,6 +197,11 @@ extension OutgoingTransfer {
     /// cancelled.
     public func write(_ body: Data) async throws {
         try await cancellable { try await write(body: body, cancel: $0) }
+    }
+
+    /// Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+    public func writeChunks(_ chunks: [Data]) async throws {
+        try await cancellable { try await writeChunks(chunks: chunks, cancel: $0) }
     }
 
     /// Queues the FIN; the `Delivery` tells when the peer's transport holds it all.
@@ -381,7 +394,12 @@ extension Exchange {
     }
 
     /// Opens the reply as a stream, for a reply written in parts (`write`, then `finish`).
-    public func openReply(_ meta: Meta? = nil) async throws -> OutgoingTransfer {
+    public func openReply() async throws -> OutgoingTransfer {
+        try await cancellable { try await openReply(meta: nil, cancel: $0) }
+    }
+
+    /// As `openReply()`, the reply with `meta`.
+    public func openReply(_ meta: Meta) async throws -> OutgoingTransfer {
         try await cancellable { try await openReply(meta: meta, cancel: $0) }
     }
 
@@ -394,6 +412,44 @@ extension Exchange {
     public func fail(_ code: String, _ message: String) async throws {
         try await cancellable { try await fail(code: code, message: message, cancel: $0) }
     }
+}
+
+// MARK: Raw streams
+
+extension RawPeer {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Opens a one-way stream: `write` it in parts, then `finish`.
+    public func open() async throws -> OutgoingTransfer {
+        try await cancellable { try await open(meta: nil, cancel: $0) }
+    }
+
+    public func open(_ meta: Meta) async throws -> OutgoingTransfer {
+        try await cancellable { try await open(meta: meta, cancel: $0) }
+    }
+
+    /// Opens an exchange: its request's transfer, and its reply.
+    public func exchange() async throws -> OpenedRequest {
+        try await cancellable { try await exchange(meta: nil, cancel: $0) }
+    }
+
+    public func exchange(_ meta: Meta) async throws -> OpenedRequest {
+        try await cancellable { try await exchange(meta: meta, cancel: $0) }
+    }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension Acceptor {
+    /// The next stream: `.stream(transfer:)` or `.exchange(exchange:)`. Cancel-safe.
+    public func accept() async throws -> Incoming {
+        try await cancellable { try await accept(cancel: $0) }
+    }
+
+    /// Every stream, until the acceptor ends.
+    public func incoming() -> AsyncThrowingStream<Incoming, Error> { untilClosed { try await self.accept() } }
 }
 
 // MARK: Pub/Sub
@@ -412,6 +468,25 @@ extension Publisher {
 
     /// What was dropped of the copies published on `topic` (a topic name, not a filter).
     public func droppedOn(_ topic: String) -> Dropped { droppedOn(topic: topic) }
+
+    /// Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic` now.
+    /// Never waits.
+    public func `open`(_ topic: String) throws -> FanOut { try `open`(topic: topic) }
+}
+
+extension FanOut {
+    /// Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for those with
+    /// no room (still full then, they are dropped); the copies still attached. Cancelled, the
+    /// message is cancelled: no subscriber gets it with a chunk missing.
+    @discardableResult
+    public func write(_ chunk: Data) async throws -> UInt32 {
+        try await cancellable { try await write(chunk: chunk, cancel: $0) }
+    }
+
+    /// Hands `chunk` to every attached copy without waiting (one with no room is dropped); the
+    /// copies still attached.
+    @discardableResult
+    public func writeNow(_ chunk: Data) throws -> UInt32 { try writeNow(chunk: chunk) }
 }
 
 extension Subscriber {

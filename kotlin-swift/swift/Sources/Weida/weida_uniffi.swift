@@ -634,6 +634,175 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * Takes both stream kinds at a bound path.
+ */
+public protocol AcceptorProtocol: AnyObject, Sendable {
+    
+    /**
+     * The next stream: a one-way transfer or an exchange. Cancel-safe.
+     */
+    func accept(cancel: Cancellation?) async throws  -> Incoming
+    
+    /**
+     * The address to dial this acceptor at.
+     */
+    func address()  -> String
+    
+    /**
+     * Unbinds the path: streams already received are still handed out, then `Closed`.
+     */
+    func closeEndpoint() 
+    
+}
+/**
+ * Takes both stream kinds at a bound path.
+ */
+open class Acceptor: AcceptorProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_acceptor(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_acceptor(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The next stream: a one-way transfer or an exchange. Cancel-safe.
+     */
+open func accept(cancel: Cancellation? = nil)async throws  -> Incoming  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_acceptor_accept(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeIncoming_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * The address to dial this acceptor at.
+     */
+open func address() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_acceptor_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Unbinds the path: streams already received are still handed out, then `Closed`.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_acceptor_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAcceptor: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Acceptor
+
+    public static func lift(_ handle: UInt64) throws -> Acceptor {
+        return Acceptor(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Acceptor) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Acceptor {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Acceptor, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAcceptor_lift(_ handle: UInt64) throws -> Acceptor {
+    return try FfiConverterTypeAcceptor.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAcceptor_lower(_ value: Acceptor) -> UInt64 {
+    return FfiConverterTypeAcceptor.lower(value)
+}
+
+
+
+
+
+
+/**
  * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
  * filters select, when it receives it, and counts the rest.
  */
@@ -2043,6 +2212,245 @@ public func FfiConverterTypeExchange_lower(_ value: Exchange) -> UInt64 {
 
 
 /**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+public protocol FanOutProtocol: AnyObject, Sendable {
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */
+    func cancel() 
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */
+    func copies()  -> UInt32
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+    func finish() throws  -> UInt32
+    
+    /**
+     * Neither finished nor cancelled.
+     */
+    func isOpen()  -> Bool
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+    func write(chunk: Data, cancel: Cancellation?) async throws  -> UInt32
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+    func writeNow(chunk: Data) throws  -> UInt32
+    
+}
+/**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+open class FanOut: FanOutProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_fanout(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_fanout(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */
+open func cancel()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_cancel(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */
+open func copies() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_copies(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+open func finish()throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_finish(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Neither finished nor cancelled.
+     */
+open func isOpen() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_is_open(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+open func write(chunk: Data, cancel: Cancellation? = nil)async throws  -> UInt32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_fanout_write(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(chunk),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u32,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u32,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u32,
+            liftFunc: FfiConverterUInt32.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+open func writeNow(chunk: Data)throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_fanout_write_now(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(chunk),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFanOut: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = FanOut
+
+    public static func lift(_ handle: UInt64) throws -> FanOut {
+        return FanOut(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: FanOut) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FanOut {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: FanOut, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFanOut_lift(_ handle: UInt64) throws -> FanOut {
+    return try FfiConverterTypeFanOut.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFanOut_lower(_ value: FanOut) -> UInt64 {
+    return FfiConverterTypeFanOut.lower(value)
+}
+
+
+
+
+
+
+/**
  * The key a runtime presents.
  */
 public protocol IdentityProtocol: AnyObject, Sendable {
@@ -2119,6 +2527,20 @@ public static func ephemeral() -> Identity  {
     return try!  FfiConverterTypeIdentity_lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_constructor_identity_ephemeral(uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A key from a PEM certificate chain (leaf first) and the leaf's PEM private key (what
+     * `save` writes as `cert.pem` and `key.pem`); malformed PEM is `InvalidConfig`.
+     */
+public static func fromPem(certChainPem: String, keyPem: String)throws  -> Identity  {
+    return try  FfiConverterTypeIdentity_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_identity_from_pem(
+        FfiConverterString.lower(certChainPem),
+        FfiConverterString.lower(keyPem),uniffiCallStatus
     )
 })
 }
@@ -2517,6 +2939,11 @@ public func FfiConverterTypeIncomingTransfer_lower(_ value: IncomingTransfer) ->
 public protocol ListenerProtocol: AnyObject, Sendable {
     
     /**
+     * An acceptor bound at `path`: one-way transfers and exchanges.
+     */
+    func acceptor(path: String, options: EndpointOptions?) throws  -> Acceptor
+    
+    /**
      * The bound address: over QUIC with its real port and the `sha256:` pin of its key.
      */
     func address()  -> String
@@ -2605,6 +3032,20 @@ open class Listener: ListenerProtocol, @unchecked Sendable {
 
     
 
+    
+    /**
+     * An acceptor bound at `path`: one-way transfers and exchanges.
+     */
+open func acceptor(path: String, options: EndpointOptions?)throws  -> Acceptor  {
+    return try  FfiConverterTypeAcceptor_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_listener_acceptor(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
     
     /**
      * The bound address: over QUIC with its real port and the `sha256:` pin of its key.
@@ -2777,6 +3218,11 @@ public protocol OutgoingTransferProtocol: AnyObject, Sendable {
      */
     func write(body: Data, cancel: Cancellation?) async throws 
     
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+    func writeChunks(chunks: [Data], cancel: Cancellation?) async throws 
+    
 }
 /**
  * An outgoing stream: `write` at your own pace, then `finish` (the payload then arrives with
@@ -2876,6 +3322,25 @@ open func write(body: Data, cancel: Cancellation? = nil)async throws   {
             rustFutureFunc: {
                 uniffi_weida_uniffi_fn_method_outgoingtransfer_write(
                         self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+open func writeChunks(chunks: [Data], cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(
+                        self.uniffiCloneHandle(),FfiConverterSequenceData.lower(chunks),FfiConverterOptionTypeCancellation.lower(cancel)
                 )
             },
             pollFunc: ffi_weida_uniffi_rust_future_poll_void,
@@ -3244,6 +3709,12 @@ public func FfiConverterTypePendingReply_lower(_ value: PendingReply) -> UInt64 
  */
 public protocol PublisherProtocol: AnyObject, Sendable {
     
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+    func `open`(topic: String) throws  -> FanOut
+    
     func address()  -> String
     
     func closeEndpoint() 
@@ -3324,6 +3795,20 @@ open class Publisher: PublisherProtocol, @unchecked Sendable {
 
     
 
+    
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+open func `open`(topic: String)throws  -> FanOut  {
+    return try  FfiConverterTypeFanOut_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_publisher_open(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(topic),uniffiCallStatus
+    )
+})
+}
     
 open func address() -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
@@ -3965,6 +4450,244 @@ public func FfiConverterTypePusher_lower(_ value: Pusher) -> UInt64 {
 
 
 /**
+ * Opens raw streams to the acceptors it is connected to (round-robin): one-way transfers and
+ * exchanges.
+ */
+public protocol RawPeerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+     */
+    func closeEndpoint() 
+    
+    /**
+     * Connects to `address` (with its path): waits for the first dial (`wait`), or records it
+     * and dials in the background (connect-before-bind).
+     */
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    func events() throws  -> PeerEvents
+    
+    /**
+     * Opens an exchange: its request's transfer, and its reply.
+     */
+    func exchange(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OpenedRequest
+    
+    /**
+     * Opens a one-way stream: `write` it in parts, then `finish`.
+     */
+    func `open`(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OutgoingTransfer
+    
+    func peerCount() throws  -> UInt32
+    
+}
+/**
+ * Opens raw streams to the acceptors it is connected to (round-robin): one-way transfers and
+ * exchanges.
+ */
+open class RawPeer: RawPeerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_rawpeer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_rawpeer(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Connects to `address` (with its path): waits for the first dial (`wait`), or records it
+     * and dials in the background (connect-before-bind).
+     */
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_rawpeer_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+open func events()throws  -> PeerEvents  {
+    return try  FfiConverterTypePeerEvents_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Opens an exchange: its request's transfer, and its reply.
+     */
+open func exchange(meta: [String: Data]? = nil, cancel: Cancellation? = nil)async throws  -> OpenedRequest  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_rawpeer_exchange(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeOpenedRequest_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Opens a one-way stream: `write` it in parts, then `finish`.
+     */
+open func `open`(meta: [String: Data]? = nil, cancel: Cancellation? = nil)async throws  -> OutgoingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_rawpeer_open(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeOutgoingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func peerCount()throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_rawpeer_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRawPeer: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = RawPeer
+
+    public static func lift(_ handle: UInt64) throws -> RawPeer {
+        return RawPeer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: RawPeer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RawPeer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: RawPeer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRawPeer_lift(_ handle: UInt64) throws -> RawPeer {
+    return try FfiConverterTypeRawPeer.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRawPeer_lower(_ value: RawPeer) -> UInt64 {
+    return FfiConverterTypeRawPeer.lower(value)
+}
+
+
+
+
+
+
+/**
  * What a receive took, until the caller takes it; dropped untaken, given back.
  */
 public protocol ReceivedProtocol: AnyObject, Sendable {
@@ -4504,6 +5227,11 @@ public func FfiConverterTypeRequester_lower(_ value: Requester) -> UInt64 {
 public protocol RuntimeProtocol: AnyObject, Sendable {
     
     /**
+     * A raw dialling endpoint: `connect` it to acceptors, then `open` or `exchange`.
+     */
+    func peer(options: EndpointOptions?) throws  -> RawPeer
+    
+    /**
      * Binds `address` (no path); `require_client` makes a client key mandatory.
      */
     func bind(address: String, requireClient: Trust?, cancel: Cancellation?) async throws  -> Listener
@@ -4621,6 +5349,19 @@ public convenience init(options: RuntimeOptions)throws  {
 
     
 
+    
+    /**
+     * A raw dialling endpoint: `connect` it to acceptors, then `open` or `exchange`.
+     */
+open func peer(options: EndpointOptions?)throws  -> RawPeer  {
+    return try  FfiConverterTypeRawPeer_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_peer(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
     
     /**
      * Binds `address` (no path); `require_client` makes a client key mandatory.
@@ -5574,6 +6315,16 @@ public protocol TrustProtocol: AnyObject, Sendable {
      */
     func pins()  -> [String]
     
+    /**
+     * This trust plus one CA certificate (DER).
+     */
+    func withAnchorDer(der: Data)  -> Trust
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+    func withPin(fingerprint: String) throws  -> Trust
+    
 }
 /**
  * Whom a runtime accepts.
@@ -5641,6 +6392,31 @@ public static func address() -> Trust  {
 }
     
     /**
+     * Certificate chains that validate to one of these CA certificates (DER).
+     */
+public static func anchors(caDers: [Data]) -> Trust  {
+    return try!  FfiConverterTypeTrust_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_trust_anchors(
+        FfiConverterSequenceData.lower(caDers),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
+     * PEM with none is `InvalidConfig`.
+     */
+public static func anchorsPem(pem: String)throws  -> Trust  {
+    return try  FfiConverterTypeTrust_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(
+        FfiConverterString.lower(pem),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * These keys, whatever the address pins.
      */
 public static func pinned(fingerprints: [String])throws  -> Trust  {
@@ -5673,6 +6449,32 @@ open func pins() -> [String]  {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_trust_pins(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * This trust plus one CA certificate (DER).
+     */
+open func withAnchorDer(der: Data) -> Trust  {
+    return try!  FfiConverterTypeTrust_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_trust_with_anchor_der(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(der),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+open func withPin(fingerprint: String)throws  -> Trust  {
+    return try  FfiConverterTypeTrust_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_trust_with_pin(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(fingerprint),uniffiCallStatus
     )
 })
 }
@@ -6352,6 +7154,87 @@ public func FfiConverterTypeRuntimeOptions_lift(_ buf: RustBuffer) throws -> Run
 public func FfiConverterTypeRuntimeOptions_lower(_ value: RuntimeOptions) -> RustBuffer {
     return FfiConverterTypeRuntimeOptions.lower(value)
 }
+
+
+/**
+ * A stream an acceptor took.
+ */
+
+public enum Incoming {
+    
+    /**
+     * A one-way transfer.
+     */
+    case stream(transfer: IncomingTransfer
+    )
+    /**
+     * An exchange: a request, and the reply this side owes.
+     */
+    case exchange(exchange: Exchange
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Incoming: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeIncoming: FfiConverterRustBuffer {
+    typealias SwiftType = Incoming
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Incoming {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .stream(transfer: try FfiConverterTypeIncomingTransfer.read(from: &buf)
+        )
+        
+        case 2: return .exchange(exchange: try FfiConverterTypeExchange.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Incoming, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .stream(transfer):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeIncomingTransfer.write(transfer, into: &buf)
+            
+        
+        case let .exchange(exchange):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeExchange.write(exchange, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIncoming_lift(_ buf: RustBuffer) throws -> Incoming {
+    return try FfiConverterTypeIncoming.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIncoming_lower(_ value: Incoming) -> RustBuffer {
+    return FfiConverterTypeIncoming.lower(value)
+}
+
 
 
 /**
@@ -7577,6 +8460,28 @@ public func orphans() -> UInt64  {
 })
 }
 /**
+ * The endpoint path of `address`, if it has one.
+ */
+public func addressPath(address: String)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_address_path(
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+/**
+ * The key `address` pins (`sha256:…`), if it pins one.
+ */
+public func addressPin(address: String)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_address_pin(
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+/**
  * `address` with its endpoint path set to `path`.
  */
 public func addressWithPath(address: String, path: String)throws  -> String  {
@@ -7597,6 +8502,17 @@ public func addressWithPin(address: String, fingerprint: String)throws  -> Strin
     uniffi_weida_uniffi_fn_func_address_with_pin(
         FfiConverterString.lower(address),
         FfiConverterString.lower(fingerprint),uniffiCallStatus
+    )
+})
+}
+/**
+ * `address` with no endpoint path (what a listener is bound at).
+ */
+public func addressWithoutPath(address: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_address_without_path(
+        FfiConverterString.lower(address),uniffiCallStatus
     )
 })
 }
@@ -7625,10 +8541,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_func_orphans() != 46037) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_func_address_path() != 9937) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_func_address_pin() != 60651) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_func_address_with_path() != 21354) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_func_address_with_pin() != 40161) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_func_address_without_path() != 64048) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_bus_address() != 27823) {
@@ -7718,6 +8643,24 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_peerevents_next() != 52709) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_fanout_cancel() != 5328) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_copies() != 44782) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_finish() != 31643) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_is_open() != 36105) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_write() != 272) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_fanout_write_now() != 31557) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_identity_fingerprint() != 25344) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7725,6 +8668,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_trust_pins() != 8250) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_trust_with_anchor_der() != 6026) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_trust_with_pin() != 61221) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_cancel() != 20452) {
@@ -7755,6 +8704,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_read_chunk() != 19622) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_publisher_open() != 8003) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_publisher_address() != 42173) {
@@ -7895,6 +8847,39 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe() != 42088) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_acceptor_accept() != 29012) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_acceptor_address() != 5192) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_acceptor_close_endpoint() != 22896) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_close_endpoint() != 12974) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_connect() != 14489) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_disconnect() != 6069) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_events() != 761) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_exchange() != 26165) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_open() != 35604) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_rawpeer_peer_count() != 23604) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_listener_acceptor() != 55641) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_listener_address() != 49657) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7917,6 +8902,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_listener_subscriber() != 29902) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_runtime_peer() != 60382) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_bind() != 35814) {
@@ -7994,6 +8982,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_write() != 27859) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks() != 29014) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_pendingreply_body() != 31511) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8039,6 +9030,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_constructor_identity_ephemeral() != 44811) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_constructor_identity_from_pem() != 6739) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_constructor_identity_load() != 2611) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8046,6 +9040,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_trust_address() != 55342) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_constructor_trust_anchors() != 30211) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem() != 58024) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_trust_pinned() != 8883) {

@@ -444,6 +444,46 @@ void uniffi_weida_uniffi_fn_free_peerevents(uint64_t handle, RustCallStatus *_No
 uint64_t uniffi_weida_uniffi_fn_method_peerevents_next(uint64_t ptr, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_FANOUT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_FANOUT
+uint64_t uniffi_weida_uniffi_fn_clone_fanout(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_FANOUT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_FANOUT
+void uniffi_weida_uniffi_fn_free_fanout(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_CANCEL
+void uniffi_weida_uniffi_fn_method_fanout_cancel(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_COPIES
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_COPIES
+uint32_t uniffi_weida_uniffi_fn_method_fanout_copies(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_FINISH
+uint32_t uniffi_weida_uniffi_fn_method_fanout_finish(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_IS_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_IS_OPEN
+int8_t uniffi_weida_uniffi_fn_method_fanout_is_open(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE
+uint64_t uniffi_weida_uniffi_fn_method_fanout_write(uint64_t ptr, RustBuffer chunk, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE_NOW
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_FANOUT_WRITE_NOW
+uint32_t uniffi_weida_uniffi_fn_method_fanout_write_now(uint64_t ptr, RustBuffer chunk, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_IDENTITY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_IDENTITY
 uint64_t uniffi_weida_uniffi_fn_clone_identity(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -458,6 +498,11 @@ void uniffi_weida_uniffi_fn_free_identity(uint64_t handle, RustCallStatus *_Nonn
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_EPHEMERAL
 uint64_t uniffi_weida_uniffi_fn_constructor_identity_ephemeral(RustCallStatus *_Nonnull out_status
     
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_FROM_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_FROM_PEM
+uint64_t uniffi_weida_uniffi_fn_constructor_identity_from_pem(RustBuffer cert_chain_pem, RustBuffer key_pem, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_IDENTITY_LOAD
@@ -496,6 +541,16 @@ uint64_t uniffi_weida_uniffi_fn_constructor_trust_address(RustCallStatus *_Nonnu
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS
+uint64_t uniffi_weida_uniffi_fn_constructor_trust_anchors(RustBuffer ca_ders, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_ANCHORS_PEM
+uint64_t uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(RustBuffer pem, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_PINNED
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_TRUST_PINNED
 uint64_t uniffi_weida_uniffi_fn_constructor_trust_pinned(RustBuffer fingerprints, RustCallStatus *_Nonnull out_status
@@ -510,6 +565,16 @@ uint64_t uniffi_weida_uniffi_fn_constructor_trust_unverified(RustCallStatus *_No
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_PINS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_PINS
 RustBuffer uniffi_weida_uniffi_fn_method_trust_pins(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_ANCHOR_DER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_ANCHOR_DER
+uint64_t uniffi_weida_uniffi_fn_method_trust_with_anchor_der(uint64_t ptr, RustBuffer der, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_PIN
+uint64_t uniffi_weida_uniffi_fn_method_trust_with_pin(uint64_t ptr, RustBuffer fingerprint, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_EXCHANGE
@@ -580,6 +645,11 @@ uint64_t uniffi_weida_uniffi_fn_clone_publisher(uint64_t handle, RustCallStatus 
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PUBLISHER
 void uniffi_weida_uniffi_fn_free_publisher(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_publisher_open(uint64_t ptr, RustBuffer topic, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUBLISHER_ADDRESS
@@ -872,6 +942,76 @@ RustBuffer uniffi_weida_uniffi_fn_method_subscriber_try_recv(uint64_t ptr, RustC
 uint64_t uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(uint64_t ptr, RustBuffer filter, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_ACCEPTOR
+uint64_t uniffi_weida_uniffi_fn_clone_acceptor(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_ACCEPTOR
+void uniffi_weida_uniffi_fn_free_acceptor(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ACCEPT
+uint64_t uniffi_weida_uniffi_fn_method_acceptor_accept(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_acceptor_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_acceptor_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RAWPEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_RAWPEER
+uint64_t uniffi_weida_uniffi_fn_clone_rawpeer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_RAWPEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_RAWPEER
+void uniffi_weida_uniffi_fn_free_rawpeer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_rawpeer_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_CONNECT
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_connect(uint64_t ptr, RustBuffer address, int8_t wait, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_DISCONNECT
+int8_t uniffi_weida_uniffi_fn_method_rawpeer_disconnect(uint64_t ptr, RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EVENTS
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EXCHANGE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_EXCHANGE
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_exchange(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_rawpeer_open(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RAWPEER_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_rawpeer_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_LISTENER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_LISTENER
 uint64_t uniffi_weida_uniffi_fn_clone_listener(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -880,6 +1020,11 @@ uint64_t uniffi_weida_uniffi_fn_clone_listener(uint64_t handle, RustCallStatus *
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_LISTENER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_LISTENER
 void uniffi_weida_uniffi_fn_free_listener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_ACCEPTOR
+uint64_t uniffi_weida_uniffi_fn_method_listener_acceptor(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_ADDRESS
@@ -935,6 +1080,11 @@ void uniffi_weida_uniffi_fn_free_runtime(uint64_t handle, RustCallStatus *_Nonnu
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_RUNTIME_NEW
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_RUNTIME_NEW
 uint64_t uniffi_weida_uniffi_fn_constructor_runtime_new(RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PEER
+uint64_t uniffi_weida_uniffi_fn_method_runtime_peer(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_BIND
@@ -1092,6 +1242,11 @@ uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_finish(uint64_t ptr, Rus
 uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_write(uint64_t ptr, RustBuffer body, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+uint64_t uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(uint64_t ptr, RustBuffer chunks, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PENDINGREPLY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PENDINGREPLY
 uint64_t uniffi_weida_uniffi_fn_clone_pendingreply(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -1205,6 +1360,16 @@ uint64_t uniffi_weida_uniffi_fn_func_orphans(RustCallStatus *_Nonnull out_status
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PATH
+RustBuffer uniffi_weida_uniffi_fn_func_address_path(RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PIN
+RustBuffer uniffi_weida_uniffi_fn_func_address_pin(RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PATH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PATH
 RustBuffer uniffi_weida_uniffi_fn_func_address_with_path(RustBuffer address, RustBuffer path, RustCallStatus *_Nonnull out_status
@@ -1213,6 +1378,11 @@ RustBuffer uniffi_weida_uniffi_fn_func_address_with_path(RustBuffer address, Rus
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PIN
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITH_PIN
 RustBuffer uniffi_weida_uniffi_fn_func_address_with_pin(RustBuffer address, RustBuffer fingerprint, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITHOUT_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_WITHOUT_PATH
+RustBuffer uniffi_weida_uniffi_fn_func_address_without_path(RustBuffer address, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_WEIDA_UNIFFI_RUSTBUFFER_ALLOC
@@ -1493,6 +1663,18 @@ uint16_t uniffi_weida_uniffi_checksum_func_orphans(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PATH
+uint16_t uniffi_weida_uniffi_checksum_func_address_path(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_PIN
+uint16_t uniffi_weida_uniffi_checksum_func_address_pin(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PATH
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PATH
 uint16_t uniffi_weida_uniffi_checksum_func_address_with_path(void
@@ -1502,6 +1684,12 @@ uint16_t uniffi_weida_uniffi_checksum_func_address_with_path(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PIN
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITH_PIN
 uint16_t uniffi_weida_uniffi_checksum_func_address_with_pin(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITHOUT_PATH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ADDRESS_WITHOUT_PATH
+uint16_t uniffi_weida_uniffi_checksum_func_address_without_path(void
     
 );
 #endif
@@ -1679,6 +1867,42 @@ uint16_t uniffi_weida_uniffi_checksum_method_peerevents_next(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_CANCEL
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_cancel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_COPIES
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_COPIES
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_copies(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_FINISH
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_finish(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_IS_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_IS_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_is_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_write(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE_NOW
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_FANOUT_WRITE_NOW
+uint16_t uniffi_weida_uniffi_checksum_method_fanout_write_now(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_IDENTITY_FINGERPRINT
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_IDENTITY_FINGERPRINT
 uint16_t uniffi_weida_uniffi_checksum_method_identity_fingerprint(void
@@ -1694,6 +1918,18 @@ uint16_t uniffi_weida_uniffi_checksum_method_identity_save(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_PINS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_PINS
 uint16_t uniffi_weida_uniffi_checksum_method_trust_pins(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_ANCHOR_DER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_ANCHOR_DER
+uint16_t uniffi_weida_uniffi_checksum_method_trust_with_anchor_der(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_PIN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_PIN
+uint16_t uniffi_weida_uniffi_checksum_method_trust_with_pin(void
     
 );
 #endif
@@ -1754,6 +1990,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_exchange_open_reply(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_READ_CHUNK
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_EXCHANGE_READ_CHUNK
 uint16_t uniffi_weida_uniffi_checksum_method_exchange_read_chunk(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUBLISHER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_publisher_open(void
     
 );
 #endif
@@ -2033,6 +2275,72 @@ uint16_t uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ACCEPT
+uint16_t uniffi_weida_uniffi_checksum_method_acceptor_accept(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_acceptor_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_ACCEPTOR_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_acceptor_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_CONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_DISCONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_disconnect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EVENTS
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EXCHANGE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_EXCHANGE
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_exchange(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RAWPEER_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_rawpeer_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ACCEPTOR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ACCEPTOR
+uint16_t uniffi_weida_uniffi_checksum_method_listener_acceptor(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_method_listener_address(void
@@ -2078,6 +2386,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_listener_respondent(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_SUBSCRIBER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_SUBSCRIBER
 uint16_t uniffi_weida_uniffi_checksum_method_listener_subscriber(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PEER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PEER
+uint16_t uniffi_weida_uniffi_checksum_method_runtime_peer(void
     
 );
 #endif
@@ -2231,6 +2545,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_OUTGOINGTRANSFER_WRITE_CHUNKS
+uint16_t uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PENDINGREPLY_BODY
 uint16_t uniffi_weida_uniffi_checksum_method_pendingreply_body(void
@@ -2321,6 +2641,12 @@ uint16_t uniffi_weida_uniffi_checksum_constructor_identity_ephemeral(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_FROM_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_FROM_PEM
+uint16_t uniffi_weida_uniffi_checksum_constructor_identity_from_pem(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_LOAD
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_IDENTITY_LOAD
 uint16_t uniffi_weida_uniffi_checksum_constructor_identity_load(void
@@ -2336,6 +2662,18 @@ uint16_t uniffi_weida_uniffi_checksum_constructor_identity_load_or_create(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_constructor_trust_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS
+uint16_t uniffi_weida_uniffi_checksum_constructor_trust_anchors(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS_PEM
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_TRUST_ANCHORS_PEM
+uint16_t uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem(void
     
 );
 #endif

@@ -134,4 +134,44 @@ final class IdentityTests: XCTestCase {
             XCTAssertEqual(pid, getpid())
         }
     }
+
+    func test_malformed_pem_and_fingerprints_are_refused() async throws {
+        try await raised("INVALID_CONFIG") { try Identity.fromPem(certChainPem: "not pem", keyPem: "not pem") }
+        try await raised("INVALID_ADDRESS") { try Trust.pinned(fingerprints: ["sha256:nothex"]) }
+        try await raised("INVALID_CONFIG") { try Trust.anchorsPem(pem: "nothing") }
+    }
+
+    func test_an_identity_is_made_again_from_the_pem_files_it_saves() throws {
+        let dir = NSTemporaryDirectory() + "weida-swift-pem-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = Identity.ephemeral()
+        try first.save(dir: dir)
+        let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
+        let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
+        let again = try Identity.fromPem(certChainPem: cert, keyPem: key)
+        XCTAssertEqual(first.fingerprint(), again.fingerprint())
+        // A certificate is an anchor, as PEM or as DER.
+        _ = try Trust.anchorsPem(pem: cert)
+        let body = cert.components(separatedBy: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let der = try XCTUnwrap(Data(base64Encoded: body))
+        _ = Trust.anchors(caDers: [der])
+        _ = Trust.address().withAnchorDer(der: der)
+    }
+
+    func test_trust_and_addresses_are_built_from_their_parts() async throws {
+        try await within {
+            let server = try runtime()
+            defer { server.shutdown() }
+            let listener = try await server.bind(bindAddress("quic"))
+            let address = listener.address()
+            XCTAssertEqual(try addressPin(address: address), server.fingerprint())
+            XCTAssertNil(try addressPath(address: address))
+            let withPath = try addressWithPath(address: address, path: "/jobs")
+            XCTAssertEqual(try addressPath(address: withPath), "/jobs")
+            XCTAssertEqual(try addressWithoutPath(address: withPath), address)
+            let fp = Identity.ephemeral().fingerprint()
+            XCTAssertEqual(try Trust.address().withPin(fingerprint: fp).pins(), [fp])
+            try await raised("INVALID_ADDRESS") { try Trust.address().withPin(fingerprint: "sha256:nothex") }
+        }
+    }
 }

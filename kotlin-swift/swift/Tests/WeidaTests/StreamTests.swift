@@ -1,6 +1,7 @@
 // Streamed transfers (python/tests/test_patterns.py, test_cancel.py, core/tests/patterns.rs: the
 // same names): a message written in parts and finished, with its receipt, one accepted and read
-// in parts, a streamed request and its reply, read and written in parts.
+// in parts, a streamed request and its reply, read and written in parts, and raw streams (a
+// peer's one-way transfer and exchange, which an acceptor takes both).
 import Foundation
 import XCTest
 
@@ -93,8 +94,10 @@ final class StreamTests: XCTestCase {
                 for try await c in ex.chunks() { chunks.append(c) }
                 XCTAssertEqual(chunks.reduce(0) { $0 + $1.count }, 200_000)
                 let out = try await ex.openReply(["parts": bytes("\(chunks.count)")])
-                try await out.write(Data(repeating: UInt8(ascii: "x"), count: 10))
-                try await out.write(Data(repeating: UInt8(ascii: "y"), count: 10))
+                try await out.writeChunks([
+                    Data(repeating: UInt8(ascii: "x"), count: 10), Data(repeating: UInt8(ascii: "y"), count: 10),
+                ])
+                try await out.write(Data(repeating: UInt8(ascii: "z"), count: 10))
                 try await out.finish()
             }
             let req = try p.client.requester()
@@ -106,8 +109,50 @@ final class StreamTests: XCTestCase {
             XCTAssertNotNil(reply.meta("parts"))
             var got = Data()
             for try await c in reply.chunks() { got.append(c) }
-            XCTAssertEqual(text(got), String(repeating: "x", count: 10) + String(repeating: "y", count: 10))
+            XCTAssertEqual(
+                text(got),
+                String(repeating: "x", count: 10) + String(repeating: "y", count: 10) + String(repeating: "z", count: 10)
+            )
             _ = try await serving.value
+        }
+    }
+
+    func test_acceptor_receives_both_stream_kinds() async throws {
+        try await onEveryTransport { _, p in
+            let acceptor = try p.listener.acceptor("/raw")
+            let peer = try p.client.peer()
+            try await peer.connect(acceptor.address())
+            XCTAssertEqual(try peer.peerCount(), 1)
+            let oneWay = try await peer.open(["kind": bytes("stream")])
+            try await oneWay.write(bytes("one-way"))
+            try await oneWay.finish()
+            let ex = try await peer.exchange()
+            try await ex.transfer.write(bytes("question"))
+            try await ex.transfer.finish()
+            var kinds: [String] = []
+            for try await incoming in acceptor.incoming() {
+                switch incoming {
+                case .stream(let t):
+                    XCTAssertEqual(t.path(), "/raw")
+                    XCTAssertEqual(t.meta("kind"), bytes("stream"))
+                    let body = try await t.collect(1 << 20)
+                    XCTAssertEqual(text(body), "one-way")
+                    kinds.append("stream")
+                case .exchange(let x):
+                    let body = try await x.takeBody()
+                    XCTAssertEqual(text(body), "question")
+                    try await x.reply(bytes("answer"))
+                    kinds.append("exchange")
+                }
+                if kinds.count == 2 { break }
+            }
+            XCTAssertEqual(kinds.sorted(), ["exchange", "stream"])
+            let answer = try await ex.reply.body()
+            XCTAssertEqual(text(answer.body), "answer")
+            acceptor.closeEndpoint()
+            try await raised("CLOSED") { try await acceptor.accept() }
+            peer.closeEndpoint()
+            try await raised("CLOSED") { try await peer.open() }
         }
     }
 }

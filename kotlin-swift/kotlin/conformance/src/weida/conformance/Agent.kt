@@ -14,11 +14,13 @@ import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
 import weida.uniffi.DialingPublisher
 import weida.uniffi.Exchange
+import weida.uniffi.FanOut
 import weida.uniffi.Identity
 import weida.uniffi.Listener
 import weida.uniffi.OutgoingTransfer
 import weida.uniffi.PendingReply
 import weida.uniffi.PeerEvents
+import weida.uniffi.RawPeer
 import weida.uniffi.Publisher
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
@@ -40,6 +42,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     private val collectors = HashMap<String, BoundSubscriber>() // bound subscribers
     private val transfers = HashMap<String, OutgoingTransfer>() // streamed transfers being written
     private val replies = HashMap<String, PendingReply>() // the replies of streamed requests
+    private val fanouts = HashMap<String, FanOut>() // streamed publishes being written
     private val receiving = HashMap<String, Subscriber>() // subscribers in manual mode
     internal val held = ArrayList<Exchange>() // exchanges a `hold` replier keeps, unanswered
     internal val connected = HashMap<Subscriber, Flag>() // set by a connect: a `recv` loop waits
@@ -97,6 +100,8 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         }
         "counters" -> runtime(args).counters().mapKeys { snake(it.key) }
         "replier" -> opReplier(args) { l, path, o -> l.replier(path, o) }
+        "acceptor" -> opAcceptor(args)
+        "peer" -> dialler(args) { rt, o -> rt.peer(o) }
         "respondent" -> opReplier(args) { l, path, o -> l.respondent(path, o) }
         "surveyor" -> dialler(args) { rt, o -> rt.surveyor(o) }
         "survey" -> opSurvey(args)
@@ -153,6 +158,19 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             else -> mapOf("queued" to publisher(args).publish(args.str("topic"), args.body()))
         }
         "dropped" -> opDropped(args)
+        "fanout" -> {
+            val p = publisher(args)
+            val name = free(args.str("fanout"))
+            val fan = p.open(args.str("topic"))
+            claim(name)
+            fanouts[name] = fan
+            mapOf("copies" to fan.copies())
+        }
+        "fanout_write" -> opFanOutWrite(args)
+        "fanout_finish" -> {
+            val (_, fan) = takeFanOut(args)
+            mapOf("copies" to fan.finish())
+        }
         "subscriber_count" -> mapOf("subscriber_count" to publisher(args).subscriberCount())
         in UNEXPORTED -> throw Unsupported(op, "the Kotlin binding exports no ${UNEXPORTED[op]}")
         else -> throw BadRequest("unknown op '$op'")
@@ -209,7 +227,20 @@ class Agent(val out: Out, val scope: CoroutineScope) {
                 transfers[tname] = opened.transfer
                 replies[rname] = opened.reply
             }
-            else -> throw BadRequest("open needs a pusher or a requester")
+            // A peer opens a one-way stream, or with `reply` an exchange.
+            is RawPeer -> if (args["reply"] == null) {
+                val t = ep.open(meta, null)
+                claim(tname)
+                transfers[tname] = t
+            } else {
+                val rname = free(args.str("reply"))
+                val opened = ep.exchange(meta, null)
+                claim(tname)
+                claim(rname)
+                transfers[tname] = opened.transfer
+                replies[rname] = opened.reply
+            }
+            else -> throw BadRequest("open needs a pusher, a requester or a peer")
         }
         return emptyMap()
     }
@@ -229,6 +260,32 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             transfers[name] = t
         }
         return mapOf("written" to body.size)
+    }
+
+    /** Writes `body` to the fan-out `chunk` bytes at a time, with `write` (which may wait) or
+     * `writeNow`; the copies attached after the last write. */
+    private suspend fun opFanOutWrite(args: Obj): Obj {
+        val body = args.body()
+        val chunk = maxOf(args.long("chunk") ?: 65536L, 1L).toInt()
+        val now = args.bool("now", false)
+        val (name, fan) = takeFanOut(args)
+        try {
+            var at = 0
+            while (at < body.size) {
+                val part = body.copyOfRange(at, minOf(at + chunk, body.size))
+                if (now) fan.writeNow(part) else fan.write(part)
+                at += chunk
+            }
+        } finally {
+            fanouts[name] = fan
+        }
+        return mapOf("copies" to fan.copies())
+    }
+
+    private fun takeFanOut(args: Obj): kotlin.Pair<String, FanOut> {
+        val name = args.str("fanout")
+        val f = fanouts.remove(name) ?: throw BadRequest("no fan-out named '$name'")
+        return name to f
     }
 
     private fun takeTransfer(args: Obj): kotlin.Pair<String, OutgoingTransfer> {
@@ -290,6 +347,23 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         return mapOf("address" to replier.address())
     }
 
+    /** An acceptor: each exchange answered in `mode` as a replier's, each one-way stream read as
+     * a `stream` puller's. */
+    private fun opAcceptor(args: Obj): Obj {
+        val listener = listener(args)
+        val name = free(args.str("name"))
+        val mode = args.str("mode")
+        when (mode) {
+            "echo", "stream_echo", "hold", "reject", "drop" -> {}
+            else -> throw BadRequest("unknown acceptor mode '$mode'")
+        }
+        val reason = args["reason"] as? String ?: "rejected"
+        val acceptor = listener.acceptor(args.str("path"), endpointOptionsArg(args))
+        claim(name)
+        spawn("acceptor $name") { background.serveAcceptor(acceptor, name, mode, reason) }
+        return mapOf("address" to acceptor.address())
+    }
+
     private fun opPuller(args: Obj): Obj {
         val listener = listener(args)
         val name = free(args.str("name"))
@@ -329,6 +403,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             is Bus -> ep.connect(address, wait, null)
             is DialingPublisher -> ep.connect(address, wait, null)
             is Pusher -> ep.connect(address, wait, null)
+            is RawPeer -> ep.connect(address, wait, null)
             is Subscriber -> {
                 ep.connect(address, wait, null)
                 connected[ep]?.set()
@@ -398,13 +473,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
 
     companion object {
         /** The ops whose API the binding does not export, with what is missing. */
-        val UNEXPORTED = mapOf(
-            "acceptor" to "Listener.acceptor (raw streams)",
-            "peer" to "Runtime.peer (raw streams)",
-            "fanout" to "streamed fan-out (Publisher.open: FanOut)",
-            "fanout_write" to "streamed fan-out (FanOut.write, writeNow)",
-            "fanout_finish" to "streamed fan-out (FanOut.finish)",
-        )
+        val UNEXPORTED = emptyMap<String, String>()
 
         /** The binding's version from its jar's manifest; the agent runs from classes, which have none. */
         val VERSION: String = Runtime::class.java.`package`?.implementationVersion ?: "unknown"
@@ -415,6 +484,7 @@ private fun eventsOf(ep: Any): PeerEvents = when (ep) {
     is Requester -> ep.events()
     is Surveyor -> ep.events()
     is Pusher -> ep.events()
+    is RawPeer -> ep.events()
     is Subscriber -> ep.events()
     is DialingPublisher -> ep.events()
     else -> throw IllegalStateException("not a dialling endpoint")
@@ -426,6 +496,7 @@ private fun peerCount(ep: Any): UInt = when (ep) {
     is Bus -> ep.peerCount()
     is DialingPublisher -> ep.peerCount()
     is Pusher -> ep.peerCount()
+    is RawPeer -> ep.peerCount()
     is Subscriber -> ep.peerCount()
     else -> throw IllegalStateException("not a dialling endpoint")
 }
@@ -436,6 +507,7 @@ private fun disconnect(ep: Any, address: String): Boolean = when (ep) {
     is Bus -> ep.disconnect(address)
     is DialingPublisher -> ep.disconnect(address)
     is Pusher -> ep.disconnect(address)
+    is RawPeer -> ep.disconnect(address)
     is Subscriber -> ep.disconnect(address)
     else -> throw IllegalStateException("not a dialling endpoint")
 }

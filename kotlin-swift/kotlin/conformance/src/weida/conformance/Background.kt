@@ -9,7 +9,9 @@ import weida.chunks
 import weida.recv
 import weida.reply
 import weida.takeBody
+import weida.uniffi.Acceptor
 import weida.uniffi.Exchange
+import weida.uniffi.Incoming
 import weida.uniffi.IncomingTransfer
 import weida.uniffi.Puller
 import weida.uniffi.Replier
@@ -37,6 +39,31 @@ class Background(private val agent: Agent) {
             }
             out.event("accepted", handle, mapOf("path" to ex.path(), "metadata" to metadataJson(ex.metadata()), "peer" to peerJson(ex.peer())))
             agent.spawn("an exchange of $handle") { exchange(ex, handle, mode, reason) }
+        }
+    }
+
+    /** An acceptor: each exchange answered in `mode` as a replier's, each one-way stream read as
+     * a `stream` puller's; `accepted` for both. */
+    suspend fun serveAcceptor(acceptor: Acceptor, handle: String, mode: String, reason: String) {
+        while (true) {
+            val incoming = try {
+                acceptor.accept(null)
+            } catch (e: WeidaException) {
+                out.eventError("closed", handle, e)
+                return
+            }
+            when (incoming) {
+                is Incoming.Exchange -> {
+                    val ex = incoming.exchange
+                    out.event("accepted", handle, mapOf("path" to ex.path(), "metadata" to metadataJson(ex.metadata()), "peer" to peerJson(ex.peer())))
+                    agent.spawn("an exchange of $handle") { exchange(ex, handle, mode, reason) }
+                }
+                is Incoming.Stream -> {
+                    val t = incoming.transfer
+                    out.event("accepted", handle, metaJson(t))
+                    agent.spawn("a transfer to $handle") { t.use { readTransfer(it, handle) } }
+                }
+            }
         }
     }
 

@@ -9,17 +9,20 @@ package weida
 
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
+import weida.uniffi.Acceptor
 import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
 import weida.uniffi.DialingPublisher
 import weida.uniffi.EndpointOptions
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
+import weida.uniffi.Incoming
 import weida.uniffi.IncomingTransfer
 import weida.uniffi.Message
 import weida.uniffi.OptionValue
 import weida.uniffi.PeerEvent
 import weida.uniffi.PeerEvents
+import weida.uniffi.RawPeer
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
 import weida.uniffi.Replier
@@ -89,12 +92,19 @@ fun weida.uniffi.Listener.publisher(path: String) = publisher(path, null)
 /** A collector bound at `path`: dialling publishers feed it. */
 fun weida.uniffi.Listener.subscriber(path: String) = subscriber(path, null)
 
+/** A raw dialling endpoint (core `Peer`): `connect` it to acceptors, then `open` or `exchange`. */
+fun Runtime.peer() = peer(null)
+
+/** An acceptor bound at `path`: one-way transfers and exchanges (`Incoming`). */
+fun weida.uniffi.Listener.acceptor(path: String) = acceptor(path, null)
+
 suspend fun Pusher.connect(address: String) = connect(address, true)
 suspend fun Requester.connect(address: String) = connect(address, true)
 suspend fun Subscriber.connect(address: String) = connect(address, true)
 suspend fun Surveyor.connect(address: String) = connect(address, true)
 suspend fun Bus.connect(address: String) = connect(address, true)
 suspend fun DialingPublisher.connect(address: String) = connect(address, true)
+suspend fun RawPeer.connect(address: String) = connect(address, true)
 
 /** Queues a copy for every live collector connected; how many. Never waits. */
 fun DialingPublisher.publish(topic: String, body: ByteArray): UInt = publish(topic, body, null)
@@ -152,6 +162,9 @@ fun Exchange.chunks(): Flow<ByteArray> = flow {
 
 /** The stream's metadata value `name`, if it came with one. */
 fun IncomingTransfer.meta(name: String): ByteArray? = metadata().firstOrNull { it.name == name }?.value
+
+/** Every stream an acceptor takes (`Incoming.Stream` or `Incoming.Exchange`), until it ends. */
+fun Acceptor.incoming(): Flow<Incoming> = untilClosed { accept() }
 
 /** Every exchange, until the replier ends. */
 fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }

@@ -10,7 +10,11 @@ import weida.uniffi.Identity
 import weida.uniffi.Peer
 import weida.uniffi.Trust
 import weida.uniffi.WeidaException
+import weida.uniffi.addressPath
+import weida.uniffi.addressPin
+import weida.uniffi.addressWithPath
 import weida.uniffi.addressWithPin
+import weida.uniffi.addressWithoutPath
 
 class IdentityTest {
     @Test
@@ -122,5 +126,51 @@ class IdentityTest {
         pusher.send("x".toByteArray())
         val peer = puller.recv().peer as Peer.Local
         assertEquals(ProcessHandle.current().pid().toInt(), peer.pid)
+    }
+
+    @Test
+    fun malformed_pem_and_fingerprints_are_refused() = test {
+        raised<WeidaException.InvalidConfig> { Identity.fromPem("not pem", "not pem") }
+        raised<WeidaException.InvalidAddress> { Trust.pinned(listOf("sha256:nothex")) }
+        raised<WeidaException.InvalidConfig> { Trust.anchorsPem("nothing") }
+    }
+
+    @Test
+    fun an_identity_is_made_again_from_the_pem_files_it_saves() = test {
+        val dir = java.nio.file.Files.createTempDirectory("weida-kt-pem")
+        try {
+            val first = Identity.ephemeral()
+            first.save(dir.toString())
+            val cert = dir.resolve("cert.pem").toFile().readText()
+            val again = Identity.fromPem(cert, dir.resolve("key.pem").toFile().readText())
+            assertEquals(first.fingerprint(), again.fingerprint())
+            // A certificate is an anchor, as PEM or as DER.
+            Trust.anchorsPem(cert).close()
+            val der = java.util.Base64.getMimeDecoder().decode(
+                cert.substringAfter("-----BEGIN CERTIFICATE-----").substringBefore("-----END CERTIFICATE-----"),
+            )
+            Trust.anchors(listOf(der)).close()
+            Trust.address().withAnchorDer(der).close()
+        } finally {
+            dir.toFile().deleteRecursively()
+        }
+    }
+
+    @Test
+    fun trust_and_addresses_are_built_from_their_parts() = test {
+        runtime().use { server ->
+            val listener = server.bind(bindAddress("quic"))
+            val address = listener.address()
+            assertEquals(server.fingerprint(), addressPin(address))
+            assertNull(addressPath(address))
+            val withPath = addressWithPath(address, "/jobs")
+            assertEquals("/jobs", addressPath(withPath))
+            assertEquals(address, addressWithoutPath(withPath))
+            val fp = Identity.ephemeral().fingerprint()
+            assertEquals(listOf(fp), Trust.address().withPin(fp).pins())
+            raised<WeidaException.InvalidAddress> { Trust.address().withPin("sha256:nothex") }
+            server.shutdown()
+            listener.close()
+        }
     }
 }

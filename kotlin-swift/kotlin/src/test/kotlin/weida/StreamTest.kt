@@ -1,9 +1,11 @@
 // Streamed transfers (python/tests/test_patterns.py, test_cancel.py, core/tests/patterns.rs: the
 // same names): a message written in parts and finished, with its receipt, one accepted and read
-// in parts, a streamed request and its reply, read and written in parts.
+// in parts, a streamed request and its reply, read and written in parts, and raw streams (a
+// peer's one-way transfer and exchange, which an acceptor takes both).
 package weida
 
 import kotlinx.coroutines.flow.fold
+import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import org.junit.jupiter.api.Assertions.assertArrayEquals
@@ -13,6 +15,7 @@ import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.params.ParameterizedTest
 import org.junit.jupiter.params.provider.ValueSource
+import weida.uniffi.Incoming
 import weida.uniffi.WeidaException
 
 class StreamTest {
@@ -115,8 +118,8 @@ class StreamTest {
                 val chunks = ex.chunks().toList()
                 assertEquals(200_000, chunks.sumOf { it.size })
                 val out = ex.openReply(mapOf("parts" to "${chunks.size}".toByteArray()))
-                out.write(ByteArray(10) { 'x'.code.toByte() })
-                out.write(ByteArray(10) { 'y'.code.toByte() })
+                out.writeChunks(listOf(ByteArray(10) { 'x'.code.toByte() }, ByteArray(10) { 'y'.code.toByte() }))
+                out.write(ByteArray(10) { 'z'.code.toByte() })
                 out.finish()
             }
         }
@@ -128,7 +131,44 @@ class StreamTest {
         val reply = opened.reply.reply()
         assertTrue(reply.meta("parts") != null)
         val got = reply.chunks().toList().fold(ByteArray(0)) { a, c -> a + c }
-        assertEquals("x".repeat(10) + "y".repeat(10), String(got))
+        assertEquals("x".repeat(10) + "y".repeat(10) + "z".repeat(10), String(got))
         serving.join()
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun acceptor_receives_both_stream_kinds(transport: String) = withPair(transport) { p ->
+        val acceptor = p.listener.acceptor("/raw")
+        val peer = p.client.peer()
+        peer.connect(acceptor.address())
+        assertEquals(1u, peer.peerCount())
+        val oneWay = peer.open(mapOf("kind" to "stream".toByteArray()))
+        oneWay.write("one-way".toByteArray())
+        oneWay.finish()
+        val ex = peer.exchange()
+        ex.transfer.write("question".toByteArray())
+        ex.transfer.finish()
+        val kinds = mutableListOf<String>()
+        for (incoming in acceptor.incoming().take(2).toList()) {
+            when (incoming) {
+                is Incoming.Stream -> {
+                    assertEquals("/raw", incoming.transfer.path())
+                    assertArrayEquals("stream".toByteArray(), incoming.transfer.meta("kind"))
+                    assertArrayEquals("one-way".toByteArray(), incoming.transfer.collect(1uL shl 20))
+                    kinds += "stream"
+                }
+                is Incoming.Exchange -> {
+                    assertArrayEquals("question".toByteArray(), incoming.exchange.takeBody())
+                    incoming.exchange.reply("answer".toByteArray())
+                    kinds += "exchange"
+                }
+            }
+        }
+        assertEquals(listOf("exchange", "stream"), kinds.sorted())
+        assertArrayEquals("answer".toByteArray(), ex.reply.body().body)
+        acceptor.closeEndpoint()
+        raised<WeidaException.Closed> { acceptor.accept() }
+        peer.closeEndpoint()
+        raised<WeidaException.Closed> { peer.open() }
     }
 }

@@ -688,9 +688,15 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_orphans(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_path(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_pin(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_with_path(
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_with_pin(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_func_address_without_path(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_bus_address(
     ): Int
@@ -750,11 +756,27 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_peerevents_next(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_cancel(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_copies(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_finish(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_is_open(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_write(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_fanout_write_now(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_fingerprint(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_identity_save(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_trust_pins(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_trust_with_anchor_der(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_trust_with_pin(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_cancel(
     ): Int
@@ -775,6 +797,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_exchange_open_reply(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_read_chunk(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_publisher_open(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_publisher_address(
     ): Int
@@ -868,6 +892,28 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_acceptor_accept(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_acceptor_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_acceptor_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_connect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_disconnect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_events(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_exchange(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_open(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_rawpeer_peer_count(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_listener_acceptor(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_address(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_close_listener(
@@ -883,6 +929,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_listener_respondent(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_subscriber(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_runtime_peer(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_bind(
     ): Int
@@ -934,6 +982,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_write(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_pendingreply_body(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pendingreply_reply(
@@ -964,11 +1014,17 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_ephemeral(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_identity_from_pem(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_load(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_identity_load_or_create(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_trust_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_trust_anchors(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_trust_pinned(
     ): Int
@@ -1076,11 +1132,29 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_peerevents_next(`ptr`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_clone_fanout(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_fanout(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_fanout_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_fanout_copies(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_fanout_finish(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_fanout_is_open(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_fanout_write(`ptr`: Long,`chunk`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_fanout_write_now(`ptr`: Long,`chunk`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
     external fun uniffi_weida_uniffi_fn_clone_identity(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_identity(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_identity_ephemeral(uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_constructor_identity_from_pem(`certChainPem`: RustBuffer.ByValue,`keyPem`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_constructor_identity_load(`dir`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1096,12 +1170,20 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_trust_address(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_constructor_trust_anchors(`caDers`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(`pem`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_constructor_trust_pinned(`fingerprints`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_constructor_trust_unverified(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_trust_pins(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_trust_with_anchor_der(`ptr`: Long,`der`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_trust_with_pin(`ptr`: Long,`fingerprint`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_exchange(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_exchange(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1130,6 +1212,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_free_publisher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_weida_uniffi_fn_method_publisher_open(`ptr`: Long,`topic`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_publisher_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_publisher_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1246,10 +1330,40 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_clone_acceptor(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_acceptor(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_acceptor_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_acceptor_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_acceptor_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_clone_rawpeer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_rawpeer(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_exchange(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_open(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_rawpeer_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
     external fun uniffi_weida_uniffi_fn_clone_listener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_listener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_weida_uniffi_fn_method_listener_acceptor(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_listener_close_listener(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1271,6 +1385,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_free_runtime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_constructor_runtime_new(`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_runtime_peer(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_bind(`ptr`: Long,`address`: RustBuffer.ByValue,`requireClient`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
@@ -1334,6 +1450,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_write(`ptr`: Long,`body`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(`ptr`: Long,`chunks`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_pendingreply(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1378,9 +1496,15 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_orphans(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_func_address_path(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_func_address_pin(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_address_with_path(`address`: RustBuffer.ByValue,`path`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_address_with_pin(`address`: RustBuffer.ByValue,`fingerprint`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_func_address_without_path(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_weida_uniffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1510,10 +1634,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_func_orphans() and 0xFFFF) != 46037) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_path() and 0xFFFF) != 9937) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_pin() and 0xFFFF) != 60651) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_func_address_with_path() and 0xFFFF) != 21354) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_func_address_with_pin() and 0xFFFF) != 40161) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_address_without_path() and 0xFFFF) != 64048) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_address() and 0xFFFF) != 27823) {
@@ -1603,6 +1736,24 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_peerevents_next() and 0xFFFF) != 52709) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_cancel() and 0xFFFF) != 5328) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_copies() and 0xFFFF) != 44782) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_finish() and 0xFFFF) != 31643) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_is_open() and 0xFFFF) != 36105) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_write() and 0xFFFF) != 272) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_fanout_write_now() and 0xFFFF) != 31557) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_identity_fingerprint() and 0xFFFF) != 25344) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1610,6 +1761,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_trust_pins() and 0xFFFF) != 8250) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_trust_with_anchor_der() and 0xFFFF) != 6026) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_trust_with_pin() and 0xFFFF) != 61221) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_cancel() and 0xFFFF) != 20452) {
@@ -1640,6 +1797,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_read_chunk() and 0xFFFF) != 19622) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_publisher_open() and 0xFFFF) != 8003) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_publisher_address() and 0xFFFF) != 42173) {
@@ -1780,6 +1940,39 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_unsubscribe() and 0xFFFF) != 42088) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_acceptor_accept() and 0xFFFF) != 29012) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_acceptor_address() and 0xFFFF) != 5192) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_acceptor_close_endpoint() and 0xFFFF) != 22896) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_close_endpoint() and 0xFFFF) != 12974) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_connect() and 0xFFFF) != 14489) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_disconnect() and 0xFFFF) != 6069) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_events() and 0xFFFF) != 761) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_exchange() and 0xFFFF) != 26165) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_open() and 0xFFFF) != 35604) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_rawpeer_peer_count() and 0xFFFF) != 23604) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_listener_acceptor() and 0xFFFF) != 55641) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_address() and 0xFFFF) != 49657) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1802,6 +1995,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_subscriber() and 0xFFFF) != 29902) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_peer() and 0xFFFF) != 60382) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_bind() and 0xFFFF) != 35814) {
@@ -1879,6 +2075,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_write() and 0xFFFF) != 27859) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_outgoingtransfer_write_chunks() and 0xFFFF) != 29014) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_pendingreply_body() and 0xFFFF) != 31511) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1924,6 +2123,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_ephemeral() and 0xFFFF) != 44811) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_from_pem() and 0xFFFF) != 6739) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_identity_load() and 0xFFFF) != 2611) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1931,6 +2133,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_address() and 0xFFFF) != 55342) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_anchors() and 0xFFFF) != 30211) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_anchors_pem() and 0xFFFF) != 58024) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_trust_pinned() and 0xFFFF) != 8883) {
@@ -2350,6 +2558,323 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
     override fun write(value: ByteArray, buf: ByteBuffer) {
         buf.putInt(value.size)
         buf.put(value)
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Takes both stream kinds at a bound path.
+ */
+public interface AcceptorInterface {
+    
+    /**
+     * The next stream: a one-way transfer or an exchange. Cancel-safe.
+     */
+    suspend fun `accept`(`cancel`: Cancellation? = null): Incoming
+    
+    /**
+     * The address to dial this acceptor at.
+     */
+    fun `address`(): kotlin.String
+    
+    /**
+     * Unbinds the path: streams already received are still handed out, then `Closed`.
+     */
+    fun `closeEndpoint`()
+    
+    companion object
+}
+
+/**
+ * Takes both stream kinds at a bound path.
+ */
+open class Acceptor: Disposable, AutoCloseable, AcceptorInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_acceptor(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_acceptor(handle, status)
+        }
+    }
+
+    
+    /**
+     * The next stream: a one-way transfer or an exchange. Cancel-safe.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `accept`(`cancel`: Cancellation?) : Incoming {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_acceptor_accept(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeIncoming.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The address to dial this acceptor at.
+     */override fun `address`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_acceptor_address(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Unbinds the path: streams already received are still handed out, then `Closed`.
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_acceptor_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAcceptor: FfiConverter<Acceptor, Long> {
+    override fun lower(value: Acceptor): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Acceptor {
+        return Acceptor(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Acceptor {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Acceptor) = 8UL
+
+    override fun write(value: Acceptor, buf: ByteBuffer) {
+        buf.putLong(lower(value))
     }
 }
 
@@ -4875,6 +5400,408 @@ public object FfiConverterTypeExchange: FfiConverter<Exchange, Long> {
 
 
 /**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+public interface FanOutInterface {
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */
+    fun `cancel`()
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */
+    fun `copies`(): kotlin.UInt
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+    fun `finish`(): kotlin.UInt
+    
+    /**
+     * Neither finished nor cancelled.
+     */
+    fun `isOpen`(): kotlin.Boolean
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+    suspend fun `write`(`chunk`: kotlin.ByteArray, `cancel`: Cancellation? = null): kotlin.UInt
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+    fun `writeNow`(`chunk`: kotlin.ByteArray): kotlin.UInt
+    
+    companion object
+}
+
+/**
+ * A message streamed chunk by chunk to every subscriber whose filters selected its topic when
+ * it was opened (one subscribing later gets the next message, never a fragment): `write` its
+ * chunks, then `finish`, or `cancel` (subscribers discard what they had of it).
+ */
+open class FanOut: Disposable, AutoCloseable, FanOutInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_fanout(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_fanout(handle, status)
+        }
+    }
+
+    
+    /**
+     * Cancels every copy: subscribers discard what they received of it. Interrupts a pending
+     * write. Nothing once finished.
+     */override fun `cancel`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_cancel(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Copies still attached (not dropped); after `finish`, those it was finished for; after
+     * a cancel, 0.
+     */override fun `copies`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_copies(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Ends the message for every attached copy; how many were still attached (`Canceled`
+     * once cancelled, `Closed` once finished).
+     */
+    @Throws(WeidaException::class)override fun `finish`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_finish(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Neither finished nor cancelled.
+     */override fun `isOpen`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_is_open(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Hands `chunk` to every attached copy, first waiting up to `fanoutWaitMs` for the copies
+     * with no room for it (those still full then are dropped, counted `byteBudget`); the
+     * copies still attached. Writes take turns. Cancelled, the message is cancelled (no
+     * subscriber gets a payload with a chunk missing).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `write`(`chunk`: kotlin.ByteArray, `cancel`: Cancellation?) : kotlin.UInt {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_fanout_write(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`chunk`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u32(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u32(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u32(future) },
+        // lift function
+        { FfiConverterUInt.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Hands `chunk` to every attached copy without waiting (a copy with no room is dropped
+     * whole, counted `byteBudget`); the copies still attached. `Busy` while a write waits.
+     */
+    @Throws(WeidaException::class)override fun `writeNow`(`chunk`: kotlin.ByteArray): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_fanout_write_now(
+        it,
+        
+        FfiConverterByteArray.lower(`chunk`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeFanOut: FfiConverter<FanOut, Long> {
+    override fun lower(value: FanOut): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): FanOut {
+        return FanOut(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): FanOut {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: FanOut) = 8UL
+
+    override fun write(value: FanOut, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * The key a runtime presents.
  */
 public interface IdentityInterface {
@@ -5045,6 +5972,24 @@ open class Identity: Disposable, AutoCloseable, IdentityInterface
     UniffiLib.uniffi_weida_uniffi_fn_constructor_identity_ephemeral(
     
         _status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * A key from a PEM certificate chain (leaf first) and the leaf's PEM private key (what
+     * `save` writes as `cert.pem` and `key.pem`); malformed PEM is `InvalidConfig`.
+     */
+    @Throws(WeidaException::class) fun `fromPem`(`certChainPem`: kotlin.String, `keyPem`: kotlin.String): Identity {
+            return FfiConverterTypeIdentity.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_identity_from_pem(
+    
+        
+        FfiConverterString.lower(`certChainPem`),
+        FfiConverterString.lower(`keyPem`),_status)
 }
     )
     }
@@ -5677,6 +6622,11 @@ public object FfiConverterTypeIncomingTransfer: FfiConverter<IncomingTransfer, L
 public interface ListenerInterface {
     
     /**
+     * An acceptor bound at `path`: one-way transfers and exchanges.
+     */
+    fun `acceptor`(`path`: kotlin.String, `options`: EndpointOptions?): Acceptor
+    
+    /**
      * The bound address: over QUIC with its real port and the `sha256:` pin of its key.
      */
     fun `address`(): kotlin.String
@@ -5815,6 +6765,25 @@ open class Listener: Disposable, AutoCloseable, ListenerInterface
             UniffiLib.uniffi_weida_uniffi_fn_clone_listener(handle, status)
         }
     }
+
+    
+    /**
+     * An acceptor bound at `path`: one-way transfers and exchanges.
+     */
+    @Throws(WeidaException::class)override fun `acceptor`(`path`: kotlin.String, `options`: EndpointOptions?): Acceptor {
+            return FfiConverterTypeAcceptor.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_listener_acceptor(
+        it,
+        
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -6108,6 +7077,11 @@ public interface OutgoingTransferInterface {
      */
     suspend fun `write`(`body`: kotlin.ByteArray, `cancel`: Cancellation? = null)
     
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+    suspend fun `writeChunks`(`chunks`: List<kotlin.ByteArray>, `cancel`: Cancellation? = null)
+    
     companion object
 }
 
@@ -6271,6 +7245,33 @@ open class OutgoingTransfer: Disposable, AutoCloseable, OutgoingTransferInterfac
                 uniffiHandle,
                 
         FfiConverterByteArray.lower(`body`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Writes each chunk in order, as one `write` each. Cancelled, the transfer is cancelled.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `writeChunks`(`chunks`: List<kotlin.ByteArray>, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_outgoingtransfer_write_chunks(
+                uniffiHandle,
+                
+        FfiConverterSequenceByteArray.lower(`chunks`),
         FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
@@ -7011,6 +8012,12 @@ public object FfiConverterTypePendingReply: FfiConverter<PendingReply, Long> {
  */
 public interface PublisherInterface {
     
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+    fun `open`(`topic`: kotlin.String): FanOut
+    
     fun `address`(): kotlin.String
     
     fun `closeEndpoint`()
@@ -7141,6 +8148,25 @@ open class Publisher: Disposable, AutoCloseable, PublisherInterface
             UniffiLib.uniffi_weida_uniffi_fn_clone_publisher(handle, status)
         }
     }
+
+    
+    /**
+     * Opens a streamed message (`FanOut`) to the subscribers whose filters select `topic`
+     * now. Never waits.
+     */
+    @Throws(WeidaException::class)override fun `open`(`topic`: kotlin.String): FanOut {
+            return FfiConverterTypeFanOut.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_publisher_open(
+        it,
+        
+        FfiConverterString.lower(`topic`),_status)
+}
+    }
+    )
+    }
+    
 
     override fun `address`(): kotlin.String {
             return FfiConverterString.lift(
@@ -8256,6 +9282,420 @@ public object FfiConverterTypePusher: FfiConverter<Pusher, Long> {
 
 
 /**
+ * Opens raw streams to the acceptors it is connected to (round-robin): one-way transfers and
+ * exchanges.
+ */
+public interface RawPeerInterface {
+    
+    /**
+     * Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+     */
+    fun `closeEndpoint`()
+    
+    /**
+     * Connects to `address` (with its path): waits for the first dial (`wait`), or records it
+     * and dials in the background (connect-before-bind).
+     */
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
+    
+    fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
+    
+    fun `events`(): PeerEvents
+    
+    /**
+     * Opens an exchange: its request's transfer, and its reply.
+     */
+    suspend fun `exchange`(`meta`: Map<kotlin.String, kotlin.ByteArray>? = null, `cancel`: Cancellation? = null): OpenedRequest
+    
+    /**
+     * Opens a one-way stream: `write` it in parts, then `finish`.
+     */
+    suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>? = null, `cancel`: Cancellation? = null): OutgoingTransfer
+    
+    fun `peerCount`(): kotlin.UInt
+    
+    companion object
+}
+
+/**
+ * Opens raw streams to the acceptors it is connected to (round-robin): one-way transfers and
+ * exchanges.
+ */
+open class RawPeer: Disposable, AutoCloseable, RawPeerInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_rawpeer(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_rawpeer(handle, status)
+        }
+    }
+
+    
+    /**
+     * Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Connects to `address` (with its path): waits for the first dial (`wait`), or records it
+     * and dials in the background (connect-before-bind).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_connect(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    @Throws(WeidaException::class)override fun `disconnect`(`address`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_disconnect(
+        it,
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    @Throws(WeidaException::class)override fun `events`(): PeerEvents {
+            return FfiConverterTypePeerEvents.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Opens an exchange: its request's transfer, and its reply.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `exchange`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OpenedRequest {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_exchange(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeOpenedRequest.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Opens a one-way stream: `write` it in parts, then `finish`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OutgoingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_open(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeOutgoingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    @Throws(WeidaException::class)override fun `peerCount`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_rawpeer_peer_count(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRawPeer: FfiConverter<RawPeer, Long> {
+    override fun lower(value: RawPeer): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): RawPeer {
+        return RawPeer(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): RawPeer {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: RawPeer) = 8UL
+
+    override fun write(value: RawPeer, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * What a receive took, until the caller takes it; dropped untaken, given back.
  */
 public interface ReceivedInterface {
@@ -9266,6 +10706,11 @@ public object FfiConverterTypeRequester: FfiConverter<Requester, Long> {
 public interface RuntimeInterface {
     
     /**
+     * A raw dialling endpoint: `connect` it to acceptors, then `open` or `exchange`.
+     */
+    fun `peer`(`options`: EndpointOptions?): RawPeer
+    
+    /**
      * Binds `address` (no path); `require_client` makes a client key mandatory.
      */
     suspend fun `bind`(`address`: kotlin.String, `requireClient`: Trust?, `cancel`: Cancellation? = null): Listener
@@ -9433,6 +10878,24 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
             UniffiLib.uniffi_weida_uniffi_fn_clone_runtime(handle, status)
         }
     }
+
+    
+    /**
+     * A raw dialling endpoint: `connect` it to acceptors, then `open` or `exchange`.
+     */
+    @Throws(WeidaException::class)override fun `peer`(`options`: EndpointOptions?): RawPeer {
+            return FfiConverterTypeRawPeer.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_runtime_peer(
+        it,
+        
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -11062,6 +12525,16 @@ public interface TrustInterface {
      */
     fun `pins`(): List<kotlin.String>
     
+    /**
+     * This trust plus one CA certificate (DER).
+     */
+    fun `withAnchorDer`(`der`: kotlin.ByteArray): Trust
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+    fun `withPin`(`fingerprint`: kotlin.String): Trust
+    
     companion object
 }
 
@@ -11186,6 +12659,41 @@ open class Trust: Disposable, AutoCloseable, TrustInterface
     
 
     
+    /**
+     * This trust plus one CA certificate (DER).
+     */override fun `withAnchorDer`(`der`: kotlin.ByteArray): Trust {
+            return FfiConverterTypeTrust.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_trust_with_anchor_der(
+        it,
+        
+        FfiConverterByteArray.lower(`der`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * This trust plus the key `fingerprint` (`sha256:…`).
+     */
+    @Throws(WeidaException::class)override fun `withPin`(`fingerprint`: kotlin.String): Trust {
+            return FfiConverterTypeTrust.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_trust_with_pin(
+        it,
+        
+        FfiConverterString.lower(`fingerprint`),_status)
+}
+    }
+    )
+    }
+    
+
+    
 
     
 
@@ -11201,6 +12709,38 @@ open class Trust: Disposable, AutoCloseable, TrustInterface
     UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_address(
     
         _status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * Certificate chains that validate to one of these CA certificates (DER).
+     */ fun `anchors`(`caDers`: List<kotlin.ByteArray>): Trust {
+            return FfiConverterTypeTrust.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_anchors(
+    
+        
+        FfiConverterSequenceByteArray.lower(`caDers`),_status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * Certificates signed by these anchors, from PEM (one or more CERTIFICATE sections);
+     * PEM with none is `InvalidConfig`.
+     */
+    @Throws(WeidaException::class) fun `anchorsPem`(`pem`: kotlin.String): Trust {
+            return FfiConverterTypeTrust.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_trust_anchors_pem(
+    
+        
+        FfiConverterString.lower(`pem`),_status)
 }
     )
     }
@@ -11759,6 +13299,118 @@ public object FfiConverterTypeRuntimeOptions: FfiConverterRustBuffer<RuntimeOpti
             FfiConverterMapStringTypeOptionValue.write(value.`options`, buf)
     }
 }
+
+
+
+/**
+ * A stream an acceptor took.
+ */
+sealed class Incoming: Disposable  {
+    
+    /**
+     * A one-way transfer.
+     */
+    data class Stream(
+        val `transfer`: weida.uniffi.IncomingTransfer) : Incoming()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * An exchange: a request, and the reply this side owes.
+     */
+    data class Exchange(
+        val `exchange`: weida.uniffi.Exchange) : Incoming()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+    @Suppress("UNNECESSARY_SAFE_CALL") // codegen is much simpler if we unconditionally emit safe calls here
+    override fun destroy() {
+        when(this) {
+            is Incoming.Stream -> {
+                
+    Disposable.destroy(
+        this.`transfer`
+    )
+                
+            }
+            is Incoming.Exchange -> {
+                
+    Disposable.destroy(
+        this.`exchange`
+    )
+                
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeIncoming : FfiConverterRustBuffer<Incoming>{
+    override fun read(buf: ByteBuffer): Incoming {
+        return when(buf.getInt()) {
+            1 -> Incoming.Stream(
+                FfiConverterTypeIncomingTransfer.read(buf),
+                )
+            2 -> Incoming.Exchange(
+                FfiConverterTypeExchange.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: Incoming): ULong = when(value) {
+        is Incoming.Stream -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeIncomingTransfer.allocationSize(value.`transfer`)
+            )
+        }
+        is Incoming.Exchange -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeExchange.allocationSize(value.`exchange`)
+            )
+        }
+    }
+
+    override fun write(value: Incoming, buf: ByteBuffer) {
+        when(value) {
+            is Incoming.Stream -> {
+                buf.putInt(1)
+                FfiConverterTypeIncomingTransfer.write(value.`transfer`, buf)
+                Unit
+            }
+            is Incoming.Exchange -> {
+                buf.putInt(2)
+                FfiConverterTypeExchange.write(value.`exchange`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
 
 
 
@@ -13570,6 +15222,36 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
     
 
         /**
+         * The endpoint path of `address`, if it has one.
+         */
+    @Throws(WeidaException::class) fun `addressPath`(`address`: kotlin.String): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_path(
+    
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    )
+    }
+    
+
+        /**
+         * The key `address` pins (`sha256:…`), if it pins one.
+         */
+    @Throws(WeidaException::class) fun `addressPin`(`address`: kotlin.String): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_pin(
+    
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    )
+    }
+    
+
+        /**
          * `address` with its endpoint path set to `path`.
          */
     @Throws(WeidaException::class) fun `addressWithPath`(`address`: kotlin.String, `path`: kotlin.String): kotlin.String {
@@ -13596,6 +15278,21 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
         
         FfiConverterString.lower(`address`),
         FfiConverterString.lower(`fingerprint`),_status)
+}
+    )
+    }
+    
+
+        /**
+         * `address` with no endpoint path (what a listener is bound at).
+         */
+    @Throws(WeidaException::class) fun `addressWithoutPath`(`address`: kotlin.String): kotlin.String {
+            return FfiConverterString.lift(
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_address_without_path(
+    
+        
+        FfiConverterString.lower(`address`),_status)
 }
     )
     }
