@@ -28,6 +28,7 @@ RESULT_FIELDS = {
     "respondent": ("address",),
     "bus": ("address",),
     "bound_subscriber": ("address",),
+    "bound_pusher": ("address",),
     "acceptor": ("address",),
     "puller": ("address",),
     "connect": ("peer_count",),
@@ -47,7 +48,7 @@ RESULT_FIELDS = {
 # Ops that create a handle named by args.name: their result is kept under that name.
 CREATES = ("runtime", "bind", "replier", "respondent", "acceptor", "puller", "requester", "surveyor",
            "pusher", "peer", "publisher", "subscriber", "bus", "dialing_publisher",
-           "bound_subscriber", "pair")
+           "bound_subscriber", "pair", "bound_pusher", "dialing_puller")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { Bus, DialingPublisher, Exchange, Identity, Pair, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
+import { BoundPusher, Bus, DialingPublisher, DialingPuller, Exchange, Identity, Pair, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -348,7 +348,7 @@ async function streamEcho(ex, handle) {
   }
 }
 
-/** @param {import('weida').Puller | Bus | Pair} puller @param {string} handle @param {string} mode */
+/** @param {import('weida').Puller | Bus | Pair | DialingPuller} puller @param {string} handle @param {string} mode */
 async function servePuller(puller, handle, mode) {
   if (mode === 'recv') {
     for (;;) {
@@ -365,7 +365,7 @@ async function servePuller(puller, handle, mode) {
       }
     }
   }
-  if (mode === 'stream' && !(puller instanceof Bus) && !(puller instanceof Pair)) {
+  if (mode === 'stream' && !(puller instanceof Bus) && !(puller instanceof Pair) && !(puller instanceof DialingPuller)) {
     for (;;) {
       /** @type {import('weida').IncomingTransfer} */
       let t
@@ -442,7 +442,7 @@ const runtimes = new Map()
 const listeners = new Map()
 /** Bound endpoints, kept referenced while they serve (a collected one is unbound). @type {Map<string, import('weida').Replier | import('weida').Puller | import('weida').Acceptor>} */
 const bound = new Map()
-/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus | DialingPublisher | Pair>} */
+/** @type {Map<string, import('weida').Requester | import('weida').Pusher | import('weida').Subscriber | Peer | import('weida').Surveyor | Bus | DialingPublisher | Pair | DialingPuller | BoundPusher>} */
 const dialling = new Map()
 /** Bound subscribers (collectors), for `subscribe` and `unsubscribe`. @type {Map<string, import('weida').BoundSubscriber>} */
 const collectors = new Map()
@@ -814,6 +814,7 @@ async function run(op, args) {
       const d = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       const wait = args.wait ?? true
       if (typeof wait !== 'boolean') throw new BadRequest('wait is true or false')
+      if (d instanceof BoundPusher) throw new BadRequest('a bound pusher does not dial')
       await d.connect(address, { wait })
       const name = strArg(args, 'endpoint')
       if (d instanceof Subscriber && unserved.delete(name)) void serveSubscriber(d, name)
@@ -843,7 +844,9 @@ async function run(op, args) {
 
     case 'disconnect': {
       const address = strArg(args, 'address')
-      return { removed: get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer').disconnect(address) }
+      const d = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
+      if (d instanceof BoundPusher) throw new BadRequest('a bound pusher does not dial')
+      return { removed: d.disconnect(address) }
     }
 
     case 'peer_count':
@@ -877,7 +880,7 @@ async function run(op, args) {
       const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
       const body = makeBody(args.body ?? null)
       if (p instanceof Bus) return { queued: await p.send(body, metadataArg(args)) }
-      if (!(p instanceof Pusher || p instanceof Pair)) throw new BadRequest('send needs a pusher, a bus member or a pair')
+      if (!(p instanceof Pusher || p instanceof Pair || p instanceof BoundPusher)) throw new BadRequest('send needs a pusher, a bus member or a pair')
       await p.send(body, metadataArg(args))
       return {}
     }
@@ -910,7 +913,7 @@ async function run(op, args) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
-      } else if (d instanceof Subscriber || d instanceof Surveyor || d instanceof Bus || d instanceof DialingPublisher || d instanceof Pair) {
+      } else if (!(d instanceof Requester)) {
         throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')
@@ -1008,6 +1011,26 @@ async function run(op, args) {
       if (p.address === null) events.set(name, p.events())
       void servePuller(p, name, 'recv')
       return p.address === null ? {} : { address: p.address }
+    }
+
+    case 'bound_pusher': {
+      // A pusher bound at `path`: it deals to the dialling pullers that claimed it.
+      const name = strArg(args, 'name')
+      claim(name)
+      const p = get(listeners, args, 'listener', 'listener').pusher(strArg(args, 'path'), endpointOptions(args))
+      dialling.set(name, p)
+      return { address: p.address }
+    }
+
+    case 'dialing_puller': {
+      // A puller that dials bound pushers, received as a `recv` puller is.
+      const name = strArg(args, 'name')
+      claim(name)
+      const p = get(runtimes, args, 'runtime', 'runtime').puller(endpointOptions(args))
+      dialling.set(name, p)
+      events.set(name, p.events())
+      void servePuller(p, name, 'recv')
+      return {}
     }
 
     case 'dialing_publisher': {

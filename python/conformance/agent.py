@@ -50,6 +50,7 @@ Dialling = (
     | weida.Bus
     | weida.DialingPublisher
     | weida.Pair
+    | weida.DialingPuller
 )
 ORDERINGS = ("none", "detect", "reassemble")
 
@@ -372,6 +373,7 @@ class Agent:
         self.listeners: dict[str, weida.Listener] = {}
         self.dialling: dict[str, Dialling] = {}
         self.collectors: dict[str, weida.BoundSubscriber] = {}
+        self.bound_pushers: dict[str, weida.BoundPusher] = {}
         # Each dialling endpoint's events, read from its making on (the `event` op).
         self.events: dict[str, weida.PeerEvents] = {}
         self.pullers: dict[str, weida.Puller] = {}  # pullers in manual mode, for the recv op
@@ -661,6 +663,9 @@ class Agent:
         return {"removed": ep.disconnect(str_arg(args, "address"))}
 
     async def op_peer_count(self, args: Json) -> Json:
+        bound = self.bound_pushers.get(str_arg(args, "endpoint"))
+        if bound is not None:
+            return {"peer_count": bound.peer_count}
         return {"peer_count": self.endpoint(args).peer_count}
 
     async def op_request(self, args: Json) -> Json:
@@ -694,6 +699,10 @@ class Agent:
         }
 
     async def op_send(self, args: Json) -> Json:
+        bound = self.bound_pushers.get(str_arg(args, "endpoint"))
+        if bound is not None:
+            await bound.send(body_arg(args), metadata_arg(args))
+            return {}
         p = self.endpoint(args)
         body, meta = body_arg(args), metadata_arg(args)
         if isinstance(p, weida.Bus):
@@ -724,9 +733,7 @@ class Agent:
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
-        if isinstance(
-            ep, weida.Subscriber | weida.Surveyor | weida.Bus | weida.DialingPublisher | weida.Pair
-        ):
+        if not isinstance(ep, weida.Pusher | weida.Requester | weida.Peer):
             raise BadRequest("open needs a pusher, a requester or a peer")
         tname = self.free(str_arg(args, "transfer"))
         # A peer opens a one-way stream, or with `reply` an exchange.
@@ -819,6 +826,24 @@ class Agent:
             self.events[name] = p.events()
         self.spawn(self.serve_puller(p, name, "recv"), f"pair {name}")
         return {} if p.address is None else {"address": p.address}
+
+    async def op_bound_pusher(self, args: Json) -> Json:
+        """A pusher bound at ``path``: it deals to the dialling pullers that claimed it."""
+        name = self.free(str_arg(args, "name"))
+        p = self.listener(args).pusher(str_arg(args, "path"), **endpoint_options(args))
+        self.claim(name)
+        self.bound_pushers[name] = p
+        return {"address": p.address}
+
+    async def op_dialing_puller(self, args: Json) -> Json:
+        """A puller that dials bound pushers, received as a ``recv`` puller is."""
+        name = self.free(str_arg(args, "name"))
+        p = self.runtime(args).puller(**endpoint_options(args))
+        self.claim(name)
+        self.dialling[name] = p
+        self.events[name] = p.events()
+        self.spawn(self.serve_puller(p, name, "recv"), f"dialling puller {name}")
+        return {}
 
     async def op_dialing_publisher(self, args: Json) -> Json:
         """A publisher that dials bound subscribers (collectors)."""
@@ -1012,7 +1037,10 @@ class Agent:
             out.event("replied", handle)
 
     async def serve_puller(
-        self, puller: weida.Puller | weida.Bus | weida.Pair, handle: str, mode: str
+        self,
+        puller: weida.Puller | weida.Bus | weida.Pair | weida.DialingPuller,
+        handle: str,
+        mode: str,
     ) -> None:
         out = self.out
         while True:

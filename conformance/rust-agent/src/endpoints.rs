@@ -193,6 +193,11 @@ pub(crate) fn serve_bus(bus: Arc<weida::Bus>, handle: String, out: Out) {
     tokio::spawn(async move { receive_each(&*bus, &handle, &out).await });
 }
 
+/// A dialling puller's receiving, as a `recv` puller's.
+pub(crate) fn serve_dialing_puller(p: Arc<weida::DialingPuller>, handle: String, out: Out) {
+    tokio::spawn(async move { receive_each(&*p, &handle, &out).await });
+}
+
 /// A pair's receiving, as a `recv` puller's.
 pub(crate) fn serve_pair(pair: Arc<weida::Pair>, handle: String, out: Out) {
     tokio::spawn(async move { receive_each(&*pair, &handle, &out).await });

@@ -14,8 +14,8 @@ use weida::{
 
 use crate::body;
 use crate::endpoints::{
-    copy_json, message_json, serve_answering, serve_bus, serve_collector, serve_pair, serve_puller,
-    serve_subscriber, Answering, PullerMode, ReplierMode,
+    copy_json, message_json, serve_answering, serve_bus, serve_collector, serve_dialing_puller,
+    serve_pair, serve_puller, serve_subscriber, Answering, PullerMode, ReplierMode,
 };
 use crate::protocol::{bool_arg, metadata_arg, str_arg, u64_arg, Failure, Out};
 
@@ -31,6 +31,10 @@ enum Dialling {
     Publisher(Arc<weida::DialingPublisher>),
     /// A pair, dialling or bound (a bound one is kept here for `send`; it does not dial).
     Pair(Arc<weida::Pair>),
+    /// A puller that dials bound pushers.
+    Puller(Arc<weida::DialingPuller>),
+    /// A bound pusher (kept here for `send`; it does not dial).
+    BoundPusher(Arc<weida::BoundPusher>),
 }
 
 #[derive(Default)]
@@ -406,6 +410,16 @@ impl Agent {
                         }
                         p.peer_count()
                     }
+                    Dialling::Puller(p) => {
+                        match wait {
+                            true => p.connect(address).await?,
+                            false => p.connect_later(address).await?,
+                        }
+                        p.peer_count()
+                    }
+                    Dialling::BoundPusher(_) => {
+                        return Err(Failure::bad("a bound pusher does not dial"))
+                    }
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -451,6 +465,8 @@ impl Agent {
                     Dialling::Bus(b) => b.disconnect(address)?,
                     Dialling::Publisher(p) => p.disconnect(address)?,
                     Dialling::Pair(p) => p.disconnect(address)?,
+                    Dialling::Puller(p) => p.disconnect(address)?,
+                    Dialling::BoundPusher(_) => false,
                 };
                 Ok(json!({ "removed": removed }))
             }
@@ -464,6 +480,8 @@ impl Agent {
                     Dialling::Bus(b) => b.peer_count(),
                     Dialling::Publisher(p) => p.peer_count(),
                     Dialling::Pair(p) => p.peer_count(),
+                    Dialling::Puller(p) => p.peer_count(),
+                    Dialling::BoundPusher(p) => p.peer_count(),
                 };
                 Ok(json!({ "peer_count": count }))
             }
@@ -524,6 +542,10 @@ impl Agent {
                         p.send_with(metadata_arg(args)?, body).await?;
                         Ok(json!({}))
                     }
+                    Dialling::BoundPusher(p) => {
+                        p.send_with(metadata_arg(args)?, body).await?;
+                        Ok(json!({}))
+                    }
                     _ => Err(Failure::bad("send needs a pusher, a bus member or a pair")),
                 }
             }
@@ -576,7 +598,9 @@ impl Agent {
                     | Dialling::Surveyor(_)
                     | Dialling::Bus(_)
                     | Dialling::Publisher(_)
-                    | Dialling::Pair(_) => {
+                    | Dialling::Pair(_)
+                    | Dialling::Puller(_)
+                    | Dialling::BoundPusher(_) => {
                         return Err(Failure::bad("open needs a pusher, requester or peer"))
                     }
                 };
@@ -700,6 +724,38 @@ impl Agent {
                     Some(a) => json!({ "address": a }),
                     None => json!({}),
                 })
+            }
+            "bound_pusher" => {
+                // A pusher bound at `path`: it deals to the dialling pullers that claimed it.
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let opts = endpoint_options(args)?;
+                let p = Arc::new(listener.pusher_with(str_arg(args, "path")?, &opts)?);
+                let address = p.address().to_string();
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .dialling
+                    .insert(name.to_string(), Dialling::BoundPusher(p));
+                Ok(json!({ "address": address }))
+            }
+            "dialing_puller" => {
+                // A puller that dials bound pushers, received as a `recv` puller is.
+                let (rt, _) = self.runtime(args)?;
+                let name = str_arg(args, "name")?;
+                let p = Arc::new(rt.puller_with(&endpoint_options(args)?)?);
+                self.claim(name)?;
+                let mut h = self.handles.lock().unwrap();
+                h.events.insert(
+                    name.to_string(),
+                    Arc::new(tokio::sync::Mutex::new(p.events())),
+                );
+                h.dialling
+                    .insert(name.to_string(), Dialling::Puller(p.clone()));
+                drop(h);
+                serve_dialing_puller(p, name.to_string(), self.out.clone());
+                Ok(json!({}))
             }
             "dialing_publisher" => {
                 // A publisher that dials bound subscribers (collectors).

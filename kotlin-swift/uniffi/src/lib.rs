@@ -16,6 +16,7 @@
 uniffi::setup_scaffolding!();
 
 pub mod address;
+pub mod bound_push;
 pub mod bus;
 pub mod call;
 pub mod collector;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod events;
 pub mod fanout;
 pub mod identity;
+pub mod pair;
 pub mod patterns;
 pub mod raw;
 pub mod runtime;

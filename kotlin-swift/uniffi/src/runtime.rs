@@ -97,6 +97,23 @@ impl Runtime {
         })?))
     }
 
+    /// A dialling pair: `connect` it to a bound pair (`Listener.pair`).
+    pub fn pair(&self, options: Option<EndpointOptions>) -> Result<Arc<crate::pair::Pair>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::pair::Pair::new(on_io(|| self.inner.pair_with(&o))?))
+    }
+
+    /// A puller that dials bound pushers (`Listener.pusher`).
+    pub fn puller(
+        &self,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::bound_push::DialingPuller>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::bound_push::DialingPuller::new(on_io(|| {
+            self.inner.puller_with(&o)
+        })?))
+    }
+
     /// A publisher that dials collectors (`Listener.subscriber`).
     pub fn publisher(
         &self,
@@ -213,6 +230,30 @@ impl Listener {
         let o = endpoint_options(options)?;
         Ok(Publisher::new(on_io(|| {
             self.inner.publisher_with(&path, &o)
+        })?))
+    }
+
+    /// Binds a pair at `path`: one dialling pair at a time claims it.
+    pub fn pair(
+        &self,
+        path: String,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::pair::Pair>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::pair::Pair::new(on_io(|| {
+            self.inner.pair_with(&path, &o)
+        })?))
+    }
+
+    /// Binds a pusher at `path`: the pullers that connect share its messages, round-robin.
+    pub fn pusher(
+        &self,
+        path: String,
+        options: Option<EndpointOptions>,
+    ) -> Result<Arc<crate::bound_push::BoundPusher>> {
+        let o = endpoint_options(options)?;
+        Ok(crate::bound_push::BoundPusher::new(on_io(|| {
+            self.inner.pusher_with(&path, &o)
         })?))
     }
 

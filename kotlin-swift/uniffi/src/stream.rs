@@ -11,8 +11,10 @@ use bytes::Bytes;
 use weida_ffi::stream as ffi;
 use weida_ffi::{Call, Fail};
 
+use crate::bound_push::{BoundPusher, DialingPuller};
 use crate::call::{run, Cancellation};
 use crate::error::Result;
+use crate::pair::Pair;
 use crate::patterns::{
     entries, message, meta_in, peer, Exchange, Message, MetaEntry, Peer, Puller, Pusher, Requester,
 };
@@ -145,6 +147,77 @@ impl Pusher {
         Ok(Arc::new(OutgoingTransfer {
             inner: ffi::OutgoingTransfer::new(t),
         }))
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Pair {
+    /// Opens a streamed message to the other end: `write` it in parts, then `finish`.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn open(
+        &self,
+        meta: Option<HashMap<String, Vec<u8>>>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<Arc<OutgoingTransfer>> {
+        let p = Arc::clone(&self.inner);
+        let meta = meta_in(meta);
+        let t = run(
+            Call::new(async move { Ok::<_, Fail>(p.open(meta).await?) }),
+            cancel,
+        )
+        .await?;
+        Ok(Arc::new(OutgoingTransfer {
+            inner: ffi::OutgoingTransfer::new(t),
+        }))
+    }
+
+    /// The next message as a stream (`IncomingTransfer`), for a body read in parts.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn accept(&self, cancel: Option<Arc<Cancellation>>) -> Result<Arc<IncomingTransfer>> {
+        let p = Arc::clone(&self.inner);
+        let t = run(
+            Call::new(async move { Ok::<_, Fail>(p.accept().await?) }),
+            cancel,
+        )
+        .await?;
+        Ok(IncomingTransfer::of(ffi::IncomingTransfer::new(t)))
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl BoundPusher {
+    /// Opens a streamed message to the next puller: `write` it in parts, then `finish`.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn open(
+        &self,
+        meta: Option<HashMap<String, Vec<u8>>>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<Arc<OutgoingTransfer>> {
+        let p = Arc::clone(&self.inner);
+        let meta = meta_in(meta);
+        let t = run(
+            Call::new(async move { Ok::<_, Fail>(p.open(meta).await?) }),
+            cancel,
+        )
+        .await?;
+        Ok(Arc::new(OutgoingTransfer {
+            inner: ffi::OutgoingTransfer::new(t),
+        }))
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl DialingPuller {
+    /// The next message as a stream (`IncomingTransfer`), for a body read in parts.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn accept(&self, cancel: Option<Arc<Cancellation>>) -> Result<Arc<IncomingTransfer>> {
+        let p = Arc::clone(&self.inner);
+        let t = run(
+            Call::new(async move { Ok::<_, Fail>(p.accept().await?) }),
+            cancel,
+        )
+        .await?;
+        Ok(IncomingTransfer::of(ffi::IncomingTransfer::new(t)))
     }
 }
 

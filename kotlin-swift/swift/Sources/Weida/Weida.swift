@@ -88,6 +88,10 @@ extension Runtime {
     public func surveyor(_ options: EndpointOptions? = nil) throws -> Surveyor { try surveyor(options: options) }
     /// A publisher that dials collectors (`Listener.subscriber`).
     public func publisher(_ options: EndpointOptions? = nil) throws -> DialingPublisher { try publisher(options: options) }
+    /// A dialling pair: `connect` it to a bound pair (`Listener.pair`).
+    public func pair(_ options: EndpointOptions? = nil) throws -> Pair { try pair(options: options) }
+    /// A puller that dials bound pushers (`Listener.pusher`).
+    public func puller(_ options: EndpointOptions? = nil) throws -> DialingPuller { try puller(options: options) }
     /// A raw dialling endpoint (core `Peer`): `connect` it to acceptors, then `open` or
     /// `exchange`.
     public func peer(_ options: EndpointOptions? = nil) throws -> RawPeer { try peer(options: options) }
@@ -123,6 +127,16 @@ extension Listener {
     }
 
     /// A collector bound at `path`: dialling publishers feed it.
+    /// A pair bound at `path`: one dialling pair at a time claims it.
+    public func pair(_ path: String, _ options: EndpointOptions? = nil) throws -> Pair {
+        try pair(path: path, options: options)
+    }
+
+    /// A pusher bound at `path`: the pullers that connect share its messages, round-robin.
+    public func pusher(_ path: String, _ options: EndpointOptions? = nil) throws -> BoundPusher {
+        try pusher(path: path, options: options)
+    }
+
     public func subscriber(_ path: String, _ options: EndpointOptions? = nil) throws -> BoundSubscriber {
         try subscriber(path: path, options: options)
     }
@@ -300,6 +314,54 @@ extension DialingPublisher {
     public func publish(_ topic: String, _ body: Data, meta: Meta? = nil) throws -> UInt32 {
         try publish(topic: topic, body: body, meta: meta)
     }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension Pair {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// Sends a whole message to the other end; a bound pair waits for a peer.
+    public func send(_ body: Data, meta: Meta? = nil) async throws {
+        try await cancellable { try await send(body: body, meta: meta, cancel: $0) }
+    }
+
+    /// The next message from the other end. Cancelled, it loses nothing.
+    public func recv() async throws -> Message {
+        let into = received()
+        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
+        return into.take()[0]
+    }
+
+    /// Every message, until the pair is closed.
+    public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
+
+    public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
+}
+
+extension BoundPusher {
+    /// Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`.
+    public func send(_ body: Data, meta: Meta? = nil) async throws {
+        try await cancellable { try await send(body: body, meta: meta, cancel: $0) }
+    }
+}
+
+extension DialingPuller {
+    public func connect(_ address: String, wait: Bool = true) async throws {
+        try await cancellable { try await connect(address: address, wait: wait, cancel: $0) }
+    }
+
+    /// The next message. Cancelled, it loses nothing.
+    public func recv() async throws -> Message {
+        let into = received()
+        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
+        return into.take()[0]
+    }
+
+    /// Every message, until the puller is closed.
+    public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
 
     public func disconnect(_ address: String) throws -> Bool { try disconnect(address: address) }
 }

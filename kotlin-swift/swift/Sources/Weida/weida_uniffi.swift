@@ -803,6 +803,216 @@ public func FfiConverterTypeAcceptor_lower(_ value: Acceptor) -> UInt64 {
 
 
 /**
+ * A pusher bound at a path: the pullers that connect to it share its messages, round-robin.
+ */
+public protocol BoundPusherProtocol: AnyObject, Sendable {
+    
+    /**
+     * The address pullers connect to.
+     */
+    func address()  -> String
+    
+    /**
+     * Unbinds the path; later sends are `Closed`.
+     */
+    func closeEndpoint() 
+    
+    /**
+     * Pullers connected now.
+     */
+    func peerCount()  -> UInt32
+    
+    /**
+     * Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`.
+     */
+    func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
+    
+    /**
+     * Opens a streamed message to the next puller: `write` it in parts, then `finish`.
+     */
+    func `open`(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OutgoingTransfer
+    
+}
+/**
+ * A pusher bound at a path: the pullers that connect to it share its messages, round-robin.
+ */
+open class BoundPusher: BoundPusherProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_boundpusher(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_boundpusher(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The address pullers connect to.
+     */
+open func address() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundpusher_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Unbinds the path; later sends are `Closed`.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundpusher_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Pullers connected now.
+     */
+open func peerCount() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundpusher_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`.
+     */
+open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_boundpusher_send(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Opens a streamed message to the next puller: `write` it in parts, then `finish`.
+     */
+open func `open`(meta: [String: Data]?, cancel: Cancellation? = nil)async throws  -> OutgoingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_boundpusher_open(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeOutgoingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBoundPusher: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = BoundPusher
+
+    public static func lift(_ handle: UInt64) throws -> BoundPusher {
+        return BoundPusher(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: BoundPusher) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BoundPusher {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: BoundPusher, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBoundPusher_lift(_ handle: UInt64) throws -> BoundPusher {
+    return try FfiConverterTypeBoundPusher.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBoundPusher_lower(_ value: BoundPusher) -> UInt64 {
+    return FfiConverterTypeBoundPusher.lower(value)
+}
+
+
+
+
+
+
+/**
  * A subscriber bound at a path that dialling publishers feed (a collector): it keeps what its
  * filters select, when it receives it, and counts the rest.
  */
@@ -1873,6 +2083,280 @@ public func FfiConverterTypeDialingPublisher_lift(_ handle: UInt64) throws -> Di
 #endif
 public func FfiConverterTypeDialingPublisher_lower(_ value: DialingPublisher) -> UInt64 {
     return FfiConverterTypeDialingPublisher.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A puller that dials bound pushers and receives its share of their messages.
+ */
+public protocol DialingPullerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Leaves every bound pusher; what was received is still handed out, then `Closed`.
+     */
+    func closeEndpoint() 
+    
+    /**
+     * Connects to a bound pusher's address and claims a share of its messages.
+     */
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    func events()  -> PeerEvents
+    
+    /**
+     * Bound pushers connected and live.
+     */
+    func peerCount()  -> UInt32
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    func received()  -> Received
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    func tryRecv() throws  -> Message?
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+    func accept(cancel: Cancellation?) async throws  -> IncomingTransfer
+    
+}
+/**
+ * A puller that dials bound pushers and receives its share of their messages.
+ */
+open class DialingPuller: DialingPullerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_dialingpuller(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_dialingpuller(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Leaves every bound pusher; what was received is still handed out, then `Closed`.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Connects to a bound pusher's address and claims a share of its messages.
+     */
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_dialingpuller_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+open func events() -> PeerEvents  {
+    return try!  FfiConverterTypePeerEvents_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Bound pushers connected and live.
+     */
+open func peerCount() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+open func received() -> Received  {
+    return try!  FfiConverterTypeReceived_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_received(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_dialingpuller_recv_into(
+                        self.uniffiCloneHandle(),FfiConverterUInt32.lower(max),FfiConverterTypeReceived_lower(into),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+open func tryRecv()throws  -> Message?  {
+    return try  FfiConverterOptionTypeMessage.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_try_recv(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+open func accept(cancel: Cancellation? = nil)async throws  -> IncomingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_dialingpuller_accept(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeIncomingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeDialingPuller: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = DialingPuller
+
+    public static func lift(_ handle: UInt64) throws -> DialingPuller {
+        return DialingPuller(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: DialingPuller) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> DialingPuller {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: DialingPuller, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDialingPuller_lift(_ handle: UInt64) throws -> DialingPuller {
+    return try FfiConverterTypeDialingPuller.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDialingPuller_lower(_ value: DialingPuller) -> UInt64 {
+    return FfiConverterTypeDialingPuller.lower(value)
 }
 
 
@@ -2960,9 +3444,19 @@ public protocol ListenerProtocol: AnyObject, Sendable {
      */
     func events()  -> PeerEvents
     
+    /**
+     * Binds a pair at `path`: one dialling pair at a time claims it.
+     */
+    func pair(path: String, options: EndpointOptions?) throws  -> Pair
+    
     func publisher(path: String, options: EndpointOptions?) throws  -> Publisher
     
     func puller(path: String, options: EndpointOptions?) throws  -> Puller
+    
+    /**
+     * Binds a pusher at `path`: the pullers that connect share its messages, round-robin.
+     */
+    func pusher(path: String, options: EndpointOptions?) throws  -> BoundPusher
     
     func replier(path: String, options: EndpointOptions?) throws  -> Replier
     
@@ -3084,6 +3578,20 @@ open func events() -> PeerEvents  {
 })
 }
     
+    /**
+     * Binds a pair at `path`: one dialling pair at a time claims it.
+     */
+open func pair(path: String, options: EndpointOptions?)throws  -> Pair  {
+    return try  FfiConverterTypePair_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_listener_pair(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
 open func publisher(path: String, options: EndpointOptions?)throws  -> Publisher  {
     return try  FfiConverterTypePublisher_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
         uniffiCallStatus in
@@ -3099,6 +3607,20 @@ open func puller(path: String, options: EndpointOptions?)throws  -> Puller  {
     return try  FfiConverterTypePuller_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_listener_puller(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(path),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Binds a pusher at `path`: the pullers that connect share its messages, round-robin.
+     */
+open func pusher(path: String, options: EndpointOptions?)throws  -> BoundPusher  {
+    return try  FfiConverterTypeBoundPusher_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_listener_pusher(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(path),
         FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
@@ -3394,6 +3916,355 @@ public func FfiConverterTypeOutgoingTransfer_lift(_ handle: UInt64) throws -> Ou
 #endif
 public func FfiConverterTypeOutgoingTransfer_lower(_ value: OutgoingTransfer) -> UInt64 {
     return FfiConverterTypeOutgoingTransfer.lower(value)
+}
+
+
+
+
+
+
+/**
+ * One end of a PAIR: `send` reaches the other end, receives take what it sends. A bound pair
+ * takes one peer at a time: a second is refused with `LimitExceeded`.
+ */
+public protocol PairProtocol: AnyObject, Sendable {
+    
+    /**
+     * A bound pair's address; null for a dialling pair.
+     */
+    func address()  -> String?
+    
+    /**
+     * A bound pair unbinds its path; a dialling pair leaves its peer.
+     */
+    func closeEndpoint() 
+    
+    /**
+     * Connects a dialling pair to the bound pair at `address` and claims it.
+     */
+    func connect(address: String, wait: Bool, cancel: Cancellation?) async throws 
+    
+    func disconnect(address: String) throws  -> Bool
+    
+    /**
+     * What happens to a dialling pair's address (`InvalidConfig` for a bound pair).
+     */
+    func events() throws  -> PeerEvents
+    
+    /**
+     * 1 while the other end is there, else 0.
+     */
+    func peerCount()  -> UInt32
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    func received()  -> Received
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
+    
+    /**
+     * Sends a whole message to the other end; a bound pair waits for a peer, bounded by
+     * `sendTimeoutMs`.
+     */
+    func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    func tryRecv() throws  -> Message?
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+    func accept(cancel: Cancellation?) async throws  -> IncomingTransfer
+    
+    /**
+     * Opens a streamed message to the other end: `write` it in parts, then `finish`.
+     */
+    func `open`(meta: [String: Data]?, cancel: Cancellation?) async throws  -> OutgoingTransfer
+    
+}
+/**
+ * One end of a PAIR: `send` reaches the other end, receives take what it sends. A bound pair
+ * takes one peer at a time: a second is refused with `LimitExceeded`.
+ */
+open class Pair: PairProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_pair(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_pair(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * A bound pair's address; null for a dialling pair.
+     */
+open func address() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A bound pair unbinds its path; a dialling pair leaves its peer.
+     */
+open func closeEndpoint()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_close_endpoint(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Connects a dialling pair to the bound pair at `address` and claims it.
+     */
+open func connect(address: String, wait: Bool, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pair_connect(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterBool.lower(wait),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+open func disconnect(address: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_disconnect(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(address),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * What happens to a dialling pair's address (`InvalidConfig` for a bound pair).
+     */
+open func events()throws  -> PeerEvents  {
+    return try  FfiConverterTypePeerEvents_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * 1 while the other end is there, else 0.
+     */
+open func peerCount() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_peer_count(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+open func received() -> Received  {
+    return try!  FfiConverterTypeReceived_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_received(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pair_recv_into(
+                        self.uniffiCloneHandle(),FfiConverterUInt32.lower(max),FfiConverterTypeReceived_lower(into),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Sends a whole message to the other end; a bound pair waits for a peer, bounded by
+     * `sendTimeoutMs`.
+     */
+open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pair_send(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(body),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_void,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_void,
+            freeFunc: ffi_weida_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+open func tryRecv()throws  -> Message?  {
+    return try  FfiConverterOptionTypeMessage.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_try_recv(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+open func accept(cancel: Cancellation? = nil)async throws  -> IncomingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pair_accept(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeIncomingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Opens a streamed message to the other end: `write` it in parts, then `finish`.
+     */
+open func `open`(meta: [String: Data]?, cancel: Cancellation? = nil)async throws  -> OutgoingTransfer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_pair_open(
+                        self.uniffiCloneHandle(),FfiConverterOptionDictionaryStringData.lower(meta),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeOutgoingTransfer_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePair: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Pair
+
+    public static func lift(_ handle: UInt64) throws -> Pair {
+        return Pair(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Pair) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Pair {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Pair, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePair_lift(_ handle: UInt64) throws -> Pair {
+    return try FfiConverterTypePair.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePair_lower(_ value: Pair) -> UInt64 {
+    return FfiConverterTypePair.lower(value)
 }
 
 
@@ -5264,9 +6135,19 @@ public protocol RuntimeProtocol: AnyObject, Sendable {
     func fingerprint()  -> String
     
     /**
+     * A dialling pair: `connect` it to a bound pair (`Listener.pair`).
+     */
+    func pair(options: EndpointOptions?) throws  -> Pair
+    
+    /**
      * A publisher that dials collectors (`Listener.subscriber`).
      */
     func publisher(options: EndpointOptions?) throws  -> DialingPublisher
+    
+    /**
+     * A puller that dials bound pushers (`Listener.pusher`).
+     */
+    func puller(options: EndpointOptions?) throws  -> DialingPuller
     
     func pusher(options: EndpointOptions?) throws  -> Pusher
     
@@ -5463,12 +6344,38 @@ open func fingerprint() -> String  {
 }
     
     /**
+     * A dialling pair: `connect` it to a bound pair (`Listener.pair`).
+     */
+open func pair(options: EndpointOptions?)throws  -> Pair  {
+    return try  FfiConverterTypePair_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_pair(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * A publisher that dials collectors (`Listener.subscriber`).
      */
 open func publisher(options: EndpointOptions?)throws  -> DialingPublisher  {
     return try  FfiConverterTypeDialingPublisher_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_runtime_publisher(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A puller that dials bound pushers (`Listener.pusher`).
+     */
+open func puller(options: EndpointOptions?)throws  -> DialingPuller  {
+    return try  FfiConverterTypeDialingPuller_lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_runtime_puller(
             self.uniffiCloneHandle(),
         FfiConverterOptionTypeEndpointOptions.lower(options),uniffiCallStatus
     )
@@ -8556,6 +9463,48 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_func_address_without_path() != 64048) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_boundpusher_address() != 14963) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundpusher_close_endpoint() != 20758) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundpusher_peer_count() != 58128) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundpusher_send() != 32551) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundpusher_open() != 42268) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_close_endpoint() != 3420) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_connect() != 43925) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_disconnect() != 57315) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_events() != 29784) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_peer_count() != 51085) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_received() != 26266) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() != 10288) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() != 14292) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_accept() != 45387) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_bus_address() != 27823) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8674,6 +9623,42 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_trust_with_pin() != 61221) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_address() != 15479) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_close_endpoint() != 36075) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_connect() != 8358) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_disconnect() != 62641) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_events() != 20639) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_peer_count() != 22550) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_received() != 55739) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_recv_into() != 47345) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_send() != 13237) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_try_recv() != 34844) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_accept() != 20960) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_pair_open() != 2105) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_exchange_cancel() != 20452) {
@@ -8889,10 +9874,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_listener_events() != 9227) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_listener_pair() != 3687) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_listener_publisher() != 62727) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_listener_puller() != 37040) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_listener_pusher() != 60390) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_listener_replier() != 41184) {
@@ -8925,7 +9916,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_runtime_fingerprint() != 49886) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_runtime_pair() != 60459) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_runtime_publisher() != 63355) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_runtime_puller() != 35393) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_runtime_pusher() != 57684) {

@@ -243,6 +243,96 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_BOUNDPUSHER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_BOUNDPUSHER
+uint64_t uniffi_weida_uniffi_fn_clone_boundpusher(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_BOUNDPUSHER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_BOUNDPUSHER
+void uniffi_weida_uniffi_fn_free_boundpusher(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_boundpusher_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_boundpusher_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_boundpusher_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_SEND
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_SEND
+uint64_t uniffi_weida_uniffi_fn_method_boundpusher_send(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDPUSHER_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_boundpusher_open(uint64_t ptr, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DIALINGPULLER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DIALINGPULLER
+uint64_t uniffi_weida_uniffi_fn_clone_dialingpuller(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_DIALINGPULLER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_DIALINGPULLER
+void uniffi_weida_uniffi_fn_free_dialingpuller(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_dialingpuller_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_CONNECT
+uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_connect(uint64_t ptr, RustBuffer address, int8_t wait, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_DISCONNECT
+int8_t uniffi_weida_uniffi_fn_method_dialingpuller_disconnect(uint64_t ptr, RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_EVENTS
+uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_dialingpuller_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_RECEIVED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_RECEIVED
+uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_received(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_RECV_INTO
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_RECV_INTO
+uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_recv_into(uint64_t ptr, uint32_t max, uint64_t into, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_TRY_RECV
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_TRY_RECV
+RustBuffer uniffi_weida_uniffi_fn_method_dialingpuller_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_ACCEPT
+uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_accept(uint64_t ptr, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_BUS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_BUS
 uint64_t uniffi_weida_uniffi_fn_clone_bus(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -575,6 +665,76 @@ uint64_t uniffi_weida_uniffi_fn_method_trust_with_anchor_der(uint64_t ptr, RustB
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_PIN
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_TRUST_WITH_PIN
 uint64_t uniffi_weida_uniffi_fn_method_trust_with_pin(uint64_t ptr, RustBuffer fingerprint, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PAIR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_PAIR
+uint64_t uniffi_weida_uniffi_fn_clone_pair(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PAIR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_PAIR
+void uniffi_weida_uniffi_fn_free_pair(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_pair_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_CLOSE_ENDPOINT
+void uniffi_weida_uniffi_fn_method_pair_close_endpoint(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_CONNECT
+uint64_t uniffi_weida_uniffi_fn_method_pair_connect(uint64_t ptr, RustBuffer address, int8_t wait, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_DISCONNECT
+int8_t uniffi_weida_uniffi_fn_method_pair_disconnect(uint64_t ptr, RustBuffer address, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_EVENTS
+uint64_t uniffi_weida_uniffi_fn_method_pair_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_PEER_COUNT
+uint32_t uniffi_weida_uniffi_fn_method_pair_peer_count(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_RECEIVED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_RECEIVED
+uint64_t uniffi_weida_uniffi_fn_method_pair_received(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_RECV_INTO
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_RECV_INTO
+uint64_t uniffi_weida_uniffi_fn_method_pair_recv_into(uint64_t ptr, uint32_t max, uint64_t into, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_SEND
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_SEND
+uint64_t uniffi_weida_uniffi_fn_method_pair_send(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_TRY_RECV
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_TRY_RECV
+RustBuffer uniffi_weida_uniffi_fn_method_pair_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_ACCEPT
+uint64_t uniffi_weida_uniffi_fn_method_pair_accept(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_OPEN
+uint64_t uniffi_weida_uniffi_fn_method_pair_open(uint64_t ptr, RustBuffer meta, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_EXCHANGE
@@ -1042,6 +1202,11 @@ void uniffi_weida_uniffi_fn_method_listener_close_listener(uint64_t ptr, RustCal
 uint64_t uniffi_weida_uniffi_fn_method_listener_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PAIR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PAIR
+uint64_t uniffi_weida_uniffi_fn_method_listener_pair(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PUBLISHER
 uint64_t uniffi_weida_uniffi_fn_method_listener_publisher(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
@@ -1050,6 +1215,11 @@ uint64_t uniffi_weida_uniffi_fn_method_listener_publisher(uint64_t ptr, RustBuff
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PULLER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PULLER
 uint64_t uniffi_weida_uniffi_fn_method_listener_puller(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PUSHER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_PUSHER
+uint64_t uniffi_weida_uniffi_fn_method_listener_pusher(uint64_t ptr, RustBuffer path, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_LISTENER_REPLIER
@@ -1117,9 +1287,19 @@ uint64_t uniffi_weida_uniffi_fn_method_runtime_drain(uint64_t ptr, double deadli
 RustBuffer uniffi_weida_uniffi_fn_method_runtime_fingerprint(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PAIR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PAIR
+uint64_t uniffi_weida_uniffi_fn_method_runtime_pair(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PUBLISHER
 uint64_t uniffi_weida_uniffi_fn_method_runtime_publisher(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PULLER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PULLER
+uint64_t uniffi_weida_uniffi_fn_method_runtime_puller(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RUNTIME_PUSHER
@@ -1693,6 +1873,90 @@ uint16_t uniffi_weida_uniffi_checksum_func_address_without_path(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_boundpusher_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_boundpusher_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_boundpusher_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_SEND
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_SEND
+uint16_t uniffi_weida_uniffi_checksum_method_boundpusher_send(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDPUSHER_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_boundpusher_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_CONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_DISCONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_disconnect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_EVENTS
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_RECEIVED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_RECEIVED
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_received(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_RECV_INTO
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_RECV_INTO
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_TRY_RECV
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_TRY_RECV
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_ACCEPT
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_accept(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_ADDRESS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_ADDRESS
 uint16_t uniffi_weida_uniffi_checksum_method_bus_address(void
@@ -1930,6 +2194,78 @@ uint16_t uniffi_weida_uniffi_checksum_method_trust_with_anchor_der(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_PIN
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_TRUST_WITH_PIN
 uint16_t uniffi_weida_uniffi_checksum_method_trust_with_pin(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_pair_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_CLOSE_ENDPOINT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_CLOSE_ENDPOINT
+uint16_t uniffi_weida_uniffi_checksum_method_pair_close_endpoint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_CONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_pair_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_DISCONNECT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_DISCONNECT
+uint16_t uniffi_weida_uniffi_checksum_method_pair_disconnect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_EVENTS
+uint16_t uniffi_weida_uniffi_checksum_method_pair_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_PEER_COUNT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_PEER_COUNT
+uint16_t uniffi_weida_uniffi_checksum_method_pair_peer_count(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_RECEIVED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_RECEIVED
+uint16_t uniffi_weida_uniffi_checksum_method_pair_received(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_RECV_INTO
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_RECV_INTO
+uint16_t uniffi_weida_uniffi_checksum_method_pair_recv_into(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_SEND
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_SEND
+uint16_t uniffi_weida_uniffi_checksum_method_pair_send(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_TRY_RECV
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_TRY_RECV
+uint16_t uniffi_weida_uniffi_checksum_method_pair_try_recv(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_ACCEPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_ACCEPT
+uint16_t uniffi_weida_uniffi_checksum_method_pair_accept(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_OPEN
+uint16_t uniffi_weida_uniffi_checksum_method_pair_open(void
     
 );
 #endif
@@ -2359,6 +2695,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_listener_events(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PAIR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PAIR
+uint16_t uniffi_weida_uniffi_checksum_method_listener_pair(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PUBLISHER
 uint16_t uniffi_weida_uniffi_checksum_method_listener_publisher(void
@@ -2368,6 +2710,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_listener_publisher(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PULLER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PULLER
 uint16_t uniffi_weida_uniffi_checksum_method_listener_puller(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PUSHER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_LISTENER_PUSHER
+uint16_t uniffi_weida_uniffi_checksum_method_listener_pusher(void
     
 );
 #endif
@@ -2431,9 +2779,21 @@ uint16_t uniffi_weida_uniffi_checksum_method_runtime_fingerprint(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PAIR
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PAIR
+uint16_t uniffi_weida_uniffi_checksum_method_runtime_pair(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PUBLISHER
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PUBLISHER
 uint16_t uniffi_weida_uniffi_checksum_method_runtime_publisher(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PULLER
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RUNTIME_PULLER
+uint16_t uniffi_weida_uniffi_checksum_method_runtime_puller(void
     
 );
 #endif

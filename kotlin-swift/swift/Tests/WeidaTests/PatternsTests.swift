@@ -246,6 +246,9 @@ final class PatternsTests: XCTestCase {
                 try await pusher.sendMany(["takes the only slot", "waits", "never tried"].map(bytes))
             }
             XCTAssertEqual(e.fields["sent"], "1")
+            // Kept alive through the sends (Swift may release an object after its last use): a
+            // puller released mid-test unbinds /jobs and frees the stream slot.
+            withExtendedLifetime(puller) {}
         }
     }
 }

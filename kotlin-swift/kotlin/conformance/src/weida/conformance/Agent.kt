@@ -10,9 +10,11 @@ import weida.answers
 import weida.bind
 import weida.recv
 import weida.runtime
+import weida.uniffi.BoundPusher
 import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
 import weida.uniffi.DialingPublisher
+import weida.uniffi.DialingPuller
 import weida.uniffi.Exchange
 import weida.uniffi.FanOut
 import weida.uniffi.Identity
@@ -21,6 +23,7 @@ import weida.uniffi.OutgoingTransfer
 import weida.uniffi.PendingReply
 import weida.uniffi.PeerEvents
 import weida.uniffi.RawPeer
+import weida.uniffi.Pair
 import weida.uniffi.Publisher
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
@@ -108,6 +111,24 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         "bus" -> opBus(args)
         "dialing_publisher" -> dialler(args) { rt, o -> rt.publisher(o) }
         "bound_subscriber" -> opCollector(args)
+        "pair" -> opPair(args)
+        "bound_pusher" -> {
+            val name = free(args.str("name"))
+            val p = listener(args).pusher(args.str("path"), endpointOptionsArg(args))
+            claim(name)
+            dialling[name] = p
+            mapOf("address" to p.address())
+        }
+        "dialing_puller" -> {
+            val rt = runtime(args)
+            val name = free(args.str("name"))
+            val p = rt.puller(endpointOptionsArg(args))
+            claim(name)
+            dialling[name] = p
+            events[name] = p.events()
+            spawn("dialling puller $name") { background.receive(name) { p.recv() } }
+            emptyMap()
+        }
         "puller" -> opPuller(args)
         "requester" -> dialler(args) { rt, o -> rt.requester(o) }
         "pusher" -> dialler(args) { rt, o -> rt.pusher(o) }
@@ -122,7 +143,9 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         "send" -> when (val p = endpoint(args)) {
             is Bus -> mapOf("queued" to p.send(args.body(), args.metadata(), null))
             is Pusher -> p.send(args.body(), args.metadata(), null).let { emptyMap() }
-            else -> throw BadRequest("send needs a pusher or a bus member")
+            is Pair -> p.send(args.body(), args.metadata(), null).let { emptyMap() }
+            is BoundPusher -> p.send(args.body(), args.metadata(), null).let { emptyMap() }
+            else -> throw BadRequest("send needs a pusher, a bus member or a pair")
         }
         "try_send" -> {
             val p = endpoint(args) as? Pusher ?: throw BadRequest("try_send needs a pusher")
@@ -309,6 +332,23 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     }
 
     /** A collector: received as a subscriber's copies are, from its binding on. */
+    /** A pair: bound with `listener` and `path`, else dialling through `runtime`; received as a
+     * `recv` puller is, from its making on. */
+    private fun opPair(args: Obj): Obj {
+        val name = free(args.str("name"))
+        val p = if ("listener" in args) {
+            listener(args).pair(args.str("path"), endpointOptionsArg(args))
+        } else {
+            runtime(args).pair(endpointOptionsArg(args))
+        }
+        claim(name)
+        dialling[name] = p
+        val address = p.address()
+        if (address == null) events[name] = p.events()
+        spawn("pair $name") { background.receive(name) { p.recv() } }
+        return if (address == null) emptyMap() else mapOf("address" to address)
+    }
+
     private fun opCollector(args: Obj): Obj {
         val listener = listener(args)
         val name = free(args.str("name"))
@@ -402,6 +442,9 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             is Surveyor -> ep.connect(address, wait, null)
             is Bus -> ep.connect(address, wait, null)
             is DialingPublisher -> ep.connect(address, wait, null)
+            is Pair -> ep.connect(address, wait, null)
+            is DialingPuller -> ep.connect(address, wait, null)
+            is BoundPusher -> throw BadRequest("a bound pusher does not dial")
             is Pusher -> ep.connect(address, wait, null)
             is RawPeer -> ep.connect(address, wait, null)
             is Subscriber -> {
@@ -495,6 +538,9 @@ private fun peerCount(ep: Any): UInt = when (ep) {
     is Surveyor -> ep.peerCount()
     is Bus -> ep.peerCount()
     is DialingPublisher -> ep.peerCount()
+    is Pair -> ep.peerCount()
+    is DialingPuller -> ep.peerCount()
+    is BoundPusher -> ep.peerCount()
     is Pusher -> ep.peerCount()
     is RawPeer -> ep.peerCount()
     is Subscriber -> ep.peerCount()
@@ -506,6 +552,8 @@ private fun disconnect(ep: Any, address: String): Boolean = when (ep) {
     is Surveyor -> ep.disconnect(address)
     is Bus -> ep.disconnect(address)
     is DialingPublisher -> ep.disconnect(address)
+    is Pair -> ep.disconnect(address)
+    is DialingPuller -> ep.disconnect(address)
     is Pusher -> ep.disconnect(address)
     is RawPeer -> ep.disconnect(address)
     is Subscriber -> ep.disconnect(address)

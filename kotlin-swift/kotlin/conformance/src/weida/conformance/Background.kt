@@ -185,6 +185,9 @@ class Background(private val agent: Agent) {
     private fun metaJson(t: IncomingTransfer): Obj =
         linkedMapOf("path" to t.path(), "metadata" to metadataJson(t.metadata()), "peer" to peerJson(t.peer()))
 
+    /** Any endpoint's receiving, as a `recv` puller's (a pair's, a dialling puller's). */
+    suspend fun receive(handle: String, recv: suspend () -> weida.uniffi.Message) = receiveEach(handle, recv)
+
     /** A bus member's receiving, as a `recv` puller's. */
     suspend fun serveBus(bus: weida.uniffi.Bus, handle: String) = receiveEach(handle) { bus.recv() }
 

@@ -10,9 +10,11 @@ package weida
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import weida.uniffi.Acceptor
+import weida.uniffi.BoundPusher
 import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
 import weida.uniffi.DialingPublisher
+import weida.uniffi.DialingPuller
 import weida.uniffi.EndpointOptions
 import weida.uniffi.Exchange
 import weida.uniffi.Identity
@@ -21,6 +23,7 @@ import weida.uniffi.IncomingTransfer
 import weida.uniffi.Message
 import weida.uniffi.OptionValue
 import weida.uniffi.PeerEvent
+import weida.uniffi.Pair
 import weida.uniffi.PeerEvents
 import weida.uniffi.RawPeer
 import weida.uniffi.Puller
@@ -80,6 +83,12 @@ fun Runtime.surveyor() = surveyor(null)
 /** A publisher that dials collectors (`Listener.subscriber`). */
 fun Runtime.publisher() = publisher(null)
 
+/** A dialling pair: `connect` it to a bound pair (`Listener.pair`). */
+fun Runtime.pair() = pair(null)
+
+/** A puller that dials bound pushers (`Listener.pusher`). */
+fun Runtime.puller() = puller(null)
+
 /** A bus member bound at `path` on `listener` (this runtime's). */
 fun Runtime.bus(listener: weida.uniffi.Listener, path: String) = bus(listener, path, null)
 fun weida.uniffi.Listener.puller(path: String) = puller(path, null)
@@ -91,6 +100,12 @@ fun weida.uniffi.Listener.publisher(path: String) = publisher(path, null)
 
 /** A collector bound at `path`: dialling publishers feed it. */
 fun weida.uniffi.Listener.subscriber(path: String) = subscriber(path, null)
+
+/** A pair bound at `path`: one dialling pair at a time claims it. */
+fun weida.uniffi.Listener.pair(path: String) = pair(path, null)
+
+/** A pusher bound at `path`: the pullers that connect share its messages, round-robin. */
+fun weida.uniffi.Listener.pusher(path: String) = pusher(path, null)
 
 /** A raw dialling endpoint (core `Peer`): `connect` it to acceptors, then `open` or `exchange`. */
 fun Runtime.peer() = peer(null)
@@ -113,6 +128,26 @@ fun DialingPublisher.publish(topic: String, body: ByteArray): UInt = publish(top
 suspend fun BoundSubscriber.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
 
 fun BoundSubscriber.messages(): Flow<Message> = untilClosed { recv() }
+
+suspend fun Pair.connect(address: String) = connect(address, true)
+
+/** Sends a whole message to the other end; a bound pair waits for a peer. */
+suspend fun Pair.send(body: ByteArray) = send(body, null)
+
+/** The next message from the other end. Cancelled, it loses nothing. */
+suspend fun Pair.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+
+fun Pair.messages(): Flow<Message> = untilClosed { recv() }
+
+/** Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`. */
+suspend fun BoundPusher.send(body: ByteArray) = send(body, null)
+
+suspend fun DialingPuller.connect(address: String) = connect(address, true)
+
+/** The next message. Cancelled, it loses nothing. */
+suspend fun DialingPuller.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+
+fun DialingPuller.messages(): Flow<Message> = untilClosed { recv() }
 
 /** Queues a copy for every live member connected; how many. */
 suspend fun Bus.send(body: ByteArray): UInt = send(body, null)

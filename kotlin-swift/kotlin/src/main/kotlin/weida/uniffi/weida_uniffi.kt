@@ -698,6 +698,34 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_without_path(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundpusher_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundpusher_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundpusher_peer_count(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundpusher_send(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundpusher_open(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_connect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_disconnect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_events(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_peer_count(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_received(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_accept(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_bus_address(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_bus_close_endpoint(
@@ -777,6 +805,30 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_trust_with_anchor_der(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_trust_with_pin(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_close_endpoint(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_connect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_disconnect(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_events(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_peer_count(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_received(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_recv_into(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_send(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_try_recv(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_accept(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_open(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_exchange_cancel(
     ): Int
@@ -920,9 +972,13 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_events(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_listener_pair(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_publisher(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_puller(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_listener_pusher(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_listener_replier(
     ): Int
@@ -944,7 +1000,11 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_fingerprint(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_runtime_pair(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_publisher(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_runtime_puller(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_pusher(
     ): Int
@@ -1052,6 +1112,42 @@ internal object UniffiLib {
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_weida_uniffi_fn_clone_boundpusher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_boundpusher(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_boundpusher_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_boundpusher_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_boundpusher_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_boundpusher_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_boundpusher_open(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_dialingpuller(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_dialingpuller(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_received(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_weida_uniffi_fn_clone_bus(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_free_bus(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1183,6 +1279,34 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_trust_with_anchor_der(`ptr`: Long,`der`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_trust_with_pin(`ptr`: Long,`fingerprint`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_pair(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_pair(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_pair_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_pair_close_endpoint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_pair_connect(`ptr`: Long,`address`: RustBuffer.ByValue,`wait`: Byte,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_disconnect(`ptr`: Long,`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_weida_uniffi_fn_method_pair_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_peer_count(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_pair_received(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_pair_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_open(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_exchange(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1370,9 +1494,13 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_listener_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_listener_pair(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_publisher(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_puller(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_listener_pusher(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_listener_replier(`ptr`: Long,`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1400,7 +1528,11 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_fingerprint(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_runtime_pair(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_publisher(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_runtime_puller(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_pusher(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1649,6 +1781,48 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_func_address_without_path() and 0xFFFF) != 64048) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundpusher_address() and 0xFFFF) != 14963) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundpusher_close_endpoint() and 0xFFFF) != 20758) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundpusher_peer_count() and 0xFFFF) != 58128) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundpusher_send() and 0xFFFF) != 32551) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundpusher_open() and 0xFFFF) != 42268) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_close_endpoint() and 0xFFFF) != 3420) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_connect() and 0xFFFF) != 43925) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_disconnect() and 0xFFFF) != 57315) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_events() and 0xFFFF) != 29784) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_peer_count() and 0xFFFF) != 51085) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_received() and 0xFFFF) != 26266) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() and 0xFFFF) != 10288) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() and 0xFFFF) != 14292) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_accept() and 0xFFFF) != 45387) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_address() and 0xFFFF) != 27823) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1767,6 +1941,42 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_trust_with_pin() and 0xFFFF) != 61221) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_address() and 0xFFFF) != 15479) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_close_endpoint() and 0xFFFF) != 36075) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_connect() and 0xFFFF) != 8358) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_disconnect() and 0xFFFF) != 62641) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_events() and 0xFFFF) != 20639) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_peer_count() and 0xFFFF) != 22550) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_received() and 0xFFFF) != 55739) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_recv_into() and 0xFFFF) != 47345) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_send() and 0xFFFF) != 13237) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_try_recv() and 0xFFFF) != 34844) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_accept() and 0xFFFF) != 20960) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_open() and 0xFFFF) != 2105) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_exchange_cancel() and 0xFFFF) != 20452) {
@@ -1982,10 +2192,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_events() and 0xFFFF) != 9227) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_listener_pair() and 0xFFFF) != 3687) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_publisher() and 0xFFFF) != 62727) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_puller() and 0xFFFF) != 37040) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_listener_pusher() and 0xFFFF) != 60390) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_listener_replier() and 0xFFFF) != 41184) {
@@ -2018,7 +2234,13 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_fingerprint() and 0xFFFF) != 49886) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_pair() and 0xFFFF) != 60459) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_publisher() and 0xFFFF) != 63355) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_runtime_puller() and 0xFFFF) != 35393) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_pusher() and 0xFFFF) != 57684) {
@@ -2874,6 +3096,378 @@ public object FfiConverterTypeAcceptor: FfiConverter<Acceptor, Long> {
     override fun allocationSize(value: Acceptor) = 8UL
 
     override fun write(value: Acceptor, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A pusher bound at a path: the pullers that connect to it share its messages, round-robin.
+ */
+public interface BoundPusherInterface {
+    
+    /**
+     * The address pullers connect to.
+     */
+    fun `address`(): kotlin.String
+    
+    /**
+     * Unbinds the path; later sends are `Closed`.
+     */
+    fun `closeEndpoint`()
+    
+    /**
+     * Pullers connected now.
+     */
+    fun `peerCount`(): kotlin.UInt
+    
+    /**
+     * Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`.
+     */
+    suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
+    
+    /**
+     * Opens a streamed message to the next puller: `write` it in parts, then `finish`.
+     */
+    suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): OutgoingTransfer
+    
+    companion object
+}
+
+/**
+ * A pusher bound at a path: the pullers that connect to it share its messages, round-robin.
+ */
+open class BoundPusher: Disposable, AutoCloseable, BoundPusherInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_boundpusher(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_boundpusher(handle, status)
+        }
+    }
+
+    
+    /**
+     * The address pullers connect to.
+     */override fun `address`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundpusher_address(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Unbinds the path; later sends are `Closed`.
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundpusher_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Pullers connected now.
+     */override fun `peerCount`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundpusher_peer_count(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Sends a whole message to the next puller; waits for one, bounded by `sendTimeoutMs`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_boundpusher_send(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`body`),
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Opens a streamed message to the next puller: `write` it in parts, then `finish`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OutgoingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_boundpusher_open(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeOutgoingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBoundPusher: FfiConverter<BoundPusher, Long> {
+    override fun lower(value: BoundPusher): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): BoundPusher {
+        return BoundPusher(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): BoundPusher {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: BoundPusher) = 8UL
+
+    override fun write(value: BoundPusher, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -4873,6 +5467,464 @@ public object FfiConverterTypeDialingPublisher: FfiConverter<DialingPublisher, L
 
 
 /**
+ * A puller that dials bound pushers and receives its share of their messages.
+ */
+public interface DialingPullerInterface {
+    
+    /**
+     * Leaves every bound pusher; what was received is still handed out, then `Closed`.
+     */
+    fun `closeEndpoint`()
+    
+    /**
+     * Connects to a bound pusher's address and claims a share of its messages.
+     */
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
+    
+    fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
+    
+    fun `events`(): PeerEvents
+    
+    /**
+     * Bound pushers connected and live.
+     */
+    fun `peerCount`(): kotlin.UInt
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    fun `received`(): Received
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    fun `tryRecv`(): Message?
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+    suspend fun `accept`(`cancel`: Cancellation? = null): IncomingTransfer
+    
+    companion object
+}
+
+/**
+ * A puller that dials bound pushers and receives its share of their messages.
+ */
+open class DialingPuller: Disposable, AutoCloseable, DialingPullerInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_dialingpuller(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_dialingpuller(handle, status)
+        }
+    }
+
+    
+    /**
+     * Leaves every bound pusher; what was received is still handed out, then `Closed`.
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Connects to a bound pusher's address and claims a share of its messages.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_connect(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    @Throws(WeidaException::class)override fun `disconnect`(`address`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_disconnect(
+        it,
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    }
+    )
+    }
+    
+
+    override fun `events`(): PeerEvents {
+            return FfiConverterTypePeerEvents.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Bound pushers connected and live.
+     */override fun `peerCount`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_peer_count(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Where the next receive puts what it takes.
+     */override fun `received`(): Received {
+            return FfiConverterTypeReceived.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_received(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_recv_into(
+                uniffiHandle,
+                
+        FfiConverterUInt.lower(`max`),
+        FfiConverterTypeReceived.lower(`into`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    @Throws(WeidaException::class)override fun `tryRecv`(): Message? {
+            return FfiConverterOptionalTypeMessage.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_try_recv(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `accept`(`cancel`: Cancellation?) : IncomingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_accept(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeIncomingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeDialingPuller: FfiConverter<DialingPuller, Long> {
+    override fun lower(value: DialingPuller): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): DialingPuller {
+        return DialingPuller(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): DialingPuller {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: DialingPuller) = 8UL
+
+    override fun write(value: DialingPuller, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * An incoming exchange: the request, and the reply this side owes. Cancelled (or dropped)
  * unanswered, the requester sees Canceled.
  */
@@ -6643,9 +7695,19 @@ public interface ListenerInterface {
      */
     fun `events`(): PeerEvents
     
+    /**
+     * Binds a pair at `path`: one dialling pair at a time claims it.
+     */
+    fun `pair`(`path`: kotlin.String, `options`: EndpointOptions?): Pair
+    
     fun `publisher`(`path`: kotlin.String, `options`: EndpointOptions?): Publisher
     
     fun `puller`(`path`: kotlin.String, `options`: EndpointOptions?): Puller
+    
+    /**
+     * Binds a pusher at `path`: the pullers that connect share its messages, round-robin.
+     */
+    fun `pusher`(`path`: kotlin.String, `options`: EndpointOptions?): BoundPusher
     
     fun `replier`(`path`: kotlin.String, `options`: EndpointOptions?): Replier
     
@@ -6835,6 +7897,25 @@ open class Listener: Disposable, AutoCloseable, ListenerInterface
     
 
     
+    /**
+     * Binds a pair at `path`: one dialling pair at a time claims it.
+     */
+    @Throws(WeidaException::class)override fun `pair`(`path`: kotlin.String, `options`: EndpointOptions?): Pair {
+            return FfiConverterTypePair.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_listener_pair(
+        it,
+        
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
     @Throws(WeidaException::class)override fun `publisher`(`path`: kotlin.String, `options`: EndpointOptions?): Publisher {
             return FfiConverterTypePublisher.lift(
     callWithHandle {
@@ -6856,6 +7937,25 @@ open class Listener: Disposable, AutoCloseable, ListenerInterface
     callWithHandle {
     uniffiRustCallWithError(WeidaException) { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_listener_puller(
+        it,
+        
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Binds a pusher at `path`: the pullers that connect share its messages, round-robin.
+     */
+    @Throws(WeidaException::class)override fun `pusher`(`path`: kotlin.String, `options`: EndpointOptions?): BoundPusher {
+            return FfiConverterTypeBoundPusher.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_listener_pusher(
         it,
         
         FfiConverterString.lower(`path`),
@@ -7320,6 +8420,560 @@ public object FfiConverterTypeOutgoingTransfer: FfiConverter<OutgoingTransfer, L
     override fun allocationSize(value: OutgoingTransfer) = 8UL
 
     override fun write(value: OutgoingTransfer, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * One end of a PAIR: `send` reaches the other end, receives take what it sends. A bound pair
+ * takes one peer at a time: a second is refused with `LimitExceeded`.
+ */
+public interface PairInterface {
+    
+    /**
+     * A bound pair's address; null for a dialling pair.
+     */
+    fun `address`(): kotlin.String?
+    
+    /**
+     * A bound pair unbinds its path; a dialling pair leaves its peer.
+     */
+    fun `closeEndpoint`()
+    
+    /**
+     * Connects a dialling pair to the bound pair at `address` and claims it.
+     */
+    suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation? = null)
+    
+    fun `disconnect`(`address`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * What happens to a dialling pair's address (`InvalidConfig` for a bound pair).
+     */
+    fun `events`(): PeerEvents
+    
+    /**
+     * 1 while the other end is there, else 0.
+     */
+    fun `peerCount`(): kotlin.UInt
+    
+    /**
+     * Where the next receive puts what it takes.
+     */
+    fun `received`(): Received
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
+    
+    /**
+     * Sends a whole message to the other end; a bound pair waits for a peer, bounded by
+     * `sendTimeoutMs`.
+     */
+    suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    fun `tryRecv`(): Message?
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+    suspend fun `accept`(`cancel`: Cancellation? = null): IncomingTransfer
+    
+    /**
+     * Opens a streamed message to the other end: `write` it in parts, then `finish`.
+     */
+    suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): OutgoingTransfer
+    
+    companion object
+}
+
+/**
+ * One end of a PAIR: `send` reaches the other end, receives take what it sends. A bound pair
+ * takes one peer at a time: a second is refused with `LimitExceeded`.
+ */
+open class Pair: Disposable, AutoCloseable, PairInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_pair(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_pair(handle, status)
+        }
+    }
+
+    
+    /**
+     * A bound pair's address; null for a dialling pair.
+     */override fun `address`(): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_address(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A bound pair unbinds its path; a dialling pair leaves its peer.
+     */override fun `closeEndpoint`()
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_close_endpoint(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Connects a dialling pair to the bound pair at `address` and claims it.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `connect`(`address`: kotlin.String, `wait`: kotlin.Boolean, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pair_connect(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterBoolean.lower(`wait`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    @Throws(WeidaException::class)override fun `disconnect`(`address`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_disconnect(
+        it,
+        
+        FfiConverterString.lower(`address`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * What happens to a dialling pair's address (`InvalidConfig` for a bound pair).
+     */
+    @Throws(WeidaException::class)override fun `events`(): PeerEvents {
+            return FfiConverterTypePeerEvents.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * 1 while the other end is there, else 0.
+     */override fun `peerCount`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_peer_count(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Where the next receive puts what it takes.
+     */override fun `received`(): Received {
+            return FfiConverterTypeReceived.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_received(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Receives up to `max` messages (at least one) into `into`. Cancel-safe.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pair_recv_into(
+                uniffiHandle,
+                
+        FfiConverterUInt.lower(`max`),
+        FfiConverterTypeReceived.lower(`into`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Sends a whole message to the other end; a bound pair waits for a peer, bounded by
+     * `sendTimeoutMs`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pair_send(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`body`),
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A message if one is ready, without waiting.
+     */
+    @Throws(WeidaException::class)override fun `tryRecv`(): Message? {
+            return FfiConverterOptionalTypeMessage.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_try_recv(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next message as a stream (`IncomingTransfer`), for a body read in parts.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `accept`(`cancel`: Cancellation?) : IncomingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pair_accept(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeIncomingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Opens a streamed message to the other end: `write` it in parts, then `finish`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `open`(`meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation?) : OutgoingTransfer {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_pair_open(
+                uniffiHandle,
+                
+        FfiConverterOptionalMapStringByteArray.lower(`meta`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeOutgoingTransfer.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePair: FfiConverter<Pair, Long> {
+    override fun lower(value: Pair): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Pair {
+        return Pair(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Pair {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Pair) = 8UL
+
+    override fun write(value: Pair, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -10743,9 +12397,19 @@ public interface RuntimeInterface {
     fun `fingerprint`(): kotlin.String
     
     /**
+     * A dialling pair: `connect` it to a bound pair (`Listener.pair`).
+     */
+    fun `pair`(`options`: EndpointOptions?): Pair
+    
+    /**
      * A publisher that dials collectors (`Listener.subscriber`).
      */
     fun `publisher`(`options`: EndpointOptions?): DialingPublisher
+    
+    /**
+     * A puller that dials bound pushers (`Listener.pusher`).
+     */
+    fun `puller`(`options`: EndpointOptions?): DialingPuller
     
     fun `pusher`(`options`: EndpointOptions?): Pusher
     
@@ -11030,6 +12694,24 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
 
     
     /**
+     * A dialling pair: `connect` it to a bound pair (`Listener.pair`).
+     */
+    @Throws(WeidaException::class)override fun `pair`(`options`: EndpointOptions?): Pair {
+            return FfiConverterTypePair.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_runtime_pair(
+        it,
+        
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * A publisher that dials collectors (`Listener.subscriber`).
      */
     @Throws(WeidaException::class)override fun `publisher`(`options`: EndpointOptions?): DialingPublisher {
@@ -11037,6 +12719,24 @@ open class Runtime: Disposable, AutoCloseable, RuntimeInterface
     callWithHandle {
     uniffiRustCallWithError(WeidaException) { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_runtime_publisher(
+        it,
+        
+        FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A puller that dials bound pushers (`Listener.pusher`).
+     */
+    @Throws(WeidaException::class)override fun `puller`(`options`: EndpointOptions?): DialingPuller {
+            return FfiConverterTypeDialingPuller.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_runtime_puller(
         it,
         
         FfiConverterOptionalTypeEndpointOptions.lower(`options`),_status)
