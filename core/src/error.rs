@@ -704,7 +704,9 @@ mod tests {
             assert!(said.contains("(what passed it)"), "{limit:?}: {said}");
         }
         assert!(Error::limit(Queue, "x").to_string().contains("raise"));
-        assert!(Error::limit(Peers, "x").to_string().contains("one peer at a time"));
+        assert!(Error::limit(Peers, "x")
+            .to_string()
+            .contains("one peer at a time"));
         assert_eq!(human_bytes(16 << 20), "16 MiB");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(1000), "1000 B");

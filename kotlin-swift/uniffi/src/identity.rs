@@ -114,16 +114,16 @@ impl Trust {
     }
 
     /// This trust plus the key `fingerprint` (`sha256:…`).
-    pub fn with_pin(&self, fingerprint: String) -> Result<Arc<Trust>> {
+    pub fn with_pin(&self, fingerprint: String) -> Result<Arc<Self>> {
         let fp: weida::Fingerprint = fingerprint.parse()?;
-        Ok(Arc::new(Trust {
+        Ok(Arc::new(Self {
             inner: self.inner.clone().with_pin(fp),
         }))
     }
 
     /// This trust plus one CA certificate (DER).
-    pub fn with_anchor_der(&self, der: Vec<u8>) -> Arc<Trust> {
-        Arc::new(Trust {
+    pub fn with_anchor_der(&self, der: Vec<u8>) -> Arc<Self> {
+        Arc::new(Self {
             inner: self.inner.clone().with_anchor_der(der),
         })
     }
