@@ -913,7 +913,7 @@ async function run(op, args) {
         const t = await d.open(meta)
         claim(tname)
         transfers.set(tname, t)
-      } else if (!(d instanceof Requester)) {
+      } else if (!(d instanceof Requester || d instanceof Peer)) {
         throw new BadRequest('open needs a pusher, requester or peer')
       } else {
         const rname = strArg(args, 'reply')
