@@ -676,65 +676,17 @@ impl<E: Endpoints> Dispatch<E> {
             match ctl.next().await {
                 Ok(Some(ControlFrame::GoAway { opened })) => tracker.go_away(opened),
                 Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Code::NoError,
-                Ok(Some(ControlFrame::Subscribe(s))) => {
-                    let (code, reason) = match self.subscribe(subs, &s).await {
-                        Ok(()) => (Code::NoError, String::new()),
-                        Err(e) => e,
-                    };
+                Ok(Some(
+                    f @ (ControlFrame::Subscribe(_)
+                    | ControlFrame::Unsubscribe(_)
+                    | ControlFrame::Check(_)
+                    | ControlFrame::Claim(_)),
+                )) => {
+                    let (request, answer) = self.request(subs, f).await;
+                    let (code, reason) = answer.err().unwrap_or((Code::NoError, String::new()));
                     let mut out = Vec::new();
                     ControlFrame::Answer {
-                        request: s.request,
-                        code,
-                        reason,
-                    }
-                    .encode(&mut out);
-                    if send.write(Bytes::from(out)).await.is_err() {
-                        return Code::NoError;
-                    }
-                }
-                Ok(Some(ControlFrame::Unsubscribe(s))) => {
-                    if let Some((hub, id)) = subs.subs.get(&s.path) {
-                        hub.unsubscribe(*id, &s.filter);
-                    }
-                    let mut out = Vec::new();
-                    ControlFrame::Answer {
-                        request: s.request,
-                        code: Code::NoError,
-                        reason: String::new(),
-                    }
-                    .encode(&mut out);
-                    if send.write(Bytes::from(out)).await.is_err() {
-                        return Code::NoError;
-                    }
-                }
-                // Answered from the route table as it is now: a path bound after this answer
-                // is found by the streams that follow, one unbound after it refuses them
-                // (PROTOCOL.md §3.1.5, §9.1).
-                Ok(Some(ControlFrame::Check(c))) => {
-                    let route = self.endpoints.find(&c.path);
-                    let (code, reason) = match by_check(c.streams, &c.path, found(&route)) {
-                        Ok(()) => (Code::NoError, String::new()),
-                        Err(r) => (r.code, r.message),
-                    };
-                    let mut out = Vec::new();
-                    ControlFrame::Answer {
-                        request: c.request,
-                        code,
-                        reason,
-                    }
-                    .encode(&mut out);
-                    if send.write(Bytes::from(out)).await.is_err() {
-                        return Code::NoError;
-                    }
-                }
-                Ok(Some(ControlFrame::Claim(c))) => {
-                    let (code, reason) = match self.claim(subs, &c).await {
-                        Ok(()) => (Code::NoError, String::new()),
-                        Err(e) => e,
-                    };
-                    let mut out = Vec::new();
-                    ControlFrame::Answer {
-                        request: c.request,
+                        request,
                         code,
                         reason,
                     }
@@ -747,6 +699,35 @@ impl<E: Endpoints> Dispatch<E> {
                 Err(Error::Protocol(_)) => return Code::ProtocolError,
                 Err(_) => return Code::NoError,
             }
+        }
+    }
+
+    /// A request frame (SUBSCRIBE, UNSUBSCRIBE, CHECK, CLAIM) carried out: its number, and
+    /// done or the code and reason of its refusal. Each is answered once, in order.
+    async fn request(
+        &self,
+        subs: &mut ConnSubs,
+        f: ControlFrame,
+    ) -> (u64, Result<(), (Code, String)>) {
+        match f {
+            ControlFrame::Subscribe(s) => (s.request, self.subscribe(subs, &s).await),
+            ControlFrame::Unsubscribe(s) => {
+                if let Some((hub, id)) = subs.subs.get(&s.path) {
+                    hub.unsubscribe(*id, &s.filter);
+                }
+                (s.request, Ok(()))
+            }
+            // Answered from the route table as it is now: a path bound after this answer is
+            // found by the streams that follow, one unbound after it refuses them
+            // (PROTOCOL.md §3.1.5, §9.1).
+            ControlFrame::Check(c) => {
+                let route = self.endpoints.find(&c.path);
+                let r =
+                    by_check(c.streams, &c.path, found(&route)).map_err(|r| (r.code, r.message));
+                (c.request, r)
+            }
+            ControlFrame::Claim(c) => (c.request, self.claim(subs, &c).await),
+            _ => unreachable!("the control loop passes only requests"),
         }
     }
 
