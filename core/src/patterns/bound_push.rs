@@ -16,7 +16,7 @@ use crate::address::Address;
 use crate::config::{Bounds, EndpointOptions};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
-use crate::connection::handles::{IncomingTransfer, Message, OutgoingTransfer};
+use crate::connection::handles::OutgoingTransfer;
 use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
 use crate::connection::reverse::{Claimable, Publication, Way};
@@ -270,6 +270,8 @@ impl Runtime {
     }
 }
 
+super::receives_as_puller!(DialingPuller);
+
 impl DialingPuller {
     /// Connects to a bound pusher's address (with its path) and claims a share of its
     /// messages: `Unsupported` when what is bound there is not a bound pusher (or the listener
@@ -311,33 +313,6 @@ impl DialingPuller {
     /// What happens to the addresses this puller connected ([`crate::PeerEvent`]).
     pub fn events(&self) -> crate::PeerEvents {
         self.dialer.peers.events.subscribe()
-    }
-
-    /// The next whole message, bounded by `max_collected_body`. Cancel-safe, as
-    /// [`Puller::recv`] is.
-    pub async fn recv(&self) -> Result<Message> {
-        self.inbox.recv().await
-    }
-
-    /// Up to `max` whole messages: waits for the first. Cancel-safe, as
-    /// [`Puller::recv_many`] is.
-    pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
-        self.inbox.recv_many(max).await
-    }
-
-    /// A message if one is whole now.
-    pub fn try_recv(&self) -> Option<Result<Message>> {
-        self.inbox.try_recv()
-    }
-
-    /// The next message as a stream, for a body read in parts. Cancel-safe.
-    pub async fn accept(&self) -> Result<IncomingTransfer> {
-        self.inbox.accept().await
-    }
-
-    /// Puts a received message back in front of the queue.
-    pub fn give_back(&self, m: Message) {
-        self.inbox.give_back(m);
     }
 
     /// Leaves every bound pusher; what was received is still handed out, then `Closed`.

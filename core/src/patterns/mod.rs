@@ -61,6 +61,46 @@ macro_rules! dialling {
 }
 pub(crate) use dialling;
 
+/// The receiving calls of an endpoint whose receive is a puller's over the field `inbox` (a
+/// claiming dialler's, a pair's), written once: `recv`, `recv_many`, `try_recv`, `accept` and
+/// `give_back`, each the [`Puller`] call of the same name.
+macro_rules! receives_as_puller {
+    ($endpoint:ty) => {
+        impl $endpoint {
+            /// The next whole message, bounded by `max_collected_body`. Cancel-safe, as
+            /// [`crate::Puller::recv`] is.
+            pub async fn recv(&self) -> $crate::error::Result<$crate::Message> {
+                self.inbox.recv().await
+            }
+
+            /// Up to `max` whole messages: waits for the first. Cancel-safe, as
+            /// [`crate::Puller::recv_many`] is.
+            pub async fn recv_many(
+                &self,
+                max: usize,
+            ) -> $crate::error::Result<Vec<$crate::Message>> {
+                self.inbox.recv_many(max).await
+            }
+
+            /// A message if one is whole now.
+            pub fn try_recv(&self) -> Option<$crate::error::Result<$crate::Message>> {
+                self.inbox.try_recv()
+            }
+
+            /// The next message as a stream, for a body read in parts. Cancel-safe.
+            pub async fn accept(&self) -> $crate::error::Result<$crate::IncomingTransfer> {
+                self.inbox.accept().await
+            }
+
+            /// Puts a received message back in front of the queue.
+            pub fn give_back(&self, m: $crate::Message) {
+                self.inbox.give_back(m);
+            }
+        }
+    };
+}
+pub(crate) use receives_as_puller;
+
 mod bound_push;
 mod bus;
 mod claimed;

@@ -16,7 +16,7 @@ use crate::address::Address;
 use crate::config::{Bounds, EndpointOptions};
 use crate::connection::admission::RouteKind;
 use crate::connection::context::Context;
-use crate::connection::handles::{IncomingTransfer, Message, OutgoingTransfer};
+use crate::connection::handles::OutgoingTransfer;
 use crate::connection::handshake::Flow;
 use crate::connection::link::Link;
 use crate::connection::reverse::{Claimable, Publication, Way};
@@ -133,6 +133,8 @@ impl Listener {
     }
 }
 
+super::receives_as_puller!(Pair);
+
 impl Pair {
     /// The address a dialling pair connects to: a bound pair's; None for a dialling one.
     pub fn address(&self) -> Option<&Address> {
@@ -242,33 +244,6 @@ impl Pair {
             .send_timeout
             .map(|d| d.saturating_sub(started.elapsed()));
         open_toward(ctx, &way, path, meta, body, left).await
-    }
-
-    /// The next whole message from the other side, bounded by `max_collected_body`.
-    /// Cancel-safe, as [`Puller::recv`] is.
-    pub async fn recv(&self) -> Result<Message> {
-        self.inbox.recv().await
-    }
-
-    /// Up to `max` whole messages: waits for the first. Cancel-safe, as
-    /// [`Puller::recv_many`] is.
-    pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
-        self.inbox.recv_many(max).await
-    }
-
-    /// A message if one is whole now.
-    pub fn try_recv(&self) -> Option<Result<Message>> {
-        self.inbox.try_recv()
-    }
-
-    /// The next message as a stream, for a body read in parts. Cancel-safe.
-    pub async fn accept(&self) -> Result<IncomingTransfer> {
-        self.inbox.accept().await
-    }
-
-    /// Puts a received message back in front of the queue.
-    pub fn give_back(&self, m: Message) {
-        self.inbox.give_back(m);
     }
 
     /// Closes this end: a bound pair unbinds its path (streams sent to it are refused) and its
