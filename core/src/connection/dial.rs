@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::context::Context;
 use super::control::ControlReader;
-use super::handshake::{conclude, our_hello, Flow, Side};
+use super::handshake::{conclude, our_hello, unhonoured, Flow, Side};
 use super::link::Link;
 use crate::address::{Address, Target};
 use crate::config::{Limits, RuntimeConfig};
@@ -71,6 +71,9 @@ impl Dialler {
         session: Option<Session>,
         flow: Flow,
     ) -> Result<Arc<Link>> {
+        if let Some(e) = unhonoured(&ctx.config, flow) {
+            return Err(e);
+        }
         // Everything up to the listener's HELLO is bounded by `connect_timeout`: a dial to a
         // port where nothing listens must say so, not wait out the idle timeout.
         let within = ctx.limits.connect_timeout;

@@ -22,6 +22,7 @@ use super::handles::{
     write_error_reply, Exchange, Incoming, IncomingMeta, IncomingTransfer, Message,
 };
 use super::handshake::{conclude, our_hello, Agreed, Flow, Side};
+use super::numbering::Numbering;
 use super::reverse::{Claimable, ParkedPool, Publication, Reverse, SubscriberConn, Way};
 use super::share::Shares;
 use crate::error::{Error, Limit, LossCause};
@@ -773,6 +774,9 @@ impl<E: Endpoints> Dispatch<E> {
         let way = Way {
             reverse,
             peer_max_header: subs.peer_max_header,
+            // A claim is a producer of its own: its numbers start at 1 whoever held the
+            // endpoint before.
+            numbering: subs.number.then(|| Arc::new(Numbering::new())),
         };
         endpoint.claim(subs.conn_id, way)?;
         subs.claims.push(endpoint);

@@ -27,8 +27,10 @@ pub(crate) enum Flow {
     /// A requester or a raw peer: an exchange or a stream has no producer order to number, so
     /// it offers none and requires none.
     Unordered,
-    /// A dialling pair or puller: it claims what it dials (PROTOCOL.md §3.1.6). What it
-    /// receives (and a pair sends) is not numbered, so it offers and requires no ordering.
+    /// A dialling pair or puller: it claims what it dials (PROTOCOL.md §3.1.6). A pair numbers
+    /// what it sends as a pusher does, and the bound side numbers what it opens toward it; it
+    /// detects gaps and holds nothing back, so it offers detect and requires the
+    /// configuration's ordering, up to detect ([`unhonoured`] refuses more before dialling).
     Claims,
 }
 
@@ -44,8 +46,12 @@ pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>, flow:
     };
     let (offered, required) = match flow {
         Flow::Listens | Flow::Receives => (Ordering::Reassemble, config.guarantees.ordering),
+        Flow::Claims => (
+            Ordering::Detect,
+            config.guarantees.ordering.min(Ordering::Detect),
+        ),
         Flow::Numbers => (Ordering::Detect, Ordering::None),
-        Flow::Unordered | Flow::Claims => (Ordering::None, Ordering::None),
+        Flow::Unordered => (Ordering::None, Ordering::None),
     };
     let claim = match flow {
         Flow::Listens | Flow::Claims => FEATURE_CLAIM,
@@ -63,6 +69,21 @@ pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>, flow:
             other: config.guarantees.other.clone(),
         },
         session: session.map(Session::encode),
+    }
+}
+
+/// Why a connection serving `flow` cannot be dialled under `config`: the configuration requires
+/// an ordering that flow receives but cannot honour. A HELLO that required it would require more
+/// than it offers, which is malformed (PROTOCOL.md §3.1.1), so the refusal is this side's,
+/// before anything is sent, as NEGOTIATION_FAILED: the same answer a listener would give.
+pub(crate) fn unhonoured(config: &RuntimeConfig, flow: Flow) -> Option<Error> {
+    let required = config.guarantees.ordering;
+    match flow {
+        Flow::Claims if required > Ordering::Detect => Some(Error::NegotiationFailed(format!(
+            "this runtime requires {required:?} ordering; a dialling pair or puller detects \
+             gaps and holds nothing back, so it offers Detect"
+        ))),
+        _ => None,
     }
 }
 
@@ -605,6 +626,10 @@ mod tests {
             ),
             (
                 "§3.1.6, a dialling pair's HELLO",
+                spaced(&frame(&default, None, Flow::Claims)),
+            ),
+            (
+                "§3.1.6, a dialling pair requiring detect",
                 spaced(&frame(&detect, None, Flow::Claims)),
             ),
             ("§3.2, the listener's answer", spaced(&listener)),
@@ -640,7 +665,7 @@ mod tests {
                 listener.clone(),
             ),
             (
-                "HELLO: this implementation's dialling pair (lanes, path check, claims, no ordering)",
+                "HELLO: this implementation's dialling pair (lanes, path check, claims, offers detect)",
                 frame(&default, None, Flow::Claims),
             ),
         ];

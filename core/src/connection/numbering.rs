@@ -28,7 +28,18 @@ impl Numbering {
 
     /// Gives `header` the next number and this producer's name.
     pub(crate) fn number(&self, header: &mut Header) {
-        header.sequence = Some(self.last.fetch_add(1, Ordering::Relaxed) + 1);
+        self.stamp(header, self.take());
+    }
+
+    /// Takes the next number without a header: a copy numbered when it is queued, which keeps
+    /// its number if it is then dropped, so the drop is a gap at the receiver.
+    pub(crate) fn take(&self) -> u64 {
+        self.last.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Gives `header` the number `seq` (one [`Numbering::take`] gave) and this producer's name.
+    pub(crate) fn stamp(&self, header: &mut Header, seq: u64) {
+        header.sequence = Some(seq);
         header.producer = Some(self.producer.clone());
     }
 

@@ -53,6 +53,9 @@ pub(crate) struct Way {
     pub(crate) reverse: Reverse,
     /// The dialler's MAX_HEADER_SIZE: a header above it is not sent.
     pub(crate) peer_max_header: u64,
+    /// The dialler requires PerProducer ordering: what the claimed endpoint opens toward it is
+    /// numbered, one producer per claim (PROTOCOL.md §3.1.6, §4).
+    pub(crate) numbering: Option<Arc<super::numbering::Numbering>>,
 }
 
 /// Where a subscriber's copies go, as its connection handler knows it.

@@ -21,7 +21,9 @@ use crate::wire::{varint, Header, Metadata, StreamType};
 
 /// Opens a transfer toward the dialler `way` reaches, for the endpoint at `path`, its head (and
 /// `body`, when whole) written; waits at most `within` for the stream (over AF_UNIX, for a
-/// parked connection: what a claimed endpoint sends is never dropped).
+/// parked connection: what a claimed endpoint sends is never dropped). Numbered when the
+/// dialler requires ordering: the number is taken once the stream is open, so a stream that
+/// never opened (the dialler went; a bound pusher deals it to the next) is no gap.
 pub(super) async fn open_toward(
     ctx: &Arc<Context>,
     way: &Way,
@@ -30,11 +32,24 @@ pub(super) async fn open_toward(
     body: Option<Bytes>,
     within: Option<std::time::Duration>,
 ) -> Result<OutgoingTransfer> {
-    let head = head(path, meta, way.peer_max_header)?;
+    let mut header = Header {
+        path: Some(path.to_string()),
+        meta,
+        ..Header::default()
+    };
+    // The bound is checked at the largest number before anything is opened.
+    match &way.numbering {
+        Some(n) => head(&n.largest(&header), way.peer_max_header)?,
+        None => head(&header, way.peer_max_header)?,
+    };
     let send = Context::within(within, async {
         way.reverse.open_waiting().await.map_err(|_| lost())
     })
     .await?;
+    if let Some(n) = &way.numbering {
+        n.number(&mut header);
+    }
+    let head = head(&header, way.peer_max_header)?;
     ctx.stats
         .streams_opened
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -50,14 +65,9 @@ pub(super) fn lost() -> Error {
     Error::ConnectionLost(LossCause::PeerClosed)
 }
 
-/// A transfer's type byte and DATA header naming `path`, bounded by the peer's MAX_HEADER_SIZE.
-pub(super) fn head(path: &str, meta: Metadata, peer_max_header: u64) -> Result<Bytes> {
-    let header = Header {
-        path: Some(path.to_string()),
-        meta,
-        ..Header::default()
-    };
-    let mut head = Vec::with_capacity(32 + path.len());
+/// A transfer's type byte and DATA `header`, bounded by the peer's MAX_HEADER_SIZE.
+fn head(header: &Header, peer_max_header: u64) -> Result<Bytes> {
+    let mut head = Vec::with_capacity(32 + header.path.as_ref().map_or(0, String::len));
     head.push(StreamType::Transfer.to_byte());
     header.encode(&mut head);
     // The bound counts what the length prefix counts (PROTOCOL.md §5.3), as the peer does.

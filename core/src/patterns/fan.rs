@@ -44,8 +44,9 @@ struct WriterState {
 
 #[derive(Default)]
 struct Copies {
-    /// Each copy's header is shared by every peer's queue: one allocation per message.
-    queued: VecDeque<(Arc<Header>, Bytes)>,
+    /// Each copy's header is shared by every peer's queue: one allocation per message; with
+    /// its number toward this peer, when the peer requires ordering.
+    queued: VecDeque<(Arc<Header>, Bytes, Option<u64>)>,
     bytes: usize,
     /// The writer ended (its connection failed): what is queued here is dropped.
     ended: bool,
@@ -106,7 +107,10 @@ impl Fan {
                     writers.len() - 1
                 }
             };
-            if self.offer(&writers[i].state, &header, &body) {
+            // A copy is numbered as it is offered, so one dropped here is a gap at the peer
+            // (PROTOCOL.md §4), as a Pub/Sub copy dropped at its subscriber's queue is.
+            let seq = link.numbering.as_ref().map(|n| n.take());
+            if self.offer(&writers[i].state, &header, &body, seq) {
                 queued += 1;
             }
         }
@@ -138,12 +142,12 @@ impl Fan {
                 let next = {
                     let mut c = s.copies.lock().unwrap();
                     let n = c.queued.pop_front();
-                    if let Some((_, b)) = &n {
+                    if let Some((_, b, _)) = &n {
                         c.bytes -= b.len();
                     }
                     n
                 };
-                let Some((header, body)) = next else {
+                let Some((header, body, seq)) = next else {
                     // Nothing queued: wait for a copy, or end with the peer's connection.
                     let Some(link) = l.upgrade() else { return };
                     tokio::select! {
@@ -157,7 +161,10 @@ impl Fan {
                     end(&s, &fan, 1);
                     return;
                 };
-                let header = Arc::unwrap_or_clone(header);
+                let mut header = Arc::unwrap_or_clone(header);
+                if let (Some(seq), Some(n)) = (seq, &link.numbering) {
+                    n.stamp(&mut header, seq);
+                }
                 if write_whole(&ctx, &link, header, body, None).await.is_err() {
                     end(&s, &fan, 1);
                     return;
@@ -171,7 +178,7 @@ impl Fan {
     }
 
     /// Queues a copy for one peer if its bounds allow: false, counted, when they do not.
-    fn offer(&self, w: &WriterState, header: &Arc<Header>, body: &Bytes) -> bool {
+    fn offer(&self, w: &WriterState, header: &Arc<Header>, body: &Bytes, seq: Option<u64>) -> bool {
         let mut c = w.copies.lock().unwrap();
         if c.ended {
             self.dead.fetch_add(1, Ordering::Relaxed);
@@ -186,7 +193,7 @@ impl Fan {
             return false;
         }
         c.bytes += body.len();
-        c.queued.push_back((header.clone(), body.clone()));
+        c.queued.push_back((header.clone(), body.clone(), seq));
         let first = c.queued.len() == 1;
         drop(c);
         if first {

@@ -96,12 +96,11 @@ impl Listener {
     /// Binds a [`Puller`] at `path` with bounds of its own: `max_collected_body` (what
     /// `recv` collects) and `endpoint_queue`.
     pub fn puller_with(&self, path: &str, options: &EndpointOptions) -> Result<Puller> {
-        let inbox = self.register(path, RouteKind::Puller, options)?;
-        let detect = inbox.ctx.config.guarantees.ordering >= crate::wire::Ordering::Detect;
-        Ok(Puller {
-            inbox,
-            detectors: detect.then(Default::default),
-        })
+        Ok(Puller::over(self.register(
+            path,
+            RouteKind::Puller,
+            options,
+        )?))
     }
 }
 
@@ -321,8 +320,9 @@ impl Pusher {
 
 /// Writes a whole message on `link`: a frame on its lane when the body is small and the peer
 /// takes lanes, else a stream of its own, finished. Returns once the lane took it or the FIN
-/// is queued; an error means neither happened. Numbered when the peer requires ordering: a
-/// frame as the lane queues it, a stream as it is opened (PROTOCOL.md §4).
+/// is queued; an error means neither happened. Numbered when the peer requires ordering and
+/// `header` has no number yet: a frame as the lane queues it, a stream as it is opened
+/// (PROTOCOL.md §4); a fan-out numbers its copies as it queues them.
 pub(super) async fn write_whole(
     ctx: &Arc<Context>,
     link: &Link,
@@ -330,10 +330,11 @@ pub(super) async fn write_whole(
     body: Bytes,
     within: Option<Duration>,
 ) -> Result<()> {
+    let unnumbered = header.sequence.is_none();
     if link.lanes && body.len() <= ctx.config.lane_max_message {
-        return link.lane_send(header, body, true, within).await;
+        return link.lane_send(header, body, unnumbered, within).await;
     }
-    if let Some(n) = &link.numbering {
+    if let (Some(n), true) = (&link.numbering, unnumbered) {
         n.number(&mut header);
     }
     let (send, _) = link
@@ -353,11 +354,14 @@ pub struct Puller {
 }
 
 impl Puller {
-    /// A receiving side over `inbox`, with no ordering (a pair's).
+    /// A receiving side over `inbox` (a pair's, a dialling puller's): with the gap before each
+    /// message when the runtime requires ordering, as a bound puller's, since its HELLO then
+    /// requires that the other side number what it sends (PROTOCOL.md §3.1.6).
     pub(crate) fn over(inbox: Inbox) -> Self {
+        let detect = inbox.ctx.config.guarantees.ordering >= crate::wire::Ordering::Detect;
         Self {
             inbox,
-            detectors: None,
+            detectors: detect.then(Default::default),
         }
     }
 

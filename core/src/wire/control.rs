@@ -258,8 +258,8 @@ impl Hello {
         let agreed = self.offered.intersect(&peer.offered);
         if !agreed.reaches(&self.required) {
             return Err(format!(
-                "this side requires {:?}, the peer offers {:?}",
-                self.required, peer.offered
+                "this side requires {:?}; this side offers {:?} and the peer {:?}",
+                self.required, self.offered, peer.offered
             ));
         }
         if !agreed.reaches(&peer.required) {
