@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -233,6 +234,13 @@ def nng_member(a: argparse.Namespace) -> None:
 
 
 def spawn(system: str, pattern: str, transport: str, tmp: str, n: int, a: argparse.Namespace):
+    if system == "weida" and pattern == "respondent" and a.rust_respondents:
+        # The profile's control (--rust-respondents): the respondent with no binding crossing,
+        # weida's CLI answering each question from the Rust runtime itself.
+        bind = "weida://127.0.0.1:0/r" if transport == "quic" else f"weida+unix://{tmp}/w{n}.sock//r"
+        cli = os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "weida")
+        return subprocess.Popen([cli, "respond", bind, "--echo", "--ready"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     args = [sys.executable, __file__, "--role", pattern, "--system", system, "--transport",
             transport, "--tmp", tmp, "--n", str(n), "--secs", str(a.secs),
             "--respondents", str(a.respondents)]  # fmt: skip
@@ -266,6 +274,10 @@ def survey(system: str, transport: str, a: argparse.Namespace) -> dict[str, Any]
         rs = [spawn(system, "respondent", transport, tmp, i, a) for i in range(a.respondents)]
         try:
             addrs = [ready(p) for p in rs]
+            if system == "weida" and a.rust_respondents:
+                # `weida respond` prints each question: drained, so a full pipe never stalls it.
+                for p in rs:
+                    threading.Thread(target=p.stdout.read, daemon=True).start()  # type: ignore[union-attr]
             s = spawn(system, "surveyor", transport, tmp, 99, a)
             say(s, " ".join(addrs))
             r = result(s)
@@ -342,6 +354,9 @@ def main() -> int:
     ap.add_argument("--members", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--pattern", choices=("pair", "survey", "bus"), action="append")
+    ap.add_argument("--rust-respondents", action="store_true",
+                    help="weida's respondents are `weida respond --echo` (target/release/weida): "
+                    "the survey with no binding crossing at the respondents")  # fmt: skip
     a = ap.parse_args()
     if a.role is not None:
         a.pattern = a.role
