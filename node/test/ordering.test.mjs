@@ -44,7 +44,34 @@ onEveryTransport('a_level_a_pattern_cannot_honour_is_refused_not_downgraded', as
   const puller = listener.puller('/jobs')
   const replier = listener.replier('/echo')
   const client = runtime(ctx)
-  // A pusher offers detect only; a requester offers no ordering.
+  const pair = listener.pair('/chat')
+  // A pusher and a dialling pair offer detect only; a requester offers no ordering.
   assert.ok((await rejection(client.pusher().connect(puller.address))) instanceof NegotiationFailed)
   assert.ok((await rejection(client.requester().connect(replier.address))) instanceof NegotiationFailed)
+  assert.ok((await rejection(client.pair().connect(/** @type {string} */ (pair.address)))) instanceof NegotiationFailed)
+  // A runtime that requires reassemble does not dial a pair at all: it holds nothing back.
+  const bound = (await runtime(ctx).bind(bindAddress(t))).pair('/chat')
+  const strict = runtime(ctx, { ordering: 'reassemble' })
+  assert.ok((await rejection(strict.pair().connect(/** @type {string} */ (bound.address)))) instanceof NegotiationFailed)
+})
+
+onEveryTransport('a_pair_refused_above_its_peers_limit_is_a_gap', async (t, ctx) => {
+  const options = { ordering: /** @type {const} */ ('detect'), limits: { maxCollectedBody: 1000 } }
+  const bound = (await runtime(ctx, options).bind(bindAddress(t))).pair('/chat')
+  const dialling = runtime(ctx, options).pair()
+  await dialling.connect(/** @type {string} */ (bound.address))
+  // Both ways: the dialling pair numbers per connection, the bound pair per claim.
+  for (const [sender, receiver] of [[dialling, bound], [bound, dialling]]) {
+    await sender.send(payload(100))
+    const first = await receiver.recv()
+    assert.deepEqual([first.meta.sequence, first.meta.gap], [1n, 0n])
+    // Number 2 is above the receiver's maxCollectedBody; the send may itself be refused before
+    // its FIN is queued (the refusal race, PATTERNS §1.6).
+    const e = await sender.send(payload(2000)).then(() => null, (err) => err)
+    assert.ok(e === null || e instanceof LimitExceeded)
+    assert.ok((await rejection(receiver.recv())) instanceof LimitExceeded)
+    await sender.send(payload(100))
+    const third = await receiver.recv()
+    assert.deepEqual([third.meta.sequence, third.meta.gap], [3n, 1n])
+  }
 })

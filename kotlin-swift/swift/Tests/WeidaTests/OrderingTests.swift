@@ -1,6 +1,6 @@
 // PerProducer ordering outside Pub/Sub (python/tests/test_ordering.py, core/tests/ordering.rs:
-// the same names): a puller whose runtime requires detect gets each pushed message numbered with
-// the gap before it, and a level a pattern cannot honour is refused, never downgraded.
+// the same names): a puller or a pair whose runtime requires detect gets each message numbered
+// with the gap before it, and a level a pattern cannot honour is refused, never downgraded.
 import Foundation
 import XCTest
 
@@ -67,9 +67,49 @@ final class OrderingTests: XCTestCase {
         try await onEveryTransport(ordering: "reassemble") { listener, client in
             let puller = try listener.puller("/jobs")
             let replier = try listener.replier("/echo")
-            // A pusher offers detect only; a requester offers no ordering.
+            let pair = try listener.pair("/chat")
+            // A pusher and a dialling pair offer detect only; a requester offers no ordering.
             try await raised("NEGOTIATION_FAILED") { try await client.pusher().connect(puller.address()) }
             try await raised("NEGOTIATION_FAILED") { try await client.requester().connect(replier.address()) }
+            try await raised("NEGOTIATION_FAILED") { try await client.pair().connect(pair.address()!) }
+        }
+    }
+
+    func test_a_pair_refused_above_its_peers_limit_is_a_gap() async throws {
+        for t in transports {
+            do {
+                try await within {
+                    let limits: Options = ["maxCollectedBody": 1000]
+                    let detect: Options = ["ordering": .name(value: "detect")]
+                    let server = try runtime(limits: limits, options: detect)
+                    let client = try runtime(limits: limits, reconnect: never, options: detect)
+                    defer {
+                        client.shutdown()
+                        server.shutdown()
+                    }
+                    let bound = try await server.bind(bindAddress(t)).pair("/chat")
+                    let dialling = try client.pair()
+                    try await dialling.connect(bound.address()!)
+                    // Both ways: the dialling pair numbers per connection, the bound pair per
+                    // claim.
+                    for (sender, receiver) in [(dialling, bound), (bound, dialling)] {
+                        try await sender.send(payload(100))
+                        let first = try await receiver.recv()
+                        XCTAssertEqual([first.sequence, first.gap], [1, 0])
+                        // Number 2 is above the receiver's maxCollectedBody; the send may itself
+                        // be refused before its FIN is queued (the refusal race, PATTERNS §1.6).
+                        do {
+                            try await sender.send(payload(2000))
+                        } catch let e as WeidaError where e.code == "LIMIT_EXCEEDED" {}
+                        try await raised("LIMIT_EXCEEDED") { try await receiver.recv() }
+                        try await sender.send(payload(100))
+                        let third = try await receiver.recv()
+                        XCTAssertEqual([third.sequence, third.gap], [3, 1])
+                    }
+                }
+            } catch {
+                XCTFail("on \(t): \(error)")
+            }
         }
     }
 }
