@@ -331,6 +331,40 @@ async fn full_hold(t: Transport) {
 on_every_transport!(a_full_hold_reports_the_drop_it_was_waiting_for, full_hold);
 
 on_every_transport!(
+    what_a_gone_publisher_left_held_is_delivered_with_its_gap,
+    |t| async move {
+        let limits = Limits {
+            subscriber_buffer_bytes: 1000,
+            max_reorder_hold: 16,
+            ..Limits::default()
+        };
+        let server = Runtime::new(config(limits.clone())).unwrap();
+        let listener = server.bind(&bind_address(t)).await.unwrap();
+        let client = Runtime::new(ordered(limits, Ordering::Reassemble)).unwrap();
+        let publisher = listener.publisher("/feed").unwrap();
+        let sub = client.subscriber();
+        sub.connect(&publisher.address().to_string()).await.unwrap();
+        sub.subscribe("t").await.unwrap();
+        publisher.publish("t", payload(600)).unwrap(); // 1
+        assert_eq!(publisher.publish("t", payload(600)).unwrap(), 0); // 2: dropped
+        publisher.publish("t", payload(100)).unwrap(); // 3
+        publisher.publish("t", payload(100)).unwrap(); // 4
+                                                       // 3 and 4 wait for 2, which never comes: the publisher's runtime drains (its copies
+                                                       // written out) and goes. Its connection's end releases them with the gap they waited
+                                                       // for, rather than dropping what arrived.
+        let first = sub.recv().await.unwrap();
+        assert_eq!((first.meta.sequence, first.meta.gap), (Some(1), Some(0)));
+        server.drain(std::time::Duration::from_secs(5)).await;
+        let got = take(&sub, 2).await;
+        let seen: Vec<_> = got
+            .iter()
+            .map(|m| (m.meta.sequence.unwrap(), m.meta.gap.unwrap()))
+            .collect();
+        assert_eq!(seen, vec![(3, 1), (4, 0)]);
+    }
+);
+
+on_every_transport!(
     a_subscriber_that_requires_ordering_negotiates_it,
     |t| async move {
         // The publisher's runtime requires nothing; it offers every level it implements.

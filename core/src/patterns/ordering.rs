@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::Hash;
 
+use bytes::Bytes;
+
 use crate::wire::Ordering;
 
 /// One producer's numbering as one receiver sees it.
@@ -133,6 +135,17 @@ impl<T> Orderer<T> {
         gap
     }
 
+    /// Releases everything held, in number order, each run's first with the gap before it:
+    /// the producer is gone (its connection ended, or it was forgotten past the bound), so the
+    /// numbers it waited for will never come, and what it holds is delivered rather than lost.
+    pub(crate) fn flush(&mut self, out: &mut VecDeque<Release<T>>) {
+        while let Some((&first, _)) = self.hold.iter().next() {
+            let gap = first - self.expected;
+            self.expected = first;
+            self.release_at_expected(gap, out);
+        }
+    }
+
     /// Copies held now (reassemble).
     #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
@@ -142,6 +155,94 @@ impl<T> Orderer<T> {
 
 /// At most this many producers are remembered per receiving endpoint.
 pub(crate) const MAX_PRODUCERS: usize = 1024;
+
+/// At most this many producers are reassembled per connection. A weida publisher names one
+/// producer per publisher bound (a publisher bound anew is a new one), so a connection that
+/// names more is a peer inventing names, each of which could hold `max_reorder_hold` copies.
+pub(crate) const MAX_PRODUCERS_PER_LINK: usize = 8;
+
+/// The numbering of one receiving endpoint per (connection, producer), at the endpoint's level,
+/// bounded in producers per connection ([`MAX_PRODUCERS_PER_LINK`], least recently heard from
+/// forgotten first) so that a peer naming a new producer per copy holds at most that many
+/// producers' holds; a forgotten producer's hold, and every hold of a connection that ended, is
+/// released with its gaps, never dropped (PATTERNS §4).
+#[derive(Debug)]
+pub(crate) struct Reorderers<T> {
+    level: Ordering,
+    max_hold: usize,
+    by: HashMap<(u64, Bytes), (Orderer<T>, u64)>,
+    tick: u64,
+}
+
+impl<T> Default for Reorderers<T> {
+    fn default() -> Self {
+        Self::new(Ordering::None, 0)
+    }
+}
+
+impl<T> Reorderers<T> {
+    pub(crate) fn new(level: Ordering, max_hold: usize) -> Self {
+        Self {
+            level,
+            max_hold,
+            by: HashMap::new(),
+            tick: 0,
+        }
+    }
+
+    /// Takes one arrival on connection `link` from `producer`, numbered `seq`, and appends what
+    /// may now be delivered to `out` (see [`Orderer::push`]).
+    pub(crate) fn push(
+        &mut self,
+        link: u64,
+        producer: Bytes,
+        seq: Option<u64>,
+        item: T,
+        wanted: bool,
+        out: &mut VecDeque<Release<T>>,
+    ) {
+        self.tick += 1;
+        let key = (link, producer);
+        if !self.by.contains_key(&key) {
+            let of_link = self.by.iter().filter(|((l, _), _)| *l == link);
+            if of_link.clone().count() >= MAX_PRODUCERS_PER_LINK {
+                let oldest = of_link
+                    .min_by_key(|(_, (_, last))| *last)
+                    .map(|(k, _)| k.clone())
+                    .expect("at the bound, so not empty");
+                if let Some((mut o, _)) = self.by.remove(&oldest) {
+                    o.flush(out);
+                }
+            }
+            let o = Orderer::new(self.level, self.max_hold);
+            self.by.insert(key.clone(), (o, self.tick));
+        }
+        let (o, last) = self.by.get_mut(&key).expect("inserted above");
+        *last = self.tick;
+        o.push(seq, item, wanted, out);
+    }
+
+    /// Connection `link` ended: its producers go, and what they held is released to `out`.
+    pub(crate) fn end_link(&mut self, link: u64, out: &mut VecDeque<Release<T>>) {
+        let gone: Vec<_> = self
+            .by
+            .keys()
+            .filter(|(l, _)| *l == link)
+            .cloned()
+            .collect();
+        for k in gone {
+            if let Some((mut o, _)) = self.by.remove(&k) {
+                o.flush(out);
+            }
+        }
+    }
+
+    /// Producers remembered now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by.len()
+    }
+}
 
 /// The detect numbering of one receiving endpoint, per producer name, at most
 /// [`MAX_PRODUCERS`]: a peer that names a new producer per message cannot grow it without
@@ -285,6 +386,47 @@ mod tests {
         o.push(Some(3), 3, true, &mut out);
         let got: Vec<_> = out.into_iter().map(|r| (r.item, r.gap)).collect();
         assert_eq!(got, vec![(1, Some(0)), (3, Some(0))]);
+    }
+
+    #[test]
+    fn a_flush_releases_every_held_copy_in_order_with_its_gap() {
+        let mut o = Orderer::new(Ordering::Reassemble, 16);
+        let mut out = VecDeque::new();
+        for seq in [1, 3, 4, 7] {
+            o.push(Some(seq), seq, true, &mut out);
+        }
+        assert_eq!(out.drain(..).map(|r| r.item).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(o.held(), 3);
+        o.flush(&mut out);
+        let got: Vec<_> = out.drain(..).map(|r| (r.item, r.gap)).collect();
+        assert_eq!(got, vec![(3, Some(1)), (4, Some(0)), (7, Some(2))]);
+        assert_eq!(o.held(), 0);
+    }
+
+    /// A peer that names a new producer for every copy, each with a gap so each would be held,
+    /// holds at most MAX_PRODUCERS_PER_LINK producers on its connection: each one forgotten
+    /// releases its copy, so nothing is lost and nothing grows.
+    #[test]
+    fn a_peer_naming_a_producer_per_copy_is_bounded_and_loses_nothing() {
+        let mut r = Reorderers::new(Ordering::Reassemble, 256);
+        let mut out = VecDeque::new();
+        for i in 0..1000u64 {
+            let name = Bytes::from(i.to_be_bytes().to_vec());
+            r.push(7, name, Some(2), i, true, &mut out);
+            assert!(r.len() <= MAX_PRODUCERS_PER_LINK, "{i}");
+        }
+        assert_eq!(out.len(), 1000 - MAX_PRODUCERS_PER_LINK);
+        assert!(out.iter().all(|x| x.gap == Some(1)));
+        // Another connection's producers are not evicted by this one's.
+        r.push(8, Bytes::from_static(b"p"), Some(2), 5000, true, &mut out);
+        assert_eq!(r.len(), MAX_PRODUCERS_PER_LINK + 1);
+        // The connection ends: what its producers held is released.
+        r.end_link(7, &mut out);
+        assert_eq!(out.len(), 1000);
+        assert_eq!(r.len(), 1);
+        let mut items: Vec<_> = out.drain(..).map(|x| x.item).collect();
+        items.sort_unstable();
+        assert_eq!(items, (0..1000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! checked, collected, filtered again locally, put in order at the level it requires, and
 //! queued for `recv`. The public face is `patterns::pubsub`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -14,7 +14,7 @@ use crate::connection::context::Context;
 use crate::connection::handles::{IncomingMeta, IncomingTransfer, Message};
 use crate::connection::link::Link;
 use crate::error::{Error, LossCause, Result};
-use crate::patterns::ordering::{Orderer, Release};
+use crate::patterns::ordering::{Release, Reorderers};
 use crate::transport::reader::{StreamReader, Watch};
 use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf, SendHalf};
 use crate::wire::{Code, Ordering, Session, StreamType};
@@ -40,8 +40,9 @@ struct FeedState {
     ready: VecDeque<Message>,
     /// Handed back by a binding whose caller cancelled as the message arrived.
     returned: VecDeque<Message>,
-    /// Per (connection, producer): numbering restarts with a new producer.
-    orderers: HashMap<(u64, Bytes), Orderer<Message>>,
+    /// Per (connection, producer): numbering restarts with a new producer; bounded per
+    /// connection, and what a forgotten producer or an ended connection held is released.
+    orderers: Reorderers<Message>,
     /// The error a batch receive met after its first message, for the next receive.
     deferred: Option<Error>,
     /// Messages in `ready` beyond the room taken for them (a reassembly hold released several
@@ -60,7 +61,13 @@ impl Feed {
         Arc::new(Self {
             level: ctx.config.guarantees.ordering,
             ctx: ctx.clone(),
-            state: Mutex::new(FeedState::default()),
+            state: Mutex::new(FeedState {
+                orderers: Reorderers::new(
+                    ctx.config.guarantees.ordering,
+                    ctx.limits.max_reorder_hold,
+                ),
+                ..FeedState::default()
+            }),
             readable: Notify::new(),
             room: tokio::sync::Semaphore::new(bounds.endpoint_queue),
             max_collected_body: bounds.max_collected_body,
@@ -115,9 +122,27 @@ impl Feed {
         if hopeful {
             s.hopeful = s.hopeful.saturating_sub(1);
         }
-        s.orderers.retain(|(l, _), _| *l != link_id);
+        Self::release_held(&mut s, link_id);
         drop(s);
         self.readable.notify_waiters();
+    }
+
+    /// Connection `link_id`'s producers go: what they held arrived, so it is delivered, each
+    /// run with the gap it waited for, beyond the room (a debt `recv` pays back).
+    fn release_held(s: &mut FeedState, link_id: u64) {
+        let mut out = VecDeque::new();
+        s.orderers.end_link(link_id, &mut out);
+        s.debt += out.len();
+        Self::ready(s, out);
+    }
+
+    fn ready(s: &mut FeedState, out: VecDeque<Release<Message>>) {
+        for Release { mut item, gap } in out {
+            if item.meta.gap != gap {
+                Arc::make_mut(&mut item.meta).gap = gap;
+            }
+            s.ready.push_back(item);
+        }
     }
 
     /// A connection ended (or was disconnected): its numbering goes, and a receiver waiting
@@ -131,7 +156,7 @@ impl Feed {
         if cause.is_some() {
             s.last_loss = cause;
         }
-        s.orderers.retain(|(l, _), _| *l != link_id);
+        Self::release_held(&mut s, link_id);
         drop(s);
         self.readable.notify_waiters();
     }
@@ -238,22 +263,13 @@ impl Feed {
         let mut out = VecDeque::new();
         {
             let mut s = self.state.lock().unwrap();
-            let (level, hold) = (self.level, self.ctx.limits.max_reorder_hold);
-            s.orderers
-                .entry(key)
-                .or_insert_with(|| Orderer::new(level, hold))
-                .push(seq, m, wanted, &mut out);
+            s.orderers.push(key.0, key.1, seq, m, wanted, &mut out);
             match out.len() {
                 // Held (or not wanted): the room goes back.
                 0 => self.room.add_permits(1),
                 n => s.debt += n - 1,
             }
-            for Release { mut item, gap } in out {
-                if item.meta.gap != gap {
-                    Arc::make_mut(&mut item.meta).gap = gap;
-                }
-                s.ready.push_back(item);
-            }
+            Self::ready(&mut s, out);
         }
         self.readable.notify_waiters();
     }
