@@ -354,7 +354,7 @@ on_every_transport!(
                                                        // for, rather than dropping what arrived.
         let first = sub.recv().await.unwrap();
         assert_eq!((first.meta.sequence, first.meta.gap), (Some(1), Some(0)));
-        server.drain(std::time::Duration::from_secs(5)).await;
+        server.drain(Duration::from_secs(5)).await;
         let got = take(&sub, 2).await;
         let seen: Vec<_> = got
             .iter()
