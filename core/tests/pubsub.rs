@@ -300,10 +300,12 @@ async fn gap_under_detect(t: Transport) {
 
 on_every_transport!(a_dropped_copy_shows_up_as_a_gap, gap_under_detect);
 
-async fn full_hold(t: Transport) {
+/// A publisher whose byte budget is 1000 and a subscriber of "t" that reassembles with a hold
+/// of `hold`, which got copy 1 while copy 2 was dropped at the publisher (its budget full).
+async fn a_number_missing(t: Transport, hold: usize) -> (Runtime, Runtime, Publisher, Subscriber) {
     let limits = Limits {
         subscriber_buffer_bytes: 1000,
-        max_reorder_hold: 2,
+        max_reorder_hold: hold,
         ..Limits::default()
     };
     let server = Runtime::new(config(limits.clone())).unwrap();
@@ -315,6 +317,11 @@ async fn full_hold(t: Transport) {
     sub.subscribe("t").await.unwrap();
     publisher.publish("t", payload(600)).unwrap(); // 1
     assert_eq!(publisher.publish("t", payload(600)).unwrap(), 0); // 2: dropped
+    (server, client, publisher, sub)
+}
+
+async fn full_hold(t: Transport) {
+    let (_server, _client, publisher, sub) = a_number_missing(t, 2).await;
     for _ in 0..3 {
         publisher.publish("t", payload(100)).unwrap(); // 3, 4, 5
     }
@@ -333,20 +340,7 @@ on_every_transport!(a_full_hold_reports_the_drop_it_was_waiting_for, full_hold);
 on_every_transport!(
     what_a_gone_publisher_left_held_is_delivered_with_its_gap,
     |t| async move {
-        let limits = Limits {
-            subscriber_buffer_bytes: 1000,
-            max_reorder_hold: 16,
-            ..Limits::default()
-        };
-        let server = Runtime::new(config(limits.clone())).unwrap();
-        let listener = server.bind(&bind_address(t)).await.unwrap();
-        let client = Runtime::new(ordered(limits, Ordering::Reassemble)).unwrap();
-        let publisher = listener.publisher("/feed").unwrap();
-        let sub = client.subscriber();
-        sub.connect(&publisher.address().to_string()).await.unwrap();
-        sub.subscribe("t").await.unwrap();
-        publisher.publish("t", payload(600)).unwrap(); // 1
-        assert_eq!(publisher.publish("t", payload(600)).unwrap(), 0); // 2: dropped
+        let (server, _client, publisher, sub) = a_number_missing(t, 16).await;
         publisher.publish("t", payload(100)).unwrap(); // 3
         publisher.publish("t", payload(100)).unwrap(); // 4
                                                        // 3 and 4 wait for 2, which never comes: the publisher's runtime drains (its copies
