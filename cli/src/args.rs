@@ -25,7 +25,8 @@ pub(crate) enum Command {
     Id(IdCommand),
     /// Answer requests at URL (Req/Rep, the bound side).
     Rep(RepArgs),
-    /// Receive pushed messages at URL and print them (Push/Pull, the bound side).
+    /// Receive pushed messages at URL and print them (Push/Pull, the bound side); with
+    /// --connect, dial a bound pusher (`push --bind`) at URL and print its share instead.
     Pull(PullArgs),
     /// Send a request to URL and print its reply.
     Req(ReqArgs),
@@ -41,7 +42,8 @@ pub(crate) enum Command {
     /// Ask URL (and each --also) one question and print the answers that come before the
     /// deadline (SURVEY, the dialling side).
     Survey(SurveyArgs),
-    /// Push messages to URL: arguments, a file, or stdin.
+    /// Push messages to URL: arguments, a file, or stdin; with --bind, bind URL and deal them
+    /// round-robin to the workers that dial it (`pull --connect`) instead.
     Push(PushArgs),
     /// Publish messages on TOPIC at URL: binds it, waits for subscribers, then publishes
     /// arguments, a file, or stdin (Pub/Sub, the bound side); with --connect, dials a
@@ -179,9 +181,31 @@ pub(crate) struct RepArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(
+    ArgGroup::new("redial")
+        .args(["reconnect", "events", "later"])
+        .multiple(true)
+        .requires("connect")
+))]
 pub(crate) struct PullArgs {
     #[command(flatten)]
     pub(crate) serve: ServeArgs,
+    /// Dial URL, a bound pusher (`weida push --bind`, which prints the address with its pin
+    /// and path), and claim a share of its messages, instead of binding URL: a worker
+    /// (docs/PATTERNS.md §3.1). Messages print as `pull` prints them; with --ready, `READY
+    /// <URL>` once the share is claimed. --trust-pin, --timeout, --reconnect, --events and
+    /// --later are for dialling, and refused without it.
+    #[arg(long)]
+    pub(crate) connect: bool,
+    /// With --connect, also accept a pusher presenting this key, for an address without a
+    /// pin (a pin in the address decides alone). Repeatable.
+    #[arg(long = "trust-pin", value_name = "sha256:HEX", requires = "connect")]
+    pub(crate) trust_pins: Vec<Fingerprint>,
+    /// With --connect, give up connecting and claiming a share after SECS, with status 6.
+    #[arg(long, value_name = "SECS", value_parser = seconds, requires = "connect")]
+    pub(crate) timeout: Option<Duration>,
+    #[command(flatten)]
+    pub(crate) reconnect: crate::events::ReconnectArgs,
     #[command(flatten)]
     pub(crate) progress: ProgressArgs,
 }
@@ -200,7 +224,8 @@ pub(crate) struct DialArgs {
     #[arg(long = "trust-pin", value_name = "sha256:HEX")]
     pub(crate) trust_pins: Vec<Fingerprint>,
     /// Give up after SECS: bounds connecting, each request until its whole reply, and each
-    /// wait for the peer's stream budget.
+    /// wait for the peer's stream budget (push --bind: the wait for --wait-workers, each
+    /// message's wait for a worker, and the wait for the receipts).
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub(crate) timeout: Option<Duration>,
     /// Metadata sent with each message. Repeatable.
@@ -333,12 +358,27 @@ pub(crate) struct SurveyArgs {
 pub(crate) struct PushArgs {
     #[command(flatten)]
     pub(crate) dial: DialArgs,
+    /// Bind URL (with the path: weida://127.0.0.1:0/jobs, weida+unix:///tmp/w.sock//jobs) as
+    /// a bound pusher, which workers dial (`weida pull --connect`), instead of dialling a
+    /// puller: each message goes to the next worker, round-robin, and waits for one to be
+    /// connected (docs/PATTERNS.md §3.1). --trust-pin, --reconnect, --events and --later are
+    /// for dialling, and refused with it.
+    #[arg(long, conflicts_with_all = ["trust_pins", "reconnect", "events", "later"])]
+    pub(crate) bind: bool,
     /// Bodies, one message each; without any (and without --file), stdin is read, one
     /// message per line unless --whole.
     #[arg(conflicts_with = "file")]
     pub(crate) data: Vec<String>,
     #[command(flatten)]
     pub(crate) input: InputArgs,
+    /// With --bind, print `READY <address>` as the first line of stdout once the pusher is
+    /// bound: the address workers dial.
+    #[arg(long, requires = "bind")]
+    pub(crate) ready: bool,
+    /// With --bind, send only once N workers are connected (polled: the core has no event
+    /// for an arrival).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "bind")]
+    pub(crate) wait_workers: usize,
     #[command(flatten)]
     pub(crate) progress: ProgressArgs,
 }

@@ -1,4 +1,5 @@
-//! The dialling roles: `weida req`, `weida survey` and `weida push`.
+//! The dialling roles: `weida req`, `weida survey` and `weida push` (`push --bind`, which
+//! binds, is in bound_push.rs).
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use crate::signal::Stop;
 
 /// Receipts awaited at once while pushing: the default stream budget of a connection, so
 /// the window is never what limits the rate.
-const RECEIPT_WINDOW: usize = 256;
+pub(crate) const RECEIPT_WINDOW: usize = 256;
 /// How long `push` gives the listener to take what it sent before closing, without
 /// `--timeout`. Not an error when it passes: every receipt has already resolved by then.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -220,6 +221,9 @@ async fn streamed_request(
 /// `weida push`: every message sent, then every receipt awaited, then a graceful drain. A
 /// signal interrupts it.
 pub(crate) async fn push(args: PushArgs, stop: &mut Stop) -> Result<(), Failure> {
+    if args.bind {
+        return crate::bound_push::push(args, stop).await;
+    }
     let rt = runtime(&args.dial, None)?;
     let done = stop.interrupt(pushed(&rt, args)).await;
     // However it ended, the peer learns now, not at its idle timeout (cli/README.md).
@@ -393,7 +397,7 @@ async fn connect(
 }
 
 /// The `--meta` entries, in the order given (duplicates kept, as the wire keeps them).
-fn metadata(d: &DialArgs) -> Metadata {
+pub(crate) fn metadata(d: &DialArgs) -> Metadata {
     d.meta.iter().map(|(n, v)| (n.clone(), v.clone())).collect()
 }
 

@@ -1,10 +1,12 @@
-//! `weida`, the command-line tool: serve (`rep`, `pull`), dial (`req`, `push`), publish and
-//! subscribe (`pub`, `sub`), be one end of a pair (`pair`), measure (`bench`) and manage
-//! identities (`id`). Behaviour lives in the core crate; this binary parses, prints, and maps
-//! errors to exit statuses (cli/README.md).
+//! `weida`, the command-line tool: serve (`rep`, `pull`), dial (`req`, `push`), deal work the
+//! other way round (`push --bind`, `pull --connect`), publish and subscribe (`pub`, `sub`), be
+//! one end of a pair (`pair`), measure (`bench`) and manage identities (`id`). Behaviour lives
+//! in the core crate; this binary parses, prints, and maps errors to exit statuses
+//! (cli/README.md).
 
 mod args;
 mod bench;
+mod bound_push;
 mod client;
 mod events;
 mod exit;

@@ -28,7 +28,8 @@ use crate::signal::Stop;
 
 /// How often `pub` looks at its subscriber count: the core has no event for a subscriber's
 /// arrival or departure, so `--wait-subscribers` and the end of `--linger` poll it (and
-/// `pub --connect` its count of bytes written, for want of an event when a queue empties).
+/// `pub --connect` its count of bytes written, for want of an event when a queue empties;
+/// `push --bind --wait-workers` its count of workers).
 const POLL: Duration = Duration::from_millis(10);
 
 /// `weida pub`: every message of the input on its topic, then the linger, then the drops.
@@ -150,7 +151,7 @@ impl Tally {
     }
 }
 
-fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+pub(crate) fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 {
         one
     } else {
@@ -171,16 +172,28 @@ async fn wait_for_subscribers(
     n: usize,
     timeout: Option<Duration>,
 ) -> Result<(), Failure> {
-    if n == 0 || publisher.subscriber_count() >= n {
+    wait_for_peers(n, timeout, ("subscriber", "subscribers"), || {
+        publisher.subscriber_count()
+    })
+    .await
+}
+
+/// Polls `count` until it reaches `n`, at most `timeout` (then TIMEOUT, naming how many
+/// arrived; `one` and `many` name them): `pub --wait-subscribers` and `push --bind
+/// --wait-workers`, for want of an event for an arrival.
+pub(crate) async fn wait_for_peers(
+    n: usize,
+    timeout: Option<Duration>,
+    (one, many): (&'static str, &'static str),
+    count: impl Fn() -> usize,
+) -> Result<(), Failure> {
+    if n == 0 || count() >= n {
         return Ok(());
     }
-    eprintln!(
-        "waiting for {n} {}",
-        plural(n as u64, "subscriber", "subscribers")
-    );
+    eprintln!("waiting for {n} {}", plural(n as u64, one, many));
     let arrived = async {
         let mut tick = tokio::time::interval(POLL);
-        while publisher.subscriber_count() < n {
+        while count() < n {
             tick.tick().await;
         }
     };
@@ -188,8 +201,8 @@ async fn wait_for_subscribers(
         Some(t) => tokio::time::timeout(t, arrived).await.map_err(|_| {
             Failure::from(Error::Timeout { last_loss: None }).context(format!(
                 "waiting for {n} {} ({} arrived)",
-                plural(n as u64, "subscriber", "subscribers"),
-                publisher.subscriber_count()
+                plural(n as u64, one, many),
+                count()
             ))
         }),
         None => {

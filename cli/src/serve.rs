@@ -193,6 +193,9 @@ async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, Str
 /// message it has taken at once, so one that is slow to arrive holds up no other (PATTERNS
 /// §1.12); printing is one at a time, in the order messages complete.
 pub(crate) async fn pull(args: PullArgs, stop: &mut Stop) -> Result<(), Failure> {
+    if args.connect {
+        return crate::bound_push::pull(args, stop).await;
+    }
     let s = &args.serve;
     let (rt, listener, path) = bind(s).await?;
     let puller = listener.puller(&path)?;
@@ -298,7 +301,7 @@ pub(crate) async fn bus(args: BusArgs, stop: &mut Stop) -> Result<(), Failure> {
 /// whole. The core's `recv` collects a message out of sight, so this reads the runtime's
 /// count of bytes received on a tick: with several large messages arriving at once, it is
 /// their sum since the last one was whole.
-async fn arriving(rt: &Runtime, settled: &Cell<u64>) -> Infallible {
+pub(crate) async fn arriving(rt: &Runtime, settled: &Cell<u64>) -> Infallible {
     if !progress::drawn() {
         return std::future::pending().await;
     }

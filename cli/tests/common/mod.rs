@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -46,28 +46,39 @@ impl Served {
     /// [`Served::start`] with `stdin` written to its stdin (then closed) on a thread, or an
     /// empty stdin for `None`.
     pub(crate) fn start_with_stdin(args: &[&str], stdin: Option<Vec<u8>>) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let stderr = dir.path().join("stderr");
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("weida"))
-            .args(args)
-            .arg("--ready")
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(File::create(&stderr).unwrap())
-            .spawn()
-            .expect("weida starts");
-        if let Some(bytes) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
+        let (mut served, pipe) = Self::spawn(args, stdin.is_some());
+        if let (Some(bytes), Some(mut pipe)) = (stdin, pipe) {
             std::thread::spawn(move || {
                 use std::io::Write;
                 // A child that exits early closes the pipe: its status tells the test why.
                 let _ = pipe.write_all(&bytes);
             });
         }
+        served.ready();
+        served
+    }
+
+    /// [`Served::start`] with its stdin a pipe the test writes to as it goes (its input ends
+    /// when the pipe is dropped).
+    pub(crate) fn start_piped(args: &[&str]) -> (Self, ChildStdin) {
+        let (mut served, pipe) = Self::spawn(args, true);
+        served.ready();
+        (served, pipe.expect("a piped stdin"))
+    }
+
+    /// Starts `weida ARGS --ready`, its stdin a pipe (returned) or empty.
+    fn spawn(args: &[&str], piped: bool) -> (Self, Option<ChildStdin>) {
+        let dir = tempfile::tempdir().unwrap();
+        let stderr = dir.path().join("stderr");
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("weida"))
+            .args(args)
+            .arg("--ready")
+            .stdin(if piped { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(File::create(&stderr).unwrap())
+            .spawn()
+            .expect("weida starts");
+        let pipe = child.stdin.take();
         // Lines are read on a thread so every wait can have a deadline.
         let (tx, lines) = mpsc::channel();
         let out = BufReader::new(child.stdout.take().unwrap());
@@ -79,21 +90,25 @@ impl Served {
                 }
             }
         });
-        let mut served = Self {
+        let served = Self {
             child,
             address: String::new(),
             lines,
             stderr,
             _dir: dir,
         };
-        let ready = served
+        (served, pipe)
+    }
+
+    /// Waits for its READY line and keeps the address.
+    fn ready(&mut self) {
+        let ready = self
             .next_line()
-            .unwrap_or_else(|| panic!("no READY line; stderr: {}", served.stderr()));
-        served.address = ready
+            .unwrap_or_else(|| panic!("no READY line; stderr: {}", self.stderr()));
+        self.address = ready
             .strip_prefix("READY ")
             .unwrap_or_else(|| panic!("the first line is {ready:?}"))
             .to_string();
-        served
     }
 
     /// The next line of its stdout; `None` once it closed stdout (exited).
