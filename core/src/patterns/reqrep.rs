@@ -15,7 +15,7 @@ use crate::runtime::Runtime;
 use crate::wire::{check_streams, Header, Metadata};
 
 /// A request body at most this long is written with its header in one write.
-const INLINE_REQUEST: usize = 64 * 1024;
+pub(super) const INLINE_REQUEST: usize = 64 * 1024;
 
 /// The outcome of an exchange from its write and its reply: the reply (or the replier's ERROR)
 /// wins; a write failure explains a reply that was only cancelled.

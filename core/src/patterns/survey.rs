@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::reqrep::INLINE_REQUEST;
 use super::{Dialer, Replier};
 use crate::config::EndpointOptions;
 use crate::connection::handles::Message;
@@ -183,10 +184,19 @@ async fn ask(
 ) -> Option<crate::PendingReply> {
     let within = until.saturating_duration_since(Instant::now());
     let asked = async {
-        let (t, reply) = dialer
-            .exchange_on(&link, header, Some(body), Some(within))
+        // As a request is written (reqrep.rs): a small question with its head, a large one
+        // after it, so that the respondent is asked once the head is out.
+        let small = body.len() <= INLINE_REQUEST;
+        let (mut t, reply) = dialer
+            .exchange_on(&link, header, small.then(|| body.clone()), Some(within))
             .await?;
-        t.finish().await?;
+        // A respondent may answer or refuse before the whole question is written, stopping
+        // it: the refusal race (PATTERNS §1.6). Its reply then says why, so a write or a
+        // finish that fails leaves the answer to the reply: dropping the respondent here
+        // would lose its refusal from the survey.
+        if small || t.write(body).await.is_ok() {
+            let _ = t.finish().await;
+        }
         Ok::<_, Error>(reply)
     };
     match tokio::time::timeout_at(until, asked).await {
