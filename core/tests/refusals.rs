@@ -4,7 +4,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{pair, payload, Transport};
+use common::{pair, pair_with, payload, Transport};
 use weida::{Error, ErrorCode, Limits, Metadata};
 
 const BIG: usize = 2 << 20;
@@ -179,6 +179,38 @@ async fn rejected(t: Transport) {
 on_every_transport!(
     a_replier_rejection_reaches_the_requester_with_its_reason,
     rejected
+);
+
+/// A request small enough to go with its header in one write (under 64 KiB) but larger than
+/// the replier's stream window: the replier refuses on seeing the header, before the rest
+/// arrives, and stops the request while it is being written (the refusal race, PATTERNS §1.6).
+/// The requester gets the refusal, not the stop.
+async fn refused_while_written(t: Transport) {
+    let limits = Limits {
+        stream_receive_window: 16 * 1024,
+        ..Limits::default()
+    };
+    let (_s, listener, client) = pair_with(t, limits).await;
+    let replier = listener.replier("/guarded").unwrap();
+    let address = replier.address().to_string();
+    tokio::spawn(async move {
+        while let Ok(ex) = replier.accept().await {
+            ex.reject("not now").await.unwrap();
+        }
+    });
+    let req = client.requester();
+    req.connect(&address).await.unwrap();
+    for _ in 0..3 {
+        let e = req.request(payload(60 * 1024)).await.unwrap_err();
+        assert!(
+            matches!(e, Error::Rejected(ref r) if r == "not now"),
+            "{e:?}"
+        );
+    }
+}
+on_every_transport!(
+    a_small_request_refused_while_it_is_written_is_its_refusal,
+    refused_while_written
 );
 
 async fn header_too_large(t: Transport) {

@@ -13,7 +13,7 @@ use super::handshake::Agreed;
 use super::lane::{FrameHead, Lane, TrySend};
 use super::numbering::Numbering;
 use crate::error::{Error, Limit, LossCause, Result};
-use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf, UnclaimedHalf};
+use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf, StreamError, UnclaimedHalf};
 use crate::wire::{lane_frame, varint, Code, ControlFrame, Header, Session, StreamType};
 
 /// A dialled connection to one path of one peer.
@@ -504,10 +504,16 @@ impl Link {
             None => send.half().write(head).await,
         };
         let send = send.claim();
-        if let Err(e) = r {
-            return Err(e.into_write_error(&self.path));
+        match r {
+            Ok(()) => Ok((send, recv)),
+            // The peer stopped an exchange's request before it was written whole: it answered
+            // or refused without reading it all (the refusal race, PATTERNS §1.6). Its reply
+            // says why, so the caller gets the stream to read it (its `finish` then fails);
+            // seen from several threads at once, a small request written as two chunks meets
+            // this with the replier acting between them.
+            Err(StreamError::Stopped(_)) if recv.is_some() => Ok((send, recv)),
+            Err(e) => Err(e.into_write_error(&self.path)),
         }
-        Ok((send, recv))
     }
 }
 
