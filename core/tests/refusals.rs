@@ -239,7 +239,7 @@ async fn collecting_1000(t: Transport) -> (weida::Runtime, weida::Listener, weid
         max_collected_body: 1000,
         ..Limits::default()
     };
-    common::pair_with(t, limits).await
+    pair_with(t, limits).await
 }
 
 async fn collected_limit(t: Transport) {
