@@ -1,4 +1,4 @@
-"""The benchmark suite: weida (Rust core, Python binding, Node binding) next to ZeroMQ (pyzmq,
+"""The benchmark suite: weida (Rust core, Python, Node and Kotlin bindings) next to ZeroMQ (pyzmq,
 zeromq.js), NNG (pynng) and Zenoh (zenoh-python), and the bare substrate (raw quinn, framed
 tcp and AF_UNIX, a tokio channel), in one run on loopback (bench/README.md, "The suite").
 
@@ -43,6 +43,7 @@ from systems import (
     FAMILIES,
     FAMILY,
     NO_PUBSUB_YET,
+    NO_SMOKE,
     NO_TWO_PROCESS,
     PP,
     PS,
@@ -95,6 +96,8 @@ def plan(a: argparse.Namespace) -> list[Job]:
             for s in SYSTEMS:
                 if c.pattern not in s.patterns or not selected(s, c.pattern, a.only):
                     continue
+                if a.smoke and s.key in NO_SMOKE:
+                    continue
                 if c.pattern == PP and c.size not in s.sizes and not a.smoke:
                     continue
                 if a.size and c.pattern != RR and c.size not in a.size:
@@ -139,7 +142,37 @@ def argv(j: Job, a: argparse.Namespace, role: str = "both", address: str = "") -
         common += ["--variant", s.variant]
     if s.language == "python":
         return [sys.executable, str(SUITE / s.program), *common]
+    if s.language == "kotlin":
+        return [*kotlin_java(), s.program, *common]
     return ["node", str(SUITE / s.program), *common]
+
+
+KOTLIN_BUILD = "kotlin-bench-build"  # under the target dir: classes/ and worker.classpath
+
+
+def kotlin_java() -> list[str]:
+    """The JVM that runs the Kotlin worker: the classes setup.sh compiled from bench/suite/kotlin
+    (the worker with the binding's sources), the jars Maven listed, and the release
+    libweida_uniffi.so through JNA. `java` itself, no script between, so /proc/<pid>/stat is the
+    JVM's and run.py's SIGTERM reaches it."""
+    build = target_dir() / KOTLIN_BUILD
+    try:
+        jars = (build / "worker.classpath").read_text().strip()
+    except OSError:
+        jars = f"<{build / 'worker.classpath'}: run bench/suite/setup.sh>"
+    lib = target_dir() / "release"
+    return ["java", f"-Djna.library.path={lib}", "-cp", f"{build / 'classes'}:{jars}"]
+
+
+def kotlin_missing() -> str | None:
+    """What the Kotlin rows lack, if setup.sh has not built them."""
+    for need in (
+        target_dir() / KOTLIN_BUILD / "worker.classpath",
+        target_dir() / "release" / "libweida_uniffi.so",
+    ):
+        if not need.exists():
+            return str(need)
+    return None
 
 
 def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
@@ -238,6 +271,14 @@ def cargo_lock(name: str) -> str:
     return ", ".join(b.split('version = "')[1].split('"')[0] for b in found) or "unknown"
 
 
+def pom_version(prop: str) -> str:
+    try:
+        text = (SUITE / "kotlin" / "pom.xml").read_text()
+    except OSError:
+        return "unknown"
+    return text.partition(f"<{prop}>")[2].partition("<")[0] or "unknown"
+
+
 def versions() -> dict[str, str]:
     py = sys.executable
     node_dir = SUITE / "node"
@@ -269,6 +310,9 @@ def versions() -> dict[str, str]:
         "eclipse-zenoh": pkg("eclipse-zenoh"),
         "matplotlib": pkg("matplotlib"),
         "node": sh(["node", "--version"]),
+        "java": sh(["sh", "-c", "java -version 2>&1 | head -1"]),
+        "kotlin (the worker's pom)": pom_version("kotlin.version"),
+        "uniffi": cargo_lock("uniffi"),
         "zeromq.js": zjs,
         "libzmq (zeromq.js)": libzmq_js,
         "openssl (zenoh's quic certificate)": sh(["openssl", "version"]),
@@ -757,6 +801,9 @@ def main() -> int:
         return 0
     if not jobs:
         ap.error("--only selected nothing")
+    missing = kotlin_missing() if any(j.system.language == "kotlin" for j in jobs) else None
+    if missing:
+        ap.error(f"the Kotlin rows need {missing}: run bench/suite/setup.sh (java 17+ and mvn)")
     today = datetime.date.today().isoformat()
     out = a.out or (
         target_dir() / "bench-suite-smoke" if a.smoke else ROOT / "bench" / "results" / today

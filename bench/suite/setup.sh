@@ -3,13 +3,17 @@
 # already there is kept, and cargo, maturin and npm rebuild only what changed).
 #
 #   bench/suite/setup.sh                  everything: venv, npm packages, the Rust workers, the
-#                                         weida wheel and the weida Node addon
+#                                         weida wheel, the weida Node addon and the Kotlin
+#                                         worker (when java and mvn are there)
 #   bench/suite/setup.sh --reuse-builds   the same, but installs the wheel ./dev python built
 #                                         ($TARGET/wheels-py) and keeps the Node addon ./dev node
-#                                         built, when they are there (./dev test uses this)
+#                                         built, when they are there (./dev test uses this); the
+#                                         Kotlin worker only if already built (the smoke run
+#                                         has no Kotlin rows)
 #
 # Where: the venv is ${CARGO_TARGET_DIR:-target}/bench-venv, the wheel goes to
-# $TARGET/wheels-bench, zeromq.js to bench/suite/node/node_modules.
+# $TARGET/wheels-bench, zeromq.js to bench/suite/node/node_modules, the Kotlin worker's classes
+# and classpath to $TARGET/kotlin-bench-build (Maven's repository: $TARGET/m2, ./dev kotlin's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,7 +21,7 @@ reuse=0
 case "${1:-}" in
     --reuse-builds) reuse=1 ;;
     "") ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
 esac
 
 TARGET="${CARGO_TARGET_DIR:-target}"
@@ -59,5 +63,32 @@ if [ "$reuse" = 1 ] && [ -f node/dist/index.js ] && ls node/*.node >/dev/null 2>
     echo "reusing node/dist and $(ls node/*.node)"
 else
     (cd node && npm ci --no-audit --no-fund && npm run --silent build)
+fi
+
+step "weida's Kotlin worker (cargo build --release -p weida-uniffi; mvn compile in bench/suite/kotlin)"
+kbuild="$TARGET/kotlin-bench-build"
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+    echo "skipped: java 17+ and mvn are not installed (./dev setup); the weida-kotlin rows cannot run"
+elif [ "$reuse" = 1 ]; then
+    if [ -f "$kbuild/worker.classpath" ] && [ -f "$TARGET/release/libweida_uniffi.so" ]; then
+        echo "reusing $kbuild"
+    else
+        echo "skipped: not built (bench/suite/setup.sh without --reuse-builds builds it)"
+    fi
+else
+    cargo build -q --locked --release -p weida-uniffi
+    # Maven's Kotlin compile takes a while: only when the worker, its pom or the binding's
+    # sources changed since the last build.
+    stamp="$kbuild/.built"
+    if [ -f "$stamp" ] && [ -f "$kbuild/worker.classpath" ] && [ -z "$(find bench/suite/kotlin/pom.xml \
+            bench/suite/kotlin/src kotlin-swift/kotlin/src/main -newer "$stamp" -print -quit)" ]; then
+        echo "up to date: $kbuild"
+    else
+        (cd bench/suite/kotlin && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$TARGET/m2" \
+            -Dweida.build.directory="$kbuild" compile dependency:build-classpath \
+            -DincludeScope=runtime -Dmdep.outputFile="$kbuild/worker.classpath")
+        echo  # Maven's -q still prints colour resets with no newline
+        touch "$stamp"
+    fi
 fi
 echo "bench-suite setup: ready ($VENV/bin/python bench/suite/run.py)"

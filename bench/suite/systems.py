@@ -27,17 +27,17 @@ CEILING = {
 }
 CEILING_TRANSPORT = {"QUIC": "quic", "TCP": "tcp", "AF_UNIX": "unix", "in process": "inproc"}
 WEIDA_TRANSPORT = {"QUIC": "quic", "TCP": "quic", "AF_UNIX": "unix", "in process": "inproc"}
-WEIDA_OF = {"rust": "weida", "python": "weida-py", "node": "weida-node"}
+WEIDA_OF = {"rust": "weida", "python": "weida-py", "node": "weida-node", "kotlin": "weida-kotlin"}
 
 
 @dataclasses.dataclass(frozen=True)
 class System:
     key: str
-    language: str  # rust | python | node
+    language: str  # rust | python | node | kotlin
     kind: str  # substrate | weida | other
     transports: tuple[str, ...]
     patterns: tuple[str, ...]
-    program: str = ""  # worker file (python, node)
+    program: str = ""  # worker file (python, node), main class (kotlin: bench/suite/kotlin)
     variant: str | None = None
     rust: tuple[str, ...] = ()  # weida-bench --system arguments ("{t}" is the transport)
     sizes: tuple[int, ...] = SIZES  # Push/Pull sizes
@@ -67,6 +67,10 @@ SYSTEMS: tuple[System, ...] = (
            sizes=SMALL),
     System("weida-node batch", "node", "weida", WEIDA, (PP,), "node/weida_worker.mjs", "batch",
            sizes=SMALL),
+    # bench/suite/kotlin/src/weida/bench/Worker.kt, on the JVM (run.py: KOTLIN_BUILD).
+    System("weida-kotlin", "kotlin", "weida", WEIDA, (PP, RR), "weida.bench.WorkerKt", "await"),
+    System("weida-kotlin batch", "kotlin", "weida", WEIDA, (PP,), "weida.bench.WorkerKt", "batch",
+           sizes=SMALL),
     # The others.
     System("pyzmq", "python", "other", ZMQ, (PP, RR, PS), "workers/pyzmq_worker.py", "sync"),
     System("pyzmq asyncio", "python", "other", ZMQ, (PP,), "workers/pyzmq_worker.py", "asyncio"),
@@ -90,6 +94,9 @@ WHAT = {
     "weida-node": "weida's Node binding, one await per send and per receive",
     "weida-node window": "weida's Node binding, 64 sends and 64 receives in flight",
     "weida-node batch": "weida's Node binding, sendMany / recvMany of 256",
+    "weida-kotlin": "weida's Kotlin binding (coroutines on one thread, JVM), one suspend call per "
+    "send and per receive",
+    "weida-kotlin batch": "weida's Kotlin binding, sendMany / recvMany of 256",
     "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",
     "pyzmq asyncio": "pyzmq's zmq.asyncio on one event loop",
     "zeromq.js": "zeromq.js v6 (libzmq), await send / for await",
@@ -105,9 +112,12 @@ NO_TWO_PROCESS = {
 # The smoke run's two-process rows: the Rust core, one Python and one Node system, and the
 # reference each is compared with, every pattern once.
 SMOKE_TWO = ("weida", "weida-py", "weida-node", "pyzmq", "zeromq.js")
+# Rows the smoke run (./dev test) leaves out of both tables: the Kotlin worker needs a JVM and
+# Maven's build, which setup.sh --reuse-builds does not make, and CI's time is tight.
+NO_SMOKE = frozenset(s.key for s in SYSTEMS if s.language == "kotlin")
 # A system without a Pub/Sub row yet, shown as "not yet" in the overview.
 BY_KEY = {s.key: s for s in SYSTEMS}
-NO_PUBSUB_YET: set[str] = set()
+NO_PUBSUB_YET: set[str] = {"weida-kotlin"}
 
 
 @dataclasses.dataclass(frozen=True)
