@@ -114,9 +114,9 @@ if [ -x "$peer" ]; then cp "$peer" "$root/opt/weida/bin/peer"; fi
 log="$target/swift-test.log"
 status=0
 # Swift's task pool is held to one thread (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1) until the
-# flaky failures kotlin-swift/README.md lists under "Known gaps" are explained: with several
-# threads making first polls, about one full run in eight had one; with one, none of twelve.
-# WEIDA_SWIFT_POOL=wide runs the tests with the pool as it comes, to chase them.
+# last flaky failure kotlin-swift/README.md lists under "Known gaps" is explained (a redial
+# test that hung twice with several threads making first polls; the others were two refusal
+# races in the core, fixed 2026-12-03). WEIDA_SWIFT_POOL=wide runs the pool as it comes.
 strict=1
 [ "${WEIDA_SWIFT_POOL:-}" = wide ] && strict=0
 chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
