@@ -184,63 +184,45 @@ on_every_transport!(
     }
 );
 
-on_every_transport!(
-    a_respondent_that_refuses_is_one_error_among_replies,
-    |t| async move {
-        let (_s, listener, client) = pair(t).await;
-        let no: Respondent = listener.respondent("/no").unwrap();
-        let no_address = no.address().to_string();
-        tokio::spawn(async move {
-            while let Ok(ex) = no.accept().await {
-                ex.reject("not me").await.unwrap();
-            }
-        });
-        let surveyor = client.surveyor();
-        surveyor.connect(&no_address).await.unwrap();
-        for a in answering(&listener, 2) {
-            surveyor.connect(&a).await.unwrap();
+/// A survey of `question` to one respondent that refuses each question as it arrives, reading
+/// none of it, and `answering` that answer: every respondent is asked, and the refusal is one
+/// error among the answers, with its reason.
+async fn one_refusal_among(t: common::Transport, answering_too: usize, question: Bytes) {
+    let (_s, listener, client) = pair(t).await;
+    let no: Respondent = listener.respondent("/no").unwrap();
+    let no_address = no.address().to_string();
+    tokio::spawn(async move {
+        while let Ok(ex) = no.accept().await {
+            ex.reject("not me").await.unwrap();
         }
-        let run = surveyor.survey("q", Duration::from_secs(20)).await.unwrap();
-        assert_eq!(run.respondents(), 3);
-        let got = all(&run).await;
-        assert_eq!(got.len(), 3);
-        let errors: Vec<_> = got.iter().filter_map(|a| a.as_ref().err()).collect();
-        assert_eq!(errors.len(), 1, "{got:?}");
-        assert!(errors[0].to_string().contains("not me"), "{}", errors[0]);
+    });
+    let surveyor = client.surveyor();
+    surveyor.connect(&no_address).await.unwrap();
+    for a in answering(&listener, answering_too) {
+        surveyor.connect(&a).await.unwrap();
     }
-);
+    let run = surveyor
+        .survey(question, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(run.respondents(), answering_too + 1);
+    let got = all(&run).await;
+    assert_eq!(got.len(), answering_too + 1, "{got:?}");
+    let errors: Vec<_> = got.iter().filter_map(|a| a.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{got:?}");
+    assert_eq!(errors[0].code(), ErrorCode::Rejected, "{}", errors[0]);
+    assert!(errors[0].to_string().contains("not me"), "{}", errors[0]);
+}
 
+on_every_transport!(a_respondent_that_refuses_is_one_error_among_replies, |t| {
+    one_refusal_among(t, 2, Bytes::from("q"))
+});
+
+// A question larger than any stream window, refused unread, is stopped while it is being
+// written (the refusal race): the respondent is still asked, and its refusal is its answer.
 on_every_transport!(
     a_respondent_that_refuses_before_reading_the_question_is_one_error_among_replies,
-    |t| async move {
-        let (_s, listener, client) = pair(t).await;
-        let no: Respondent = listener.respondent("/no").unwrap();
-        let no_address = no.address().to_string();
-        // Refuses each question as it arrives, reading none of it: a question larger than
-        // any stream window is stopped while it is being written (the refusal race).
-        tokio::spawn(async move {
-            while let Ok(ex) = no.accept().await {
-                ex.reject("not me").await.unwrap();
-            }
-        });
-        let surveyor = client.surveyor();
-        surveyor.connect(&no_address).await.unwrap();
-        for a in answering(&listener, 1) {
-            surveyor.connect(&a).await.unwrap();
-        }
-        let question = vec![7u8; 4 << 20];
-        let run = surveyor
-            .survey(question, Duration::from_secs(20))
-            .await
-            .unwrap();
-        assert_eq!(run.respondents(), 2);
-        let got = all(&run).await;
-        assert_eq!(got.len(), 2, "{got:?}");
-        let errors: Vec<_> = got.iter().filter_map(|a| a.as_ref().err()).collect();
-        assert_eq!(errors.len(), 1, "{got:?}");
-        assert_eq!(errors[0].code(), ErrorCode::Rejected, "{}", errors[0]);
-        assert!(errors[0].to_string().contains("not me"), "{}", errors[0]);
-    }
+    |t| one_refusal_among(t, 1, Bytes::from(vec![7u8; 4 << 20]))
 );
 
 on_every_transport!(
