@@ -237,10 +237,12 @@ def spawn(system: str, pattern: str, transport: str, tmp: str, n: int, a: argpar
     if system == "weida" and pattern == "respondent" and a.rust_respondents:
         # The profile's control (--rust-respondents): the respondent with no binding crossing,
         # weida's CLI answering each question from the Rust runtime itself.
-        bind = "weida://127.0.0.1:0/r" if transport == "quic" else f"weida+unix://{tmp}/w{n}.sock//r"
+        bind = (
+            "weida://127.0.0.1:0/r" if transport == "quic" else f"weida+unix://{tmp}/w{n}.sock//r"
+        )
         cli = os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "weida")
-        return subprocess.Popen([cli, "respond", bind, "--echo", "--ready"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        cmd = [cli, "respond", bind, "--echo", "--ready"]
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     args = [sys.executable, __file__, "--role", pattern, "--system", system, "--transport",
             transport, "--tmp", tmp, "--n", str(n), "--secs", str(a.secs),
             "--respondents", str(a.respondents)]  # fmt: skip
