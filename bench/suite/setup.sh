@@ -45,7 +45,13 @@ if ! cmp -s bench/suite/node/package-lock.json "$stamp" 2>/dev/null; then
 fi
 
 step "the Rust workers (cargo build --release -p weida-bench)"
-cargo build -q --release -p weida-bench
+if [ "$reuse" = 1 ] && [ -x "$TARGET/release/weida-bench" ]; then
+    # ./dev test built it with its other release binaries: a build of this one package alone
+    # would resolve weida's features anew and compile the core again.
+    echo "reusing $TARGET/release/weida-bench"
+else
+    cargo build -q --release -p weida-bench
+fi
 
 step "weida's Python wheel"
 wheels=("$TARGET"/wheels-py/weida-*.whl)
