@@ -37,19 +37,28 @@ pub(super) async fn open_toward(
         meta,
         ..Header::default()
     };
-    // The bound is checked at the largest number before anything is opened.
-    match &way.numbering {
-        Some(n) => head(&n.largest(&header), way.peer_max_header)?,
-        None => head(&header, way.peer_max_header)?,
+    // The bound is checked before anything is opened: an unnumbered head is encoded once,
+    // here; a numbered one is checked at the largest number and encoded once it has its own.
+    let plain = match &way.numbering {
+        None => Some(head(&header, way.peer_max_header)?),
+        Some(n) => {
+            head(&n.largest(&header), way.peer_max_header)?;
+            None
+        }
     };
     let send = Context::within(within, async {
         way.reverse.open_waiting().await.map_err(|_| lost())
     })
     .await?;
-    if let Some(n) = &way.numbering {
-        n.number(&mut header);
-    }
-    let head = head(&header, way.peer_max_header)?;
+    let head = match plain {
+        Some(h) => h,
+        None => {
+            if let Some(n) = &way.numbering {
+                n.number(&mut header);
+            }
+            head(&header, way.peer_max_header)?
+        }
+    };
     ctx.stats
         .streams_opened
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
