@@ -43,6 +43,7 @@ import weida.requester
 import weida.runtime
 import weida.send
 import weida.takeBody
+import weida.uniffi.Puller
 import weida.uniffi.Runtime
 
 const val SYSTEM = "weida-kotlin"
@@ -247,6 +248,17 @@ class Recorder(private val a: Args) {
 
 fun body(size: Int) = ByteArray(size) { (it % 251).toByte() }
 
+/** One receive (a batch of up to [BATCH], or one message), each body's size checked: how many. */
+suspend fun received(puller: Puller, batch: Boolean, size: Int): Int =
+    if (batch) {
+        val ms = puller.recvMany(BATCH)
+        for (m in ms) check(m.body.size, size)
+        ms.size
+    } else {
+        check(puller.recv().body.size, size)
+        1
+    }
+
 fun check(got: Int, size: Int) {
     if (got != size) throw IllegalStateException("received $got bytes, sent $size")
 }
@@ -294,14 +306,7 @@ suspend fun pushPull(a: Args): Map<String, Any> {
             }
             try {
                 while (true) {
-                    val k = if (batch) {
-                        val ms = puller.recvMany(BATCH)
-                        for (m in ms) check(m.body.size, a.size)
-                        ms.size
-                    } else {
-                        check(puller.recv().body.size, a.size)
-                        1
-                    }
+                    val k = received(puller, batch, a.size)
                     if (meter.tick(k)) break
                 }
             } finally {
@@ -325,14 +330,7 @@ suspend fun pullAlone(a: Args): Map<String, Any> {
         val batch = a.variant == "batch"
         var meter: Meter? = null
         while (true) {
-            val k = if (batch) {
-                val ms = puller.recvMany(BATCH)
-                for (m in ms) check(m.body.size, a.size)
-                ms.size
-            } else {
-                check(puller.recv().body.size, a.size)
-                1
-            }
+            val k = received(puller, batch, a.size)
             val m = meter
             if (m == null) meter = Meter(a) else if (m.tick(k)) return m.result()
         }
