@@ -150,10 +150,17 @@ fn control_frame() -> impl Strategy<Value = ControlFrame> {
                 path,
             })
         }),
+        (any::<u64>(), varint_value(), text()).prop_map(|(r, role, path)| {
+            ControlFrame::Claim(weida::wire::PathClaim {
+                request: r % (1 << 62),
+                role,
+                path,
+            })
+        }),
         varint_value().prop_map(|opened| ControlFrame::GoAway { opened }),
         (code(), text()).prop_map(|(code, reason)| ControlFrame::Close { code, reason }),
         varint_value()
-            .prop_filter("an unknown type", |t| *t > frame_type::CHECK)
+            .prop_filter("an unknown type", |t| *t > frame_type::CLAIM)
             .prop_map(ControlFrame::Unknown),
     ]
 }
