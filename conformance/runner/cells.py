@@ -10,6 +10,7 @@ import re
 import socket
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,12 +83,22 @@ class Cell:
         return f"{self.scenario.name} [{self.combo} @ {self.transport}]"
 
 
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
 def free_udp_port() -> int:
-    """A UDP port free now on the loopback (the kernel's pick, released at once)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A UDP port free now on the loopback (the kernel's pick, released at once), never one
+    this run handed out before: cells may run at once (`--jobs`), and a kept port is bound
+    again later by the role that restarts."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        with _handed_out_lock:
+            if port not in _handed_out:
+                _handed_out.add(port)
+                return port
 
 
 def bind_address(

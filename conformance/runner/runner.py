@@ -17,9 +17,11 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -196,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=ROOT, help="where agent commands run (the repository root)")
     ap.add_argument("--check", action="store_true", help="only check the scenarios and the registry")
     ap.add_argument("--quiet", action="store_true", help="no line per cell as it runs")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("WEIDA_CONFORMANCE_JOBS", "1")),
+                    help="cells run at once (default 1, or $WEIDA_CONFORMANCE_JOBS): each cell is "
+                         "its own agent processes, addresses and temporary folder")
     ap.add_argument("--lane-max", type=int, default=None,
                     help="give every runtime op this lane_max_message unless the scenario sets one "
                          "(0: message lanes off; default: each agent's default, lanes on)")
@@ -242,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     to_run = [c for c in cells if c.status != "skip"]
     print(f"conformance: {len(scenarios)} scenarios, agents {[s.name for s in specs]}, "
           f"{len(cells)} cells ({len(to_run)} to run); agent logs in {log_dir}")
-    for c in to_run:
+    printing = threading.Lock()
+
+    def one(c: Cell) -> None:
         c.known = known_reason(c, known)
         t0 = time.monotonic()
         status, why = run_cell(c, by_name, a.root, log_dir, a.step_timeout)
@@ -259,8 +266,20 @@ def main(argv: list[str] | None = None) -> int:
         if c.status in ("pass", "xfail", "skip"):
             c.logs = []  # kept only for the cells that fail the run
         if not a.quiet:
-            print(f"  {c.status.upper():5} {c.id} ({c.duration:.2f} s)" + (f": {c.reason}" if c.status in ("fail", "xpass", "skip") else ""),
-                  flush=True)
+            with printing:  # a line per cell, whole, whichever worker finishes it
+                print(f"  {c.status.upper():5} {c.id} ({c.duration:.2f} s)"
+                      + (f": {c.reason}" if c.status in ("fail", "xpass", "skip") else ""), flush=True)
+
+    if a.jobs <= 1:
+        for c in to_run:
+            one(c)
+    else:
+        # Cells share nothing but the machine: each has its own agent processes, its own
+        # temporary folder (AF_UNIX paths), in-process names numbered by cell, and QUIC ports
+        # the kernel picks. The report keeps the plan's order whatever order they finish in.
+        with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            for _ in pool.map(one, to_run):
+                pass
     elapsed = time.monotonic() - started
     print_matrix(cells, specs)
     counts = summarize(cells)

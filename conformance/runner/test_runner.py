@@ -227,6 +227,19 @@ class RunnerRules(unittest.TestCase):
         self.assertFalse({"python>kotlin", "kotlin>python"} & combos("unix"))
         self.assertIn("kotlin>kotlin", combos("inproc"))
 
+    def test_cells_run_at_once_report_what_one_at_a_time_does_in_the_plans_order(self):
+        self.assertTrue(os.path.exists(RUST_AGENT), f"build the Rust agent first: {RUST_AGENT}")
+        # reqrep_echo runs on every transport (an in-process name and a socket path per cell, a
+        # QUIC port); restart_and_redial restarts a role at a port kept for it.
+        args = ["--scenario", "reqrep_echo", "--scenario", "restart_and_redial"]
+        one_status, one, _ = run([rust_agent()], *args, "--jobs", "1")
+        many_status, many, out = run([rust_agent()], *args, "--jobs", "3")
+        self.assertEqual((one_status, many_status), (0, 0), out)
+        ids = [(c["scenario"], c["agents"], c["transport"]) for c in one["cells"]]
+        self.assertEqual(ids, [(c["scenario"], c["agents"], c["transport"]) for c in many["cells"]])
+        self.assertEqual(statuses(many), {"pass"})
+        self.assertGreater(len(ids), 3)
+
     def test_the_junit_report_has_a_case_per_cell(self):
         with tempfile.TemporaryDirectory() as d:
             xml = os.path.join(d, "r.xml")
