@@ -2,7 +2,7 @@
 """The shape of core/src, checked (docs/ARCHITECTURE.md §1):
 
 1. A layer imports only the layers below it:
-       wire < security < transport < connection < runtime < patterns
+       wire < security < transport < connection < runtime < patterns < service
    The foundation modules (lib.rs, error.rs, config.rs, address.rs) are below all of them and any
    layer may use them. Every `crate::…` path in code counts (a `use` or a path in an expression),
    and so does a `super::…` path that leaves its folder; a name `lib.rs` re-exports
@@ -31,7 +31,7 @@ import re
 import sys
 import tempfile
 
-LAYERS = ["wire", "security", "transport", "connection", "runtime", "patterns"]
+LAYERS = ["wire", "security", "transport", "connection", "runtime", "patterns", "service"]
 FOUNDATION = {"lib", "error", "config", "address"}
 RANK = {name: i for i, name in enumerate(LAYERS)}
 

@@ -30,6 +30,7 @@ mod error;
 mod patterns;
 mod runtime;
 mod security;
+pub mod service;
 mod transport;
 /// The wire codec (docs/PROTOCOL.md). Unstable and not API: public only with the `internals`
 /// feature, for the fuzz targets and the codec's tests.

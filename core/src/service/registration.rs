@@ -1,0 +1,611 @@
+//! A registration: one endpoint read for a handler, its bounded concurrency, what each outcome
+//! does, and its stop.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use super::counters::{Count, ServiceCounters};
+use super::outcome::{attempt_of, copy_meta, Outcome};
+use super::source::{same_endpoint, Sink, Source};
+use crate::address::Address;
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+use crate::{Exchange, Message};
+
+/// A registration whose copies have somewhere to go: a bound queue or fan-out (its own path),
+/// or a connecting or Rep registration given [`Builder::retry_to`].
+#[derive(Debug)]
+pub struct Ready;
+
+/// A connecting or Rep registration: it has no address of its own, so it cannot be started
+/// until [`Builder::retry_to`] names where its copies go.
+///
+/// ```compile_fail
+/// # async fn f(rt: weida::Runtime, listener: weida::Listener) -> weida::Result<()> {
+/// let service = weida::service::Service::new(&rt);
+/// // No `start` on a Rep registration that has not said where its copies go:
+/// service.replying(&listener, "/rpc")?.start().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct NeedsAddress;
+
+/// Settings of a registration before it starts. `start` exists only on `Builder<Ready>`.
+pub struct Builder<S> {
+    runtime: Runtime,
+    source: Source,
+    /// The bound endpoint's own address (a queue or fan-out): where its copies go.
+    own: Option<Address>,
+    /// A puller's bound pushers, dialled at start.
+    dial: Option<String>,
+    retry_to: Option<String>,
+    concurrency: u32,
+    max_attempts: Option<u32>,
+    dead_letter: Option<String>,
+    _state: PhantomData<S>,
+}
+
+impl<S> Builder<S> {
+    pub(crate) fn new(
+        runtime: Runtime,
+        source: Source,
+        own: Option<Address>,
+        dial: Option<String>,
+    ) -> Self {
+        Self {
+            runtime,
+            source,
+            own,
+            dial,
+            retry_to: None,
+            concurrency: 1,
+            max_attempts: None,
+            dead_letter: None,
+            _state: PhantomData,
+        }
+    }
+
+    /// How many handlers run at once (default 1: one at a time, in arrival order). At most
+    /// this many messages are taken from the endpoint and not yet finished; the rest wait in
+    /// the endpoint's queue, which is its backpressure.
+    pub fn concurrency(mut self, n: u32) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// The attempts a message gets: at this attempt a retry goes to the dead-letter address
+    /// instead (or is dropped, with a warning, without one). Declaring it makes `Retry` a
+    /// copy.
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = Some(n);
+        self
+    }
+
+    /// Where a message goes at the attempt limit: the address of a bound Pull path, sent to
+    /// by a pusher of this registration's. Declaring it makes `Retry` a copy.
+    pub fn dead_letter(mut self, address: &str) -> Self {
+        self.dead_letter = Some(address.to_string());
+        self
+    }
+
+    fn to<T>(self) -> Builder<T> {
+        Builder {
+            runtime: self.runtime,
+            source: self.source,
+            own: self.own,
+            dial: self.dial,
+            retry_to: self.retry_to,
+            concurrency: self.concurrency,
+            max_attempts: self.max_attempts,
+            dead_letter: self.dead_letter,
+            _state: PhantomData,
+        }
+    }
+}
+
+impl Builder<NeedsAddress> {
+    /// Where this registration's copies go: the address of a bound Pull path (usually a queue
+    /// the service binds for itself, with a registration of its own).
+    pub fn retry_to(mut self, address: &str) -> Builder<Ready> {
+        self.retry_to = Some(address.to_string());
+        self.to()
+    }
+}
+
+impl Builder<Ready> {
+    /// Checks the settings, dials what the registration sends to (and a puller's bound
+    /// pushers), and starts taking messages. `InvalidConfig` for a concurrency or attempt
+    /// limit of 0, a dead-letter address that is the registration's own path (a loop), and a
+    /// Rep registration whose copies would go to its own Rep path (a Rep path takes no
+    /// pushes). Not cancel-safe: dropped while it dials, the registration is not made and
+    /// what it bound is unbound.
+    pub async fn start(self) -> Result<Registration> {
+        if self.concurrency == 0 {
+            return Err(Error::InvalidConfig(
+                "a registration's concurrency must be at least 1".into(),
+            ));
+        }
+        if self.max_attempts == Some(0) {
+            return Err(Error::InvalidConfig(
+                "max_attempts must be at least 1 (the first delivery is attempt 1)".into(),
+            ));
+        }
+        let retry_address = match (&self.own, &self.retry_to) {
+            (_, Some(to)) => Address::parse(to)?,
+            (Some(own), None) => own.clone(),
+            (None, None) => unreachable!("Builder<Ready> has an address"),
+        };
+        retry_address.endpoint_path()?;
+        let dead = match &self.dead_letter {
+            Some(d) => {
+                let d = Address::parse(d)?;
+                d.endpoint_path()?;
+                if let Some(own) = &self.own {
+                    if same_endpoint(&d, own) {
+                        return Err(Error::InvalidConfig(format!(
+                            "the dead-letter address {d} is this registration's own path: a dead letter would come back to it"
+                        )));
+                    }
+                }
+                Some(d)
+            }
+            None => None,
+        };
+        if let (Source::Replying(r), Some(_)) = (&self.source, &self.retry_to) {
+            if same_endpoint(&retry_address, r.address()) {
+                return Err(Error::InvalidConfig(format!(
+                    "the retry address {retry_address} is this Rep registration's own path, which takes no pushes"
+                )));
+            }
+        }
+        if let (Source::Pulling(p), Some(a)) = (&self.source, &self.dial) {
+            p.connect(a).await?;
+        }
+        let retry = match (&self.source, self.retry_to.is_none()) {
+            (Source::FanOut(_), true) => {
+                let p = self.runtime.publisher();
+                p.connect(&retry_address.to_string()).await?;
+                Sink::Publish(p)
+            }
+            _ => {
+                let p = self.runtime.pusher();
+                p.connect(&retry_address.to_string()).await?;
+                Sink::Push(p)
+            }
+        };
+        let dead = match dead {
+            Some(d) => {
+                let p = self.runtime.pusher();
+                p.connect(&d.to_string()).await?;
+                Some((Sink::Push(p), d))
+            }
+            None => None,
+        };
+        let name = match (&self.own, &self.dial, &self.source) {
+            (Some(own), _, s) => format!("{} {own}", s.kind()),
+            (None, Some(d), s) => format!("{} {d}", s.kind()),
+            (None, None, Source::Replying(r)) => format!("rep {}", r.address()),
+            (None, None, s) => s.kind().to_string(),
+        };
+        let limit_declared = self.max_attempts.is_some() || dead.is_some();
+        Ok(Registration {
+            shared: Arc::new(Shared {
+                name,
+                source: self.source,
+                own: self.own,
+                retry,
+                retry_address,
+                dead,
+                max_attempts: self.max_attempts,
+                limit_declared,
+                concurrency: self.concurrency,
+                permits: Arc::new(Semaphore::new(self.concurrency as usize)),
+                count: Count::default(),
+                warned: AtomicBool::new(false),
+                stopping: watch::channel(false).0,
+                abandon: watch::channel(false).0,
+                tasks: Mutex::new(JoinSet::new()),
+                handle: tokio::runtime::Handle::current(),
+            }),
+        })
+    }
+}
+
+struct Shared {
+    name: String,
+    source: Source,
+    own: Option<Address>,
+    retry: Sink,
+    retry_address: Address,
+    dead: Option<(Sink, Address)>,
+    max_attempts: Option<u32>,
+    /// `max_attempts` or a dead-letter address: `Retry` makes a copy.
+    limit_declared: bool,
+    concurrency: u32,
+    permits: Arc<Semaphore>,
+    count: Count,
+    /// `Unsupported` was logged (once per registration).
+    warned: AtomicBool,
+    /// No more jobs.
+    stopping: watch::Sender<bool>,
+    /// A stop's deadline passed: copies still waiting are dropped.
+    abandon: watch::Sender<bool>,
+    /// Copies waiting or being sent, and replies being written.
+    tasks: Mutex<JoinSet<()>>,
+    handle: tokio::runtime::Handle,
+}
+
+impl Shared {
+    fn unsupported(&self, what: &str) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                registration = %self.name,
+                "{what}: Unsupported, a brokerless hop has nothing to acknowledge or discard; \
+                 the message counts as {} (logged once per registration)",
+                if what == "ack" { "processed" } else { "dropped" }
+            );
+        }
+    }
+
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.tasks.lock().unwrap();
+        while tasks.try_join_next().is_some() {} // what finished, forgotten
+        tasks.spawn_on(task, &self.handle);
+    }
+
+    /// A copy of `message` as the attempt after `attempt`, after `delay` (to the retry
+    /// address), or at the limit to the dead-letter address (at once) or nowhere.
+    fn copy(self: &Arc<Self>, message: Message, attempt: u32, delay: Duration) {
+        let at_limit = self.max_attempts.is_some_and(|m| attempt >= m);
+        let (meta, dead) = if at_limit {
+            if self.dead.is_none() {
+                Count::add(&self.count.dropped);
+                tracing::warn!(
+                    registration = %self.name, attempt,
+                    "a message at its attempt limit dropped: no dead-letter address is declared"
+                );
+                return;
+            }
+            (copy_meta(&message.meta.metadata, attempt), true)
+        } else {
+            (copy_meta(&message.meta.metadata, attempt + 1), false)
+        };
+        Count::add(&self.count.delayed);
+        let s = self.clone();
+        let mut abandon = self.abandon.subscribe();
+        self.spawn(async move {
+            if !delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = abandon.wait_for(|v| *v) => {
+                        Count::sub(&s.count.delayed);
+                        Count::add(&s.count.dropped);
+                        tracing::warn!(registration = %s.name, "a retry copy still waiting at the stop's deadline dropped");
+                        return;
+                    }
+                }
+            }
+            Count::sub(&s.count.delayed);
+            let (sink, to, counter) = match (&s.dead, dead) {
+                (Some((sink, to)), true) => (sink, to, &s.count.dead_lettered),
+                _ => (&s.retry, &s.retry_address, &s.count.retried),
+            };
+            match sink.send(&message, meta).await {
+                Ok(()) => Count::add(counter),
+                Err(e) => {
+                    Count::add(&s.count.dropped);
+                    tracing::warn!(registration = %s.name, to = %to, error = %e, "a copy could not be sent: dropped");
+                }
+            }
+        });
+    }
+}
+
+/// A registration taking messages from one endpoint for a handler (docs/SERVICES.md).
+///
+/// ```no_run
+/// # async fn f(rt: weida::Runtime) -> weida::Result<()> {
+/// use std::time::Duration;
+/// use weida::service::{Outcome, Service};
+///
+/// let listener = rt.bind("weida://127.0.0.1:5555").await?;
+/// let service = Service::new(&rt);
+/// let jobs = service
+///     .queue(&listener, "/jobs")?
+///     .concurrency(4)
+///     .max_attempts(3)
+///     .dead_letter("weida://127.0.0.1:5556/dead")
+///     .start()
+///     .await?;
+/// jobs.run(|message, attempt| async move {
+///     if message.body.is_empty() {
+///         return Err(format!("empty job (attempt {attempt})")); // a retry, as declared
+///     }
+///     Ok::<_, String>(Outcome::RetryAfter(Duration::from_secs(1)))
+/// })
+/// .await?;
+/// # Ok(()) }
+/// ```
+pub struct Registration {
+    shared: Arc<Shared>,
+}
+
+/// What a stop left: handlers still running at its deadline (their outcomes, when they come,
+/// are carried out as far as the closed endpoints allow), and copies it dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stopped {
+    /// Handlers that had not finished by the deadline.
+    pub unfinished: u64,
+    /// Copies still waiting for their delay at the deadline, dropped.
+    pub copies_dropped: u64,
+}
+
+impl Registration {
+    /// The next message for a handler, once fewer than `concurrency` are in flight. `Closed`
+    /// once the registration is stopping; any other error is the endpoint's for one message
+    /// (a transfer its sender cancelled, one above its size bound), and the next call goes
+    /// on. Cancel-safe: dropped before it returns, it takes no message.
+    pub async fn next(&self) -> Result<Job> {
+        let s = &self.shared;
+        let mut stop = s.stopping.subscribe();
+        if *stop.borrow() {
+            return Err(Error::Closed);
+        }
+        let permit = tokio::select! {
+            biased;
+            _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
+            p = s.permits.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
+        };
+        let arrival = tokio::select! {
+            biased;
+            _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
+            a = s.source.recv() => a?,
+        };
+        Count::add(&s.count.in_flight);
+        Ok(Job {
+            attempt: attempt_of(&arrival.message.meta.metadata),
+            message: arrival.message,
+            exchange: arrival.exchange,
+            permit: Some(permit),
+            shared: s.clone(),
+        })
+    }
+
+    /// Takes messages and runs `handler` on each, at most `concurrency` at once, until the
+    /// registration stops; then returns `Ok`. `handler` gets the message and its attempt
+    /// (1 for a first delivery); its `Err` is a failure (logged with the message's peer and
+    /// path, counted `failed`, then a `Retry`), and so is a panic. Cancel-safe: dropped, it
+    /// takes no more messages, and the handlers it started run on.
+    pub async fn run<F, Fut, E>(&self, handler: F) -> Result<()>
+    where
+        F: Fn(Message, u32) -> Fut,
+        Fut: Future<Output = std::result::Result<Outcome, E>> + Send + 'static,
+        E: Display + Send + 'static,
+    {
+        loop {
+            let job = match self.next().await {
+                Ok(job) => job,
+                Err(Error::Closed) => return Ok(()),
+                Err(e) => {
+                    tracing::debug!(registration = %self.shared.name, error = %e, "a message the endpoint could not take whole");
+                    continue;
+                }
+            };
+            let work = handler(job.message.clone(), job.attempt);
+            self.shared.handle.spawn(async move {
+                match work.await {
+                    Ok(outcome) => job.finish(outcome),
+                    Err(e) => job.fail(e),
+                }
+            });
+        }
+    }
+
+    /// The counters now.
+    pub fn counters(&self) -> ServiceCounters {
+        self.shared.count.read()
+    }
+
+    /// The bound endpoint's own address (a queue or a fan-out): where its copies go; None
+    /// for a connecting or Rep registration.
+    pub fn address(&self) -> Option<&Address> {
+        self.shared.own.as_ref()
+    }
+
+    /// Where this registration's copies go.
+    pub fn retry_address(&self) -> &Address {
+        &self.shared.retry_address
+    }
+
+    /// Stops: no more messages are taken (`next` answers `Closed`); handlers in flight are
+    /// waited for, and copies whose delay ends, until `deadline`; copies still waiting then
+    /// are dropped (counted, with a warning); then the endpoint and the copy senders close.
+    /// A message the endpoint queued and no handler took is lost with it, as any message
+    /// a closed endpoint holds. Not cancel-safe: dropped, the registration stays stopping
+    /// and its endpoint open until the registration is dropped.
+    pub async fn stop(&self, deadline: Duration) -> Stopped {
+        let s = &self.shared;
+        let until = tokio::time::Instant::now() + deadline;
+        s.stopping.send_replace(true);
+        let all = s.concurrency;
+        let unfinished = match tokio::time::timeout_at(until, s.permits.acquire_many(all)).await {
+            Ok(_) => 0,
+            Err(_) => s.count.in_flight.load(Ordering::Relaxed),
+        };
+        let mut tasks = std::mem::take(&mut *s.tasks.lock().unwrap());
+        let before = s.count.dropped.load(Ordering::Relaxed);
+        if tokio::time::timeout_at(until, async { while tasks.join_next().await.is_some() {} })
+            .await
+            .is_err()
+        {
+            s.abandon.send_replace(true);
+            // What was being sent fails at once once its sender closes: counted dropped.
+            s.retry.close();
+            if let Some((d, _)) = &s.dead {
+                d.close();
+            }
+            while tasks.join_next().await.is_some() {}
+        }
+        let copies_dropped = s.count.dropped.load(Ordering::Relaxed) - before;
+        s.source.close();
+        s.retry.close();
+        if let Some((d, _)) = &s.dead {
+            d.close();
+        }
+        Stopped {
+            unfinished,
+            copies_dropped,
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.shared.stopping.send_replace(true);
+    }
+}
+
+/// One message handed to a handler, until it says its [`Outcome`]. Dropped unfinished, it is
+/// a failure (`failed`, then a `Retry`), so a handler that panics is counted, not lost
+/// silently.
+pub struct Job {
+    message: Message,
+    attempt: u32,
+    exchange: Option<Exchange>,
+    permit: Option<OwnedSemaphorePermit>,
+    shared: Arc<Shared>,
+}
+
+impl Job {
+    /// The message.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// Which attempt this is: 1 for a first delivery, n for the copy a retry made of
+    /// attempt n − 1 (its `weida-attempt` header).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// "Acknowledge it": `Unsupported`, always, since a brokerless hop has nothing to
+    /// complete. Logged once per registration; the message counts as processed when the
+    /// handler finishes normally.
+    pub fn ack(&self) -> Result<()> {
+        self.shared.unsupported("ack");
+        Err(Error::Unsupported(
+            "ack: a brokerless hop has nothing to acknowledge".into(),
+        ))
+    }
+
+    /// "Discard it" (`drop` elsewhere): `Unsupported`, always, for the reason `ack` is.
+    /// Finish with [`Outcome::Drop`] to count the message dropped.
+    pub fn discard(&self) -> Result<()> {
+        self.shared.unsupported("drop");
+        Err(Error::Unsupported(
+            "drop: a brokerless hop has nothing to discard".into(),
+        ))
+    }
+
+    /// Carries out `outcome` (docs/SERVICES.md §2): counts it, answers a Rep exchange, and
+    /// sends or schedules a copy. Returns at once; what it sends is sent in the background.
+    pub fn finish(mut self, outcome: Outcome) {
+        self.settle(outcome, None);
+    }
+
+    /// The handler failed: logged with the message's peer and path, counted `failed`, then
+    /// carried out as [`Outcome::Retry`].
+    pub fn fail(mut self, reason: impl Display) {
+        self.settle(Outcome::Retry, Some(reason.to_string()));
+    }
+
+    fn settle(&mut self, outcome: Outcome, failure: Option<String>) {
+        let Some(permit) = self.permit.take() else {
+            return; // settled already
+        };
+        let s = self.shared.clone();
+        Count::sub(&s.count.in_flight);
+        let message = self.message.clone();
+        if let Some(reason) = &failure {
+            Count::add(&s.count.failed);
+            tracing::warn!(
+                registration = %s.name,
+                peer = ?message.meta.peer,
+                path = %message.meta.path,
+                attempt = self.attempt,
+                reason = %reason,
+                "a handler failed"
+            );
+        }
+        let refusal = match outcome {
+            Outcome::Done | Outcome::Reply(_) | Outcome::Ack => {
+                if outcome == Outcome::Ack {
+                    s.unsupported("ack");
+                }
+                Count::add(&s.count.handled);
+                if let Some(ex) = self.exchange.take() {
+                    let body = match outcome {
+                        Outcome::Reply(b) => b,
+                        _ => bytes::Bytes::new(),
+                    };
+                    s.spawn(async move {
+                        if let Err(e) = ex.reply(body).await {
+                            tracing::debug!(error = %e, "a reply could not be written");
+                        }
+                    });
+                }
+                None
+            }
+            Outcome::Drop => {
+                s.unsupported("drop");
+                Count::add(&s.count.dropped);
+                Some("dropped by the handler".to_string())
+            }
+            Outcome::Retry if !s.limit_declared => {
+                Count::add(&s.count.dropped);
+                tracing::debug!(registration = %s.name, "retry with no attempt limit declared: not redelivered (at most once)");
+                Some(match &failure {
+                    Some(r) => format!("the handler failed: {r}"),
+                    None => "the handler asked for a retry, and none is declared".to_string(),
+                })
+            }
+            Outcome::Retry => {
+                s.copy(message, self.attempt, Duration::ZERO);
+                Some("retried: a copy was sent on".to_string())
+            }
+            Outcome::RetryAfter(d) => {
+                s.copy(message, self.attempt, d);
+                Some("retried: a copy was sent on".to_string())
+            }
+        };
+        if let (Some(reason), Some(ex)) = (refusal, self.exchange.take()) {
+            s.spawn(async move {
+                if let Err(e) = ex.reject(&reason).await {
+                    tracing::debug!(error = %e, "a refusal could not be written");
+                }
+            });
+        }
+        drop(permit);
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if self.permit.is_some() {
+            let why = if std::thread::panicking() {
+                "the handler panicked"
+            } else {
+                "the job was dropped before it finished"
+            };
+            self.settle(Outcome::Retry, Some(why.to_string()));
+        }
+    }
+}

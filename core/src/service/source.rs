@@ -1,0 +1,170 @@
+//! Where a registration's messages come from, and where its copies go.
+
+use std::sync::Arc;
+
+use crate::address::{Address, Host, Target};
+use crate::error::{Error, Result};
+use crate::patterns::{BoundSubscriber, DialingPublisher, DialingPuller, Puller, Pusher, Replier};
+use crate::{Exchange, Message, Metadata};
+
+/// The endpoint a registration reads.
+pub(crate) enum Source {
+    /// A bound Pull path: a queue.
+    Queue(Puller),
+    /// A puller dialling bound pushers.
+    Pulling(DialingPuller),
+    /// A bound Sub path (publishers dial it): a fan-out.
+    FanOut(BoundSubscriber),
+    /// A bound Rep path.
+    Replying(Replier),
+}
+
+/// One arrival: a message, and for a Rep path the exchange to answer.
+pub(crate) struct Arrival {
+    pub(crate) message: Message,
+    pub(crate) exchange: Option<Exchange>,
+}
+
+impl Source {
+    /// The next arrival. Cancel-safe: every receive it makes is.
+    pub(crate) async fn recv(&self) -> Result<Arrival> {
+        let message = match self {
+            Self::Queue(p) => p.recv().await?,
+            Self::Pulling(p) => p.recv().await?,
+            Self::FanOut(s) => s.recv().await?,
+            Self::Replying(r) => {
+                let mut exchange = r.accept().await?;
+                let body = exchange.take_body().await?;
+                let meta = Arc::new(exchange.meta().clone());
+                return Ok(Arrival {
+                    message: Message { meta, body },
+                    exchange: Some(exchange),
+                });
+            }
+        };
+        Ok(Arrival {
+            message,
+            exchange: None,
+        })
+    }
+
+    /// Stops taking messages: the endpoint is closed (a bound path is unbound).
+    pub(crate) fn close(&self) {
+        match self {
+            Self::Queue(p) => p.close(),
+            Self::Pulling(p) => p.close(),
+            Self::FanOut(s) => s.close(),
+            Self::Replying(r) => r.close(),
+        }
+    }
+
+    /// What a log line names it by.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Queue(_) => "queue",
+            Self::Pulling(_) => "pulling",
+            Self::FanOut(_) => "fan-out",
+            Self::Replying(_) => "rep",
+        }
+    }
+}
+
+/// Where copies go: a queue (a pusher dialling a bound Pull path) or, for a bound fan-out, the
+/// registration's own Sub path (a publisher dialling it, so the copy reaches it alone).
+pub(crate) enum Sink {
+    Push(Pusher),
+    Publish(DialingPublisher),
+}
+
+/// The META name a copy sent to a queue carries its Pub/Sub topic under: a queue's messages
+/// have no topic field of their own.
+pub const TOPIC_HEADER: &str = "weida-topic";
+
+impl Sink {
+    /// Sends `message`'s body with `meta`. Cancel-safe as `Pusher::send_with` is.
+    pub(crate) async fn send(&self, message: &Message, mut meta: Metadata) -> Result<()> {
+        match self {
+            Self::Push(p) => {
+                if let Some(topic) = &message.meta.topic {
+                    if meta.get(TOPIC_HEADER).is_none() {
+                        meta.insert(TOPIC_HEADER, topic.clone());
+                    }
+                }
+                p.send_with(meta, message.body.clone()).await
+            }
+            Self::Publish(p) => {
+                let topic = message.meta.topic.as_deref().unwrap_or_default();
+                match p.publish_with(topic, meta, message.body.clone())? {
+                    0 => Err(Error::NotConnected),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        match self {
+            Self::Push(p) => p.leave(),
+            Self::Publish(p) => p.close(),
+        }
+    }
+}
+
+/// Whether `a` and `b` lead to the same endpoint: the same path at the same target, where a
+/// QUIC host that is a loopback or unspecified address (what a listener bound to `0.0.0.0`
+/// reports) is taken as this machine's.
+pub(crate) fn same_endpoint(a: &Address, b: &Address) -> bool {
+    if a.path() != b.path() {
+        return false;
+    }
+    match (a.target(), b.target()) {
+        (Target::Quic { host: ha, port: pa }, Target::Quic { host: hb, port: pb }) => {
+            pa == pb && (ha == hb || (local(ha) && local(hb)))
+        }
+        (ta, tb) => ta == tb,
+    }
+}
+
+fn local(h: &Host) -> bool {
+    match h {
+        Host::Ip(ip) => ip.is_loopback() || ip.is_unspecified(),
+        Host::Name(n) => n == "localhost",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Address {
+        Address::parse(s).unwrap()
+    }
+
+    #[test]
+    fn one_endpoint_by_another_name_is_the_same() {
+        assert!(same_endpoint(
+            &a("weida://127.0.0.1:5000/jobs"),
+            &a("weida://localhost:5000/jobs")
+        ));
+        assert!(same_endpoint(
+            &a("weida://0.0.0.0:5000/jobs"),
+            &a("weida://[::1]:5000/jobs")
+        ));
+        assert!(!same_endpoint(
+            &a("weida://127.0.0.1:5000/jobs"),
+            &a("weida://127.0.0.1:5000/dead")
+        ));
+        assert!(!same_endpoint(
+            &a("weida://127.0.0.1:5000/jobs"),
+            &a("weida://127.0.0.1:5001/jobs")
+        ));
+        assert!(same_endpoint(
+            &a("weida+unix:///tmp/s//jobs"),
+            &a("weida+unix:///tmp/s//jobs")
+        ));
+        assert!(!same_endpoint(
+            &a("weida+inproc://x/jobs"),
+            &a("weida+inproc://y/jobs")
+        ));
+    }
+}
