@@ -26,6 +26,7 @@ mod events;
 mod identity;
 mod patterns;
 mod runtime;
+mod service;
 mod stream;
 mod trust;
 
@@ -92,6 +93,9 @@ fn _weida(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<patterns::pubsub::FanOut>()?;
     m.add_class::<patterns::pubsub::Subscriber>()?;
     m.add_class::<patterns::pubsub::Dropped>()?;
+    m.add_class::<service::Service>()?;
+    m.add_class::<service::Registration>()?;
+    m.add_class::<service::Job>()?;
     m.add_class::<stream::Message>()?;
     m.add_class::<stream::IncomingMeta>()?;
     m.add_class::<stream::PeerKey>()?;

@@ -32,6 +32,13 @@ pub(crate) struct Runtime {
     identity: weida::Identity,
 }
 
+impl Runtime {
+    /// The core runtime (the service module makes registrations on it).
+    pub(crate) fn core(&self) -> &weida::Runtime {
+        &self.rt
+    }
+}
+
 #[pymethods]
 impl Runtime {
     #[new]
@@ -266,6 +273,13 @@ impl Runtime {
 #[pyclass(frozen, module = "weida._weida")]
 pub(crate) struct Listener {
     inner: OnIo<weida::Listener>,
+}
+
+impl Listener {
+    /// The core listener (the service module registers endpoints on it).
+    pub(crate) fn core(&self) -> &weida::Listener {
+        &self.inner
+    }
 }
 
 #[pymethods]

@@ -21,6 +21,7 @@ Every operation that waits is awaited; cancelling the await cancels the operatio
         msg = await sub.recv()  # msg.meta.topic == "prices.btc.eur"
 """
 
+from . import service
 from ._errors import (
     Canceled,
     Closed,
@@ -148,4 +149,5 @@ __all__ = [
     "Untrusted",
     "WeidaError",
     "fingerprint_of_certificate",
+    "service",
 ]

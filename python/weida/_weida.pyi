@@ -1156,3 +1156,90 @@ class PendingReply:
         """Waits for the reply's start; the body streams."""
     def body(self) -> Future[Message]:
         """The whole reply."""
+
+@final
+class Service:
+    """Registrations of handlers on one runtime's endpoints (docs/SERVICES.md)."""
+
+    def __new__(cls, runtime: Runtime) -> Service: ...
+    def queue(
+        self,
+        listener: Listener,
+        path: str,
+        *,
+        concurrency: int | None = None,
+        max_attempts: int | None = None,
+        dead_letter: str | None = None,
+        retry_to: str | None = None,
+    ) -> Future[Registration]:
+        """A bound Pull path; copies go to it."""
+    def fan_out(
+        self,
+        listener: Listener,
+        path: str,
+        filters: list[str],
+        *,
+        concurrency: int | None = None,
+        max_attempts: int | None = None,
+        dead_letter: str | None = None,
+        retry_to: str | None = None,
+    ) -> Future[Registration]:
+        """A bound Sub path holding ``filters``; copies come back to it alone."""
+    def pulling(
+        self,
+        address: str,
+        *,
+        retry_to: str | None = None,
+        concurrency: int | None = None,
+        max_attempts: int | None = None,
+        dead_letter: str | None = None,
+    ) -> Future[Registration]:
+        """A puller dialling a bound pusher; ``retry_to`` is required."""
+    def replying(
+        self,
+        listener: Listener,
+        path: str,
+        *,
+        retry_to: str | None = None,
+        concurrency: int | None = None,
+        max_attempts: int | None = None,
+        dead_letter: str | None = None,
+    ) -> Future[Registration]:
+        """A Rep path; ``retry_to`` is required."""
+
+@final
+class Registration:
+    """One endpoint read for a handler."""
+
+    def next(self) -> Future[Job]:
+        """The next job; ``Closed`` once stopping. Cancel-safe."""
+    @property
+    def counters(self) -> dict[str, int]:
+        """handled, retried, dead_lettered, dropped, failed, in_flight, delayed."""
+    @property
+    def address(self) -> str | None:
+        """A bound queue's or fan-out's own address."""
+    @property
+    def retry_address(self) -> str:
+        """Where copies go."""
+    def stop(self, deadline: float = 30.0) -> Future[dict[str, int]]:
+        """Takes nothing more, waits for handlers in flight, then closes."""
+
+@final
+class Job:
+    """One message handed to a handler, until its outcome is given."""
+
+    @property
+    def message(self) -> Message: ...
+    @property
+    def attempt(self) -> int: ...
+    def ack(self) -> None:
+        """Raises ``Unsupported``, always."""
+    def discard(self) -> None:
+        """Raises ``Unsupported``, always."""
+    def finish(
+        self, outcome: str, *, delay: float | None = None, body: bytes | None = None
+    ) -> None:
+        """Gives the outcome by name; ``Closed`` if given already."""
+    def fail(self, reason: str) -> None:
+        """The handler failed: logged, counted, then a retry."""

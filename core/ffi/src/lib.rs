@@ -13,6 +13,8 @@
 //!   neither loses nor reorders.
 //! - [`stream`], [`pubsub`], [`patterns`], [`runtime`]: the handles a binding wraps, with the
 //!   "consumed → Closed" rule and the cancel-versus-write state machines once.
+//! - [`service`]: the handler runtime's registrations, outcomes named as data, a job finished
+//!   once.
 //! - [`error`], [`config`], [`runtime::counters`]: the error fields, the options and the
 //!   counters as data; [`events`]: an endpoint's peer events as one flat record.
 
@@ -28,6 +30,7 @@ pub mod patterns;
 pub mod probe;
 pub mod pubsub;
 pub mod runtime;
+pub mod service;
 pub mod stream;
 #[cfg(test)]
 mod testing;
