@@ -190,3 +190,27 @@ export interface Counters {
   /** Messages an outbox held when it could no longer drain (pusher closed, every address given up, the runtime closed). */
   outboxAbandoned: bigint
 }
+
+/** A registration's counters (docs/SERVICES.md §4). */
+export interface ServiceCounters {
+  /** Processed: returned normally, replied, or `ack`. */
+  handled: bigint
+  /** Copies sent to the retry address. */
+  retried: bigint
+  /** Messages sent to the dead-letter address at the attempt limit. */
+  deadLettered: bigint
+  /** Gone: `drop`, a retry with no limit declared, at the limit with no dead letter, a copy not sent. */
+  dropped: bigint
+  /** Handler failures (each also went on as a retry). */
+  failed: bigint
+  /** Handlers running now. */
+  inFlight: bigint
+  /** Copies waiting for their delay, in this process. */
+  delayed: bigint
+}
+
+/** What a registration's stop left. */
+export interface Stopped {
+  unfinished: bigint
+  copiesDropped: bigint
+}

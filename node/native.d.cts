@@ -191,6 +191,30 @@ export interface Counters {
   outboxAbandoned: bigint
 }
 
+/** A registration's counters (docs/SERVICES.md §4). */
+export interface ServiceCounters {
+  /** Processed: returned normally, replied, or `ack`. */
+  handled: bigint
+  /** Copies sent to the retry address. */
+  retried: bigint
+  /** Messages sent to the dead-letter address at the attempt limit. */
+  deadLettered: bigint
+  /** Gone: `drop`, a retry with no limit declared, at the limit with no dead letter, a copy not sent. */
+  dropped: bigint
+  /** Handler failures (each also went on as a retry). */
+  failed: bigint
+  /** Handlers running now. */
+  inFlight: bigint
+  /** Copies waiting for their delay, in this process. */
+  delayed: bigint
+}
+
+/** What a registration's stop left. */
+export interface Stopped {
+  unfinished: bigint
+  copiesDropped: bigint
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -391,6 +415,25 @@ export declare class IncomingTransfer {
   collect(max: number, cancel?: Cancel | undefined | null): Promise<Buffer>
 }
 
+/** One message handed to a handler, until its outcome is given. */
+export declare class Job {
+  /** The message. */
+  message(): Message
+  /** 1 for a first delivery; n for the copy a retry made of attempt n - 1. */
+  get attempt(): number
+  /** Throws `ERR_WEIDA_UNSUPPORTED`, always: a brokerless hop has nothing to acknowledge. */
+  ack(): void
+  /** Throws `ERR_WEIDA_UNSUPPORTED`, always. */
+  discard(): void
+  /**
+   * Gives the outcome by name (`done`, `reply`, `ack`, `retry`, `retry_after`, `drop`);
+   * throws `ERR_WEIDA_CLOSED` if it was given already.
+   */
+  finish(outcome: string, delay?: number | undefined | null, body?: string | Uint8Array | undefined | null): void
+  /** The handler failed with `reason`: logged, counted, then a retry. */
+  fail(reason: string): void
+}
+
 /** A bound address; endpoints are registered on it by path. */
 export declare class Listener {
   /** The bound address: over QUIC with its real port and the `sha256:` pin of its key. */
@@ -589,6 +632,23 @@ export declare class Pusher {
   close(): void
 }
 
+/** One endpoint read for a handler. */
+export declare class Registration {
+  /** The next job; rejects `ERR_WEIDA_CLOSED` once stopping. Cancel-safe. */
+  next(cancel?: Cancel | undefined | null): Promise<Job>
+  /** handled, retried, deadLettered, dropped, failed, inFlight, delayed (BigInts). */
+  counters(): ServiceCounters
+  /** A bound queue's or fan-out's own address, else null. */
+  get address(): string | null
+  /** Where copies go. */
+  get retryAddress(): string
+  /**
+   * Takes nothing more, waits up to `deadline` seconds for handlers in flight and copies
+   * due, then closes: `{unfinished, copiesDropped}`. Not cancel-safe.
+   */
+  stop(deadline: number): Promise<Stopped>
+}
+
 /** Answers requests at a bound path. */
 export declare class Replier {
   get address(): string
@@ -657,6 +717,19 @@ export declare class Runtime {
   close(): Promise<void>
   /** The counters, as BigInts by camelCase name (weida-ffi lists them). */
   counters(): Counters
+}
+
+/** Registrations of handlers on one runtime's endpoints. */
+export declare class Service {
+  constructor(runtime: Runtime)
+  /** A queue: binds a Pull path; copies go to it. */
+  queue(listener: Listener, path: string, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
+  /** A fan-out: binds a Sub path holding `filters`; copies come back to it alone. */
+  fanOut(listener: Listener, path: string, filters: Array<string>, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
+  /** A puller dialling a bound pusher; `retryTo` is required. */
+  pulling(address: string, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
+  /** A Rep path; `retryTo` is required. */
+  replying(listener: Listener, path: string, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
 }
 
 /** Receives the messages of the publishers it connects to whose topics its filters select. */
@@ -827,6 +900,14 @@ export declare function registerErrorClasses(classes: Record<string, new (messag
  * message is a plain `{body, meta}` object.
  */
 export declare function registerMessageClass(messageClass: new (body: Buffer, metas: Metas, index: number) => object): void
+
+/** A registration's settings (camelCase in JS: `maxAttempts`, `deadLetter`, `retryTo`). */
+export interface ServiceSettings {
+  concurrency?: number
+  maxAttempts?: number
+  deadLetter?: string
+  retryTo?: string
+}
 
 /** `address` without its endpoint path: what a listener binds. */
 export declare function withoutPath(address: string): string

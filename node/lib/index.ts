@@ -543,6 +543,11 @@ export class Runtime {
     this.#n = new native.Runtime(options)
   }
 
+  /** @internal The addon's runtime, for {@link Service}. */
+  get _native(): native.Runtime {
+    return this.#n
+  }
+
   /** The `sha256:…` fingerprint of the key this runtime presents. */
   get fingerprint(): string {
     return this.#n.fingerprint
@@ -1950,5 +1955,179 @@ export class PendingReply {
   /** The whole reply, bounded by `limits.maxCollectedBody`. */
   body(options: CallOptions = {}): Promise<Message> {
     return call(options.signal ?? this.#signal, (c) => this.#n.body(c) as Promise<Message>)
+  }
+}
+
+// Services: handlers on endpoints (docs/SERVICES.md). What each outcome does is the core's
+// (weida-ffi's service module); here a handler's Promise is awaited and what it resolved with
+// or threw is passed back.
+
+export type { ServiceCounters, Stopped } from '../native.cjs'
+
+/** What a handler says happened to a message: returned or thrown, either is the same. */
+export class Outcome extends Error {
+  readonly outcome: 'ack' | 'retry' | 'retry_after' | 'drop'
+  readonly delay: number | undefined
+
+  constructor(outcome: 'ack' | 'retry' | 'retry_after' | 'drop', delay?: number) {
+    super(delay === undefined ? outcome : `${outcome}(${delay})`)
+    this.name = 'Outcome'
+    this.outcome = outcome
+    this.delay = delay
+  }
+}
+
+/** Processed; nothing is completed on a brokerless hop (`Unsupported` is logged once). */
+export const ack = (): Outcome => new Outcome('ack')
+/** Gone, counted dropped. */
+export const drop = (): Outcome => new Outcome('drop')
+/** With no `maxAttempts` or `deadLetter`: gone (at most once); with one, a copy at once. */
+export const retry = (): Outcome => new Outcome('retry')
+/** A copy after `seconds`, waited in this process: a crash before then loses it. */
+export const retryAfter = (seconds: number): Outcome => new Outcome('retry_after', seconds)
+
+/** A registration's settings: `retryTo` is required for `pulling` and `replying`. */
+export interface ServiceSettings {
+  concurrency?: number
+  maxAttempts?: number
+  deadLetter?: string
+  retryTo?: string
+}
+
+/** One message handed to a handler. */
+export class Job {
+  readonly #n: native.Job
+
+  /** @internal */
+  constructor(n: native.Job) {
+    this.#n = n
+  }
+
+  get message(): Message {
+    return this.#n.message() as Message
+  }
+
+  /** 1 for a first delivery; n for the copy a retry made of attempt n - 1. */
+  get attempt(): number {
+    return this.#n.attempt
+  }
+
+  /** Throws `Unsupported`, always: a brokerless hop has nothing to acknowledge. */
+  ack(): void {
+    this.#n.ack()
+  }
+
+  /** Throws `Unsupported`, always: a brokerless hop has nothing to discard. */
+  discard(): void {
+    this.#n.discard()
+  }
+
+  /**
+   * Gives the outcome (the pull API; {@link Registration.serve} does this for a handler):
+   * undefined (done), a string or bytes (a Rep path's reply) or an {@link Outcome}. Throws
+   * `Closed` if it was given already.
+   */
+  finish(result: unknown): void {
+    if (result instanceof Outcome) this.#n.finish(result.outcome, result.delay)
+    else if (result === undefined || result === null) this.#n.finish('done')
+    else if (typeof result === 'string' || result instanceof Uint8Array) this.#n.finish('reply', undefined, result)
+    else this.#n.fail(`the handler resolved with ${typeof result}, not undefined, bytes or an outcome`)
+  }
+
+  /** The handler threw `e`: an {@link Outcome} is that outcome, anything else a failure. */
+  fail(e: unknown): void {
+    if (e instanceof Outcome) this.finish(e)
+    else this.#n.fail(e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+  }
+}
+
+/** A handler: resolves with undefined, a reply (Rep) or an outcome, or throws. */
+export type Handler = (job: Job) => Promise<Outcome | Body | undefined | void>
+
+/** One endpoint read for a handler. */
+export class Registration {
+  readonly #n: native.Registration
+
+  /** @internal */
+  constructor(n: native.Registration) {
+    this.#n = n
+  }
+
+  /** The next job; rejects `Closed` once stopping. Cancel-safe. */
+  async next(options: CallOptions = {}): Promise<Job> {
+    return new Job(await call(options.signal, (c) => this.#n.next(c)))
+  }
+
+  counters(): native.ServiceCounters {
+    return this.#n.counters()
+  }
+
+  /** A bound queue's or fan-out's own address, else null. */
+  get address(): string | null {
+    return this.#n.address ?? null
+  }
+
+  /** Where copies go. */
+  get retryAddress(): string {
+    return this.#n.retryAddress
+  }
+
+  /** Takes nothing more, waits up to `deadline` seconds for handlers in flight, then closes. */
+  stop(deadline = 30): Promise<native.Stopped> {
+    return this.#n.stop(deadline)
+  }
+
+  /**
+   * Runs `handler` on every job until the registration stops (its `concurrency` bounds the
+   * handlers at once); resolves once stopping and the handlers it started are done.
+   */
+  async serve(handler: Handler): Promise<void> {
+    const running = new Set<Promise<void>>()
+    for (;;) {
+      let job: Job
+      try {
+        job = await this.next()
+      } catch (e) {
+        if (e instanceof Closed) break
+        if (e instanceof WeidaError) continue // one message the endpoint could not take whole
+        throw e
+      }
+      const p = handler(job).then(
+        (r) => job.finish(r),
+        (e: unknown) => job.fail(e),
+      )
+      running.add(p)
+      void p.finally(() => running.delete(p))
+    }
+    await Promise.allSettled(running)
+  }
+}
+
+/** Registrations of handlers on one runtime's endpoints. */
+export class Service {
+  readonly #n: native.Service
+
+  constructor(runtime: Runtime) {
+    this.#n = new native.Service(runtime._native)
+  }
+
+  /** A queue: binds a Pull path; copies go to it. */
+  async queue(listener: Listener, path: string, settings: ServiceSettings = {}): Promise<Registration> {
+    return new Registration(await this.#n.queue(listener._native, path, settings))
+  }
+
+  /** A fan-out: binds a Sub path holding `filters`; copies come back to it alone. */
+  async fanOut(listener: Listener, path: string, filters: string[], settings: ServiceSettings = {}): Promise<Registration> {
+    return new Registration(await this.#n.fanOut(listener._native, path, filters, settings))
+  }
+
+  /** A puller dialling a bound pusher; `retryTo` is required. */
+  async pulling(address: string, settings: ServiceSettings = {}): Promise<Registration> {
+    return new Registration(await this.#n.pulling(address, settings))
+  }
+
+  /** A Rep path: a string or bytes resolved is the reply; `retryTo` is required. */
+  async replying(listener: Listener, path: string, settings: ServiceSettings = {}): Promise<Registration> {
+    return new Registration(await this.#n.replying(listener._native, path, settings))
   }
 }

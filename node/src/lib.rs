@@ -29,6 +29,7 @@ pub mod identity;
 pub mod pair;
 pub mod patterns;
 pub mod runtime;
+pub mod service;
 pub mod stream;
 pub mod survey;
 

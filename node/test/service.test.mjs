@@ -1,0 +1,158 @@
+// @ts-check
+// The handler runtime from Node (docs/SERVICES.md; core/tests/service.rs holds every row of seed
+// 002's tables): handlers returning Promises, outcomes returned or thrown, the attempt header,
+// the limit and the dead letter, a registration without an address refused, concurrency, stop.
+
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Closed, InvalidConfig, Rejected, Service, Unsupported, ack, drop, retry, retryAfter } from 'weida'
+import { bindAddress, deferred, metaGet, onEveryTransport, rejection, runtime } from './helpers.mjs'
+
+test('ack_and_drop_throw_unsupported_and_count_as_processed_and_dropped', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs')
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  for (const body of ['a', 'b', 'c']) await pusher.send(body)
+  for (const outcome of [ack(), drop(), undefined]) {
+    const job = await reg.next()
+    assert.throws(() => job.ack(), Unsupported)
+    assert.throws(() => job.discard(), Unsupported)
+    job.finish(outcome)
+    assert.throws(() => job.finish(undefined), Closed) // an outcome is given once
+  }
+  const c = reg.counters()
+  assert.deepEqual([c.handled, c.dropped, c.retried, c.inFlight], [2n, 1n, 0n, 0n])
+})
+
+onEveryTransport('retry_with_max_attempts_copies_until_the_limit_then_dead_letters', async (t, ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind(bindAddress(t))
+  const dead = listener.puller('/dead')
+  const reg = await new Service(rt).queue(listener, '/jobs', { maxAttempts: 3, deadLetter: dead.address })
+  /** @type {[string, number][]} */
+  const seen = []
+  const served = reg.serve(async (job) => {
+    seen.push([job.message.body.toString(), job.attempt])
+    throw retry()
+  })
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  await pusher.send('job', { trace: 't-1' })
+  const letter = await dead.recv()
+  assert.equal(letter.body.toString(), 'job')
+  assert.equal(metaGet(letter.meta, 'trace')?.toString(), 't-1')
+  assert.equal(metaGet(letter.meta, 'weida-attempt')?.toString(), '3')
+  assert.deepEqual(seen, [['job', 1], ['job', 2], ['job', 3]])
+  assert.deepEqual(await reg.stop(5), { unfinished: 0n, copiesDropped: 0n })
+  await served
+  const c = reg.counters()
+  assert.deepEqual([c.retried, c.deadLettered, c.handled], [2n, 1n, 0n])
+})
+
+test('retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs')
+  /** @type {string[]} */
+  const calls = []
+  const last = deferred()
+  const served = reg.serve(async (job) => {
+    const body = job.message.body.toString()
+    calls.push(body)
+    if (body === 'fail') throw new Error('no disk')
+    if (body === 'last') last.resolve(undefined)
+    return body === 'again' ? retry() : undefined
+  })
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  for (const body of ['again', 'fail', 'last']) await pusher.send(body)
+  await last.promise
+  await reg.stop(5) // waits for the last handler, in flight
+  await served
+  assert.deepEqual(calls, ['again', 'fail', 'last'])
+  const c = reg.counters()
+  assert.deepEqual([c.handled, c.dropped, c.failed, c.retried], [1n, 2n, 1n, 0n])
+})
+
+test('retry_after_waits_then_the_copy_is_the_next_attempt', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs')
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  await pusher.send('later')
+  const job = await reg.next()
+  const finished = performance.now()
+  job.finish(retryAfter(0.2))
+  assert.equal(reg.counters().delayed, 1n)
+  const copy = await reg.next()
+  assert.ok(performance.now() - finished >= 200)
+  assert.deepEqual([copy.message.body.toString(), copy.attempt], ['later', 2])
+  copy.finish(undefined)
+})
+
+test('a_registration_without_an_address_is_refused_at_start', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const service = new Service(rt)
+  assert.ok((await rejection(service.replying(listener, '/rpc'))) instanceof InvalidConfig)
+  assert.ok((await rejection(service.pulling(`${listener.address}/work`))) instanceof InvalidConfig)
+  const own = await rejection(service.queue(listener, '/jobs', { deadLetter: `${listener.address}/jobs` }))
+  assert.ok(own instanceof InvalidConfig && /come back/.test(own.message), String(own))
+  listener.replier('/rpc') // nothing stayed bound
+  listener.puller('/jobs')
+})
+
+test('a_rep_handler_replies_with_what_it_resolves_and_a_retry_is_refused', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const retries = listener.puller('/retries')
+  const reg = await new Service(rt).replying(listener, '/rpc', { retryTo: retries.address, maxAttempts: 2 })
+  const served = reg.serve(async (job) => {
+    const body = job.message.body.toString()
+    if (body === 'later') throw retryAfter(0)
+    if (body === 'drop') return drop()
+    return body.toUpperCase()
+  })
+  const req = rt.requester()
+  await req.connect(`${listener.address}/rpc`)
+  assert.equal((await req.request('ping')).toString(), 'PING')
+  const refused = await rejection(req.request('later'))
+  assert.ok(refused instanceof Rejected && /retried/.test(refused.message), String(refused))
+  const copy = await retries.recv()
+  assert.equal(metaGet(copy.meta, 'weida-attempt')?.toString(), '2')
+  const dropped = await rejection(req.request('drop'))
+  assert.ok(dropped instanceof Rejected && /dropped/.test(dropped.message), String(dropped))
+  await reg.stop(5)
+  await served
+})
+
+test('concurrency_runs_that_many_handlers_at_once_and_a_stop_waits_for_them', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs', { concurrency: 3 })
+  let running = 0
+  let most = 0
+  const gate = deferred()
+  const three = deferred()
+  const served = reg.serve(async () => {
+    running += 1
+    most = Math.max(most, running)
+    if (running === 3) three.resolve(undefined)
+    await gate.promise
+    running -= 1
+  })
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  for (let i = 0; i < 8; i++) await pusher.send(`m${i}`)
+  await three.promise
+  assert.equal(reg.counters().inFlight, 3n)
+  const stopping = reg.stop(30)
+  gate.resolve(undefined)
+  assert.deepEqual(await stopping, { unfinished: 0n, copiesDropped: 0n })
+  await served
+  assert.equal(most, 3)
+  assert.equal(reg.counters().handled, 3n)
+})
