@@ -32,6 +32,8 @@ RESULT_FIELDS = {
     "bound_pusher": ("address",),
     "acceptor": ("address",),
     "puller": ("address",),
+    "service_queue": ("address",),
+    "service_counters": ("handled", "retried", "dead_lettered", "dropped", "failed"),
     "connect": ("peer_count",),
     "disconnect": ("removed",),
     "peer_count": ("peer_count",),
@@ -49,7 +51,7 @@ RESULT_FIELDS = {
 # Ops that create a handle named by args.name: their result is kept under that name.
 CREATES = ("runtime", "bind", "replier", "respondent", "acceptor", "puller", "requester", "surveyor",
            "pusher", "peer", "publisher", "subscriber", "bus", "dialing_publisher",
-           "bound_subscriber", "pair", "bound_pusher", "dialing_puller")
+           "bound_subscriber", "pair", "bound_pusher", "dialing_puller", "service_queue")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

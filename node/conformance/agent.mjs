@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
-import { BoundPusher, Bus, DialingPublisher, DialingPuller, Exchange, Identity, Pair, Peer, Pusher, Requester, Runtime, Subscriber, Surveyor, Trust, WeidaError } from 'weida'
+import { BoundPusher, Bus, DialingPublisher, DialingPuller, Exchange, Identity, Pair, Peer, Pusher, Requester, Runtime, Service, Subscriber, Surveyor, Trust, WeidaError, retry } from 'weida'
 
 const VERSION = /** @type {{version: string}} */ (createRequire(import.meta.url)('weida/package.json')).version
 
@@ -458,6 +458,8 @@ const fanouts = new Map()
 const manualPullers = new Map()
 /** @type {Map<string, import('weida').OutgoingTransfer>} */
 const transfers = new Map()
+/** Handler registrations, for `service_counters`. @type {Map<string, import('weida').Registration>} */
+const services = new Map()
 /** @type {Map<string, import('weida').PendingReply>} */
 const replies = new Map()
 
@@ -1011,6 +1013,44 @@ async function run(op, args) {
       if (p.address === null) events.set(name, p.events())
       void servePuller(p, name, 'recv')
       return p.address === null ? {} : { address: p.address }
+    }
+
+    case 'service_queue': {
+      // A queue registration whose handler emits `handled` (body, attempt, path) for each job
+      // and retries the bodies `retry` lists (their text), else is done.
+      const name = strArg(args, 'name')
+      const again = new Set(Array.isArray(args.retry) ? args.retry.map(String) : [])
+      /** @type {import('weida').ServiceSettings} */
+      const settings = {}
+      const maxAttempts = uintArg(args, 'max_attempts')
+      if (maxAttempts !== undefined) settings.maxAttempts = maxAttempts
+      const concurrency = uintArg(args, 'concurrency')
+      if (concurrency !== undefined) settings.concurrency = concurrency
+      if (typeof args.dead_letter === 'string') settings.deadLetter = args.dead_letter
+      const reg = await new Service(get(runtimes, args, 'runtime', 'runtime')).queue(
+        get(listeners, args, 'listener', 'listener'),
+        strArg(args, 'path'),
+        settings,
+      )
+      claim(name)
+      services.set(name, reg)
+      void reg.serve(async (job) => {
+        const m = job.message
+        event('handled', name, { ...messageJson(m), attempt: job.attempt })
+        return again.has(m.body.toString()) ? retry() : undefined
+      })
+      return { address: reg.address }
+    }
+
+    case 'service_counters': {
+      const c = get(services, args, 'endpoint', 'service').counters()
+      return {
+        handled: Number(c.handled),
+        retried: Number(c.retried),
+        dead_lettered: Number(c.deadLettered),
+        dropped: Number(c.dropped),
+        failed: Number(c.failed),
+      }
     }
 
     case 'bound_pusher': {

@@ -386,6 +386,7 @@ class Agent:
         # Set by a successful connect: a `recv` mode subscriber's loop waits for it.
         self.connected: dict[weida.Subscriber, asyncio.Event] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        self.services: dict[str, weida.service.Registration] = {}  # for service_counters
 
     def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
         """Runs a background task, keeping a reference so it is not collected midway."""
@@ -834,6 +835,34 @@ class Agent:
         self.claim(name)
         self.bound_pushers[name] = p
         return {"address": p.address}
+
+    async def op_service_queue(self, args: Json) -> Json:
+        """A queue registration whose handler emits ``handled`` (body, attempt, path) for each
+        job and retries the bodies ``retry`` lists (their text), else is done."""
+        name = self.free(str_arg(args, "name"))
+        retry = {str(b) for b in args.get("retry", [])}
+        reg = await weida.service.Service(self.runtime(args)).queue(
+            self.listener(args),
+            str_arg(args, "path"),
+            max_attempts=int_arg(args, "max_attempts"),
+            concurrency=int_arg(args, "concurrency"),
+            dead_letter=args.get("dead_letter"),
+        )
+        self.claim(name)
+        self.services[name] = reg
+        out = self.out
+
+        async def handle(job: weida.service.Job) -> weida.service.Outcome | None:
+            m = job.message
+            out.event("handled", name, **message_json(m), attempt=job.attempt)
+            return weida.service.retry() if m.body.decode(errors="replace") in retry else None
+
+        self.spawn(weida.service.serve(reg, handle), f"service {name}")
+        return {"address": reg.address}
+
+    async def op_service_counters(self, args: Json) -> Json:
+        c = self.services[str_arg(args, "endpoint")].counters
+        return {k: c[k] for k in ("handled", "retried", "dead_lettered", "dropped", "failed")}
 
     async def op_dialing_puller(self, args: Json) -> Json:
         """A puller that dials bound pushers, received as a ``recv`` puller is."""

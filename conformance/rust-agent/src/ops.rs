@@ -57,6 +57,8 @@ struct Handles {
     /// Subscribers in `recv` mode whose loop starts at their first connect.
     unserved: HashSet<String>,
     fanouts: HashMap<String, FanOut>,
+    /// Handler registrations (docs/SERVICES.md), for `service_counters`.
+    services: HashMap<String, Arc<weida::service::Registration>>,
 }
 
 pub(crate) struct Agent {
@@ -724,6 +726,85 @@ impl Agent {
                     Some(a) => json!({ "address": a }),
                     None => json!({}),
                 })
+            }
+            "service_queue" => {
+                // A queue registration whose handler emits `handled` (body, attempt, path) for
+                // each job and retries the bodies `retry` lists (their text), else is done.
+                let (rt, _) = self.runtime(args)?;
+                let listener = self.listener(args)?;
+                let name = str_arg(args, "name")?;
+                let mut b =
+                    weida::service::Service::new(&rt).queue(&listener, str_arg(args, "path")?)?;
+                if let Some(n) = u64_arg(args, "max_attempts")? {
+                    b = b.max_attempts(
+                        u32::try_from(n).map_err(|_| Failure::bad("max_attempts is too large"))?,
+                    );
+                }
+                if let Some(n) = u64_arg(args, "concurrency")? {
+                    b = b.concurrency(
+                        u32::try_from(n).map_err(|_| Failure::bad("concurrency is too large"))?,
+                    );
+                }
+                if let Some(d) = args.get("dead_letter").and_then(Value::as_str) {
+                    b = b.dead_letter(d);
+                }
+                let retry: HashSet<String> = args
+                    .get("retry")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let reg = Arc::new(b.start().await?);
+                let address = reg.address().map(|a| a.to_string());
+                self.claim(name)?;
+                self.handles
+                    .lock()
+                    .unwrap()
+                    .services
+                    .insert(name.to_string(), reg.clone());
+                let (handle, out) = (name.to_string(), self.out.clone());
+                tokio::spawn(async move {
+                    let retry = Arc::new(retry);
+                    let _ = reg
+                        .run(move |m, attempt| {
+                            let mut f = crate::protocol::meta_fields(&m.meta);
+                            f.insert("body".into(), body::summary(&m.body));
+                            f.insert("attempt".into(), attempt.into());
+                            out.event("handled", &handle, f);
+                            let again = retry.contains(String::from_utf8_lossy(&m.body).as_ref());
+                            async move {
+                                Ok::<_, String>(if again {
+                                    weida::service::Outcome::Retry
+                                } else {
+                                    weida::service::Outcome::Done
+                                })
+                            }
+                        })
+                        .await;
+                });
+                Ok(json!({ "address": address }))
+            }
+            "service_counters" => {
+                let name = str_arg(args, "endpoint")?;
+                let reg = self
+                    .handles
+                    .lock()
+                    .unwrap()
+                    .services
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| Failure::bad(format!("no service named {name:?}")))?;
+                let c = reg.counters();
+                Ok(json!({
+                    "handled": c.handled,
+                    "retried": c.retried,
+                    "dead_lettered": c.dead_lettered,
+                    "dropped": c.dropped,
+                    "failed": c.failed,
+                }))
             }
             "bound_pusher" => {
                 // A pusher bound at `path`: it deals to the dialling pullers that claimed it.
