@@ -28,6 +28,10 @@ pub(crate) enum Command {
     /// Receive pushed messages at URL and print them (Push/Pull, the bound side); with
     /// --connect, dial a bound pusher (`push --bind`) at URL and print its share instead.
     Pull(PullArgs),
+    /// Serve URL's path as a queue with a command per message (docs/SERVICES.md): its exit
+    /// status is the outcome (0 done, 75 retry, 65 drop, anything else a failure, which is a
+    /// retry), with an attempt limit and a dead letter.
+    Serve(HandlerArgs),
     /// Send a request to URL and print its reply.
     Req(ReqArgs),
     /// Answer surveys at URL: a respondent is a replier by another name (SURVEY, the bound
@@ -80,6 +84,7 @@ impl Command {
             Self::Bench(a) => a.progress.forced(),
             Self::Id(_)
             | Self::Rep(_)
+            | Self::Serve(_)
             | Self::Respond(_)
             | Self::Bus(_)
             | Self::Pair(_)
@@ -178,6 +183,35 @@ pub(crate) struct RepArgs {
     /// slow to run holds up no other until N are running.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrency: u32,
+}
+
+/// `weida serve`: a queue whose handler is a command.
+#[derive(Debug, Args)]
+pub(crate) struct HandlerArgs {
+    #[command(flatten)]
+    pub(crate) serve: ServeArgs,
+    /// Run CMD (with `sh -c`) per message, the body on its stdin, with WEIDA_PATH, WEIDA_PEER
+    /// and WEIDA_ATTEMPT (1 for a first delivery) set. Its exit status is the outcome: 0 done,
+    /// 75 (EX_TEMPFAIL) retry, 65 (EX_DATAERR) drop; any other, or a signal, is a failure,
+    /// which is a retry.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) exec: String,
+    /// Commands run at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) concurrency: u32,
+    /// The attempts a message gets; at the limit a retry goes to --dead-letter (or is dropped,
+    /// with a warning). Declaring it makes a retry a copy to this queue.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_attempts: Option<u32>,
+    /// Where a message goes at the attempt limit: the address of a bound Pull path.
+    #[arg(long, value_name = "URL")]
+    pub(crate) dead_letter: Option<String>,
+    /// Wait SECS before a retry's copy (in this process: a crash before then loses it).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) retry_after: Option<Duration>,
+    /// On SIGINT or SIGTERM, how long the commands running are given to finish.
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "30")]
+    pub(crate) drain: Duration,
 }
 
 #[derive(Debug, Args)]

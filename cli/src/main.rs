@@ -10,6 +10,7 @@ mod bound_push;
 mod client;
 mod events;
 mod exit;
+mod handlers;
 mod identity;
 mod input;
 mod man;
@@ -62,6 +63,7 @@ fn run_async(command: Command) -> Result<(), Failure> {
         match command {
             Command::Rep(a) => serve::rep(a, &mut stop).await,
             Command::Pull(a) => serve::pull(a, &mut stop).await,
+            Command::Serve(a) => handlers::serve(a, &mut stop).await,
             Command::Req(a) => client::req(a, &mut stop).await,
             Command::Respond(a) => serve::rep(a, &mut stop).await,
             Command::Bus(a) => serve::bus(a, &mut stop).await,

@@ -145,6 +145,32 @@ async fn answer(
 /// Runs `cmd` with `sh -c`, the request body on its stdin. Its stdout is the reply; a failure
 /// is the reason the request is rejected with (its stderr, and its exit status).
 async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, String> {
+    let output = run_output(cmd, meta, body, &[]).await?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    Err(failure_reason(&output))
+}
+
+/// What a command that failed says: its stderr, and its exit status.
+pub(crate) fn failure_reason(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        format!("the command failed ({})", output.status)
+    } else {
+        format!("{stderr} ({})", output.status)
+    }
+}
+
+/// Runs `cmd` with `sh -c`, `body` on its stdin, WEIDA_PATH and WEIDA_PEER set (and `env`),
+/// to its end: what it wrote and how it ended. `Err` when it could not be run at all.
+pub(crate) async fn run_output(
+    cmd: &str,
+    meta: &IncomingMeta,
+    body: Bytes,
+    env: &[(&str, String)],
+) -> Result<std::process::Output, String> {
     let peer = meta
         .peer
         .as_ref()
@@ -155,6 +181,7 @@ async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, Str
         .arg(cmd)
         .env("WEIDA_PATH", &*meta.path)
         .env("WEIDA_PEER", peer)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -176,17 +203,7 @@ async fn run(cmd: &str, meta: &IncomingMeta, body: Bytes) -> Result<Vec<u8>, Str
         let _ = stdin.write_all(&body).await;
     };
     let (_, output) = tokio::join!(feed, child.wait_with_output());
-    let output = output.map_err(|e| format!("the command could not be waited for: {e}"))?;
-    if output.status.success() {
-        return Ok(output.stdout);
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stderr = stderr.trim();
-    Err(if stderr.is_empty() {
-        format!("the command failed ({})", output.status)
-    } else {
-        format!("{stderr} ({})", output.status)
-    })
+    output.map_err(|e| format!("the command could not be waited for: {e}"))
 }
 
 /// `weida pull`: prints each message as it arrives whole. The core's `recv` collects every
