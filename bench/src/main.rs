@@ -107,6 +107,8 @@ pub(crate) struct Options {
     /// `--role` and `--address`: one end of the `--one` case (see `twoproc.rs`).
     pub(crate) role: twoproc::Role,
     pub(crate) address: Option<String>,
+    /// `--handlers N`: the two-process Push/Pull puller served by N handlers (twoproc.rs).
+    pub(crate) handlers: Option<u32>,
     pub(crate) args: Vec<String>,
 }
 
@@ -124,6 +126,8 @@ usage: cargo run --release -p weida-bench -- [options]
   --bench B          only push_pull, req_rep or flavour (for profiling one case)
   --size N           only bodies of N bytes (for profiling)
   --system S         only weida or substrate (for profiling; no ratios then)
+  --handlers N       with --one --bench push_pull --role bind: the puller is a service
+                     queue with N no-op handlers at once (docs/SERVICES.md), not a recv loop
   --one              one case, no tables: JSON lines on stdout, one per rep (bench/suite);
                      needs --bench push_pull|req_rep; --system may also be quinn-long (one
                      long framed QUIC stream) or tcp (framed loopback TCP); --bench pub_sub
@@ -155,6 +159,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         only_system: None,
         one: None,
         role: twoproc::Role::Both,
+        handlers: None,
         address: None,
         width: 1,
         args: args.clone(),
@@ -252,12 +257,24 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                 }
             }
             "--address" => o.address = Some(value("--address")?),
+            "--handlers" => {
+                let v = value("--handlers")?;
+                o.handlers = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n: &u32| n >= 1)
+                        .ok_or_else(|| format!("--handlers takes a count from 1, not {v:?}"))?,
+                );
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     if (o.role == twoproc::Role::Dial) != o.address.is_some() {
         return Err("--address goes with --role dial, and only with it".into());
+    }
+    if o.handlers.is_some() && o.role != twoproc::Role::Bind {
+        return Err("--handlers is for --one --bench push_pull --role bind only".into());
     }
     if o.role != twoproc::Role::Both && !args_have(&o.args, "--one") {
         return Err("--role is for --one only".into());

@@ -97,8 +97,11 @@ fn measure(o: &Options, s: Subject, bench: Bench, size: usize) -> Result<Outcome
             std::process::exit(3);
         });
         let address = o.address.as_deref().unwrap_or_default();
-        return crate::run_on(f, twoproc::run(s, o.role, address, bench, size, w))
-            .map_err(|e| e.to_string());
+        return crate::run_on(
+            f,
+            twoproc::run(s, o.role, address, bench, size, w, o.handlers),
+        )
+        .map_err(|e| e.to_string());
     }
     let r = match (bench, s) {
         (Bench::PubSub, Subject::Weida(t)) => {

@@ -101,6 +101,7 @@ pub(crate) async fn run(
     bench: Bench,
     size: usize,
     w: Window,
+    handlers: Option<u32>,
 ) -> BoxResult<Outcome> {
     let job = async {
         use Bench::{PubSub, PushPull, ReqRep};
@@ -110,7 +111,10 @@ pub(crate) async fn run(
                 Err("an in-process transport has no two-process row".into())
             }
             (_, _, Role::Both) => Err("--role both is the one-process case".into()),
-            (PushPull, Subject::Weida(t), Bind) => weida_pull(t, size, w).await,
+            (PushPull, Subject::Weida(t), Bind) => match handlers {
+                Some(n) => weida_handlers(t, size, w, n).await,
+                None => weida_pull(t, size, w).await,
+            },
             (PushPull, Subject::Weida(_), Dial) => weida_push(address, size).await,
             (ReqRep, Subject::Weida(t), Bind) => weida_reply(t).await,
             (ReqRep, Subject::Weida(_), Dial) => weida_request(address, size, w).await,
@@ -211,6 +215,49 @@ async fn weida_pull(t: Transport, size: usize, w: Window) -> BoxResult<Outcome> 
         check(puller.recv().await?.body.len(), size)?;
         if tick(&mut meter) {
             return Ok(Outcome::Rate(meter.rate().ok_or("no complete window")?));
+        }
+    }
+}
+
+/// The puller's side as a service (docs/SERVICES.md): a queue registration with `n` handlers
+/// at once, each a no-op that counts; what a handler costs next to `weida_pull`'s bare
+/// `recv` loop.
+async fn weida_handlers(t: Transport, size: usize, w: Window, n: u32) -> BoxResult<Outcome> {
+    use std::sync::{Arc, Mutex};
+    let server = Runtime::new(RuntimeConfig::default())?;
+    let (address, _file) = bind_address(t);
+    let listener = server.bind(&address).await?;
+    let service = weida::service::Service::new(&server);
+    let reg = service
+        .queue(&listener, "/p")?
+        .concurrency(n)
+        .start()
+        .await?;
+    announce(&reg.address().ok_or("a queue has an address")?.to_string());
+    // The handlers run as tasks of this one thread: the meter is shared, never contended.
+    let meter = Arc::new(Mutex::new(Meter::new(w, size)));
+    let (done, mut finished) = tokio::sync::mpsc::unbounded_channel();
+    let counting = meter.clone();
+    let serving = reg.run(move |m, _| {
+        let (meter, done) = (counting.clone(), done.clone());
+        async move {
+            if m.body.len() != size {
+                return Err(format!("a body of {} bytes, not {size}", m.body.len()));
+            }
+            if tick(&mut meter.lock().unwrap()) {
+                let _ = done.send(());
+            }
+            Ok::<_, String>(weida::service::Outcome::Done)
+        }
+    });
+    tokio::select! {
+        r = serving => { r?; Err("the registration stopped".into()) }
+        _ = finished.recv() => {
+            let rate = meter.lock().unwrap().rate().ok_or("no complete window")?;
+            if reg.counters().failed > 0 {
+                return Err("a body of the wrong size".into());
+            }
+            Ok(Outcome::Rate(rate))
         }
     }
 }

@@ -66,12 +66,24 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
             }
         }
     });
-    tokio::select! {
-        r = served => r?,
-        _ = stop.next() => {}
-        _ = enough.notified() => {}
-    }
-    let stopped = reg.stop(args.drain).await;
+    // The loop runs to its end: a stop lets the commands running finish (within --drain). It
+    // also ends by itself if the queue is closed under it.
+    let ended = tokio::sync::Notify::new();
+    let served = async {
+        let r = served.await;
+        ended.notify_one();
+        r
+    };
+    let stopping = async {
+        tokio::select! {
+            _ = stop.next() => {}
+            _ = enough.notified() => {}
+            _ = ended.notified() => {}
+        }
+        reg.stop(args.drain).await
+    };
+    let (served, stopped) = tokio::join!(served, stopping);
+    served?;
     let c = reg.counters();
     eprintln!(
         "stopped: {} handled, {} retried, {} dead-lettered, {} dropped, {} failed; \
@@ -85,6 +97,8 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
         stopped.copies_dropped
     );
     drop(listener);
-    rt.shutdown();
-    Ok(())
+    // As every serving role ends: the pushers' receipts need this side's acknowledgements.
+    let served = Ok(());
+    crate::serve::close(&rt, &served).await;
+    served
 }

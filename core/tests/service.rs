@@ -838,3 +838,47 @@ async fn a_crash_before_the_timer_loses_the_copy() {
     })
     .await
 }
+
+#[tokio::test]
+async fn a_handler_that_panics_is_a_failure_and_the_registration_goes_on() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let reg = Arc::new(
+            Service::new(&server)
+                .queue(&listener, "/jobs")
+                .unwrap()
+                .start()
+                .await
+                .unwrap(),
+        );
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let served = reg.clone();
+        let running = tokio::spawn(async move {
+            served
+                .run(move |m, _| {
+                    let tx = tx.clone();
+                    async move {
+                        if m.body == "boom" {
+                            panic!("the handler panicked on purpose");
+                        }
+                        tx.send(m.body).unwrap();
+                        Ok::<_, String>(Outcome::Done)
+                    }
+                })
+                .await
+        });
+        push(
+            &client,
+            &reg.address().unwrap().to_string(),
+            &["boom", "next"],
+            Metadata::new(),
+        )
+        .await;
+        assert_eq!(seen.recv().await.unwrap(), "next");
+        // No limit declared: the failure's retry is the message's end.
+        assert_eq!(reg.counters(), counts(1, 0, 0, 1, 1));
+        reg.stop(Duration::from_secs(5)).await;
+        running.await.unwrap().unwrap();
+    })
+    .await
+}

@@ -355,19 +355,32 @@ impl Registration {
     /// on. Cancel-safe: dropped before it returns, it takes no message.
     pub async fn next(&self) -> Result<Job> {
         let s = &self.shared;
-        let mut stop = s.stopping.subscribe();
-        if *stop.borrow() {
+        if *s.stopping.borrow() {
             return Err(Error::Closed);
         }
-        let permit = tokio::select! {
-            biased;
-            _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
-            p = s.permits.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
+        // Under load a handler slot is free and a message is queued: neither waits, and the
+        // machinery that would (a stop watch, a select) is not built.
+        let permit = match s.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                let mut stop = s.stopping.subscribe();
+                tokio::select! {
+                    biased;
+                    _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
+                    p = s.permits.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
+                }
+            }
         };
-        let arrival = tokio::select! {
-            biased;
-            _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
-            a = s.source.recv() => a?,
+        let arrival = match s.source.try_recv() {
+            Some(a) => a?,
+            None => {
+                let mut stop = s.stopping.subscribe();
+                tokio::select! {
+                    biased;
+                    _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
+                    a = s.source.recv() => a?,
+                }
+            }
         };
         Count::add(&s.count.in_flight);
         Ok(Job {
@@ -380,33 +393,48 @@ impl Registration {
     }
 
     /// Takes messages and runs `handler` on each, at most `concurrency` at once, until the
-    /// registration stops; then returns `Ok`. `handler` gets the message and its attempt
-    /// (1 for a first delivery); its `Err` is a failure (logged with the message's peer and
-    /// path, counted `failed`, then a `Retry`), and so is a panic. Cancel-safe: dropped, it
-    /// takes no more messages, and the handlers it started run on.
+    /// registration stops and the handlers it started have finished; then returns `Ok`.
+    /// `handler` gets the message and its attempt (1 for a first delivery); its `Err` is a
+    /// failure (logged with the message's peer and path, counted `failed`, then a `Retry`),
+    /// and so is a panic. The handlers run inside the future this returns (with concurrency
+    /// 1, one after the other, in the order the endpoint hands messages out): no task is
+    /// spawned per message, which costs more than a small handler does; a handler that needs
+    /// another thread spawns its work itself. Not cancel-safe: dropped, it drops the handlers
+    /// it started, each then a failure retried as declared; call [`Registration::stop`] to end
+    /// it instead, and await it to its end.
     pub async fn run<F, Fut, E>(&self, handler: F) -> Result<()>
     where
         F: Fn(Message, u32) -> Fut,
         Fut: Future<Output = std::result::Result<Outcome, E>> + Send + 'static,
         E: Display + Send + 'static,
     {
-        loop {
-            let job = match self.next().await {
-                Ok(job) => job,
-                Err(Error::Closed) => return Ok(()),
-                Err(e) => {
-                    tracing::debug!(registration = %self.shared.name, error = %e, "a message the endpoint could not take whole");
-                    continue;
+        use futures_util::stream::{FuturesUnordered, StreamExt};
+        use futures_util::FutureExt;
+        let one = |job: Job| {
+            // A handler that panics is a failure of its message, not the end of the loop.
+            let work = std::panic::AssertUnwindSafe(handler(job.message.clone(), job.attempt));
+            async move {
+                match work.catch_unwind().await {
+                    Ok(Ok(outcome)) => job.finish(outcome),
+                    Ok(Err(e)) => job.fail(e),
+                    Err(_) => job.fail("the handler panicked"),
                 }
-            };
-            let work = handler(job.message.clone(), job.attempt);
-            self.shared.handle.spawn(async move {
-                match work.await {
-                    Ok(outcome) => job.finish(outcome),
-                    Err(e) => job.fail(e),
-                }
-            });
+            }
+        };
+        let mut running = FuturesUnordered::new();
+        let mut open = true;
+        while open || !running.is_empty() {
+            tokio::select! {
+                biased;
+                Some(()) = running.next(), if !running.is_empty() => {}
+                next = self.next(), if open => match next {
+                    Ok(job) => running.push(one(job)),
+                    Err(Error::Closed) => open = false,
+                    Err(e) => tracing::debug!(registration = %self.shared.name, error = %e, "a message the endpoint could not take whole"),
+                },
+            }
         }
+        Ok(())
     }
 
     /// The counters now.

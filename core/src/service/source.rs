@@ -48,6 +48,21 @@ impl Source {
         })
     }
 
+    /// The next arrival if one is ready now, without waiting (None for a Rep path, whose
+    /// request body may still be arriving). The common case under load: no waiting machinery.
+    pub(crate) fn try_recv(&self) -> Option<Result<Arrival>> {
+        let r = match self {
+            Self::Queue(p) => p.try_recv(),
+            Self::Pulling(p) => p.try_recv(),
+            Self::FanOut(s) => s.try_recv(),
+            Self::Replying(_) => None,
+        }?;
+        Some(r.map(|message| Arrival {
+            message,
+            exchange: None,
+        }))
+    }
+
     /// Stops taking messages: the endpoint is closed (a bound path is unbound).
     pub(crate) fn close(&self) {
         match self {
