@@ -343,6 +343,15 @@ async fn a_handler_error_is_a_failure_logged_with_its_path_then_a_retry() {
         // The failure is logged with the message's path and the handler's reason.
         assert_eq!(warnings.with("reason=no disk"), 1);
         assert_eq!(warnings.with("path=/jobs"), 1);
+        // The same words, kept for a binding to log in its language's way, taken once.
+        let kept = reg.take_warnings();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(
+            kept[0].contains("path=/jobs")
+                && kept[0].contains("attempt=1")
+                && kept[0].contains("reason=no disk")
+        );
+        assert!(reg.take_warnings().is_empty());
     })
     .await
 }

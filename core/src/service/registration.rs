@@ -212,6 +212,7 @@ impl Builder<Ready> {
                 stopping: watch::channel(false).0,
                 abandon: watch::channel(false).0,
                 tasks: Mutex::new(JoinSet::new()),
+                warnings: Mutex::default(),
                 handle: tokio::runtime::Handle::current(),
             }),
         })
@@ -239,18 +240,57 @@ struct Shared {
     abandon: watch::Sender<bool>,
     /// Copies waiting or being sent, and replies being written.
     tasks: Mutex<JoinSet<()>>,
+    /// What was logged, for `take_warnings`.
+    warnings: Mutex<std::collections::VecDeque<String>>,
     handle: tokio::runtime::Handle,
 }
 
+/// The warnings a registration keeps for [`Registration::take_warnings`]: the newest this
+/// many (a binding that never takes them holds no more).
+const WARNINGS_KEPT: usize = 256;
+
 impl Shared {
+    /// Logs `text` (`tracing`, WARN) and keeps it for a binding to log in its language's way.
+    fn warn(&self, text: String) {
+        tracing::warn!(registration = %self.name, "{text}");
+        let mut w = self.warnings.lock().unwrap();
+        if w.len() == WARNINGS_KEPT {
+            w.pop_front();
+        }
+        w.push_back(text);
+    }
+
     fn unsupported(&self, what: &str) {
         if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                registration = %self.name,
+            self.warn(format!(
                 "{what}: Unsupported, a brokerless hop has nothing to acknowledge or discard; \
                  the message counts as {} (logged once per registration)",
-                if what == "ack" { "processed" } else { "dropped" }
-            );
+                if what == "ack" {
+                    "processed"
+                } else {
+                    "dropped"
+                }
+            ));
+        }
+    }
+
+    /// A handler slot, waited for; `Closed` once stopping.
+    async fn wait_permit(&self) -> Result<OwnedSemaphorePermit> {
+        let mut stop = self.stopping.subscribe();
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|v| *v) => Err(Error::Closed),
+            p = self.permits.clone().acquire_owned() => p.map_err(|_| Error::Closed),
+        }
+    }
+
+    /// The next arrival, waited for; `Closed` once stopping.
+    async fn wait_arrival(&self) -> Result<super::source::Arrival> {
+        let mut stop = self.stopping.subscribe();
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|v| *v) => Err(Error::Closed),
+            a = self.source.recv() => a,
         }
     }
 
@@ -267,10 +307,9 @@ impl Shared {
         let (meta, dead) = if at_limit {
             if self.dead.is_none() {
                 Count::add(&self.count.dropped);
-                tracing::warn!(
-                    registration = %self.name, attempt,
-                    "a message at its attempt limit dropped: no dead-letter address is declared"
-                );
+                self.warn(format!(
+                    "a message at its attempt limit ({attempt}) dropped: no dead-letter address is declared"
+                ));
                 return;
             }
             (copy_meta(&message.meta.metadata, attempt), true)
@@ -287,7 +326,7 @@ impl Shared {
                     _ = abandon.wait_for(|v| *v) => {
                         Count::sub(&s.count.delayed);
                         Count::add(&s.count.dropped);
-                        tracing::warn!(registration = %s.name, "a retry copy still waiting at the stop's deadline dropped");
+                        s.warn("a retry copy still waiting at the stop's deadline dropped".into());
                         return;
                     }
                 }
@@ -301,7 +340,7 @@ impl Shared {
                 Ok(()) => Count::add(counter),
                 Err(e) => {
                     Count::add(&s.count.dropped);
-                    tracing::warn!(registration = %s.name, to = %to, error = %e, "a copy could not be sent: dropped");
+                    s.warn(format!("a copy to {to} could not be sent ({e}): dropped"));
                 }
             }
         });
@@ -359,33 +398,20 @@ impl Registration {
             return Err(Error::Closed);
         }
         // Under load a handler slot is free and a message is queued: neither waits, and the
-        // machinery that would (a stop watch, a select) is not built.
+        // machinery that would (a stop watch, a select, the endpoint's receive) is boxed
+        // apart, so this future stays small and is cheap to make and move.
         let permit = match s.permits.clone().try_acquire_owned() {
             Ok(p) => p,
-            Err(_) => {
-                let mut stop = s.stopping.subscribe();
-                tokio::select! {
-                    biased;
-                    _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
-                    p = s.permits.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
-                }
-            }
+            Err(_) => Box::pin(s.wait_permit()).await?,
         };
         let arrival = match s.source.try_recv() {
             Some(a) => a?,
-            None => {
-                let mut stop = s.stopping.subscribe();
-                tokio::select! {
-                    biased;
-                    _ = stop.wait_for(|v| *v) => return Err(Error::Closed),
-                    a = s.source.recv() => a?,
-                }
-            }
+            None => Box::pin(s.wait_arrival()).await?,
         };
         Count::add(&s.count.in_flight);
         Ok(Job {
             attempt: attempt_of(&arrival.message.meta.metadata),
-            message: arrival.message,
+            message: Some(arrival.message),
             exchange: arrival.exchange,
             permit: Some(permit),
             shared: s.clone(),
@@ -412,7 +438,7 @@ impl Registration {
         use futures_util::FutureExt;
         let one = |job: Job| {
             // A handler that panics is a failure of its message, not the end of the loop.
-            let work = std::panic::AssertUnwindSafe(handler(job.message.clone(), job.attempt));
+            let work = std::panic::AssertUnwindSafe(handler(job.message().clone(), job.attempt));
             async move {
                 match work.catch_unwind().await {
                     Ok(Ok(outcome)) => job.finish(outcome),
@@ -421,6 +447,18 @@ impl Registration {
                 }
             }
         };
+        if self.shared.concurrency == 1 {
+            // One at a time: each handler is awaited where it is, with nothing to schedule.
+            loop {
+                match self.next().await {
+                    Ok(job) => one(job).await,
+                    Err(Error::Closed) => return Ok(()),
+                    Err(e) => {
+                        tracing::debug!(registration = %self.shared.name, error = %e, "a message the endpoint could not take whole")
+                    }
+                }
+            }
+        }
         let mut running = FuturesUnordered::new();
         let mut open = true;
         while open || !running.is_empty() {
@@ -435,6 +473,14 @@ impl Registration {
             }
         }
         Ok(())
+    }
+
+    /// The warnings logged since the last call, oldest first (at most the newest 256 are
+    /// kept): a failure with its peer, path, attempt and reason; `Unsupported` once; a message
+    /// dropped at its limit; a copy not sent. They also go to `tracing` as WARN events; a
+    /// binding takes them to log them in its language's way (Python's `logging`).
+    pub fn take_warnings(&self) -> Vec<String> {
+        self.shared.warnings.lock().unwrap().drain(..).collect()
     }
 
     /// The counters now.
@@ -505,9 +551,10 @@ impl Drop for Registration {
 /// a failure (`failed`, then a `Retry`), so a handler that panics is counted, not lost
 /// silently.
 pub struct Job {
-    message: Message,
+    /// Until the job is settled.
+    message: Option<Message>,
     attempt: u32,
-    exchange: Option<Exchange>,
+    exchange: Option<Box<Exchange>>,
     permit: Option<OwnedSemaphorePermit>,
     shared: Arc<Shared>,
 }
@@ -515,7 +562,9 @@ pub struct Job {
 impl Job {
     /// The message.
     pub fn message(&self) -> &Message {
-        &self.message
+        self.message
+            .as_ref()
+            .expect("a job's message is there until it is settled")
     }
 
     /// Which attempt this is: 1 for a first delivery, n for the copy a retry made of
@@ -561,17 +610,22 @@ impl Job {
         };
         let s = self.shared.clone();
         Count::sub(&s.count.in_flight);
-        let message = self.message.clone();
+        // Taken, not cloned: a settled job's message is not read again (its `Drop` sees no
+        // permit and does nothing).
+        let message = self
+            .message
+            .take()
+            .expect("an unsettled job holds its message");
         if let Some(reason) = &failure {
             Count::add(&s.count.failed);
-            tracing::warn!(
-                registration = %s.name,
-                peer = ?message.meta.peer,
-                path = %message.meta.path,
-                attempt = self.attempt,
-                reason = %reason,
-                "a handler failed"
-            );
+            let peer = match &message.meta.peer {
+                Some(p) => p.to_string(),
+                None => "none".to_string(),
+            };
+            s.warn(format!(
+                "a handler failed: path={} peer={peer} attempt={} reason={reason}",
+                message.meta.path, self.attempt
+            ));
         }
         let refusal = match outcome {
             Outcome::Done | Outcome::Reply(_) | Outcome::Ack => {

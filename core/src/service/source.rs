@@ -22,7 +22,9 @@ pub(crate) enum Source {
 /// One arrival: a message, and for a Rep path the exchange to answer.
 pub(crate) struct Arrival {
     pub(crate) message: Message,
-    pub(crate) exchange: Option<Exchange>,
+    /// Boxed: an exchange is large, and an arrival (and the job it becomes) is moved about
+    /// once per message on every path, not only a Rep path's.
+    pub(crate) exchange: Option<Box<Exchange>>,
 }
 
 impl Source {
@@ -38,7 +40,7 @@ impl Source {
                 let meta = Arc::new(exchange.meta().clone());
                 return Ok(Arrival {
                     message: Message { meta, body },
-                    exchange: Some(exchange),
+                    exchange: Some(Box::new(exchange)),
                 });
             }
         };
