@@ -640,6 +640,8 @@ export declare class Registration {
   counters(): ServiceCounters
   /** A bound queue's or fan-out's own address, else null. */
   get address(): string | null
+  /** The warnings logged since the last call, oldest first (the newest 256 are kept). */
+  takeWarnings(): Array<string>
   /** Where copies go. */
   get retryAddress(): string
   /**

@@ -33,9 +33,22 @@ ROWS: list[tuple[str, list[str]]] = [
 
 def once(extra: list[str], a: argparse.Namespace) -> float:
     """Messages per second the puller measured in one two-process run."""
-    common = [str(BENCH), "--one", "--bench", "push_pull", "--system", "weida",
-              "--transport", a.transport, "--size", str(a.size), "--secs", str(a.secs),
-              "--warmup", str(a.warmup)]
+    common = [
+        str(BENCH),
+        "--one",
+        "--bench",
+        "push_pull",
+        "--system",
+        "weida",
+        "--transport",
+        a.transport,
+        "--size",
+        str(a.size),
+        "--secs",
+        str(a.secs),
+        "--warmup",
+        str(a.warmup),
+    ]
     bind = subprocess.Popen([*common, "--role", "bind", *extra], stdout=subprocess.PIPE, text=True)
     assert bind.stdout is not None
     dial = None
@@ -43,8 +56,9 @@ def once(extra: list[str], a: argparse.Namespace) -> float:
         for line in bind.stdout:
             if line.startswith("ADDRESS "):
                 address = line.split(None, 1)[1].strip()
-                dial = subprocess.Popen([*common, "--role", "dial", "--address", address],
-                                        stdout=subprocess.DEVNULL)
+                dial = subprocess.Popen(
+                    [*common, "--role", "dial", "--address", address], stdout=subprocess.DEVNULL
+                )
             elif line.startswith("{"):
                 return float(json.loads(line)["msgs_per_s"])
         raise RuntimeError(f"the puller ended without a result (status {bind.wait()})")
@@ -69,23 +83,32 @@ def main() -> int:
         return 2
     rates: dict[str, list[float]] = {name: [] for name, _ in ROWS}
     for rep in range(a.reps):
-        order = ROWS[rep % len(ROWS):] + ROWS[: rep % len(ROWS)]
+        order = ROWS[rep % len(ROWS) :] + ROWS[: rep % len(ROWS)]
         for name, extra in order:
             rates[name].append(once(extra, a))
-        print(f"rep {rep + 1}: " + ", ".join(f"{n} {rates[n][-1]:,.0f}" for n, _ in ROWS), flush=True)
+        print(
+            f"rep {rep + 1}: " + ", ".join(f"{n} {rates[n][-1]:,.0f}" for n, _ in ROWS), flush=True
+        )
     base = rates[ROWS[0][0]]
     print(f"\n{a.size} B over {a.transport}, two processes, medians of {a.reps}:")
     out = []
     for name, _ in ROWS:
         ratios = [r / b for r, b in zip(rates[name], base, strict=True)]
         med = statistics.median(rates[name])
-        print(f"  {name:26} {med:>12,.0f} msg/s   x{statistics.median(ratios):.2f} "
-              f"({min(ratios):.2f}-{max(ratios):.2f}) of the recv loop")
+        print(
+            f"  {name:26} {med:>12,.0f} msg/s   x{statistics.median(ratios):.2f} "
+            f"({min(ratios):.2f}-{max(ratios):.2f}) of the recv loop"
+        )
         out.append({"row": name, "msgs_per_sec": rates[name], "ratio_to_recv_loop": ratios})
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"command": sys.argv, "size": a.size, "transport": a.transport,
-                                      "rows": out}, indent=1) + "\n")
+        a.json.write_text(
+            json.dumps(
+                {"command": sys.argv, "size": a.size, "transport": a.transport, "rows": out},
+                indent=1,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -2041,6 +2041,12 @@ export class Job {
   }
 }
 
+/** Options of {@link Registration.serve}. */
+export interface ServeOptions {
+  /** Where the runtime's warnings go (default: `process.emitWarning` as `WeidaServiceWarning`). */
+  onWarning?: (warning: string) => void
+}
+
 /** A handler: resolves with undefined, a reply (Rep) or an outcome, or throws. */
 export type Handler = (job: Job) => Promise<Outcome | Body | undefined | void>
 
@@ -2072,6 +2078,15 @@ export class Registration {
     return this.#n.retryAddress
   }
 
+  /**
+   * The warnings logged since the last call, oldest first (the newest 256 are kept): a failure
+   * with its peer, path, attempt and reason; `Unsupported` once; a message dropped at its
+   * limit; a copy not sent. {@link Registration.serve} hands them to its `onWarning`.
+   */
+  takeWarnings(): string[] {
+    return this.#n.takeWarnings()
+  }
+
   /** Takes nothing more, waits up to `deadline` seconds for handlers in flight, then closes. */
   stop(deadline = 30): Promise<native.Stopped> {
     return this.#n.stop(deadline)
@@ -2081,7 +2096,11 @@ export class Registration {
    * Runs `handler` on every job until the registration stops (its `concurrency` bounds the
    * handlers at once); resolves once stopping and the handlers it started are done.
    */
-  async serve(handler: Handler): Promise<void> {
+  async serve(handler: Handler, options: ServeOptions = {}): Promise<void> {
+    const onWarning = options.onWarning ?? ((w: string) => process.emitWarning(w, 'WeidaServiceWarning'))
+    const warn = (): void => {
+      for (const w of this.takeWarnings()) onWarning(`${this.address ?? this.retryAddress}: ${w}`)
+    }
     const running = new Set<Promise<void>>()
     for (;;) {
       let job: Job
@@ -2092,14 +2111,17 @@ export class Registration {
         if (e instanceof WeidaError) continue // one message the endpoint could not take whole
         throw e
       }
-      const p = handler(job).then(
-        (r) => job.finish(r),
-        (e: unknown) => job.fail(e),
-      )
+      const p = handler(job)
+        .then(
+          (r) => job.finish(r),
+          (e: unknown) => job.fail(e),
+        )
+        .finally(warn)
       running.add(p)
       void p.finally(() => running.delete(p))
     }
     await Promise.allSettled(running)
+    warn()
   }
 }
 

@@ -187,6 +187,12 @@ impl Registration {
         self.r.address().map(|a| a.to_string())
     }
 
+    /// The warnings logged since the last call, oldest first (the newest 256 are kept).
+    #[napi]
+    pub fn take_warnings(&self) -> Vec<String> {
+        self.r.take_warnings()
+    }
+
     /// Where copies go.
     #[napi(getter)]
     pub fn retry_address(&self) -> String {

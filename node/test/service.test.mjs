@@ -58,13 +58,18 @@ test('retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted', async 
   /** @type {string[]} */
   const calls = []
   const last = deferred()
-  const served = reg.serve(async (job) => {
-    const body = job.message.body.toString()
-    calls.push(body)
-    if (body === 'fail') throw new Error('no disk')
-    if (body === 'last') last.resolve(undefined)
-    return body === 'again' ? retry() : undefined
-  })
+  /** @type {string[]} */
+  const warnings = []
+  const served = reg.serve(
+    async (job) => {
+      const body = job.message.body.toString()
+      calls.push(body)
+      if (body === 'fail') throw new Error('no disk')
+      if (body === 'last') last.resolve(undefined)
+      return body === 'again' ? retry() : undefined
+    },
+    { onWarning: (w) => warnings.push(w) },
+  )
   const pusher = rt.pusher()
   await pusher.connect(reg.address ?? '')
   for (const body of ['again', 'fail', 'last']) await pusher.send(body)
@@ -72,6 +77,9 @@ test('retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted', async 
   await reg.stop(5) // waits for the last handler, in flight
   await served
   assert.deepEqual(calls, ['again', 'fail', 'last'])
+  // The failure reaches onWarning with its path and reason.
+  assert.equal(warnings.length, 1, String(warnings))
+  assert.match(warnings[0], /path=\/jobs .*reason=Error: no disk/)
   const c = reg.counters()
   assert.deepEqual([c.handled, c.dropped, c.failed, c.retried], [1n, 2n, 1n, 0n])
 })

@@ -195,6 +195,13 @@ impl Registration {
         self.r.address().map(|a| a.to_string())
     }
 
+    /// The warnings logged since the last call, oldest first (the newest 256 are kept): a
+    /// failure with its peer, path, attempt and reason; `Unsupported` once; a message dropped
+    /// at its limit; a copy not sent. `weida.service` logs them with `logging`.
+    fn take_warnings(&self) -> Vec<String> {
+        self.r.take_warnings()
+    }
+
     /// Where copies go.
     #[getter]
     fn retry_address(&self) -> String {

@@ -75,7 +75,9 @@ async def test_retry_with_max_attempts_copies_until_the_limit_then_dead_letters(
         assert (c["retried"], c["dead_lettered"], c["handled"]) == (2, 1, 0)
 
 
-async def test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted() -> None:
+async def test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async with weida.Runtime() as rt:
         listener = await rt.bind("weida://127.0.0.1:0")
         app = App(rt)
@@ -102,6 +104,10 @@ async def test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted
         app.stop()  # after the last handler finishes: the stop waits for it
         await served
         assert calls == [b"again", b"fail", b"last"]
+        # The failure is logged with Python's logging, with its path and reason.
+        failed = [r.getMessage() for r in caplog.records if r.name == "weida.service"]
+        assert len(failed) == 1, failed
+        assert "path=/jobs" in failed[0] and "reason=ValueError: no disk" in failed[0]
         c = reg.counters
         assert (c["handled"], c["dropped"], c["failed"], c["retried"]) == (1, 2, 1, 0)
 

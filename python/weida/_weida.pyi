@@ -1222,6 +1222,8 @@ class Registration:
     @property
     def retry_address(self) -> str:
         """Where copies go."""
+    def take_warnings(self) -> list[str]:
+        """The warnings logged since the last call, oldest first."""
     def stop(self, deadline: float = 30.0) -> Future[dict[str, int]]:
         """Takes nothing more, waits for handlers in flight, then closes."""
 

@@ -20,6 +20,7 @@ sends) is the core's, the same in every language.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -35,8 +36,10 @@ __all__ = [
     "Service",
     "ack",
     "drop",
+    "logger",
     "retry",
     "retry_after",
+    "serve",
 ]
 
 
@@ -73,6 +76,15 @@ def retry_after(seconds: float) -> Outcome:
 
 Handler = Callable[[Job], Awaitable[Any]]
 
+#: Where the runtime's warnings go: a failure with its peer, path, attempt and reason;
+#: ``Unsupported`` once per registration; a message dropped at its limit; a copy not sent.
+logger = logging.getLogger("weida.service")
+
+
+def _log_warnings(registration: Registration) -> None:
+    for text in registration.take_warnings():
+        logger.warning("%s: %s", registration.address or registration.retry_address, text)
+
 
 def _finish(job: Job, result: Any) -> None:
     if isinstance(result, Outcome):
@@ -85,7 +97,7 @@ def _finish(job: Job, result: Any) -> None:
         job.fail(f"the handler returned {type(result).__name__}, not None, bytes or an outcome")
 
 
-async def _handle(job: Job, handler: Handler) -> None:
+async def _handle(job: Job, handler: Handler, registration: Registration) -> None:
     try:
         result = await handler(job)
     except Outcome as o:
@@ -97,6 +109,8 @@ async def _handle(job: Job, handler: Handler) -> None:
         job.fail(f"{type(e).__name__}: {e}")
     else:
         _finish(job, result)
+    finally:
+        _log_warnings(registration)
 
 
 async def serve(registration: Registration, handler: Handler) -> None:
@@ -112,12 +126,13 @@ async def serve(registration: Registration, handler: Handler) -> None:
                 break
             except WeidaError:
                 continue  # one message the endpoint could not take whole; the next goes on
-            task = asyncio.ensure_future(_handle(job, handler))
+            task = asyncio.ensure_future(_handle(job, handler, registration))
             running.add(task)
             task.add_done_callback(running.discard)
     finally:
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+        _log_warnings(registration)
 
 
 class App:
