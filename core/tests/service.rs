@@ -12,8 +12,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::{config, pair, Transport};
 use tokio::sync::{mpsc, watch, Semaphore};
-use weida::service::{Outcome, Service, ServiceCounters, ATTEMPT_HEADER, TOPIC_HEADER};
-use weida::{Error, ErrorCode, Limits, Metadata, Runtime};
+use weida::service::{
+    Builder, Outcome, Ready, Registration, Service, ServiceCounters, ATTEMPT_HEADER, TOPIC_HEADER,
+};
+use weida::{Error, ErrorCode, Limits, Listener, Metadata, Runtime};
 
 /// The WARN (and ERROR) events logged on this thread while it is the default subscriber.
 #[derive(Clone, Default)]
@@ -56,6 +58,16 @@ impl tracing::Subscriber for Warnings {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
+/// The registration most tests use: a queue at `/jobs` on `listener`, with `settings`.
+async fn jobs(
+    server: &Runtime,
+    listener: &Listener,
+    settings: impl FnOnce(Builder<Ready>) -> Builder<Ready>,
+) -> Arc<Registration> {
+    let b = Service::new(server).queue(listener, "/jobs").unwrap();
+    Arc::new(settings(b).start().await.unwrap())
+}
+
 /// Sends `bodies` to `address` from `client`, each with `meta`.
 async fn push(client: &Runtime, address: &str, bodies: &[&str], meta: Metadata) {
     let p = client.pusher();
@@ -72,7 +84,7 @@ type Seen = mpsc::UnboundedReceiver<(Bytes, u32)>;
 
 /// Runs `outcome` for every message on `reg`, reporting each (body, attempt) on the channel.
 fn serve(
-    reg: Arc<weida::service::Registration>,
+    reg: Arc<Registration>,
     outcome: impl Fn(&Bytes, u32) -> Result<Outcome, String> + Send + Sync + 'static,
 ) -> Seen {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -90,7 +102,7 @@ fn serve(
 }
 
 /// Waits until `reg`'s counters say `ready` (a hang is caught by `bounded`).
-async fn until(reg: &weida::service::Registration, ready: impl Fn(&ServiceCounters) -> bool) {
+async fn until(reg: &Registration, ready: impl Fn(&ServiceCounters) -> bool) {
     while !ready(&reg.counters()) {
         tokio::task::yield_now().await;
     }
@@ -118,12 +130,7 @@ async fn ack_and_drop_answer_unsupported_are_logged_once_and_count_as_processed_
         let warnings = Warnings::default();
         let _guard = tracing::subscriber::set_default(warnings.clone());
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Service::new(&server)
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .start()
-            .await
-            .unwrap();
+        let reg = jobs(&server, &listener, |b| b).await;
         push(
             &client,
             &reg.address().unwrap().to_string(),
@@ -164,14 +171,7 @@ on_every_transport!(
     retry_without_a_declared_limit_redelivers_nothing,
     |t| async move {
         let (server, listener, client) = pair(t).await;
-        let reg = Arc::new(
-            Service::new(&server)
-                .queue(&listener, "/jobs")
-                .unwrap()
-                .start()
-                .await
-                .unwrap(),
-        );
+        let reg = jobs(&server, &listener, |b| b).await;
         let mut seen = serve(reg.clone(), |b, _| {
             Ok(if b == "again" {
                 Outcome::Retry
@@ -240,15 +240,7 @@ async fn at_the_limit_with_no_dead_letter_the_message_is_dropped_with_a_warning(
         let warnings = Warnings::default();
         let _guard = tracing::subscriber::set_default(warnings.clone());
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Arc::new(
-            Service::new(&server)
-                .queue(&listener, "/jobs")
-                .unwrap()
-                .max_attempts(2)
-                .start()
-                .await
-                .unwrap(),
-        );
+        let reg = jobs(&server, &listener, |b| b.max_attempts(2)).await;
         let mut seen = serve(reg.clone(), |_, _| Ok(Outcome::Retry));
         push(
             &client,
@@ -270,12 +262,7 @@ async fn at_the_limit_with_no_dead_letter_the_message_is_dropped_with_a_warning(
 async fn retry_after_waits_in_process_then_sends_the_next_attempt() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Service::new(&server)
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .start()
-            .await
-            .unwrap();
+        let reg = jobs(&server, &listener, |b| b).await;
         push(
             &client,
             &reg.address().unwrap().to_string(),
@@ -316,15 +303,7 @@ async fn a_handler_error_is_a_failure_logged_with_its_path_then_a_retry() {
         let warnings = Warnings::default();
         let _guard = tracing::subscriber::set_default(warnings.clone());
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Arc::new(
-            Service::new(&server)
-                .queue(&listener, "/jobs")
-                .unwrap()
-                .max_attempts(2)
-                .start()
-                .await
-                .unwrap(),
-        );
+        let reg = jobs(&server, &listener, |b| b.max_attempts(2)).await;
         let mut seen = serve(reg.clone(), |b, attempt| match (b.as_ref(), attempt) {
             (b"error", 1) => Err("no disk".to_string()),
             _ => Ok(Outcome::Done),
@@ -360,13 +339,7 @@ async fn a_handler_error_is_a_failure_logged_with_its_path_then_a_retry() {
 async fn a_job_dropped_unfinished_is_a_failure_and_retried_as_declared() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Service::new(&server)
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .max_attempts(2)
-            .start()
-            .await
-            .unwrap();
+        let reg = jobs(&server, &listener, |b| b.max_attempts(2)).await;
         push(
             &client,
             &reg.address().unwrap().to_string(),
@@ -400,27 +373,19 @@ async fn a_dead_letter_loop_and_impossible_settings_are_refused_at_start() {
         };
         // The queue's own path, by another name for this machine: a dead letter would loop.
         let own = format!("weida://localhost:{port}/jobs");
-        let e = service
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .dead_letter(&own)
-            .start()
-            .await;
-        assert_eq!(e.err().unwrap().code(), ErrorCode::InvalidConfig);
-        let e = service
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .concurrency(0)
-            .start()
-            .await;
-        assert_eq!(e.err().unwrap().code(), ErrorCode::InvalidConfig);
-        let e = service
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .max_attempts(0)
-            .start()
-            .await;
-        assert_eq!(e.err().unwrap().code(), ErrorCode::InvalidConfig);
+        type Settings = Box<dyn FnOnce(Builder<Ready>) -> Builder<Ready>>;
+        let refused: [Settings; 3] = [
+            Box::new(move |b| b.dead_letter(&own)),
+            Box::new(|b| b.concurrency(0)),
+            Box::new(|b| b.max_attempts(0)),
+        ];
+        for settings in refused {
+            let b = settings(service.queue(&listener, "/jobs").unwrap());
+            assert_eq!(
+                b.start().await.err().unwrap().code(),
+                ErrorCode::InvalidConfig
+            );
+        }
         // A Rep path takes no pushes: its copies cannot go to itself.
         let e = service
             .replying(&listener, "/rpc")
@@ -462,15 +427,7 @@ async fn queue_n(server: &Runtime, client: &Runtime, address: &str, n: usize) {
 async fn concurrency_n_runs_n_handlers_at_once_and_no_more() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Arc::new(
-            Service::new(&server)
-                .queue(&listener, "/jobs")
-                .unwrap()
-                .concurrency(3)
-                .start()
-                .await
-                .unwrap(),
-        );
+        let reg = jobs(&server, &listener, |b| b.concurrency(3)).await;
         queue_n(&server, &client, &reg.address().unwrap().to_string(), 8).await;
         let running = Arc::new(AtomicU32::new(0));
         let most = Arc::new(AtomicU32::new(0));
@@ -512,12 +469,7 @@ async fn concurrency_n_runs_n_handlers_at_once_and_no_more() {
 async fn concurrency_one_hands_out_in_arrival_order_one_at_a_time() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Service::new(&server)
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .start()
-            .await
-            .unwrap();
+        let reg = jobs(&server, &listener, |b| b).await;
         queue_n(&server, &client, &reg.address().unwrap().to_string(), 4).await;
         let first = reg.next().await.unwrap();
         // The second waits for the first to finish, though it is queued.
@@ -550,14 +502,7 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<
 async fn a_stop_takes_nothing_more_and_waits_for_the_handlers_in_flight() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Arc::new(
-            Service::new(&server)
-                .queue(&listener, "/jobs")
-                .unwrap()
-                .start()
-                .await
-                .unwrap(),
-        );
+        let reg = jobs(&server, &listener, |b| b).await;
         queue_n(&server, &client, &reg.address().unwrap().to_string(), 2).await;
         let job = reg.next().await.unwrap();
         let stopping = reg.clone();
@@ -582,13 +527,7 @@ async fn a_stop_takes_nothing_more_and_waits_for_the_handlers_in_flight() {
 async fn a_stop_past_its_deadline_reports_the_unfinished_and_drops_the_waiting_copies() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Service::new(&server)
-            .queue(&listener, "/jobs")
-            .unwrap()
-            .concurrency(2)
-            .start()
-            .await
-            .unwrap();
+        let reg = jobs(&server, &listener, |b| b.concurrency(2)).await;
         queue_n(&server, &client, &reg.address().unwrap().to_string(), 2).await;
         let stuck = reg.next().await.unwrap();
         let later = reg.next().await.unwrap();
@@ -852,14 +791,7 @@ async fn a_crash_before_the_timer_loses_the_copy() {
 async fn a_handler_that_panics_is_a_failure_and_the_registration_goes_on() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let reg = Arc::new(
-            Service::new(&server)
-                .queue(&listener, "/jobs")
-                .unwrap()
-                .start()
-                .await
-                .unwrap(),
-        );
+        let reg = jobs(&server, &listener, |b| b).await;
         let (tx, mut seen) = mpsc::unbounded_channel();
         let served = reg.clone();
         let running = tokio::spawn(async move {
