@@ -4,7 +4,11 @@
 // the limit and the dead letter, a registration without an address refused, concurrency, stop.
 
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { Closed, InvalidConfig, Rejected, Service, Unsupported, ack, drop, retry, retryAfter } from 'weida'
 import { bindAddress, deferred, metaGet, onEveryTransport, rejection, runtime } from './helpers.mjs'
 
@@ -163,4 +167,24 @@ test('concurrency_runs_that_many_handlers_at_once_and_a_stop_waits_for_them', as
   await served
   assert.equal(most, 3)
   assert.equal(reg.counters().handled, 3n)
+})
+
+test('the_example_service_retries_dead_letters_and_stops_on_sigint', async (ctx) => {
+  const example = fileURLToPath(new URL('../dist/examples/jobs_service.js', import.meta.url))
+  const child = spawn(process.execPath, [example], { stdio: ['ignore', 'pipe', 'pipe'] })
+  ctx.after(() => child.kill('SIGKILL'))
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
+  const line = async () => (await lines.next()).value
+  const ready = (await line()).split(' ')
+  assert.equal(ready[0], 'READY')
+  const rt = runtime(ctx)
+  const pusher = rt.pusher()
+  await pusher.connect(ready[1])
+  for (const body of ['ok', 'flaky', 'poison']) await pusher.send(body)
+  const got = new Set([await line(), await line(), await line()])
+  assert.deepEqual(got, new Set(['done ok attempt 1', 'done flaky attempt 3', 'dead poison after 5']))
+  child.kill('SIGINT')
+  assert.equal(await line(), 'stopped unfinished=0 copiesDropped=0')
+  const [code] = await once(child, 'exit')
+  assert.equal(code, 0)
 })
