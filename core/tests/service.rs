@@ -823,3 +823,40 @@ async fn a_handler_that_panics_is_a_failure_and_the_registration_goes_on() {
     })
     .await
 }
+
+#[tokio::test]
+async fn a_rep_request_slow_to_arrive_holds_up_no_other() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let retries = listener.puller("/retries").unwrap();
+        let reg = Arc::new(
+            Service::new(&server)
+                .replying(&listener, "/rpc")
+                .unwrap()
+                .retry_to(&retries.address().to_string())
+                .start()
+                .await
+                .unwrap(),
+        );
+        let mut seen = serve(reg.clone(), |b, _| Ok(Outcome::Reply(b.clone())));
+        let address = listener.address().with_path("/rpc").unwrap().to_string();
+        // Three requests begun and never finished, from a peer that stops writing...
+        let stalled = client.requester();
+        stalled.connect(&address).await.unwrap();
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let (mut t, reply) = stalled.open(Metadata::new()).await.unwrap();
+            t.write("the first half").await.unwrap();
+            held.push((t, reply));
+        }
+        // ...and another requester's request is answered meanwhile, with concurrency 1.
+        let other = Runtime::new(config(Limits::default())).unwrap();
+        let req = other.requester();
+        req.connect(&address).await.unwrap();
+        assert_eq!(req.request("ping").await.unwrap(), "ping");
+        assert_eq!(seen.recv().await.unwrap(), (Bytes::from("ping"), 1));
+        assert_eq!(reg.counters().handled, 1);
+        drop(held);
+    })
+    .await
+}

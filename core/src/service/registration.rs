@@ -195,10 +195,15 @@ impl Builder<Ready> {
             (None, None, s) => s.kind().to_string(),
         };
         let limit_declared = self.max_attempts.is_some() || dead.is_some();
+        // A Rep path's requests are read by a task of their own from now on.
+        let source = match self.source {
+            Source::Replying(r) => Source::Requests(super::source::Requests::start(r)),
+            other => other,
+        };
         Ok(Registration {
             shared: Arc::new(Shared {
                 name,
-                source: self.source,
+                source,
                 own: self.own,
                 retry,
                 retry_address,

@@ -15,8 +15,76 @@ pub(crate) enum Source {
     Pulling(DialingPuller),
     /// A bound Sub path (publishers dial it): a fan-out.
     FanOut(BoundSubscriber),
-    /// A bound Rep path.
+    /// A bound Rep path, until the registration starts.
     Replying(Replier),
+    /// A bound Rep path whose requests are read by a task of their own.
+    Requests(Requests),
+}
+
+/// A Rep path's requests, each read whole by a task of its own, handed out as they complete: a
+/// request slow to arrive (a peer that opens one and stops writing, any number of them) holds
+/// up no other; what bounds them is the core's admission (each connection's `peer_share`,
+/// `max_connections`) and `body_idle_timeout`. Bounded toward the handlers by a channel of
+/// `READ_AHEAD` requests read whole and not yet taken, past which no more are accepted.
+pub(crate) struct Requests {
+    replier: Arc<Replier>,
+    taken: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<Arrival>>>,
+    reader: tokio::task::AbortHandle,
+}
+
+/// Requests read whole and not yet handed to a handler.
+const READ_AHEAD: usize = 64;
+
+impl Requests {
+    /// Starts reading `replier`'s requests (inside a tokio runtime).
+    pub(crate) fn start(replier: Replier) -> Self {
+        let replier = Arc::new(replier);
+        let (tx, rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+        let reader = tokio::spawn(read_requests(replier.clone(), tx)).abort_handle();
+        Self {
+            replier,
+            taken: tokio::sync::Mutex::new(rx),
+            reader,
+        }
+    }
+}
+
+impl Drop for Requests {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+async fn read_requests(replier: Arc<Replier>, tx: tokio::sync::mpsc::Sender<Result<Arrival>>) {
+    let mut reading = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = replier.accept() => match accepted {
+                Ok(mut exchange) => {
+                    reading.spawn(async move {
+                        let body = exchange.take_body().await?;
+                        let meta = Arc::new(exchange.meta().clone());
+                        Ok(Arrival {
+                            message: Message { meta, body },
+                            exchange: Some(Box::new(exchange)),
+                        })
+                    });
+                }
+                Err(e) => {
+                    let closed = matches!(e, Error::Closed);
+                    if tx.send(Err(e)).await.is_err() || closed {
+                        return;
+                    }
+                }
+            },
+            Some(read) = reading.join_next() => {
+                let arrival = read.unwrap_or_else(|_| Err(Error::Canceled));
+                if tx.send(arrival).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// One arrival: a message, and for a Rep path the exchange to answer.
@@ -34,14 +102,16 @@ impl Source {
             Self::Queue(p) => p.recv().await?,
             Self::Pulling(p) => p.recv().await?,
             Self::FanOut(s) => s.recv().await?,
-            Self::Replying(r) => {
-                let mut exchange = r.accept().await?;
-                let body = exchange.take_body().await?;
-                let meta = Arc::new(exchange.meta().clone());
-                return Ok(Arrival {
-                    message: Message { meta, body },
-                    exchange: Some(Box::new(exchange)),
-                });
+            // Not started: a started registration reads its requests through `Requests`.
+            Self::Replying(_) => return Err(Error::Closed),
+            Self::Requests(q) => {
+                return q
+                    .taken
+                    .lock()
+                    .await
+                    .recv()
+                    .await
+                    .unwrap_or(Err(Error::Closed));
             }
         };
         Ok(Arrival {
@@ -50,14 +120,15 @@ impl Source {
         })
     }
 
-    /// The next arrival if one is ready now, without waiting (None for a Rep path, whose
-    /// request body may still be arriving). The common case under load: no waiting machinery.
+    /// The next arrival if one is ready now, without waiting. The common case under load: no
+    /// waiting machinery.
     pub(crate) fn try_recv(&self) -> Option<Result<Arrival>> {
         let r = match self {
             Self::Queue(p) => p.try_recv(),
             Self::Pulling(p) => p.try_recv(),
             Self::FanOut(s) => s.try_recv(),
             Self::Replying(_) => None,
+            Self::Requests(q) => return q.taken.try_lock().ok()?.try_recv().ok(),
         }?;
         Some(r.map(|message| Arrival {
             message,
@@ -72,6 +143,10 @@ impl Source {
             Self::Pulling(p) => p.close(),
             Self::FanOut(s) => s.close(),
             Self::Replying(r) => r.close(),
+            Self::Requests(q) => {
+                q.reader.abort();
+                q.replier.close();
+            }
         }
     }
 
@@ -81,7 +156,7 @@ impl Source {
             Self::Queue(_) => "queue",
             Self::Pulling(_) => "pulling",
             Self::FanOut(_) => "fan-out",
-            Self::Replying(_) => "rep",
+            Self::Replying(_) | Self::Requests(_) => "rep",
         }
     }
 }
