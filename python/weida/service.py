@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -192,19 +194,18 @@ class App:
         self._stopping.set()
 
     async def run(self, *, signals: bool = True) -> list[dict[str, int]]:
-        """Starts, serves until :meth:`stop` (or SIGINT/SIGTERM with ``signals``), then stops
-        every registration within ``drain`` seconds; each one's stop report, in order."""
+        """Starts, serves until :meth:`stop` (or SIGINT/SIGTERM with ``signals``, when run on
+        the main thread on Unix), then stops every registration within ``drain`` seconds; each
+        one's stop report, in order."""
         if not self.registrations:
             await self.start()
         loop = asyncio.get_running_loop()
-        installed = []
-        if signals:
-            for s in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.add_signal_handler(s, self.stop)
-                    installed.append(s)
-                except (NotImplementedError, RuntimeError):
-                    pass  # not the main thread, or a loop without signals
+        # asyncio installs signal handlers only from the main thread, and only on Unix; a loop
+        # run elsewhere ends by stop() alone.
+        can = sys.platform != "win32" and threading.current_thread() is threading.main_thread()
+        installed = [signal.SIGINT, signal.SIGTERM] if signals and can else []
+        for s in installed:
+            loop.add_signal_handler(s, self.stop)
         servers = [
             asyncio.ensure_future(serve(r, h))
             for r, (_, h) in zip(self.registrations, self._pending, strict=True)
