@@ -2,8 +2,8 @@
 //! binding layer Python and Node share. A file here converts types and nothing more; what a
 //! binding needs besides conversion (the I/O runtime, running a call for an awaiting caller,
 //! cancellation, the error fields, the options, the counters) is weida-ffi's. One file per
-//! core module it projects (docs/BINDINGS.md): runtime, patterns, error, config, identity,
-//! events, and call (weida-ffi's `Cancel` as `Cancellation`, for Swift).
+//! core module it projects (docs/BINDINGS.md): runtime, patterns, service, error, config,
+//! identity, events, and call (weida-ffi's `Cancel` as `Cancellation`, for Swift).
 //!
 //! Every async export carries `async_runtime = "tokio"` by one convention (the `export!`
 //! note in kotlin-swift/README.md): UniFFI then polls it inside a tokio context; the core's
@@ -29,6 +29,7 @@ pub mod pair;
 pub mod patterns;
 pub mod raw;
 pub mod runtime;
+pub mod service;
 pub mod stream;
 pub mod survey;
 

@@ -3418,6 +3418,218 @@ public func FfiConverterTypeIncomingTransfer_lower(_ value: IncomingTransfer) ->
 
 
 /**
+ * One message handed to a handler, until its outcome is given (once: a second is `Closed`).
+ * Freed unfinished, it is a failure, retried as declared.
+ */
+public protocol JobProtocol: AnyObject, Sendable {
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to acknowledge.
+     */
+    func ack() throws 
+    
+    /**
+     * 1 for a first delivery; n for the copy a retry made of attempt n - 1.
+     */
+    func attempt()  -> UInt32
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to discard (`drop` is an outcome).
+     */
+    func discard() throws 
+    
+    /**
+     * The handler failed with `reason`: logged, counted, then a retry.
+     */
+    func fail(reason: String) throws 
+    
+    /**
+     * Gives the outcome by name (`done`, `reply` with `body`, `ack`, `retry`, `retry_after`
+     * with `delay_ms`, `drop`); `Closed` if it was given already.
+     */
+    func finish(outcome: String, delayMs: Double?, body: Data?) throws 
+    
+    func message()  -> Message
+    
+}
+/**
+ * One message handed to a handler, until its outcome is given (once: a second is `Closed`).
+ * Freed unfinished, it is a failure, retried as declared.
+ */
+open class Job: JobProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_job(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_job(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to acknowledge.
+     */
+open func ack()throws   {try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_ack(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * 1 for a first delivery; n for the copy a retry made of attempt n - 1.
+     */
+open func attempt() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_attempt(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to discard (`drop` is an outcome).
+     */
+open func discard()throws   {try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_discard(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The handler failed with `reason`: logged, counted, then a retry.
+     */
+open func fail(reason: String)throws   {try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_fail(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(reason),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Gives the outcome by name (`done`, `reply` with `body`, `ack`, `retry`, `retry_after`
+     * with `delay_ms`, `drop`); `Closed` if it was given already.
+     */
+open func finish(outcome: String, delayMs: Double?, body: Data?)throws   {try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_finish(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(outcome),
+        FfiConverterOptionDouble.lower(delayMs),
+        FfiConverterOptionData.lower(body),uniffiCallStatus
+    )
+}
+}
+    
+open func message() -> Message  {
+    return try!  FfiConverterTypeMessage_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_message(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeJob: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Job
+
+    public static func lift(_ handle: UInt64) throws -> Job {
+        return Job(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Job) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Job {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Job, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJob_lift(_ handle: UInt64) throws -> Job {
+    return try FfiConverterTypeJob.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJob_lower(_ value: Job) -> UInt64 {
+    return FfiConverterTypeJob.lower(value)
+}
+
+
+
+
+
+
+/**
  * A bound address; endpoints are registered on it by path.
  */
 public protocol ListenerProtocol: AnyObject, Sendable {
@@ -5688,6 +5900,248 @@ public func FfiConverterTypeReceived_lower(_ value: Received) -> UInt64 {
 
 
 /**
+ * One endpoint read for a handler.
+ */
+public protocol RegistrationProtocol: AnyObject, Sendable {
+    
+    /**
+     * A bound queue's or fan-out's own address, else null.
+     */
+    func address()  -> String?
+    
+    /**
+     * The counters now by camelCase name: handled, retried, deadLettered, dropped, failed,
+     * inFlight, delayed.
+     */
+    func counters()  -> [String: UInt64]
+    
+    /**
+     * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
+     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
+     * is dropped unfinished, a failure retried as declared.
+     */
+    func next(cancel: Cancellation?) async throws  -> Job
+    
+    /**
+     * Where copies go.
+     */
+    func retryAddress()  -> String
+    
+    /**
+     * Takes nothing more, waits up to `deadline_ms` for handlers in flight and copies due,
+     * then closes: `unfinished`, `copiesDropped`. Not cancel-safe: cancelled, the registration
+     * stays stopping and its endpoints close when it is freed.
+     */
+    func stop(deadlineMs: Double) async throws  -> [String: UInt64]
+    
+    /**
+     * The warnings logged since the last call, oldest first (the newest 256 are kept): a
+     * failure with its peer, path, attempt and reason; `Unsupported` once; a message dropped
+     * at its limit; a copy not sent. `serve` hands them to its `onWarning`.
+     */
+    func takeWarnings()  -> [String]
+    
+}
+/**
+ * One endpoint read for a handler.
+ */
+open class Registration: RegistrationProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_registration(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_registration(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * A bound queue's or fan-out's own address, else null.
+     */
+open func address() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_registration_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The counters now by camelCase name: handled, retried, deadLettered, dropped, failed,
+     * inFlight, delayed.
+     */
+open func counters() -> [String: UInt64]  {
+    return try!  FfiConverterDictionaryStringUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_registration_counters(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
+     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
+     * is dropped unfinished, a failure retried as declared.
+     */
+open func next(cancel: Cancellation? = nil)async throws  -> Job  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_registration_next(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeJob_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * Where copies go.
+     */
+open func retryAddress() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_registration_retry_address(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Takes nothing more, waits up to `deadline_ms` for handlers in flight and copies due,
+     * then closes: `unfinished`, `copiesDropped`. Not cancel-safe: cancelled, the registration
+     * stays stopping and its endpoints close when it is freed.
+     */
+open func stop(deadlineMs: Double)async throws  -> [String: UInt64]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_registration_stop(
+                        self.uniffiCloneHandle(),FfiConverterDouble.lower(deadlineMs)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_weida_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterDictionaryStringUInt64.lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * The warnings logged since the last call, oldest first (the newest 256 are kept): a
+     * failure with its peer, path, attempt and reason; `Unsupported` once; a message dropped
+     * at its limit; a copy not sent. `serve` hands them to its `onWarning`.
+     */
+open func takeWarnings() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_registration_take_warnings(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRegistration: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Registration
+
+    public static func lift(_ handle: UInt64) throws -> Registration {
+        return Registration(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Registration) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Registration {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Registration, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRegistration_lift(_ handle: UInt64) throws -> Registration {
+    return try FfiConverterTypeRegistration.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRegistration_lower(_ value: Registration) -> UInt64 {
+    return FfiConverterTypeRegistration.lower(value)
+}
+
+
+
+
+
+
+/**
  * The bound side of Req/Rep.
  */
 public protocol ReplierProtocol: AnyObject, Sendable {
@@ -6476,6 +6930,225 @@ public func FfiConverterTypeRuntime_lift(_ handle: UInt64) throws -> Runtime {
 #endif
 public func FfiConverterTypeRuntime_lower(_ value: Runtime) -> UInt64 {
     return FfiConverterTypeRuntime.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Registrations of handlers on one runtime's endpoints.
+ */
+public protocol ServiceProtocol: AnyObject, Sendable {
+    
+    /**
+     * A fan-out: binds a Sub path holding `filters`; copies come back to it alone.
+     */
+    func fanOut(listener: Listener, path: String, filters: [String], settings: ServiceSettings?, cancel: Cancellation?) async throws  -> Registration
+    
+    /**
+     * A puller dialling the bound pusher at `address`; `retryTo` is required.
+     */
+    func pulling(address: String, settings: ServiceSettings?, cancel: Cancellation?) async throws  -> Registration
+    
+    /**
+     * A queue: binds a Pull path on `listener`; copies go to it. Not cancel-safe (a start
+     * cancelled while it dials makes no registration).
+     */
+    func queue(listener: Listener, path: String, settings: ServiceSettings?, cancel: Cancellation?) async throws  -> Registration
+    
+    /**
+     * A Rep path: a `reply` outcome's body is the reply; `retryTo` is required.
+     */
+    func replying(listener: Listener, path: String, settings: ServiceSettings?, cancel: Cancellation?) async throws  -> Registration
+    
+}
+/**
+ * Registrations of handlers on one runtime's endpoints.
+ */
+open class Service: ServiceProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_weida_uniffi_fn_clone_service(self.handle, $0) }
+    }
+public convenience init(runtime: Runtime) {
+    let handle =
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_constructor_service_new(
+        FfiConverterTypeRuntime_lower(runtime),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_weida_uniffi_fn_free_service(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * A fan-out: binds a Sub path holding `filters`; copies come back to it alone.
+     */
+open func fanOut(listener: Listener, path: String, filters: [String], settings: ServiceSettings? = nil, cancel: Cancellation? = nil)async throws  -> Registration  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_service_fan_out(
+                        self.uniffiCloneHandle(),FfiConverterTypeListener_lower(listener),FfiConverterString.lower(path),FfiConverterSequenceString.lower(filters),FfiConverterOptionTypeServiceSettings.lower(settings),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRegistration_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A puller dialling the bound pusher at `address`; `retryTo` is required.
+     */
+open func pulling(address: String, settings: ServiceSettings? = nil, cancel: Cancellation? = nil)async throws  -> Registration  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_service_pulling(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterOptionTypeServiceSettings.lower(settings),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRegistration_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A queue: binds a Pull path on `listener`; copies go to it. Not cancel-safe (a start
+     * cancelled while it dials makes no registration).
+     */
+open func queue(listener: Listener, path: String, settings: ServiceSettings? = nil, cancel: Cancellation? = nil)async throws  -> Registration  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_service_queue(
+                        self.uniffiCloneHandle(),FfiConverterTypeListener_lower(listener),FfiConverterString.lower(path),FfiConverterOptionTypeServiceSettings.lower(settings),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRegistration_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A Rep path: a `reply` outcome's body is the reply; `retryTo` is required.
+     */
+open func replying(listener: Listener, path: String, settings: ServiceSettings? = nil, cancel: Cancellation? = nil)async throws  -> Registration  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_service_replying(
+                        self.uniffiCloneHandle(),FfiConverterTypeListener_lower(listener),FfiConverterString.lower(path),FfiConverterOptionTypeServiceSettings.lower(settings),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRegistration_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeService: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Service
+
+    public static func lift(_ handle: UInt64) throws -> Service {
+        return Service(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Service) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Service {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Service, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeService_lift(_ handle: UInt64) throws -> Service {
+    return try FfiConverterTypeService.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeService_lower(_ value: Service) -> UInt64 {
+    return FfiConverterTypeService.lower(value)
 }
 
 
@@ -8064,6 +8737,73 @@ public func FfiConverterTypeRuntimeOptions_lower(_ value: RuntimeOptions) -> Rus
 
 
 /**
+ * A registration's settings, each absent one the core's default: `concurrency` (handlers at
+ * once, 1), `maxAttempts`, `deadLetter`, and `retryTo` (required for a pulling or Rep
+ * registration, refused for a queue or fan-out).
+ */
+public struct ServiceSettings: Equatable, Hashable {
+    public var concurrency: UInt32?
+    public var maxAttempts: UInt32?
+    public var deadLetter: String?
+    public var retryTo: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(concurrency: UInt32? = nil, maxAttempts: UInt32? = nil, deadLetter: String? = nil, retryTo: String? = nil) {
+        self.concurrency = concurrency
+        self.maxAttempts = maxAttempts
+        self.deadLetter = deadLetter
+        self.retryTo = retryTo
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ServiceSettings: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeServiceSettings: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ServiceSettings {
+        return
+            try ServiceSettings(
+                concurrency: FfiConverterOptionUInt32.read(from: &buf), 
+                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
+                deadLetter: FfiConverterOptionString.read(from: &buf), 
+                retryTo: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ServiceSettings, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt32.write(value.concurrency, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
+        FfiConverterOptionString.write(value.deadLetter, into: &buf)
+        FfiConverterOptionString.write(value.retryTo, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServiceSettings_lift(_ buf: RustBuffer) throws -> ServiceSettings {
+    return try FfiConverterTypeServiceSettings.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServiceSettings_lower(_ value: ServiceSettings) -> RustBuffer {
+    return FfiConverterTypeServiceSettings.lower(value)
+}
+
+
+/**
  * A stream an acceptor took.
  */
 
@@ -9015,6 +9755,30 @@ fileprivate struct FfiConverterOptionTypePeerEvent: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeServiceSettings: FfiConverterRustBuffer {
+    typealias SwiftType = ServiceSettings?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeServiceSettings.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeServiceSettings.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypePeer: FfiConverterRustBuffer {
     typealias SwiftType = Peer?
 
@@ -9940,6 +10704,54 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_runtime_surveyor() != 8895) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_job_ack() != 55169) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_attempt() != 18239) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_discard() != 27560) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_fail() != 24212) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_finish() != 49407) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_message() != 45970) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_registration_address() != 47983) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_registration_counters() != 17272) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_registration_next() != 39456) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_registration_retry_address() != 23494) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_registration_stop() != 53460) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_registration_take_warnings() != 5308) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_service_fan_out() != 9873) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_service_pulling() != 32717) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_service_queue() != 46209) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_service_replying() != 14667) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_delivery_delivered() != 36256) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10052,6 +10864,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_constructor_runtime_new() != 19078) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_constructor_service_new() != 53184) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -1327,6 +1327,121 @@ uint64_t uniffi_weida_uniffi_fn_method_runtime_subscriber(uint64_t ptr, RustBuff
 uint64_t uniffi_weida_uniffi_fn_method_runtime_surveyor(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_JOB
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_JOB
+uint64_t uniffi_weida_uniffi_fn_clone_job(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_JOB
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_JOB
+void uniffi_weida_uniffi_fn_free_job(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_ACK
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_ACK
+void uniffi_weida_uniffi_fn_method_job_ack(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_ATTEMPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_ATTEMPT
+uint32_t uniffi_weida_uniffi_fn_method_job_attempt(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_DISCARD
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_DISCARD
+void uniffi_weida_uniffi_fn_method_job_discard(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_FAIL
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_FAIL
+void uniffi_weida_uniffi_fn_method_job_fail(uint64_t ptr, RustBuffer reason, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_FINISH
+void uniffi_weida_uniffi_fn_method_job_finish(uint64_t ptr, RustBuffer outcome, RustBuffer delay_ms, RustBuffer body, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_MESSAGE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_MESSAGE
+RustBuffer uniffi_weida_uniffi_fn_method_job_message(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_REGISTRATION
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_REGISTRATION
+uint64_t uniffi_weida_uniffi_fn_clone_registration(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_REGISTRATION
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_REGISTRATION
+void uniffi_weida_uniffi_fn_free_registration(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_registration_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_COUNTERS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_COUNTERS
+RustBuffer uniffi_weida_uniffi_fn_method_registration_counters(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_NEXT
+uint64_t uniffi_weida_uniffi_fn_method_registration_next(uint64_t ptr, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_RETRY_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_RETRY_ADDRESS
+RustBuffer uniffi_weida_uniffi_fn_method_registration_retry_address(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_STOP
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_STOP
+uint64_t uniffi_weida_uniffi_fn_method_registration_stop(uint64_t ptr, double deadline_ms
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_TAKE_WARNINGS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_REGISTRATION_TAKE_WARNINGS
+RustBuffer uniffi_weida_uniffi_fn_method_registration_take_warnings(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SERVICE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_SERVICE
+uint64_t uniffi_weida_uniffi_fn_clone_service(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_SERVICE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FREE_SERVICE
+void uniffi_weida_uniffi_fn_free_service(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_SERVICE_NEW
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CONSTRUCTOR_SERVICE_NEW
+uint64_t uniffi_weida_uniffi_fn_constructor_service_new(uint64_t runtime, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_FAN_OUT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_FAN_OUT
+uint64_t uniffi_weida_uniffi_fn_method_service_fan_out(uint64_t ptr, uint64_t listener, RustBuffer path, RustBuffer filters, RustBuffer settings, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_PULLING
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_PULLING
+uint64_t uniffi_weida_uniffi_fn_method_service_pulling(uint64_t ptr, RustBuffer address, RustBuffer settings, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_QUEUE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_QUEUE
+uint64_t uniffi_weida_uniffi_fn_method_service_queue(uint64_t ptr, uint64_t listener, RustBuffer path, RustBuffer settings, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_REPLYING
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_REPLYING
+uint64_t uniffi_weida_uniffi_fn_method_service_replying(uint64_t ptr, uint64_t listener, RustBuffer path, RustBuffer settings, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DELIVERY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DELIVERY
 uint64_t uniffi_weida_uniffi_fn_clone_delivery(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -2827,6 +2942,102 @@ uint16_t uniffi_weida_uniffi_checksum_method_runtime_surveyor(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_ACK
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_ACK
+uint16_t uniffi_weida_uniffi_checksum_method_job_ack(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_ATTEMPT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_ATTEMPT
+uint16_t uniffi_weida_uniffi_checksum_method_job_attempt(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_DISCARD
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_DISCARD
+uint16_t uniffi_weida_uniffi_checksum_method_job_discard(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_FAIL
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_FAIL
+uint16_t uniffi_weida_uniffi_checksum_method_job_fail(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_FINISH
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_FINISH
+uint16_t uniffi_weida_uniffi_checksum_method_job_finish(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_MESSAGE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_MESSAGE
+uint16_t uniffi_weida_uniffi_checksum_method_job_message(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_registration_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_COUNTERS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_COUNTERS
+uint16_t uniffi_weida_uniffi_checksum_method_registration_counters(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_NEXT
+uint16_t uniffi_weida_uniffi_checksum_method_registration_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_RETRY_ADDRESS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_RETRY_ADDRESS
+uint16_t uniffi_weida_uniffi_checksum_method_registration_retry_address(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_STOP
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_STOP
+uint16_t uniffi_weida_uniffi_checksum_method_registration_stop(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_TAKE_WARNINGS
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_REGISTRATION_TAKE_WARNINGS
+uint16_t uniffi_weida_uniffi_checksum_method_registration_take_warnings(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_FAN_OUT
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_FAN_OUT
+uint16_t uniffi_weida_uniffi_checksum_method_service_fan_out(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_PULLING
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_PULLING
+uint16_t uniffi_weida_uniffi_checksum_method_service_pulling(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_QUEUE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_QUEUE
+uint16_t uniffi_weida_uniffi_checksum_method_service_queue(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_REPLYING
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_REPLYING
+uint16_t uniffi_weida_uniffi_checksum_method_service_replying(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DELIVERY_DELIVERED
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DELIVERY_DELIVERED
 uint16_t uniffi_weida_uniffi_checksum_method_delivery_delivered(void
@@ -3052,6 +3263,12 @@ uint16_t uniffi_weida_uniffi_checksum_constructor_trust_unverified(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_RUNTIME_NEW
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_RUNTIME_NEW
 uint16_t uniffi_weida_uniffi_checksum_constructor_runtime_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_SERVICE_NEW
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_CONSTRUCTOR_SERVICE_NEW
+uint16_t uniffi_weida_uniffi_checksum_constructor_service_new(void
     
 );
 #endif

@@ -1016,6 +1016,38 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_runtime_surveyor(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_ack(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_attempt(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_discard(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_fail(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_finish(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_message(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_registration_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_registration_counters(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_registration_next(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_registration_retry_address(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_registration_stop(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_registration_take_warnings(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_service_fan_out(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_service_pulling(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_service_queue(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_service_replying(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_delivery_delivered(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_collect(
@@ -1091,6 +1123,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_constructor_trust_unverified(
     ): Int
     external fun uniffi_weida_uniffi_checksum_constructor_runtime_new(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_constructor_service_new(
     ): Int
     external fun ffi_weida_uniffi_uniffi_contract_version(
     ): Int
@@ -1543,6 +1577,52 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_runtime_subscriber(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_weida_uniffi_fn_method_runtime_surveyor(`ptr`: Long,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_clone_job(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_job(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_job_ack(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_job_attempt(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_weida_uniffi_fn_method_job_discard(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_job_fail(`ptr`: Long,`reason`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_job_finish(`ptr`: Long,`outcome`: RustBuffer.ByValue,`delayMs`: RustBuffer.ByValue,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_job_message(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_clone_registration(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_registration(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_method_registration_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_registration_counters(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_registration_next(`ptr`: Long,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_registration_retry_address(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_registration_stop(`ptr`: Long,`deadlineMs`: Double,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_registration_take_warnings(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_clone_service(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_free_service(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_weida_uniffi_fn_constructor_service_new(`runtime`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_service_fan_out(`ptr`: Long,`listener`: Long,`path`: RustBuffer.ByValue,`filters`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_service_pulling(`ptr`: Long,`address`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_service_queue(`ptr`: Long,`listener`: Long,`path`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_service_replying(`ptr`: Long,`listener`: Long,`path`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_delivery(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -2258,6 +2338,54 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_runtime_surveyor() and 0xFFFF) != 8895) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_ack() and 0xFFFF) != 55169) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_attempt() and 0xFFFF) != 18239) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_discard() and 0xFFFF) != 27560) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_fail() and 0xFFFF) != 24212) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_finish() and 0xFFFF) != 49407) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_message() and 0xFFFF) != 45970) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_address() and 0xFFFF) != 47983) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_counters() and 0xFFFF) != 17272) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_next() and 0xFFFF) != 39456) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_retry_address() and 0xFFFF) != 23494) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_stop() and 0xFFFF) != 53460) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_take_warnings() and 0xFFFF) != 5308) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_service_fan_out() and 0xFFFF) != 9873) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_service_pulling() and 0xFFFF) != 32717) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_service_queue() and 0xFFFF) != 46209) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_service_replying() and 0xFFFF) != 14667) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_delivery_delivered() and 0xFFFF) != 36256) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -2370,6 +2498,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_constructor_runtime_new() and 0xFFFF) != 19078) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_constructor_service_new() and 0xFFFF) != 53184) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -11617,6 +11748,410 @@ public object FfiConverterTypeReceived: FfiConverter<Received, Long> {
 
 
 /**
+ * One endpoint read for a handler.
+ */
+public interface RegistrationInterface {
+    
+    /**
+     * A bound queue's or fan-out's own address, else null.
+     */
+    fun `address`(): kotlin.String?
+    
+    /**
+     * The counters now by camelCase name: handled, retried, deadLettered, dropped, failed,
+     * inFlight, delayed.
+     */
+    fun `counters`(): Map<kotlin.String, kotlin.ULong>
+    
+    /**
+     * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
+     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
+     * is dropped unfinished, a failure retried as declared.
+     */
+    suspend fun `next`(`cancel`: Cancellation? = null): ServiceJob
+    
+    /**
+     * Where copies go.
+     */
+    fun `retryAddress`(): kotlin.String
+    
+    /**
+     * Takes nothing more, waits up to `deadline_ms` for handlers in flight and copies due,
+     * then closes: `unfinished`, `copiesDropped`. Not cancel-safe: cancelled, the registration
+     * stays stopping and its endpoints close when it is freed.
+     */
+    suspend fun `stop`(`deadlineMs`: kotlin.Double): Map<kotlin.String, kotlin.ULong>
+    
+    /**
+     * The warnings logged since the last call, oldest first (the newest 256 are kept): a
+     * failure with its peer, path, attempt and reason; `Unsupported` once; a message dropped
+     * at its limit; a copy not sent. `serve` hands them to its `onWarning`.
+     */
+    fun `takeWarnings`(): List<kotlin.String>
+    
+    companion object
+}
+
+/**
+ * One endpoint read for a handler.
+ */
+open class Registration: Disposable, AutoCloseable, RegistrationInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_registration(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_registration(handle, status)
+        }
+    }
+
+    
+    /**
+     * A bound queue's or fan-out's own address, else null.
+     */override fun `address`(): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_registration_address(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The counters now by camelCase name: handled, retried, deadLettered, dropped, failed,
+     * inFlight, delayed.
+     */override fun `counters`(): Map<kotlin.String, kotlin.ULong> {
+            return FfiConverterMapStringULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_registration_counters(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
+     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
+     * is dropped unfinished, a failure retried as declared.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `next`(`cancel`: Cancellation?) : ServiceJob {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_registration_next(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeServiceJob.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Where copies go.
+     */override fun `retryAddress`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_registration_retry_address(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Takes nothing more, waits up to `deadline_ms` for handlers in flight and copies due,
+     * then closes: `unfinished`, `copiesDropped`. Not cancel-safe: cancelled, the registration
+     * stays stopping and its endpoints close when it is freed.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `stop`(`deadlineMs`: kotlin.Double) : Map<kotlin.String, kotlin.ULong> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_registration_stop(
+                uniffiHandle,
+                
+        FfiConverterDouble.lower(`deadlineMs`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterMapStringULong.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The warnings logged since the last call, oldest first (the newest 256 are kept): a
+     * failure with its peer, path, attempt and reason; `Unsupported` once; a message dropped
+     * at its limit; a copy not sent. `serve` hands them to its `onWarning`.
+     */override fun `takeWarnings`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_registration_take_warnings(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRegistration: FfiConverter<Registration, Long> {
+    override fun lower(value: Registration): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Registration {
+        return Registration(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Registration {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Registration) = 8UL
+
+    override fun write(value: Registration, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * The bound side of Req/Rep.
  */
 public interface ReplierInterface {
@@ -12855,6 +13390,769 @@ public object FfiConverterTypeRuntime: FfiConverter<Runtime, Long> {
     override fun allocationSize(value: Runtime) = 8UL
 
     override fun write(value: Runtime, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Registrations of handlers on one runtime's endpoints.
+ */
+public interface ServiceInterface {
+    
+    /**
+     * A fan-out: binds a Sub path holding `filters`; copies come back to it alone.
+     */
+    suspend fun `fanOut`(`listener`: Listener, `path`: kotlin.String, `filters`: List<kotlin.String>, `settings`: ServiceSettings? = null, `cancel`: Cancellation? = null): Registration
+    
+    /**
+     * A puller dialling the bound pusher at `address`; `retryTo` is required.
+     */
+    suspend fun `pulling`(`address`: kotlin.String, `settings`: ServiceSettings? = null, `cancel`: Cancellation? = null): Registration
+    
+    /**
+     * A queue: binds a Pull path on `listener`; copies go to it. Not cancel-safe (a start
+     * cancelled while it dials makes no registration).
+     */
+    suspend fun `queue`(`listener`: Listener, `path`: kotlin.String, `settings`: ServiceSettings? = null, `cancel`: Cancellation? = null): Registration
+    
+    /**
+     * A Rep path: a `reply` outcome's body is the reply; `retryTo` is required.
+     */
+    suspend fun `replying`(`listener`: Listener, `path`: kotlin.String, `settings`: ServiceSettings? = null, `cancel`: Cancellation? = null): Registration
+    
+    companion object
+}
+
+/**
+ * Registrations of handlers on one runtime's endpoints.
+ */
+open class Service: Disposable, AutoCloseable, ServiceInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+    constructor(`runtime`: Runtime) :
+        this(UniffiWithHandle, 
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_constructor_service_new(
+    
+        
+        FfiConverterTypeRuntime.lower(`runtime`),_status)
+}
+    )
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_service(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_service(handle, status)
+        }
+    }
+
+    
+    /**
+     * A fan-out: binds a Sub path holding `filters`; copies come back to it alone.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `fanOut`(`listener`: Listener, `path`: kotlin.String, `filters`: List<kotlin.String>, `settings`: ServiceSettings?, `cancel`: Cancellation?) : Registration {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_service_fan_out(
+                uniffiHandle,
+                
+        FfiConverterTypeListener.lower(`listener`),
+        FfiConverterString.lower(`path`),
+        FfiConverterSequenceString.lower(`filters`),
+        FfiConverterOptionalTypeServiceSettings.lower(`settings`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeRegistration.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A puller dialling the bound pusher at `address`; `retryTo` is required.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `pulling`(`address`: kotlin.String, `settings`: ServiceSettings?, `cancel`: Cancellation?) : Registration {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_service_pulling(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterOptionalTypeServiceSettings.lower(`settings`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeRegistration.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A queue: binds a Pull path on `listener`; copies go to it. Not cancel-safe (a start
+     * cancelled while it dials makes no registration).
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `queue`(`listener`: Listener, `path`: kotlin.String, `settings`: ServiceSettings?, `cancel`: Cancellation?) : Registration {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_service_queue(
+                uniffiHandle,
+                
+        FfiConverterTypeListener.lower(`listener`),
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeServiceSettings.lower(`settings`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeRegistration.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A Rep path: a `reply` outcome's body is the reply; `retryTo` is required.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `replying`(`listener`: Listener, `path`: kotlin.String, `settings`: ServiceSettings?, `cancel`: Cancellation?) : Registration {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_service_replying(
+                uniffiHandle,
+                
+        FfiConverterTypeListener.lower(`listener`),
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeServiceSettings.lower(`settings`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeRegistration.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeService: FfiConverter<Service, Long> {
+    override fun lower(value: Service): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Service {
+        return Service(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Service {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Service) = 8UL
+
+    override fun write(value: Service, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * One message handed to a handler, until its outcome is given (once: a second is `Closed`).
+ * Freed unfinished, it is a failure, retried as declared.
+ */
+public interface ServiceJobInterface {
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to acknowledge.
+     */
+    fun `ack`()
+    
+    /**
+     * 1 for a first delivery; n for the copy a retry made of attempt n - 1.
+     */
+    fun `attempt`(): kotlin.UInt
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to discard (`drop` is an outcome).
+     */
+    fun `discard`()
+    
+    /**
+     * The handler failed with `reason`: logged, counted, then a retry.
+     */
+    fun `fail`(`reason`: kotlin.String)
+    
+    /**
+     * Gives the outcome by name (`done`, `reply` with `body`, `ack`, `retry`, `retry_after`
+     * with `delay_ms`, `drop`); `Closed` if it was given already.
+     */
+    fun `finish`(`outcome`: kotlin.String, `delayMs`: kotlin.Double?, `body`: kotlin.ByteArray?)
+    
+    fun `message`(): Message
+    
+    companion object
+}
+
+/**
+ * One message handed to a handler, until its outcome is given (once: a second is `Closed`).
+ * Freed unfinished, it is a failure, retried as declared.
+ */
+open class ServiceJob: Disposable, AutoCloseable, ServiceJobInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_weida_uniffi_fn_free_job(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_weida_uniffi_fn_clone_job(handle, status)
+        }
+    }
+
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to acknowledge.
+     */
+    @Throws(WeidaException::class)override fun `ack`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_ack(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * 1 for a first delivery; n for the copy a retry made of attempt n - 1.
+     */override fun `attempt`(): kotlin.UInt {
+            return FfiConverterUInt.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_attempt(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `Unsupported`, always: a brokerless hop has nothing to discard (`drop` is an outcome).
+     */
+    @Throws(WeidaException::class)override fun `discard`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_discard(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The handler failed with `reason`: logged, counted, then a retry.
+     */
+    @Throws(WeidaException::class)override fun `fail`(`reason`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_fail(
+        it,
+        
+        FfiConverterString.lower(`reason`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Gives the outcome by name (`done`, `reply` with `body`, `ack`, `retry`, `retry_after`
+     * with `delay_ms`, `drop`); `Closed` if it was given already.
+     */
+    @Throws(WeidaException::class)override fun `finish`(`outcome`: kotlin.String, `delayMs`: kotlin.Double?, `body`: kotlin.ByteArray?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_finish(
+        it,
+        
+        FfiConverterString.lower(`outcome`),
+        FfiConverterOptionalDouble.lower(`delayMs`),
+        FfiConverterOptionalByteArray.lower(`body`),_status)
+}
+    }
+    
+    
+
+    override fun `message`(): Message {
+            return FfiConverterTypeMessage.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_message(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeServiceJob: FfiConverter<ServiceJob, Long> {
+    override fun lower(value: ServiceJob): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): ServiceJob {
+        return ServiceJob(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): ServiceJob {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: ServiceJob) = 8UL
+
+    override fun write(value: ServiceJob, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -15003,6 +16301,59 @@ public object FfiConverterTypeRuntimeOptions: FfiConverterRustBuffer<RuntimeOpti
 
 
 /**
+ * A registration's settings, each absent one the core's default: `concurrency` (handlers at
+ * once, 1), `maxAttempts`, `deadLetter`, and `retryTo` (required for a pulling or Rep
+ * registration, refused for a queue or fan-out).
+ */
+data class ServiceSettings (
+    var `concurrency`: kotlin.UInt? = null 
+    , 
+    var `maxAttempts`: kotlin.UInt? = null 
+    , 
+    var `deadLetter`: kotlin.String? = null 
+    , 
+    var `retryTo`: kotlin.String? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeServiceSettings: FfiConverterRustBuffer<ServiceSettings> {
+    override fun read(buf: ByteBuffer): ServiceSettings {
+        return ServiceSettings(
+            FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ServiceSettings) = (
+            FfiConverterOptionalUInt.allocationSize(value.`concurrency`) +
+            FfiConverterOptionalUInt.allocationSize(value.`maxAttempts`) +
+            FfiConverterOptionalString.allocationSize(value.`deadLetter`) +
+            FfiConverterOptionalString.allocationSize(value.`retryTo`)
+    )
+
+    override fun write(value: ServiceSettings, buf: ByteBuffer) {
+            FfiConverterOptionalUInt.write(value.`concurrency`, buf)
+            FfiConverterOptionalUInt.write(value.`maxAttempts`, buf)
+            FfiConverterOptionalString.write(value.`deadLetter`, buf)
+            FfiConverterOptionalString.write(value.`retryTo`, buf)
+    }
+}
+
+
+
+/**
  * A stream an acceptor took.
  */
 sealed class Incoming: Disposable  {
@@ -16506,6 +17857,38 @@ public object FfiConverterOptionalTypePeerEvent: FfiConverterRustBuffer<PeerEven
         } else {
             buf.put(1)
             FfiConverterTypePeerEvent.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeServiceSettings: FfiConverterRustBuffer<ServiceSettings?> {
+    override fun read(buf: ByteBuffer): ServiceSettings? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeServiceSettings.read(buf)
+    }
+
+    override fun allocationSize(value: ServiceSettings?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeServiceSettings.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ServiceSettings?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeServiceSettings.write(value, buf)
         }
     }
 }

@@ -1,0 +1,201 @@
+// The handler runtime from Kotlin (docs/SERVICES.md; python/tests/test_service.py has the same
+// names): the outcomes, the attempt header, the limit and the dead letter, a registration
+// without an address refused, a Rep handler's reply, and serve's concurrency and stop.
+package weida
+
+import java.util.Collections
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.TimeSource
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.async
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.yield
+import org.junit.jupiter.api.Assertions.assertArrayEquals
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+import org.junit.jupiter.params.ParameterizedTest
+import org.junit.jupiter.params.provider.ValueSource
+import weida.uniffi.Service
+import weida.uniffi.ServiceSettings
+import weida.uniffi.WeidaException
+
+class ServiceTest {
+    private fun Map<String, ULong>.of(vararg names: String) = names.map { this[it]!!.toLong() }
+
+    @Test
+    fun ack_and_drop_raise_unsupported_and_count_as_processed_and_dropped() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        for (body in listOf("a", "b", "c")) pusher.send(body.toByteArray())
+        for (outcome in listOf(Outcome.Ack, Outcome.Drop, Outcome.Done)) {
+            val job = reg.next()
+            assertThrows<WeidaException.Unsupported> { job.ack() }
+            assertThrows<WeidaException.Unsupported> { job.discard() }
+            job.finish(outcome)
+            assertThrows<WeidaException.Closed> { job.finish(Outcome.Done) } // an outcome is given once
+        }
+        assertEquals(listOf(2L, 1L, 0L, 0L), reg.counters().of("handled", "dropped", "retried", "inFlight"))
+        pusher.send("one more".toByteArray())
+        val job = reg.next()
+        assertThrows<WeidaException.InvalidConfig> { job.finish("later", null, null) }
+        job.finish(Outcome.Done)
+        reg.stop()
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun retry_with_max_attempts_copies_until_the_limit_then_dead_letters(transport: String) = withPair(transport) { p ->
+        val dead = p.listener.puller("/dead")
+        val reg = Service(p.server).queue(p.listener, "/jobs", maxAttempts = 3, deadLetter = dead.address())
+        val seen = Collections.synchronizedList(mutableListOf<kotlin.Pair<String, UInt>>())
+        val serving = launch {
+            reg.serve { job ->
+                seen.add(String(job.message().body) to job.attempt())
+                Outcome.Retry
+            }
+        }
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        pusher.send("job".toByteArray(), mapOf("trace" to "t-1".toByteArray()))
+        val letter = dead.recv()
+        assertArrayEquals("job".toByteArray(), letter.body)
+        assertArrayEquals("t-1".toByteArray(), letter.meta("trace"))
+        assertArrayEquals("3".toByteArray(), letter.meta("weida-attempt"))
+        assertEquals(listOf("job" to 1u, "job" to 2u, "job" to 3u), seen.toList())
+        assertEquals(mapOf("unfinished" to 0uL, "copiesDropped" to 0uL), reg.stop())
+        serving.join()
+        assertEquals(listOf(2L, 1L, 0L), reg.counters().of("retried", "deadLettered", "handled"))
+    }
+
+    @Test
+    fun retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs")
+        val calls = mutableListOf<String>()
+        val warnings = mutableListOf<String>()
+        val last = CompletableDeferred<Unit>()
+        val serving = launch {
+            reg.serve(onWarning = { warnings.add(it) }) { job ->
+                val body = String(job.message().body)
+                calls.add(body)
+                if (body == "last") last.complete(Unit)
+                if (body == "fail") throw IllegalStateException("no disk")
+                if (body == "again") Outcome.Retry else Outcome.Done
+            }
+        }
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        for (body in listOf("again", "fail", "last")) pusher.send(body.toByteArray())
+        last.await()
+        reg.stop() // after the last handler started: the stop waits for it
+        serving.join()
+        assertEquals(listOf("again", "fail", "last"), calls)
+        // The failure goes to onWarning, with its path and reason.
+        assertEquals(1, warnings.size, warnings.toString())
+        assertTrue("path=/jobs" in warnings[0] && "reason=IllegalStateException: no disk" in warnings[0], warnings[0])
+        assertEquals(listOf(1L, 2L, 1L, 0L), reg.counters().of("handled", "dropped", "failed", "retried"))
+    }
+
+    @Test
+    fun retry_after_waits_then_the_copy_is_the_next_attempt() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        pusher.send("later".toByteArray())
+        val job = reg.next()
+        val finished = TimeSource.Monotonic.markNow()
+        job.finish(Outcome.RetryAfter(200.milliseconds))
+        assertEquals(1uL, reg.counters()["delayed"])
+        val copy = reg.next()
+        assertTrue(finished.elapsedNow() >= 200.milliseconds, finished.elapsedNow().toString())
+        assertEquals("later" to 2u, String(copy.message().body) to copy.attempt())
+        copy.finish(Outcome.Done)
+        reg.stop()
+    }
+
+    @Test
+    fun a_registration_without_an_address_is_refused_at_start() = withPair("quic") { p ->
+        val service = Service(p.server)
+        val address = p.listener.address()
+        val rep = raised<WeidaException.InvalidConfig> { service.replying(p.listener, "/rpc", retryTo = null) }
+        assertTrue("retry_to" in rep.description, rep.description)
+        val pulling = raised<WeidaException.InvalidConfig> { service.pulling("$address/work", retryTo = null) }
+        assertTrue("retry_to" in pulling.description, pulling.description)
+        val own = raised<WeidaException.InvalidConfig> {
+            service.queue(p.listener, "/jobs", ServiceSettings(retryTo = "$address/elsewhere"))
+        }
+        assertTrue("own path" in own.description, own.description)
+        val loop = raised<WeidaException.InvalidConfig> {
+            service.queue(p.listener, "/jobs", deadLetter = "$address/jobs")
+        }
+        assertTrue("come back" in loop.description, loop.description)
+        // Nothing stayed bound.
+        p.listener.replier("/rpc")
+        p.listener.puller("/jobs")
+    }
+
+    @Test
+    fun a_rep_handler_replies_with_what_it_returns_and_a_retry_is_refused() = withPair("quic") { p ->
+        val retries = p.listener.puller("/retries")
+        val reg = Service(p.server).replying(p.listener, "/rpc", retryTo = retries.address(), maxAttempts = 2)
+        val serving = launch {
+            reg.serve { job ->
+                when (val body = String(job.message().body)) {
+                    "later" -> Outcome.RetryAfter(Duration.ZERO)
+                    "drop" -> Outcome.Drop
+                    "ack" -> Outcome.Ack
+                    else -> Outcome.Reply(body.uppercase().toByteArray())
+                }
+            }
+        }
+        val req = p.client.requester()
+        req.connect("${p.listener.address()}/rpc")
+        assertArrayEquals("PING".toByteArray(), req.request("ping".toByteArray()))
+        assertArrayEquals(ByteArray(0), req.request("ack".toByteArray()))
+        val retried = raised<WeidaException.Rejected> { req.request("later".toByteArray()) }
+        assertTrue("retried" in retried.description, retried.description)
+        val copy = retries.recv()
+        assertEquals("later" to "2", String(copy.body) to String(copy.meta("weida-attempt")!!))
+        val dropped = raised<WeidaException.Rejected> { req.request("drop".toByteArray()) }
+        assertTrue("dropped" in dropped.description, dropped.description)
+        reg.stop()
+        serving.join()
+    }
+
+    @Test
+    fun concurrency_runs_that_many_handlers_at_once_and_a_stop_waits_for_them() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs", concurrency = 3)
+        var running = 0
+        var most = 0
+        val gate = CompletableDeferred<Unit>()
+        val three = CompletableDeferred<Unit>()
+        // The test's one thread runs every handler: the counts need no lock.
+        val serving = launch {
+            reg.serve { _ ->
+                running += 1
+                most = maxOf(most, running)
+                if (running == 3) three.complete(Unit)
+                gate.await()
+                running -= 1
+                Outcome.Done
+            }
+        }
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        for (i in 0 until 8) pusher.send("m$i".toByteArray())
+        three.await()
+        assertEquals(3uL, reg.counters()["inFlight"])
+        val stopping = async { reg.stop() } // the stop waits for the three in flight
+        yield()
+        assertFalse(stopping.isCompleted)
+        gate.complete(Unit)
+        assertEquals(mapOf("unfinished" to 0uL, "copiesDropped" to 0uL), stopping.await())
+        serving.join()
+        assertEquals(3, most)
+        assertEquals(3uL, reg.counters()["handled"])
+    }
+}
