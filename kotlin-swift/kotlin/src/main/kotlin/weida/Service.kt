@@ -99,9 +99,6 @@ fun ServiceJob.finish(outcome: Outcome) = when (outcome) {
 /** The handler failed with `e`: logged with its class and message, counted, then a retry. */
 fun ServiceJob.fail(e: Throwable) = fail("${e::class.simpleName}: ${e.message}")
 
-/** The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping. */
-suspend fun Registration.next(): ServiceJob = next(null)
-
 /** Takes nothing more, waits up to `deadline` for the handlers in flight and copies due, then
  * closes: `unfinished`, `copiesDropped`. */
 suspend fun Registration.stop(deadline: Duration = 30.seconds): Map<String, ULong> =
@@ -147,16 +144,29 @@ private suspend fun handle(job: ServiceJob, handler: Handler, warn: () -> Unit) 
         val outcome = try {
             handler(job)
         } catch (e: CancellationException) {
-            job.fail("the handler was cancelled")
+            given { job.fail("the handler was cancelled") }
             throw e
         } catch (e: Exception) {
-            job.fail(e)
+            given { job.fail(e) }
             return@use
         }
-        job.finish(outcome)
-    } catch (e: WeidaException.Closed) {
-        // The handler gave the outcome itself (the pull API): it was given once.
+        given {
+            try {
+                job.finish(outcome)
+            } catch (e: WeidaException.InvalidConfig) {
+                job.fail(e) // an outcome the core refuses (a negative delay) is a failure
+            }
+        }
     } finally {
         warn()
+    }
+}
+
+/** Gives a job's outcome, unless the handler gave it itself (the pull API): then it is `Closed`. */
+private inline fun given(give: () -> Unit) {
+    try {
+        give()
+    } catch (e: WeidaException.Closed) {
+        // Given once already.
     }
 }
