@@ -6,10 +6,13 @@ package weida.conformance
 
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.launch
+import weida.Outcome
 import weida.answers
 import weida.bind
+import weida.queue
 import weida.recv
 import weida.runtime
+import weida.serve
 import weida.uniffi.BoundPusher
 import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
@@ -25,10 +28,12 @@ import weida.uniffi.PeerEvents
 import weida.uniffi.RawPeer
 import weida.uniffi.Pair
 import weida.uniffi.Publisher
+import weida.uniffi.Registration
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
 import weida.uniffi.Requester
 import weida.uniffi.Runtime
+import weida.uniffi.Service
 import weida.uniffi.Subscriber
 import weida.uniffi.Surveyor
 
@@ -47,6 +52,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
     private val replies = HashMap<String, PendingReply>() // the replies of streamed requests
     private val fanouts = HashMap<String, FanOut>() // streamed publishes being written
     private val receiving = HashMap<String, Subscriber>() // subscribers in manual mode
+    private val services = HashMap<String, Registration>() // handler registrations, for service_counters
     internal val held = ArrayList<Exchange>() // exchanges a `hold` replier keeps, unanswered
     internal val connected = HashMap<Subscriber, Flag>() // set by a connect: a `recv` loop waits
     private val background = Background(this)
@@ -195,6 +201,10 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             mapOf("copies" to fan.finish())
         }
         "subscriber_count" -> mapOf("subscriber_count" to publisher(args).subscriberCount())
+        "service_queue" -> opServiceQueue(args)
+        "service_counters" -> get(services, "service", args, "endpoint").counters().let { c ->
+            listOf("handled", "retried", "deadLettered", "dropped", "failed").associate { snake(it) to c[it] }
+        }
         in UNEXPORTED -> throw Unsupported(op, "the Kotlin binding exports no ${UNEXPORTED[op]}")
         else -> throw BadRequest("unknown op '$op'")
     }
@@ -502,6 +512,31 @@ class Agent(val out: Out, val scope: CoroutineScope) {
         return emptyMap()
     }
 
+    /** A queue registration whose handler emits `handled` (body, attempt, path) for each job and
+     * retries the bodies `retry` lists (their text), else is done. */
+    private suspend fun opServiceQueue(args: Obj): Obj {
+        val name = free(args.str("name"))
+        val again = (args["retry"] as? List<*> ?: emptyList<Any>()).map { it.toString() }.toSet()
+        val deadLetter = args["dead_letter"]?.let { it as? String ?: throw BadRequest("dead_letter is a string") }
+        val reg = Service(runtime(args)).queue(
+            listener(args),
+            args.str("path"),
+            concurrency = args.long("concurrency")?.toInt(),
+            maxAttempts = args.long("max_attempts")?.toInt(),
+            deadLetter = deadLetter,
+        )
+        claim(name)
+        services[name] = reg
+        spawn("service $name") {
+            reg.serve { job ->
+                val m = job.message()
+                out.event("handled", name, messageJson(m) + mapOf("attempt" to job.attempt().toLong()))
+                if (String(m.body) in again) Outcome.Retry else Outcome.Done
+            }
+        }
+        return mapOf("address" to reg.address())
+    }
+
     private fun opDropped(args: Obj): Obj {
         val dp = dialling[args.str("endpoint")] as? DialingPublisher
         if (args["topic"] != null && dp != null) throw BadRequest("a dialling publisher counts no drops per topic")
@@ -516,10 +551,7 @@ class Agent(val out: Out, val scope: CoroutineScope) {
 
     companion object {
         /** The ops whose API the binding does not export, with what is missing. */
-        val UNEXPORTED = mapOf(
-            "service_queue" to "handler runtime (weida.service: issue 22, not yet projected through UniFFI)",
-            "service_counters" to "handler runtime (weida.service: issue 22, not yet projected through UniFFI)",
-        )
+        val UNEXPORTED = emptyMap<String, String>()
 
         /** The binding's version from its jar's manifest; the agent runs from classes, which have none. */
         val VERSION: String = Runtime::class.java.`package`?.implementationVersion ?: "unknown"
