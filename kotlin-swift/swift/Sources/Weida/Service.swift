@@ -1,0 +1,169 @@
+// Services: handlers on endpoints (docs/SERVICES.md), over the generated `Service`,
+// `Registration` and `Job` (kotlin-swift/uniffi/src/service.rs). What each outcome does is the
+// core's (weida-ffi's service module, which names them); here a handler's `Outcome` is
+// converted to its name, and what it threw is passed back as a failure. Every wait is cancelled
+// in the core by its task's cancellation, as in Weida.swift (`cancellable`).
+import Foundation
+
+/// What a handler says happened to its message (docs/SERVICES.md §2).
+public enum Outcome: Sendable {
+    /// Processed (on a Rep path: an empty reply).
+    case done
+    /// Processed; on a Rep path, the reply.
+    case reply(Data)
+    /// Processed; nothing is completed on a brokerless hop (`Unsupported` is logged once).
+    case ack
+    /// With no `maxAttempts` or `deadLetter`: gone (at most once); with one, a copy at once.
+    case retry
+    /// A copy after this many seconds, waited in this process: a crash before then loses it.
+    case retryAfter(TimeInterval)
+    /// Gone, counted dropped.
+    case drop
+}
+
+/// A handler: the outcome of one job; what it throws is a failure (counted, then a retry).
+public typealias Handler = @Sendable (Job) async throws -> Outcome
+
+private func settings(
+    _ concurrency: UInt32?, _ maxAttempts: UInt32?, _ deadLetter: String?, _ retryTo: String?
+) -> ServiceSettings {
+    ServiceSettings(concurrency: concurrency, maxAttempts: maxAttempts, deadLetter: deadLetter, retryTo: retryTo)
+}
+
+extension Service {
+    /// A queue: binds a Pull path on `listener`; copies go to it.
+    public func queue(
+        _ listener: Listener, _ path: String,
+        concurrency: UInt32? = nil, maxAttempts: UInt32? = nil, deadLetter: String? = nil
+    ) async throws -> Registration {
+        let s = settings(concurrency, maxAttempts, deadLetter, nil)
+        return try await cancellable { try await queue(listener: listener, path: path, settings: s, cancel: $0) }
+    }
+
+    /// A fan-out: binds a Sub path holding `filters`; copies come back to it alone.
+    public func fanOut(
+        _ listener: Listener, _ path: String, filters: [String],
+        concurrency: UInt32? = nil, maxAttempts: UInt32? = nil, deadLetter: String? = nil
+    ) async throws -> Registration {
+        let s = settings(concurrency, maxAttempts, deadLetter, nil)
+        return try await cancellable {
+            try await fanOut(listener: listener, path: path, filters: filters, settings: s, cancel: $0)
+        }
+    }
+
+    /// A puller dialling the bound pusher at `address`; copies go to `retryTo`.
+    public func pulling(
+        _ address: String, retryTo: String?,
+        concurrency: UInt32? = nil, maxAttempts: UInt32? = nil, deadLetter: String? = nil
+    ) async throws -> Registration {
+        let s = settings(concurrency, maxAttempts, deadLetter, retryTo)
+        return try await cancellable { try await pulling(address: address, settings: s, cancel: $0) }
+    }
+
+    /// A Rep path: a `.reply`'s data is the reply; copies go to `retryTo`.
+    public func replying(
+        _ listener: Listener, _ path: String, retryTo: String?,
+        concurrency: UInt32? = nil, maxAttempts: UInt32? = nil, deadLetter: String? = nil
+    ) async throws -> Registration {
+        let s = settings(concurrency, maxAttempts, deadLetter, retryTo)
+        return try await cancellable { try await replying(listener: listener, path: path, settings: s, cancel: $0) }
+    }
+}
+
+extension Job {
+    /// Gives `outcome` (the pull API; `serve` does this for a handler); `Closed` if one was given.
+    public func finish(_ outcome: Outcome) throws {
+        switch outcome {
+        case .done: try finish(outcome: "done", delayMs: nil, body: nil)
+        case let .reply(body): try finish(outcome: "reply", delayMs: nil, body: body)
+        case .ack: try finish(outcome: "ack", delayMs: nil, body: nil)
+        case .retry: try finish(outcome: "retry", delayMs: nil, body: nil)
+        case let .retryAfter(seconds): try finish(outcome: "retry_after", delayMs: seconds * 1000, body: nil)
+        case .drop: try finish(outcome: "drop", delayMs: nil, body: nil)
+        }
+    }
+
+    /// The handler failed with `error`: logged with its type and text, counted, then a retry.
+    public func fail(_ error: Error) throws {
+        try fail(reason: "\(type(of: error)): \(error)")
+    }
+}
+
+/// Where the runtime's warnings go by default: standard error, as `weida.service: …`.
+public let printWarning: @Sendable (String) -> Void = { w in
+    FileHandle.standardError.write(Data("weida.service: \(w)\n".utf8))
+}
+
+extension Registration {
+    /// The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
+    public func next() async throws -> Job {
+        try await cancellable { try await next(cancel: $0) }
+    }
+
+    /// Takes nothing more, waits up to `deadline` seconds for the handlers in flight and copies
+    /// due, then closes: `unfinished`, `copiesDropped`. Not cancel-safe: it runs to its end.
+    public func stop(deadline: TimeInterval = 30) async throws -> [String: UInt64] {
+        try await stop(deadlineMs: deadline * 1000)
+    }
+
+    /// Runs `handler` on every job until the registration stops, up to its `concurrency` at once
+    /// (`next` waits for a free slot), each job finished once with what the handler returned, or
+    /// failed with what it threw; after each, the warnings go to `onWarning`. Returns once the
+    /// registration is stopping and the handlers it started are done. A cancelled task cancels
+    /// its handlers (each job then a failure, retried as declared) and throws
+    /// `CancellationError` once they are done; call `stop` to end it instead.
+    public func serve(
+        onWarning: @escaping @Sendable (String) -> Void = printWarning, _ handler: @escaping Handler
+    ) async throws {
+        let warn: @Sendable () -> Void = { [self] in
+            for w in takeWarnings() { onWarning("\(address() ?? retryAddress()): \(w)") }
+        }
+        defer { warn() }
+        await withTaskGroup(of: Void.self) { group in
+            while true {
+                let job: Job
+                do {
+                    job = try await next()
+                } catch WeidaError.Closed {
+                    break
+                } catch is CancellationError {
+                    break
+                } catch {
+                    continue  // one message the endpoint could not take whole; the next goes on
+                }
+                group.addTask { await handle(job, handler, warn) }
+            }
+        }
+        try Task.checkCancellation()
+    }
+}
+
+private func handle(_ job: Job, _ handler: Handler, _ warn: () -> Void) async {
+    defer { warn() }
+    let outcome: Outcome
+    do {
+        outcome = try await handler(job)
+    } catch is CancellationError {
+        given { try job.fail(reason: "the handler was cancelled") }
+        return
+    } catch {
+        given { try job.fail(error) }
+        return
+    }
+    given {
+        do {
+            try job.finish(outcome)
+        } catch WeidaError.InvalidConfig {
+            try job.fail(reason: "the outcome was refused: \(outcome)")  // a negative delay
+        }
+    }
+}
+
+/// Gives a job's outcome, unless the handler gave it itself (the pull API): then it is `Closed`.
+private func given(_ give: () throws -> Void) {
+    do {
+        try give()
+    } catch {
+        // Given once already.
+    }
+}

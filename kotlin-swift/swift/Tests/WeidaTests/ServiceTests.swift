@@ -1,0 +1,251 @@
+// The handler runtime from Swift (docs/SERVICES.md; python/tests/test_service.py and the Kotlin
+// ServiceTest have the same names): the outcomes, the attempt header, the limit and the dead
+// letter, a registration without an address refused, a Rep handler's reply, and serve's
+// concurrency and stop.
+import Foundation
+import XCTest
+
+@testable import Weida
+
+/// A value shared between a test and its handlers, which run on other threads.
+private final class Locked<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var v: T
+
+    init(_ v: T) { self.v = v }
+
+    var value: T {
+        lock.lock()
+        defer { lock.unlock() }
+        return v
+    }
+
+    @discardableResult
+    func update<R>(_ f: (inout T) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return f(&v)
+    }
+}
+
+/// An event: `wait()` returns once `fire()` was called.
+private actor Signal {
+    private var fired = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func fire() {
+        fired = true
+        for w in waiters { w.resume() }
+        waiters = []
+    }
+
+    func wait() async {
+        if fired { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}
+
+/// A handler's failure, as Python's `ValueError("no disk")`.
+private struct NoDisk: Error, CustomStringConvertible {
+    var description: String { "no disk" }
+}
+
+private func counts(_ c: [String: UInt64], _ names: String...) -> [UInt64] { names.map { c[$0]! } }
+
+final class ServiceTests: XCTestCase {
+    func test_ack_and_drop_raise_unsupported_and_count_as_processed_and_dropped() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            for body in ["a", "b", "c"] { try await pusher.send(bytes(body)) }
+            for outcome in [Outcome.ack, .drop, .done] {
+                let job = try await reg.next()
+                try await raised("UNSUPPORTED") { try job.ack() }
+                try await raised("UNSUPPORTED") { try job.discard() }
+                try job.finish(outcome)
+                try await raised("CLOSED") { try job.finish(.done) }  // an outcome is given once
+            }
+            XCTAssertEqual(counts(reg.counters(), "handled", "dropped", "retried", "inFlight"), [2, 1, 0, 0])
+            try await pusher.send(bytes("one more"))
+            let job = try await reg.next()
+            try await raised("INVALID_CONFIG") { try job.finish(outcome: "later", delayMs: nil, body: nil) }
+            try job.finish(.done)
+            _ = try await reg.stop()
+        }
+    }
+
+    func test_retry_with_max_attempts_copies_until_the_limit_then_dead_letters() async throws {
+        try await onEveryTransport { _, p in
+            let dead = try p.listener.puller("/dead")
+            let reg = try await Service(runtime: p.server).queue(
+                p.listener, "/jobs", maxAttempts: 3, deadLetter: dead.address())
+            let seen = Locked<[String]>([])
+            let serving = Task {
+                try await reg.serve { job in
+                    seen.update { $0.append("\(text(job.message().body)) \(job.attempt())") }
+                    return .retry
+                }
+            }
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            try await pusher.send(bytes("job"), meta: ["trace": bytes("t-1")])
+            let letter = try await dead.recv()
+            XCTAssertEqual(letter.body, bytes("job"))
+            XCTAssertEqual(letter.meta("trace"), bytes("t-1"))
+            XCTAssertEqual(letter.meta("weida-attempt"), bytes("3"))
+            XCTAssertEqual(seen.value, ["job 1", "job 2", "job 3"])
+            let report = try await reg.stop()
+            XCTAssertEqual(report, ["unfinished": 0, "copiesDropped": 0])
+            try await serving.value
+            XCTAssertEqual(counts(reg.counters(), "retried", "deadLettered", "handled"), [2, 1, 0])
+        }
+    }
+
+    func test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")
+            let calls = Locked<[String]>([])
+            let warnings = Locked<[String]>([])
+            let last = Signal()
+            let serving = Task {
+                try await reg.serve(onWarning: { w in warnings.update { $0.append(w) } }) { job in
+                    let body = text(job.message().body)
+                    calls.update { $0.append(body) }
+                    if body == "last" { await last.fire() }
+                    if body == "fail" { throw NoDisk() }
+                    return body == "again" ? .retry : .done
+                }
+            }
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            for body in ["again", "fail", "last"] { try await pusher.send(bytes(body)) }
+            await last.wait()
+            _ = try await reg.stop()  // after the last handler started: the stop waits for it
+            try await serving.value
+            XCTAssertEqual(calls.value, ["again", "fail", "last"])
+            // The failure goes to onWarning, with its path and reason.
+            let w = warnings.value
+            XCTAssertEqual(w.count, 1, "\(w)")
+            XCTAssertTrue(w.first?.contains("path=/jobs") == true, "\(w)")
+            XCTAssertTrue(w.first?.contains("reason=NoDisk: no disk") == true, "\(w)")
+            XCTAssertEqual(counts(reg.counters(), "handled", "dropped", "failed", "retried"), [1, 2, 1, 0])
+        }
+    }
+
+    func test_retry_after_waits_then_the_copy_is_the_next_attempt() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            try await pusher.send(bytes("later"))
+            let job = try await reg.next()
+            let finished = Date()
+            try job.finish(.retryAfter(0.2))
+            XCTAssertEqual(reg.counters()["delayed"], 1)
+            let copy = try await reg.next()
+            XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(finished), 0.2)
+            XCTAssertEqual(text(copy.message().body), "later")
+            XCTAssertEqual(copy.attempt(), 2)
+            try copy.finish(.done)
+            _ = try await reg.stop()
+        }
+    }
+
+    func test_a_registration_without_an_address_is_refused_at_start() async throws {
+        try await withPair("quic") { p in
+            let service = Service(runtime: p.server)
+            let address = p.listener.address()
+            let rep = try await raised("INVALID_CONFIG") { try await service.replying(p.listener, "/rpc", retryTo: nil) }
+            XCTAssertTrue(rep.description.contains("retry_to"), rep.description)
+            let pulling = try await raised("INVALID_CONFIG") { try await service.pulling("\(address)/work", retryTo: nil) }
+            XCTAssertTrue(pulling.description.contains("retry_to"), pulling.description)
+            let own = try await raised("INVALID_CONFIG") {
+                try await service.queue(
+                    listener: p.listener, path: "/jobs", settings: ServiceSettings(retryTo: "\(address)/elsewhere"))
+            }
+            XCTAssertTrue(own.description.contains("own path"), own.description)
+            let loop = try await raised("INVALID_CONFIG") {
+                try await service.queue(p.listener, "/jobs", deadLetter: "\(address)/jobs")
+            }
+            XCTAssertTrue(loop.description.contains("come back"), loop.description)
+            // Nothing stayed bound.
+            _ = try p.listener.replier("/rpc")
+            _ = try p.listener.puller("/jobs")
+        }
+    }
+
+    func test_a_rep_handler_replies_with_what_it_returns_and_a_retry_is_refused() async throws {
+        try await withPair("quic") { p in
+            let retries = try p.listener.puller("/retries")
+            let reg = try await Service(runtime: p.server).replying(
+                p.listener, "/rpc", retryTo: retries.address(), maxAttempts: 2)
+            let serving = Task {
+                try await reg.serve { job in
+                    switch text(job.message().body) {
+                    case "later": return .retryAfter(0)
+                    case "drop": return .drop
+                    case "ack": return .ack
+                    case let body: return .reply(bytes(body.uppercased()))
+                    }
+                }
+            }
+            let req = try p.client.requester()
+            try await req.connect("\(p.listener.address())/rpc")
+            let ping = try await req.request(bytes("ping"))
+            XCTAssertEqual(ping, bytes("PING"))
+            let acked = try await req.request(bytes("ack"))
+            XCTAssertEqual(acked, Data())
+            let retried = try await raised("REJECTED") { try await req.request(bytes("later")) }
+            XCTAssertTrue(retried.description.contains("retried"), retried.description)
+            let copy = try await retries.recv()
+            XCTAssertEqual(text(copy.body), "later")
+            XCTAssertEqual(copy.meta("weida-attempt"), bytes("2"))
+            let dropped = try await raised("REJECTED") { try await req.request(bytes("drop")) }
+            XCTAssertTrue(dropped.description.contains("dropped"), dropped.description)
+            _ = try await reg.stop()
+            try await serving.value
+        }
+    }
+
+    func test_concurrency_runs_that_many_handlers_at_once_and_a_stop_waits_for_them() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs", concurrency: 3)
+            let running = Locked((now: 0, most: 0))
+            let gate = Signal()
+            let three = Signal()
+            let serving = Task {
+                try await reg.serve { _ in
+                    let now = running.update { r -> Int in
+                        r.now += 1
+                        r.most = max(r.most, r.now)
+                        return r.now
+                    }
+                    if now == 3 { await three.fire() }
+                    await gate.wait()
+                    running.update { $0.now -= 1 }
+                    return .done
+                }
+            }
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            for i in 0..<8 { try await pusher.send(bytes("m\(i)")) }
+            await three.wait()
+            XCTAssertEqual(reg.counters()["inFlight"], 3)
+            let stopped = Locked(false)
+            let stopping = Task {
+                let report = try await reg.stop()  // the stop waits for the three in flight
+                stopped.update { $0 = true }
+                return report
+            }
+            await Task.yield()
+            XCTAssertFalse(stopped.value)
+            await gate.fire()
+            let report = try await stopping.value
+            XCTAssertEqual(report, ["unfinished": 0, "copiesDropped": 0])
+            try await serving.value
+            XCTAssertEqual(running.value.most, 3)
+            XCTAssertEqual(reg.counters()["handled"], 3)
+        }
+    }
+}
