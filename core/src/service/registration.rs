@@ -4,11 +4,11 @@
 use std::fmt::Display;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
 use super::counters::{Count, ServiceCounters};
@@ -210,8 +210,11 @@ impl Builder<Ready> {
                 dead,
                 max_attempts: self.max_attempts,
                 limit_declared,
-                concurrency: self.concurrency,
-                permits: Arc::new(Semaphore::new(self.concurrency as usize)),
+                concurrency: u64::from(self.concurrency),
+                slots: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+                slot_waiters: AtomicUsize::new(0),
+                slot_freed: Notify::new(),
                 count: Count::default(),
                 warned: AtomicBool::new(false),
                 stopping: watch::channel(false).0,
@@ -234,12 +237,20 @@ struct Shared {
     max_attempts: Option<u32>,
     /// `max_attempts` or a dead-letter address: `Retry` makes a copy.
     limit_declared: bool,
-    concurrency: u32,
-    permits: Arc<Semaphore>,
+    /// Handlers at once: `slots` taken, never above this.
+    concurrency: u64,
+    /// Handler slots taken: by a job, or by a `next` waiting for a message to put in one.
+    slots: AtomicU64,
+    /// No more jobs: read on every message without a lock (`stopping` is for waiting).
+    closed: AtomicBool,
+    /// Those waiting for a slot (a `next`, a stop waiting for none in flight), told by
+    /// `slot_freed` only when there are any: a slot freed costs one atomic otherwise.
+    slot_waiters: AtomicUsize,
+    slot_freed: Notify,
     count: Count,
     /// `Unsupported` was logged (once per registration).
     warned: AtomicBool,
-    /// No more jobs.
+    /// No more jobs, for those waiting.
     stopping: watch::Sender<bool>,
     /// A stop's deadline passed: copies still waiting are dropped.
     abandon: watch::Sender<bool>,
@@ -279,14 +290,143 @@ impl Shared {
         }
     }
 
+    /// Stops handing out jobs; `true` the first time.
+    fn close(&self) -> bool {
+        self.stopping.send_replace(true);
+        !self.closed.swap(true, Ordering::SeqCst)
+    }
+
+    /// A handler slot if one is free now and the registration is open: one compare-and-swap,
+    /// where a semaphore's permit costs a lock to give back. SeqCst, with `close` and `stop`:
+    /// either a stop sees the slot taken and waits for it, or this sees the stop and gives it
+    /// back.
+    fn try_slot(&self) -> Result<bool> {
+        let n = &self.slots;
+        let mut now = n.load(Ordering::SeqCst);
+        loop {
+            if now >= self.concurrency {
+                return Ok(false);
+            }
+            match n.compare_exchange_weak(now, now + 1, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => break,
+                Err(seen) => now = seen,
+            }
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            self.free_slot();
+            return Err(Error::Closed);
+        }
+        Ok(true)
+    }
+
+    /// Gives a slot back, and tells those waiting for one, if any.
+    fn free_slot(&self) {
+        self.slots.fetch_sub(1, Ordering::SeqCst);
+        if self.slot_waiters.load(Ordering::SeqCst) > 0 {
+            self.slot_freed.notify_waiters();
+        }
+    }
+
+    /// Waits until `ready` holds, checked after each slot freed. Either this sees a slot
+    /// freed before it counted itself a waiter, or the slot's release sees it waiting
+    /// (both SeqCst), so no wake-up is lost.
+    async fn wait_for_slots(&self, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.slot_waiters.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.slot_waiters);
+        loop {
+            // Made before the check, so a slot freed after it wakes this.
+            let freed = self.slot_freed.notified();
+            if ready()? {
+                return Ok(());
+            }
+            freed.await;
+        }
+    }
+
     /// A handler slot, waited for; `Closed` once stopping.
-    async fn wait_permit(&self) -> Result<OwnedSemaphorePermit> {
+    async fn wait_slot(&self) -> Result<()> {
         let mut stop = self.stopping.subscribe();
         tokio::select! {
             biased;
             _ = stop.wait_for(|v| *v) => Err(Error::Closed),
-            p = self.permits.clone().acquire_owned() => p.map_err(|_| Error::Closed),
+            r = self.wait_for_slots(|| self.try_slot()) => r,
         }
+    }
+
+    /// Counts one up or down a counter only a slot's holder changes (`in_flight`, `handled`,
+    /// `failed`). With one slot its holders take turns, each handing over through the slot's
+    /// SeqCst release and take, so a plain read and write cannot lose a count: no locked
+    /// instruction on every message (a profile showed them as settle's hot spots); with
+    /// more slots, an atomic add.
+    fn bump(&self, c: &AtomicU64, up: bool) {
+        if self.concurrency == 1 {
+            let v = c.load(Ordering::Relaxed);
+            c.store(if up { v + 1 } else { v - 1 }, Ordering::Relaxed);
+        } else if up {
+            Count::add(c);
+        } else {
+            Count::sub(c);
+        }
+    }
+
+    /// An arrival in the slot just taken for it: in flight from here.
+    fn taken(&self, a: super::source::Arrival) -> Taken {
+        self.bump(&self.count.in_flight, true);
+        Taken {
+            attempt: attempt_of(&a.message.meta.metadata),
+            message: a.message,
+            exchange: a.exchange,
+        }
+    }
+
+    /// The next message for a handler, its slot taken, if both are there now; the common
+    /// case under load, with no waiting machinery.
+    fn try_take(&self) -> Option<Result<Taken>> {
+        match self.try_slot() {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        match self.source.try_recv() {
+            Some(Ok(a)) => Some(Ok(self.taken(a))),
+            Some(Err(e)) => {
+                self.free_slot();
+                Some(Err(e))
+            }
+            None => {
+                self.free_slot();
+                None
+            }
+        }
+    }
+
+    /// The next message for a handler, its slot taken, waited for. `Closed` once stopping;
+    /// cancel-safe.
+    async fn take(&self) -> Result<Taken> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Err(Error::Closed);
+        }
+        if let Some(t) = self.try_take() {
+            return t;
+        }
+        // The waits are boxed apart, so the futures that call this stay small.
+        if !self.try_slot()? {
+            Box::pin(self.wait_slot()).await?;
+        }
+        // The slot is held from here: given back if this is dropped before a message comes.
+        let mut slot = SlotHeld(Some(self));
+        let arrival = match self.source.try_recv() {
+            Some(a) => a?,
+            None => Box::pin(self.wait_arrival()).await?,
+        };
+        slot.0 = None;
+        Ok(self.taken(arrival))
     }
 
     /// The next arrival, waited for; `Closed` once stopping.
@@ -296,6 +436,87 @@ impl Shared {
             biased;
             _ = stop.wait_for(|v| *v) => Err(Error::Closed),
             a = self.source.recv() => a,
+        }
+    }
+
+    /// Carries out `outcome` for `taken` (docs/SERVICES.md §2), `failure` saying why the
+    /// handler failed if it did, then gives its slot back: `in_flight` down first (a count read
+    /// after `handled` went up sees it no longer in flight), the slot last (a stop that sees
+    /// every slot free sees every count).
+    fn settle(
+        self: &Arc<Self>,
+        taken: Taken,
+        outcome: Outcome,
+        failure: Option<String>,
+        free_slot: bool,
+    ) {
+        let Taken {
+            message,
+            attempt,
+            mut exchange,
+        } = taken;
+        self.bump(&self.count.in_flight, false);
+        if let Some(reason) = &failure {
+            self.bump(&self.count.failed, true);
+            let peer = match &message.meta.peer {
+                Some(p) => p.to_string(),
+                None => "none".to_string(),
+            };
+            self.warn(format!(
+                "a handler failed: path={} peer={peer} attempt={attempt} reason={reason}",
+                message.meta.path
+            ));
+        }
+        let refusal = match outcome {
+            Outcome::Done | Outcome::Reply(_) | Outcome::Ack => {
+                if outcome == Outcome::Ack {
+                    self.unsupported("ack");
+                }
+                self.bump(&self.count.handled, true);
+                if let Some(ex) = exchange.take() {
+                    let body = match outcome {
+                        Outcome::Reply(b) => b,
+                        _ => bytes::Bytes::new(),
+                    };
+                    self.spawn(async move {
+                        if let Err(e) = ex.reply(body).await {
+                            tracing::debug!(error = %e, "a reply could not be written");
+                        }
+                    });
+                }
+                None
+            }
+            Outcome::Drop => {
+                self.unsupported("drop");
+                Count::add(&self.count.dropped);
+                Some("dropped by the handler".to_string())
+            }
+            Outcome::Retry if !self.limit_declared => {
+                Count::add(&self.count.dropped);
+                tracing::debug!(registration = %self.name, "retry with no attempt limit declared: not redelivered (at most once)");
+                Some(match &failure {
+                    Some(r) => format!("the handler failed: {r}"),
+                    None => "the handler asked for a retry, and none is declared".to_string(),
+                })
+            }
+            Outcome::Retry => {
+                self.copy(message, attempt, Duration::ZERO);
+                Some("retried: a copy was sent on".to_string())
+            }
+            Outcome::RetryAfter(d) => {
+                self.copy(message, attempt, d);
+                Some("retried: a copy was sent on".to_string())
+            }
+        };
+        if let (Some(reason), Some(ex)) = (refusal, exchange) {
+            self.spawn(async move {
+                if let Err(e) = ex.reject(&reason).await {
+                    tracing::debug!(error = %e, "a refusal could not be written");
+                }
+            });
+        }
+        if free_slot {
+            self.free_slot();
         }
     }
 
@@ -398,28 +619,10 @@ impl Registration {
     /// (a transfer its sender cancelled, one above its size bound), and the next call goes
     /// on. Cancel-safe: dropped before it returns, it takes no message.
     pub async fn next(&self) -> Result<Job> {
-        let s = &self.shared;
-        if *s.stopping.borrow() {
-            return Err(Error::Closed);
-        }
-        // Under load a handler slot is free and a message is queued: neither waits, and the
-        // machinery that would (a stop watch, a select, the endpoint's receive) is boxed
-        // apart, so this future stays small and is cheap to make and move.
-        let permit = match s.permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => Box::pin(s.wait_permit()).await?,
-        };
-        let arrival = match s.source.try_recv() {
-            Some(a) => a?,
-            None => Box::pin(s.wait_arrival()).await?,
-        };
-        Count::add(&s.count.in_flight);
+        let taken = self.shared.take().await?;
         Ok(Job {
-            attempt: attempt_of(&arrival.message.meta.metadata),
-            message: Some(arrival.message),
-            exchange: arrival.exchange,
-            permit: Some(permit),
-            shared: s.clone(),
+            taken: Some(taken),
+            shared: self.shared.clone(),
         })
     }
 
@@ -441,39 +644,88 @@ impl Registration {
     {
         use futures_util::stream::{FuturesUnordered, StreamExt};
         use futures_util::FutureExt;
-        let one = |job: Job| {
+        let s = &self.shared;
+        // A job here borrows the registration rather than holding it: run's handlers end
+        // before run does.
+        let one = |taken: Taken, keep_slot: bool| {
             // A handler that panics is a failure of its message, not the end of the loop.
-            let work = std::panic::AssertUnwindSafe(handler(job.message().clone(), job.attempt));
+            let work = std::panic::AssertUnwindSafe(handler(taken.message.clone(), taken.attempt));
+            let held = Held {
+                shared: s,
+                taken: Some(taken),
+                keep_slot,
+            };
             async move {
                 match work.catch_unwind().await {
-                    Ok(Ok(outcome)) => job.finish(outcome),
-                    Ok(Err(e)) => job.fail(e),
-                    Err(_) => job.fail("the handler panicked"),
+                    Ok(Ok(outcome)) => held.finish(outcome, None),
+                    Ok(Err(e)) => held.finish(Outcome::Retry, Some(e.to_string())),
+                    Err(_) => held.finish(Outcome::Retry, Some("the handler panicked".into())),
                 }
             }
         };
-        if self.shared.concurrency == 1 {
-            // One at a time: each handler is awaited where it is, with nothing to schedule.
+        let skipped = |e: Error| tracing::debug!(registration = %s.name, error = %e, "a message the endpoint could not take whole");
+        if s.concurrency == 1 {
+            // One at a time: each handler is awaited where it is, with nothing to schedule. While
+            // messages keep coming the loop keeps the one slot from each to the next, instead of
+            // giving it back and taking it again, and gives it back when it would wait.
+            let mut slot = SlotHeld(None);
             loop {
-                match self.next().await {
-                    Ok(job) => one(job).await,
+                let next = match slot.0 {
+                    Some(_) if s.closed.load(Ordering::Relaxed) => return Ok(()),
+                    Some(_) => match s.source.try_recv() {
+                        Some(r) => r.map(|a| s.taken(a)),
+                        None => {
+                            slot.give_back();
+                            continue;
+                        }
+                    },
+                    None => s.take().await.inspect(|_| slot.0 = Some(s)),
+                };
+                match next {
+                    Ok(taken) => one(taken, true).await,
                     Err(Error::Closed) => return Ok(()),
-                    Err(e) => {
-                        tracing::debug!(registration = %self.shared.name, error = %e, "a message the endpoint could not take whole")
-                    }
+                    Err(e) => skipped(e),
                 }
+                // Under load every message is ready and every small handler finishes at once:
+                // without this the loop would never give its thread to the other tasks on it.
+                tokio::task::consume_budget().await;
             }
         }
+        // Many at once. A handler is polled once where it starts: one that finishes then (most
+        // small ones) never reaches the set, which costs an allocation and a wake-up each.
         let mut running = FuturesUnordered::new();
+        let start = |taken: Taken, running: &mut FuturesUnordered<_>| {
+            let mut work = Box::pin(one(taken, false));
+            if (&mut work).now_or_never().is_none() {
+                // Polled again by the set, with its waker, before it waits.
+                running.push(work);
+            }
+        };
         let mut open = true;
         while open || !running.is_empty() {
+            tokio::task::consume_budget().await; // as above
             tokio::select! {
                 biased;
                 Some(()) = running.next(), if !running.is_empty() => {}
-                next = self.next(), if open => match next {
-                    Ok(job) => running.push(one(job)),
+                next = s.take(), if open => match next {
+                    Ok(taken) => {
+                        start(taken, &mut running);
+                        // What else is ready now, while slots are free: no select per message,
+                        // and at most a slot's worth before the next turn.
+                        for _ in 1..s.concurrency {
+                            let Some(more) = s.try_take() else { break };
+                            match more {
+                                Ok(taken) => start(taken, &mut running),
+                                Err(Error::Closed) => {
+                                    open = false;
+                                    break;
+                                }
+                                Err(e) => skipped(e),
+                            }
+                        }
+                    }
                     Err(Error::Closed) => open = false,
-                    Err(e) => tracing::debug!(registration = %self.shared.name, error = %e, "a message the endpoint could not take whole"),
+                    Err(e) => skipped(e),
                 },
             }
         }
@@ -513,9 +765,9 @@ impl Registration {
     pub async fn stop(&self, deadline: Duration) -> Stopped {
         let s = &self.shared;
         let until = tokio::time::Instant::now() + deadline;
-        s.stopping.send_replace(true);
-        let all = s.concurrency;
-        let unfinished = match tokio::time::timeout_at(until, s.permits.acquire_many(all)).await {
+        s.close();
+        let none_in_flight = s.wait_for_slots(|| Ok(s.slots.load(Ordering::SeqCst) == 0));
+        let unfinished = match tokio::time::timeout_at(until, none_in_flight).await {
             Ok(_) => 0,
             Err(_) => s.count.in_flight.load(Ordering::Relaxed),
         };
@@ -548,8 +800,69 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.shared.stopping.send_replace(true);
+        self.shared.close();
     }
+}
+
+/// A message taken for a handler, its slot held, until it is settled.
+struct Taken {
+    message: Message,
+    attempt: u32,
+    exchange: Option<Box<Exchange>>,
+}
+
+/// A job inside [`Registration::run`]: a [`Job`] that borrows its registration.
+struct Held<'a> {
+    shared: &'a Arc<Shared>,
+    taken: Option<Taken>,
+    /// Its slot is a [`SlotHeld`]'s, kept when it is settled.
+    keep_slot: bool,
+}
+
+impl Held<'_> {
+    fn finish(mut self, outcome: Outcome, failure: Option<String>) {
+        if let Some(t) = self.taken.take() {
+            self.shared.settle(t, outcome, failure, !self.keep_slot);
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.taken.take() {
+            let reason = Some(dropped_unfinished());
+            self.shared
+                .settle(t, Outcome::Retry, reason, !self.keep_slot);
+        }
+    }
+}
+
+/// A slot [`Registration::run`] keeps from one message to the next, given back when it is
+/// dropped (`run` with it).
+struct SlotHeld<'a>(Option<&'a Shared>);
+
+impl SlotHeld<'_> {
+    fn give_back(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.free_slot();
+        }
+    }
+}
+
+impl Drop for SlotHeld<'_> {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
+/// Why a job dropped unfinished failed.
+fn dropped_unfinished() -> String {
+    if std::thread::panicking() {
+        "the handler panicked"
+    } else {
+        "the job was dropped before it finished"
+    }
+    .to_string()
 }
 
 /// One message handed to a handler, until it says its [`Outcome`]. Dropped unfinished, it is
@@ -557,25 +870,26 @@ impl Drop for Registration {
 /// silently.
 pub struct Job {
     /// Until the job is settled.
-    message: Option<Message>,
-    attempt: u32,
-    exchange: Option<Box<Exchange>>,
-    permit: Option<OwnedSemaphorePermit>,
+    taken: Option<Taken>,
     shared: Arc<Shared>,
 }
 
 impl Job {
-    /// The message.
-    pub fn message(&self) -> &Message {
-        self.message
+    fn taken(&self) -> &Taken {
+        self.taken
             .as_ref()
             .expect("a job's message is there until it is settled")
+    }
+
+    /// The message.
+    pub fn message(&self) -> &Message {
+        &self.taken().message
     }
 
     /// Which attempt this is: 1 for a first delivery, n for the copy a retry made of
     /// attempt n − 1 (its `weida-attempt` header).
     pub fn attempt(&self) -> u32 {
-        self.attempt
+        self.taken().attempt
     }
 
     /// "Acknowledge it": `Unsupported`, always, since a brokerless hop has nothing to
@@ -600,99 +914,26 @@ impl Job {
     /// Carries out `outcome` (docs/SERVICES.md §2): counts it, answers a Rep exchange, and
     /// sends or schedules a copy. Returns at once; what it sends is sent in the background.
     pub fn finish(mut self, outcome: Outcome) {
-        self.settle(outcome, None);
+        if let Some(t) = self.taken.take() {
+            self.shared.settle(t, outcome, None, true);
+        }
     }
 
     /// The handler failed: logged with the message's peer and path, counted `failed`, then
     /// carried out as [`Outcome::Retry`].
     pub fn fail(mut self, reason: impl Display) {
-        self.settle(Outcome::Retry, Some(reason.to_string()));
-    }
-
-    fn settle(&mut self, outcome: Outcome, failure: Option<String>) {
-        let Some(permit) = self.permit.take() else {
-            return; // settled already
-        };
-        let s = self.shared.clone();
-        Count::sub(&s.count.in_flight);
-        // Taken, not cloned: a settled job's message is not read again (its `Drop` sees no
-        // permit and does nothing).
-        let message = self
-            .message
-            .take()
-            .expect("an unsettled job holds its message");
-        if let Some(reason) = &failure {
-            Count::add(&s.count.failed);
-            let peer = match &message.meta.peer {
-                Some(p) => p.to_string(),
-                None => "none".to_string(),
-            };
-            s.warn(format!(
-                "a handler failed: path={} peer={peer} attempt={} reason={reason}",
-                message.meta.path, self.attempt
-            ));
+        if let Some(t) = self.taken.take() {
+            self.shared
+                .settle(t, Outcome::Retry, Some(reason.to_string()), true);
         }
-        let refusal = match outcome {
-            Outcome::Done | Outcome::Reply(_) | Outcome::Ack => {
-                if outcome == Outcome::Ack {
-                    s.unsupported("ack");
-                }
-                Count::add(&s.count.handled);
-                if let Some(ex) = self.exchange.take() {
-                    let body = match outcome {
-                        Outcome::Reply(b) => b,
-                        _ => bytes::Bytes::new(),
-                    };
-                    s.spawn(async move {
-                        if let Err(e) = ex.reply(body).await {
-                            tracing::debug!(error = %e, "a reply could not be written");
-                        }
-                    });
-                }
-                None
-            }
-            Outcome::Drop => {
-                s.unsupported("drop");
-                Count::add(&s.count.dropped);
-                Some("dropped by the handler".to_string())
-            }
-            Outcome::Retry if !s.limit_declared => {
-                Count::add(&s.count.dropped);
-                tracing::debug!(registration = %s.name, "retry with no attempt limit declared: not redelivered (at most once)");
-                Some(match &failure {
-                    Some(r) => format!("the handler failed: {r}"),
-                    None => "the handler asked for a retry, and none is declared".to_string(),
-                })
-            }
-            Outcome::Retry => {
-                s.copy(message, self.attempt, Duration::ZERO);
-                Some("retried: a copy was sent on".to_string())
-            }
-            Outcome::RetryAfter(d) => {
-                s.copy(message, self.attempt, d);
-                Some("retried: a copy was sent on".to_string())
-            }
-        };
-        if let (Some(reason), Some(ex)) = (refusal, self.exchange.take()) {
-            s.spawn(async move {
-                if let Err(e) = ex.reject(&reason).await {
-                    tracing::debug!(error = %e, "a refusal could not be written");
-                }
-            });
-        }
-        drop(permit);
     }
 }
 
 impl Drop for Job {
     fn drop(&mut self) {
-        if self.permit.is_some() {
-            let why = if std::thread::panicking() {
-                "the handler panicked"
-            } else {
-                "the job was dropped before it finished"
-            };
-            self.settle(Outcome::Retry, Some(why.to_string()));
+        if let Some(t) = self.taken.take() {
+            self.shared
+                .settle(t, Outcome::Retry, Some(dropped_unfinished()), true);
         }
     }
 }
