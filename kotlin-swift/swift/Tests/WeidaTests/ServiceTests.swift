@@ -248,4 +248,36 @@ final class ServiceTests: XCTestCase {
             XCTAssertEqual(reg.counters()["handled"], 3)
         }
     }
+    // Swift's own, as Kotlin's ServiceTest: the handlers of a cancelled serve are cancelled, each
+    // job is then a failure, retried as declared, and serve throws CancellationError. What
+    // becomes of the copy is not asserted (kotlin-swift/README.md, "Known gaps").
+    func test_a_cancelled_serve_fails_its_jobs_in_flight_and_they_are_retried_as_declared() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs", maxAttempts: 2)
+            let warnings = Locked<[String]>([])
+            let started = Signal()
+            let serving = Task {
+                try await reg.serve(onWarning: { w in warnings.update { $0.append(w) } }) { _ in
+                    await started.fire()
+                    try await Task.sleep(nanoseconds: 60_000_000_000)
+                    return .done
+                }
+            }
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            try await pusher.send(bytes("slow"))
+            await started.wait()
+            serving.cancel()
+            do {
+                try await serving.value
+                XCTFail("a cancelled serve returned")
+            } catch is CancellationError {}
+            let w = warnings.value
+            XCTAssertTrue(w.contains { $0.contains("attempt=1 reason=the handler was cancelled") }, "\(w)")
+            let c = reg.counters()
+            XCTAssertEqual(counts(c, "retried", "handled"), [1, 0])
+            XCTAssertGreaterThanOrEqual(c["failed"]!, 1)
+            _ = try await reg.stop()
+        }
+    }
 }

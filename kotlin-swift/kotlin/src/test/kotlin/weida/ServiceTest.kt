@@ -9,6 +9,8 @@ import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.TimeSource
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitCancellation
+import kotlinx.coroutines.cancelAndJoin
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.yield
 import org.junit.jupiter.api.Assertions.assertArrayEquals
@@ -197,5 +199,32 @@ class ServiceTest {
         serving.join()
         assertEquals(3, most)
         assertEquals(3uL, reg.counters()["handled"])
+    }
+    // Kotlin's own (Python's serve does the same for a cancelled asyncio task): the handlers of a
+    // cancelled serve are cancelled, and each job is then a failure, retried as declared. What
+    // becomes of the copy is not asserted: serve's own `next`, cancelled with it, can take it as
+    // it ends, and a job handed over after its caller left is dropped unfinished, another failure
+    // (kotlin-swift/README.md, "Known gaps").
+    @Test
+    fun a_cancelled_serve_fails_its_jobs_in_flight_and_they_are_retried_as_declared() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs", maxAttempts = 2)
+        val warnings = mutableListOf<String>()
+        val started = CompletableDeferred<Unit>()
+        val serving = launch {
+            reg.serve(onWarning = { warnings.add(it) }) { _ ->
+                started.complete(Unit)
+                awaitCancellation()
+            }
+        }
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        pusher.send("slow".toByteArray())
+        started.await()
+        serving.cancelAndJoin()
+        assertTrue(warnings.any { "attempt=1 reason=the handler was cancelled" in it }, warnings.toString())
+        val c = reg.counters()
+        assertEquals(listOf(1L, 0L), c.of("retried", "handled"))
+        assertTrue(c["failed"]!! >= 1uL, c.toString())
+        reg.stop()
     }
 }
