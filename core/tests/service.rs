@@ -664,6 +664,46 @@ async fn a_pulling_registration_sends_its_copies_to_the_address_it_names() {
     .await
 }
 
+#[tokio::test]
+async fn a_subscribing_registration_takes_what_its_filters_hold_and_copies_under_its_topic_to_the_address_it_names(
+) {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let events = listener.publisher("/events").unwrap();
+        let retries = listener.puller("/retries").unwrap();
+        let reg = Service::new(&client)
+            .subscribing(&events.address().to_string(), &["orders.#"])
+            .retry_to(&retries.address().to_string())
+            .max_attempts(3)
+            .start()
+            .await
+            .unwrap();
+        // Its filter is installed at the publisher before start returns.
+        assert_eq!(events.subscriber_count(), 1);
+        assert_eq!(events.publish("billing.paid", "b1").unwrap(), 0);
+        assert_eq!(events.publish("orders.new", "o1").unwrap(), 1);
+        let job = reg.next().await.unwrap();
+        assert_eq!(
+            (
+                job.message().body.as_ref(),
+                job.attempt(),
+                job.message().meta.topic.as_deref()
+            ),
+            (&b"o1"[..], 1, Some("orders.new"))
+        );
+        job.finish(Outcome::Retry);
+        let copy = retries.recv().await.unwrap();
+        assert_eq!(copy.body, "o1");
+        assert_eq!(copy.meta.metadata.get(ATTEMPT_HEADER).unwrap(), "2");
+        assert_eq!(copy.meta.metadata.get(TOPIC_HEADER).unwrap(), "orders.new");
+        until(&reg, |c| c.retried == 1).await;
+        assert_eq!(reg.counters(), counts(0, 1, 0, 0, 0));
+        assert!(reg.address().is_none());
+        let _ = server;
+    })
+    .await
+}
+
 /// The child of `a_crash_before_the_timer_loses_the_copy`: a service pulling from the bound
 /// pusher at `$WEIDA_SERVICE_CHILD_WORK` that retries every message in an hour (`flush` at
 /// once), to `$WEIDA_SERVICE_CHILD_RETRIES`, and says so on stdout.

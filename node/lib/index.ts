@@ -1986,7 +1986,7 @@ export const retry = (): Outcome => new Outcome('retry')
 /** A copy after `seconds`, waited in this process: a crash before then loses it. */
 export const retryAfter = (seconds: number): Outcome => new Outcome('retry_after', seconds)
 
-/** A registration's settings: `retryTo` is required for `pulling` and `replying`. */
+/** A registration's settings: `retryTo` is required for `pulling`, `subscribing` and `replying`. */
 export interface ServiceSettings {
   concurrency?: number
   maxAttempts?: number
@@ -2146,6 +2146,11 @@ export class Service {
   /** A puller dialling a bound pusher; `retryTo` is required. */
   async pulling(address: string, settings: ServiceSettings = {}): Promise<Registration> {
     return new Registration(await this.#n.pulling(address, settings))
+  }
+
+  /** A subscriber dialling a bound publisher, holding `filters`; `retryTo` is required. */
+  async subscribing(address: string, filters: string[], settings: ServiceSettings = {}): Promise<Registration> {
+    return new Registration(await this.#n.subscribing(address, filters, settings))
   }
 
   /** A Rep path: a string or bytes resolved is the reply; `retryTo` is required. */

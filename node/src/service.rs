@@ -129,6 +129,19 @@ impl Service {
         self.start(env, Kind::Pulling { address }, settings, cancel)
     }
 
+    /// A subscriber dialling a bound publisher, holding `filters`; `retryTo` is required.
+    #[napi(ts_return_type = "Promise<Registration>")]
+    pub fn subscribing<'env>(
+        &self,
+        env: &'env Env,
+        address: String,
+        filters: Vec<String>,
+        settings: Option<ServiceSettings>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        self.start(env, Kind::Subscribing { address, filters }, settings, cancel)
+    }
+
     /// A Rep path; `retryTo` is required.
     #[napi(ts_return_type = "Promise<Registration>")]
     pub fn replying<'env>(

@@ -55,6 +55,49 @@ onEveryTransport('retry_with_max_attempts_copies_until_the_limit_then_dead_lette
   assert.deepEqual([c.retried, c.deadLettered, c.handled], [2n, 1n, 0n])
 })
 
+test('each_kind_of_registration_sends_its_copies_where_it_should', async (ctx) => {
+  const server = runtime(ctx)
+  const client = runtime(ctx)
+  const listener = await server.bind('weida://127.0.0.1:0')
+  const retries = listener.puller('/retries')
+  const service = new Service(client)
+  // A bound fan-out: its copy comes back to its own path alone, under its topic.
+  const fan = await new Service(server).fanOut(listener, '/events', ['orders.#'], { maxAttempts: 2 })
+  const publisher = client.publisher()
+  await publisher.connect(fan.address ?? '')
+  assert.equal(publisher.publish('orders.new', 'o1'), 1)
+  const first = await fan.next()
+  assert.deepEqual([first.attempt, first.message.meta.topic], [1, 'orders.new'])
+  first.finish(retry())
+  const again = await fan.next()
+  assert.deepEqual([again.message.body.toString(), again.attempt, again.message.meta.topic], ['o1', 2, 'orders.new'])
+  again.finish(undefined)
+  // A puller dialling a bound pusher: its copy goes to retryTo.
+  const work = listener.pusher('/work')
+  const pulling = await service.pulling(work.address, { retryTo: retries.address })
+  await work.send('w1')
+  ;(await pulling.next()).finish(retryAfter(0))
+  let copy = await retries.recv()
+  assert.deepEqual([copy.body.toString(), metaGet(copy.meta, 'weida-attempt')?.toString()], ['w1', '2'])
+  // A subscriber dialling a bound publisher: what its filters hold, copied to retryTo with its
+  // topic in a header.
+  const events = listener.publisher('/feed')
+  const subscribing = await service.subscribing(events.address, ['orders.#'], { retryTo: retries.address, maxAttempts: 3 })
+  assert.equal(events.subscriberCount, 1)
+  assert.equal(events.publish('billing.paid', 'b1'), 0)
+  assert.equal(events.publish('orders.paid', 'o2'), 1)
+  const job = await subscribing.next()
+  assert.deepEqual([job.message.body.toString(), job.message.meta.topic], ['o2', 'orders.paid'])
+  job.finish(retry())
+  copy = await retries.recv()
+  assert.deepEqual(
+    ['weida-attempt', 'weida-topic'].map((h) => metaGet(copy.meta, h)?.toString()),
+    ['2', 'orders.paid'],
+  )
+  assert.deepEqual([pulling.address, subscribing.address], [null, null])
+  await assert.rejects(service.subscribing(events.address, ['orders.#']), InvalidConfig) // no retryTo
+})
+
 test('retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted', async (ctx) => {
   const rt = runtime(ctx)
   const listener = await rt.bind('weida://127.0.0.1:0')

@@ -136,6 +136,24 @@ impl Service {
         self.start(py, Kind::Pulling { address }, s)
     }
 
+    /// A subscriber dialling the bound publisher at `address`, holding `filters`; `retry_to`
+    /// is required.
+    #[pyo3(signature = (address, filters, *, retry_to = None, concurrency = None, max_attempts = None, dead_letter = None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
+    fn subscribing<'py>(
+        &self,
+        py: Python<'py>,
+        address: String,
+        filters: Vec<String>,
+        retry_to: Option<String>,
+        concurrency: Option<u32>,
+        max_attempts: Option<u32>,
+        dead_letter: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let s = settings(concurrency, max_attempts, dead_letter, retry_to);
+        self.start(py, Kind::Subscribing { address, filters }, s)
+    }
+
     /// A Rep path on `listener`; `retry_to` is required.
     #[pyo3(signature = (listener, path, *, retry_to = None, concurrency = None, max_attempts = None, dead_letter = None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each

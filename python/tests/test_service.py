@@ -77,6 +77,58 @@ async def test_retry_with_max_attempts_copies_until_the_limit_then_dead_letters(
         assert (c["retried"], c["dead_lettered"], c["handled"]) == (2, 1, 0)
 
 
+async def test_each_kind_of_registration_sends_its_copies_where_it_should() -> None:
+    async with weida.Runtime() as server, weida.Runtime() as client:
+        listener = await server.bind("weida://127.0.0.1:0")
+        retries = listener.puller("/retries")
+        service = weida.service.Service(client)
+        # A bound fan-out: its copy comes back to its own path alone, under its topic.
+        fan = await weida.service.Service(server).fan_out(
+            listener, "/events", ["orders.#"], max_attempts=2
+        )
+        publisher = client.publisher()
+        await publisher.connect(fan.address or "")
+        assert publisher.publish("orders.new", b"o1") == 1
+        first = await fan.next()
+        assert (first.attempt, first.message.meta.topic) == (1, "orders.new")
+        first.finish("retry")
+        again = await fan.next()
+        assert (again.message.body, again.attempt, again.message.meta.topic) == (
+            b"o1",
+            2,
+            "orders.new",
+        )
+        again.finish("done")
+        # A puller dialling a bound pusher: its copy goes to retry_to.
+        work = listener.pusher("/work")
+        pulling = await service.pulling(work.address, retry_to=retries.address)
+        await work.send(b"w1")
+        (await pulling.next()).finish("retry_after", delay=0.0)
+        copy = await retries.recv()
+        assert (copy.body, copy.meta.get("weida-attempt")) == (b"w1", b"2")
+        # A subscriber dialling a bound publisher: what its filters hold, copied to retry_to
+        # with its topic in a header.
+        events = listener.publisher("/feed")
+        subscribing = await service.subscribing(
+            events.address, ["orders.#"], retry_to=retries.address, max_attempts=3
+        )
+        assert events.subscriber_count == 1
+        assert events.publish("billing.paid", b"b1") == 0
+        assert events.publish("orders.paid", b"o2") == 1
+        job = await subscribing.next()
+        assert (job.message.body, job.message.meta.topic) == (b"o2", "orders.paid")
+        job.finish("retry")
+        copy = await retries.recv()
+        assert (copy.body, copy.meta.get("weida-attempt"), copy.meta.get("weida-topic")) == (
+            b"o2",
+            b"2",
+            b"orders.paid",
+        )
+        assert (pulling.address, subscribing.address) == (None, None)
+        with pytest.raises(weida.InvalidConfig):
+            await service.subscribing(events.address, ["orders.#"])  # no retry_to
+
+
 async def test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -1195,6 +1195,18 @@ class Service:
         dead_letter: str | None = None,
     ) -> Future[Registration]:
         """A puller dialling a bound pusher; ``retry_to`` is required."""
+    def subscribing(
+        self,
+        address: str,
+        filters: list[str],
+        *,
+        retry_to: str | None = None,
+        concurrency: int | None = None,
+        max_attempts: int | None = None,
+        dead_letter: str | None = None,
+    ) -> Future[Registration]:
+        """A subscriber dialling a bound publisher, holding ``filters``; ``retry_to`` is
+        required."""
     def replying(
         self,
         listener: Listener,

@@ -174,6 +174,13 @@ class App:
         """A puller dialling a bound pusher; ``retry_to`` is required."""
         return self._add(lambda: self._service.pulling(address, **settings))
 
+    def subscribing(
+        self, address: str, filters: list[str], **settings: Any
+    ) -> Callable[[Handler], Handler]:
+        """A subscriber dialling a bound publisher, holding ``filters``; ``retry_to`` is
+        required."""
+        return self._add(lambda: self._service.subscribing(address, filters, **settings))
+
     def replying(
         self, listener: Listener, path: str, **settings: Any
     ) -> Callable[[Handler], Handler]:

@@ -23,7 +23,7 @@ pub struct Settings {
     pub max_attempts: Option<u32>,
     /// The dead-letter address.
     pub dead_letter: Option<String>,
-    /// Where copies go: required for a pulling or Rep registration, refused for a bound queue
+    /// Where copies go: required for a pulling, subscribing or Rep registration, refused for a bound queue
     /// or fan-out (whose copies go to their own path).
     pub retry_to: Option<String>,
 }
@@ -43,6 +43,11 @@ pub enum Kind<'a> {
     },
     /// A puller dialling the bound pusher at this address.
     Pulling { address: String },
+    /// A subscriber dialling the bound publisher at this address, holding these filters.
+    Subscribing {
+        address: String,
+        filters: Vec<String>,
+    },
     /// A Rep path bound on the listener.
     Replying {
         listener: &'a weida::Listener,
@@ -99,6 +104,10 @@ pub fn builder(rt: &weida::Runtime, kind: Kind<'_>, s: &Settings) -> Result<Buil
             own(service.fan_out(listener, path, &f)?)
         }
         Kind::Pulling { address } => named(service.pulling(&address), "pulling"),
+        Kind::Subscribing { address, filters } => {
+            let f: Vec<&str> = filters.iter().map(String::as_str).collect();
+            named(service.subscribing(&address, &f), "subscribing")
+        }
         Kind::Replying { listener, path } => named(service.replying(listener, path)?, "Rep"),
     })
 }

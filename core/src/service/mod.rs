@@ -96,6 +96,23 @@ impl Service {
         )
     }
 
+    /// A subscriber dialling the bound publisher at `address` (at `start`), holding
+    /// `filters` (installed there before `start` returns; none: it receives nothing). Each
+    /// message it receives is one handler call, as a fan-out's; it has no address of its own:
+    /// name where its copies go with `retry_to`, and a copy keeps its topic in the
+    /// `weida-topic` header.
+    pub fn subscribing(&self, address: &str, filters: &[&str]) -> Builder<NeedsAddress> {
+        Builder::new(
+            self.runtime.clone(),
+            Source::Subscribing(
+                self.runtime.subscriber(),
+                filters.iter().map(|f| f.to_string()).collect(),
+            ),
+            None,
+            Some(address.to_string()),
+        )
+    }
+
     /// A Rep path on `listener`: a handler's `Outcome::Reply` is the reply (`Done` and `Ack`
     /// reply with an empty body; `Drop`, a retry and a failure answer `Rejected` with the
     /// reason). Its path is not an address for copies: name one with `retry_to`.

@@ -165,8 +165,15 @@ impl Builder<Ready> {
                 )));
             }
         }
-        if let (Source::Pulling(p), Some(a)) = (&self.source, &self.dial) {
-            p.connect(a).await?;
+        match (&self.source, &self.dial) {
+            (Source::Pulling(p), Some(a)) => p.connect(a).await?,
+            (Source::Subscribing(sub, filters), Some(a)) => {
+                for f in filters {
+                    sub.subscribe(f).await?;
+                }
+                sub.connect(a).await?;
+            }
+            _ => {}
         }
         let retry = match (&self.source, self.retry_to.is_none()) {
             (Source::FanOut(_), true) => {

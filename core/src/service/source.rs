@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use crate::address::{Address, Host, Target};
 use crate::error::{Error, Result};
-use crate::patterns::{BoundSubscriber, DialingPublisher, DialingPuller, Puller, Pusher, Replier};
+use crate::patterns::{
+    BoundSubscriber, DialingPublisher, DialingPuller, Puller, Pusher, Replier, Subscriber,
+};
 use crate::{Exchange, Message, Metadata};
 
 /// The endpoint a registration reads.
@@ -15,6 +17,8 @@ pub(crate) enum Source {
     Pulling(DialingPuller),
     /// A bound Sub path (publishers dial it): a fan-out.
     FanOut(BoundSubscriber),
+    /// A subscriber dialling a bound publisher, and the filters it installs there.
+    Subscribing(Subscriber, Vec<String>),
     /// A bound Rep path, until the registration starts.
     Replying(Replier),
     /// A bound Rep path whose requests are read by a task of their own.
@@ -102,6 +106,7 @@ impl Source {
             Self::Queue(p) => p.recv().await?,
             Self::Pulling(p) => p.recv().await?,
             Self::FanOut(s) => s.recv().await?,
+            Self::Subscribing(s, _) => s.recv().await?,
             // Not started: a started registration reads its requests through `Requests`.
             Self::Replying(_) => return Err(Error::Closed),
             Self::Requests(q) => {
@@ -127,6 +132,7 @@ impl Source {
             Self::Queue(p) => p.try_recv(),
             Self::Pulling(p) => p.try_recv(),
             Self::FanOut(s) => s.try_recv(),
+            Self::Subscribing(s, _) => s.try_recv(),
             Self::Replying(_) => None,
             Self::Requests(q) => return q.taken.try_lock().ok()?.try_recv().ok(),
         }?;
@@ -142,6 +148,7 @@ impl Source {
             Self::Queue(p) => p.close(),
             Self::Pulling(p) => p.close(),
             Self::FanOut(s) => s.close(),
+            Self::Subscribing(s, _) => s.close(),
             Self::Replying(r) => r.close(),
             Self::Requests(q) => {
                 q.reader.abort();
@@ -156,6 +163,7 @@ impl Source {
             Self::Queue(_) => "queue",
             Self::Pulling(_) => "pulling",
             Self::FanOut(_) => "fan-out",
+            Self::Subscribing(..) => "subscribing",
             Self::Replying(_) | Self::Requests(_) => "rep",
         }
     }
