@@ -730,6 +730,8 @@ export declare class Service {
   fanOut(listener: Listener, path: string, filters: Array<string>, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
   /** A puller dialling a bound pusher; `retryTo` is required. */
   pulling(address: string, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
+  /** A subscriber dialling a bound publisher, holding `filters`; `retryTo` is required. */
+  subscribing(address: string, filters: Array<string>, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
   /** A Rep path; `retryTo` is required. */
   replying(listener: Listener, path: string, settings?: ServiceSettings | undefined | null, cancel?: Cancel | undefined | null): Promise<Registration>
 }
