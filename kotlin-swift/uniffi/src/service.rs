@@ -124,6 +124,20 @@ impl Service {
             .await
     }
 
+    /// A subscriber dialling the bound publisher at `address`, holding `filters` (installed
+    /// before it returns); `retryTo` is required, and a copy carries its topic as `weida-topic`.
+    #[uniffi::method(default(settings = None, cancel = None))]
+    pub async fn subscribing(
+        &self,
+        address: String,
+        filters: Vec<String>,
+        settings: Option<ServiceSettings>,
+        cancel: Option<Arc<Cancellation>>,
+    ) -> Result<Arc<Registration>> {
+        self.start(Kind::Subscribing { address, filters }, settings, cancel)
+            .await
+    }
+
     /// A Rep path: a `reply` outcome's body is the reply; `retryTo` is required.
     #[uniffi::method(default(settings = None, cancel = None))]
     pub async fn replying(

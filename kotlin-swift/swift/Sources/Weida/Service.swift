@@ -60,6 +60,18 @@ extension Service {
         return try await cancellable { try await pulling(address: address, settings: s, cancel: $0) }
     }
 
+    /// A subscriber dialling the bound publisher at `address`, holding `filters`; copies go to
+    /// `retryTo`, their topic in `weida-topic`.
+    public func subscribing(
+        _ address: String, filters: [String], retryTo: String?,
+        concurrency: UInt32? = nil, maxAttempts: UInt32? = nil, deadLetter: String? = nil
+    ) async throws -> Registration {
+        let s = settings(concurrency, maxAttempts, deadLetter, retryTo)
+        return try await cancellable {
+            try await subscribing(address: address, filters: filters, settings: s, cancel: $0)
+        }
+    }
+
     /// A Rep path: a `.reply`'s data is the reply; copies go to `retryTo`.
     public func replying(
         _ listener: Listener, _ path: String, retryTo: String?,

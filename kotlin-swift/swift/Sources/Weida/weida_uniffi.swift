@@ -5917,8 +5917,8 @@ public protocol RegistrationProtocol: AnyObject, Sendable {
     
     /**
      * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
-     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
-     * is dropped unfinished, a failure retried as declared.
+     * Cancel-safe: a job taken as it was cancelled goes back to the endpoint, the next
+     * `next`'s (weida-ffi's `next_call`).
      */
     func next(cancel: Cancellation?) async throws  -> Job
     
@@ -6025,8 +6025,8 @@ open func counters() -> [String: UInt64]  {
     
     /**
      * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
-     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
-     * is dropped unfinished, a failure retried as declared.
+     * Cancel-safe: a job taken as it was cancelled goes back to the endpoint, the next
+     * `next`'s (weida-ffi's `next_call`).
      */
 open func next(cancel: Cancellation? = nil)async throws  -> Job  {
     return
@@ -6963,6 +6963,12 @@ public protocol ServiceProtocol: AnyObject, Sendable {
      */
     func replying(listener: Listener, path: String, settings: ServiceSettings?, cancel: Cancellation?) async throws  -> Registration
     
+    /**
+     * A subscriber dialling the bound publisher at `address`, holding `filters` (installed
+     * before it returns); `retryTo` is required, and a copy carries its topic as `weida-topic`.
+     */
+    func subscribing(address: String, filters: [String], settings: ServiceSettings?, cancel: Cancellation?) async throws  -> Registration
+    
 }
 /**
  * Registrations of handlers on one runtime's endpoints.
@@ -7096,6 +7102,26 @@ open func replying(listener: Listener, path: String, settings: ServiceSettings? 
             rustFutureFunc: {
                 uniffi_weida_uniffi_fn_method_service_replying(
                         self.uniffiCloneHandle(),FfiConverterTypeListener_lower(listener),FfiConverterString.lower(path),FfiConverterOptionTypeServiceSettings.lower(settings),FfiConverterOptionTypeCancellation.lower(cancel)
+                )
+            },
+            pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_weida_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_weida_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRegistration_lift,
+            errorHandler: FfiConverterTypeWeidaError_lift
+        )
+}
+    
+    /**
+     * A subscriber dialling the bound publisher at `address`, holding `filters` (installed
+     * before it returns); `retryTo` is required, and a copy carries its topic as `weida-topic`.
+     */
+open func subscribing(address: String, filters: [String], settings: ServiceSettings? = nil, cancel: Cancellation? = nil)async throws  -> Registration  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_weida_uniffi_fn_method_service_subscribing(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(address),FfiConverterSequenceString.lower(filters),FfiConverterOptionTypeServiceSettings.lower(settings),FfiConverterOptionTypeCancellation.lower(cancel)
                 )
             },
             pollFunc: ffi_weida_uniffi_rust_future_poll_u64,
@@ -10728,7 +10754,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_registration_counters() != 17272) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_registration_next() != 39456) {
+    if (uniffi_weida_uniffi_checksum_method_registration_next() != 14510) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_registration_retry_address() != 23494) {
@@ -10750,6 +10776,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_service_replying() != 14667) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_service_subscribing() != 37583) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_delivery_delivered() != 36256) {

@@ -1442,6 +1442,11 @@ uint64_t uniffi_weida_uniffi_fn_method_service_queue(uint64_t ptr, uint64_t list
 uint64_t uniffi_weida_uniffi_fn_method_service_replying(uint64_t ptr, uint64_t listener, RustBuffer path, RustBuffer settings, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_SUBSCRIBING
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SERVICE_SUBSCRIBING
+uint64_t uniffi_weida_uniffi_fn_method_service_subscribing(uint64_t ptr, RustBuffer address, RustBuffer filters, RustBuffer settings, RustBuffer cancel
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DELIVERY
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_DELIVERY
 uint64_t uniffi_weida_uniffi_fn_clone_delivery(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -3035,6 +3040,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_service_queue(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_REPLYING
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_REPLYING
 uint16_t uniffi_weida_uniffi_checksum_method_service_replying(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_SUBSCRIBING
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SERVICE_SUBSCRIBING
+uint16_t uniffi_weida_uniffi_checksum_method_service_subscribing(void
     
 );
 #endif

@@ -102,6 +102,58 @@ final class ServiceTests: XCTestCase {
         }
     }
 
+    func test_each_kind_of_registration_sends_its_copies_where_it_should() async throws {
+        try await withPair("quic") { p in
+            let retries = try p.listener.puller("/retries")
+            let service = Service(runtime: p.client)
+            // A bound fan-out: its copy comes back to its own path alone, under its topic.
+            let fan = try await Service(runtime: p.server).fanOut(
+                p.listener, "/events", filters: ["orders.#"], maxAttempts: 2)
+            let publisher = try p.client.publisher()
+            try await publisher.connect(fan.address()!)
+            XCTAssertEqual(try publisher.publish("orders.new", bytes("o1")), 1)
+            let first = try await fan.next()
+            XCTAssertEqual(first.attempt(), 1)
+            XCTAssertEqual(first.message().topic, "orders.new")
+            try first.finish(.retry)
+            let again = try await fan.next()
+            XCTAssertEqual(text(again.message().body), "o1")
+            XCTAssertEqual(again.attempt(), 2)
+            XCTAssertEqual(again.message().topic, "orders.new")
+            try again.finish(.done)
+            // A puller dialling a bound pusher: its copy goes to retryTo.
+            let work = try p.listener.pusher("/work")
+            let pulling = try await service.pulling(work.address(), retryTo: retries.address())
+            try await work.send(bytes("w1"))
+            try await pulling.next().finish(.retryAfter(0))
+            let copy = try await retries.recv()
+            XCTAssertEqual(text(copy.body), "w1")
+            XCTAssertEqual(copy.meta("weida-attempt"), bytes("2"))
+            // A subscriber dialling a bound publisher: what its filters hold, copied to retryTo
+            // with its topic in a header.
+            let events = try p.listener.publisher("/feed")
+            let subscribing = try await service.subscribing(
+                events.address(), filters: ["orders.#"], retryTo: retries.address(), maxAttempts: 3)
+            XCTAssertEqual(events.subscriberCount(), 1)
+            XCTAssertEqual(try events.publish("billing.paid", bytes("b1")), 0)
+            XCTAssertEqual(try events.publish("orders.paid", bytes("o2")), 1)
+            let job = try await subscribing.next()
+            XCTAssertEqual(text(job.message().body), "o2")
+            XCTAssertEqual(job.message().topic, "orders.paid")
+            try job.finish(.retry)
+            let copied = try await retries.recv()
+            XCTAssertEqual(text(copied.body), "o2")
+            XCTAssertEqual(copied.meta("weida-attempt"), bytes("2"))
+            XCTAssertEqual(copied.meta("weida-topic"), bytes("orders.paid"))
+            XCTAssertNil(pulling.address())
+            XCTAssertNil(subscribing.address())
+            try await raised("INVALID_CONFIG") {
+                try await service.subscribing(events.address(), filters: ["orders.#"], retryTo: nil)
+            }
+            for r in [fan, pulling, subscribing] { _ = try await r.stop() }
+        }
+    }
+
     func test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted() async throws {
         try await withPair("quic") { p in
             let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")

@@ -76,6 +76,17 @@ suspend fun Service.pulling(
     deadLetter: String? = null,
 ): Registration = pulling(address, settings(concurrency, maxAttempts, deadLetter, retryTo))
 
+/** A subscriber dialling the bound publisher at `address`, holding `filters`; copies go to
+ * `retryTo`, their topic in `weida-topic`. */
+suspend fun Service.subscribing(
+    address: String,
+    filters: List<String>,
+    retryTo: String?,
+    concurrency: Int? = null,
+    maxAttempts: Int? = null,
+    deadLetter: String? = null,
+): Registration = subscribing(address, filters, settings(concurrency, maxAttempts, deadLetter, retryTo))
+
 /** A Rep path: a `Reply`'s body is the reply; copies go to `retryTo`. */
 suspend fun Service.replying(
     listener: Listener,

@@ -75,6 +75,48 @@ class ServiceTest {
     }
 
     @Test
+    fun each_kind_of_registration_sends_its_copies_where_it_should() = withPair("quic") { p ->
+        val retries = p.listener.puller("/retries")
+        val service = Service(p.client)
+        // A bound fan-out: its copy comes back to its own path alone, under its topic.
+        val fan = Service(p.server).fanOut(p.listener, "/events", listOf("orders.#"), maxAttempts = 2)
+        val publisher = p.client.publisher()
+        publisher.connect(fan.address()!!)
+        assertEquals(1u, publisher.publish("orders.new", "o1".toByteArray()))
+        val first = fan.next()
+        assertEquals(1u to "orders.new", first.attempt() to first.message().topic)
+        first.finish(Outcome.Retry)
+        val again = fan.next()
+        assertEquals(Triple("o1", 2u, "orders.new"), Triple(String(again.message().body), again.attempt(), again.message().topic))
+        again.finish(Outcome.Done)
+        // A puller dialling a bound pusher: its copy goes to retryTo.
+        val work = p.listener.pusher("/work")
+        val pulling = service.pulling(work.address(), retryTo = retries.address())
+        work.send("w1".toByteArray())
+        pulling.next().finish(Outcome.RetryAfter(Duration.ZERO))
+        val copy = retries.recv()
+        assertEquals("w1" to "2", String(copy.body) to String(copy.meta("weida-attempt")!!))
+        // A subscriber dialling a bound publisher: what its filters hold, copied to retryTo with
+        // its topic in a header.
+        val events = p.listener.publisher("/feed")
+        val subscribing = service.subscribing(events.address(), listOf("orders.#"), retryTo = retries.address(), maxAttempts = 3)
+        assertEquals(1u, events.subscriberCount())
+        assertEquals(0u, events.publish("billing.paid", "b1".toByteArray()))
+        assertEquals(1u, events.publish("orders.paid", "o2".toByteArray()))
+        val job = subscribing.next()
+        assertEquals("o2" to "orders.paid", String(job.message().body) to job.message().topic)
+        job.finish(Outcome.Retry)
+        val copied = retries.recv()
+        assertEquals(
+            Triple("o2", "2", "orders.paid"),
+            Triple(String(copied.body), String(copied.meta("weida-attempt")!!), String(copied.meta("weida-topic")!!)),
+        )
+        assertEquals(null to null, pulling.address() to subscribing.address())
+        raised<WeidaException.InvalidConfig> { service.subscribing(events.address(), listOf("orders.#"), retryTo = null) }
+        for (r in listOf(fan, pulling, subscribing)) r.stop()
+    }
+
+    @Test
     fun retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted() = withPair("quic") { p ->
         val reg = Service(p.server).queue(p.listener, "/jobs")
         val calls = mutableListOf<String>()

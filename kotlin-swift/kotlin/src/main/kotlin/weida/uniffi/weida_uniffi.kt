@@ -1048,6 +1048,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_service_replying(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_service_subscribing(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_delivery_delivered(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_incomingtransfer_collect(
@@ -1623,6 +1625,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_method_service_queue(`ptr`: Long,`listener`: Long,`path`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_service_replying(`ptr`: Long,`listener`: Long,`path`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_weida_uniffi_fn_method_service_subscribing(`ptr`: Long,`address`: RustBuffer.ByValue,`filters`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_clone_delivery(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -2362,7 +2366,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_registration_counters() and 0xFFFF) != 17272) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_registration_next() and 0xFFFF) != 39456) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_registration_next() and 0xFFFF) != 14510) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_registration_retry_address() and 0xFFFF) != 23494) {
@@ -2384,6 +2388,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_service_replying() and 0xFFFF) != 14667) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_service_subscribing() and 0xFFFF) != 37583) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_delivery_delivered() and 0xFFFF) != 36256) {
@@ -11765,8 +11772,8 @@ public interface RegistrationInterface {
     
     /**
      * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
-     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
-     * is dropped unfinished, a failure retried as declared.
+     * Cancel-safe: a job taken as it was cancelled goes back to the endpoint, the next
+     * `next`'s (weida-ffi's `next_call`).
      */
     suspend fun `next`(`cancel`: Cancellation? = null): ServiceJob
     
@@ -11932,8 +11939,8 @@ open class Registration: Disposable, AutoCloseable, RegistrationInterface
     
     /**
      * The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
-     * Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
-     * is dropped unfinished, a failure retried as declared.
+     * Cancel-safe: a job taken as it was cancelled goes back to the endpoint, the next
+     * `next`'s (weida-ffi's `next_call`).
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
@@ -13516,6 +13523,12 @@ public interface ServiceInterface {
      */
     suspend fun `replying`(`listener`: Listener, `path`: kotlin.String, `settings`: ServiceSettings? = null, `cancel`: Cancellation? = null): Registration
     
+    /**
+     * A subscriber dialling the bound publisher at `address`, holding `filters` (installed
+     * before it returns); `retryTo` is required, and a copy carries its topic as `weida-topic`.
+     */
+    suspend fun `subscribing`(`address`: kotlin.String, `filters`: List<kotlin.String>, `settings`: ServiceSettings? = null, `cancel`: Cancellation? = null): Registration
+    
     companion object
 }
 
@@ -13731,6 +13744,35 @@ open class Service: Disposable, AutoCloseable, ServiceInterface
                 
         FfiConverterTypeListener.lower(`listener`),
         FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeServiceSettings.lower(`settings`),
+        FfiConverterOptionalTypeCancellation.lower(`cancel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_weida_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_weida_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeRegistration.lift(it) },
+        // Error FFI converter
+        WeidaException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A subscriber dialling the bound publisher at `address`, holding `filters` (installed
+     * before it returns); `retryTo` is required, and a copy carries its topic as `weida-topic`.
+     */
+    @Throws(WeidaException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `subscribing`(`address`: kotlin.String, `filters`: List<kotlin.String>, `settings`: ServiceSettings?, `cancel`: Cancellation?) : Registration {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_weida_uniffi_fn_method_service_subscribing(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`address`),
+        FfiConverterSequenceString.lower(`filters`),
         FfiConverterOptionalTypeServiceSettings.lower(`settings`),
         FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
