@@ -363,6 +363,58 @@ async fn a_job_dropped_unfinished_is_a_failure_and_retried_as_declared() {
 }
 
 #[tokio::test]
+async fn a_job_given_back_is_the_next_job_again_and_counts_nothing() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        // A queue.
+        let reg = jobs(&server, &listener, |b| b).await;
+        let address = reg.address().unwrap().to_string();
+        let mut meta = Metadata::new();
+        meta.insert(ATTEMPT_HEADER, "2");
+        push(&client, &address, &["first"], meta).await;
+        push(&client, &address, &["second"], Metadata::new()).await;
+        let job = reg.next().await.unwrap();
+        assert_eq!(
+            (job.message().body.as_ref(), job.attempt()),
+            (&b"first"[..], 2)
+        );
+        assert_eq!(reg.counters().in_flight, 1);
+        job.give_back();
+        assert_eq!(reg.counters(), counts(0, 0, 0, 0, 0));
+        let again = reg.next().await.unwrap();
+        assert_eq!(
+            (again.message().body.as_ref(), again.attempt()),
+            (&b"first"[..], 2)
+        );
+        again.finish(Outcome::Done);
+        reg.next().await.unwrap().finish(Outcome::Done);
+        assert_eq!(reg.counters(), counts(2, 0, 0, 0, 0));
+        // A Rep path: the request given back is answered by the job that takes it next.
+        let retries = listener.puller("/retries").unwrap();
+        let rpc = Service::new(&server)
+            .replying(&listener, "/rpc")
+            .unwrap()
+            .retry_to(&retries.address().to_string())
+            .start()
+            .await
+            .unwrap();
+        let req = client.requester();
+        req.connect(&listener.address().with_path("/rpc").unwrap().to_string())
+            .await
+            .unwrap();
+        let asked = tokio::spawn(async move { req.request("ping").await });
+        rpc.next().await.unwrap().give_back();
+        rpc.next()
+            .await
+            .unwrap()
+            .finish(Outcome::Reply("pong".into()));
+        assert_eq!(asked.await.unwrap().unwrap(), "pong");
+        assert_eq!(rpc.counters(), counts(1, 0, 0, 0, 0));
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_dead_letter_loop_and_impossible_settings_are_refused_at_start() {
     common::bounded(async {
         let (server, listener, _client) = pair(Transport::Quic).await;

@@ -139,7 +139,12 @@ impl Service {
         settings: Option<ServiceSettings>,
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
-        self.start(env, Kind::Subscribing { address, filters }, settings, cancel)
+        self.start(
+            env,
+            Kind::Subscribing { address, filters },
+            settings,
+            cancel,
+        )
     }
 
     /// A Rep path; `retryTo` is required.
@@ -180,12 +185,9 @@ impl Registration {
         cancel: Option<&Cancel>,
     ) -> napi::Result<Object<'env>> {
         let r = Arc::clone(&self.r);
-        promise(
-            env,
-            cancel,
-            Call::new(async move { ffi::next(r).await }),
-            |_, j| Ok(Job { j }),
-        )
+        promise(env, cancel, ffi::next_call(r, |j| j, |j| j), |_, j| {
+            Ok(Job { j })
+        })
     }
 
     /// handled, retried, deadLettered, dropped, failed, inFlight, delayed (BigInts).

@@ -9,8 +9,8 @@ import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { Closed, InvalidConfig, Rejected, Service, Unsupported, ack, drop, retry, retryAfter } from 'weida'
-import { bindAddress, deferred, metaGet, onEveryTransport, rejection, runtime } from './helpers.mjs'
+import { AbortError, Closed, InvalidConfig, Rejected, Service, Unsupported, ack, drop, retry, retryAfter } from 'weida'
+import { bindAddress, deferred, metaGet, native, onEveryTransport, rejection, runtime } from './helpers.mjs'
 
 test('ack_and_drop_throw_unsupported_and_count_as_processed_and_dropped', async (ctx) => {
   const rt = runtime(ctx)
@@ -96,6 +96,34 @@ test('each_kind_of_registration_sends_its_copies_where_it_should', async (ctx) =
   )
   assert.deepEqual([pulling.address, subscribing.address], [null, null])
   await assert.rejects(service.subscribing(events.address, ['orders.#']), InvalidConfig) // no retryTo
+})
+
+test('a_next_cancelled_as_its_job_arrives_loses_nothing', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs')
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  for (let i = 0; i < 10; i++) {
+    const ac = new AbortController()
+    const pending = reg.next({ signal: ac.signal })
+    const [fetched, orphans] = [native._fetched(), native._orphans()]
+    // Not awaited: the JS thread must not run its loop before the abort.
+    const sent = pusher.send(String(i))
+    // Held until the I/O thread has taken the job for the pending next: the abort lands
+    // before its promise can settle here, so the binding hands the job back.
+    assert.ok(native._waitFetched(fetched + 1, 10_000), 'the job never arrived')
+    ac.abort()
+    const rejected = rejection(pending)
+    await sent
+    assert.ok((await rejected) instanceof AbortError)
+    const job = await reg.next({ signal: AbortSignal.timeout(5_000) })
+    assert.deepEqual([job.message.body.toString(), job.attempt], [String(i), 1])
+    job.finish(undefined)
+    assert.equal(native._orphans(), orphans + 1, 'the job came back: the race ran')
+  }
+  const c = reg.counters()
+  assert.deepEqual([c.handled, c.failed, c.dropped, c.inFlight], [10n, 0n, 0n, 0n])
 })
 
 test('retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted', async (ctx) => {

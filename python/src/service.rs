@@ -191,14 +191,7 @@ impl Registration {
     /// stopping. Cancel-safe.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let r = Arc::clone(&self.r);
-        call(
-            py,
-            Call::new(async move {
-                Ok::<_, Fail>(Job {
-                    j: ffi::next(r).await?,
-                })
-            }),
-        )
+        call(py, ffi::next_call(r, |j| Job { j }, |job| job.j))
     }
 
     /// The counters now: handled, retried, dead_lettered, dropped, failed, in_flight, delayed.

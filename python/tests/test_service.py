@@ -15,6 +15,7 @@ import pytest
 from conftest import bind_address
 
 import weida
+from weida import _weida
 from weida.service import App, Job, ack, drop, retry, retry_after
 
 
@@ -127,6 +128,32 @@ async def test_each_kind_of_registration_sends_its_copies_where_it_should() -> N
         assert (pulling.address, subscribing.address) == (None, None)
         with pytest.raises(weida.InvalidConfig):
             await service.subscribing(events.address, ["orders.#"])  # no retry_to
+
+
+async def test_a_next_cancelled_as_its_job_arrives_loses_nothing() -> None:
+    async with weida.Runtime() as rt:
+        listener = await rt.bind("weida://127.0.0.1:0")
+        reg = await weida.service.Service(rt).queue(listener, "/jobs")
+        pusher = rt.pusher()
+        await pusher.connect(reg.address or "")
+        for i in range(10):
+            pending = asyncio.ensure_future(reg.next())
+            await asyncio.sleep(0)
+            fetched, orphans = _weida._fetched(), _weida._orphans()
+            sent = pusher.send(str(i).encode())
+            # The loop is held until the I/O thread has taken the job for the pending next:
+            # the loop sees the cancellation first, then the job, which goes back.
+            assert _weida._wait_fetched(fetched + 1, 10)
+            pending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await pending
+            await sent
+            job = await asyncio.wait_for(reg.next(), 5)
+            assert (job.message.body, job.attempt) == (str(i).encode(), 1)
+            job.finish("done")
+            assert _weida._orphans() == orphans + 1, "the job came back: the race ran"
+        c = reg.counters
+        assert (c["handled"], c["failed"], c["dropped"], c["in_flight"]) == (10, 0, 0, 0)
 
 
 async def test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted(

@@ -22,7 +22,8 @@ pub(crate) fn orphaned() {
     ORPHANS.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Fetches from an endpoint that finished with messages ([`crate::inbox::fetch`]): a test
+/// Fetches from an endpoint that finished with messages ([`crate::inbox::fetch`], and a
+/// registration's jobs, [`crate::service::next_call`]): a test
 /// that holds its event loop while a pending receive waits on the I/O thread waits for this to
 /// move.
 pub fn fetched() -> u64 {

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use weida::service::{Builder, Outcome, Ready, Registration, Service, ServiceCounters, Stopped};
 use weida::{Error, Message};
 
+use crate::call::Call;
 use crate::error::Fail;
 use crate::io::on_io;
 
@@ -195,6 +196,13 @@ impl Job {
         Ok(())
     }
 
+    /// Hands the job back untouched (`Job::give_back` in the core), unless it was finished.
+    pub fn give_back(&self) {
+        if let Ok(j) = self.take() {
+            j.give_back();
+        }
+    }
+
     /// The handler failed with `reason`: counted, logged, then a retry.
     pub fn fail(&self, reason: &str) -> Result<(), Fail> {
         let j = self.take()?;
@@ -211,6 +219,25 @@ impl Drop for Job {
             on_io(|| drop(j));
         }
     }
+}
+
+/// `next` as a binding calls it: a job that reaches the binding's thread after its caller
+/// cancelled goes back to the endpoint (`Job::give_back`: the next `next` returns it, nothing
+/// counted) instead of being dropped, which would be a failure; so a cancelled `next` loses
+/// nothing in any language. `wrap` makes the binding's object of a job, `unwrap` takes it
+/// apart again for the hand-back (tested from each binding:
+/// `a_next_cancelled_as_its_job_arrives_loses_nothing`).
+pub fn next_call<T: Send + 'static>(
+    r: Arc<Registration>,
+    wrap: impl FnOnce(Job) -> T + Send + 'static,
+    unwrap: impl FnOnce(T) -> Job + Send + 'static,
+) -> Call<T> {
+    Call::new(async move {
+        let j = next(r).await?;
+        crate::probe::fetched_one(); // for the tests that race a cancel against it
+        Ok(wrap(j))
+    })
+    .keeping(move |t| unwrap(t).give_back())
 }
 
 /// The next job. Cancel-safe, as `Registration::next`.

@@ -527,6 +527,16 @@ impl Shared {
         }
     }
 
+    /// Puts `taken` back in front of the endpoint, uncounted, and frees its slot.
+    fn give_back(&self, taken: Taken) {
+        self.bump(&self.count.in_flight, false);
+        self.source.give_back(super::source::Arrival {
+            message: taken.message,
+            exchange: taken.exchange,
+        });
+        self.free_slot();
+    }
+
     fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         let mut tasks = self.tasks.lock().unwrap();
         while tasks.try_join_next().is_some() {} // what finished, forgotten
@@ -923,6 +933,17 @@ impl Job {
     pub fn finish(mut self, outcome: Outcome) {
         if let Some(t) = self.taken.take() {
             self.shared.settle(t, outcome, None, true);
+        }
+    }
+
+    /// Hands the job back untouched, as if it had never been taken: its message goes back in
+    /// front of the endpoint's queue (the next `next` returns it, the same attempt), its slot
+    /// is free, and nothing is counted. For a caller that took a job it cannot hand to a
+    /// handler (a binding whose caller cancelled `next` as the job arrived), so a cancelled
+    /// `next` loses nothing.
+    pub fn give_back(mut self) {
+        if let Some(t) = self.taken.take() {
+            self.shared.give_back(t);
         }
     }
 

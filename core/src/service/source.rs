@@ -32,6 +32,8 @@ pub(crate) enum Source {
 /// `READ_AHEAD` requests read whole and not yet taken, past which no more are accepted.
 pub(crate) struct Requests {
     replier: Arc<Replier>,
+    /// Requests handed back (`Job::give_back`), taken before the channel's, newest first.
+    returned: std::sync::Mutex<Vec<Arrival>>,
     taken: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<Arrival>>>,
     reader: tokio::task::AbortHandle,
 }
@@ -47,6 +49,7 @@ impl Requests {
         let reader = tokio::spawn(read_requests(replier.clone(), tx)).abort_handle();
         Self {
             replier,
+            returned: std::sync::Mutex::default(),
             taken: tokio::sync::Mutex::new(rx),
             reader,
         }
@@ -110,6 +113,9 @@ impl Source {
             // Not started: a started registration reads its requests through `Requests`.
             Self::Replying(_) => return Err(Error::Closed),
             Self::Requests(q) => {
+                if let Some(a) = q.returned.lock().unwrap().pop() {
+                    return Ok(a);
+                }
                 return q
                     .taken
                     .lock()
@@ -134,12 +140,30 @@ impl Source {
             Self::FanOut(s) => s.try_recv(),
             Self::Subscribing(s, _) => s.try_recv(),
             Self::Replying(_) => None,
-            Self::Requests(q) => return q.taken.try_lock().ok()?.try_recv().ok(),
+            Self::Requests(q) => {
+                if let Some(a) = q.returned.lock().unwrap().pop() {
+                    return Some(Ok(a));
+                }
+                return q.taken.try_lock().ok()?.try_recv().ok();
+            }
         }?;
         Some(r.map(|message| Arrival {
             message,
             exchange: None,
         }))
+    }
+
+    /// Puts an arrival taken and not handled back in front of the endpoint's queue: the next
+    /// receive returns it first.
+    pub(crate) fn give_back(&self, a: Arrival) {
+        match self {
+            Self::Queue(p) => p.give_back(a.message),
+            Self::Pulling(p) => p.give_back(a.message),
+            Self::FanOut(s) => s.give_back(a.message),
+            Self::Subscribing(s, _) => s.give_back(a.message),
+            Self::Replying(_) => {}
+            Self::Requests(q) => q.returned.lock().unwrap().push(a),
+        }
     }
 
     /// Stops taking messages: the endpoint is closed (a bound path is unbound).

@@ -164,12 +164,12 @@ pub struct Registration {
 #[uniffi::export(async_runtime = "tokio")]
 impl Registration {
     /// The next job, once fewer than `concurrency` are unfinished; `Closed` once stopping.
-    /// Cancel-safe while it waits (it takes no message); a job it took as it was cancelled
-    /// is dropped unfinished, a failure retried as declared.
+    /// Cancel-safe: a job taken as it was cancelled goes back to the endpoint, the next
+    /// `next`'s (weida-ffi's `next_call`).
     #[uniffi::method(default(cancel = None))]
     pub async fn next(&self, cancel: Option<Arc<Cancellation>>) -> Result<Arc<Job>> {
         let r = Arc::clone(&self.r);
-        let j = run(Call::new(async move { ffi::next(r).await }), cancel).await?;
+        let j = run(ffi::next_call(r, |j| j, |j| j), cancel).await?;
         Ok(Arc::new(Job { j }))
     }
 
