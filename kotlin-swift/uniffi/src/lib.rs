@@ -57,3 +57,17 @@ pub fn error_codes() -> Vec<String> {
 pub fn orphans() -> u64 {
     weida_ffi::probe::orphans()
 }
+
+/// Fetches that finished on the I/O thread with messages or a job (weida-ffi's probe).
+/// Internal: a test that holds its thread while a pending `next` waits reads it.
+#[uniffi::export]
+pub fn fetched() -> u64 {
+    weida_ffi::probe::fetched()
+}
+
+/// Blocks the calling thread until `fetched()` reaches `n`, at most `timeout_ms`; true if it
+/// did. Internal: a test holds its event loop here while the I/O thread takes a job.
+#[uniffi::export]
+pub fn wait_fetched(n: u64, timeout_ms: u64) -> bool {
+    weida_ffi::probe::wait_fetched(n, std::time::Duration::from_millis(timeout_ms))
+}

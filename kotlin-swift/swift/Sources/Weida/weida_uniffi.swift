@@ -10136,6 +10136,17 @@ public func errorCodes() -> [String]  {
 })
 }
 /**
+ * Fetches that finished on the I/O thread with messages or a job (weida-ffi's probe).
+ * Internal: a test that holds its thread while a pending `next` waits reads it.
+ */
+public func fetched() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_fetched(uniffiCallStatus
+    )
+})
+}
+/**
  * Every loss cause an error's `lossCause` field can be, as the core names them.
  */
 public func lossCauses() -> [String]  {
@@ -10153,6 +10164,19 @@ public func orphans() -> UInt64  {
     return try!  FfiConverterUInt64.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_func_orphans(uniffiCallStatus
+    )
+})
+}
+/**
+ * Blocks the calling thread until `fetched()` reaches `n`, at most `timeout_ms`; true if it
+ * did. Internal: a test holds its event loop here while the I/O thread takes a job.
+ */
+public func waitFetched(n: UInt64, timeoutMs: UInt64) -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_func_wait_fetched(
+        FfiConverterUInt64.lower(n),
+        FfiConverterUInt64.lower(timeoutMs),uniffiCallStatus
     )
 })
 }
@@ -10232,10 +10256,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_func_error_codes() != 570) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_func_fetched() != 40501) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_func_loss_causes() != 36205) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_func_orphans() != 46037) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_func_wait_fetched() != 26536) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_func_address_path() != 9937) {

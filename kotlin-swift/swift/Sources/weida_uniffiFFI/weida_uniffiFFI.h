@@ -1648,6 +1648,12 @@ RustBuffer uniffi_weida_uniffi_fn_func_error_codes(RustCallStatus *_Nonnull out_
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_FETCHED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_FETCHED
+uint64_t uniffi_weida_uniffi_fn_func_fetched(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_LOSS_CAUSES
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_LOSS_CAUSES
 RustBuffer uniffi_weida_uniffi_fn_func_loss_causes(RustCallStatus *_Nonnull out_status
@@ -1658,6 +1664,11 @@ RustBuffer uniffi_weida_uniffi_fn_func_loss_causes(RustCallStatus *_Nonnull out_
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ORPHANS
 uint64_t uniffi_weida_uniffi_fn_func_orphans(RustCallStatus *_Nonnull out_status
     
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_WAIT_FETCHED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_WAIT_FETCHED
+int8_t uniffi_weida_uniffi_fn_func_wait_fetched(uint64_t n, uint64_t timeout_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_FUNC_ADDRESS_PATH
@@ -1951,6 +1962,12 @@ uint16_t uniffi_weida_uniffi_checksum_func_error_codes(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_FETCHED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_FETCHED
+uint16_t uniffi_weida_uniffi_checksum_func_fetched(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_LOSS_CAUSES
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_LOSS_CAUSES
 uint16_t uniffi_weida_uniffi_checksum_func_loss_causes(void
@@ -1960,6 +1977,12 @@ uint16_t uniffi_weida_uniffi_checksum_func_loss_causes(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ORPHANS
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_ORPHANS
 uint16_t uniffi_weida_uniffi_checksum_func_orphans(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_WAIT_FETCHED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_FUNC_WAIT_FETCHED
+uint16_t uniffi_weida_uniffi_checksum_func_wait_fetched(void
     
 );
 #endif

@@ -185,6 +185,36 @@ final class ServiceTests: XCTestCase {
         }
     }
 
+    // Nexts raced with arrivals, every other one cancelled: a job taken for a cancelled next
+    // goes back (weida-ffi's next_call), so every job arrives, in order, at its first attempt,
+    // nothing counted failed (as CancelTests races receives).
+    func test_a_next_cancelled_as_its_job_arrives_loses_nothing() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            let n = 100
+            let sending = Task { for i in 0..<n { try await pusher.send(bytes("m\(i)")) } }
+            var got: [String] = []
+            var i = 0
+            while got.count < n {
+                let r = Task { try await reg.next() }
+                if i % 2 == 0 { r.cancel() }
+                i += 1
+                if let job = try await orNilIfCancelled(r) {
+                    XCTAssertEqual(job.attempt(), 1)
+                    got.append(text(job.message().body))
+                    try job.finish(.done)
+                }
+            }
+            try await sending.value
+            XCTAssertEqual(got, (0..<n).map { "m\($0)" })
+            XCTAssertEqual(
+                counts(reg.counters(), "handled", "failed", "dropped", "inFlight"), [UInt64(n), 0, 0, 0])
+            _ = try await reg.stop()
+        }
+    }
+
     func test_retry_after_waits_then_the_copy_is_the_next_attempt() async throws {
         try await withPair("quic") { p in
             let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")

@@ -8,6 +8,7 @@ import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.TimeSource
 import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitCancellation
 import kotlinx.coroutines.cancelAndJoin
@@ -24,6 +25,9 @@ import org.junit.jupiter.params.provider.ValueSource
 import weida.uniffi.Service
 import weida.uniffi.ServiceSettings
 import weida.uniffi.WeidaException
+import weida.uniffi.fetched
+import weida.uniffi.orphans
+import weida.uniffi.waitFetched
 
 class ServiceTest {
     private fun Map<String, ULong>.of(vararg names: String) = names.map { this[it]!!.toLong() }
@@ -142,6 +146,32 @@ class ServiceTest {
         assertEquals(1, warnings.size, warnings.toString())
         assertTrue("path=/jobs" in warnings[0] && "reason=IllegalStateException: no disk" in warnings[0], warnings[0])
         assertEquals(listOf(1L, 2L, 1L, 0L), reg.counters().of("handled", "dropped", "failed", "retried"))
+    }
+
+    // The thread is held until the I/O thread has taken the job for the pending next: the
+    // coroutine sees its cancellation first, then the job, which goes back (weida-ffi's
+    // next_call), the same attempt, nothing counted.
+    @Test
+    fun a_next_cancelled_as_its_job_arrives_loses_nothing() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        for (i in 0 until 10) {
+            val pending = async(start = CoroutineStart.UNDISPATCHED) { reg.next() }
+            val fetched = fetched()
+            val orphans = orphans()
+            val sent = launch(start = CoroutineStart.UNDISPATCHED) { pusher.send("$i".toByteArray()) }
+            assertTrue(waitFetched(fetched + 1u, 10_000u))
+            pending.cancel()
+            assertEquals(null, pending.orNullIfCancelled())
+            sent.join()
+            val job = reg.next()
+            assertEquals("$i" to 1u, String(job.message().body) to job.attempt())
+            job.finish(Outcome.Done)
+            assertEquals(orphans + 1u, orphans(), "the job came back: the race ran")
+        }
+        assertEquals(listOf(10L, 0L, 0L, 0L), reg.counters().of("handled", "failed", "dropped", "inFlight"))
+        reg.stop()
     }
 
     @Test

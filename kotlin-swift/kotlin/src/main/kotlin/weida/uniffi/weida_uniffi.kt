@@ -684,9 +684,13 @@ internal object IntegrityCheckingUniffiLib {
     internal fun ensureInitialized() = Unit
     external fun uniffi_weida_uniffi_checksum_func_error_codes(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_func_fetched(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_func_loss_causes(
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_orphans(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_func_wait_fetched(
     ): Int
     external fun uniffi_weida_uniffi_checksum_func_address_path(
     ): Int
@@ -1708,10 +1712,14 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_func_error_codes(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_func_fetched(uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_weida_uniffi_fn_func_loss_causes(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_orphans(uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_weida_uniffi_fn_func_wait_fetched(`n`: Long,`timeoutMs`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
     external fun uniffi_weida_uniffi_fn_func_address_path(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_func_address_pin(`address`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1844,10 +1852,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_func_error_codes() and 0xFFFF) != 570) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_func_fetched() and 0xFFFF) != 40501) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_func_loss_causes() and 0xFFFF) != 36205) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_func_orphans() and 0xFFFF) != 46037) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_func_wait_fetched() and 0xFFFF) != 26536) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_func_address_path() and 0xFFFF) != 9937) {
@@ -18320,6 +18334,20 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
     
 
         /**
+         * Fetches that finished on the I/O thread with messages or a job (weida-ffi's probe).
+         * Internal: a test that holds its thread while a pending `next` waits reads it.
+         */ fun `fetched`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_fetched(
+    
+        _status)
+}
+    )
+    }
+    
+
+        /**
          * Every loss cause an error's `lossCause` field can be, as the core names them.
          */ fun `lossCauses`(): List<kotlin.String> {
             return FfiConverterSequenceString.lift(
@@ -18341,6 +18369,22 @@ public object FfiConverterMapStringOptionalString: FfiConverterRustBuffer<Map<ko
     UniffiLib.uniffi_weida_uniffi_fn_func_orphans(
     
         _status)
+}
+    )
+    }
+    
+
+        /**
+         * Blocks the calling thread until `fetched()` reaches `n`, at most `timeout_ms`; true if it
+         * did. Internal: a test holds its event loop here while the I/O thread takes a job.
+         */ fun `waitFetched`(`n`: kotlin.ULong, `timeoutMs`: kotlin.ULong): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_func_wait_fetched(
+    
+        
+        FfiConverterULong.lower(`n`),
+        FfiConverterULong.lower(`timeoutMs`),_status)
 }
     )
     }
