@@ -672,13 +672,7 @@ impl Registration {
                 taken: Some(taken),
                 keep_slot,
             };
-            async move {
-                match work.catch_unwind().await {
-                    Ok(Ok(outcome)) => held.finish(outcome, None),
-                    Ok(Err(e)) => held.finish(Outcome::Retry, Some(e.to_string())),
-                    Err(_) => held.finish(Outcome::Retry, Some("the handler panicked".into())),
-                }
-            }
+            async move { held.conclude(work.catch_unwind().await) }
         };
         let skipped = |e: Error| tracing::debug!(registration = %s.name, error = %e, "a message the endpoint could not take whole");
         if s.concurrency == 1 {
@@ -699,7 +693,20 @@ impl Registration {
                     None => s.take().await.inspect(|_| slot.0 = Some(s)),
                 };
                 match next {
-                    Ok(taken) => one(taken, true).await,
+                    Ok(taken) => {
+                        // As `one`, written out: the handler's future is a local of this loop's
+                        // own state, not a future of `one`'s moved into it per message.
+                        let work = std::panic::AssertUnwindSafe(handler(
+                            taken.message.clone(),
+                            taken.attempt,
+                        ));
+                        let held = Held {
+                            shared: s,
+                            taken: Some(taken),
+                            keep_slot: true,
+                        };
+                        held.conclude(work.catch_unwind().await)
+                    }
                     Err(Error::Closed) => return Ok(()),
                     Err(e) => skipped(e),
                 }
@@ -709,11 +716,21 @@ impl Registration {
             }
         }
         // Many at once. A handler is polled once where it starts: one that finishes then (most
-        // small ones) never reaches the set, which costs an allocation and a wake-up each.
+        // small ones) never reaches the set, which costs an allocation and a wake-up each, and
+        // its box is the next handler's (`Pin::set` drops the finished future in place).
         let mut running = FuturesUnordered::new();
-        let start = |taken: Taken, running: &mut FuturesUnordered<_>| {
-            let mut work = Box::pin(one(taken, false));
-            if (&mut work).now_or_never().is_none() {
+        let mut spare = None;
+        let mut start = |taken: Taken, running: &mut FuturesUnordered<_>| {
+            let mut work = match spare.take() {
+                Some(mut b) => {
+                    std::pin::Pin::set(&mut b, one(taken, false));
+                    b
+                }
+                None => Box::pin(one(taken, false)),
+            };
+            if (&mut work).now_or_never().is_some() {
+                spare = Some(work); // finished: never polled again, only overwritten
+            } else {
                 // Polled again by the set, with its waker, before it waits.
                 running.push(work);
             }
@@ -837,7 +854,17 @@ struct Held<'a> {
 }
 
 impl Held<'_> {
-    fn finish(mut self, outcome: Outcome, failure: Option<String>) {
+    /// Settles the job with what its handler came to: an outcome, an error (a failure) or a
+    /// panic (a failure).
+    fn conclude<E: Display>(
+        mut self,
+        handled: std::thread::Result<std::result::Result<Outcome, E>>,
+    ) {
+        let (outcome, failure) = match handled {
+            Ok(Ok(outcome)) => (outcome, None),
+            Ok(Err(e)) => (Outcome::Retry, Some(e.to_string())),
+            Err(_) => (Outcome::Retry, Some("the handler panicked".to_string())),
+        };
         if let Some(t) = self.taken.take() {
             self.shared.settle(t, outcome, failure, !self.keep_slot);
         }
