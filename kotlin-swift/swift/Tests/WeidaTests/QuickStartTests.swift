@@ -34,4 +34,40 @@ final class QuickStartTests: XCTestCase {
         if let failure { throw failure }
         XCTAssertEqual(String(decoding: out, as: UTF8.self), "hello\n")
     }
+
+    func test_the_readme_job_service_runs() async throws {
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let package = here.deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: package.appendingPathComponent("../README.md"), encoding: .utf8)
+        let block = try XCTUnwrap(readme.components(separatedBy: "<!-- JobsService.swift -->\n```swift\n")
+            .dropFirst().first?.components(separatedBy: "```").first)
+        let file = try String(contentsOf: here.appendingPathComponent("JobsService.swift"), encoding: .utf8)
+        let body = file.components(separatedBy: "\n\n").dropFirst().joined(separator: "\n\n")
+        XCTAssertEqual(body, block, "JobsService.swift is the README's block")
+
+        // What it prints, read from stdout.
+        let pipe = Pipe()
+        fflush(stdout)
+        let saved = dup(STDOUT_FILENO)
+        dup2(pipe.fileHandleForWriting.fileDescriptor, STDOUT_FILENO)
+        var failure: Error?
+        do {
+            try await within { try await jobsService() }
+        } catch {
+            failure = error
+        }
+        fflush(stdout)
+        dup2(saved, STDOUT_FILENO)
+        close(saved)
+        try pipe.fileHandleForWriting.close()
+        let out = pipe.fileHandleForReading.readDataToEndOfFile()
+        if let failure { throw failure }
+        let lines = String(decoding: out, as: UTF8.self).split(separator: "\n").map(String.init)
+        XCTAssertEqual(
+            Set(lines.prefix(3)), ["done ok attempt 1", "done flaky attempt 3", "dead poison after 5"])
+        // A dictionary's order is not fixed: the stop's two counts, whichever comes first.
+        XCTAssertEqual(lines.count, 4, "\(lines)")
+        XCTAssertTrue(lines[3].hasPrefix("stopped ["), lines[3])
+        XCTAssertTrue(lines[3].contains("\"unfinished\": 0") && lines[3].contains("\"copiesDropped\": 0"), lines[3])
+    }
 }

@@ -6,6 +6,7 @@ import java.io.ByteArrayOutputStream
 import java.io.File
 import java.io.PrintStream
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
 class QuickStartTest {
@@ -24,5 +25,29 @@ class QuickStartTest {
             System.setOut(before)
         }
         assertEquals("hello\n", out.toString())
+    }
+
+    @Test
+    fun the_readme_job_service_runs() {
+        val readme = File("../README.md").readText()
+        val block = Regex("<!-- JobsService.kt -->\n```kotlin\n(.*?)```", RegexOption.DOT_MATCHES_ALL).find(readme)!!.groupValues[1]
+        val file = File("src/test/kotlin/weida/readme/jobs/JobsService.kt").readText()
+        assertEquals(block, file.substringAfter("package weida.readme.jobs\n\n"), "readme/jobs/JobsService.kt is the README's block")
+        val out = ByteArrayOutputStream()
+        val before = System.out
+        System.setOut(PrintStream(out, true))
+        try {
+            weida.readme.jobs.main()
+        } finally {
+            System.setOut(before)
+        }
+        val lines = out.toString().lines()
+        assertEquals(
+            setOf("done ok attempt 1", "done flaky attempt 3", "dead poison after 5"),
+            lines.take(3).toSet(),
+        )
+        // A map's order is not fixed: the stop's two counts, whichever comes first.
+        assertTrue(lines[3].startsWith("stopped {"), lines[3])
+        assertEquals(setOf("unfinished=0", "copiesDropped=0"), lines[3].removePrefix("stopped {").removeSuffix("}").split(", ").toSet())
     }
 }
