@@ -518,6 +518,45 @@ async fn concurrency_n_runs_n_handlers_at_once_and_no_more() {
 }
 
 #[tokio::test]
+async fn a_run_dropped_leaves_what_it_took_and_had_not_handed_out_to_the_endpoint_in_order() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let reg = jobs(&server, &listener, |b| b).await;
+        // Ten queued: run takes what is ready a batch at a time, so when m1 is in its handler
+        // the rest are in run's hands, not the endpoint's.
+        queue_n(&server, &client, &reg.address().unwrap().to_string(), 10).await;
+        let (started, mut starts) = watch::channel(Bytes::new());
+        let served = reg.clone();
+        let running = tokio::spawn(async move {
+            served
+                .run(move |m, _| {
+                    let started = started.clone();
+                    async move {
+                        started.send_replace(m.body.clone());
+                        if m.body == "m1" {
+                            std::future::pending::<()>().await; // until run is dropped
+                        }
+                        Ok::<_, String>(Outcome::Done)
+                    }
+                })
+                .await
+        });
+        starts.wait_for(|b| b == "m1").await.unwrap();
+        running.abort();
+        assert!(running.await.unwrap_err().is_cancelled());
+        // m0 handled; m1 dropped with its handler (a failure, and no limit: gone); m2 to m9
+        // are where they were, in order.
+        for i in 2..10 {
+            let job = reg.next().await.unwrap();
+            assert_eq!(job.message().body, format!("m{i}"));
+            job.finish(Outcome::Done);
+        }
+        assert_eq!(reg.counters(), counts(9, 0, 0, 1, 1));
+    })
+    .await
+}
+
+#[tokio::test]
 async fn concurrency_one_hands_out_in_arrival_order_one_at_a_time() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;

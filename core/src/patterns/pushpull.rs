@@ -552,6 +552,19 @@ impl Puller {
         Ok(out)
     }
 
+    /// Whole messages ready now, up to `max` in all in `out`, taken under one lock (what
+    /// `recv_many` takes after its first): none if anything else comes first (a stream, a
+    /// refusal, a message handed back), which `try_recv` then takes. Never waits.
+    pub(crate) fn take_ready(&self, out: &mut Vec<Message>, max: usize) {
+        let from = out.len();
+        self.inbox.take_ready_messages(out, max);
+        if self.detectors.is_some() {
+            for m in &mut out[from..] {
+                self.gap(m);
+            }
+        }
+    }
+
     /// Hands back a message a caller received but could not deliver (a binding whose caller
     /// cancelled the receive as the message arrived on another thread): the next `recv` returns
     /// it first, so a cancelled receive loses nothing.

@@ -395,12 +395,20 @@ impl Shared {
     /// The next message for a handler, its slot taken, if both are there now; the common
     /// case under load, with no waiting machinery.
     fn try_take(&self) -> Option<Result<Taken>> {
+        self.try_take_from(|| self.source.try_recv())
+    }
+
+    /// [`Shared::try_take`], the message from `recv` (a batch taken already, say).
+    fn try_take_from(
+        &self,
+        recv: impl FnOnce() -> Option<Result<super::source::Arrival>>,
+    ) -> Option<Result<Taken>> {
         match self.try_slot() {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e)),
         }
-        match self.source.try_recv() {
+        match recv() {
             Some(Ok(a)) => Some(Ok(self.taken(a))),
             Some(Err(e)) => {
                 self.free_slot();
@@ -679,11 +687,14 @@ impl Registration {
             // One at a time: each handler is awaited where it is, with nothing to schedule. While
             // messages keep coming the loop keeps the one slot from each to the next, instead of
             // giving it back and taking it again, and gives it back when it would wait.
+            // What is ready is taken a batch at a time under one lock, then handed out from
+            // here in order.
             let mut slot = SlotHeld(None);
+            let mut ready = Batch::new(s);
             loop {
                 let next = match slot.0 {
                     Some(_) if s.closed.load(Ordering::Relaxed) => return Ok(()),
-                    Some(_) => match s.source.try_recv() {
+                    Some(_) => match ready.next().or_else(|| s.source.try_recv()) {
                         Some(r) => r.map(|a| s.taken(a)),
                         None => {
                             slot.give_back();
@@ -735,32 +746,41 @@ impl Registration {
                 running.push(work);
             }
         };
+        let mut ready = Batch::new(s);
         let mut open = true;
         while open || !running.is_empty() {
             tokio::task::consume_budget().await; // as above
+                                                 // What is ready now, while slots are free, with no select per message: first what
+                                                 // the batch holds (the endpoint's oldest), at most a slot's worth a turn.
+            for _ in 0..s.concurrency {
+                let Some(more) = s.try_take_from(|| ready.next().or_else(|| s.source.try_recv()))
+                else {
+                    break;
+                };
+                match more {
+                    Ok(taken) => start(taken, &mut running),
+                    Err(Error::Closed) => {
+                        open = false;
+                        break;
+                    }
+                    Err(e) => skipped(e),
+                }
+            }
+            // While the batch holds messages every slot is taken: wait for one to be free (a
+            // handler of this loop's to finish, or a job of a `next` caller's), not for the
+            // endpoint, which holds only what came after them.
+            let from_endpoint = open && ready.is_empty();
+            let for_a_slot = open && !from_endpoint && running.is_empty();
             tokio::select! {
                 biased;
                 Some(()) = running.next(), if !running.is_empty() => {}
-                next = s.take(), if open => match next {
-                    Ok(taken) => {
-                        start(taken, &mut running);
-                        // What else is ready now, while slots are free: no select per message,
-                        // and at most a slot's worth before the next turn.
-                        for _ in 1..s.concurrency {
-                            let Some(more) = s.try_take() else { break };
-                            match more {
-                                Ok(taken) => start(taken, &mut running),
-                                Err(Error::Closed) => {
-                                    open = false;
-                                    break;
-                                }
-                                Err(e) => skipped(e),
-                            }
-                        }
-                    }
+                _ = s.wait_for_slots(|| Ok(s.slots.load(Ordering::SeqCst) < s.concurrency)), if for_a_slot => {}
+                next = s.take(), if from_endpoint => match next {
+                    Ok(taken) => start(taken, &mut running),
                     Err(Error::Closed) => open = false,
                     Err(e) => skipped(e),
                 },
+                else => {}
             }
         }
         Ok(())
@@ -877,6 +897,55 @@ impl Drop for Held<'_> {
             let reason = Some(dropped_unfinished());
             self.shared
                 .settle(t, Outcome::Retry, reason, !self.keep_slot);
+        }
+    }
+}
+
+/// Messages [`Registration::run`] took from its endpoint in one batch and has not handed out
+/// yet: handed back to the endpoint, in order, if `run` ends first (stopped, or dropped), so a
+/// later `next` finds them where they were.
+struct Batch<'a> {
+    shared: &'a Shared,
+    /// Last to be handed out first: the batch reversed, so each is a `pop`.
+    taken: Vec<Message>,
+}
+
+/// Messages taken from the endpoint at once.
+const BATCH: usize = 32;
+
+impl<'a> Batch<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        Self {
+            shared,
+            taken: Vec::with_capacity(BATCH),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.taken.is_empty()
+    }
+
+    /// The next message taken, taking the next batch once these are handed out.
+    fn next(&mut self) -> Option<Result<super::source::Arrival>> {
+        if self.taken.is_empty() {
+            self.shared.source.take_ready(&mut self.taken, BATCH);
+            self.taken.reverse();
+        }
+        let message = self.taken.pop()?;
+        Some(Ok(super::source::Arrival {
+            message,
+            exchange: None,
+        }))
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        while let Some(message) = self.taken.pop() {
+            self.shared.source.give_back(super::source::Arrival {
+                message,
+                exchange: None,
+            });
         }
     }
 }

@@ -153,6 +153,14 @@ impl Source {
         }))
     }
 
+    /// Whole messages ready now, up to `max` in all in `out`, under one lock where the
+    /// endpoint can (a queue); elsewhere none, and `try_recv` takes them one at a time.
+    pub(crate) fn take_ready(&self, out: &mut Vec<Message>, max: usize) {
+        if let Self::Queue(p) = self {
+            p.take_ready(out, max);
+        }
+    }
+
     /// Puts an arrival taken and not handled back in front of the endpoint's queue: the next
     /// receive returns it first.
     pub(crate) fn give_back(&self, a: Arrival) {
