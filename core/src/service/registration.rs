@@ -658,8 +658,10 @@ impl Registration {
     /// and so is a panic. The handlers run inside the future this returns (with concurrency
     /// 1, one after the other, in the order the endpoint hands messages out): no task is
     /// spawned per message, which costs more than a small handler does; a handler that needs
-    /// another thread spawns its work itself. Not cancel-safe: dropped, it drops the handlers
-    /// it started, each then a failure retried as declared; call [`Registration::stop`] to end
+    /// another thread spawns its work itself. A queue's ready messages are taken a batch at a
+    /// time; those taken and not handed out when it ends go back to the endpoint, in order.
+    /// Not cancel-safe: dropped, it drops the handlers it started, each then a failure retried
+    /// as declared; call [`Registration::stop`] to end
     /// it instead, and await it to its end.
     pub async fn run<F, Fut, E>(&self, handler: F) -> Result<()>
     where
