@@ -557,6 +557,48 @@ async fn a_run_dropped_leaves_what_it_took_and_had_not_handed_out_to_the_endpoin
 }
 
 #[tokio::test]
+async fn a_run_with_many_at_once_dropped_counts_every_message_it_started_and_frees_every_slot() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let reg = jobs(&server, &listener, |b| b.concurrency(3)).await;
+        let address = reg.address().unwrap().to_string();
+        queue_n(&server, &client, &address, 12).await;
+        let served = reg.clone();
+        let running = tokio::spawn(async move {
+            served
+                .run(move |m, _| async move {
+                    // m1 and m2 hold two slots until run is dropped; the other ten pass
+                    // through the third.
+                    if m.body == "m1" || m.body == "m2" {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, String>(Outcome::Done)
+                })
+                .await
+        });
+        until(&reg, |c| c.handled == 10 && c.in_flight == 2).await;
+        running.abort();
+        assert!(running.await.unwrap_err().is_cancelled());
+        // The two dropped with their handlers are failures (no limit: gone), and nothing is
+        // left in flight.
+        assert_eq!(reg.counters(), counts(10, 0, 0, 2, 2));
+        // Every slot is free again: three jobs at once, none finished.
+        queue_n(&server, &client, &address, 3).await;
+        let held = [
+            reg.next().await.unwrap(),
+            reg.next().await.unwrap(),
+            reg.next().await.unwrap(),
+        ];
+        assert_eq!(reg.counters().in_flight, 3);
+        for job in held {
+            job.finish(Outcome::Done);
+        }
+        assert_eq!(reg.counters(), counts(13, 0, 0, 2, 2));
+    })
+    .await
+}
+
+#[tokio::test]
 async fn concurrency_one_hands_out_in_arrival_order_one_at_a_time() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
