@@ -415,6 +415,38 @@ async fn a_job_given_back_is_the_next_job_again_and_counts_nothing() {
 }
 
 #[tokio::test]
+async fn a_request_given_back_goes_to_a_next_already_waiting() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let retries = listener.puller("/retries").unwrap();
+        let rpc = Service::new(&server)
+            .replying(&listener, "/rpc")
+            .unwrap()
+            .retry_to(&retries.address().to_string())
+            .concurrency(2)
+            .start()
+            .await
+            .unwrap();
+        let req = client.requester();
+        req.connect(&listener.address().with_path("/rpc").unwrap().to_string())
+            .await
+            .unwrap();
+        let asked = tokio::spawn(async move { req.request("ping").await });
+        let first = rpc.next().await.unwrap();
+        // A second `next`, in the other slot, waiting: nothing else is coming.
+        let mut waiting = Box::pin(rpc.next());
+        assert!(futures_poll_once(&mut waiting).await.is_none());
+        first.give_back();
+        let job = waiting.await.unwrap();
+        assert_eq!(job.message().body, "ping");
+        job.finish(Outcome::Reply("pong".into()));
+        assert_eq!(asked.await.unwrap().unwrap(), "pong");
+        assert_eq!(rpc.counters(), counts(1, 0, 0, 0, 0));
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_dead_letter_loop_and_impossible_settings_are_refused_at_start() {
     common::bounded(async {
         let (server, listener, _client) = pair(Transport::Quic).await;

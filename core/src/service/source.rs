@@ -34,6 +34,10 @@ pub(crate) struct Requests {
     replier: Arc<Replier>,
     /// Requests handed back (`Job::give_back`), taken before the channel's, newest first.
     returned: std::sync::Mutex<Vec<Arrival>>,
+    /// `returned` holds one: read without its lock on every request.
+    any_returned: std::sync::atomic::AtomicBool,
+    /// Raised once per request handed back: a `recv` waiting on the channel takes it.
+    handed_back: tokio::sync::Notify,
     taken: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<Arrival>>>,
     reader: tokio::task::AbortHandle,
 }
@@ -50,8 +54,53 @@ impl Requests {
         Self {
             replier,
             returned: std::sync::Mutex::default(),
+            any_returned: std::sync::atomic::AtomicBool::new(false),
+            handed_back: tokio::sync::Notify::new(),
             taken: tokio::sync::Mutex::new(rx),
             reader,
+        }
+    }
+}
+
+impl Requests {
+    /// A request handed back, newest first, if any.
+    fn take_returned(&self) -> Option<Arrival> {
+        use std::sync::atomic::Ordering;
+        if !self.any_returned.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut r = self.returned.lock().unwrap();
+        let a = r.pop();
+        self.any_returned.store(!r.is_empty(), Ordering::Release);
+        a
+    }
+
+    fn give_back(&self, a: Arrival) {
+        let mut r = self.returned.lock().unwrap();
+        r.push(a);
+        self.any_returned
+            .store(true, std::sync::atomic::Ordering::Release);
+        drop(r);
+        // One permit per request handed back: one waiting `recv` takes it (or the next to
+        // wait, if none is waiting now).
+        self.handed_back.notify_one();
+    }
+
+    /// The next request: one handed back, or the next read whole. Cancel-safe.
+    async fn recv(&self) -> Result<Arrival> {
+        loop {
+            // Made before the check: a request handed back after it leaves a permit.
+            let handed_back = self.handed_back.notified();
+            if let Some(a) = self.take_returned() {
+                return Ok(a);
+            }
+            tokio::select! {
+                biased;
+                () = handed_back => {}
+                r = async { self.taken.lock().await.recv().await } => {
+                    return r.unwrap_or(Err(Error::Closed));
+                }
+            }
         }
     }
 }
@@ -112,18 +161,7 @@ impl Source {
             Self::Subscribing(s, _) => s.recv().await?,
             // Not started: a started registration reads its requests through `Requests`.
             Self::Replying(_) => return Err(Error::Closed),
-            Self::Requests(q) => {
-                if let Some(a) = q.returned.lock().unwrap().pop() {
-                    return Ok(a);
-                }
-                return q
-                    .taken
-                    .lock()
-                    .await
-                    .recv()
-                    .await
-                    .unwrap_or(Err(Error::Closed));
-            }
+            Self::Requests(q) => return q.recv().await,
         };
         Ok(Arrival {
             message,
@@ -141,7 +179,7 @@ impl Source {
             Self::Subscribing(s, _) => s.try_recv(),
             Self::Replying(_) => None,
             Self::Requests(q) => {
-                if let Some(a) = q.returned.lock().unwrap().pop() {
+                if let Some(a) = q.take_returned() {
                     return Some(Ok(a));
                 }
                 return q.taken.try_lock().ok()?.try_recv().ok();
@@ -170,7 +208,7 @@ impl Source {
             Self::FanOut(s) => s.give_back(a.message),
             Self::Subscribing(s, _) => s.give_back(a.message),
             Self::Replying(_) => {}
-            Self::Requests(q) => q.returned.lock().unwrap().push(a),
+            Self::Requests(q) => q.give_back(a),
         }
     }
 
