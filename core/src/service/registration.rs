@@ -492,6 +492,38 @@ impl Shared {
         failure: Option<String>,
         by: Settler<'_>,
     ) {
+        // The common case, a handler done with a queue's or a fan-out's message, kept apart
+        // from the rest, whose replies and copies make a large frame.
+        if failure.is_none() && outcome == Outcome::Done && taken.exchange.is_none() {
+            match by {
+                Settler::Tallied(t) => {
+                    Tally::up(&t.settled);
+                    Tally::up(&t.handled);
+                }
+                Settler::Kept => {
+                    self.bump(&self.count.in_flight, false);
+                    self.bump(&self.count.handled, true);
+                }
+                Settler::Job => {
+                    self.bump(&self.count.in_flight, false);
+                    self.bump(&self.count.handled, true);
+                    self.free_slot();
+                }
+            }
+            return;
+        }
+        self.settle_otherwise(taken, outcome, failure, by);
+    }
+
+    /// [`Shared::settle`] for every other case.
+    #[inline(never)]
+    fn settle_otherwise(
+        self: &Arc<Self>,
+        taken: Taken,
+        outcome: Outcome,
+        failure: Option<String>,
+        by: Settler<'_>,
+    ) {
         let Taken {
             message,
             attempt,
