@@ -362,6 +362,30 @@ async fn a_job_dropped_unfinished_is_a_failure_and_retried_as_declared() {
     .await
 }
 
+/// A Rep registration at `/rpc` on `listener` with `concurrency`, its copies to `/retries`
+/// (returned, so it stays bound), and a requester of `client`'s connected to it.
+async fn rpc_n(
+    server: &Runtime,
+    listener: &Listener,
+    client: &Runtime,
+    concurrency: u32,
+) -> (Registration, weida::Requester, weida::Puller) {
+    let retries = listener.puller("/retries").unwrap();
+    let rpc = Service::new(server)
+        .replying(listener, "/rpc")
+        .unwrap()
+        .retry_to(&retries.address().to_string())
+        .concurrency(concurrency)
+        .start()
+        .await
+        .unwrap();
+    let req = client.requester();
+    req.connect(&listener.address().with_path("/rpc").unwrap().to_string())
+        .await
+        .unwrap();
+    (rpc, req, retries)
+}
+
 #[tokio::test]
 async fn a_job_given_back_is_the_next_job_again_and_counts_nothing() {
     common::bounded(async {
@@ -390,18 +414,7 @@ async fn a_job_given_back_is_the_next_job_again_and_counts_nothing() {
         reg.next().await.unwrap().finish(Outcome::Done);
         assert_eq!(reg.counters(), counts(2, 0, 0, 0, 0));
         // A Rep path: the request given back is answered by the job that takes it next.
-        let retries = listener.puller("/retries").unwrap();
-        let rpc = Service::new(&server)
-            .replying(&listener, "/rpc")
-            .unwrap()
-            .retry_to(&retries.address().to_string())
-            .start()
-            .await
-            .unwrap();
-        let req = client.requester();
-        req.connect(&listener.address().with_path("/rpc").unwrap().to_string())
-            .await
-            .unwrap();
+        let (rpc, req, _retries) = rpc_n(&server, &listener, &client, 1).await;
         let asked = tokio::spawn(async move { req.request("ping").await });
         rpc.next().await.unwrap().give_back();
         rpc.next()
@@ -418,19 +431,7 @@ async fn a_job_given_back_is_the_next_job_again_and_counts_nothing() {
 async fn a_request_given_back_goes_to_a_next_already_waiting() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
-        let retries = listener.puller("/retries").unwrap();
-        let rpc = Service::new(&server)
-            .replying(&listener, "/rpc")
-            .unwrap()
-            .retry_to(&retries.address().to_string())
-            .concurrency(2)
-            .start()
-            .await
-            .unwrap();
-        let req = client.requester();
-        req.connect(&listener.address().with_path("/rpc").unwrap().to_string())
-            .await
-            .unwrap();
+        let (rpc, req, _retries) = rpc_n(&server, &listener, &client, 2).await;
         let asked = tokio::spawn(async move { req.request("ping").await });
         let first = rpc.next().await.unwrap();
         // A second `next`, in the other slot, waiting: nothing else is coming.

@@ -495,24 +495,35 @@ impl Shared {
         // The common case, a handler done with a queue's or a fan-out's message, kept apart
         // from the rest, whose replies and copies make a large frame.
         if failure.is_none() && outcome == Outcome::Done && taken.exchange.is_none() {
-            match by {
-                Settler::Tallied(t) => {
-                    Tally::up(&t.settled);
-                    Tally::up(&t.handled);
-                }
-                Settler::Kept => {
-                    self.bump(&self.count.in_flight, false);
-                    self.bump(&self.count.handled, true);
-                }
-                Settler::Job => {
-                    self.bump(&self.count.in_flight, false);
-                    self.bump(&self.count.handled, true);
-                    self.free_slot();
-                }
-            }
+            self.count_settled(by);
+            self.count_handled(by);
+            self.release(by);
             return;
         }
         self.settle_otherwise(taken, outcome, failure, by);
+    }
+
+    /// One message no longer in flight, counted where `by` counts.
+    fn count_settled(&self, by: Settler<'_>) {
+        match by {
+            Settler::Tallied(t) => Tally::up(&t.settled),
+            _ => self.bump(&self.count.in_flight, false),
+        }
+    }
+
+    /// One message handled, counted where `by` counts.
+    fn count_handled(&self, by: Settler<'_>) {
+        match by {
+            Settler::Tallied(t) => Tally::up(&t.handled),
+            _ => self.bump(&self.count.handled, true),
+        }
+    }
+
+    /// A settled job's slot, given back unless `run` keeps it.
+    fn release(&self, by: Settler<'_>) {
+        if let Settler::Job = by {
+            self.free_slot();
+        }
     }
 
     /// [`Shared::settle`] for every other case.
@@ -529,10 +540,7 @@ impl Shared {
             attempt,
             mut exchange,
         } = taken;
-        match by {
-            Settler::Tallied(t) => Tally::up(&t.settled),
-            _ => self.bump(&self.count.in_flight, false),
-        }
+        self.count_settled(by);
         if let Some(reason) = &failure {
             self.bump(&self.count.failed, true);
             let peer = match &message.meta.peer {
@@ -549,10 +557,7 @@ impl Shared {
                 if outcome == Outcome::Ack {
                     self.unsupported("ack");
                 }
-                match by {
-                    Settler::Tallied(t) => Tally::up(&t.handled),
-                    _ => self.bump(&self.count.handled, true),
-                }
+                self.count_handled(by);
                 if let Some(ex) = exchange.take() {
                     let body = match outcome {
                         Outcome::Reply(b) => b,
@@ -595,9 +600,7 @@ impl Shared {
                 }
             });
         }
-        if let Settler::Job = by {
-            self.free_slot();
-        }
+        self.release(by);
     }
 
     /// Puts `taken` back in front of the endpoint, uncounted, and frees its slot.
