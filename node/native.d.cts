@@ -432,6 +432,16 @@ export declare class Job {
   finish(outcome: string, delay?: number | undefined | null, body?: string | Uint8Array | undefined | null): void
   /** The handler failed with `reason`: logged, counted, then a retry. */
   fail(reason: string): void
+  /**
+   * What the handler came to, for `serve`: weida-ffi's `Job::conclude` (a refused outcome
+   * a failure, a job already finished left as it is); the registration's warnings since.
+   */
+  conclude(outcome: string, delay?: number | undefined | null, body?: string | Uint8Array | undefined | null): Array<string>
+  /**
+   * The handler failed with `reason`, for `serve`: weida-ffi's `Job::conclude_failed`; the
+   * registration's warnings since.
+   */
+  concludeFailed(reason: string): Array<string>
 }
 
 /** A bound address; endpoints are registered on it by path. */

@@ -1994,6 +1994,20 @@ export interface ServiceSettings {
   retryTo?: string
 }
 
+/** What a handler's result names: an outcome's name, delay and body; undefined if none. */
+function named(result: unknown): [string, number | undefined, Body | undefined] | undefined {
+  if (result instanceof Outcome) return [result.outcome, result.delay, undefined]
+  if (result === undefined || result === null) return ['done', undefined, undefined]
+  if (typeof result === 'string' || result instanceof Uint8Array) return ['reply', undefined, result]
+  return undefined
+}
+
+const unnamed = (result: unknown): string =>
+  `the handler resolved with ${typeof result}, not undefined, bytes or an outcome`
+
+/** A thrown value as a failure's reason. */
+const reason = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+
 /** One message handed to a handler. */
 export class Job {
   readonly #n: native.Job
@@ -2028,16 +2042,31 @@ export class Job {
    * `Closed` if it was given already.
    */
   finish(result: unknown): void {
-    if (result instanceof Outcome) this.#n.finish(result.outcome, result.delay)
-    else if (result === undefined || result === null) this.#n.finish('done')
-    else if (typeof result === 'string' || result instanceof Uint8Array) this.#n.finish('reply', undefined, result)
-    else this.#n.fail(`the handler resolved with ${typeof result}, not undefined, bytes or an outcome`)
+    const n = named(result)
+    if (n) this.#n.finish(...n)
+    else this.#n.fail(unnamed(result))
   }
 
   /** The handler threw `e`: an {@link Outcome} is that outcome, anything else a failure. */
   fail(e: unknown): void {
     if (e instanceof Outcome) this.finish(e)
-    else this.#n.fail(e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+    else this.#n.fail(reason(e))
+  }
+
+  /**
+   * What the handler resolved with, for {@link Registration.serve}: an outcome the core
+   * refuses is a failure, and a job the handler finished itself is left as it is (weida-ffi's
+   * `Job::conclude`). Never throws; the registration's warnings since.
+   * @internal
+   */
+  _concluded(result: unknown): string[] {
+    const n = named(result)
+    return n ? this.#n.conclude(...n) : this.#n.concludeFailed(unnamed(result))
+  }
+
+  /** What the handler threw, for {@link Registration.serve}, as `_concluded`. @internal */
+  _thrown(e: unknown): string[] {
+    return e instanceof Outcome ? this._concluded(e) : this.#n.concludeFailed(reason(e))
   }
 }
 
@@ -2094,12 +2123,15 @@ export class Registration {
 
   /**
    * Runs `handler` on every job until the registration stops (its `concurrency` bounds the
-   * handlers at once); resolves once stopping and the handlers it started are done.
+   * handlers at once); resolves once stopping and the handlers it started are done. Each job
+   * is finished with what its handler resolved with or failed with what it threw; an outcome
+   * the core refuses (a negative delay) is a failure, and a job the handler finished itself
+   * is left as it is.
    */
   async serve(handler: Handler, options: ServeOptions = {}): Promise<void> {
     const onWarning = options.onWarning ?? ((w: string) => process.emitWarning(w, 'WeidaServiceWarning'))
-    const warn = (): void => {
-      for (const w of this.takeWarnings()) onWarning(`${this.address ?? this.retryAddress}: ${w}`)
+    const log = (warnings: string[]): void => {
+      for (const w of warnings) onWarning(`${this.address ?? this.retryAddress}: ${w}`)
     }
     const running = new Set<Promise<void>>()
     for (;;) {
@@ -2113,15 +2145,15 @@ export class Registration {
       }
       const p = handler(job)
         .then(
-          (r) => job.finish(r),
-          (e: unknown) => job.fail(e),
+          (r) => job._concluded(r),
+          (e: unknown) => job._thrown(e),
         )
-        .finally(warn)
+        .then(log)
       running.add(p)
       void p.finally(() => running.delete(p))
     }
     await Promise.allSettled(running)
-    warn()
+    log(this.takeWarnings())
   }
 }
 

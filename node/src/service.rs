@@ -1,6 +1,7 @@
 //! The handler runtime (docs/SERVICES.md): `Service`, `Registration` and `Job`, over
-//! weida-ffi's `service`. The loop that calls a handler per job, the outcomes and `App` are
-//! TypeScript's own (lib/index.ts).
+//! weida-ffi's `service`. The loop that calls a handler per job and the outcomes are
+//! TypeScript's own (lib/index.ts); what a job comes to after its handler is weida-ffi's
+//! (`Job::conclude`).
 
 use std::sync::Arc;
 
@@ -282,5 +283,24 @@ impl Job {
     #[napi]
     pub fn fail(&self, env: Env, reason: String) -> napi::Result<()> {
         self.j.fail(&reason).map_err(|e| error::to_js(&env, e))
+    }
+
+    /// What the handler came to, for `serve`: weida-ffi's `Job::conclude` (a refused outcome
+    /// a failure, a job already finished left as it is); the registration's warnings since.
+    #[napi]
+    pub fn conclude(
+        &self,
+        outcome: String,
+        delay: Option<f64>,
+        #[napi(ts_arg_type = "string | Uint8Array | undefined | null")] body: Option<BodyIn>,
+    ) -> Vec<String> {
+        self.j.conclude(&outcome, delay, body.map(|b| b.0))
+    }
+
+    /// The handler failed with `reason`, for `serve`: weida-ffi's `Job::conclude_failed`; the
+    /// registration's warnings since.
+    #[napi]
+    pub fn conclude_failed(&self, reason: String) -> Vec<String> {
+        self.j.conclude_failed(&reason)
     }
 }

@@ -159,6 +159,61 @@ test('retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted', async 
   assert.deepEqual([c.handled, c.dropped, c.failed, c.retried], [1n, 2n, 1n, 0n])
 })
 
+test('a_refused_outcome_is_a_failure_and_serve_goes_on', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs', { maxAttempts: 2 })
+  const retried = deferred()
+  const last = deferred()
+  /** @type {string[]} */
+  const warnings = []
+  const served = reg.serve(
+    async (job) => {
+      if (job.message.body.toString() === 'last') last.resolve(undefined)
+      else if (job.attempt === 2) retried.resolve(undefined)
+      else return retryAfter(-1) // refused by the core: a failure, retried as declared
+    },
+    { onWarning: (w) => warnings.push(w) },
+  )
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  await pusher.send('refused')
+  await retried.promise
+  await pusher.send('last')
+  await last.promise
+  await reg.stop(5)
+  await served
+  assert.equal(warnings.length, 1, String(warnings))
+  assert.match(warnings[0], /path=\/jobs .*reason=the outcome was refused/)
+  const c = reg.counters()
+  assert.deepEqual([c.failed, c.retried, c.handled, c.inFlight], [1n, 1n, 2n, 0n])
+})
+
+test('a_job_the_handler_finished_itself_is_not_finished_twice', async (ctx) => {
+  const rt = runtime(ctx)
+  const listener = await rt.bind('weida://127.0.0.1:0')
+  const reg = await new Service(rt).queue(listener, '/jobs')
+  const last = deferred()
+  /** @type {string[]} */
+  const warnings = []
+  const served = reg.serve(
+    async (job) => {
+      if (job.message.body.toString() === 'last') last.resolve(undefined)
+      else job.finish(undefined) // the pull API; serve then leaves the job as it is
+    },
+    { onWarning: (w) => warnings.push(w) },
+  )
+  const pusher = rt.pusher()
+  await pusher.connect(reg.address ?? '')
+  for (const body of ['first', 'last']) await pusher.send(body)
+  await last.promise
+  await reg.stop(5)
+  await served
+  assert.deepEqual(warnings, [])
+  const c = reg.counters()
+  assert.deepEqual([c.handled, c.failed, c.dropped, c.inFlight], [2n, 0n, 0n, 0n])
+})
+
 test('retry_after_waits_then_the_copy_is_the_next_attempt', async (ctx) => {
   const rt = runtime(ctx)
   const listener = await rt.bind('weida://127.0.0.1:0')

@@ -1,6 +1,7 @@
 //! The handler runtime (docs/SERVICES.md): `Service`, `Registration` and `Job`, over
 //! weida-ffi's `service`. The decorators and the loop that calls a handler per job are Python's
-//! own, in `weida/service.py`.
+//! own, in `weida/service.py`; what a job comes to after its handler is weida-ffi's
+//! (`Job::conclude`).
 
 use std::sync::Arc;
 
@@ -295,5 +296,20 @@ impl Job {
     /// The handler failed with `reason`: logged, counted, then a retry.
     fn fail(&self, py: Python<'_>, reason: &str) -> PyResult<()> {
         self.j.fail(reason).map_err(|e| error::to_py(py, e))
+    }
+
+    /// What the handler came to, for `weida.service`'s serve loop: weida-ffi's
+    /// `Job::conclude` (a refused outcome a failure, a job already finished left as it is);
+    /// the registration's warnings since.
+    #[pyo3(name = "_conclude", signature = (outcome, *, delay = None, body = None))]
+    fn conclude(&self, outcome: &str, delay: Option<f64>, body: Option<Vec<u8>>) -> Vec<String> {
+        self.j.conclude(outcome, delay, body.map(Into::into))
+    }
+
+    /// The handler failed with `reason`, for the serve loop: weida-ffi's
+    /// `Job::conclude_failed`; the registration's warnings since.
+    #[pyo3(name = "_conclude_failed")]
+    fn conclude_failed(&self, reason: &str) -> Vec<String> {
+        self.j.conclude_failed(reason)
     }
 }

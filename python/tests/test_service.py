@@ -5,6 +5,8 @@ letter, a registration without an address refused, concurrency, and App's decora
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import os
 import re
 import signal
@@ -191,6 +193,67 @@ async def test_retry_without_a_limit_redelivers_nothing_and_a_failure_is_counted
         assert "path=/jobs" in failed[0] and "reason=ValueError: no disk" in failed[0]
         c = reg.counters
         assert (c["handled"], c["dropped"], c["failed"], c["retried"]) == (1, 2, 1, 0)
+
+
+async def test_a_refused_outcome_is_a_failure_and_serve_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with weida.Runtime() as rt:
+        listener = await rt.bind("weida://127.0.0.1:0")
+        reg = await weida.service.Service(rt).queue(listener, "/jobs", max_attempts=2)
+        retried, last = asyncio.Event(), asyncio.Event()
+
+        async def work(job: Job) -> weida.service.Outcome | None:
+            if job.message.body == b"last":
+                last.set()
+            elif job.attempt == 2:
+                retried.set()
+            else:
+                return retry_after(-1.0)  # refused by the core: a failure, retried as declared
+            return None
+
+        served = asyncio.ensure_future(weida.service.serve(reg, work))
+        pusher = rt.pusher()
+        await pusher.connect(reg.address or "")
+        await pusher.send(b"refused")
+        await asyncio.wait_for(retried.wait(), 10)
+        await pusher.send(b"last")
+        await asyncio.wait_for(last.wait(), 10)
+        await reg.stop()
+        await served
+        failed = [r.getMessage() for r in caplog.records if r.name == "weida.service"]
+        assert len(failed) == 1, failed
+        assert "path=/jobs" in failed[0] and "reason=the outcome was refused" in failed[0]
+        c = reg.counters
+        assert (c["failed"], c["retried"], c["handled"], c["in_flight"]) == (1, 1, 2, 0)
+
+
+async def test_a_job_the_handler_finished_itself_is_not_finished_twice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with weida.Runtime() as rt:
+        listener = await rt.bind("weida://127.0.0.1:0")
+        reg = await weida.service.Service(rt).queue(listener, "/jobs")
+        last = asyncio.Event()
+
+        async def work(job: Job) -> None:
+            if job.message.body == b"last":
+                last.set()
+            else:
+                job.finish("done")  # the pull API; serve then leaves the job as it is
+
+        served = asyncio.ensure_future(weida.service.serve(reg, work))
+        pusher = rt.pusher()
+        await pusher.connect(reg.address or "")
+        for body in (b"first", b"last"):
+            await pusher.send(body)
+        await asyncio.wait_for(last.wait(), 10)
+        await reg.stop()
+        await served
+        gc.collect()  # a handler's task that raised would say so as it is freed
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        c = reg.counters
+        assert (c["handled"], c["failed"], c["dropped"], c["in_flight"]) == (2, 0, 0, 0)
 
 
 async def test_retry_after_waits_then_the_copy_is_the_next_attempt() -> None:

@@ -1257,3 +1257,11 @@ class Job:
         """Gives the outcome by name; ``Closed`` if given already."""
     def fail(self, reason: str) -> None:
         """The handler failed: logged, counted, then a retry."""
+    def _conclude(
+        self, outcome: str, *, delay: float | None = None, body: bytes | None = None
+    ) -> list[str]:
+        """For the serve loop: a refused outcome a failure, a job already finished left as
+        it is; the registration's warnings since."""
+    def _conclude_failed(self, reason: str) -> list[str]:
+        """For the serve loop: ``fail``, a job already finished left as it is; the
+        registration's warnings since."""

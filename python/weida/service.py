@@ -83,36 +83,37 @@ Handler = Callable[[Job], Awaitable[Any]]
 logger = logging.getLogger("weida.service")
 
 
-def _log_warnings(registration: Registration) -> None:
-    for text in registration.take_warnings():
+def _log(registration: Registration, warnings: list[str]) -> None:
+    for text in warnings:
         logger.warning("%s: %s", registration.address or registration.retry_address, text)
 
 
-def _finish(job: Job, result: Any) -> None:
+def _conclude(job: Job, result: Any) -> list[str]:
+    """What the handler returned, converted: what it then comes to (a refused outcome is a
+    failure, a job the handler finished itself is left as it is) is weida-ffi's."""
     if isinstance(result, Outcome):
-        job.finish(result.name, delay=result.delay)
-    elif isinstance(result, (bytes, bytearray, memoryview)):
-        job.finish("reply", body=bytes(result))
-    elif result is None:
-        job.finish("done")
-    else:
-        job.fail(f"the handler returned {type(result).__name__}, not None, bytes or an outcome")
+        return job._conclude(result.name, delay=result.delay)
+    if isinstance(result, (bytes, bytearray, memoryview)):
+        return job._conclude("reply", body=bytes(result))
+    if result is None:
+        return job._conclude("done")
+    return job._conclude_failed(
+        f"the handler returned {type(result).__name__}, not None, bytes or an outcome"
+    )
 
 
 async def _handle(job: Job, handler: Handler, registration: Registration) -> None:
     try:
         result = await handler(job)
     except Outcome as o:
-        _finish(job, o)
+        result = o
     except asyncio.CancelledError:
-        job.fail("the handler was cancelled")
+        _log(registration, job._conclude_failed("the handler was cancelled"))
         raise
     except Exception as e:
-        job.fail(f"{type(e).__name__}: {e}")
-    else:
-        _finish(job, result)
-    finally:
-        _log_warnings(registration)
+        _log(registration, job._conclude_failed(f"{type(e).__name__}: {e}"))
+        return
+    _log(registration, _conclude(job, result))
 
 
 async def serve(registration: Registration, handler: Handler) -> None:
@@ -134,7 +135,7 @@ async def serve(registration: Registration, handler: Handler) -> None:
     finally:
         if running:
             await asyncio.gather(*running, return_exceptions=True)
-        _log_warnings(registration)
+        _log(registration, registration.take_warnings())
 
 
 class App:

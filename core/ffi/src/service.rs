@@ -3,7 +3,7 @@
 //! counters as `(name, value)` pairs. A binding's own part is calling its language's function
 //! for each job and passing back what it returned or raised.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -119,8 +119,8 @@ pub async fn start(b: Builder<Ready>) -> Result<Arc<Registration>, Fail> {
 }
 
 /// The outcome a binding names: `done`, `reply` (with `body`), `ack`, `retry`, `retry_after`
-/// (with `delay_s`, seconds, finite and not negative) and `drop`; anything else is
-/// `InvalidConfig`, so every language spells them the same.
+/// (with `delay_s`, seconds, finite, not negative and no longer than a `Duration` holds) and
+/// `drop`; anything else is `InvalidConfig`, so every language spells them the same.
 pub fn outcome(name: &str, delay_s: Option<f64>, body: Option<Bytes>) -> Result<Outcome, Fail> {
     Ok(match name {
         "done" => Outcome::Done,
@@ -128,12 +128,13 @@ pub fn outcome(name: &str, delay_s: Option<f64>, body: Option<Bytes>) -> Result<
         "ack" => Outcome::Ack,
         "retry" => Outcome::Retry,
         "drop" => Outcome::Drop,
-        "retry_after" => match delay_s {
-            Some(d) if d.is_finite() && d >= 0.0 => Outcome::RetryAfter(Duration::from_secs_f64(d)),
-            other => {
+        "retry_after" => match delay_s.map(Duration::try_from_secs_f64) {
+            // try_from refuses a negative, NaN or infinite delay, and one too long to hold.
+            Some(Ok(d)) => Outcome::RetryAfter(d),
+            _ => {
                 return Err(Error::InvalidConfig(format!(
-                    "retry_after needs a delay in seconds, finite and not negative (got {other:?})"
-                ))
+                "retry_after needs a delay in seconds, finite and not negative (got {delay_s:?})"
+            ))
                 .into())
             }
         },
@@ -148,11 +149,15 @@ pub fn outcome(name: &str, delay_s: Option<f64>, body: Option<Bytes>) -> Result<
 
 /// A job as a binding holds it: its message and attempt readable any time, its outcome given
 /// once (a second `finish` or `fail` is `Closed`). Dropped unfinished, it is a failure, as in
-/// the core.
+/// the core. A binding's `serve` loop gives the outcome with [`Job::conclude`] or
+/// [`Job::conclude_failed`] instead, which never fail.
 pub struct Job {
     job: Mutex<Option<weida::service::Job>>,
     message: Message,
     attempt: u32,
+    /// For the warnings `conclude` drains; weak, so a job a program keeps does not keep its
+    /// registration (whose drop closes the endpoint) alive.
+    registration: Weak<Registration>,
 }
 
 impl Job {
@@ -209,6 +214,48 @@ impl Job {
         on_io(|| j.fail(reason));
         Ok(())
     }
+
+    /// What a handler came to, as every binding's `serve` loop gives it: the outcome so
+    /// named ([`outcome`]) is carried out. An outcome [`outcome`] refuses (a negative delay,
+    /// an unknown name) is the handler's failure, the refusal its reason: counted `failed`,
+    /// logged with the message's peer and path, retried as declared. A job the handler gave
+    /// its outcome itself (the pull API) is left as it is. Never fails, where `finish` is
+    /// strict. Returns the registration's warnings, drained after the job, for the loop to
+    /// log in its language's way (each binding's `a_refused_outcome_is_a_failure_and_serve_goes_on`
+    /// and `a_job_the_handler_finished_itself_is_not_finished_twice`).
+    pub fn conclude(&self, name: &str, delay_s: Option<f64>, body: Option<Bytes>) -> Vec<String> {
+        match outcome(name, delay_s, body) {
+            Ok(o) => {
+                // Closed: the handler finished the job itself.
+                let _ = self.finish(o);
+                self.warnings()
+            }
+            Err(e) => self.conclude_failed(&format!("the outcome was refused: {}", e.message())),
+        }
+    }
+
+    /// The handler failed (threw, was cancelled, returned what names no outcome) with
+    /// `reason`: as `fail`, unless the handler already gave the job its outcome itself, when
+    /// it is left as it is. Never fails. Returns the registration's warnings, as `conclude`.
+    pub fn conclude_failed(&self, reason: &str) -> Vec<String> {
+        // Closed: the handler finished the job itself.
+        let _ = self.fail(reason);
+        self.warnings()
+    }
+
+    /// The registration's warnings since they were last taken; none once it is gone.
+    fn warnings(&self) -> Vec<String> {
+        match self.registration.upgrade() {
+            Some(r) => {
+                let w = r.take_warnings();
+                // The last reference, if the binding's went meanwhile: its drop closes the
+                // endpoint, inside the I/O runtime.
+                on_io(|| drop(r));
+                w
+            }
+            None => Vec::new(),
+        }
+    }
 }
 
 impl Drop for Job {
@@ -247,6 +294,7 @@ pub async fn next(r: Arc<Registration>) -> Result<Job, Fail> {
         message: j.message().clone(),
         attempt: j.attempt(),
         job: Mutex::new(Some(j)),
+        registration: Arc::downgrade(&r),
     })
 }
 
@@ -283,4 +331,74 @@ pub fn stopped(s: &Stopped) -> [(&'static str, u64); 2] {
         ("unfinished", s.unfinished),
         ("copies_dropped", s.copies_dropped),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::io;
+
+    /// A queue on an in-process listener, started with no limit, `n` messages pushed to it;
+    /// the runtimes and listener kept as long as the registration.
+    fn queue_of(n: usize) -> (Arc<Registration>, impl Sized) {
+        let name = format!("weida+inproc://ffi-service-{}", std::process::id());
+        io().block_on(async move {
+            let rt = weida::Runtime::new(Default::default()).unwrap();
+            let listener = rt.bind(&name).await.unwrap();
+            let kind = Kind::Queue {
+                listener: &listener,
+                path: "/jobs",
+            };
+            let r = start(builder(&rt, kind, &Settings::default()).unwrap())
+                .await
+                .unwrap();
+            let pusher = rt.pusher();
+            pusher
+                .connect(&r.address().unwrap().to_string())
+                .await
+                .unwrap();
+            for i in 0..n {
+                pusher.send(format!("m{i}")).await.unwrap();
+            }
+            (r, (rt, listener, pusher))
+        })
+    }
+
+    fn next_of(r: &Arc<Registration>) -> Job {
+        io().block_on(next(Arc::clone(r))).unwrap()
+    }
+
+    #[test]
+    fn conclude_fails_a_refused_outcome_and_leaves_a_job_finished_by_its_handler() {
+        let (r, _keep) = queue_of(4);
+        // A refused outcome: the handler's failure, the refusal its reason, with no limit
+        // declared a drop; the warning is drained with it.
+        let warnings = next_of(&r).conclude("retry_after", Some(-1.0), None);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("path=/jobs")
+                && warnings[0]
+                    .contains("reason=the outcome was refused: invalid configuration: retry_after"),
+            "{warnings:?}"
+        );
+        let c = r.counters();
+        assert_eq!((c.failed, c.dropped, c.handled), (1, 1, 0));
+        // A delay too long for a Duration is refused too, not a panic.
+        assert!(next_of(&r).conclude("retry_after", Some(1e300), None).len() == 1);
+        assert_eq!(r.counters().failed, 2);
+        // Finished by its handler (the pull API): neither conclude touches it again.
+        let j = next_of(&r);
+        j.finish(Outcome::Done).unwrap();
+        assert_eq!(j.conclude("done", None, None), Vec::<String>::new());
+        assert_eq!(j.conclude_failed("late"), Vec::<String>::new());
+        // The pull API stays strict: a second finish is Closed.
+        assert!(matches!(
+            j.finish(Outcome::Done),
+            Err(Fail::Core(Error::Closed))
+        ));
+        let j = next_of(&r);
+        assert!(j.conclude_failed("no disk")[0].contains("reason=no disk"));
+        let c = r.counters();
+        assert_eq!((c.handled, c.failed, c.dropped, c.in_flight), (1, 3, 3, 0));
+    }
 }
