@@ -20,6 +20,12 @@ pub(crate) const RETRY: i32 = 75;
 /// no retry mends.
 pub(crate) const DROP: i32 = 65;
 
+fn print_warnings(warnings: Vec<String>) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 /// Serves until `--count` messages are finished or a signal; then stops the registration
 /// within `--drain` and prints its counters on stderr.
 pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Failure> {
@@ -35,6 +41,17 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
         b = b.dead_letter(d);
     }
     let reg = Arc::new(b.start().await?);
+    // The runtime's warnings (a failure with its peer, path, attempt and the command's
+    // stderr; a message dropped at its limit; Unsupported; a copy not sent) go to stderr as
+    // they are logged, and what is left at the end after the stop.
+    let warnings = tokio::spawn({
+        let reg = reg.clone();
+        async move {
+            loop {
+                print_warnings(reg.next_warnings().await);
+            }
+        }
+    });
     announce(reg.address().expect("a queue has its own address"), s.ready)?;
     let finished = Arc::new(AtomicU64::new(0));
     let enough = Arc::new(tokio::sync::Notify::new());
@@ -56,13 +73,8 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
                 Some(0) => Ok(Outcome::Done),
                 Some(RETRY) => Ok(later.map_or(Outcome::Retry, Outcome::RetryAfter)),
                 Some(DROP) => Ok(Outcome::Drop),
-                _ => {
-                    // The core logs a failure through `tracing`, which this tool does not
-                    // print: the reason goes to stderr here, with the message's path.
-                    let reason = failure_reason(&output);
-                    eprintln!("{} (attempt {attempt}) failed: {reason}", m.meta.path);
-                    Err(reason)
-                }
+                // A failure, logged by the runtime with the message's peer and path.
+                _ => Err(failure_reason(&output)),
             }
         }
     });
@@ -83,6 +95,8 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
         reg.stop(args.drain).await
     };
     let (served, stopped) = tokio::join!(served, stopping);
+    warnings.abort();
+    print_warnings(reg.take_warnings());
     served?;
     let c = reg.counters();
     eprintln!(

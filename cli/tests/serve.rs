@@ -47,8 +47,58 @@ fn a_command_per_message_its_exit_status_the_outcome_with_retries_and_a_dead_let
         ),
         "{stderr}"
     );
-    // A failure is logged with the command's stderr.
-    assert!(stderr.contains("cannot parse poison"), "{stderr}");
+    // A failure is logged as it happens with the message's path, its sender, the attempt and
+    // the command's stderr; the drop's Unsupported once.
+    let failures: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: a handler failed:"))
+        .collect();
+    assert_eq!(failures.len(), 2, "{stderr}");
+    for (line, attempt) in failures.iter().zip(1..) {
+        assert!(
+            line.contains("path=/jobs")
+                && line.contains("peer=")
+                && !line.contains("peer=none")
+                && line.contains(&format!("attempt={attempt}"))
+                && line.contains("cannot parse poison"),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        stderr.matches("warning: drop: Unsupported").count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_message_at_its_limit_with_no_dead_letter_is_dropped_with_a_warning_on_stderr() {
+    let mut service = Served::start(&[
+        "serve",
+        "--quiet",
+        "--count",
+        "1",
+        "--max-attempts",
+        "1",
+        "--exec",
+        "exit 75",
+        "weida://127.0.0.1:0/jobs",
+    ]);
+    weida()
+        .args(["push", &service.address, "once"])
+        .assert()
+        .success();
+    let status = service.wait();
+    let stderr = service.stderr();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        stderr.contains("warning: a message at its attempt limit (1) dropped: no dead-letter address is declared"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stopped: 0 handled, 0 retried, 0 dead-lettered, 1 dropped, 0 failed"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-/// The META name (PROTOCOL §5.2) a retry copy carries: which attempt the copy is, in ASCII
+/// The META name (PROTOCOL §5.1) a retry copy carries: which attempt the copy is, in ASCII
 /// decimal. The first delivery carries none and is attempt 1; its first copy carries `2`.
 pub const ATTEMPT_HEADER: &str = "weida-attempt";
 

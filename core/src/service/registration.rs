@@ -89,7 +89,9 @@ impl<S> Builder<S> {
     }
 
     /// Where a message goes at the attempt limit: the address of a bound Pull path, sent to
-    /// by a pusher of this registration's. Declaring it makes `Retry` a copy.
+    /// by a pusher of this registration's. Declaring it makes `Retry` a copy; without
+    /// [`Builder::max_attempts`] there is no limit, so no message reaches it (a warning at
+    /// start says so).
     pub fn dead_letter(mut self, address: &str) -> Self {
         self.dead_letter = Some(address.to_string());
         self
@@ -207,7 +209,8 @@ impl Builder<Ready> {
             Source::Replying(r) => Source::Requests(super::source::Requests::start(r)),
             other => other,
         };
-        Ok(Registration {
+        let endless = dead.is_some() && self.max_attempts.is_none();
+        let reg = Registration {
             shared: Arc::new(Shared {
                 name,
                 source,
@@ -223,14 +226,24 @@ impl Builder<Ready> {
                 slot_waiters: AtomicUsize::new(0),
                 slot_freed: Notify::new(),
                 count: Count::default(),
-                warned: AtomicBool::new(false),
+                warned: [AtomicBool::new(false), AtomicBool::new(false)],
                 stopping: watch::channel(false).0,
                 abandon: watch::channel(false).0,
                 tasks: Mutex::new(JoinSet::new()),
                 warnings: Mutex::default(),
+                warned_now: Notify::new(),
                 handle: tokio::runtime::Handle::current(),
             }),
-        })
+        };
+        if endless {
+            // Allowed (declaring a dead letter makes a retry a copy), and almost never meant.
+            reg.shared.warn(
+                "a dead-letter address with no max_attempts: every retry is a copy to the retry \
+                 address, without end, and no message reaches the dead letter"
+                    .into(),
+            );
+        }
+        Ok(reg)
     }
 }
 
@@ -255,8 +268,8 @@ struct Shared {
     slot_waiters: AtomicUsize,
     slot_freed: Notify,
     count: Count,
-    /// `Unsupported` was logged (once per registration).
-    warned: AtomicBool,
+    /// `Unsupported` was logged for `ack`, and for `drop` (each once per registration).
+    warned: [AtomicBool; 2],
     /// No more jobs, for those waiting.
     stopping: watch::Sender<bool>,
     /// A stop's deadline passed: copies still waiting are dropped.
@@ -265,6 +278,8 @@ struct Shared {
     tasks: Mutex<JoinSet<()>>,
     /// What was logged, for `take_warnings`.
     warnings: Mutex<std::collections::VecDeque<String>>,
+    /// Raised on each warning, for `next_warnings`.
+    warned_now: Notify,
     handle: tokio::runtime::Handle,
 }
 
@@ -281,18 +296,20 @@ impl Shared {
             w.pop_front();
         }
         w.push_back(text);
+        drop(w);
+        self.warned_now.notify_waiters();
     }
 
     fn unsupported(&self, what: &str) {
-        if !self.warned.swap(true, Ordering::Relaxed) {
+        let (flag, counts_as) = if what == "ack" {
+            (&self.warned[0], "processed")
+        } else {
+            (&self.warned[1], "dropped")
+        };
+        if !flag.swap(true, Ordering::Relaxed) {
             self.warn(format!(
                 "{what}: Unsupported, a brokerless hop has nothing to acknowledge or discard; \
-                 the message counts as {} (logged once per registration)",
-                if what == "ack" {
-                    "processed"
-                } else {
-                    "dropped"
-                }
+                 the message counts as {counts_as} (logged once per registration)"
             ));
         }
     }
@@ -896,6 +913,21 @@ impl Registration {
     /// binding takes them to log them in its language's way (Python's `logging`).
     pub fn take_warnings(&self) -> Vec<String> {
         self.shared.warnings.lock().unwrap().drain(..).collect()
+    }
+
+    /// [`Registration::take_warnings`], waited for: returns once at least one was logged
+    /// since the last take, with every one logged so far, so a program prints them as they
+    /// come (`weida serve` does). Cancel-safe: dropped while it waits, it takes nothing.
+    pub async fn next_warnings(&self) -> Vec<String> {
+        loop {
+            // Made before the look, so a warning logged after it wakes this.
+            let logged = self.shared.warned_now.notified();
+            let w = self.take_warnings();
+            if !w.is_empty() {
+                return w;
+            }
+            logged.await;
+        }
     }
 
     /// The counters now. What [`Registration::run`]'s own handlers did with concurrency
