@@ -542,6 +542,14 @@ async fn a_dead_letter_loop_and_impossible_settings_are_refused_at_start() {
                 ErrorCode::InvalidConfig
             );
         }
+        // A fan-out's own path is a loop too: a dead letter would come back to it.
+        let e = service
+            .fan_out(&listener, "/feed", &["t"])
+            .unwrap()
+            .dead_letter(&format!("weida://localhost:{port}/feed"))
+            .start()
+            .await;
+        assert_eq!(e.err().unwrap().code(), ErrorCode::InvalidConfig);
         // A Rep path takes no pushes: its copies cannot go to itself.
         let e = service
             .replying(&listener, "/rpc")
@@ -877,9 +885,12 @@ async fn a_pulling_registration_sends_its_copies_to_the_address_it_names() {
         let (server, listener, client) = pair(Transport::Quic).await;
         let work = listener.pusher("/work").unwrap();
         let retries = listener.puller("/retries").unwrap();
+        let dead = listener.puller("/dead").unwrap();
         let reg = Service::new(&client)
             .pulling(&work.address().to_string())
             .retry_to(&retries.address().to_string())
+            .max_attempts(2)
+            .dead_letter(&dead.address().to_string())
             .start()
             .await
             .unwrap();
@@ -896,6 +907,23 @@ async fn a_pulling_registration_sends_its_copies_to_the_address_it_names() {
             (&b"w1"[..], &b"2"[..])
         );
         assert_eq!(reg.retry_address(), retries.address());
+        // Attempt 2, at the limit, goes to the dead letter through the same kind of pusher.
+        work.send_with(copy.meta.metadata.clone(), "w1")
+            .await
+            .unwrap();
+        let job = reg.next().await.unwrap();
+        assert_eq!(job.attempt(), 2);
+        job.finish(Outcome::Retry);
+        let letter = dead.recv().await.unwrap();
+        assert_eq!(
+            (
+                letter.body.as_ref(),
+                letter.meta.metadata.get(ATTEMPT_HEADER).unwrap().as_ref()
+            ),
+            (&b"w1"[..], &b"2"[..])
+        );
+        until(&reg, |c| c.dead_lettered == 1).await;
+        assert_eq!(reg.counters(), counts(0, 1, 1, 0, 0));
         let _ = server;
     })
     .await
