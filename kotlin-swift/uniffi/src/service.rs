@@ -1,7 +1,8 @@
 //! The handler runtime (docs/SERVICES.md): `Service`, `Registration` and `Job`, over
 //! weida-ffi's `service`. The loop that calls a handler per job and the `Outcome` type are each
 //! language's own (kotlin-swift/kotlin `Service.kt`, kotlin-swift/swift `Service.swift`);
-//! outcomes cross by name, so weida-ffi spells them once for every binding.
+//! outcomes cross by name, so weida-ffi spells them once for every binding, and what a job
+//! comes to after its handler is weida-ffi's (`Job::conclude`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -256,5 +257,25 @@ impl Job {
     /// The handler failed with `reason`: logged, counted, then a retry.
     pub fn fail(&self, reason: String) -> Result<()> {
         Ok(self.j.fail(&reason)?)
+    }
+
+    /// What the handler came to, for `serve`: the outcome as `finish` names it, except that
+    /// one the core refuses (a negative delay) is the handler's failure and a job already
+    /// given its outcome is left as it is (weida-ffi's `Job::conclude`). Never fails; the
+    /// registration's warnings since.
+    pub fn conclude(
+        &self,
+        outcome: String,
+        delay_ms: Option<f64>,
+        body: Option<Vec<u8>>,
+    ) -> Vec<String> {
+        let delay_s = delay_ms.map(|d| d / 1000.0);
+        self.j.conclude(&outcome, delay_s, body.map(Into::into))
+    }
+
+    /// The handler failed with `reason`, for `serve`: as `fail`, unless the job was given its
+    /// outcome already (weida-ffi's `Job::conclude_failed`). The registration's warnings since.
+    pub fn conclude_failed(&self, reason: String) -> Vec<String> {
+        self.j.conclude_failed(&reason)
     }
 }

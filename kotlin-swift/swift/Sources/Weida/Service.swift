@@ -82,22 +82,32 @@ extension Service {
     }
 }
 
+extension Outcome {
+    /// The outcome as it crosses: its name, a delay in milliseconds, a reply's body.
+    fileprivate var named: (name: String, delayMs: Double?, body: Data?) {
+        switch self {
+        case .done: return ("done", nil, nil)
+        case let .reply(body): return ("reply", nil, body)
+        case .ack: return ("ack", nil, nil)
+        case .retry: return ("retry", nil, nil)
+        case let .retryAfter(seconds): return ("retry_after", seconds * 1000, nil)
+        case .drop: return ("drop", nil, nil)
+        }
+    }
+}
+
+private func reason(_ error: Error) -> String { "\(type(of: error)): \(error)" }
+
 extension Job {
     /// Gives `outcome` (the pull API; `serve` does this for a handler); `Closed` if one was given.
     public func finish(_ outcome: Outcome) throws {
-        switch outcome {
-        case .done: try finish(outcome: "done", delayMs: nil, body: nil)
-        case let .reply(body): try finish(outcome: "reply", delayMs: nil, body: body)
-        case .ack: try finish(outcome: "ack", delayMs: nil, body: nil)
-        case .retry: try finish(outcome: "retry", delayMs: nil, body: nil)
-        case let .retryAfter(seconds): try finish(outcome: "retry_after", delayMs: seconds * 1000, body: nil)
-        case .drop: try finish(outcome: "drop", delayMs: nil, body: nil)
-        }
+        let n = outcome.named
+        try finish(outcome: n.name, delayMs: n.delayMs, body: n.body)
     }
 
     /// The handler failed with `error`: logged with its type and text, counted, then a retry.
     public func fail(_ error: Error) throws {
-        try fail(reason: "\(type(of: error)): \(error)")
+        try fail(reason: reason(error))
     }
 }
 
@@ -119,18 +129,20 @@ extension Registration {
     }
 
     /// Runs `handler` on every job until the registration stops, up to its `concurrency` at once
-    /// (`next` waits for a free slot), each job finished once with what the handler returned, or
-    /// failed with what it threw; after each, the warnings go to `onWarning`. Returns once the
-    /// registration is stopping and the handlers it started are done. A cancelled task cancels
-    /// its handlers (each job then a failure, retried as declared) and throws
-    /// `CancellationError` once they are done; call `stop` to end it instead.
+    /// (`next` waits for a free slot), each job finished with what the handler returned, or
+    /// failed with what it threw; an outcome the core refuses (a negative delay) is a failure,
+    /// and a job the handler finished itself is left as it is (weida-ffi's `Job::conclude`).
+    /// After each, the warnings go to `onWarning`. Returns once the registration is stopping
+    /// and the handlers it started are done. A cancelled task cancels its handlers (each job
+    /// then a failure, retried as declared) and throws `CancellationError` once they are done;
+    /// call `stop` to end it instead.
     public func serve(
         onWarning: @escaping @Sendable (String) -> Void = printWarning, _ handler: @escaping Handler
     ) async throws {
-        let warn: @Sendable () -> Void = { [self] in
-            for w in takeWarnings() { onWarning("\(address() ?? retryAddress()): \(w)") }
+        let log: @Sendable ([String]) -> Void = { [self] warnings in
+            for w in warnings { onWarning("\(address() ?? retryAddress()): \(w)") }
         }
-        defer { warn() }
+        defer { log(takeWarnings()) }
         await withTaskGroup(of: Void.self) { group in
             while true {
                 let job: Job
@@ -143,39 +155,24 @@ extension Registration {
                 } catch {
                     continue  // one message the endpoint could not take whole; the next goes on
                 }
-                group.addTask { await handle(job, handler, warn) }
+                group.addTask { await handle(job, handler, log) }
             }
         }
         try Task.checkCancellation()
     }
 }
 
-private func handle(_ job: Job, _ handler: Handler, _ warn: () -> Void) async {
-    defer { warn() }
+private func handle(_ job: Job, _ handler: Handler, _ log: ([String]) -> Void) async {
     let outcome: Outcome
     do {
         outcome = try await handler(job)
     } catch is CancellationError {
-        given { try job.fail(reason: "the handler was cancelled") }
+        log(job.concludeFailed(reason: "the handler was cancelled"))
         return
     } catch {
-        given { try job.fail(error) }
+        log(job.concludeFailed(reason: reason(error)))
         return
     }
-    given {
-        do {
-            try job.finish(outcome)
-        } catch WeidaError.InvalidConfig {
-            try job.fail(reason: "the outcome was refused: \(outcome)")  // a negative delay
-        }
-    }
-}
-
-/// Gives a job's outcome, unless the handler gave it itself (the pull API): then it is `Closed`.
-private func given(_ give: () throws -> Void) {
-    do {
-        try give()
-    } catch {
-        // Given once already.
-    }
+    let n = outcome.named
+    log(job.conclude(outcome: n.name, delayMs: n.delayMs, body: n.body))
 }

@@ -3434,6 +3434,20 @@ public protocol JobProtocol: AnyObject, Sendable {
     func attempt()  -> UInt32
     
     /**
+     * What the handler came to, for `serve`: the outcome as `finish` names it, except that
+     * one the core refuses (a negative delay) is the handler's failure and a job already
+     * given its outcome is left as it is (weida-ffi's `Job::conclude`). Never fails; the
+     * registration's warnings since.
+     */
+    func conclude(outcome: String, delayMs: Double?, body: Data?)  -> [String]
+    
+    /**
+     * The handler failed with `reason`, for `serve`: as `fail`, unless the job was given its
+     * outcome already (weida-ffi's `Job::conclude_failed`). The registration's warnings since.
+     */
+    func concludeFailed(reason: String)  -> [String]
+    
+    /**
      * `Unsupported`, always: a brokerless hop has nothing to discard (`drop` is an outcome).
      */
     func discard() throws 
@@ -3528,6 +3542,38 @@ open func attempt() -> UInt32  {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_job_attempt(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * What the handler came to, for `serve`: the outcome as `finish` names it, except that
+     * one the core refuses (a negative delay) is the handler's failure and a job already
+     * given its outcome is left as it is (weida-ffi's `Job::conclude`). Never fails; the
+     * registration's warnings since.
+     */
+open func conclude(outcome: String, delayMs: Double?, body: Data?) -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_conclude(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(outcome),
+        FfiConverterOptionDouble.lower(delayMs),
+        FfiConverterOptionData.lower(body),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The handler failed with `reason`, for `serve`: as `fail`, unless the job was given its
+     * outcome already (weida-ffi's `Job::conclude_failed`). The registration's warnings since.
+     */
+open func concludeFailed(reason: String) -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_job_conclude_failed(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(reason),uniffiCallStatus
     )
 })
 }
@@ -10764,6 +10810,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_job_attempt() != 18239) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_conclude() != 19679) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_job_conclude_failed() != 58512) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_job_discard() != 27560) {

@@ -1347,6 +1347,16 @@ void uniffi_weida_uniffi_fn_method_job_ack(uint64_t ptr, RustCallStatus *_Nonnul
 uint32_t uniffi_weida_uniffi_fn_method_job_attempt(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_CONCLUDE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_CONCLUDE
+RustBuffer uniffi_weida_uniffi_fn_method_job_conclude(uint64_t ptr, RustBuffer outcome, RustBuffer delay_ms, RustBuffer body, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_CONCLUDE_FAILED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_CONCLUDE_FAILED
+RustBuffer uniffi_weida_uniffi_fn_method_job_conclude_failed(uint64_t ptr, RustBuffer reason, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_DISCARD
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_JOB_DISCARD
 void uniffi_weida_uniffi_fn_method_job_discard(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -2979,6 +2989,18 @@ uint16_t uniffi_weida_uniffi_checksum_method_job_ack(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_ATTEMPT
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_ATTEMPT
 uint16_t uniffi_weida_uniffi_checksum_method_job_attempt(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_CONCLUDE
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_CONCLUDE
+uint16_t uniffi_weida_uniffi_checksum_method_job_conclude(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_CONCLUDE_FAILED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_JOB_CONCLUDE_FAILED
+uint16_t uniffi_weida_uniffi_checksum_method_job_conclude_failed(void
     
 );
 #endif

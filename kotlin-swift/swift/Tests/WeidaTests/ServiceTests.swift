@@ -185,6 +185,66 @@ final class ServiceTests: XCTestCase {
         }
     }
 
+    func test_a_refused_outcome_is_a_failure_and_serve_goes_on() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs", maxAttempts: 2)
+            let warnings = Locked<[String]>([])
+            let retried = Signal()
+            let last = Signal()
+            let serving = Task {
+                try await reg.serve(onWarning: { w in warnings.update { $0.append(w) } }) { job in
+                    if text(job.message().body) == "last" {
+                        await last.fire()
+                    } else if job.attempt() == 2 {
+                        await retried.fire()
+                    } else {
+                        return .retryAfter(-1)  // refused by the core: a failure, retried as declared
+                    }
+                    return .done
+                }
+            }
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            try await pusher.send(bytes("refused"))
+            await retried.wait()
+            try await pusher.send(bytes("last"))
+            await last.wait()
+            _ = try await reg.stop()
+            try await serving.value
+            let w = warnings.value
+            XCTAssertEqual(w.count, 1, "\(w)")
+            XCTAssertTrue(w.first?.contains("path=/jobs") == true, "\(w)")
+            XCTAssertTrue(w.first?.contains("reason=the outcome was refused") == true, "\(w)")
+            XCTAssertEqual(counts(reg.counters(), "failed", "retried", "handled", "inFlight"), [1, 1, 2, 0])
+        }
+    }
+
+    func test_a_job_the_handler_finished_itself_is_not_finished_twice() async throws {
+        try await withPair("quic") { p in
+            let reg = try await Service(runtime: p.server).queue(p.listener, "/jobs")
+            let warnings = Locked<[String]>([])
+            let last = Signal()
+            let serving = Task {
+                try await reg.serve(onWarning: { w in warnings.update { $0.append(w) } }) { job in
+                    if text(job.message().body) == "last" {
+                        await last.fire()
+                    } else {
+                        try job.finish(.done)  // the pull API; serve then leaves the job as it is
+                    }
+                    return .done
+                }
+            }
+            let pusher = try p.client.pusher()
+            try await pusher.connect(reg.address()!)
+            for body in ["first", "last"] { try await pusher.send(bytes(body)) }
+            await last.wait()
+            _ = try await reg.stop()
+            try await serving.value
+            XCTAssertEqual(warnings.value, [])
+            XCTAssertEqual(counts(reg.counters(), "handled", "failed", "dropped", "inFlight"), [2, 0, 0, 0])
+        }
+    }
+
     // Nexts raced with arrivals, every other one cancelled: a job taken for a cancelled next
     // goes back (weida-ffi's next_call), so every job arrives, in order, at its first attempt,
     // nothing counted failed (as CancelTests races receives).

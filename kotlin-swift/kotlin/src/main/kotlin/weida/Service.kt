@@ -97,18 +97,25 @@ suspend fun Service.replying(
     deadLetter: String? = null,
 ): Registration = replying(listener, path, settings(concurrency, maxAttempts, deadLetter, retryTo))
 
-/** Gives `outcome` (the pull API; `serve` does this for a handler); `Closed` if one was given. */
-fun ServiceJob.finish(outcome: Outcome) = when (outcome) {
-    Outcome.Done -> finish("done", null, null)
-    is Outcome.Reply -> finish("reply", null, outcome.body)
-    Outcome.Ack -> finish("ack", null, null)
-    Outcome.Retry -> finish("retry", null, null)
-    is Outcome.RetryAfter -> finish("retry_after", outcome.delay.toDouble(DurationUnit.MILLISECONDS), null)
-    Outcome.Drop -> finish("drop", null, null)
+/** An outcome as it crosses: its name, a delay in milliseconds, a reply's body. */
+private class Named(val name: String, val delayMs: Double? = null, val body: ByteArray? = null)
+
+private fun Outcome.named() = when (this) {
+    Outcome.Done -> Named("done")
+    is Outcome.Reply -> Named("reply", body = body)
+    Outcome.Ack -> Named("ack")
+    Outcome.Retry -> Named("retry")
+    is Outcome.RetryAfter -> Named("retry_after", delay.toDouble(DurationUnit.MILLISECONDS))
+    Outcome.Drop -> Named("drop")
 }
 
+private fun reason(e: Throwable) = "${e::class.simpleName}: ${e.message}"
+
+/** Gives `outcome` (the pull API; `serve` does this for a handler); `Closed` if one was given. */
+fun ServiceJob.finish(outcome: Outcome) = outcome.named().let { finish(it.name, it.delayMs, it.body) }
+
 /** The handler failed with `e`: logged with its class and message, counted, then a retry. */
-fun ServiceJob.fail(e: Throwable) = fail("${e::class.simpleName}: ${e.message}")
+fun ServiceJob.fail(e: Throwable) = fail(reason(e))
 
 /** Takes nothing more, waits up to `deadline` for the handlers in flight and copies due, then
  * closes: `unfinished`, `copiesDropped`. */
@@ -120,17 +127,19 @@ val serviceLogger: Logger = Logger.getLogger("weida.service")
 
 /**
  * Runs `handler` on every job until the registration stops, up to its `concurrency` at once
- * (`next` waits for a free slot), each job finished once with what the handler returned, or
- * failed with what it threw; after each, the warnings go to `onWarning`. Returns once the
- * registration is stopping and the handlers it started are done. Cancelled, it cancels its
- * handlers, each then a failure (retried as declared); call `stop` to end it instead.
+ * (`next` waits for a free slot), each job finished with what the handler returned, or failed
+ * with what it threw; an outcome the core refuses (a negative delay) is a failure, and a job
+ * the handler finished itself is left as it is (weida-ffi's `Job::conclude`). After each, the
+ * warnings go to `onWarning`. Returns once the registration is stopping and the handlers it
+ * started are done. Cancelled, it cancels its handlers, each then a failure (retried as
+ * declared); call `stop` to end it instead.
  */
 suspend fun Registration.serve(
     onWarning: (String) -> Unit = { serviceLogger.warning(it) },
     handler: Handler,
 ) {
-    val warn = {
-        for (w in takeWarnings()) onWarning("${address() ?: retryAddress()}: $w")
+    val log = { warnings: List<String> ->
+        for (w in warnings) onWarning("${address() ?: retryAddress()}: $w")
     }
     try {
         coroutineScope {
@@ -142,42 +151,24 @@ suspend fun Registration.serve(
                 } catch (e: WeidaException) {
                     continue // one message the endpoint could not take whole; the next goes on
                 }
-                launch { handle(job, handler, warn) }
+                launch { handle(job, handler, log) }
             }
         }
     } finally {
-        warn()
+        log(takeWarnings())
     }
 }
 
-private suspend fun handle(job: ServiceJob, handler: Handler, warn: () -> Unit) = job.use {
-    try {
-        val outcome = try {
-            handler(job)
-        } catch (e: CancellationException) {
-            given { job.fail("the handler was cancelled") }
-            throw e
-        } catch (e: Exception) {
-            given { job.fail(e) }
-            return@use
-        }
-        given {
-            try {
-                job.finish(outcome)
-            } catch (e: WeidaException.InvalidConfig) {
-                job.fail(e) // an outcome the core refuses (a negative delay) is a failure
-            }
-        }
-    } finally {
-        warn()
+private suspend fun handle(job: ServiceJob, handler: Handler, log: (List<String>) -> Unit) = job.use {
+    val outcome = try {
+        handler(job)
+    } catch (e: CancellationException) {
+        log(job.concludeFailed("the handler was cancelled"))
+        throw e
+    } catch (e: Exception) {
+        log(job.concludeFailed(reason(e)))
+        return@use
     }
-}
-
-/** Gives a job's outcome, unless the handler gave it itself (the pull API): then it is `Closed`. */
-private inline fun given(give: () -> Unit) {
-    try {
-        give()
-    } catch (e: WeidaException.Closed) {
-        // Given once already.
-    }
+    val named = outcome.named()
+    log(job.conclude(named.name, named.delayMs, named.body))
 }

@@ -148,6 +148,61 @@ class ServiceTest {
         assertEquals(listOf(1L, 2L, 1L, 0L), reg.counters().of("handled", "dropped", "failed", "retried"))
     }
 
+    @Test
+    fun a_refused_outcome_is_a_failure_and_serve_goes_on() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs", maxAttempts = 2)
+        val warnings = mutableListOf<String>()
+        val retried = CompletableDeferred<Unit>()
+        val last = CompletableDeferred<Unit>()
+        val serving = launch {
+            reg.serve(onWarning = { warnings.add(it) }) { job ->
+                when {
+                    String(job.message().body) == "last" -> last.complete(Unit)
+                    job.attempt() == 2u -> retried.complete(Unit)
+                    // Refused by the core: a failure, retried as declared.
+                    else -> return@serve Outcome.RetryAfter((-1).milliseconds)
+                }
+                Outcome.Done
+            }
+        }
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        pusher.send("refused".toByteArray())
+        retried.await()
+        pusher.send("last".toByteArray())
+        last.await()
+        reg.stop()
+        serving.join()
+        assertEquals(1, warnings.size, warnings.toString())
+        assertTrue("path=/jobs" in warnings[0] && "reason=the outcome was refused" in warnings[0], warnings[0])
+        assertEquals(listOf(1L, 1L, 2L, 0L), reg.counters().of("failed", "retried", "handled", "inFlight"))
+    }
+
+    @Test
+    fun a_job_the_handler_finished_itself_is_not_finished_twice() = withPair("quic") { p ->
+        val reg = Service(p.server).queue(p.listener, "/jobs")
+        val warnings = mutableListOf<String>()
+        val last = CompletableDeferred<Unit>()
+        val serving = launch {
+            reg.serve(onWarning = { warnings.add(it) }) { job ->
+                if (String(job.message().body) == "last") {
+                    last.complete(Unit)
+                } else {
+                    job.finish(Outcome.Done) // the pull API; serve then leaves the job as it is
+                }
+                Outcome.Done
+            }
+        }
+        val pusher = p.client.pusher()
+        pusher.connect(reg.address()!!)
+        for (body in listOf("first", "last")) pusher.send(body.toByteArray())
+        last.await()
+        reg.stop()
+        serving.join()
+        assertEquals(listOf<String>(), warnings)
+        assertEquals(listOf(2L, 0L, 0L, 0L), reg.counters().of("handled", "failed", "dropped", "inFlight"))
+    }
+
     // The thread is held until the I/O thread has taken the job for the pending next: the
     // coroutine sees its cancellation first, then the job, which goes back (weida-ffi's
     // next_call), the same attempt, nothing counted.

@@ -1024,6 +1024,10 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_job_attempt(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_conclude(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_job_conclude_failed(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_job_discard(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_job_fail(
@@ -1592,6 +1596,10 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_job_attempt(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
+    external fun uniffi_weida_uniffi_fn_method_job_conclude(`ptr`: Long,`outcome`: RustBuffer.ByValue,`delayMs`: RustBuffer.ByValue,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_job_conclude_failed(`ptr`: Long,`reason`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_job_discard(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_job_fail(`ptr`: Long,`reason`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -2360,6 +2368,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_job_attempt() and 0xFFFF) != 18239) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_conclude() and 0xFFFF) != 19679) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_job_conclude_failed() and 0xFFFF) != 58512) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_job_discard() and 0xFFFF) != 27560) {
@@ -13952,6 +13966,20 @@ public interface ServiceJobInterface {
     fun `attempt`(): kotlin.UInt
     
     /**
+     * What the handler came to, for `serve`: the outcome as `finish` names it, except that
+     * one the core refuses (a negative delay) is the handler's failure and a job already
+     * given its outcome is left as it is (weida-ffi's `Job::conclude`). Never fails; the
+     * registration's warnings since.
+     */
+    fun `conclude`(`outcome`: kotlin.String, `delayMs`: kotlin.Double?, `body`: kotlin.ByteArray?): List<kotlin.String>
+    
+    /**
+     * The handler failed with `reason`, for `serve`: as `fail`, unless the job was given its
+     * outcome already (weida-ffi's `Job::conclude_failed`). The registration's warnings since.
+     */
+    fun `concludeFailed`(`reason`: kotlin.String): List<kotlin.String>
+    
+    /**
      * `Unsupported`, always: a brokerless hop has nothing to discard (`drop` is an outcome).
      */
     fun `discard`()
@@ -14103,6 +14131,46 @@ open class ServiceJob: Disposable, AutoCloseable, ServiceJobInterface
     UniffiLib.uniffi_weida_uniffi_fn_method_job_attempt(
         it,
         _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * What the handler came to, for `serve`: the outcome as `finish` names it, except that
+     * one the core refuses (a negative delay) is the handler's failure and a job already
+     * given its outcome is left as it is (weida-ffi's `Job::conclude`). Never fails; the
+     * registration's warnings since.
+     */override fun `conclude`(`outcome`: kotlin.String, `delayMs`: kotlin.Double?, `body`: kotlin.ByteArray?): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_conclude(
+        it,
+        
+        FfiConverterString.lower(`outcome`),
+        FfiConverterOptionalDouble.lower(`delayMs`),
+        FfiConverterOptionalByteArray.lower(`body`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The handler failed with `reason`, for `serve`: as `fail`, unless the job was given its
+     * outcome already (weida-ffi's `Job::conclude_failed`). The registration's warnings since.
+     */override fun `concludeFailed`(`reason`: kotlin.String): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_job_conclude_failed(
+        it,
+        
+        FfiConverterString.lower(`reason`),_status)
 }
     }
     )
