@@ -78,14 +78,15 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
             }
         }
     });
-    // The loop runs to its end: a stop lets the commands running finish (within --drain). It
-    // also ends by itself if the queue is closed under it.
+    // A stop lets the commands running finish within --drain; the loop also ends by itself if
+    // the queue is closed under it. What it still runs when the stop returns (past the
+    // deadline) is dropped with it: each such command is killed, its message a failure.
     let ended = tokio::sync::Notify::new();
-    let served = async {
+    let mut served = Box::pin(async {
         let r = served.await;
         ended.notify_one();
         r
-    };
+    });
     let stopping = async {
         tokio::select! {
             _ = stop.next() => {}
@@ -94,10 +95,20 @@ pub(crate) async fn serve(args: HandlerArgs, stop: &mut Stop) -> Result<(), Fail
         }
         reg.stop(args.drain).await
     };
-    let (served, stopped) = tokio::join!(served, stopping);
+    tokio::pin!(stopping);
+    let mut ran = None;
+    let stopped = loop {
+        tokio::select! {
+            r = &mut served, if ran.is_none() => ran = Some(r),
+            stopped = &mut stopping => break stopped,
+        }
+    };
+    drop(served);
     warnings.abort();
     print_warnings(reg.take_warnings());
-    served?;
+    if let Some(r) = ran {
+        r?;
+    }
     let c = reg.counters();
     eprintln!(
         "stopped: {} handled, {} retried, {} dead-lettered, {} dropped, {} failed; \

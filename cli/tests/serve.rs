@@ -118,3 +118,68 @@ fn a_dead_letter_address_that_is_the_queue_itself_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("come back"), "{stderr}");
 }
+
+#[test]
+fn a_signal_stops_taking_and_waits_for_the_command_running_within_drain() {
+    // The command is still running when the signal comes (a second of work); the stop lets
+    // it finish and counts it handled.
+    let mut service = Served::start(&[
+        "serve",
+        "--drain",
+        "30",
+        "--exec",
+        "cat >/dev/null; sleep 1",
+        "weida://127.0.0.1:0/jobs",
+    ]);
+    weida()
+        .args(["push", &service.address, "slow"])
+        .assert()
+        .success();
+    // Printed by the handler before it runs the command.
+    assert_eq!(service.next_line().as_deref(), Some("slow"));
+    service.signal("INT");
+    let status = service.wait();
+    let stderr = service.stderr();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        stderr.contains(
+            "stopped: 1 handled, 0 retried, 0 dead-lettered, 0 dropped, 0 failed; 0 unfinished"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_command_still_running_at_the_drain_deadline_is_reported_unfinished() {
+    let mut service = Served::start(&[
+        "serve",
+        "--drain",
+        "0.2",
+        "--exec",
+        "cat >/dev/null; sleep 60",
+        "weida://127.0.0.1:0/jobs",
+    ]);
+    weida()
+        .args(["push", &service.address, "stuck"])
+        .assert()
+        .success();
+    assert_eq!(service.next_line().as_deref(), Some("stuck"));
+    let signalled = std::time::Instant::now();
+    service.signal("TERM");
+    let status = service.wait();
+    let stderr = service.stderr();
+    // It ends at the deadline, not with the command: the command is killed, and its message
+    // is a failure (no limit declared: gone).
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        signalled.elapsed()
+    );
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        stderr.contains(
+            "stopped: 0 handled, 0 retried, 0 dead-lettered, 1 dropped, 1 failed; 1 unfinished"
+        ),
+        "{stderr}"
+    );
+}
