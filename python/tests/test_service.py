@@ -359,6 +359,32 @@ async def test_concurrency_runs_that_many_handlers_at_once_and_a_stop_waits_for_
         assert app.registrations[0].counters["handled"] == 3
 
 
+async def test_a_handler_still_running_at_the_drain_deadline_is_cancelled_and_run_returns() -> None:
+    async with weida.Runtime() as rt:
+        listener = await rt.bind("weida://127.0.0.1:0")
+        app = App(rt, drain=0.2)
+        started = asyncio.Event()
+
+        @app.queue(listener, "/jobs")
+        async def work(job: Job) -> None:
+            started.set()
+            await asyncio.Event().wait()  # never finishes by itself
+
+        await app.start()
+        served = asyncio.ensure_future(app.run(signals=False))
+        pusher = rt.pusher()
+        await pusher.connect(app.registrations[0].address or "")
+        await pusher.send(b"stuck")
+        await started.wait()
+        app.stop()
+        # Bounded: before, run waited for the handler, which never ends.
+        (report,) = await asyncio.wait_for(served, 30)
+        assert report == {"unfinished": 1, "copies_dropped": 0}
+        c = app.registrations[0].counters
+        # Cancelled: a failure, and with no limit declared, gone.
+        assert (c["handled"], c["failed"], c["dropped"], c["in_flight"]) == (0, 1, 1, 0)
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -224,5 +224,11 @@ class App:
             for s in installed:
                 loop.remove_signal_handler(s)
             reports = await asyncio.gather(*(r.stop(self._drain) for r in self.registrations))
+            # Past the deadline: the handlers still running are cancelled (each job then a
+            # failure, retried as declared), so run returns at the deadline, not with them.
+            for s in servers:
+                s.cancel()
             await asyncio.gather(*servers, return_exceptions=True)
+            for r in self.registrations:
+                _log(r, r.take_warnings())
         return list(reports)
