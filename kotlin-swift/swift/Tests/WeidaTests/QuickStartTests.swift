@@ -4,6 +4,28 @@
 import Foundation
 import XCTest
 
+/// What `run` prints on standard output, read from the file descriptor; what it throws is thrown
+/// once standard output is back.
+private func printed(_ run: () async throws -> Void) async throws -> String {
+    let pipe = Pipe()
+    fflush(stdout)
+    let saved = dup(STDOUT_FILENO)
+    dup2(pipe.fileHandleForWriting.fileDescriptor, STDOUT_FILENO)
+    var failure: Error?
+    do {
+        try await run()
+    } catch {
+        failure = error
+    }
+    fflush(stdout)
+    dup2(saved, STDOUT_FILENO)
+    close(saved)
+    try pipe.fileHandleForWriting.close()
+    let out = pipe.fileHandleForReading.readDataToEndOfFile()
+    if let failure { throw failure }
+    return String(decoding: out, as: UTF8.self)
+}
+
 final class QuickStartTests: XCTestCase {
     func test_the_readme_quick_start_runs() async throws {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -15,24 +37,8 @@ final class QuickStartTests: XCTestCase {
         let body = try XCTUnwrap(file.components(separatedBy: "\n\n").dropFirst().joined(separator: "\n\n") as String?)
         XCTAssertEqual(body, block, "QuickStart.swift is the README's block")
 
-        // What it prints, read from stdout.
-        let pipe = Pipe()
-        fflush(stdout)
-        let saved = dup(STDOUT_FILENO)
-        dup2(pipe.fileHandleForWriting.fileDescriptor, STDOUT_FILENO)
-        var failure: Error?
-        do {
-            try await within { try await quickStart() }
-        } catch {
-            failure = error
-        }
-        fflush(stdout)
-        dup2(saved, STDOUT_FILENO)
-        close(saved)
-        try pipe.fileHandleForWriting.close()
-        let out = pipe.fileHandleForReading.readDataToEndOfFile()
-        if let failure { throw failure }
-        XCTAssertEqual(String(decoding: out, as: UTF8.self), "hello\n")
+        let out = try await printed { try await within { try await quickStart() } }
+        XCTAssertEqual(out, "hello\n")
     }
 
     func test_the_readme_job_service_runs() async throws {
@@ -45,24 +51,8 @@ final class QuickStartTests: XCTestCase {
         let body = file.components(separatedBy: "\n\n").dropFirst().joined(separator: "\n\n")
         XCTAssertEqual(body, block, "JobsService.swift is the README's block")
 
-        // What it prints, read from stdout.
-        let pipe = Pipe()
-        fflush(stdout)
-        let saved = dup(STDOUT_FILENO)
-        dup2(pipe.fileHandleForWriting.fileDescriptor, STDOUT_FILENO)
-        var failure: Error?
-        do {
-            try await within { try await jobsService() }
-        } catch {
-            failure = error
-        }
-        fflush(stdout)
-        dup2(saved, STDOUT_FILENO)
-        close(saved)
-        try pipe.fileHandleForWriting.close()
-        let out = pipe.fileHandleForReading.readDataToEndOfFile()
-        if let failure { throw failure }
-        let lines = String(decoding: out, as: UTF8.self).split(separator: "\n").map(String.init)
+        let out = try await printed { try await within { try await jobsService() } }
+        let lines = out.split(separator: "\n").map(String.init)
         XCTAssertEqual(
             Set(lines.prefix(3)), ["done ok attempt 1", "done flaky attempt 3", "dead poison after 5"])
         // A dictionary's order is not fixed: the stop's two counts, whichever comes first.

@@ -9,6 +9,19 @@ import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
+/** What `run` prints on `System.out`. */
+private fun printed(run: () -> Unit): String {
+    val out = ByteArrayOutputStream()
+    val before = System.out
+    System.setOut(PrintStream(out, true))
+    try {
+        run()
+    } finally {
+        System.setOut(before)
+    }
+    return out.toString()
+}
+
 class QuickStartTest {
     @Test
     fun the_readme_quick_start_runs() {
@@ -16,15 +29,8 @@ class QuickStartTest {
         val block = Regex("```kotlin\n(.*?)```", RegexOption.DOT_MATCHES_ALL).find(readme)!!.groupValues[1]
         val file = File("src/test/kotlin/weida/readme/QuickStart.kt").readText()
         assertEquals(block, file.substringAfter("package weida.readme\n\n"), "readme/QuickStart.kt is the README's block")
-        val out = ByteArrayOutputStream()
-        val before = System.out
-        System.setOut(PrintStream(out, true))
-        try {
-            weida.readme.main()
-        } finally {
-            System.setOut(before)
-        }
-        assertEquals("hello\n", out.toString())
+        val out = printed { weida.readme.main() }
+        assertEquals("hello\n", out)
     }
 
     @Test
@@ -33,15 +39,8 @@ class QuickStartTest {
         val block = Regex("<!-- JobsService.kt -->\n```kotlin\n(.*?)```", RegexOption.DOT_MATCHES_ALL).find(readme)!!.groupValues[1]
         val file = File("src/test/kotlin/weida/readme/jobs/JobsService.kt").readText()
         assertEquals(block, file.substringAfter("package weida.readme.jobs\n\n"), "readme/jobs/JobsService.kt is the README's block")
-        val out = ByteArrayOutputStream()
-        val before = System.out
-        System.setOut(PrintStream(out, true))
-        try {
-            weida.readme.jobs.main()
-        } finally {
-            System.setOut(before)
-        }
-        val lines = out.toString().lines()
+        val out = printed { weida.readme.jobs.main() }
+        val lines = out.lines()
         assertEquals(
             setOf("done ok attempt 1", "done flaky attempt 3", "dead poison after 5"),
             lines.take(3).toSet(),
