@@ -226,8 +226,8 @@ class App:
             reports = await asyncio.gather(*(r.stop(self._drain) for r in self.registrations))
             # Past the deadline: the handlers still running are cancelled (each job then a
             # failure, retried as declared), so run returns at the deadline, not with them.
-            for s in servers:
-                s.cancel()
+            for server in servers:
+                server.cancel()
             await asyncio.gather(*servers, return_exceptions=True)
             for r in self.registrations:
                 _log(r, r.take_warnings())
