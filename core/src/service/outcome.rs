@@ -36,7 +36,11 @@ pub enum Outcome {
 /// The attempt a message is: its [`ATTEMPT_HEADER`], or 1 when it has none. A value that is
 /// not a decimal number from 1 up is attempt 1 too: the header is the sender's word, and a
 /// peer that sends a bad one must not make this registration dead-letter at once.
+#[inline]
 pub(crate) fn attempt_of(meta: &crate::Metadata) -> u32 {
+    if meta.is_empty() {
+        return 1; // most messages: no header to look for
+    }
     meta.get(ATTEMPT_HEADER)
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|s| s.parse::<u32>().ok())

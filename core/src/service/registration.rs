@@ -432,16 +432,7 @@ impl Shared {
     /// An arrival in the slot just taken for it: in flight from here.
     fn taken(&self, a: super::source::Arrival) -> Taken {
         self.bump(&self.count.in_flight, true);
-        Self::taken_uncounted(a)
-    }
-
-    /// [`Shared::taken`], counted in flight by the caller.
-    fn taken_uncounted(a: super::source::Arrival) -> Taken {
-        Taken {
-            attempt: attempt_of(&a.message.meta.metadata),
-            message: a.message,
-            exchange: a.exchange,
-        }
+        Taken::of(a.message, a.exchange)
     }
 
     /// The next message for a handler, its slot taken, if both are there now; the common
@@ -769,12 +760,21 @@ impl Registration {
             loop {
                 let next = match slot.0 {
                     Some(_) if s.closed.load(Ordering::Relaxed) => return Ok(()),
-                    Some(_) => match ready.next().or_else(|| s.source.try_recv()) {
-                        Some(r) => r.map(|a| s.taken(a)),
-                        None => {
-                            slot.give_back();
-                            continue;
+                    Some(_) => match ready.next_message() {
+                        // The common case under load: a message of the batch, made a job
+                        // where it is, with no arrival to unwrap (measured: a tenth of the
+                        // loop's cost at 64 B).
+                        Some(m) => {
+                            s.bump(&s.count.in_flight, true);
+                            Ok(Taken::of(m, None))
                         }
+                        None => match s.source.try_recv() {
+                            Some(r) => r.map(|a| s.taken(a)),
+                            None => {
+                                slot.give_back();
+                                continue;
+                            }
+                        },
                     },
                     None => s.take().await.inspect(|_| slot.0 = Some(s)),
                 };
@@ -867,13 +867,18 @@ impl Registration {
                         }
                     }
                 }
-                let Some(more) = ready.next().or_else(|| s.source.try_recv()) else {
-                    break;
+                // As with one at a time: the batch's message made a job where it is.
+                let more = match ready.next_message() {
+                    Some(m) => Ok(Taken::of(m, None)),
+                    None => match s.source.try_recv() {
+                        Some(r) => r.map(|a| Taken::of(a.message, a.exchange)),
+                        None => break,
+                    },
                 };
                 match more {
-                    Ok(a) => {
+                    Ok(taken) => {
                         Tally::up(&tally.tally.taken);
-                        start(Shared::taken_uncounted(a), &mut running)
+                        start(taken, &mut running)
                     }
                     Err(Error::Closed) => open = false,
                     Err(e) => skipped(e),
@@ -1001,6 +1006,16 @@ struct Taken {
     message: Message,
     attempt: u32,
     exchange: Option<Box<Exchange>>,
+}
+
+impl Taken {
+    fn of(message: Message, exchange: Option<Box<Exchange>>) -> Self {
+        Self {
+            attempt: attempt_of(&message.meta.metadata),
+            message,
+            exchange,
+        }
+    }
 }
 
 /// A job inside [`Registration::run`]: a [`Job`] that borrows its registration.
@@ -1154,16 +1169,12 @@ impl<'a> Batch<'a> {
     }
 
     /// The next message taken, taking the next batch once these are handed out.
-    fn next(&mut self) -> Option<Result<super::source::Arrival>> {
+    fn next_message(&mut self) -> Option<Message> {
         if self.taken.is_empty() {
             self.shared.source.take_ready(&mut self.taken, BATCH);
             self.taken.reverse();
         }
-        let message = self.taken.pop()?;
-        Some(Ok(super::source::Arrival {
-            message,
-            exchange: None,
-        }))
+        self.taken.pop()
     }
 }
 
