@@ -385,6 +385,27 @@ async def test_a_handler_still_running_at_the_drain_deadline_is_cancelled_and_ru
         assert (c["handled"], c["failed"], c["dropped"], c["in_flight"]) == (0, 1, 1, 0)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="asyncio's signal handlers are Unix's")
+async def test_app_run_stops_on_sigterm_as_on_sigint() -> None:
+    async with weida.Runtime() as rt:
+        listener = await rt.bind("weida://127.0.0.1:0")
+        app = App(rt, drain=5.0)
+
+        @app.queue(listener, "/jobs")
+        async def work(job: Job) -> None:
+            return None
+
+        await app.start()
+        served = asyncio.ensure_future(app.run())
+        # One turn of the loop: run installs its signal handlers before its first wait.
+        await asyncio.sleep(0)
+        os.kill(os.getpid(), signal.SIGTERM)
+        (report,) = await asyncio.wait_for(served, 30)
+        assert report == {"unfinished": 0, "copies_dropped": 0}
+        # run removed its handlers: SIGTERM's own is back.
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
