@@ -79,6 +79,17 @@ async fn push(client: &Runtime, address: &str, bodies: &[&str], meta: Metadata) 
     }
 }
 
+/// Sends `bodies` from `client` to `reg`'s own address, with no metadata.
+async fn push_jobs(client: &Runtime, reg: &Registration, bodies: &[&str]) {
+    push(
+        client,
+        &reg.address().unwrap().to_string(),
+        bodies,
+        Metadata::new(),
+    )
+    .await;
+}
+
 /// What a handler saw: the body and the attempt.
 type Seen = mpsc::UnboundedReceiver<(Bytes, u32)>;
 
@@ -131,13 +142,7 @@ async fn ack_and_drop_answer_unsupported_are_logged_once_and_count_as_processed_
         let _guard = tracing::subscriber::set_default(warnings.clone());
         let (server, listener, client) = pair(Transport::Quic).await;
         let reg = jobs(&server, &listener, |b| b).await;
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["a", "b", "c", "d"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["a", "b", "c", "d"]).await;
         for (i, finish) in [Outcome::Ack, Outcome::Drop, Outcome::Ack, Outcome::Done]
             .into_iter()
             .enumerate()
@@ -175,13 +180,7 @@ async fn next_warnings_waits_for_one_and_takes_every_one_logged() {
         let reg = jobs(&server, &listener, |b| b).await;
         let mut waiting = Box::pin(reg.next_warnings());
         assert!(futures_poll_once(&mut waiting).await.is_none());
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["a"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["a"]).await;
         let job = reg.next().await.unwrap();
         job.ack().unwrap_err();
         job.discard().unwrap_err();
@@ -217,13 +216,7 @@ async fn a_dead_letter_address_alone_makes_a_retry_a_copy_and_warns_that_none_re
                 Outcome::Done
             })
         });
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["job"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["job"]).await;
         // A retry is a copy, attempt after attempt, and never a dead letter.
         for attempt in 1..=3 {
             assert_eq!(seen.recv().await.unwrap(), (Bytes::from("job"), attempt));
@@ -247,13 +240,7 @@ on_every_transport!(
                 Outcome::Done
             })
         });
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["again", "next"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["again", "next"]).await;
         assert_eq!(seen.recv().await.unwrap(), (Bytes::from("again"), 1));
         assert_eq!(seen.recv().await.unwrap(), (Bytes::from("next"), 1));
         until(&reg, |c| c.handled == 1).await;
@@ -310,13 +297,7 @@ async fn at_the_limit_with_no_dead_letter_the_message_is_dropped_with_a_warning(
         let (server, listener, client) = pair(Transport::Quic).await;
         let reg = jobs(&server, &listener, |b| b.max_attempts(2)).await;
         let mut seen = serve(reg.clone(), |_, _| Ok(Outcome::Retry));
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["job"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["job"]).await;
         assert_eq!(seen.recv().await.unwrap().1, 1);
         assert_eq!(seen.recv().await.unwrap().1, 2);
         until(&reg, |c| c.dropped == 1).await;
@@ -331,13 +312,7 @@ async fn retry_after_waits_in_process_then_sends_the_next_attempt() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
         let reg = jobs(&server, &listener, |b| b).await;
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["later"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["later"]).await;
         let job = reg.next().await.unwrap();
         assert_eq!(job.attempt(), 1);
         let delay = Duration::from_millis(300);
@@ -376,13 +351,7 @@ async fn a_handler_error_is_a_failure_logged_with_its_path_then_a_retry() {
             (b"error", 1) => Err("no disk".to_string()),
             _ => Ok(Outcome::Done),
         });
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["error"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["error"]).await;
         assert_eq!(seen.recv().await.unwrap(), (Bytes::from("error"), 1));
         assert_eq!(seen.recv().await.unwrap(), (Bytes::from("error"), 2));
         until(&reg, |c| c.handled == 1).await;
@@ -411,13 +380,7 @@ async fn a_job_dropped_unfinished_is_a_failure_and_retried_as_declared() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
         let reg = jobs(&server, &listener, |b| b.max_attempts(2)).await;
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["lost"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["lost"]).await;
         let job = reg.next().await.unwrap();
         let panicked = tokio::spawn(async move {
             let _job = job;
@@ -1114,13 +1077,7 @@ async fn a_handler_that_panics_is_a_failure_and_the_registration_goes_on() {
                 })
                 .await
         });
-        push(
-            &client,
-            &reg.address().unwrap().to_string(),
-            &["boom", "next"],
-            Metadata::new(),
-        )
-        .await;
+        push_jobs(&client, &reg, &["boom", "next"]).await;
         assert_eq!(seen.recv().await.unwrap(), "next");
         // No limit declared: the failure's retry is the message's end.
         assert_eq!(reg.counters(), counts(1, 0, 0, 1, 1));
