@@ -674,6 +674,67 @@ async fn a_run_with_many_at_once_dropped_counts_every_message_it_started_and_fre
 }
 
 #[tokio::test]
+async fn a_run_takes_the_next_message_once_a_next_callers_job_frees_a_slot() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let reg = jobs(&server, &listener, |b| b.concurrency(2)).await;
+        queue_n(&server, &client, &reg.address().unwrap().to_string(), 3).await;
+        // m0 in a job of this test's: one slot. run's handler holds m1 (the other slot) until
+        // the end, and m2 waits in run's batch for a slot.
+        let held = reg.next().await.unwrap();
+        assert_eq!(held.message().body, "m0");
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let served = reg.clone();
+        let running = tokio::spawn(async move {
+            served
+                .run(move |m, _| {
+                    let tx = tx.clone();
+                    async move {
+                        tx.send(m.body.clone()).unwrap();
+                        if m.body == "m1" {
+                            std::future::pending::<()>().await;
+                        }
+                        Ok::<_, String>(Outcome::Done)
+                    }
+                })
+                .await
+        });
+        assert_eq!(seen.recv().await.unwrap(), "m1");
+        // The slot this frees is run's for m2, though m1's handler is still waiting.
+        held.finish(Outcome::Done);
+        assert_eq!(seen.recv().await.unwrap(), "m2");
+        running.abort();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_copy_asked_for_after_the_stops_deadline_is_dropped_at_once_and_counted() {
+    common::bounded(async {
+        let (server, listener, client) = pair(Transport::Quic).await;
+        let reg = jobs(&server, &listener, |b| b.max_attempts(3)).await;
+        push_jobs(&client, &reg, &["late"]).await;
+        let job = reg.next().await.unwrap();
+        let stopped = reg.stop(Duration::from_millis(50)).await;
+        assert_eq!(stopped.unfinished, 1);
+        reg.take_warnings();
+        // Its handler fails after the deadline: the retry's copy is dropped now, not when a
+        // send on a closed pusher would fail later.
+        job.fail("too late");
+        assert_eq!(reg.counters(), counts(0, 0, 0, 1, 1));
+        assert_eq!(reg.counters().delayed, 0);
+        let warned = reg.take_warnings();
+        assert!(
+            warned
+                .iter()
+                .any(|w| w.contains("after the stop's deadline: dropped")),
+            "{warned:?}"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
 async fn concurrency_one_hands_out_in_arrival_order_one_at_a_time() {
     common::bounded(async {
         let (server, listener, client) = pair(Transport::Quic).await;
@@ -1083,6 +1144,33 @@ async fn a_handler_that_panics_is_a_failure_and_the_registration_goes_on() {
         assert_eq!(reg.counters(), counts(1, 0, 0, 1, 1));
         reg.stop(Duration::from_secs(5)).await;
         running.await.unwrap().unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_handler_that_panics_in_its_call_is_counted_a_failure_as_run_ends_with_the_panic() {
+    common::bounded(async {
+        for concurrency in [1, 4] {
+            let (server, listener, client) = pair(Transport::Quic).await;
+            let reg = jobs(&server, &listener, |b| b.concurrency(concurrency)).await;
+            push_jobs(&client, &reg, &["ok", "boom"]).await;
+            let served = reg.clone();
+            let running = tokio::spawn(async move {
+                served
+                    .run(move |m, _| {
+                        // In the call itself, before there is a future to catch it in.
+                        assert_ne!(m.body, "boom", "the handler panicked on purpose");
+                        std::future::ready(Ok::<_, String>(Outcome::Done))
+                    })
+                    .await
+            });
+            assert!(running.await.unwrap_err().is_panic());
+            // Counted, not lost: nothing is left in flight.
+            let c = reg.counters();
+            assert_eq!(c, counts(1, 0, 0, 1, 1), "concurrency {concurrency}");
+            assert_eq!(c.in_flight, 0);
+        }
     })
     .await
 }

@@ -224,8 +224,9 @@ class App:
             for s in installed:
                 loop.remove_signal_handler(s)
             reports = await asyncio.gather(*(r.stop(self._drain) for r in self.registrations))
-            # Past the deadline: the handlers still running are cancelled (each job then a
-            # failure, retried as declared), so run returns at the deadline, not with them.
+            # The stops returned (every job done, or the deadline passed): what is still running
+            # is cancelled (a job it had not finished then a failure: its copy, past the
+            # deadline, dropped and counted), so run returns then, not with the handlers.
             for server in servers:
                 server.cancel()
             await asyncio.gather(*servers, return_exceptions=True)
