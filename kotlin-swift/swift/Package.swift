@@ -10,6 +10,7 @@ let package = Package(
     name: "Weida",
     products: [
         .library(name: "Weida", targets: ["Weida"]),
+        .executable(name: "WeidaConformanceAgent", targets: ["WeidaConformanceAgent"]),
     ],
     targets: [
         .systemLibrary(name: "weida_uniffiFFI"),
@@ -19,5 +20,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("weida_uniffi")]
         ),
         .testTarget(name: "WeidaTests", dependencies: ["Weida"]),
+        // The conformance agent (conformance/README.md; kotlin-swift/swift/agent.sh runs it):
+        // the suite's line protocol over the `Weida` API, no part of the library.
+        .executableTarget(name: "WeidaConformanceAgent", dependencies: ["Weida"]),
     ]
 )

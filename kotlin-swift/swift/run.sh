@@ -4,6 +4,9 @@
 #
 #   kotlin-swift/swift/run.sh [path/to/libweida_uniffi.so [swift test options, e.g. --filter X]]
 #   kotlin-swift/swift/run.sh --setup      only makes the chroot (nothing is built or run)
+#   kotlin-swift/swift/run.sh --agent [path/to/libweida_uniffi.so]
+#                                          builds the conformance agent instead (release, linked
+#                                          against the release library by default; agent.sh runs it)
 #
 # ./dev swift builds the library, checks the generated files for drift, then runs this. Without
 # an argument it takes the newer of the cargo target dir's debug and release builds.
@@ -25,10 +28,18 @@ root="$target/swift-root"
 mirror="${WEIDA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 setup_only=""
+agent=""
+case "${1:-}" in
+    --setup) setup_only=1 ;;
+    --agent) agent=1; shift ;;
+esac
 lib="${1:-}"
 [ $# = 0 ] || shift
-if [ "$lib" = --setup ]; then
-    setup_only=1
+if [ -n "$setup_only" ]; then
+    :
+elif [ -n "$agent" ] && [ -z "$lib" ]; then
+    # The library the agent runs with (agent.sh), the one the other agents' release builds match.
+    lib="$target/release/libweida_uniffi.so"
 elif [ -z "$lib" ]; then
     for l in "$target/debug/libweida_uniffi.so" "$target/release/libweida_uniffi.so"; do
         if [ -f "$l" ] && { [ -z "$lib" ] || [ "$l" -nt "$lib" ]; }; then lib="$l"; fi
@@ -106,6 +117,20 @@ mount_bind /dev/pts /dev/pts
 mount_bind "$repo/kotlin-swift" /src/kotlin-swift
 mkdir -p "$root/opt/weida/lib" "$root/opt/weida/bin" "$root/tmp"
 cp "$lib" "$root/opt/weida/lib/libweida_uniffi.so"
+
+if [ -n "$agent" ]; then
+    # The conformance agent: a release build (the matrix's 2 MiB bodies are hashed in Swift),
+    # in the same scratch path as the tests, linked against the library by name only: agent.sh
+    # gives the loader the library's folder on the host.
+    chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        TMPDIR=/tmp LANG=C.UTF-8 bash -c '
+            cd /src/kotlin-swift/swift &&
+            swift build -c release --product WeidaConformanceAgent --scratch-path /build \
+                -Xlinker -L/opt/weida/lib'
+    echo "swift: the conformance agent is $root/build/release/WeidaConformanceAgent"
+    exit 0
+fi
+
 # The Rust peer CrossTests talks to (cargo build -p weida --example peer), beside the library.
 peer="${WEIDA_PEER_BIN:-$(dirname "$lib")/examples/peer}"
 rm -f "$root/opt/weida/bin/peer"
