@@ -227,6 +227,20 @@ class RunnerRules(unittest.TestCase):
         self.assertFalse({"python>kotlin", "kotlin>python"} & combos("unix"))
         self.assertIn("kotlin>kotlin", combos("inproc"))
 
+    def test_the_registry_pairs_swift_with_rust_everywhere_and_node_and_kotlin_on_quic(self):
+        specs = runner.load_registry(os.path.join(CONFORMANCE, "agents.json"))
+        scenarios = [s for s in load_all(SCENARIOS, SCHEMA) if s.name == "reqrep_echo"]
+        cells = runner.plan(scenarios, specs, {}, [])
+
+        def combos(transport):
+            return {c.combo for c in cells if c.transport == transport and not c.status}
+        for transport in ("quic", "unix"):
+            self.assertTrue({"rust>swift", "swift>rust"} <= combos(transport), transport)
+            self.assertFalse({"python>swift", "swift>python", "swift>swift"} & combos(transport), transport)
+        self.assertTrue({"node>swift", "swift>node", "kotlin>swift", "swift>kotlin"} <= combos("quic"))
+        self.assertFalse({"node>swift", "swift>node", "kotlin>swift", "swift>kotlin"} & combos("unix"))
+        self.assertIn("swift>swift", combos("inproc"))
+
     def test_cells_run_at_once_report_what_one_at_a_time_does_in_the_plans_order(self):
         self.assertTrue(os.path.exists(RUST_AGENT), f"build the Rust agent first: {RUST_AGENT}")
         # reqrep_echo runs on every transport (an in-process name and a socket path per cell, a
