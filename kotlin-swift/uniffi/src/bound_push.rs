@@ -13,6 +13,7 @@ use weida_ffi::{Call, Fail};
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
+use crate::packed::{take_ready, Packed};
 use crate::patterns::{meta_in, receive, try_receive, Message, Received};
 
 /// A pusher bound at a path: the pullers that connect to it share its messages, round-robin.
@@ -124,6 +125,12 @@ impl DialingPuller {
     /// A message if one is ready, without waiting.
     pub fn try_recv(&self) -> Result<Option<Message>> {
         try_receive(&**self.inner)
+    }
+
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
+    pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
+        take_ready(&**self.inner, max)
     }
 
     /// Leaves every bound pusher; what was received is still handed out, then `Closed`.

@@ -12,6 +12,7 @@ use weida_ffi::{Call, Fail};
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
+use crate::packed::{take_ready, Packed};
 use crate::patterns::{meta_in, receive, try_receive, Dropped, Message, Received};
 
 /// A publisher that dials collectors: each one connected gets a copy of every message, whatever
@@ -139,6 +140,12 @@ impl BoundSubscriber {
     /// A selected message if one is ready, without waiting.
     pub fn try_recv(&self) -> Result<Option<Message>> {
         try_receive(&**self.inner)
+    }
+
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
+    pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
+        take_ready(&**self.inner, max)
     }
 
     /// Unbinds the path: what is queued is still received, then `Closed`.

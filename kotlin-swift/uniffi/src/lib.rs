@@ -25,6 +25,7 @@ pub mod error;
 pub mod events;
 pub mod fanout;
 pub mod identity;
+pub mod packed;
 pub mod pair;
 pub mod patterns;
 pub mod raw;

@@ -13,6 +13,7 @@ use weida_ffi::{Call, Fail};
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
+use crate::packed::{take_ready, Packed};
 use crate::patterns::{meta_in, receive, try_receive, Message, Received};
 
 /// One end of a PAIR: `send` reaches the other end, receives take what it sends. A bound pair
@@ -101,6 +102,12 @@ impl Pair {
     /// A message if one is ready, without waiting.
     pub fn try_recv(&self) -> Result<Option<Message>> {
         try_receive(&**self.inner)
+    }
+
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
+    pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
+        take_ready(&**self.inner, max)
     }
 
     /// A bound pair unbinds its path; a dialling pair leaves its peer.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use weida::{Metadata, PeerIdentity, Receiving};
 use weida_ffi::awaiting::Held;
+use weida_ffi::call::ready_turn;
 use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::{connect, send_many, Endpoint};
 use weida_ffi::{Call, Fail};
@@ -16,6 +17,7 @@ use weida_ffi::{Call, Fail};
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
+use crate::packed::{pack, take_ready, Packed};
 
 /// Who sent a message, as the transport proved it.
 #[derive(Debug, Clone, uniffi::Enum)]
@@ -125,6 +127,12 @@ impl Received {
             .into_iter()
             .map(message)
             .collect()
+    }
+
+    /// The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
+    /// layer lifts, one record for the batch instead of one per message.
+    pub fn take_packed(&self) -> Packed {
+        pack(self.held.take().unwrap_or_default())
     }
 }
 
@@ -238,6 +246,19 @@ impl Pusher {
         Ok(on_io(|| p.try_send(Bytes::from(body)))?.is_none())
     }
 
+    /// `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+    /// `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+    /// a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+    /// cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+    /// call and no future for a send that can be queued now. A number, not an enum: through
+    /// JNA an enum is a buffer to allocate and free on every send.
+    pub fn send_ready(&self, body: Vec<u8>) -> Result<u8> {
+        if !ready_turn() {
+            return Ok(2);
+        }
+        Ok(if self.try_send(body)? { 0 } else { 1 })
+    }
+
     /// Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
     pub fn close_endpoint(&self) {
         self.inner.close();
@@ -289,6 +310,12 @@ impl Puller {
     /// A message if one is ready, without waiting.
     pub fn try_recv(&self) -> Result<Option<Message>> {
         try_receive(&**self.inner)
+    }
+
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
+    pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
+        take_ready(&**self.inner, max)
     }
 
     /// Ends the endpoint: receives then end with `Closed` (Python's and Node's `close`).
@@ -661,6 +688,12 @@ impl Subscriber {
 
     pub fn try_recv(&self) -> Result<Option<Message>> {
         try_receive(&**self.inner)
+    }
+
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
+    pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
+        take_ready(&**self.inner, max)
     }
 
     pub fn close_endpoint(&self) {

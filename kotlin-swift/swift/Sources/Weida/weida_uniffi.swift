@@ -465,6 +465,22 @@ fileprivate final class UniffiHandleMap<T>: @unchecked Sendable {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt8: FfiConverterPrimitive {
+    typealias FfiType = UInt8
+    typealias SwiftType = UInt8
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt8 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: UInt8, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
     typealias FfiType = UInt32
     typealias SwiftType = UInt32
@@ -1051,6 +1067,12 @@ public protocol BoundSubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String) throws 
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    func takeReady(max: UInt32) throws  -> Packed?
+    
+    /**
      * A selected message if one is ready, without waiting.
      */
     func tryRecv() throws  -> Message?
@@ -1206,6 +1228,20 @@ open func subscribe(filter: String)throws   {try rustCallWithError(FfiConverterT
 }
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+open func takeReady(max: UInt32)throws  -> Packed?  {
+    return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_boundsubscriber_take_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(max),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * A selected message if one is ready, without waiting.
      */
 open func tryRecv()throws  -> Message?  {
@@ -1326,6 +1362,12 @@ public protocol BusProtocol: AnyObject, Sendable {
      * Queues a copy for every live member connected; returns how many.
      */
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws  -> UInt32
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    func takeReady(max: UInt32) throws  -> Packed?
     
     /**
      * A message if one is ready, without waiting.
@@ -1520,6 +1562,20 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
             liftFunc: FfiConverterUInt32.lift,
             errorHandler: FfiConverterTypeWeidaError_lift
         )
+}
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+open func takeReady(max: UInt32)throws  -> Packed?  {
+    return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_bus_take_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(max),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -2125,6 +2181,12 @@ public protocol DialingPullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    func takeReady(max: UInt32) throws  -> Packed?
+    
+    /**
      * A message if one is ready, without waiting.
      */
     func tryRecv() throws  -> Message?
@@ -2281,6 +2343,20 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
             liftFunc: { $0 },
             errorHandler: FfiConverterTypeWeidaError_lift
         )
+}
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+open func takeReady(max: UInt32)throws  -> Packed?  {
+    return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_dialingpuller_take_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(max),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -4231,6 +4307,12 @@ public protocol PairProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    func takeReady(max: UInt32) throws  -> Packed?
+    
+    /**
      * A message if one is ready, without waiting.
      */
     func tryRecv() throws  -> Message?
@@ -4428,6 +4510,20 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
             liftFunc: { $0 },
             errorHandler: FfiConverterTypeWeidaError_lift
         )
+}
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+open func takeReady(max: UInt32)throws  -> Packed?  {
+    return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pair_take_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(max),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -5095,6 +5191,12 @@ public protocol PullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    func takeReady(max: UInt32) throws  -> Packed?
+    
+    /**
      * A message if one is ready, without waiting.
      */
     func tryRecv() throws  -> Message?
@@ -5215,6 +5317,20 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+open func takeReady(max: UInt32)throws  -> Packed?  {
+    return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_puller_take_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(max),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * A message if one is ready, without waiting.
      */
 open func tryRecv()throws  -> Message?  {
@@ -5329,6 +5445,16 @@ public protocol PusherProtocol: AnyObject, Sendable {
      * (its `sent` field).
      */
     func sendMany(bodies: [Data], cancel: Cancellation?) async throws 
+    
+    /**
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
+     */
+    func sendReady(body: Data) throws  -> UInt8
     
     /**
      * Queues `body` at once if there is room: true; false if there is none.
@@ -5494,6 +5620,24 @@ open func sendMany(bodies: [Data], cancel: Cancellation? = nil)async throws   {
             liftFunc: { $0 },
             errorHandler: FfiConverterTypeWeidaError_lift
         )
+}
+    
+    /**
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
+     */
+open func sendReady(body: Data)throws  -> UInt8  {
+    return try  FfiConverterUInt8.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_pusher_send_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(body),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -5826,6 +5970,12 @@ public protocol ReceivedProtocol: AnyObject, Sendable {
      */
     func take()  -> [Message]
     
+    /**
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
+     * layer lifts, one record for the batch instead of one per message.
+     */
+    func takePacked()  -> Packed
+    
 }
 /**
  * What a receive took, until the caller takes it; dropped untaken, given back.
@@ -5890,6 +6040,19 @@ open func take() -> [Message]  {
     return try!  FfiConverterSequenceTypeMessage.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_weida_uniffi_fn_method_received_take(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
+     * layer lifts, one record for the batch instead of one per message.
+     */
+open func takePacked() -> Packed  {
+    return try!  FfiConverterTypePacked_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_received_take_packed(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -7267,6 +7430,12 @@ public protocol SubscriberProtocol: AnyObject, Sendable {
      */
     func subscribe(filter: String, cancel: Cancellation?) async throws 
     
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    func takeReady(max: UInt32) throws  -> Packed?
+    
     func tryRecv() throws  -> Message?
     
     /**
@@ -7454,6 +7623,20 @@ open func subscribe(filter: String, cancel: Cancellation? = nil)async throws   {
             liftFunc: { $0 },
             errorHandler: FfiConverterTypeWeidaError_lift
         )
+}
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+open func takeReady(max: UInt32)throws  -> Packed?  {
+    return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
+        uniffiCallStatus in
+    uniffi_weida_uniffi_fn_method_subscriber_take_ready(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(max),uniffiCallStatus
+    )
+})
 }
     
 open func tryRecv()throws  -> Message?  {
@@ -8593,6 +8776,162 @@ public func FfiConverterTypeOpenedRequest_lift(_ buf: RustBuffer) throws -> Open
 #endif
 public func FfiConverterTypeOpenedRequest_lower(_ value: OpenedRequest) -> RustBuffer {
     return FfiConverterTypeOpenedRequest.lower(value)
+}
+
+
+/**
+ * What messages of a batch share: where they were addressed and who sent them.
+ */
+public struct Origin: Equatable, Hashable {
+    /**
+     * Application metadata, in order (a message with metadata has an origin of its own, so
+     * no two messages share a mutable value).
+     */
+    public var metadata: [MetaEntry]
+    public var path: String
+    public var peer: Peer?
+    public var topic: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Application metadata, in order (a message with metadata has an origin of its own, so
+         * no two messages share a mutable value).
+         */metadata: [MetaEntry], path: String, peer: Peer?, topic: String?) {
+        self.metadata = metadata
+        self.path = path
+        self.peer = peer
+        self.topic = topic
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Origin: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOrigin: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Origin {
+        return
+            try Origin(
+                metadata: FfiConverterSequenceTypeMetaEntry.read(from: &buf), 
+                path: FfiConverterString.read(from: &buf), 
+                peer: FfiConverterOptionTypePeer.read(from: &buf), 
+                topic: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Origin, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeMetaEntry.write(value.metadata, into: &buf)
+        FfiConverterString.write(value.path, into: &buf)
+        FfiConverterOptionTypePeer.write(value.peer, into: &buf)
+        FfiConverterOptionString.write(value.topic, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOrigin_lift(_ buf: RustBuffer) throws -> Origin {
+    return try FfiConverterTypeOrigin.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOrigin_lower(_ value: Origin) -> RustBuffer {
+    return FfiConverterTypeOrigin.lower(value)
+}
+
+
+/**
+ * Received messages, packed ([module doc](self)).
+ */
+public struct Packed: Equatable, Hashable {
+    /**
+     * Every body, end to end, in order.
+     */
+    public var bodies: Data
+    /**
+     * Per message, in order, big-endian: its body's length (u32), its origin's index in
+     * `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
+     * sequence number (u64) and the gap (u64) when flagged.
+     */
+    public var index: Data
+    /**
+     * What the messages came with, each distinct one once.
+     */
+    public var origins: [Origin]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Every body, end to end, in order.
+         */bodies: Data, 
+        /**
+         * Per message, in order, big-endian: its body's length (u32), its origin's index in
+         * `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
+         * sequence number (u64) and the gap (u64) when flagged.
+         */index: Data, 
+        /**
+         * What the messages came with, each distinct one once.
+         */origins: [Origin]) {
+        self.bodies = bodies
+        self.index = index
+        self.origins = origins
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Packed: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePacked: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Packed {
+        return
+            try Packed(
+                bodies: FfiConverterData.read(from: &buf), 
+                index: FfiConverterData.read(from: &buf), 
+                origins: FfiConverterSequenceTypeOrigin.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Packed, into buf: inout [UInt8]) {
+        FfiConverterData.write(value.bodies, into: &buf)
+        FfiConverterData.write(value.index, into: &buf)
+        FfiConverterSequenceTypeOrigin.write(value.origins, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePacked_lift(_ buf: RustBuffer) throws -> Packed {
+    return try FfiConverterTypePacked.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePacked_lower(_ value: Packed) -> RustBuffer {
+    return FfiConverterTypePacked.lower(value)
 }
 
 
@@ -9803,6 +10142,30 @@ fileprivate struct FfiConverterOptionTypeMessage: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypePacked: FfiConverterRustBuffer {
+    typealias SwiftType = Packed?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypePacked.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypePacked.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypePeerEvent: FfiConverterRustBuffer {
     typealias SwiftType = PeerEvent?
 
@@ -10015,6 +10378,31 @@ fileprivate struct FfiConverterSequenceTypeMetaEntry: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeMetaEntry.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeOrigin: FfiConverterRustBuffer {
+    typealias SwiftType = [Origin]
+
+    public static func write(_ value: [Origin], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeOrigin.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Origin] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Origin]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeOrigin.read(from: &buf))
         }
         return seq
     }
@@ -10365,6 +10753,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() != 10288) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 44865) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() != 14292) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10401,6 +10792,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_bus_send() != 39175) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 54671) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_bus_try_recv() != 154) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10426,6 +10820,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() != 47641) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 8128) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() != 21646) {
@@ -10518,6 +10915,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pair_send() != 13237) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 6538) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_pair_try_recv() != 34844) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10593,6 +10993,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_puller_recv_into() != 34258) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 54782) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_puller_try_recv() != 43886) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10620,6 +11023,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pusher_send_many() != 51537) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_weida_uniffi_checksum_method_pusher_send_ready() != 60426) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_weida_uniffi_checksum_method_pusher_try_send() != 64561) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10627,6 +11033,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_received_take() != 1546) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 45204) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_replier_accept() != 29101) {
@@ -10690,6 +11099,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_subscriber_subscribe() != 62353) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 47432) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_subscriber_try_recv() != 62909) {

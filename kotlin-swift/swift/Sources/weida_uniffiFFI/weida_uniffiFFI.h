@@ -323,6 +323,11 @@ uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_received(uint64_t ptr, Rust
 uint64_t uniffi_weida_uniffi_fn_method_dialingpuller_recv_into(uint64_t ptr, uint32_t max, uint64_t into, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_TAKE_READY
+RustBuffer uniffi_weida_uniffi_fn_method_dialingpuller_take_ready(uint64_t ptr, uint32_t max, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_DIALINGPULLER_TRY_RECV
 RustBuffer uniffi_weida_uniffi_fn_method_dialingpuller_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -391,6 +396,11 @@ uint64_t uniffi_weida_uniffi_fn_method_bus_recv_into(uint64_t ptr, uint32_t max,
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_SEND
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_SEND
 uint64_t uniffi_weida_uniffi_fn_method_bus_send(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_TAKE_READY
+RustBuffer uniffi_weida_uniffi_fn_method_bus_take_ready(uint64_t ptr, uint32_t max, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BUS_TRY_RECV
@@ -462,6 +472,11 @@ uint64_t uniffi_weida_uniffi_fn_method_boundsubscriber_recv_into(uint64_t ptr, u
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDSUBSCRIBER_SUBSCRIBE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDSUBSCRIBER_SUBSCRIBE
 void uniffi_weida_uniffi_fn_method_boundsubscriber_subscribe(uint64_t ptr, RustBuffer filter, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDSUBSCRIBER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDSUBSCRIBER_TAKE_READY
+RustBuffer uniffi_weida_uniffi_fn_method_boundsubscriber_take_ready(uint64_t ptr, uint32_t max, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_BOUNDSUBSCRIBER_TRY_RECV
@@ -722,6 +737,11 @@ uint64_t uniffi_weida_uniffi_fn_method_pair_recv_into(uint64_t ptr, uint32_t max
 uint64_t uniffi_weida_uniffi_fn_method_pair_send(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_TAKE_READY
+RustBuffer uniffi_weida_uniffi_fn_method_pair_take_ready(uint64_t ptr, uint32_t max, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PAIR_TRY_RECV
 RustBuffer uniffi_weida_uniffi_fn_method_pair_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -877,6 +897,11 @@ uint64_t uniffi_weida_uniffi_fn_method_puller_received(uint64_t ptr, RustCallSta
 uint64_t uniffi_weida_uniffi_fn_method_puller_recv_into(uint64_t ptr, uint32_t max, uint64_t into, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_TAKE_READY
+RustBuffer uniffi_weida_uniffi_fn_method_puller_take_ready(uint64_t ptr, uint32_t max, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PULLER_TRY_RECV
 RustBuffer uniffi_weida_uniffi_fn_method_puller_try_recv(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -932,6 +957,11 @@ uint64_t uniffi_weida_uniffi_fn_method_pusher_send(uint64_t ptr, RustBuffer body
 uint64_t uniffi_weida_uniffi_fn_method_pusher_send_many(uint64_t ptr, RustBuffer bodies, RustBuffer cancel
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_READY
+uint8_t uniffi_weida_uniffi_fn_method_pusher_send_ready(uint64_t ptr, RustBuffer body, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_TRY_SEND
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_TRY_SEND
 int8_t uniffi_weida_uniffi_fn_method_pusher_try_send(uint64_t ptr, RustBuffer body, RustCallStatus *_Nonnull out_status
@@ -955,6 +985,11 @@ void uniffi_weida_uniffi_fn_free_received(uint64_t handle, RustCallStatus *_Nonn
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RECEIVED_TAKE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RECEIVED_TAKE
 RustBuffer uniffi_weida_uniffi_fn_method_received_take(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RECEIVED_TAKE_PACKED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_RECEIVED_TAKE_PACKED
+RustBuffer uniffi_weida_uniffi_fn_method_received_take_packed(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_CLONE_REPLIER
@@ -1090,6 +1125,11 @@ uint64_t uniffi_weida_uniffi_fn_method_subscriber_recv_into(uint64_t ptr, uint32
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SUBSCRIBER_SUBSCRIBE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SUBSCRIBER_SUBSCRIBE
 uint64_t uniffi_weida_uniffi_fn_method_subscriber_subscribe(uint64_t ptr, RustBuffer filter, RustBuffer cancel
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SUBSCRIBER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SUBSCRIBER_TAKE_READY
+RustBuffer uniffi_weida_uniffi_fn_method_subscriber_take_ready(uint64_t ptr, uint32_t max, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_SUBSCRIBER_TRY_RECV
@@ -2098,6 +2138,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_TAKE_READY
+uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_DIALINGPULLER_TRY_RECV
 uint16_t uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv(void
@@ -2170,6 +2216,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_bus_send(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_TAKE_READY
+uint16_t uniffi_weida_uniffi_checksum_method_bus_take_ready(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BUS_TRY_RECV
 uint16_t uniffi_weida_uniffi_checksum_method_bus_try_recv(void
@@ -2221,6 +2273,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_boundsubscriber_recv_into(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDSUBSCRIBER_SUBSCRIBE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDSUBSCRIBER_SUBSCRIBE
 uint16_t uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDSUBSCRIBER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_BOUNDSUBSCRIBER_TAKE_READY
+uint16_t uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready(void
     
 );
 #endif
@@ -2404,6 +2462,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_pair_send(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_TAKE_READY
+uint16_t uniffi_weida_uniffi_checksum_method_pair_take_ready(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PAIR_TRY_RECV
 uint16_t uniffi_weida_uniffi_checksum_method_pair_try_recv(void
@@ -2554,6 +2618,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_puller_recv_into(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_TAKE_READY
+uint16_t uniffi_weida_uniffi_checksum_method_puller_take_ready(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_TRY_RECV
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PULLER_TRY_RECV
 uint16_t uniffi_weida_uniffi_checksum_method_puller_try_recv(void
@@ -2608,6 +2678,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_pusher_send_many(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_SEND_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_SEND_READY
+uint16_t uniffi_weida_uniffi_checksum_method_pusher_send_ready(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_TRY_SEND
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_TRY_SEND
 uint16_t uniffi_weida_uniffi_checksum_method_pusher_try_send(void
@@ -2623,6 +2699,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_pusher_open(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RECEIVED_TAKE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RECEIVED_TAKE
 uint16_t uniffi_weida_uniffi_checksum_method_received_take(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RECEIVED_TAKE_PACKED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_RECEIVED_TAKE_PACKED
+uint16_t uniffi_weida_uniffi_checksum_method_received_take_packed(void
     
 );
 #endif
@@ -2749,6 +2831,12 @@ uint16_t uniffi_weida_uniffi_checksum_method_subscriber_recv_into(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SUBSCRIBER_SUBSCRIBE
 #define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SUBSCRIBER_SUBSCRIBE
 uint16_t uniffi_weida_uniffi_checksum_method_subscriber_subscribe(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SUBSCRIBER_TAKE_READY
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_SUBSCRIBER_TAKE_READY
+uint16_t uniffi_weida_uniffi_checksum_method_subscriber_take_ready(void
     
 );
 #endif

@@ -7,8 +7,10 @@
 
 package weida
 
+import java.nio.ByteBuffer
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.yield
 import weida.uniffi.Acceptor
 import weida.uniffi.BoundPusher
 import weida.uniffi.BoundSubscriber
@@ -22,9 +24,12 @@ import weida.uniffi.Incoming
 import weida.uniffi.IncomingTransfer
 import weida.uniffi.Message
 import weida.uniffi.OptionValue
+import weida.uniffi.Packed
 import weida.uniffi.PeerEvent
 import weida.uniffi.Pair
 import weida.uniffi.PeerEvents
+import weida.uniffi.Received
+import weida.uniffi.Cancellation
 import weida.uniffi.RawPeer
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
@@ -125,7 +130,8 @@ suspend fun RawPeer.connect(address: String) = connect(address, true)
 fun DialingPublisher.publish(topic: String, body: ByteArray): UInt = publish(topic, body, null)
 
 /** The next selected message. Cancelled, it loses nothing. */
-suspend fun BoundSubscriber.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+suspend fun BoundSubscriber.recv(): Message =
+    receive(1, this::takeReady, this::received, this::recvInto).first()
 
 fun BoundSubscriber.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -135,7 +141,8 @@ suspend fun Pair.connect(address: String) = connect(address, true)
 suspend fun Pair.send(body: ByteArray) = send(body, null)
 
 /** The next message from the other end. Cancelled, it loses nothing. */
-suspend fun Pair.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+suspend fun Pair.recv(): Message =
+    receive(1, this::takeReady, this::received, this::recvInto).first()
 
 fun Pair.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -145,7 +152,8 @@ suspend fun BoundPusher.send(body: ByteArray) = send(body, null)
 suspend fun DialingPuller.connect(address: String) = connect(address, true)
 
 /** The next message. Cancelled, it loses nothing. */
-suspend fun DialingPuller.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+suspend fun DialingPuller.recv(): Message =
+    receive(1, this::takeReady, this::received, this::recvInto).first()
 
 fun DialingPuller.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -153,25 +161,80 @@ fun DialingPuller.messages(): Flow<Message> = untilClosed { recv() }
 suspend fun Bus.send(body: ByteArray): UInt = send(body, null)
 
 /** The next message another member sent. Cancelled, it loses nothing. */
-suspend fun Bus.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+suspend fun Bus.recv(): Message =
+    receive(1, this::takeReady, this::received, this::recvInto).first()
 
-suspend fun Pusher.send(body: ByteArray) = send(body, null)
+/**
+ * Sends a whole message: queued at once in one FFI call when its peer's lane has room
+ * (`sendReady`), else the waiting `send`; every READY_STREAK (64) operations in a row that
+ * finished at once, it yields to the dispatcher first, as receives do.
+ */
+suspend fun Pusher.send(body: ByteArray) {
+    when (sendReady(body).toInt()) {
+        0 -> return
+        2 -> yield()
+    }
+    send(body, null)
+}
 suspend fun Requester.request(body: ByteArray) = request(body, null)
 suspend fun Exchange.reply(body: ByteArray) = reply(body, null)
 suspend fun Exchange.takeBody() = takeBody(null)
 
 /** The next message. Cancelled, it loses nothing: what it took goes back to the queue. */
-suspend fun Puller.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+suspend fun Puller.recv(): Message =
+    receive(1, this::takeReady, this::received, this::recvInto).first()
 
 /** Up to `max` messages (at least one). */
 suspend fun Puller.recvMany(max: Int): List<Message> =
-    received().use { recvInto(max.toUInt(), it); it.take() }
+    receive(max, this::takeReady, this::received, this::recvInto)
 
 /** The next message. Cancelled, it loses nothing. */
-suspend fun Subscriber.recv(): Message = received().use { recvInto(1u, it); it.take().first() }
+suspend fun Subscriber.recv(): Message =
+    receive(1, this::takeReady, this::received, this::recvInto).first()
 
 suspend fun Subscriber.recvMany(max: Int): List<Message> =
-    received().use { recvInto(max.toUInt(), it); it.take() }
+    receive(max, this::takeReady, this::received, this::recvInto)
+
+/**
+ * A receive of up to `max` messages (at least one): those ready now in one FFI call with no
+ * future (`takeReady`), else the waiting receive into a `Received`, which gives back what it
+ * took if the coroutine is cancelled. Every READY_STREAK (64) operations in a row that
+ * finished at once, `takeReady` answers an empty batch and this yields to the dispatcher
+ * before the waiting receive, so a stream of ready messages cannot starve other coroutines
+ * (PatternsTest `a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines`). Both
+ * paths bring the batch packed, one record for all of it: through JNA a record per message
+ * cost more than the message (docs/PERFORMANCE.md, "Kotlin").
+ */
+private suspend inline fun receive(
+    max: Int,
+    ready: (UInt) -> Packed?,
+    received: () -> Received,
+    crossinline into: suspend (UInt, Received, Cancellation?) -> Unit,
+): List<Message> {
+    val now = ready(max.toUInt())
+    if (now != null) {
+        if (now.index.isNotEmpty()) return now.messages()
+        yield()
+    }
+    return received().use { into(max.toUInt(), it, null); it.takePacked().messages() }
+}
+
+/** The messages of a packed batch, in order (the layout: kotlin-swift/uniffi/src/packed.rs). */
+internal fun Packed.messages(): List<Message> {
+    val ix = ByteBuffer.wrap(index) // big-endian, as Rust wrote it
+    val out = ArrayList<Message>(index.size / 7)
+    var at = 0
+    while (ix.hasRemaining()) {
+        val len = ix.getInt()
+        val o = origins[ix.getShort().toInt() and 0xffff]
+        val flags = ix.get().toInt()
+        val sequence = if (flags and 1 != 0) ix.getLong().toULong() else null
+        val gap = if (flags and 2 != 0) ix.getLong().toULong() else null
+        out.add(Message(bodies.copyOfRange(at, at + len), o.metadata, o.path, o.peer, o.topic, sequence, gap))
+        at += len
+    }
+    return out
+}
 
 /** Every message, until the endpoint ends (`Closed` ends the flow; another error is thrown). */
 fun Puller.messages(): Flow<Message> = untilClosed { recv() }

@@ -6,6 +6,7 @@ import kotlinx.coroutines.async
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
+import kotlinx.coroutines.yield
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
@@ -13,7 +14,9 @@ import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.params.ParameterizedTest
 import org.junit.jupiter.params.provider.ValueSource
+import weida.uniffi.Message
 import weida.uniffi.Peer
+import weida.uniffi.Runtime
 import weida.uniffi.WeidaException
 
 class PatternsTest {
@@ -79,6 +82,95 @@ class PatternsTest {
             got += batch.map { String(it.body) }
         }
         assertEquals(bodies.map { String(it) }, got)
+    }
+
+    // A batch crosses the FFI packed, what its messages share written once
+    // (kotlin-swift/uniffi/src/packed.rs): each message must still come out with its own
+    // sender, path and metadata, from two peers interleaved, with and without metadata.
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun a_batch_keeps_each_messages_own_peer_path_and_metadata(transport: String) = withPair(transport) { p ->
+        val jobs = p.listener.puller("/jobs")
+        val other = runtime()
+        try {
+            val a = p.client.pusher()
+            val b = other.pusher()
+            a.connect(jobs.address())
+            b.connect(jobs.address())
+            val sent = mutableListOf<Triple<String, Runtime, String?>>()
+            for (i in 0 until 200) {
+                val (who, name) = if (i % 3 == 0) b to "b" else a to "a"
+                val trace = if (i % 5 == 0) "t$i" else null
+                who.send("$name$i".toByteArray(), trace?.let { mapOf("trace" to it.toByteArray()) })
+                sent += Triple("$name$i", if (who === a) p.client else other, trace)
+            }
+            val got = mutableListOf<Message>()
+            while (got.size < sent.size) got += jobs.recvMany(64)
+            // Order is kept per sender only: match each message by its body.
+            val byBody = got.associateBy { String(it.body) }
+            assertEquals(sent.size, byBody.size)
+            for ((body, from, trace) in sent) {
+                val m = byBody.getValue(body)
+                assertEquals("/jobs", m.path)
+                if (transport == "quic") {
+                    assertEquals(from.fingerprint(), (m.peer as Peer.Key).fingerprint, body)
+                }
+                assertEquals(trace, m.meta("trace")?.let { String(it) }, body)
+                assertEquals(if (trace == null) 0 else 1, m.metadata.size, body)
+            }
+        } finally {
+            other.shutdown()
+            other.close()
+        }
+    }
+
+    // A receive of a ready message, or a send its peer's lane has room for, finishes without
+    // suspending, so a loop of them could hold a one-thread dispatcher for as long as it runs.
+    // Every READY_STREAK (64) operations in a row, one yields first (Weida.kt `receive`,
+    // `Pusher.send`): another coroutine on the same thread runs at least that often.
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines(transport: String) = withPair(transport) { p ->
+        val jobs = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(jobs.address())
+        pusher.sendMany((0 until 300).map { "m$it".toByteArray() })
+        assertTrue(mostInARowWithoutAnotherCoroutine { jobs.recv() } <= 65)
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun a_stream_of_ready_sends_leaves_the_dispatcher_to_other_coroutines(transport: String) = withPair(transport) { p ->
+        val jobs = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(jobs.address())
+        pusher.send("opens the lane".toByteArray())
+        assertTrue(mostInARowWithoutAnotherCoroutine { pusher.send("m".toByteArray()) } <= 65)
+        assertEquals("opens the lane", String(jobs.recv().body))
+    }
+
+    /** The most of 300 `op`s in a row during which a coroutine that only yields did not run. */
+    private suspend fun kotlinx.coroutines.CoroutineScope.mostInARowWithoutAnotherCoroutine(
+        op: suspend () -> Unit,
+    ): Int {
+        var ticks = 0
+        val ticker = launch {
+            while (true) {
+                ticks++
+                yield()
+            }
+        }
+        var inARow = 0
+        var most = 0
+        var lastTicks = ticks
+        repeat(300) {
+            op()
+            inARow = if (ticks == lastTicks) inARow + 1 else 1
+            lastTicks = ticks
+            most = maxOf(most, inARow)
+        }
+        ticker.cancel()
+        return most
     }
 
     @ParameterizedTest

@@ -726,6 +726,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_dialingpuller_accept(
@@ -750,6 +752,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_bus_send(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_bus_take_ready(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_bus_try_recv(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_cancellation_cancel(
@@ -767,6 +771,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_recv_into(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv(
     ): Int
@@ -828,6 +834,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pair_send(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pair_take_ready(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_pair_try_recv(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pair_accept(
@@ -878,6 +886,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_puller_recv_into(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_puller_take_ready(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_puller_try_recv(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_puller_accept(
@@ -896,11 +906,15 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_send_many(
     ): Int
+    external fun uniffi_weida_uniffi_checksum_method_pusher_send_ready(
+    ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_try_send(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_open(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_received_take(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_received_take_packed(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_replier_accept(
     ): Int
@@ -943,6 +957,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_weida_uniffi_checksum_method_subscriber_recv_into(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_subscriber_subscribe(
+    ): Int
+    external fun uniffi_weida_uniffi_checksum_method_subscriber_take_ready(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_subscriber_try_recv(
     ): Int
@@ -1188,6 +1204,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_dialingpuller_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_dialingpuller_take_ready(`ptr`: Long,`max`: Int,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_dialingpuller_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_dialingpuller_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
@@ -1216,6 +1234,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_bus_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_bus_take_ready(`ptr`: Long,`max`: Int,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_bus_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_clone_cancellation(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1244,6 +1264,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_boundsubscriber_subscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_weida_uniffi_fn_method_boundsubscriber_take_ready(`ptr`: Long,`max`: Int,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_boundsubscriber_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_boundsubscriber_unsubscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1346,6 +1368,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pair_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_pair_take_ready(`ptr`: Long,`max`: Int,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_pair_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_pair_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
@@ -1408,6 +1432,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_puller_recv_into(`ptr`: Long,`max`: Int,`into`: Long,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_puller_take_ready(`ptr`: Long,`max`: Int,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_puller_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_puller_accept(`ptr`: Long,`cancel`: RustBuffer.ByValue,
@@ -1430,6 +1456,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pusher_send_many(`ptr`: Long,`bodies`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_pusher_send_ready(`ptr`: Long,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
     external fun uniffi_weida_uniffi_fn_method_pusher_try_send(`ptr`: Long,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
     external fun uniffi_weida_uniffi_fn_method_pusher_open(`ptr`: Long,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
@@ -1439,6 +1467,8 @@ internal object UniffiLib {
     external fun uniffi_weida_uniffi_fn_free_received(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_weida_uniffi_fn_method_received_take(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_weida_uniffi_fn_method_received_take_packed(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_clone_replier(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1494,6 +1524,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_weida_uniffi_fn_method_subscriber_subscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_weida_uniffi_fn_method_subscriber_take_ready(`ptr`: Long,`max`: Int,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_subscriber_try_recv(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_weida_uniffi_fn_method_subscriber_unsubscribe(`ptr`: Long,`filter`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
@@ -1923,6 +1955,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() and 0xFFFF) != 10288) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() and 0xFFFF) != 44865) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() and 0xFFFF) != 14292) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1959,6 +1994,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_send() and 0xFFFF) != 39175) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_bus_take_ready() and 0xFFFF) != 54671) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_try_recv() and 0xFFFF) != 154) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1984,6 +2022,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() and 0xFFFF) != 47641) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() and 0xFFFF) != 8128) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() and 0xFFFF) != 21646) {
@@ -2076,6 +2117,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pair_send() and 0xFFFF) != 13237) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_take_ready() and 0xFFFF) != 6538) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_pair_try_recv() and 0xFFFF) != 34844) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -2151,6 +2195,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_recv_into() and 0xFFFF) != 34258) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_puller_take_ready() and 0xFFFF) != 54782) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_try_recv() and 0xFFFF) != 43886) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -2178,6 +2225,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_many() and 0xFFFF) != 51537) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_ready() and 0xFFFF) != 60426) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_try_send() and 0xFFFF) != 64561) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -2185,6 +2235,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_received_take() and 0xFFFF) != 1546) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_received_take_packed() and 0xFFFF) != 45204) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 29101) {
@@ -2248,6 +2301,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_subscribe() and 0xFFFF) != 62353) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_take_ready() and 0xFFFF) != 47432) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_try_recv() and 0xFFFF) != 62909) {
@@ -2733,6 +2789,33 @@ private class JavaLangRefCleanable(
     val cleanable: java.lang.ref.Cleaner.Cleanable
 ) : UniffiCleaner.Cleanable {
     override fun clean() = cleanable.clean()
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterUByte: FfiConverter<UByte, Byte> {
+    override fun lift(value: Byte): UByte {
+        return value.toUByte()
+    }
+
+    fun lift(value: Int): UByte {
+        return value.toUByte()
+    }
+
+    override fun read(buf: ByteBuffer): UByte {
+        return lift(buf.get())
+    }
+
+    override fun lower(value: UByte): Byte {
+        return value.toByte()
+    }
+
+    override fun allocationSize(value: UByte) = 1UL
+
+    override fun write(value: UByte, buf: ByteBuffer) {
+        buf.put(value.toByte())
+    }
 }
 
 /**
@@ -3773,6 +3856,12 @@ public interface BoundSubscriberInterface {
     fun `subscribe`(`filter`: kotlin.String)
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    fun `takeReady`(`max`: kotlin.UInt): Packed?
+    
+    /**
      * A selected message if one is ready, without waiting.
      */
     fun `tryRecv`(): Message?
@@ -4013,6 +4102,25 @@ open class BoundSubscriber: Disposable, AutoCloseable, BoundSubscriberInterface
 
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
+            return FfiConverterOptionalTypePacked.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_boundsubscriber_take_ready(
+        it,
+        
+        FfiConverterUInt.lower(`max`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * A selected message if one is ready, without waiting.
      */
     @Throws(WeidaException::class)override fun `tryRecv`(): Message? {
@@ -4226,6 +4334,12 @@ public interface BusInterface {
      * Queues a copy for every live member connected; returns how many.
      */
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): kotlin.UInt
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    fun `takeReady`(`max`: kotlin.UInt): Packed?
     
     /**
      * A message if one is ready, without waiting.
@@ -4526,6 +4640,25 @@ open class Bus: Disposable, AutoCloseable, BusInterface
         WeidaException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
+            return FfiConverterOptionalTypePacked.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_bus_take_ready(
+        it,
+        
+        FfiConverterUInt.lower(`max`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -5667,6 +5800,12 @@ public interface DialingPullerInterface {
     suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    fun `takeReady`(`max`: kotlin.UInt): Packed?
+    
+    /**
      * A message if one is ready, without waiting.
      */
     fun `tryRecv`(): Message?
@@ -5913,6 +6052,25 @@ open class DialingPuller: Disposable, AutoCloseable, DialingPullerInterface
         WeidaException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
+            return FfiConverterOptionalTypePacked.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_dialingpuller_take_ready(
+        it,
+        
+        FfiConverterUInt.lower(`max`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -8736,6 +8894,12 @@ public interface PairInterface {
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    fun `takeReady`(`max`: kotlin.UInt): Packed?
+    
+    /**
      * A message if one is ready, without waiting.
      */
     fun `tryRecv`(): Message?
@@ -9037,6 +9201,25 @@ open class Pair: Disposable, AutoCloseable, PairInterface
         WeidaException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
+            return FfiConverterOptionalTypePacked.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pair_take_ready(
+        it,
+        
+        FfiConverterUInt.lower(`max`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -10261,6 +10444,12 @@ public interface PullerInterface {
     suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    fun `takeReady`(`max`: kotlin.UInt): Packed?
+    
+    /**
      * A message if one is ready, without waiting.
      */
     fun `tryRecv`(): Message?
@@ -10450,6 +10639,25 @@ open class Puller: Disposable, AutoCloseable, PullerInterface
         WeidaException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
+            return FfiConverterOptionalTypePacked.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_puller_take_ready(
+        it,
+        
+        FfiConverterUInt.lower(`max`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -10661,6 +10869,16 @@ public interface PusherInterface {
      * (its `sent` field).
      */
     suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>, `cancel`: Cancellation? = null)
+    
+    /**
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
+     */
+    fun `sendReady`(`body`: kotlin.ByteArray): kotlin.UByte
     
     /**
      * Queues `body` at once if there is room: true; false if there is none.
@@ -10922,6 +11140,29 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
         WeidaException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
+     */
+    @Throws(WeidaException::class)override fun `sendReady`(`body`: kotlin.ByteArray): kotlin.UByte {
+            return FfiConverterUByte.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_pusher_send_ready(
+        it,
+        
+        FfiConverterByteArray.lower(`body`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -11525,6 +11766,12 @@ public interface ReceivedInterface {
      */
     fun `take`(): List<Message>
     
+    /**
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
+     * layer lifts, one record for the batch instead of one per message.
+     */
+    fun `takePacked`(): Packed
+    
     companion object
 }
 
@@ -11640,6 +11887,23 @@ open class Received: Disposable, AutoCloseable, ReceivedInterface
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_weida_uniffi_fn_method_received_take(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
+     * layer lifts, one record for the batch instead of one per message.
+     */override fun `takePacked`(): Packed {
+            return FfiConverterTypePacked.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_received_take_packed(
         it,
         _status)
 }
@@ -14416,6 +14680,12 @@ public interface SubscriberInterface {
      */
     suspend fun `subscribe`(`filter`: kotlin.String, `cancel`: Cancellation? = null)
     
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    fun `takeReady`(`max`: kotlin.UInt): Packed?
+    
     fun `tryRecv`(): Message?
     
     /**
@@ -14709,6 +14979,25 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
         WeidaException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
+     */
+    @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
+            return FfiConverterOptionalTypePacked.lift(
+    callWithHandle {
+    uniffiRustCallWithError(WeidaException) { _status ->
+    UniffiLib.uniffi_weida_uniffi_fn_method_subscriber_take_ready(
+        it,
+        
+        FfiConverterUInt.lower(`max`),_status)
+}
+    }
+    )
+    }
+    
 
     
     @Throws(WeidaException::class)override fun `tryRecv`(): Message? {
@@ -16248,6 +16537,118 @@ public object FfiConverterTypeOpenedRequest: FfiConverterRustBuffer<OpenedReques
     override fun write(value: OpenedRequest, buf: ByteBuffer) {
             FfiConverterTypeOutgoingTransfer.write(value.`transfer`, buf)
             FfiConverterTypePendingReply.write(value.`reply`, buf)
+    }
+}
+
+
+
+/**
+ * What messages of a batch share: where they were addressed and who sent them.
+ */
+data class Origin (
+    /**
+     * Application metadata, in order (a message with metadata has an origin of its own, so
+     * no two messages share a mutable value).
+     */
+    var `metadata`: List<MetaEntry>
+    , 
+    var `path`: kotlin.String
+    , 
+    var `peer`: Peer?
+    , 
+    var `topic`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeOrigin: FfiConverterRustBuffer<Origin> {
+    override fun read(buf: ByteBuffer): Origin {
+        return Origin(
+            FfiConverterSequenceTypeMetaEntry.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypePeer.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Origin) = (
+            FfiConverterSequenceTypeMetaEntry.allocationSize(value.`metadata`) +
+            FfiConverterString.allocationSize(value.`path`) +
+            FfiConverterOptionalTypePeer.allocationSize(value.`peer`) +
+            FfiConverterOptionalString.allocationSize(value.`topic`)
+    )
+
+    override fun write(value: Origin, buf: ByteBuffer) {
+            FfiConverterSequenceTypeMetaEntry.write(value.`metadata`, buf)
+            FfiConverterString.write(value.`path`, buf)
+            FfiConverterOptionalTypePeer.write(value.`peer`, buf)
+            FfiConverterOptionalString.write(value.`topic`, buf)
+    }
+}
+
+
+
+/**
+ * Received messages, packed ([module doc](self)).
+ */
+data class Packed (
+    /**
+     * Every body, end to end, in order.
+     */
+    var `bodies`: kotlin.ByteArray
+    , 
+    /**
+     * Per message, in order, big-endian: its body's length (u32), its origin's index in
+     * `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
+     * sequence number (u64) and the gap (u64) when flagged.
+     */
+    var `index`: kotlin.ByteArray
+    , 
+    /**
+     * What the messages came with, each distinct one once.
+     */
+    var `origins`: List<Origin>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePacked: FfiConverterRustBuffer<Packed> {
+    override fun read(buf: ByteBuffer): Packed {
+        return Packed(
+            FfiConverterByteArray.read(buf),
+            FfiConverterByteArray.read(buf),
+            FfiConverterSequenceTypeOrigin.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Packed) = (
+            FfiConverterByteArray.allocationSize(value.`bodies`) +
+            FfiConverterByteArray.allocationSize(value.`index`) +
+            FfiConverterSequenceTypeOrigin.allocationSize(value.`origins`)
+    )
+
+    override fun write(value: Packed, buf: ByteBuffer) {
+            FfiConverterByteArray.write(value.`bodies`, buf)
+            FfiConverterByteArray.write(value.`index`, buf)
+            FfiConverterSequenceTypeOrigin.write(value.`origins`, buf)
     }
 }
 
@@ -17959,6 +18360,38 @@ public object FfiConverterOptionalTypeMessage: FfiConverterRustBuffer<Message?> 
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypePacked: FfiConverterRustBuffer<Packed?> {
+    override fun read(buf: ByteBuffer): Packed? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypePacked.read(buf)
+    }
+
+    override fun allocationSize(value: Packed?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypePacked.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Packed?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypePacked.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypePeerEvent: FfiConverterRustBuffer<PeerEvent?> {
     override fun read(buf: ByteBuffer): PeerEvent? {
         if (buf.get().toInt() == 0) {
@@ -18221,6 +18654,34 @@ public object FfiConverterSequenceTypeMetaEntry: FfiConverterRustBuffer<List<Met
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeMetaEntry.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeOrigin: FfiConverterRustBuffer<List<Origin>> {
+    override fun read(buf: ByteBuffer): List<Origin> {
+        val len = buf.getInt()
+        return List<Origin>(len) {
+            FfiConverterTypeOrigin.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Origin>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeOrigin.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Origin>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeOrigin.write(it, buf)
         }
     }
 }

@@ -1,0 +1,118 @@
+//! [`Packed`]: received messages in the shape that is cheap to lift on the JVM, and
+//! [`take_ready`], the receive that needs no Rust future.
+//!
+//! Through JNA every FFI call allocates native structures that JNA tracks in a process-wide
+//! map, and every lifted record field is a read of its own; a `Vec<Message>` costs two UTF-8
+//! strings (the path and the peer's fingerprint) and a record per message
+//! (docs/PERFORMANCE.md, "Kotlin"). Here a batch is three fields whatever its size: the bodies
+//! end to end, a fixed-width index, and what the messages share (path, peer, topic), each
+//! once. The Kotlin layer turns it back into `Message`s (`Packed.messages()` in Weida.kt);
+//! the layout below is private to that pair of files, not a wire format.
+
+use std::sync::Arc;
+
+use weida::{IncomingMeta, Message as CoreMessage, Receiving};
+use weida_ffi::call::ready_turn;
+use weida_ffi::inbox::take_now;
+
+use crate::error::Result;
+use crate::patterns::{entries, peer, MetaEntry, Peer};
+
+/// Received messages, packed ([module doc](self)).
+#[derive(Debug, Clone, Default, uniffi::Record)]
+pub struct Packed {
+    /// Every body, end to end, in order.
+    pub bodies: Vec<u8>,
+    /// Per message, in order, big-endian: its body's length (u32), its origin's index in
+    /// `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
+    /// sequence number (u64) and the gap (u64) when flagged.
+    pub index: Vec<u8>,
+    /// What the messages came with, each distinct one once.
+    pub origins: Vec<Origin>,
+}
+
+/// What messages of a batch share: where they were addressed and who sent them.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct Origin {
+    /// Application metadata, in order (a message with metadata has an origin of its own, so
+    /// no two messages share a mutable value).
+    pub metadata: Vec<MetaEntry>,
+    pub path: String,
+    pub peer: Option<Peer>,
+    pub topic: Option<String>,
+}
+
+/// Origins looked up before a new one is added: a batch comes from few peers.
+const SCAN: usize = 8;
+
+/// `ms` packed, in order.
+pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
+    let mut p = Packed {
+        bodies: Vec::with_capacity(ms.iter().map(|m| m.body.len()).sum()),
+        index: Vec::with_capacity(ms.len() * 7),
+        origins: Vec::new(),
+    };
+    // The metadata each origin was made from, to compare the next message's against.
+    let mut seen: Vec<(usize, Arc<IncomingMeta>)> = Vec::new();
+    for m in ms {
+        let found = seen
+            .iter()
+            .rev()
+            .take(SCAN)
+            .find(|(_, s)| same_origin(s, &m.meta))
+            .map(|(i, _)| *i);
+        let origin = match found {
+            Some(i) => i,
+            None => {
+                let meta = &m.meta;
+                p.origins.push(Origin {
+                    metadata: entries(&meta.metadata),
+                    path: meta.path.to_string(),
+                    peer: peer(meta.peer.as_ref()),
+                    topic: meta.topic.clone(),
+                });
+                let i = p.origins.len() - 1;
+                if meta.metadata.is_empty() {
+                    seen.push((i, Arc::clone(meta)));
+                }
+                i
+            }
+        };
+        let len = u32::try_from(m.body.len()).expect("a body above 4 GiB");
+        let origin = u16::try_from(origin).unwrap_or(u16::MAX);
+        let flags = u8::from(m.meta.sequence.is_some()) | (u8::from(m.meta.gap.is_some()) << 1);
+        p.index.extend_from_slice(&len.to_be_bytes());
+        p.index.extend_from_slice(&origin.to_be_bytes());
+        p.index.push(flags);
+        for v in [m.meta.sequence, m.meta.gap].into_iter().flatten() {
+            p.index.extend_from_slice(&v.to_be_bytes());
+        }
+        p.bodies.extend_from_slice(&m.body);
+    }
+    p
+}
+
+/// Whether a message with `b` has the origin made from `a` (which has no metadata). The
+/// messages of one lane share their metadata: the pointer compare settles most.
+fn same_origin(a: &Arc<IncomingMeta>, b: &Arc<IncomingMeta>) -> bool {
+    Arc::ptr_eq(a, b)
+        || (b.metadata.is_empty() && a.path == b.path && a.peer == b.peer && a.topic == b.topic)
+}
+
+/// Up to `max` messages (at least one) that are ready now, packed, in one FFI call with no
+/// future: what makes a receive of ready messages cheap on the JVM. None: nothing is ready,
+/// take the waiting receive. An empty batch: this thread has finished
+/// `weida_ffi::call::READY_STREAK` operations at once in a row, so the caller yields to its
+/// dispatcher before it takes the waiting receive, and a stream of ready messages cannot
+/// starve its other coroutines. The error a receive would report now is returned.
+pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>> {
+    if !ready_turn() {
+        return Ok(Some(Packed::default()));
+    }
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    match take_now(r, max) {
+        None => Ok(None),
+        Some(Ok(ms)) => Ok(Some(pack(ms))),
+        Some(Err(f)) => Err(f.into()),
+    }
+}
