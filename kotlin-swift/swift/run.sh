@@ -17,8 +17,8 @@
 # the library to /opt/weida/lib and the Rust example peer (CrossTests; from WEIDA_PEER_BIN, or
 # examples/peer beside the library) to /opt/weida/bin, runs `swift test --disable-swift-testing` (its build in
 # swift-root/build, kept for the next run), prints `swift: N passed, M failed`, and unmounts
-# whatever it mounted however it ends. Needs root (chroot, mount) and, the first time, the
-# network; installs debootstrap with apt-get where it is missing.
+# whatever it mounted however it ends. Needs root (chroot, mount; run by a user with
+# password-less sudo, it runs itself again through sudo) and, the first time, the network; installs debootstrap with apt-get where it is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -27,6 +27,7 @@ case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 root="$target/swift-root"
 mirror="${WEIDA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
+args=("$@") # as given, for the sudo below
 setup_only=""
 agent=""
 case "${1:-}" in
@@ -49,7 +50,15 @@ fi
     echo "no libweida_uniffi.so (cargo build -p weida-uniffi, or ./dev swift)" >&2
     exit 1
 }
-[ "$(id -u)" = 0 ] || { echo "run.sh needs root: it makes and enters a chroot" >&2; exit 1; }
+# Root makes and enters the chroot. A user with password-less sudo (a GitHub-hosted runner, whose
+# workflow runs ./dev conformance as a user) gets it through sudo, the environment kept.
+if [ "$(id -u)" != 0 ]; then
+    if sudo -n true 2>/dev/null; then
+        exec sudo -n --preserve-env "$0" "${args[@]}"
+    fi
+    echo "run.sh needs root (or password-less sudo): it makes and enters a chroot" >&2
+    exit 1
+fi
 
 # What this run mounted, innermost last; the trap unmounts it in reverse, so an rm -rf of the
 # chroot can never reach the host's /dev, /proc or /sys through a mount left behind.
