@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "Weida", targets: ["Weida"]),
         .executable(name: "WeidaConformanceAgent", targets: ["WeidaConformanceAgent"]),
+        .executable(name: "WeidaBenchWorker", targets: ["WeidaBenchWorker"]),
     ],
     targets: [
         .systemLibrary(name: "weida_uniffiFFI"),
@@ -23,5 +24,8 @@ let package = Package(
         // The conformance agent (conformance/README.md; kotlin-swift/swift/agent.sh runs it):
         // the suite's line protocol over the `Weida` API, no part of the library.
         .executableTarget(name: "WeidaConformanceAgent", dependencies: ["Weida"]),
+        // The benchmark suite's Swift worker (bench/README.md, "The Swift rows";
+        // kotlin-swift/swift/bench-worker.sh runs it), no part of the library either.
+        .executableTarget(name: "WeidaBenchWorker", dependencies: ["Weida"]),
     ]
 )

@@ -7,6 +7,9 @@
 #   kotlin-swift/swift/run.sh --agent [path/to/libweida_uniffi.so]
 #                                          builds the conformance agent instead (release, linked
 #                                          against the release library by default; agent.sh runs it)
+#   kotlin-swift/swift/run.sh --bench [path/to/libweida_uniffi.so]
+#                                          the same for the benchmark suite's worker
+#                                          (bench-worker.sh runs it; bench/README.md, "The Swift rows")
 #
 # ./dev swift builds the library, checks the generated files for drift, then runs this. Without
 # an argument it takes the newer of the cargo target dir's debug and release builds.
@@ -29,17 +32,19 @@ mirror="${WEIDA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 args=("$@") # as given, for the sudo below
 setup_only=""
-agent=""
+agent=""  # the release product to build instead of running the tests
 case "${1:-}" in
     --setup) setup_only=1 ;;
-    --agent) agent=1; shift ;;
+    --agent) agent=WeidaConformanceAgent; shift ;;
+    --bench) agent=WeidaBenchWorker; shift ;;
 esac
 lib="${1:-}"
 [ $# = 0 ] || shift
 if [ -n "$setup_only" ]; then
     :
 elif [ -n "$agent" ] && [ -z "$lib" ]; then
-    # The library the agent runs with (agent.sh), the one the other agents' release builds match.
+    # The library the agent runs with (agent.sh), the one the other agents' release builds match;
+    # the benchmark worker's too (bench-worker.sh), the one the suite's other rows load.
     lib="$target/release/libweida_uniffi.so"
 elif [ -z "$lib" ]; then
     for l in "$target/debug/libweida_uniffi.so" "$target/release/libweida_uniffi.so"; do
@@ -128,15 +133,16 @@ mkdir -p "$root/opt/weida/lib" "$root/opt/weida/bin" "$root/tmp"
 cp "$lib" "$root/opt/weida/lib/libweida_uniffi.so"
 
 if [ -n "$agent" ]; then
-    # The conformance agent: a release build (the matrix's 2 MiB bodies are hashed in Swift),
-    # in the same scratch path as the tests, linked against the library by name only: agent.sh
-    # gives the loader the library's folder on the host.
+    # The conformance agent or the benchmark worker: a release build (the matrix's 2 MiB bodies
+    # are hashed in Swift; the worker is measured), in the same scratch path as the tests,
+    # linked against the library by name only: agent.sh and bench-worker.sh give the loader the
+    # library's folder on the host.
     chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         TMPDIR=/tmp LANG=C.UTF-8 bash -c '
             cd /src/kotlin-swift/swift &&
-            swift build -c release --product WeidaConformanceAgent --scratch-path /build \
-                -Xlinker -L/opt/weida/lib'
-    echo "swift: the conformance agent is $root/build/release/WeidaConformanceAgent"
+            swift build -c release --product "$1" --scratch-path /build \
+                -Xlinker -L/opt/weida/lib' swift-build "$agent"
+    echo "swift: $root/build/release/$agent is built"
     exit 0
 fi
 

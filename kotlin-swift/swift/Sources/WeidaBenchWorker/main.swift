@@ -1,0 +1,53 @@
+// The worker's process: the command line, a bound on its life, the case in a detached task, the
+// result line and the exit status (0 only with figures, 1 for a failure, 2 for a bad command
+// line), as the Kotlin worker's main.
+//
+// Every task runs on Swift's cooperative pool, which bench-worker.sh holds to one thread
+// (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1, as agent.sh and run.sh do: with the pool as it comes,
+// a redial test hung with several threads making first polls, not explained yet:
+// kotlin-swift/README.md, "Known gaps"). So the sending and the receiving task share one
+// thread, as the Kotlin worker's coroutines share runBlocking's and the Python and Node
+// workers' their event loop; the binding's completions arrive from the core's threads.
+import Foundation
+
+let args: Args
+do {
+    args = try parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    let message = (error as? Usage)?.message ?? "\(error)"
+    FileHandle.standardError.write(Data("""
+        benchmark suite worker: \(systemName): \(message)
+        usage: --pattern push_pull|req_rep --transport quic|unix|inproc [--size N] [--secs S] \
+        [--warmup S] [--variant await|batch] [--role both|bind|dial] [--address ADDR]
+
+        """.utf8))
+    exit(2)
+}
+report.markers = args.role != "both"
+
+// The bound on this process: both ends here, the stall limit; one end of two, its lifetime (the
+// side that runs until terminated must not outlive a killed run.py). A thread of its own, so a
+// call stuck in native code or a busy task pool cannot hold it off.
+let limit = args.role == "both" ? args.stallLimit : args.lifetime
+Thread.detachNewThread {
+    Thread.sleep(forTimeInterval: limit)
+    report.result(args, [("error", .string("stalled: no progress within the time limit"))])
+    _exit(1)
+}
+
+// Detached, so the case runs on the task pool and not on the main thread, which waits here for
+// its outcome.
+let outcome = Outcome()
+Task.detached {
+    do {
+        outcome.set(0, try await run(args))
+    } catch let e as Usage {
+        outcome.set(1, [("error", .string(e.message))])
+    } catch {
+        FileHandle.standardError.write(Data("benchmark suite worker: \(systemName): \(error)\n".utf8))
+        outcome.set(1, [("error", .string(describe(error)))])
+    }
+}
+let (status, figures) = outcome.wait()
+report.result(args, figures)
+exit(status)

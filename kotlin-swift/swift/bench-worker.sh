@@ -1,0 +1,22 @@
+#!/bin/sh
+# The benchmark suite's Swift worker (bench/README.md, "The Swift rows"; bench/suite/run.py runs
+# this with the worker's options): the release build `run.sh --bench` made in the trixie chroot,
+# run on the host, not in the chroot, through the chroot's own dynamic loader with the chroot's
+# Swift runtime, Foundation and C libraries and the host's release libweida_uniffi.so (the one
+# the Kotlin worker loads), as agent.sh runs the conformance agent. exec, so that the process
+# run.py started is the worker itself: its /proc/<pid>/stat CPU readings are the worker's, and
+# its SIGTERM reaches it. Paths from this script's folder, since run.py starts workers in
+# bench/suite.
+here="$(cd "$(dirname "$0")" && pwd)"
+T="${CARGO_TARGET_DIR:-target}"
+case "$T" in /*) ;; *) T="$here/../../$T" ;; esac
+R="$T/swift-root"
+# Swift's task pool held to one thread, as agent.sh and run.sh hold it: with the pool as it
+# comes, a redial test hung with several threads making first polls, not explained yet
+# (kotlin-swift/README.md, "Known gaps"). It also puts the worker's tasks on one thread, as the
+# other bindings' workers run on one event loop or one coroutine thread.
+LIBDISPATCH_COOPERATIVE_POOL_STRICT=1
+export LIBDISPATCH_COOPERATIVE_POOL_STRICT
+exec "$R/lib64/ld-linux-x86-64.so.2" \
+    --library-path "$R/usr/lib/swift/linux:$R/lib/x86_64-linux-gnu:$R/usr/lib/x86_64-linux-gnu:$T/release" \
+    "$R/build/release/WeidaBenchWorker" "$@"
