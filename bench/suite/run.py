@@ -1,6 +1,6 @@
-"""The benchmark suite: weida (Rust core, Python, Node and Kotlin bindings) next to ZeroMQ (pyzmq,
-zeromq.js), NNG (pynng) and Zenoh (zenoh-python), and the bare substrate (raw quinn, framed
-tcp and AF_UNIX, a tokio channel), in one run on loopback (bench/README.md, "The suite").
+"""The benchmark suite: weida (Rust core, Python, Node, Kotlin and Swift bindings) next to ZeroMQ
+(pyzmq, zeromq.js), NNG (pynng) and Zenoh (zenoh-python), and the bare substrate (raw quinn,
+framed tcp and AF_UNIX, a tokio channel), in one run on loopback (bench/README.md, "The suite").
 
     ./dev bench-suite [--smoke] [--reps N] [--secs S] [--only SYSTEM[/PATTERN]] ...
 
@@ -144,6 +144,8 @@ def argv(j: Job, a: argparse.Namespace, role: str = "both", address: str = "") -
         return [sys.executable, str(SUITE / s.program), *common]
     if s.language == "kotlin":
         return [*kotlin_java(), s.program, *common]
+    if s.language == "swift":
+        return [str(ROOT / s.program), *common]
     return ["node", str(SUITE / s.program), *common]
 
 
@@ -173,6 +175,34 @@ def kotlin_missing() -> str | None:
         if not need.exists():
             return str(need)
     return None
+
+
+# The Swift worker's build, under the target dir: kotlin-swift/swift/run.sh --bench makes it in
+# the chroot, and the launcher (SWIFT_LAUNCHER in systems.py) execs the chroot's dynamic loader
+# on it, so the process run.py starts is the worker (/proc/<pid>/stat, SIGTERM).
+SWIFT_WORKER = "swift-root/build/release/WeidaBenchWorker"
+SWIFT_LOADER = "swift-root/lib64/ld-linux-x86-64.so.2"
+
+
+def swift_missing() -> str | None:
+    """What the Swift rows lack, if setup.sh has not built them."""
+    for need in (
+        target_dir() / SWIFT_LOADER,
+        target_dir() / SWIFT_WORKER,
+        target_dir() / "release" / "libweida_uniffi.so",
+    ):
+        if not need.exists():
+            return str(need)
+    return None
+
+
+def swift_version() -> str:
+    """The chroot's swiftlang package, from its dpkg database (nothing is run in the chroot)."""
+    admin = target_dir() / "swift-root" / "var" / "lib" / "dpkg"
+    if not admin.is_dir():
+        return "not installed"
+    v = sh(["dpkg-query", f"--admindir={admin}", "-W", "-f", "${Version}", "swiftlang"])
+    return f"swiftlang {v} (trixie chroot)" if v and v != "unknown" else "unknown"
 
 
 def measure(j: Job, a: argparse.Namespace) -> dict[str, Any]:
@@ -312,6 +342,7 @@ def versions() -> dict[str, str]:
         "node": sh(["node", "--version"]),
         "java": sh(["sh", "-c", "java -version 2>&1 | head -1"]),
         "kotlin (the worker's pom)": pom_version("kotlin.version"),
+        "swift": swift_version(),
         "uniffi": cargo_lock("uniffi"),
         "zeromq.js": zjs,
         "libzmq (zeromq.js)": libzmq_js,
@@ -804,6 +835,12 @@ def main() -> int:
     missing = kotlin_missing() if any(j.system.language == "kotlin" for j in jobs) else None
     if missing:
         ap.error(f"the Kotlin rows need {missing}: run bench/suite/setup.sh (java 17+ and mvn)")
+    missing = swift_missing() if any(j.system.language == "swift" for j in jobs) else None
+    if missing:
+        ap.error(
+            f"the Swift rows need {missing}: run bench/suite/setup.sh as root, after ./dev swift "
+            "(or kotlin-swift/swift/run.sh --setup) made the chroot"
+        )
     today = datetime.date.today().isoformat()
     out = a.out or (
         target_dir() / "bench-suite-smoke" if a.smoke else ROOT / "bench" / "results" / today

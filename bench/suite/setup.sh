@@ -3,17 +3,19 @@
 # already there is kept, and cargo, maturin and npm rebuild only what changed).
 #
 #   bench/suite/setup.sh                  everything: venv, npm packages, the Rust workers, the
-#                                         weida wheel, the weida Node addon and the Kotlin
-#                                         worker (when java and mvn are there)
+#                                         weida wheel, the weida Node addon, the Kotlin
+#                                         worker (when java and mvn are there) and the Swift
+#                                         worker (as root, when the Swift chroot is there)
 #   bench/suite/setup.sh --reuse-builds   the same, but installs the wheel ./dev python built
 #                                         ($TARGET/wheels-py) and keeps the Node addon ./dev node
 #                                         built, when they are there (./dev test uses this); the
-#                                         Kotlin worker only if already built (the smoke run
-#                                         has no Kotlin rows)
+#                                         Kotlin and Swift workers only if already built (the
+#                                         smoke run has no Kotlin or Swift rows)
 #
 # Where: the venv is ${CARGO_TARGET_DIR:-target}/bench-venv, the wheel goes to
 # $TARGET/wheels-bench, zeromq.js to bench/suite/node/node_modules, the Kotlin worker's classes
-# and classpath to $TARGET/kotlin-bench-build (Maven's repository: $TARGET/m2, ./dev kotlin's).
+# and classpath to $TARGET/kotlin-bench-build (Maven's repository: $TARGET/m2, ./dev kotlin's),
+# the Swift worker to $TARGET/swift-root/build/release/WeidaBenchWorker (./dev swift's chroot).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -21,7 +23,7 @@ reuse=0
 case "${1:-}" in
     --reuse-builds) reuse=1 ;;
     "") ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    *) sed -n '2,19p' "$0"; exit 2 ;;
 esac
 
 TARGET="${CARGO_TARGET_DIR:-target}"
@@ -96,5 +98,24 @@ else
         echo  # Maven's -q still prints colour resets with no newline
         touch "$stamp"
     fi
+fi
+
+step "weida's Swift worker (cargo build --release -p weida-uniffi; kotlin-swift/swift/run.sh --bench)"
+sworker="$TARGET/swift-root/build/release/WeidaBenchWorker"
+if [ "$reuse" = 1 ]; then
+    if [ -x "$sworker" ] && [ -f "$TARGET/release/libweida_uniffi.so" ]; then
+        echo "reusing $sworker"
+    else
+        echo "skipped: not built (bench/suite/setup.sh without --reuse-builds builds it)"
+    fi
+elif [ "$(id -u)" != 0 ] && ! sudo -n true 2>/dev/null; then
+    echo "skipped: the Swift worker is built in a chroot, which needs root (or password-less sudo); the weida-swift rows cannot run"
+elif [ ! -f "$TARGET/swift-root/.weida-ready" ]; then
+    # Making the chroot downloads about 540 MB: left to ./dev swift (or run.sh --setup).
+    echo "skipped: no Swift chroot in $TARGET/swift-root (./dev swift, or kotlin-swift/swift/run.sh --setup, makes it); the weida-swift rows cannot run"
+else
+    cargo build -q --locked --release -p weida-uniffi
+    # swift build is incremental: a second run with nothing changed only links again.
+    kotlin-swift/swift/run.sh --bench "$TARGET/release/libweida_uniffi.so"
 fi
 echo "bench-suite setup: ready ($VENV/bin/python bench/suite/run.py)"

@@ -27,23 +27,32 @@ CEILING = {
 }
 CEILING_TRANSPORT = {"QUIC": "quic", "TCP": "tcp", "AF_UNIX": "unix", "in process": "inproc"}
 WEIDA_TRANSPORT = {"QUIC": "quic", "TCP": "quic", "AF_UNIX": "unix", "in process": "inproc"}
-WEIDA_OF = {"rust": "weida", "python": "weida-py", "node": "weida-node", "kotlin": "weida-kotlin"}
+WEIDA_OF = {
+    "rust": "weida",
+    "python": "weida-py",
+    "node": "weida-node",
+    "kotlin": "weida-kotlin",
+    "swift": "weida-swift",
+}
 
 
 @dataclasses.dataclass(frozen=True)
 class System:
     key: str
-    language: str  # rust | python | node | kotlin
+    language: str  # rust | python | node | kotlin | swift
     kind: str  # substrate | weida | other
     transports: tuple[str, ...]
     patterns: tuple[str, ...]
-    program: str = ""  # worker file (python, node), main class (kotlin: bench/suite/kotlin)
+    # worker file (python, node), main class (kotlin: bench/suite/kotlin), launcher (swift: from
+    # the repository root)
+    program: str = ""
     variant: str | None = None
     rust: tuple[str, ...] = ()  # weida-bench --system arguments ("{t}" is the transport)
     sizes: tuple[int, ...] = SIZES  # Push/Pull sizes
 
 
 PP, RR, PS = "push_pull", "req_rep", "pub_sub"
+SWIFT_LAUNCHER = "kotlin-swift/swift/bench-worker.sh"
 ZMQ, WEIDA = ("tcp", "ipc", "inproc"), ("quic", "unix", "inproc")
 SMALL = (64, 1024)
 SYSTEMS: tuple[System, ...] = (
@@ -71,6 +80,10 @@ SYSTEMS: tuple[System, ...] = (
     System("weida-kotlin", "kotlin", "weida", WEIDA, (PP, RR), "weida.bench.WorkerKt", "await"),
     System("weida-kotlin batch", "kotlin", "weida", WEIDA, (PP,), "weida.bench.WorkerKt", "batch",
            sizes=SMALL),
+    # kotlin-swift/swift/Sources/WeidaBenchWorker, built in the Swift chroot (run.py: SWIFT_WORKER).
+    System("weida-swift", "swift", "weida", WEIDA, (PP, RR), SWIFT_LAUNCHER, "await"),
+    System("weida-swift batch", "swift", "weida", WEIDA, (PP,), SWIFT_LAUNCHER, "batch",
+           sizes=SMALL),
     # The others.
     System("pyzmq", "python", "other", ZMQ, (PP, RR, PS), "workers/pyzmq_worker.py", "sync"),
     System("pyzmq asyncio", "python", "other", ZMQ, (PP,), "workers/pyzmq_worker.py", "asyncio"),
@@ -97,6 +110,9 @@ WHAT = {
     "weida-kotlin": "weida's Kotlin binding (coroutines on one thread, JVM), one suspend call per "
     "send and per receive",
     "weida-kotlin batch": "weida's Kotlin binding, sendMany / recvMany of 256",
+    "weida-swift": "weida's Swift binding (async tasks on one thread), one await per send and per "
+    "receive",
+    "weida-swift batch": "weida's Swift binding, sendMany / recvMany of 256",
     "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",
     "pyzmq asyncio": "pyzmq's zmq.asyncio on one event loop",
     "zeromq.js": "zeromq.js v6 (libzmq), await send / for await",
@@ -113,11 +129,12 @@ NO_TWO_PROCESS = {
 # reference each is compared with, every pattern once.
 SMOKE_TWO = ("weida", "weida-py", "weida-node", "pyzmq", "zeromq.js")
 # Rows the smoke run (./dev test) leaves out of both tables: the Kotlin worker needs a JVM and
-# Maven's build, which setup.sh --reuse-builds does not make, and CI's time is tight.
-NO_SMOKE = frozenset(s.key for s in SYSTEMS if s.language == "kotlin")
+# Maven's build, the Swift worker the Swift chroot (root) and its build, which setup.sh
+# --reuse-builds does not make, and CI's time is tight.
+NO_SMOKE = frozenset(s.key for s in SYSTEMS if s.language in ("kotlin", "swift"))
 # A system without a Pub/Sub row yet, shown as "not yet" in the overview.
 BY_KEY = {s.key: s for s in SYSTEMS}
-NO_PUBSUB_YET: set[str] = {"weida-kotlin"}
+NO_PUBSUB_YET: set[str] = {"weida-kotlin", "weida-swift"}
 
 
 @dataclasses.dataclass(frozen=True)
