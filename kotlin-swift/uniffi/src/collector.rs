@@ -9,6 +9,7 @@ use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::connect;
 use weida_ffi::{Call, Fail};
 
+use crate::blob::Blob;
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
@@ -62,7 +63,7 @@ impl DialingPublisher {
     pub fn publish(
         &self,
         topic: String,
-        body: Vec<u8>,
+        body: Blob,
         meta: Option<HashMap<String, Vec<u8>>>,
     ) -> Result<u32> {
         let meta = meta_in(meta);

@@ -16,6 +16,7 @@
 uniffi::setup_scaffolding!();
 
 pub mod address;
+pub mod blob;
 pub mod bound_push;
 pub mod bus;
 pub mod call;

@@ -15,6 +15,7 @@ use weida::{IncomingMeta, Message as CoreMessage, Receiving};
 use weida_ffi::call::ready_turn;
 use weida_ffi::inbox::take_now;
 
+use crate::blob::Blob;
 use crate::error::Result;
 use crate::patterns::{entries, peer, MetaEntry, Peer};
 
@@ -22,11 +23,11 @@ use crate::patterns::{entries, peer, MetaEntry, Peer};
 #[derive(Debug, Clone, Default, uniffi::Record)]
 pub struct Packed {
     /// Every body, end to end, in order.
-    pub bodies: Vec<u8>,
+    pub bodies: Blob,
     /// Per message, in order, big-endian: its body's length (u32), its origin's index in
     /// `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
     /// sequence number (u64) and the gap (u64) when flagged.
-    pub index: Vec<u8>,
+    pub index: Blob,
     /// What the messages came with, each distinct one once.
     pub origins: Vec<Origin>,
 }
@@ -47,11 +48,9 @@ const SCAN: usize = 8;
 
 /// `ms` packed, in order.
 pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
-    let mut p = Packed {
-        bodies: Vec::with_capacity(ms.iter().map(|m| m.body.len()).sum()),
-        index: Vec::with_capacity(ms.len() * 7),
-        origins: Vec::new(),
-    };
+    let mut bodies = Vec::with_capacity(ms.iter().map(|m| m.body.len()).sum());
+    let mut index = Vec::with_capacity(ms.len() * 7);
+    let mut origins = Vec::new();
     // The metadata each origin was made from, to compare the next message's against.
     let mut seen: Vec<(usize, Arc<IncomingMeta>)> = Vec::new();
     for m in ms {
@@ -65,13 +64,13 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
             Some(i) => i,
             None => {
                 let meta = &m.meta;
-                p.origins.push(Origin {
+                origins.push(Origin {
                     metadata: entries(&meta.metadata),
                     path: meta.path.to_string(),
                     peer: peer(meta.peer.as_ref()),
                     topic: meta.topic.clone(),
                 });
-                let i = p.origins.len() - 1;
+                let i = origins.len() - 1;
                 if meta.metadata.is_empty() {
                     seen.push((i, Arc::clone(meta)));
                 }
@@ -81,15 +80,19 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
         let len = u32::try_from(m.body.len()).expect("a body above 4 GiB");
         let origin = u16::try_from(origin).unwrap_or(u16::MAX);
         let flags = u8::from(m.meta.sequence.is_some()) | (u8::from(m.meta.gap.is_some()) << 1);
-        p.index.extend_from_slice(&len.to_be_bytes());
-        p.index.extend_from_slice(&origin.to_be_bytes());
-        p.index.push(flags);
+        index.extend_from_slice(&len.to_be_bytes());
+        index.extend_from_slice(&origin.to_be_bytes());
+        index.push(flags);
         for v in [m.meta.sequence, m.meta.gap].into_iter().flatten() {
-            p.index.extend_from_slice(&v.to_be_bytes());
+            index.extend_from_slice(&v.to_be_bytes());
         }
-        p.bodies.extend_from_slice(&m.body);
+        bodies.extend_from_slice(&m.body);
     }
-    p
+    Packed {
+        bodies: Blob(bodies),
+        index: Blob(index),
+        origins,
+    }
 }
 
 /// Whether a message with `b` has the origin made from `a` (which has no metadata). The

@@ -10,6 +10,7 @@ use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::connect;
 use weida_ffi::{Call, Fail};
 
+use crate::blob::Blob;
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
@@ -72,7 +73,7 @@ impl Pair {
     #[uniffi::method(default(cancel = None))]
     pub async fn send(
         &self,
-        body: Vec<u8>,
+        body: Blob,
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {

@@ -14,6 +14,7 @@ use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::{connect, send_many, Endpoint};
 use weida_ffi::{Call, Fail};
 
+use crate::blob::Blob;
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
@@ -31,7 +32,7 @@ pub enum Peer {
 /// A whole message and what arrived with it.
 #[derive(Debug, Clone, uniffi::Record)]
 pub struct Message {
-    pub body: Vec<u8>,
+    pub body: Blob,
     /// Application metadata, in order.
     pub metadata: Vec<MetaEntry>,
     /// The endpoint path it was addressed to.
@@ -88,7 +89,7 @@ pub(crate) fn entries(m: &Metadata) -> Vec<MetaEntry> {
 pub(crate) fn message(m: weida::Message) -> Message {
     let meta = &m.meta;
     Message {
-        body: m.body.to_vec(),
+        body: Blob(m.body.to_vec()),
         metadata: entries(&meta.metadata),
         path: meta.path.to_string(),
         peer: peer(meta.peer.as_ref()),
@@ -217,7 +218,7 @@ impl Pusher {
     #[uniffi::method(default(cancel = None))]
     pub async fn send(
         &self,
-        body: Vec<u8>,
+        body: Blob,
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {
@@ -232,7 +233,7 @@ impl Pusher {
     #[uniffi::method(default(cancel = None))]
     pub async fn send_many(
         &self,
-        bodies: Vec<Vec<u8>>,
+        bodies: Vec<Blob>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {
         let p = self.inner.get()?;
@@ -241,7 +242,7 @@ impl Pusher {
     }
 
     /// Queues `body` at once if there is room: true; false if there is none.
-    pub fn try_send(&self, body: Vec<u8>) -> Result<bool> {
+    pub fn try_send(&self, body: Blob) -> Result<bool> {
         let p = self.inner.get()?;
         Ok(on_io(|| p.try_send(Bytes::from(body)))?.is_none())
     }
@@ -252,7 +253,7 @@ impl Pusher {
     /// cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
     /// call and no future for a send that can be queued now. A number, not an enum: through
     /// JNA an enum is a buffer to allocate and free on every send.
-    pub fn send_ready(&self, body: Vec<u8>) -> Result<u8> {
+    pub fn send_ready(&self, body: Blob) -> Result<u8> {
         if !ready_turn() {
             return Ok(2);
         }
@@ -375,10 +376,10 @@ impl Requester {
     #[uniffi::method(default(cancel = None))]
     pub async fn request(
         &self,
-        body: Vec<u8>,
+        body: Blob,
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Blob> {
         let m = self.request_with(body, meta, cancel).await?;
         Ok(m.body)
     }
@@ -387,7 +388,7 @@ impl Requester {
     #[uniffi::method(default(cancel = None))]
     pub async fn request_with(
         &self,
-        body: Vec<u8>,
+        body: Blob,
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<Message> {
@@ -468,16 +469,19 @@ impl Exchange {
         &self,
         max: Option<u64>,
         cancel: Option<Arc<Cancellation>>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Blob> {
         let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.take_body(max)), cancel).await?.to_vec())
+        Ok(run(Call::new(x.take_body(max)), cancel)
+            .await?
+            .to_vec()
+            .into())
     }
 
     /// Replies with `body` (and metadata) and finishes the reply.
     #[uniffi::method(default(cancel = None))]
     pub async fn reply(
         &self,
-        body: Vec<u8>,
+        body: Blob,
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {
@@ -561,7 +565,7 @@ impl Publisher {
 
     /// Queues a copy of `body` for every subscriber whose filters select `topic`; how many.
     /// Never waits.
-    pub fn publish(&self, topic: String, body: Vec<u8>) -> Result<u32> {
+    pub fn publish(&self, topic: String, body: Blob) -> Result<u32> {
         Ok(on_io(|| self.inner.publish(&topic, body))? as u32)
     }
 

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use weida_ffi::stream as ffi;
 use weida_ffi::{Call, Fail};
 
+use crate::blob::Blob;
 use crate::bound_push::{BoundPusher, DialingPuller};
 use crate::call::{run, Cancellation};
 use crate::error::Result;
@@ -31,7 +32,7 @@ impl OutgoingTransfer {
     /// Writes all of `body`; waits while the peer's window is full. Cancelled, the transfer
     /// is cancelled (the caller cannot know what was written).
     #[uniffi::method(default(cancel = None))]
-    pub async fn write(&self, body: Vec<u8>, cancel: Option<Arc<Cancellation>>) -> Result<()> {
+    pub async fn write(&self, body: Blob, cancel: Option<Arc<Cancellation>>) -> Result<()> {
         Ok(run(self.inner.write_call(Bytes::from(body)), cancel).await?)
     }
 

@@ -9,6 +9,7 @@ use weida_ffi::io::on_io;
 use weida_ffi::patterns::{connect, Endpoint};
 use weida_ffi::{Call, Fail};
 
+use crate::blob::Blob;
 use crate::call::{run, Cancellation};
 use crate::config::millis;
 use crate::error::Result;
@@ -62,7 +63,7 @@ impl Surveyor {
     #[uniffi::method(default(cancel = None))]
     pub async fn survey(
         &self,
-        body: Vec<u8>,
+        body: Blob,
         deadline_ms: f64,
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
