@@ -110,7 +110,7 @@ WHAT = {
     "weida-kotlin": "weida's Kotlin binding (coroutines on one thread, JVM), one suspend call per "
     "send and per receive",
     "weida-kotlin batch": "weida's Kotlin binding, sendMany / recvMany of 256",
-    "weida-swift": "weida's Swift binding (async tasks on one thread), one await per send and per "
+    "weida-swift": "weida's Swift binding (async tasks one at a time), one await per send and per "
     "receive",
     "weida-swift batch": "weida's Swift binding, sendMany / recvMany of 256",
     "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",

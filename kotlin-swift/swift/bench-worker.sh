@@ -13,7 +13,7 @@ case "$T" in /*) ;; *) T="$here/../../$T" ;; esac
 R="$T/swift-root"
 # Swift's task pool held to one thread, as agent.sh and run.sh hold it: with the pool as it
 # comes, a redial test hung with several threads making first polls, not explained yet
-# (kotlin-swift/README.md, "Known gaps"). It also puts the worker's tasks on one thread, as the
+# (kotlin-swift/README.md, "Known gaps"). It also runs the worker's tasks one at a time, as the
 # other bindings' workers run on one event loop or one coroutine thread.
 LIBDISPATCH_COOPERATIVE_POOL_STRICT=1
 export LIBDISPATCH_COOPERATIVE_POOL_STRICT

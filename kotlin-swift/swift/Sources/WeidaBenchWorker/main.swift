@@ -2,12 +2,14 @@
 // result line and the exit status (0 only with figures, 1 for a failure, 2 for a bad command
 // line), as the Kotlin worker's main.
 //
-// Every task runs on Swift's cooperative pool, which bench-worker.sh holds to one thread
-// (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1, as agent.sh and run.sh do: with the pool as it comes,
-// a redial test hung with several threads making first polls, not explained yet:
-// kotlin-swift/README.md, "Known gaps"). So the sending and the receiving task share one
-// thread, as the Kotlin worker's coroutines share runBlocking's and the Python and Node
-// workers' their event loop; the binding's completions arrive from the core's threads.
+// Every task runs on Swift's cooperative pool, which bench-worker.sh holds to one thread at a
+// time (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1, as agent.sh and run.sh do: with the pool as it
+// comes, a redial test hung with several threads making first polls, not explained yet:
+// kotlin-swift/README.md, "Known gaps"). So the sending and the receiving task take turns, as
+// the Kotlin worker's coroutines on runBlocking's thread and the Python and Node workers' on
+// their event loop; the binding's completions arrive from the core's threads. (A profile saw
+// the pool hand the turn between two threads, never running both at once: docs/PERFORMANCE.md,
+// "Swift (2026-12-03)".)
 import Foundation
 
 let args: Args
