@@ -74,6 +74,53 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
     }
 }
 
+/// A receive of up to `max` messages (at least one) into a `Received`, which gives back what it
+/// took if the task is cancelled (its deinit); the batch comes packed, the bodies end to end and
+/// each distinct origin once (kotlin-swift/uniffi/src/packed.rs), not as a record per message:
+/// lifting those records took most of a batched receive's time (docs/PERFORMANCE.md, "Swift").
+/// Unlike Kotlin's, it takes no synchronous path for what is ready: Swift's `Task.yield()` is
+/// a hint that may resume the same task at once, and the ready streak weida-ffi counts per
+/// thread does not follow a task the pool moves between threads, so a run of ready operations
+/// could not be shown to leave the pool to other tasks.
+func receive(
+    _ max: Int,
+    received: () -> Received,
+    into: @escaping (UInt32, Received, Cancellation?) async throws -> Void
+) async throws -> [Message] {
+    let r = received()
+    try await cancellable { try await into(UInt32(max), r, $0) }
+    return r.takePacked().messages()
+}
+
+extension Packed {
+    /// The messages of a packed batch, in order (the layout: kotlin-swift/uniffi/src/packed.rs).
+    func messages() -> [Message] {
+        let ix = [UInt8](index)
+        var out: [Message] = []
+        out.reserveCapacity(ix.count / 7)
+        var i = 0
+        var at = bodies.startIndex
+        func be(_ n: Int) -> UInt64 {
+            var v: UInt64 = 0
+            for k in 0..<n { v = v << 8 | UInt64(ix[i + k]) }
+            i += n
+            return v
+        }
+        while i < ix.count {
+            let len = Int(be(4))
+            let o = origins[Int(be(2))]
+            let flags = be(1)
+            let sequence = flags & 1 != 0 ? be(8) : nil
+            let gap = flags & 2 != 0 ? be(8) : nil
+            out.append(Message(
+                body: bodies.subdata(in: at..<at + len), metadata: o.metadata, path: o.path,
+                peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
+            at += len
+        }
+        return out
+    }
+}
+
 // MARK: Runtime and Listener
 
 extension Runtime {
@@ -181,11 +228,7 @@ extension Puller {
 
     /// Up to `max` messages (at least one).
     public func recvMany(_ max: Int) async throws -> [Message] {
-        // What the receive took waits in `into` until taken here; a cancelled receive leaves it
-        // there, and `into`'s deinit hands it back to the front of the queue.
-        let into = received()
-        try await cancellable { try await recvInto(max: UInt32(max), into: into, cancel: $0) }
-        return into.take()
+        try await receive(max, received: self.received, into: self.recvInto(max:into:cancel:))
     }
 
     /// Every message, until the endpoint ends (`Closed` ends the sequence; another error is
@@ -291,9 +334,7 @@ extension Bus {
 
     /// The next message another member sent. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        let into = received()
-        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
-        return into.take()[0]
+        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the member is closed.
@@ -330,9 +371,7 @@ extension Pair {
 
     /// The next message from the other end. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        let into = received()
-        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
-        return into.take()[0]
+        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the pair is closed.
@@ -355,9 +394,7 @@ extension DialingPuller {
 
     /// The next message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        let into = received()
-        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
-        return into.take()[0]
+        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the puller is closed.
@@ -375,9 +412,7 @@ extension BoundSubscriber {
 
     /// The next selected message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        let into = received()
-        try await cancellable { try await recvInto(max: 1, into: into, cancel: $0) }
-        return into.take()[0]
+        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every selected message, until the collector is closed.
@@ -573,9 +608,7 @@ extension Subscriber {
     }
 
     public func recvMany(_ max: Int) async throws -> [Message] {
-        let into = received()
-        try await cancellable { try await recvInto(max: UInt32(max), into: into, cancel: $0) }
-        return into.take()
+        try await receive(max, received: self.received, into: self.recvInto(max:into:cancel:))
     }
 
     public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }

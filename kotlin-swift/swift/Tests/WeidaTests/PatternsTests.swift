@@ -78,6 +78,43 @@ final class PatternsTests: XCTestCase {
         }
     }
 
+    // A batch crosses the FFI packed, what its messages share written once
+    // (kotlin-swift/uniffi/src/packed.rs): each message must still come out with its own
+    // sender, path and metadata, from two peers interleaved, with and without metadata.
+    func test_a_batch_keeps_each_messages_own_peer_path_and_metadata() async throws {
+        try await onEveryTransport { transport, p in
+            let jobs = try p.listener.puller("/jobs")
+            let other = try runtime()
+            defer { other.shutdown() }
+            let a = try p.client.pusher()
+            let b = try other.pusher()
+            try await a.connect(jobs.address())
+            try await b.connect(jobs.address())
+            var sent: [(String, Runtime, String?)] = []
+            for i in 0..<200 {
+                let (who, name, from) = i % 3 == 0 ? (b, "b", other) : (a, "a", p.client)
+                let trace = i % 5 == 0 ? "t\(i)" : nil
+                try await who.send(bytes("\(name)\(i)"), meta: trace.map { ["trace": bytes($0)] })
+                sent.append(("\(name)\(i)", from, trace))
+            }
+            var got: [String: Message] = [:]
+            while got.count < sent.count {
+                for m in try await jobs.recvMany(64) { got[text(m.body)] = m }
+            }
+            for (body, from, trace) in sent {
+                let m = try XCTUnwrap(got[body], body)
+                XCTAssertEqual(m.path, "/jobs")
+                if transport == "quic", case let .key(fingerprint) = m.peer {
+                    XCTAssertEqual(fingerprint, from.fingerprint(), body)
+                } else if transport == "quic" {
+                    XCTFail("\(body): no key")
+                }
+                XCTAssertEqual(m.meta("trace").map(text), trace, body)
+                XCTAssertEqual(m.metadata.count, trace == nil ? 0 : 1, body)
+            }
+        }
+    }
+
     // Kotlin: push_pull_delivers_every_message_in_order_as_a_flow.
     func test_push_pull_delivers_every_message_in_order_as_a_sequence() async throws {
         try await onEveryTransport { _, p in
