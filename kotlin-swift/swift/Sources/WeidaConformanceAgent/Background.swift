@@ -167,30 +167,19 @@ extension Agent {
 
     /// A collector: each message kept a `received` event with its topic, until `closed`.
     func serveCollector(_ c: BoundSubscriber, _ handle: String) async {
-        while true {
-            do {
-                out.event("received", handle, copyJSON(try await c.recv()))
-            } catch let e as WeidaError {
-                if case .Closed = e {
-                    closed(handle, e)
-                    return
-                }
-                failed("receive_failed", handle, e)
-            } catch {
-                closed(handle, error)
-                return
-            }
-        }
+        await receiveEach(handle, as: copyJSON) { try await c.recv() }
     }
 
     /// `recv` in a loop: `received` per message (with its sequence and gap under PerProducer
     /// ordering, PATTERNS §1.7, else null), `receive_failed` for one that failed, `closed` at the
     /// end. Any endpoint's receiving, as a `recv` puller's (a pair's, a bus member's, a dialling
-    /// puller's).
-    func receiveEach(_ handle: String, _ recv: () async throws -> Message) async {
+    /// puller's; a collector's with its topic, `as: copyJSON`).
+    func receiveEach(
+        _ handle: String, as json: (Message) -> Obj = sequencedJSON, _ recv: () async throws -> Message
+    ) async {
         while true {
             do {
-                out.event("received", handle, sequencedJSON(try await recv()))
+                out.event("received", handle, json(try await recv()))
             } catch let e as WeidaError {
                 if case .Closed = e {
                     closed(handle, e)
