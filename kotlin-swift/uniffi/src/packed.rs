@@ -1,19 +1,27 @@
-//! [`Packed`]: received messages in the shape that is cheap to lift on the JVM, and
+//! [`Packed`]: received messages in the shape that is cheap to lift in Kotlin and Swift, and
 //! [`take_ready`], the receive that needs no Rust future.
 //!
 //! Through JNA every FFI call allocates native structures that JNA tracks in a process-wide
-//! map, and every lifted record field is a read of its own; a `Vec<Message>` costs two UTF-8
-//! strings (the path and the peer's fingerprint) and a record per message
-//! (docs/PERFORMANCE.md, "Kotlin"). Here a batch is three fields whatever its size: the bodies
-//! end to end, a fixed-width index, and what the messages share (path, peer, topic), each
-//! once. The Kotlin layer turns it back into `Message`s (`Packed.messages()` in Weida.kt);
-//! the layout below is private to that pair of files, not a wire format.
+//! map, and every lifted record field is a read of its own (Swift's generated readers go
+//! through Foundation's generic copies); a `Vec<Message>` costs two UTF-8 strings (the path
+//! and the peer's fingerprint) and a record per message (docs/PERFORMANCE.md, "Kotlin",
+//! "Swift"). Here a batch is three fields whatever its size: the bodies end to end, a
+//! fixed-width index, and what the messages share (path, peer, topic), once per run of
+//! messages that share it (looked up among the last [`SCAN`] distinct ones). The Kotlin and
+//! Swift layers turn it back into `Message`s (`Packed.messages()` in Weida.kt and
+//! Weida.swift); the layout below is private to those files and this one, not a wire format.
+//!
+//! A packed batch is bounded ([`over_budget`]): at most [`PACK_COUNT`] messages, so an origin's
+//! index fits in 16 bits, and at most [`PACK_BYTES`] of bodies unless its first message alone
+//! is larger, so a batch of large messages cannot overflow a JVM array or UniFFI's 32-bit
+//! lengths. What is left over goes back to the front of the endpoint's queue, in order.
 
 use std::sync::Arc;
 
 use weida::{IncomingMeta, Message as CoreMessage, Receiving};
 use weida_ffi::call::ready_turn;
 use weida_ffi::inbox::take_now;
+use weida_ffi::io::on_io;
 
 use crate::blob::Blob;
 use crate::error::Result;
@@ -28,7 +36,7 @@ pub struct Packed {
     /// `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
     /// sequence number (u64) and the gap (u64) when flagged.
     pub index: Blob,
-    /// What the messages came with, each distinct one once.
+    /// What the messages came with: one for each run of messages that share it.
     pub origins: Vec<Origin>,
 }
 
@@ -44,9 +52,31 @@ pub struct Origin {
 }
 
 /// Origins looked up before a new one is added: a batch comes from few peers.
-const SCAN: usize = 8;
+pub const SCAN: usize = 8;
 
-/// `ms` packed, in order.
+/// The most messages in one packed batch: an origin's index is 16 bits.
+pub const PACK_COUNT: usize = u16::MAX as usize;
+
+/// The most bytes of bodies in one packed batch, unless its first message alone is larger:
+/// the default `max_collected_body`, far below a JVM array's or UniFFI's 2 GiB.
+pub const PACK_BYTES: usize = 16 << 20;
+
+/// What of `ms` is beyond one packed batch ([`PACK_COUNT`], [`PACK_BYTES`]), split off in order;
+/// the first message always stays.
+pub(crate) fn over_budget(ms: &mut Vec<CoreMessage>) -> Vec<CoreMessage> {
+    let mut bytes = 0usize;
+    let keep = ms
+        .iter()
+        .take(PACK_COUNT)
+        .position(|m| {
+            bytes += m.body.len();
+            bytes > PACK_BYTES
+        })
+        .map_or(ms.len().min(PACK_COUNT), |i| i.max(1));
+    ms.split_off(keep)
+}
+
+/// `ms` packed, in order (at most one batch: [`over_budget`] first).
 pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
     let mut bodies = Vec::with_capacity(ms.iter().map(|m| m.body.len()).sum());
     let mut index = Vec::with_capacity(ms.len() * 7);
@@ -78,7 +108,7 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
             }
         };
         let len = u32::try_from(m.body.len()).expect("a body above 4 GiB");
-        let origin = u16::try_from(origin).unwrap_or(u16::MAX);
+        let origin = u16::try_from(origin).expect("at most PACK_COUNT messages are packed");
         let flags = u8::from(m.meta.sequence.is_some()) | (u8::from(m.meta.gap.is_some()) << 1);
         index.extend_from_slice(&len.to_be_bytes());
         index.extend_from_slice(&origin.to_be_bytes());
@@ -115,7 +145,66 @@ pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     match take_now(r, max) {
         None => Ok(None),
-        Some(Ok(ms)) => Ok(Some(pack(ms))),
+        Some(Ok(mut ms)) => {
+            let rest = over_budget(&mut ms);
+            // Back in front of the queue, in order.
+            on_io(|| rest.into_iter().rev().for_each(|m| r.give_back(m)));
+            Ok(Some(pack(ms)))
+        }
         Some(Err(f)) => Err(f.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn messages(sizes: &[usize]) -> Vec<CoreMessage> {
+        let meta = Arc::new(IncomingMeta::default());
+        sizes
+            .iter()
+            .map(|&n| CoreMessage {
+                meta: Arc::clone(&meta),
+                body: Bytes::from(vec![0u8; n]),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_above_its_byte_budget_is_split_in_order_keeping_at_least_one() {
+        let mut ms = messages(&[PACK_BYTES / 2, PACK_BYTES / 2, 1, 2]);
+        let rest = over_budget(&mut ms);
+        assert_eq!(
+            ms.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
+            [PACK_BYTES / 2; 2]
+        );
+        assert_eq!(
+            rest.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
+            [1, 2]
+        );
+
+        let mut one = messages(&[PACK_BYTES + 1, 3]);
+        let rest = over_budget(&mut one);
+        assert_eq!(
+            (one.len(), rest.len()),
+            (1, 1),
+            "a first message above the budget still goes"
+        );
+    }
+
+    #[test]
+    fn a_batch_above_its_count_keeps_every_origin_index_in_16_bits() {
+        let mut ms = messages(&vec![0; PACK_COUNT + 5]);
+        let rest = over_budget(&mut ms);
+        assert_eq!((ms.len(), rest.len()), (PACK_COUNT, 5));
+        let p = pack(ms);
+        assert_eq!(
+            p.origins.len(),
+            1,
+            "one origin shared by every message of one meta"
+        );
+        assert_eq!(p.index.0.len(), PACK_COUNT * 7);
     }
 }

@@ -18,7 +18,7 @@ use crate::blob::Blob;
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
-use crate::packed::{pack, take_ready, Packed};
+use crate::packed::{over_budget, pack, take_ready, Packed};
 
 /// Who sent a message, as the transport proved it.
 #[derive(Debug, Clone, uniffi::Enum)]
@@ -130,10 +130,17 @@ impl Received {
             .collect()
     }
 
-    /// The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
-    /// layer lifts, one record for the batch instead of one per message.
+    /// The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
+    /// Swift layers lift, one record for the batch instead of one per message. Beyond one
+    /// packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+    /// front of the queue when this is dropped (or to the next take).
     pub fn take_packed(&self) -> Packed {
-        pack(self.held.take().unwrap_or_default())
+        let mut ms = self.held.take().unwrap_or_default();
+        let rest = over_budget(&mut ms);
+        if !rest.is_empty() {
+            self.held.put(rest);
+        }
+        pack(ms)
     }
 }
 

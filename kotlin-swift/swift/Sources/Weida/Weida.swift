@@ -76,8 +76,9 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
 
 /// A receive of up to `max` messages (at least one) into a `Received`, which gives back what it
 /// took if the task is cancelled (its deinit); the batch comes packed, the bodies end to end and
-/// each distinct origin once (kotlin-swift/uniffi/src/packed.rs), not as a record per message:
-/// lifting those records took most of a batched receive's time (docs/PERFORMANCE.md, "Swift").
+/// the path, peer and topic once for the messages that share them
+/// (kotlin-swift/uniffi/src/packed.rs), not as a record per message: lifting those records
+/// took most of a batched receive's time (docs/PERFORMANCE.md, "Swift").
 /// Unlike Kotlin's, it takes no synchronous path for what is ready: Swift's `Task.yield()` is
 /// a hint that may resume the same task at once, and the ready streak weida-ffi counts per
 /// thread does not follow a task the pool moves between threads, so a run of ready operations

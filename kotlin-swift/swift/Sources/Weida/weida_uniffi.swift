@@ -5971,8 +5971,10 @@ public protocol ReceivedProtocol: AnyObject, Sendable {
     func take()  -> [Message]
     
     /**
-     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
-     * layer lifts, one record for the batch instead of one per message.
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
+     * Swift layers lift, one record for the batch instead of one per message. Beyond one
+     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * front of the queue when this is dropped (or to the next take).
      */
     func takePacked()  -> Packed
     
@@ -6046,8 +6048,10 @@ open func take() -> [Message]  {
 }
     
     /**
-     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
-     * layer lifts, one record for the batch instead of one per message.
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
+     * Swift layers lift, one record for the batch instead of one per message. Beyond one
+     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * front of the queue when this is dropped (or to the next take).
      */
 open func takePacked() -> Packed  {
     return try!  FfiConverterTypePacked_lift(try! rustCall() {
@@ -8867,7 +8871,7 @@ public struct Packed: Equatable, Hashable {
      */
     public var index: Data
     /**
-     * What the messages came with, each distinct one once.
+     * What the messages came with: one for each run of messages that share it.
      */
     public var origins: [Origin]
 
@@ -8883,7 +8887,7 @@ public struct Packed: Equatable, Hashable {
          * sequence number (u64) and the gap (u64) when flagged.
          */index: Data, 
         /**
-         * What the messages came with, each distinct one once.
+         * What the messages came with: one for each run of messages that share it.
          */origins: [Origin]) {
         self.bodies = bodies
         self.index = index
@@ -11035,7 +11039,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_received_take() != 1546) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 45204) {
+    if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 53750) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_replier_accept() != 29101) {

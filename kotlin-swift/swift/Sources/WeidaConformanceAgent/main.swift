@@ -81,8 +81,11 @@ Task.detached {
             out.line(["id": nil, "ok": false, "error": .object(failure("AGENT_BAD_REQUEST", "not a JSON object: \(line.prefix(200))"))])
             continue
         }
-        // Started in the order the lines came: a task inherits this one's priority, and the
-        // actor runs what waits for it in order.
+        // Started in the order the lines came, each in a task of its own so a request that
+        // waits never blocks the next. Swift does not promise that the actor runs them in that
+        // order; the protocol does not need it (a scenario sends a request that depends on
+        // another only after its response), and the pool held to one thread keeps it in
+        // practice.
         Task { await answer(agent, request) }
     }
     await agent.shutdownAll()

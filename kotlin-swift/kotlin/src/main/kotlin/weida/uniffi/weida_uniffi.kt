@@ -2237,7 +2237,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_received_take() and 0xFFFF) != 1546) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_received_take_packed() and 0xFFFF) != 45204) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_received_take_packed() and 0xFFFF) != 53750) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 29101) {
@@ -11767,8 +11767,10 @@ public interface ReceivedInterface {
     fun `take`(): List<Message>
     
     /**
-     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
-     * layer lifts, one record for the batch instead of one per message.
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
+     * Swift layers lift, one record for the batch instead of one per message. Beyond one
+     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * front of the queue when this is dropped (or to the next take).
      */
     fun `takePacked`(): Packed
     
@@ -11897,8 +11899,10 @@ open class Received: Disposable, AutoCloseable, ReceivedInterface
 
     
     /**
-     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin
-     * layer lifts, one record for the batch instead of one per message.
+     * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
+     * Swift layers lift, one record for the batch instead of one per message. Beyond one
+     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * front of the queue when this is dropped (or to the next take).
      */override fun `takePacked`(): Packed {
             return FfiConverterTypePacked.lift(
     callWithHandle {
@@ -16614,7 +16618,7 @@ data class Packed (
     var `index`: kotlin.ByteArray
     , 
     /**
-     * What the messages came with, each distinct one once.
+     * What the messages came with: one for each run of messages that share it.
      */
     var `origins`: List<Origin>
     
