@@ -416,15 +416,14 @@ impl Puller {
             if let Some(m) = self.inbox.take_returned() {
                 return Ok(m);
             }
+            if let Some(e) = self.inbox.take_deferred() {
+                return Err(e);
+            }
             let mut guard = tokio::select! {
                 rx = self.inbox.rx.lock() => rx,
                 _ = &mut handed_back => continue,
             };
             let rx = &mut *guard;
-            if let Some(e) = rx.deferred.take() {
-                self.inbox.settle(rx);
-                return Err(e);
-            }
             if rx.drained && rx.collecting.is_empty() {
                 return Err(Error::Closed);
             }
@@ -489,12 +488,11 @@ impl Puller {
         if let Some(m) = self.inbox.take_returned() {
             return Some(Ok(m));
         }
-        // Held by a waiting `recv`: that receive goes first.
-        let mut rx = self.inbox.rx.try_lock().ok()?;
-        if let Some(e) = rx.deferred.take() {
-            self.inbox.settle(&rx);
+        if let Some(e) = self.inbox.take_deferred() {
             return Some(Err(e));
         }
+        // Held by a waiting `recv`: that receive goes first.
+        let mut rx = self.inbox.rx.try_lock().ok()?;
         match rx.try_next()? {
             Ok(Queued::Message(m)) => Some(Ok(m)),
             Ok(Queued::Refused(e)) => Some(Err(*e)),
@@ -513,10 +511,9 @@ impl Puller {
     /// Up to `max` whole messages: waits for the first as [`Puller::recv`] does, then takes
     /// those that are ready without waiting (one call for a batch of small messages, one
     /// crossing for a binding). An error met after the first message ends the batch and is
-    /// returned by the next receive, so no message and no error is lost. Cancel-safe but for
-    /// one rare case: keeping that error for the next receive may wait for the receive lock
-    /// when a concurrent receive holds it, and a future dropped there loses the batch it had
-    /// taken (untested).
+    /// returned by the next receive, so no message and no error is lost. Cancel-safe: once it
+    /// has its first message it never waits again, so a future dropped holds nothing (tested
+    /// by `a_batch_that_meets_an_error_while_another_receive_waits_finishes_at_once`).
     pub async fn recv_many(&self, max: usize) -> Result<Vec<Message>> {
         use futures_util::FutureExt;
         if max == 0 {
@@ -542,9 +539,7 @@ impl Puller {
                 // closed, which the next receive reports again.
                 None | Some(Err(Error::Closed)) => break,
                 Some(Err(e)) => {
-                    let mut rx = self.inbox.rx.lock().await;
-                    rx.deferred = Some(e);
-                    self.inbox.settle(&rx);
+                    self.inbox.defer(e);
                     break;
                 }
             }
@@ -607,5 +602,59 @@ fn transfer(i: Incoming) -> Result<IncomingTransfer> {
     match i {
         Incoming::Stream(t) => Ok(t),
         Incoming::Exchange(_) => Err(Error::Protocol("an exchange reached a puller".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EndpointOptions, RuntimeConfig};
+    use crate::connection::handles::IncomingMeta;
+    use crate::error::Limit;
+    use crate::runtime::queue;
+    use futures_util::FutureExt;
+
+    fn message(body: &'static [u8]) -> Queued {
+        Queued::Message(Message {
+            meta: Arc::new(IncomingMeta::default()),
+            body: Bytes::from_static(body),
+        })
+    }
+
+    /// The case `recv_many`'s doc names: an error met after the first message, while another
+    /// receive holds the receive lock (here the test holds it). Keeping the error used to wait
+    /// for that lock, so a future dropped there (a binding's timeout, a `select!`) lost the
+    /// message it had already taken.
+    #[tokio::test]
+    async fn a_batch_that_meets_an_error_while_another_receive_waits_finishes_at_once() {
+        let config = RuntimeConfig::default();
+        let bounds = EndpointOptions::default().resolve(&config).unwrap();
+        let (tx, rx) = queue::channel(8);
+        let puller = Puller::over(Inbox::unrouted(rx, Arc::new(Context::new(config)), bounds));
+        let refused = Error::LimitExceeded {
+            limit: Limit::CollectedBody,
+            detail: "a frame above max_collected_body".into(),
+        };
+        for q in [
+            message(b"one"),
+            Queued::Refused(Box::new(refused)),
+            message(b"two"),
+        ] {
+            assert!(tx.try_send(q).is_ok());
+        }
+        let held = puller.inbox.rx.lock().await;
+        let batch = puller
+            .recv_many(8)
+            .now_or_never()
+            .expect("a batch that has its first message never waits")
+            .unwrap();
+        assert_eq!(batch.len(), 1);
+        assert_eq!(&batch[0].body[..], b"one");
+        drop(held);
+        // The error comes next, then what followed it, each once.
+        let e = puller.recv().await.unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::LimitExceeded);
+        assert_eq!(&puller.recv().await.unwrap().body[..], b"two");
+        assert!(puller.try_recv().is_none());
     }
 }

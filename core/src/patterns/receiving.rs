@@ -23,9 +23,8 @@ use crate::error::Result;
 pub trait Receiving: Send + Sync + 'static {
     /// The next whole message. Cancel-safe, for both endpoints.
     fn recv(&self) -> impl Future<Output = Result<Message>> + Send;
-    /// Up to `max` messages: waits for the first, then takes what is whole. Cancel-safe for a
-    /// `Subscriber`; for a `Puller`, cancel-safe but for the rare case
-    /// [`Puller::recv_many`] names.
+    /// Up to `max` messages: waits for the first, then takes what is whole without waiting
+    /// again. Cancel-safe, for both endpoints.
     fn recv_many(&self, max: usize) -> impl Future<Output = Result<Vec<Message>>> + Send;
     /// A message, or the error `recv` would return, if one is there without waiting.
     fn try_recv(&self) -> Option<Result<Message>>;

@@ -1,6 +1,6 @@
 //! A bound endpoint's receiving side: its queue (what dispatch admitted), a message a
-//! cancelled receive was collecting, an error deferred by a batch receive, and messages handed
-//! back, in the order a receive must take them.
+//! cancelled receive was collecting, messages handed back and an error deferred by a batch
+//! receive, in the order a receive must take them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,26 +30,28 @@ pub(crate) struct Inbox {
     returned: Mutex<VecDeque<Message>>,
     /// Wakes a receive waiting while a message is handed back.
     pub(crate) handed_back: tokio::sync::Notify,
+    /// The error of a message `recv_many` met after its first, returned by the next receive
+    /// (after any message handed back). Under a lock of its own, never `rx`'s: keeping it must
+    /// not wait, or a batch receive dropped while a concurrent receive held `rx` lost the
+    /// messages it had already taken.
+    deferred: Mutex<Option<Error>>,
     /// Takes a whole message off the queue without the `rx` lock: a tokio lock's release
     /// takes its waiter list's lock too, and on a Push/Pull of small messages the `rx` lock
     /// per receive was about 7 % of the whole pipeline's time.
     ready: Taker<Queued>,
-    /// `rx` holds what comes before the queue (a partly read message, a deferred error): set
-    /// under its lock by [`Inbox::settle`].
-    rx_first: AtomicBool,
+    /// `deferred` holds an error, which comes before the queue: set under its lock.
+    deferred_first: AtomicBool,
     /// `returned` is not empty: set under its lock.
     returned_first: AtomicBool,
 }
 
-/// An endpoint's queue, the messages being collected whole (each read as its bytes come, so
-/// one that stalls holds back no other; resumed by the next receive when one is cancelled),
-/// and the error of a message `recv_many` met after its first (returned by the next receive).
+/// An endpoint's queue and the messages being collected whole (each read as its bytes come,
+/// so one that stalls holds back no other; resumed by the next receive when one is cancelled).
 pub(crate) struct InboxRx {
     rx: Receiver<Queued>,
     pub(crate) collecting: Vec<Partial>,
     /// The queue said it is closed and empty: only `collecting` is left.
     pub(crate) drained: bool,
-    pub(crate) deferred: Option<Error>,
 }
 
 impl InboxRx {
@@ -113,13 +115,12 @@ impl Inbox {
     ) -> Self {
         Self {
             ready: rx.taker(),
-            rx_first: AtomicBool::new(false),
+            deferred_first: AtomicBool::new(false),
             returned_first: AtomicBool::new(false),
             rx: tokio::sync::Mutex::new(InboxRx {
                 rx,
                 collecting: Vec::new(),
                 drained: false,
-                deferred: None,
             }),
             route,
             ctx,
@@ -127,6 +128,7 @@ impl Inbox {
             bounds,
             returned: Mutex::new(VecDeque::new()),
             handed_back: tokio::sync::Notify::new(),
+            deferred: Mutex::new(None),
         }
     }
 
@@ -141,8 +143,8 @@ impl Inbox {
     }
 
     /// A whole message (or a lane frame's refusal) at the front of the queue, taken without
-    /// the `rx` lock when that keeps the order: nothing was handed back and `rx` holds nothing
-    /// that comes first. None: nothing such is ready, and the caller looks the slow way (which
+    /// the `rx` lock when that keeps the order: nothing was handed back and no error is
+    /// deferred. None: nothing such is ready, and the caller looks the slow way (which
     /// is also how a stream at the front is taken).
     pub(crate) fn take_ready(&self) -> Option<Result<Queued>> {
         if self.something_first() {
@@ -179,14 +181,24 @@ impl Inbox {
     /// from the queue directly would overtake it. (A message still being collected does not:
     /// whole messages are delivered as they complete.)
     fn something_first(&self) -> bool {
-        self.rx_first.load(Ordering::Acquire) || self.returned_first.load(Ordering::Acquire)
+        self.deferred_first.load(Ordering::Acquire) || self.returned_first.load(Ordering::Acquire)
     }
 
-    /// Records whether `rx` now holds something that comes before the queue; called under its
-    /// lock after `deferred` changed, before any await.
-    pub(crate) fn settle(&self, rx: &InboxRx) {
-        self.rx_first
-            .store(rx.deferred.is_some(), Ordering::Release);
+    /// Keeps `e` for the next receive, after any message handed back. Never waits.
+    pub(crate) fn defer(&self, e: Error) {
+        let mut d = self.deferred.lock().unwrap();
+        *d = Some(e);
+        self.deferred_first.store(true, Ordering::Release);
+    }
+
+    /// The deferred error, if any.
+    pub(crate) fn take_deferred(&self) -> Option<Error> {
+        if !self.deferred_first.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut d = self.deferred.lock().unwrap();
+        self.deferred_first.store(false, Ordering::Release);
+        d.take()
     }
 
     /// Hands a message back, to be served before anything else.
