@@ -38,6 +38,14 @@ pub async fn fetch<R: Receiving>(r: Arc<R>, max: usize) -> Result<Vec<Message>, 
     Ok(ms)
 }
 
+/// Hands `ms` back to `r`, served before anything else in the order given (the core's
+/// `give_back` serves what it was handed back first in, first out; test
+/// `packed::tests::what_is_over_budget_goes_back_to_the_front_in_order`).
+pub fn give_back<R: Receiving>(r: &R, ms: impl IntoIterator<Item = Message>) {
+    let _entered = enter();
+    ms.into_iter().for_each(|m| r.give_back(m));
+}
+
 /// What a receive would give without waiting: up to `max` messages, or the error a receive
 /// would report now; None when nothing is ready.
 pub fn take_now<R: Receiving>(r: &R, max: usize) -> Option<Result<Vec<Message>, Fail>> {

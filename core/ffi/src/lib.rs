@@ -13,6 +13,8 @@
 //!   neither loses nor reorders.
 //! - [`stream`], [`pubsub`], [`patterns`], [`runtime`]: the handles a binding wraps, with the
 //!   "consumed → Closed" rule and the cancel-versus-write state machines once.
+//! - [`packed`]: many bodies in one buffer, to cross as one value, and the budget of one
+//!   such batch: Node's receives and `sendMany`, the Kotlin and Swift receives.
 //! - [`service`]: the handler runtime's registrations, outcomes named as data, a job finished
 //!   once.
 //! - [`error`], [`config`], [`runtime::counters`]: the error fields, the options and the
@@ -25,6 +27,7 @@ pub mod error;
 pub mod events;
 pub mod inbox;
 pub mod io;
+pub mod packed;
 pub mod patterns;
 #[doc(hidden)]
 pub mod probe;
