@@ -1522,3 +1522,96 @@ async fn a_listener_that_sets_the_path_check_and_never_answers_fails_the_connect
     assert_eq!(e.code(), weida::ErrorCode::Protocol, "{e:?}");
     assert_eq!(requester.peer_count(), 0);
 }
+
+/// Limits for the silent-HELLO tests: a short idle timeout, and no keep-alive of the listener's
+/// own, so only its bound on the HELLO can end a control stream that stays silent.
+fn hello_bounded() -> Limits {
+    Limits {
+        idle_timeout: Duration::from_secs(2),
+        keep_alive: None,
+        ..Limits::default()
+    }
+}
+
+/// A weida dialler on `address`, whose push reaches `puller`: the peer that a silent one must
+/// not delay.
+async fn served_meanwhile(address: &str, puller: &weida::Puller) {
+    let rt = Runtime::new(common::config(Limits::default())).unwrap();
+    let pusher = rt.pusher();
+    guarded("the other dialler's connect", pusher.connect(address))
+        .await
+        .unwrap();
+    guarded("the other dialler's send", pusher.send("served"))
+        .await
+        .unwrap();
+    let m = guarded("the other dialler's message", puller.recv())
+        .await
+        .unwrap();
+    assert_eq!(&m.body[..], b"served");
+}
+
+/// A QUIC dialler that writes the control stream's type byte and the start of a HELLO, then
+/// nothing more (keeping the connection alive with PINGs), is closed with PROTOCOL_ERROR
+/// `expected HELLO` once the listener's idle timeout has passed (PROTOCOL §3.2 step 3); while
+/// it waits, another dialler connects and is served.
+#[tokio::test]
+async fn a_hello_that_never_comes_is_closed_at_the_idle_timeout_and_delays_no_one_quic() {
+    let rt = Runtime::new(common::config(hello_bounded())).unwrap();
+    let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(Duration::from_millis(100)));
+    let conn = dial_with(&listener, b"weida/0", transport).await.unwrap();
+    let (mut send, _recv) = conn.open_bi().await.unwrap();
+    // The type byte, then three bytes of a HELLO whose length says seven.
+    send.write_all(&[0x00, 0x01, 0x07, 0x00]).await.unwrap();
+    served_meanwhile(&puller.address().to_string(), &puller).await;
+    assert!(
+        conn.close_reason().is_none(),
+        "the silent dialler was closed before the other one was served"
+    );
+    assert_eq!(
+        closed_with(&conn).await,
+        (PROTOCOL_ERROR, "expected HELLO".to_string())
+    );
+}
+
+/// The same over AF_UNIX: a local process that sends the control connection's type byte and
+/// the start of a HELLO, then nothing, is hung up on once the listener's idle timeout has
+/// passed, without a frame (there is no CONNECTION_CLOSE: PROTOCOL §3.2 step 3, §3.6); while
+/// it waits, another dialler connects and is served.
+#[tokio::test]
+async fn a_hello_that_never_comes_is_closed_at_the_idle_timeout_and_delays_no_one_unix() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Runtime::new(common::config(hello_bounded())).unwrap();
+    let listener = server
+        .bind(&common::bind_address(common::Transport::Unix))
+        .await
+        .unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    let mut silent = tokio::net::UnixStream::connect(&path).await.unwrap();
+    // One DATA chunk (PROTOCOL §8.1): the type byte and three bytes of a seven-byte HELLO.
+    silent
+        .write_all(&[0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x01, 0x07, 0x00])
+        .await
+        .unwrap();
+    served_meanwhile(&puller.address().to_string(), &puller).await;
+    let mut probe = [0u8; 1];
+    assert!(
+        matches!(silent.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the silent dialler was answered or hung up on before the other one was served"
+    );
+    // The listener stops what it never understood (at most a STOP chunk) and hangs up: EOF.
+    let mut got = Vec::new();
+    guarded("the hang-up", silent.read_to_end(&mut got))
+        .await
+        .unwrap();
+    assert!(
+        got.is_empty() || got[0] == 0x03,
+        "no frame, at most a STOP chunk: {got:02x?}"
+    );
+}
