@@ -29,8 +29,8 @@ export interface Message {
  * Whole messages received together, as the addon hands them over (node/src/stream.rs,
  * `batch_out`): `metas.get(i)` is the metadata of the `i`th of `count` messages. Their bodies
  * are either packed, back to back in one Buffer followed by zeros to a multiple of 4 and then
- * each body's end offset as a little-endian u32, or `bodies`, one Buffer each (lib/index.ts
- * makes each a `Message`).
+ * each body's end offset as a little-endian u32 (weida-ffi's layout, core/ffi/src/packed.rs),
+ * or `bodies`, one Buffer each (lib/index.ts makes each a `Message`).
  */
 export type Batch = [metas: Metas, count: number, packed: Buffer | null, bodies: Buffer[] | null]
 

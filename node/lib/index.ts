@@ -449,8 +449,9 @@ const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? Symbol.f
 const PACK_BODY_MAX = 16 * 1024
 
 /**
- * The bodies of a `sendMany` in one `Buffer`, laid out as a receive batch is (node/src/stream.rs
- * `unpack`): back to back, zeros to a multiple of 4, then each body's end offset as a u32 LE.
+ * The bodies of a `sendMany` in one `Buffer`, laid out as a receive batch is (weida-ffi's packed
+ * layout, core/ffi/src/packed.rs, read back by its `unpack`): back to back, zeros to a multiple
+ * of 4, then each body's end offset as a u32 LE.
  * One value crosses the boundary instead of an array the addon reads element by element, and
  * the addon makes each body a slice of one copy (profiled: the per-element reads and copies
  * were ~30 % of the JS thread in a batched 64-byte Push/Pull). Null when there is nothing to

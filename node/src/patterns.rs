@@ -10,8 +10,9 @@ use napi::Env;
 use napi_derive::napi;
 use weida::Receiving;
 use weida_ffi::config::{count_arg, Given};
-use weida_ffi::inbox::{fetch, take_now};
+use weida_ffi::inbox::{fetch, give_back, take_now};
 use weida_ffi::io::{on_io, OnIo};
+use weida_ffi::packed::keep_one_batch;
 use weida_ffi::patterns::{send_many, Endpoint};
 use weida_ffi::{pubsub, Call, Fail};
 
@@ -40,9 +41,10 @@ fn batch(max: f64) -> Result<usize, Fail> {
 }
 
 /// A receive for JS: up to `max` whole messages as a `Batch` (stream.rs `batch_out`), waiting
-/// for the first; what an aborted receive got goes back to the endpoint (`give_back`, in
-/// order: the TypeScript inbox takes nothing from the endpoint while this is pending, so it is
-/// the next any receive takes).
+/// for the first, at most one packed batch (`weida_ffi::packed::keep_one_batch`, the rest
+/// back in front of the queue); what an aborted receive got goes back to the endpoint
+/// (`give_back`, in order: the TypeScript inbox takes nothing from the endpoint while this is
+/// pending, so it is the next any receive takes).
 pub(crate) fn recv_batch<'env, R: Receiving>(
     env: &'env Env,
     cancel: Option<&Cancel>,
@@ -50,8 +52,12 @@ pub(crate) fn recv_batch<'env, R: Receiving>(
     max: f64,
 ) -> napi::Result<Object<'env>> {
     let (r, back) = (Arc::clone(r), Arc::clone(r));
-    let call = Call::new(async move { fetch(r, batch(max)?).await })
-        .keeping(move |ms| ms.into_iter().for_each(|m| back.give_back(m)));
+    let call = Call::new(async move {
+        let mut ms = fetch(Arc::clone(&r), batch(max)?).await?;
+        keep_one_batch(&*r, &mut ms);
+        Ok(ms)
+    })
+    .keeping(move |ms| give_back(&*back, ms));
     promise(env, cancel, call, batch_out)
 }
 
@@ -61,7 +67,10 @@ pub(crate) fn take_ready<R: Receiving>(env: &Env, r: &R, max: f64) -> napi::Resu
     let max = batch(max).map_err(|f| error::to_js(env, f))?;
     match take_now(r, max) {
         None => Ok(None),
-        Some(Ok(ms)) => Ok(Some(batch_out(env, ms)?)),
+        Some(Ok(mut ms)) => {
+            keep_one_batch(r, &mut ms);
+            Ok(Some(batch_out(env, ms)?))
+        }
         Some(Err(f)) => Err(error::to_js(env, f)),
     }
 }

@@ -14,7 +14,7 @@ use napi::bindgen_prelude::{
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 use weida::{IncomingMeta, Metadata, PeerIdentity};
-use weida_ffi::{stream as ffi, Call};
+use weida_ffi::{packed, stream as ffi, Call};
 
 use crate::runtime::{promise, Cancel};
 
@@ -233,47 +233,33 @@ pub(crate) fn message_out(env: &Env, m: weida::Message) -> napi::Result<Raw> {
     })
 }
 
-/// A batch's bodies are packed into one `Buffer` when together they fit in this many bytes:
-/// one allocation for the batch instead of one per message (a `Buffer` per 64 B body was ~8 %
-/// of the receiving thread). A body JS keeps keeps its batch's `Buffer` alive, as a pooled
-/// Node `Buffer` does its pool, so this also bounds what one held message can keep.
-const PACK_MAX: usize = 64 * 1024;
-
 /// Whole messages for JS, in the order received, as `[metas, count, packed, bodies]`
 /// (native-header.d.ts, `Batch`): lib/index.ts makes each a `Message`, which costs less in JS
-/// than a constructor called from here once per message. `packed` holds every body back to
-/// back, then zeros to a multiple of 4, then each body's end offset as a little-endian u32;
-/// when the bodies are too large to pack, `bodies` holds them, one `Buffer` each.
+/// than a constructor called from here once per message. `packed` holds the bodies in
+/// weida-ffi's packed layout (`weida_ffi::packed`), written straight into the new `Buffer`,
+/// when `packed::packs_whole` says so (several bodies, 64 KiB at most in all); else `bodies`
+/// holds them, one `Buffer` each.
 pub(crate) fn batch_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<Raw> {
     let count = u32::try_from(ms.len()).unwrap_or(u32::MAX);
     let total: usize = ms.iter().map(|m| m.body.len()).sum();
     let mut out = env.create_array(4)?;
     out.set(1, count)?;
-    if ms.len() > 1 && total <= PACK_MAX {
-        let ends_at = total.next_multiple_of(4);
-        let size = ends_at + 4 * ms.len();
+    if packed::packs_whole(ms.len(), total) {
+        let size = packed::packed_len(ms.len(), total);
         let mut data = ptr::null_mut();
-        let mut packed = ptr::null_mut();
+        let mut buffer = ptr::null_mut();
         // SAFETY: napi allocates `size` bytes and hands back where they are.
-        let status = unsafe { sys::napi_create_buffer(env.raw(), size, &mut data, &mut packed) };
+        let status = unsafe { sys::napi_create_buffer(env.raw(), size, &mut data, &mut buffer) };
         if status != sys::Status::napi_ok {
             return Err(napi::Error::from_reason("could not create a Buffer"));
         }
         // SAFETY: `data` points at `size` writable bytes the new Buffer owns; nothing else
         // refers to them yet.
         let dst = unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), size) };
-        let (bodies, ends) = dst.split_at_mut(ends_at);
-        let mut at = 0;
-        let mut metas = Vec::with_capacity(ms.len());
-        for (m, end) in ms.into_iter().zip(ends.chunks_exact_mut(4)) {
-            bodies[at..at + m.body.len()].copy_from_slice(&m.body);
-            at += m.body.len();
-            end.copy_from_slice(&(at as u32).to_le_bytes());
-            metas.push(m.meta);
-        }
-        bodies[at..].fill(0);
+        packed::pack_into(dst, packed::bodies(&ms));
+        let metas = ms.into_iter().map(|m| m.meta).collect();
         out.set(0, Metas { metas })?;
-        out.set(2, Raw(packed))?;
+        out.set(2, Raw(buffer))?;
         out.set(3, Null)?;
     } else {
         let mut bodies = env.create_array(count)?;
@@ -289,25 +275,13 @@ pub(crate) fn batch_out(env: &Env, ms: Vec<weida::Message>) -> napi::Result<Raw>
     Ok(Raw(out.raw()))
 }
 
-/// The bodies of a `sendMany` that lib/index.ts packed in one buffer, in `batch_out`'s layout:
-/// the bodies back to back, zeros to a multiple of 4, then each body's end offset as a
-/// little-endian u32. Each body is a slice of `all`, so the whole batch crossed in one value
-/// and costs one copy, not a conversion and an allocation per body.
+/// The bodies of a `sendMany` that lib/index.ts packed in one buffer, in weida-ffi's packed
+/// layout (`weida_ffi::packed::unpack`, which refuses a malformed one): each body is a slice of
+/// `all`, so the whole batch crossed in one value and costs one copy, not a conversion and an
+/// allocation per body.
 pub(crate) fn unpack(all: Bytes, count: u32) -> napi::Result<Vec<Bytes>> {
-    let bad = || napi::Error::new(napi::Status::InvalidArg, "a packed batch is malformed");
-    let count = count as usize;
-    let ends_at = all.len().checked_sub(4 * count).ok_or_else(bad)?;
-    let mut out = Vec::with_capacity(count);
-    let mut start = 0;
-    for end in all[ends_at..].chunks_exact(4) {
-        let end = u32::from_le_bytes(end.try_into().expect("chunks of 4")) as usize;
-        if end < start || end > ends_at {
-            return Err(bad());
-        }
-        out.push(all.slice(start..end));
-        start = end;
-    }
-    Ok(out)
+    packed::unpack(all, count as usize)
+        .map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))
 }
 
 /// A JS value made on the JS thread, handed back as the value a promise resolves with.
