@@ -5,23 +5,26 @@
 //! map, and every lifted record field is a read of its own (Swift's generated readers go
 //! through Foundation's generic copies); a `Vec<Message>` costs two UTF-8 strings (the path
 //! and the peer's fingerprint) and a record per message (docs/PERFORMANCE.md, "Kotlin",
-//! "Swift"). Here a batch is three fields whatever its size: the bodies end to end, a
-//! fixed-width index, and what the messages share (path, peer, topic), once per run of
-//! messages that share it (looked up among the last [`SCAN`] distinct ones). The Kotlin and
-//! Swift layers turn it back into `Message`s (`Packed.messages()` in Weida.kt and
-//! Weida.swift); the layout below is private to those files and this one, not a wire format.
+//! "Swift"). Here a batch is four fields whatever its size: the count, the bodies packed in
+//! weida-ffi's layout (`weida_ffi::packed`, as Node's receives and `sendMany` pack them), a
+//! fixed-width index of what else each message came with, and what the messages share (path,
+//! peer, topic), once per run of messages that share it (looked up among the last [`SCAN`]
+//! distinct ones). The Kotlin and Swift layers turn it back into `Message`s
+//! (`Packed.messages()` in Weida.kt and Weida.swift); the layout is private to those files,
+//! weida-ffi and this one, not a wire format.
 //!
-//! A packed batch is bounded ([`over_budget`]): at most [`PACK_COUNT`] messages, so an origin's
-//! index fits in 16 bits, and at most [`PACK_BYTES`] of bodies unless its first message alone
-//! is larger, so a batch of large messages cannot overflow a JVM array or UniFFI's 32-bit
-//! lengths. What is left over goes back to the front of the endpoint's queue, in order.
+//! A packed batch is bounded by weida-ffi's budget (`weida_ffi::packed::over_budget`: at most
+//! 65,535 messages, so an origin's index fits in 16 bits, and 16 MiB of bodies unless its first
+//! message alone is larger, so a batch of large messages cannot overflow a JVM array or
+//! UniFFI's 32-bit lengths). What is left over goes back to the front of the endpoint's queue,
+//! in order.
 
 use std::sync::Arc;
 
 use weida::{IncomingMeta, Message as CoreMessage, Receiving};
 use weida_ffi::call::ready_turn;
 use weida_ffi::inbox::take_now;
-use weida_ffi::io::on_io;
+use weida_ffi::packed::{self as shared, keep_one_batch};
 
 use crate::blob::Blob;
 use crate::error::Result;
@@ -30,11 +33,14 @@ use crate::patterns::{entries, peer, MetaEntry, Peer};
 /// Received messages, packed ([module doc](self)).
 #[derive(Debug, Clone, Default, uniffi::Record)]
 pub struct Packed {
-    /// Every body, end to end, in order.
+    /// How many messages.
+    pub count: u32,
+    /// Every body, in order, packed as weida-ffi packs a batch: the bodies end to end, zeros to
+    /// a multiple of 4, then where each body ends (a little-endian u32 each, `count` of them).
     pub bodies: Blob,
-    /// Per message, in order, big-endian: its body's length (u32), its origin's index in
-    /// `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
-    /// sequence number (u64) and the gap (u64) when flagged.
+    /// Per message, in order, big-endian: its origin's index in `origins` (u16), flags (u8: 1
+    /// a sequence number follows, 2 a gap follows), then the sequence number (u64) and the gap
+    /// (u64) when flagged.
     pub index: Blob,
     /// What the messages came with: one for each run of messages that share it.
     pub origins: Vec<Origin>,
@@ -54,32 +60,11 @@ pub struct Origin {
 /// Origins looked up before a new one is added: a batch comes from few peers.
 pub const SCAN: usize = 8;
 
-/// The most messages in one packed batch: an origin's index is 16 bits.
-pub const PACK_COUNT: usize = u16::MAX as usize;
-
-/// The most bytes of bodies in one packed batch, unless its first message alone is larger:
-/// the default `max_collected_body`, far below a JVM array's or UniFFI's 2 GiB.
-pub const PACK_BYTES: usize = 16 << 20;
-
-/// What of `ms` is beyond one packed batch ([`PACK_COUNT`], [`PACK_BYTES`]), split off in order;
-/// the first message always stays.
-pub(crate) fn over_budget(ms: &mut Vec<CoreMessage>) -> Vec<CoreMessage> {
-    let mut bytes = 0usize;
-    let keep = ms
-        .iter()
-        .take(PACK_COUNT)
-        .position(|m| {
-            bytes += m.body.len();
-            bytes > PACK_BYTES
-        })
-        .map_or(ms.len().min(PACK_COUNT), |i| i.max(1));
-    ms.split_off(keep)
-}
-
-/// `ms` packed, in order (at most one batch: [`over_budget`] first).
+/// `ms` packed, in order (at most one batch: `weida_ffi::packed::over_budget` first).
 pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
-    let mut bodies = Vec::with_capacity(ms.iter().map(|m| m.body.len()).sum());
-    let mut index = Vec::with_capacity(ms.len() * 7);
+    let count = u32::try_from(ms.len()).expect("at most PACK_COUNT messages are packed");
+    let bodies = shared::pack(shared::bodies(&ms));
+    let mut index = Vec::with_capacity(ms.len() * 3);
     let mut origins = Vec::new();
     // The metadata each origin was made from, to compare the next message's against.
     let mut seen: Vec<(usize, Arc<IncomingMeta>)> = Vec::new();
@@ -107,18 +92,16 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
                 i
             }
         };
-        let len = u32::try_from(m.body.len()).expect("a body above 4 GiB");
         let origin = u16::try_from(origin).expect("at most PACK_COUNT messages are packed");
         let flags = u8::from(m.meta.sequence.is_some()) | (u8::from(m.meta.gap.is_some()) << 1);
-        index.extend_from_slice(&len.to_be_bytes());
         index.extend_from_slice(&origin.to_be_bytes());
         index.push(flags);
         for v in [m.meta.sequence, m.meta.gap].into_iter().flatten() {
             index.extend_from_slice(&v.to_be_bytes());
         }
-        bodies.extend_from_slice(&m.body);
     }
     Packed {
+        count,
         bodies: Blob(bodies),
         index: Blob(index),
         origins,
@@ -146,9 +129,7 @@ pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>
     match take_now(r, max) {
         None => Ok(None),
         Some(Ok(mut ms)) => {
-            let rest = over_budget(&mut ms);
-            // Back in front of the queue, in order.
-            on_io(|| rest.into_iter().rev().for_each(|m| r.give_back(m)));
+            keep_one_batch(r, &mut ms);
             Ok(Some(pack(ms)))
         }
         Some(Err(f)) => Err(f.into()),
@@ -158,6 +139,7 @@ pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
+    use weida_ffi::packed::{over_budget, PACK_COUNT};
 
     use super::*;
 
@@ -167,35 +149,13 @@ mod tests {
             .iter()
             .map(|&n| CoreMessage {
                 meta: Arc::clone(&meta),
-                body: Bytes::from(vec![0u8; n]),
+                body: Bytes::from(vec![n as u8; n]),
             })
             .collect()
     }
 
     #[test]
-    fn a_batch_above_its_byte_budget_is_split_in_order_keeping_at_least_one() {
-        let mut ms = messages(&[PACK_BYTES / 2, PACK_BYTES / 2, 1, 2]);
-        let rest = over_budget(&mut ms);
-        assert_eq!(
-            ms.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
-            [PACK_BYTES / 2; 2]
-        );
-        assert_eq!(
-            rest.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
-            [1, 2]
-        );
-
-        let mut one = messages(&[PACK_BYTES + 1, 3]);
-        let rest = over_budget(&mut one);
-        assert_eq!(
-            (one.len(), rest.len()),
-            (1, 1),
-            "a first message above the budget still goes"
-        );
-    }
-
-    #[test]
-    fn a_batch_above_its_count_keeps_every_origin_index_in_16_bits() {
+    fn a_full_batch_keeps_every_origin_index_in_16_bits() {
         let mut ms = messages(&vec![0; PACK_COUNT + 5]);
         let rest = over_budget(&mut ms);
         assert_eq!((ms.len(), rest.len()), (PACK_COUNT, 5));
@@ -205,6 +165,25 @@ mod tests {
             1,
             "one origin shared by every message of one meta"
         );
-        assert_eq!(p.index.0.len(), PACK_COUNT * 7);
+        assert_eq!(p.count as usize, PACK_COUNT);
+        assert_eq!(p.index.0.len(), PACK_COUNT * 3);
+    }
+
+    #[test]
+    fn the_bodies_are_in_weida_ffis_layout_and_the_index_beside_them() {
+        let mut ms = messages(&[3, 0, 5]);
+        let mut meta = IncomingMeta::default();
+        (meta.sequence, meta.gap) = (Some(7), Some(2));
+        ms[2].meta = Arc::new(meta);
+        let p = pack(ms);
+        assert_eq!(p.count, 3);
+        let bodies = shared::unpack(Bytes::from(p.bodies.0), 3).unwrap();
+        assert_eq!(bodies, [&[3u8; 3][..], &[], &[5; 5]]);
+        // The sequence and gap are per message: all three share one origin.
+        let mut index = vec![0, 0, 0, 0, 0, 0, 0, 0, 3];
+        index.extend_from_slice(&7u64.to_be_bytes());
+        index.extend_from_slice(&2u64.to_be_bytes());
+        assert_eq!(p.index.0, index);
+        assert_eq!(p.origins.len(), 1);
     }
 }

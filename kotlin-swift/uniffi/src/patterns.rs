@@ -10,6 +10,7 @@ use bytes::Bytes;
 use weida::{Metadata, PeerIdentity, Receiving};
 use weida_ffi::awaiting::Held;
 use weida_ffi::call::ready_turn;
+use weida_ffi::inbox::give_back;
 use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::{connect, send_many, Endpoint};
 use weida_ffi::{Call, Fail};
@@ -18,7 +19,7 @@ use crate::blob::Blob;
 use crate::call::{run, Cancellation};
 use crate::error::Result;
 use crate::events::PeerEvents;
-use crate::packed::{over_budget, pack, take_ready, Packed};
+use crate::packed::{pack, take_ready, Packed};
 
 /// Who sent a message, as the transport proved it.
 #[derive(Debug, Clone, uniffi::Enum)]
@@ -110,9 +111,7 @@ impl Received {
         Arc::new(Self {
             held: Held::new(move |ms: Vec<weida::Message>| {
                 // Back in front of the queue, in order.
-                for m in ms.into_iter().rev() {
-                    endpoint.give_back(m);
-                }
+                give_back(&*endpoint, ms);
             }),
         })
     }
@@ -132,11 +131,11 @@ impl Received {
 
     /// The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
     /// Swift layers lift, one record for the batch instead of one per message. Beyond one
-    /// packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+    /// packed batch's bounds (`weida_ffi::packed::over_budget`), the rest stays here, and goes back to the
     /// front of the queue when this is dropped (or to the next take).
     pub fn take_packed(&self) -> Packed {
         let mut ms = self.held.take().unwrap_or_default();
-        let rest = over_budget(&mut ms);
+        let rest = weida_ffi::packed::over_budget(&mut ms);
         if !rest.is_empty() {
             self.held.put(rest);
         }

@@ -94,29 +94,37 @@ func receive(
 }
 
 extension Packed {
-    /// The messages of a packed batch, in order (the layout: kotlin-swift/uniffi/src/packed.rs).
+    /// The messages of a packed batch, in order. The bodies are in weida-ffi's packed layout
+    /// (end to end, zeros to a multiple of 4, then each body's end as a little-endian u32:
+    /// core/ffi/src/packed.rs), the index beside them big-endian
+    /// (kotlin-swift/uniffi/src/packed.rs).
     func messages() -> [Message] {
+        let n = Int(count)
         let ix = [UInt8](index)
         var out: [Message] = []
-        out.reserveCapacity(ix.count / 7)
+        out.reserveCapacity(n)
         var i = 0
-        var at = bodies.startIndex
-        func be(_ n: Int) -> UInt64 {
+        func be(_ k: Int) -> UInt64 {
             var v: UInt64 = 0
-            for k in 0..<n { v = v << 8 | UInt64(ix[i + k]) }
-            i += n
+            for j in 0..<k { v = v << 8 | UInt64(ix[i + j]) }
+            i += k
             return v
         }
-        while i < ix.count {
-            let len = Int(be(4))
+        let base = bodies.startIndex
+        let endsAt = base + bodies.count - 4 * n
+        var at = base
+        for m in 0..<n {
+            let e = endsAt + 4 * m
+            let end = base + (Int(bodies[e]) | Int(bodies[e + 1]) << 8 | Int(bodies[e + 2]) << 16
+                | Int(bodies[e + 3]) << 24)
             let o = origins[Int(be(2))]
             let flags = be(1)
             let sequence = flags & 1 != 0 ? be(8) : nil
             let gap = flags & 2 != 0 ? be(8) : nil
             out.append(Message(
-                body: bodies.subdata(in: at..<at + len), metadata: o.metadata, path: o.path,
+                body: bodies.subdata(in: at..<end), metadata: o.metadata, path: o.path,
                 peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
-            at += len
+            at = end
         }
         return out
     }

@@ -5973,7 +5973,7 @@ public protocol ReceivedProtocol: AnyObject, Sendable {
     /**
      * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
      * Swift layers lift, one record for the batch instead of one per message. Beyond one
-     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * packed batch's bounds (`weida_ffi::packed::over_budget`), the rest stays here, and goes back to the
      * front of the queue when this is dropped (or to the next take).
      */
     func takePacked()  -> Packed
@@ -6050,7 +6050,7 @@ open func take() -> [Message]  {
     /**
      * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
      * Swift layers lift, one record for the batch instead of one per message. Beyond one
-     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * packed batch's bounds (`weida_ffi::packed::over_budget`), the rest stays here, and goes back to the
      * front of the queue when this is dropped (or to the next take).
      */
 open func takePacked() -> Packed  {
@@ -8861,13 +8861,18 @@ public func FfiConverterTypeOrigin_lower(_ value: Origin) -> RustBuffer {
  */
 public struct Packed: Equatable, Hashable {
     /**
-     * Every body, end to end, in order.
+     * How many messages.
+     */
+    public var count: UInt32
+    /**
+     * Every body, in order, packed as weida-ffi packs a batch: the bodies end to end, zeros to
+     * a multiple of 4, then where each body ends (a little-endian u32 each, `count` of them).
      */
     public var bodies: Data
     /**
-     * Per message, in order, big-endian: its body's length (u32), its origin's index in
-     * `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
-     * sequence number (u64) and the gap (u64) when flagged.
+     * Per message, in order, big-endian: its origin's index in `origins` (u16), flags (u8: 1
+     * a sequence number follows, 2 a gap follows), then the sequence number (u64) and the gap
+     * (u64) when flagged.
      */
     public var index: Data
     /**
@@ -8879,16 +8884,21 @@ public struct Packed: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Every body, end to end, in order.
+         * How many messages.
+         */count: UInt32, 
+        /**
+         * Every body, in order, packed as weida-ffi packs a batch: the bodies end to end, zeros to
+         * a multiple of 4, then where each body ends (a little-endian u32 each, `count` of them).
          */bodies: Data, 
         /**
-         * Per message, in order, big-endian: its body's length (u32), its origin's index in
-         * `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
-         * sequence number (u64) and the gap (u64) when flagged.
+         * Per message, in order, big-endian: its origin's index in `origins` (u16), flags (u8: 1
+         * a sequence number follows, 2 a gap follows), then the sequence number (u64) and the gap
+         * (u64) when flagged.
          */index: Data, 
         /**
          * What the messages came with: one for each run of messages that share it.
          */origins: [Origin]) {
+        self.count = count
         self.bodies = bodies
         self.index = index
         self.origins = origins
@@ -8910,6 +8920,7 @@ public struct FfiConverterTypePacked: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Packed {
         return
             try Packed(
+                count: FfiConverterUInt32.read(from: &buf), 
                 bodies: FfiConverterData.read(from: &buf), 
                 index: FfiConverterData.read(from: &buf), 
                 origins: FfiConverterSequenceTypeOrigin.read(from: &buf)
@@ -8917,6 +8928,7 @@ public struct FfiConverterTypePacked: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: Packed, into buf: inout [UInt8]) {
+        FfiConverterUInt32.write(value.count, into: &buf)
         FfiConverterData.write(value.bodies, into: &buf)
         FfiConverterData.write(value.index, into: &buf)
         FfiConverterSequenceTypeOrigin.write(value.origins, into: &buf)
@@ -11039,7 +11051,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_received_take() != 1546) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 53750) {
+    if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 392) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_replier_accept() != 29101) {

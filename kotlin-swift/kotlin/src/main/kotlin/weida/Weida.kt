@@ -8,6 +8,7 @@
 package weida
 
 import java.nio.ByteBuffer
+import java.nio.ByteOrder
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.yield
@@ -213,25 +214,32 @@ private suspend inline fun receive(
 ): List<Message> {
     val now = ready(max.toUInt())
     if (now != null) {
-        if (now.index.isNotEmpty()) return now.messages()
+        if (now.count != 0u) return now.messages()
         yield()
     }
     return received().use { into(max.toUInt(), it, null); it.takePacked().messages() }
 }
 
-/** The messages of a packed batch, in order (the layout: kotlin-swift/uniffi/src/packed.rs). */
+/**
+ * The messages of a packed batch, in order. The bodies are in weida-ffi's packed layout (end to
+ * end, zeros to a multiple of 4, then each body's end as a little-endian u32:
+ * core/ffi/src/packed.rs), the index beside them big-endian (kotlin-swift/uniffi/src/packed.rs).
+ */
 internal fun Packed.messages(): List<Message> {
+    val n = count.toInt()
     val ix = ByteBuffer.wrap(index) // big-endian, as Rust wrote it
-    val out = ArrayList<Message>(index.size / 7)
+    val ends = ByteBuffer.wrap(bodies).order(ByteOrder.LITTLE_ENDIAN)
+    val endsAt = bodies.size - 4 * n
+    val out = ArrayList<Message>(n)
     var at = 0
-    while (ix.hasRemaining()) {
-        val len = ix.getInt()
+    for (i in 0 until n) {
+        val end = ends.getInt(endsAt + 4 * i)
         val o = origins[ix.getShort().toInt() and 0xffff]
         val flags = ix.get().toInt()
         val sequence = if (flags and 1 != 0) ix.getLong().toULong() else null
         val gap = if (flags and 2 != 0) ix.getLong().toULong() else null
-        out.add(Message(bodies.copyOfRange(at, at + len), o.metadata, o.path, o.peer, o.topic, sequence, gap))
-        at += len
+        out.add(Message(bodies.copyOfRange(at, end), o.metadata, o.path, o.peer, o.topic, sequence, gap))
+        at = end
     }
     return out
 }

@@ -2237,7 +2237,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_received_take() and 0xFFFF) != 1546) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_received_take_packed() and 0xFFFF) != 53750) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_received_take_packed() and 0xFFFF) != 392) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 29101) {
@@ -11769,7 +11769,7 @@ public interface ReceivedInterface {
     /**
      * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
      * Swift layers lift, one record for the batch instead of one per message. Beyond one
-     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * packed batch's bounds (`weida_ffi::packed::over_budget`), the rest stays here, and goes back to the
      * front of the queue when this is dropped (or to the next take).
      */
     fun `takePacked`(): Packed
@@ -11901,7 +11901,7 @@ open class Received: Disposable, AutoCloseable, ReceivedInterface
     /**
      * The messages the receive took, packed (`Packed`; empty once taken): what the Kotlin and
      * Swift layers lift, one record for the batch instead of one per message. Beyond one
-     * packed batch's bounds (`packed::over_budget`), the rest stays here, and goes back to the
+     * packed batch's bounds (`weida_ffi::packed::over_budget`), the rest stays here, and goes back to the
      * front of the queue when this is dropped (or to the next take).
      */override fun `takePacked`(): Packed {
             return FfiConverterTypePacked.lift(
@@ -16606,14 +16606,20 @@ public object FfiConverterTypeOrigin: FfiConverterRustBuffer<Origin> {
  */
 data class Packed (
     /**
-     * Every body, end to end, in order.
+     * How many messages.
+     */
+    var `count`: kotlin.UInt
+    , 
+    /**
+     * Every body, in order, packed as weida-ffi packs a batch: the bodies end to end, zeros to
+     * a multiple of 4, then where each body ends (a little-endian u32 each, `count` of them).
      */
     var `bodies`: kotlin.ByteArray
     , 
     /**
-     * Per message, in order, big-endian: its body's length (u32), its origin's index in
-     * `origins` (u16), flags (u8: 1 a sequence number follows, 2 a gap follows), then the
-     * sequence number (u64) and the gap (u64) when flagged.
+     * Per message, in order, big-endian: its origin's index in `origins` (u16), flags (u8: 1
+     * a sequence number follows, 2 a gap follows), then the sequence number (u64) and the gap
+     * (u64) when flagged.
      */
     var `index`: kotlin.ByteArray
     , 
@@ -16637,6 +16643,7 @@ data class Packed (
 public object FfiConverterTypePacked: FfiConverterRustBuffer<Packed> {
     override fun read(buf: ByteBuffer): Packed {
         return Packed(
+            FfiConverterUInt.read(buf),
             FfiConverterByteArray.read(buf),
             FfiConverterByteArray.read(buf),
             FfiConverterSequenceTypeOrigin.read(buf),
@@ -16644,12 +16651,14 @@ public object FfiConverterTypePacked: FfiConverterRustBuffer<Packed> {
     }
 
     override fun allocationSize(value: Packed) = (
+            FfiConverterUInt.allocationSize(value.`count`) +
             FfiConverterByteArray.allocationSize(value.`bodies`) +
             FfiConverterByteArray.allocationSize(value.`index`) +
             FfiConverterSequenceTypeOrigin.allocationSize(value.`origins`)
     )
 
     override fun write(value: Packed, buf: ByteBuffer) {
+            FfiConverterUInt.write(value.`count`, buf)
             FfiConverterByteArray.write(value.`bodies`, buf)
             FfiConverterByteArray.write(value.`index`, buf)
             FfiConverterSequenceTypeOrigin.write(value.`origins`, buf)
