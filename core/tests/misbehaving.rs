@@ -1615,3 +1615,177 @@ async fn a_hello_that_never_comes_is_closed_at_the_idle_timeout_and_delays_no_on
         "no frame, at most a STOP chunk: {got:02x?}"
     );
 }
+
+/// What the listener wrote back on one AF_UNIX data connection, read to its end of file
+/// (PROTOCOL §8): the STOP code for the dialler's half, the reply half's bytes, and whether
+/// the reply half ended with FIN.
+#[derive(Debug, Default)]
+struct LocalAnswer {
+    stop: Option<u32>,
+    reply: Vec<u8>,
+    fin: bool,
+}
+
+impl LocalAnswer {
+    /// The code and message of the ERROR the reply half is (§6.2), after a FIN.
+    fn error(&self) -> (u32, String) {
+        assert!(self.fin, "the reply half ends with FIN: {self:02x?}");
+        assert_eq!(self.reply.first(), Some(&0x01), "an ERROR: {self:02x?}");
+        let (code, message) = weida::wire::reply::decode_error(&self.reply[1..]).unwrap();
+        (code.to_u64() as u32, message)
+    }
+}
+
+/// Connects to the AF_UNIX socket at `path`, writes `bytes` as one DATA chunk (then a FIN
+/// chunk if `finish`), and reads what comes back until the listener hangs up.
+async fn local_stream(path: &std::path::Path, bytes: &[u8], finish: bool) -> LocalAnswer {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use weida::wire::chunk::{self, ChunkType};
+    let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
+    let mut out = chunk::prefix(ChunkType::Data, bytes.len() as u32).to_vec();
+    out.extend_from_slice(bytes);
+    if finish {
+        out.extend_from_slice(&chunk::prefix(ChunkType::Fin, 0));
+    }
+    s.write_all(&out).await.unwrap();
+    let mut got = Vec::new();
+    guarded("the listener's answer and hang-up", s.read_to_end(&mut got))
+        .await
+        .unwrap();
+    let mut answer = LocalAnswer::default();
+    let mut at = &got[..];
+    while !at.is_empty() {
+        let (ty, len) = chunk::decode_prefix(at[..chunk::PREFIX].try_into().unwrap(), 1 << 24)
+            .unwrap_or_else(|e| panic!("{e:?} in {got:02x?}"));
+        let payload = &at[chunk::PREFIX..chunk::PREFIX + len as usize];
+        match ty {
+            ChunkType::Data => answer.reply.extend_from_slice(payload),
+            ChunkType::Fin => answer.fin = true,
+            ChunkType::Stop => {
+                let code = chunk::decode_code(payload).unwrap();
+                assert!(answer.stop.is_none(), "one STOP at most: {got:02x?}");
+                answer.stop = Some(code.to_u64() as u32);
+            }
+            ChunkType::Reset => panic!("the listener reset its reply half: {got:02x?}"),
+        }
+        at = &at[chunk::PREFIX + len as usize..];
+    }
+    answer
+}
+
+/// The refusals of PROTOCOL §9.1 steps 1 to 5 over AF_UNIX, from a local process that writes
+/// streams no v0 runtime sends, straight to the listener's socket (a data connection needs no
+/// session there: Open point 3). Each is refused as §9.2 says: a STOP chunk with the code on
+/// the dialler's half while the listener has not read its end, and an ERROR reply with the
+/// same code on any connection with a reverse direction (an exchange, an unknown type); a FIN
+/// inside a request header is refused with the ERROR alone. A refusal refuses the stream, never
+/// the listener: a well-formed transfer is delivered afterwards.
+#[tokio::test]
+async fn a_listener_refuses_the_local_streams_a_v0_dialler_never_opens_and_goes_on() {
+    let server = Runtime::new(common::config(Limits::default())).unwrap();
+    let listener = server
+        .bind(&common::bind_address(common::Transport::Unix))
+        .await
+        .unwrap();
+    let _replier = listener.replier("/rpc").unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    // Step 1: an unassigned stream type (an AF_UNIX connection has a reverse direction).
+    let a = local_stream(&path, &[0x09], false).await;
+    assert_eq!(a.stop, Some(UNSUPPORTED), "{a:02x?}");
+    assert_eq!(
+        a.error(),
+        (UNSUPPORTED, "unsupported stream type".to_string())
+    );
+    // Steps 3 to 5, on exchanges: each with its STOP and its ERROR.
+    let headers: [(&[u8], u32); 4] = [
+        // A header length of 20 000, above the default bound of 16 384.
+        (&[0x02, 0x80, 0x00, 0x4e, 0x20], LIMIT_EXCEEDED),
+        // Header version 1.
+        (&[0x02, 0x01, 0x01], UNSUPPORTED),
+        // Version 0, then a key with no length.
+        (&[0x02, 0x02, 0x00, 0x01], PROTOCOL_ERROR),
+        // No PATH.
+        (&[0x02, 0x01, 0x00], PROTOCOL_ERROR),
+    ];
+    for (bytes, want) in headers {
+        let a = local_stream(&path, bytes, false).await;
+        assert_eq!(a.stop, Some(want), "{bytes:02x?}: {a:02x?}");
+        assert_eq!(a.error().0, want, "{bytes:02x?}: {a:02x?}");
+    }
+    // Step 4, a FIN inside a request header: the listener read the end, so nothing is left to
+    // stop; the ERROR alone refuses it.
+    let a = local_stream(&path, &[0x02, 0x07, 0x00], true).await;
+    assert_eq!(a.stop, None, "{a:02x?}");
+    assert_eq!(a.error().0, PROTOCOL_ERROR, "{a:02x?}");
+    // Step 3 on a transfer: the STOP, and nothing else back (there is no reply half, §8.4).
+    let a = local_stream(&path, &[0x01, 0x80, 0x00, 0x4e, 0x20], false).await;
+    assert_eq!(
+        (a.stop, a.reply.is_empty(), a.fin),
+        (Some(LIMIT_EXCEEDED), true, false)
+    );
+    // The listener goes on: a whole transfer to /jobs is delivered.
+    let mut bytes = vec![0x01];
+    weida::wire::Header::for_path("/jobs").encode(&mut bytes);
+    bytes.extend_from_slice(b"whole");
+    // The listener holds the connection until the puller has read it (§8.5).
+    let sent = tokio::spawn(async move { local_stream(&path, &bytes, true).await });
+    let m = guarded("a whole transfer", puller.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"whole");
+    let a = sent.await.unwrap();
+    assert_eq!((a.stop, a.reply.is_empty()), (None, true), "{a:02x?}");
+}
+
+/// Whether the peer of `s` has shut both directions down (or closed it) within `GUARD`:
+/// POLLHUP, which AF_UNIX reports only then (its half-close alone is POLLRDHUP).
+fn hung_up(s: &std::os::unix::net::UnixStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fds = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut fds, 1, GUARD.as_millis() as libc::c_int) };
+    n == 1 && fds.revents & libc::POLLHUP != 0
+}
+
+/// A local dialler that keeps open a connection the listener is done with (here one whose
+/// stream it refused: STOP and ERROR written, its half ended) is hung up on once the
+/// listener's idle timeout has passed since (PROTOCOL §8.5): it cannot hold the listener's
+/// socket, its descriptor and its reading task for ever, one connection after another.
+#[tokio::test]
+async fn a_local_connection_the_listener_is_done_with_is_closed_at_the_idle_timeout() {
+    use std::io::{Read, Write};
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(300),
+        keep_alive: None,
+        ..Limits::default()
+    };
+    let server = Runtime::new(common::config(limits)).unwrap();
+    let listener = server
+        .bind(&common::bind_address(common::Transport::Unix))
+        .await
+        .unwrap();
+    let _replier = listener.replier("/rpc").unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    let held = tokio::task::spawn_blocking(move || {
+        let mut s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        // An unassigned stream type, and this side's half left open.
+        s.write_all(&[0x00, 0x00, 0x00, 0x00, 0x01, 0x09]).unwrap();
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer).unwrap();
+        assert!(!answer.is_empty(), "the refusal (a STOP and an ERROR)");
+        hung_up(&s)
+    });
+    assert!(
+        guarded("the hang-up", held).await.unwrap(),
+        "the listener still holds a connection it finished with"
+    );
+}

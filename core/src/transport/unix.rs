@@ -6,6 +6,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,6 +60,8 @@ impl Sock {
         if self.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
+        // The pump's linger starts now (`lingered`).
+        self.events.notify_waiters();
         if let Ok(mut w) = self.write.try_lock() {
             if self.flush_now(&mut w) {
                 let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
@@ -121,6 +124,26 @@ impl Sock {
     /// The loss a socket that ended without FIN or RESET means here.
     fn loss(&self) -> LossCause {
         self.ended.get().cloned().unwrap_or(LossCause::PeerClosed)
+    }
+
+    /// Waits until no local handle is left, then `linger` more: how long a socket this side is
+    /// done with waits for the peer's end of file (or its next chunk) before this side closes
+    /// it anyway. Without it a peer that never closed a connection it was answered or refused
+    /// on held the socket, its descriptor and its pump here for ever (PROTOCOL.md §8.5).
+    async fn lingered(&self, linger: Option<Duration>) {
+        let Some(linger) = linger else {
+            return std::future::pending().await;
+        };
+        loop {
+            let n = self.events.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.handles.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            n.await;
+        }
+        tokio::time::sleep(linger).await;
     }
 
     /// Waits until the peer's STOP arrived or the socket's read side ended.
@@ -303,13 +326,23 @@ impl Drop for Reader {
     }
 }
 
+/// How a data connection's pump ends besides its peer's end of file: with the life it is
+/// watched by (a runtime's or a listener's), and, on the listener's side, after `linger` once
+/// that side is done with it (`Sock::lingered`). A dialler has no linger: it holds a
+/// connection, and its budget slot, until the listener's end of file, which is how a
+/// listener that has not read a transfer slows its dialler down (§8.5).
+struct Watch {
+    life: Arc<Life>,
+    linger: Option<Duration>,
+}
+
 /// Splits a connected socket into its halves and starts the pump that reads its chunks.
 fn stream(
     s: UnixStream,
     window: usize,
     permit: Option<OwnedSemaphorePermit>,
     bidi: bool,
-    watch: Option<Arc<Life>>,
+    watch: Option<Watch>,
 ) -> (SendHalf, RecvHalf) {
     let (rd, wr) = s.into_split();
     let sock = Arc::new(Sock {
@@ -342,26 +375,28 @@ async fn pump(
     pw: byte_channel::Writer,
     sock: Arc<Sock>,
     permit: Option<OwnedSemaphorePermit>,
-    watch: Option<Arc<Life>>,
+    watch: Option<Watch>,
 ) {
-    let Some(life) = watch else {
+    let Some(Watch { life, linger }) = watch else {
         return read_chunks(rd, pw, sock, permit).await;
     };
     let reading = read_chunks(rd, pw, sock.clone(), permit);
     tokio::pin!(reading);
-    tokio::select! {
-        _ = &mut reading => {}
-        cause = life.dead() => {
-            // The runtime (or listener) holding this stream shut down: the socket goes with
-            // it, so the peer learns a loss at once rather than at its next write, and this
-            // side reads its own close.
-            let _ = sock.ended.set(cause);
-            let w = sock.write.lock().await;
-            let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
-            drop(w);
-            reading.await;
-        }
-    }
+    let cause = tokio::select! {
+        _ = &mut reading => return,
+        // The runtime (or listener) holding this stream shut down: the socket goes with it, so
+        // the peer learns a loss at once rather than at its next write, and this side reads
+        // its own close.
+        cause = life.dead() => cause,
+        // This side has been done with the socket for `linger` and the peer has not closed
+        // it: nobody here reads or writes it, so only the peer's end is lost.
+        () = sock.lingered(linger) => LossCause::LocallyClosed,
+    };
+    let _ = sock.ended.set(cause);
+    let w = sock.write.lock().await;
+    let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
+    drop(w);
+    reading.await;
 }
 
 async fn read_chunks(
@@ -514,7 +549,10 @@ impl Conn {
                 i.window,
                 Some(permit),
                 bidi,
-                Some(i.runtime.clone()),
+                Some(Watch {
+                    life: i.runtime.clone(),
+                    linger: None,
+                }),
             )),
             Err(e) => {
                 // Nobody answers on the address: the peer is gone (the kernel said so).
@@ -553,6 +591,7 @@ pub(crate) struct Bound {
     listener: UnixListener,
     path: Option<PathBuf>,
     window: usize,
+    linger: Duration,
     id: u64,
 }
 
@@ -638,6 +677,7 @@ pub(crate) fn bind(
         listener,
         path,
         window: limits.stream_receive_window as usize,
+        linger: limits.idle_timeout,
         id,
     })
 }
@@ -647,6 +687,10 @@ impl Bound {
     pub(crate) async fn accept(&self, watch: Arc<Life>) -> io::Result<IncomingRaw> {
         let (s, _) = self.listener.accept().await?;
         let peer = credentials(&s);
+        let watch = Watch {
+            life: watch,
+            linger: Some(self.linger),
+        };
         let (send, recv) = stream(s, self.window, None, true, Some(watch));
         Ok(IncomingRaw {
             recv,
