@@ -1789,3 +1789,33 @@ async fn a_local_connection_the_listener_is_done_with_is_closed_at_the_idle_time
         "the listener still holds a connection it finished with"
     );
 }
+
+/// A reader that drops a stream before its end stops its writer with NO_ERROR, as QUIC's
+/// STOP_SENDING(0) does (PROTOCOL §8.4): a local process writes part of a transfer, the puller
+/// accepts it as a stream and drops it unread, and the process reads one STOP chunk with code
+/// 0, then the listener's end of file.
+#[tokio::test]
+async fn a_local_transfer_dropped_unread_is_stopped_with_no_error() {
+    let server = Runtime::new(common::config(Limits::default())).unwrap();
+    let listener = server
+        .bind(&common::bind_address(common::Transport::Unix))
+        .await
+        .unwrap();
+    let puller = listener.puller("/jobs").unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    let mut bytes = vec![0x01];
+    weida::wire::Header::for_path("/jobs").encode(&mut bytes);
+    bytes.extend_from_slice(b"the first part");
+    let sent = tokio::spawn(async move { local_stream(&path, &bytes, false).await });
+    let t = guarded("the transfer", puller.accept()).await.unwrap();
+    drop(t);
+    let a = guarded("the listener's answer", sent).await.unwrap();
+    assert_eq!(
+        (a.stop, a.reply.is_empty(), a.fin),
+        (Some(NO_ERROR), true, false),
+        "{a:02x?}"
+    );
+}
