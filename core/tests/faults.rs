@@ -762,3 +762,34 @@ async fn a_path_mtu_drop_with_the_connection_up_loses_no_message() {
     );
     assert!(relay.to_server.get().4 > 0, "the cap dropped datagrams");
 }
+
+/// A transfer whose FIN is written as its connection goes silent (PATTERNS §3, the connection
+/// lost after FIN): `finish` returns, since the FIN is queued, and the receipt it gives is then
+/// `ConnectionLost(IdleTimeout)` once the idle timeout has passed, never `Ok`, because the
+/// peer's transport never acknowledged the bytes.
+#[tokio::test]
+async fn a_receipt_awaited_when_the_connection_dies_after_fin_is_connection_lost() {
+    let l = Limits {
+        idle_timeout: Duration::from_millis(800),
+        keep_alive: Some(Duration::from_millis(200)),
+        ..limits()
+    };
+    let (_server, listener, relay, client) = through_relay(l.clone(), common::config(l)).await;
+    let _puller = listener.puller("/jobs").unwrap();
+    let pusher = client.pusher();
+    pusher
+        .connect(&address(&relay, &listener, "/jobs"))
+        .await
+        .unwrap();
+    let mut t = pusher.open(weida::Metadata::new()).await.unwrap();
+    t.write(vec![7u8; 4096]).await.unwrap();
+    relay.partition();
+    let delivery = t.finish().await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(20), delivery.delivered())
+        .await
+        .expect("the receipt settles within 20 s");
+    assert!(
+        matches!(r, Err(Error::ConnectionLost(LossCause::IdleTimeout))),
+        "{r:?}"
+    );
+}
