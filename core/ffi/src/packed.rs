@@ -138,6 +138,13 @@ impl fmt::Display for Malformed {
 
 impl std::error::Error for Malformed {}
 
+/// A malformed batch is the caller's bad argument: INVALID_CONFIG, as a bad option is.
+impl From<Malformed> for crate::Fail {
+    fn from(m: Malformed) -> Self {
+        Self::Core(weida::Error::InvalidConfig(m.to_string()))
+    }
+}
+
 /// The `count` bodies packed in `all`, each a slice of it: a whole batch crossed as one value
 /// and costs one copy, not a conversion and an allocation per body. Whatever `all` and `count`
 /// are (they come from a foreign caller), this returns [`Malformed`] rather than panic or
@@ -307,6 +314,13 @@ mod tests {
             next.iter().map(|m| m.body[0]).collect::<Vec<_>>(),
             [PACK_COUNT, PACK_COUNT + 1, PACK_COUNT + 2].map(|i| (i % 256) as u8)
         );
+    }
+
+    #[test]
+    fn a_malformed_batch_is_the_callers_invalid_config() {
+        let f = crate::Fail::from(Malformed);
+        assert_eq!(f.code(), Some(weida::ErrorCode::InvalidConfig));
+        assert!(f.message().contains("malformed"), "{}", f.message());
     }
 
     #[test]
