@@ -1,9 +1,10 @@
 //! Packed batches: many message bodies in one buffer, so a batch crosses a foreign boundary as
 //! one value instead of one value per message, and the budget of one such batch. Every binding
-//! that packs uses this module: Node's receives (node/src/stream.rs `batch_out`) and its
-//! `sendMany` (lib/index.ts `pack`, read back by [`unpack`]), and the Kotlin and Swift receives
-//! (kotlin-swift/uniffi/src/packed.rs, which adds a per-message index of what arrived with each
-//! body). The layout is private to weida and its bindings, not a wire format.
+//! that packs uses this module: Node's receives (node/src/stream.rs `batch_out`), the Kotlin and
+//! Swift receives (kotlin-swift/uniffi/src/packed.rs, which adds a per-message index of what
+//! arrived with each body), and `sendMany` in Node, Kotlin and Swift (packed by lib/index.ts
+//! `pack`, Weida.kt and Weida.swift `packed`, read back by [`unpack`]). The layout is private to
+//! weida and its bindings, not a wire format.
 //!
 //! The layout of `n` bodies totalling `t` bytes, [`packed_len`]`(n, t)` bytes in all:
 //!
