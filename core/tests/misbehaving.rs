@@ -1392,6 +1392,21 @@ async fn a_stateless_reset_is_connection_lost_with_cause_reset() {
     );
 }
 
+/// A runtime with `limits` bound on a fresh AF_UNIX socket, and the socket's path, for a local
+/// process that writes to it by hand.
+async fn local_listener(limits: Limits) -> (Runtime, weida::Listener, std::path::PathBuf) {
+    let server = Runtime::new(common::config(limits)).unwrap();
+    let listener = server
+        .bind(&common::bind_address(common::Transport::Unix))
+        .await
+        .unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    (server, listener, path)
+}
+
 /// A local process that connects to a weida listener's AF_UNIX socket and says nothing is
 /// hung up on once the listener's idle timeout has passed, as a silent QUIC opening is
 /// (PROTOCOL §3.2 step 2). Connections that speak at once are every other AF_UNIX test.
@@ -1403,16 +1418,8 @@ async fn a_silent_local_connection_is_closed_at_the_idle_timeout() {
         keep_alive: None,
         ..Limits::default()
     };
-    let server = Runtime::new(common::config(limits)).unwrap();
-    let listener = server
-        .bind(&common::bind_address(common::Transport::Unix))
-        .await
-        .unwrap();
+    let (_server, listener, path) = local_listener(limits).await;
     let _puller = listener.puller("/jobs").unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
     let mut silent = tokio::net::UnixStream::connect(&path).await.unwrap();
     // The listener stops the stream it never understood (a STOP chunk) and hangs up: EOF.
     let mut got = Vec::new();
@@ -1583,16 +1590,8 @@ async fn a_hello_that_never_comes_is_closed_at_the_idle_timeout_and_delays_no_on
 #[tokio::test]
 async fn a_hello_that_never_comes_is_closed_at_the_idle_timeout_and_delays_no_one_unix() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let server = Runtime::new(common::config(hello_bounded())).unwrap();
-    let listener = server
-        .bind(&common::bind_address(common::Transport::Unix))
-        .await
-        .unwrap();
+    let (_server, listener, path) = local_listener(hello_bounded()).await;
     let puller = listener.puller("/jobs").unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
     let mut silent = tokio::net::UnixStream::connect(&path).await.unwrap();
     // One DATA chunk (PROTOCOL §8.1): the type byte and three bytes of a seven-byte HELLO.
     silent
@@ -1682,17 +1681,9 @@ async fn local_stream(path: &std::path::Path, bytes: &[u8], finish: bool) -> Loc
 /// the listener: a well-formed transfer is delivered afterwards.
 #[tokio::test]
 async fn a_listener_refuses_the_local_streams_a_v0_dialler_never_opens_and_goes_on() {
-    let server = Runtime::new(common::config(Limits::default())).unwrap();
-    let listener = server
-        .bind(&common::bind_address(common::Transport::Unix))
-        .await
-        .unwrap();
+    let (_server, listener, path) = local_listener(Limits::default()).await;
     let _replier = listener.replier("/rpc").unwrap();
     let puller = listener.puller("/jobs").unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
     // Step 1: an unassigned stream type (an AF_UNIX connection has a reverse direction).
     let a = local_stream(&path, &[0x09], false).await;
     assert_eq!(a.stop, Some(UNSUPPORTED), "{a:02x?}");
@@ -1765,16 +1756,8 @@ async fn a_local_connection_the_listener_is_done_with_is_closed_at_the_idle_time
         keep_alive: None,
         ..Limits::default()
     };
-    let server = Runtime::new(common::config(limits)).unwrap();
-    let listener = server
-        .bind(&common::bind_address(common::Transport::Unix))
-        .await
-        .unwrap();
+    let (_server, listener, path) = local_listener(limits).await;
     let _replier = listener.replier("/rpc").unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
     let held = tokio::task::spawn_blocking(move || {
         let mut s = std::os::unix::net::UnixStream::connect(&path).unwrap();
         // An unassigned stream type, and this side's half left open.
@@ -1796,16 +1779,8 @@ async fn a_local_connection_the_listener_is_done_with_is_closed_at_the_idle_time
 /// 0, then the listener's end of file.
 #[tokio::test]
 async fn a_local_transfer_dropped_unread_is_stopped_with_no_error() {
-    let server = Runtime::new(common::config(Limits::default())).unwrap();
-    let listener = server
-        .bind(&common::bind_address(common::Transport::Unix))
-        .await
-        .unwrap();
+    let (_server, listener, path) = local_listener(Limits::default()).await;
     let puller = listener.puller("/jobs").unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
     let mut bytes = vec![0x01];
     weida::wire::Header::for_path("/jobs").encode(&mut bytes);
     bytes.extend_from_slice(b"the first part");
