@@ -781,7 +781,7 @@ async fn a_receipt_awaited_when_the_connection_dies_after_fin_is_connection_lost
         .connect(&address(&relay, &listener, "/jobs"))
         .await
         .unwrap();
-    let mut t = pusher.open(weida::Metadata::new()).await.unwrap();
+    let mut t = pusher.open(Metadata::new()).await.unwrap();
     t.write(vec![7u8; 4096]).await.unwrap();
     relay.partition();
     let delivery = t.finish().await.unwrap();

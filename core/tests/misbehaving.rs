@@ -767,6 +767,18 @@ async fn listener_with_puller() -> (Runtime, weida::Listener, weida::Replier, we
     (rt, listener, replier, puller)
 }
 
+/// Exchanges whose header a listener refuses (PROTOCOL §9.1 steps 3 to 5), with the code.
+const REFUSED_HEADERS: [(&[u8], u32); 4] = [
+    // A header length of 20 000, above the default bound of 16 384.
+    (&[0x02, 0x80, 0x00, 0x4e, 0x20], LIMIT_EXCEEDED),
+    // Header version 1.
+    (&[0x02, 0x01, 0x01], UNSUPPORTED),
+    // Version 0, then a key with no length.
+    (&[0x02, 0x02, 0x00, 0x01], PROTOCOL_ERROR),
+    // No PATH.
+    (&[0x02, 0x01, 0x00], PROTOCOL_ERROR),
+];
+
 #[tokio::test]
 async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connection_goes_on() {
     let (_rt, listener, _replier) = listener().await;
@@ -790,17 +802,7 @@ async fn a_listener_refuses_the_streams_a_v0_dialler_never_opens_and_the_connect
     let (stopped, (code, _)) = refused_bi(&conn, &[0x01]).await;
     assert_eq!((stopped, code), (Some(PROTOCOL_ERROR), PROTOCOL_ERROR));
     // Exchanges whose header is refused (PROTOCOL §9.1 steps 3 to 5).
-    let headers: [(&[u8], u32); 4] = [
-        // A header length of 20 000, above the default bound of 16 384.
-        (&[0x02, 0x80, 0x00, 0x4e, 0x20], LIMIT_EXCEEDED),
-        // Header version 1.
-        (&[0x02, 0x01, 0x01], UNSUPPORTED),
-        // Version 0, then a key with no length.
-        (&[0x02, 0x02, 0x00, 0x01], PROTOCOL_ERROR),
-        // No PATH.
-        (&[0x02, 0x01, 0x00], PROTOCOL_ERROR),
-    ];
-    for (bytes, want) in headers {
+    for (bytes, want) in REFUSED_HEADERS {
         let (stopped, (code, message)) = refused_bi(&conn, bytes).await;
         assert_eq!(
             (stopped, code),
@@ -1692,17 +1694,7 @@ async fn a_listener_refuses_the_local_streams_a_v0_dialler_never_opens_and_goes_
         (UNSUPPORTED, "unsupported stream type".to_string())
     );
     // Steps 3 to 5, on exchanges: each with its STOP and its ERROR.
-    let headers: [(&[u8], u32); 4] = [
-        // A header length of 20 000, above the default bound of 16 384.
-        (&[0x02, 0x80, 0x00, 0x4e, 0x20], LIMIT_EXCEEDED),
-        // Header version 1.
-        (&[0x02, 0x01, 0x01], UNSUPPORTED),
-        // Version 0, then a key with no length.
-        (&[0x02, 0x02, 0x00, 0x01], PROTOCOL_ERROR),
-        // No PATH.
-        (&[0x02, 0x01, 0x00], PROTOCOL_ERROR),
-    ];
-    for (bytes, want) in headers {
+    for (bytes, want) in REFUSED_HEADERS {
         let a = local_stream(&path, bytes, false).await;
         assert_eq!(a.stop, Some(want), "{bytes:02x?}: {a:02x?}");
         assert_eq!(a.error().0, want, "{bytes:02x?}: {a:02x?}");
