@@ -234,16 +234,21 @@ impl Pusher {
         Ok(run(c, cancel).await?)
     }
 
-    /// Sends each body as its own message, in order; a failure says how many were sent
-    /// (its `sent` field).
+    /// Sends each of the `count` bodies packed in `packed` as its own message, in order; a
+    /// failure says how many were sent (its `sent` field). Kotlin's and Swift's `sendMany`
+    /// pack a list in weida-ffi's packed layout (`weida_ffi::packed`), so the batch crosses as
+    /// one value and each body is a slice of it, not a list lifted body by body; a malformed
+    /// batch is refused (InvalidConfig) with nothing sent.
     #[uniffi::method(default(cancel = None))]
-    pub async fn send_many(
+    pub async fn send_packed(
         &self,
-        bodies: Vec<Blob>,
+        packed: Blob,
+        count: u32,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {
         let p = self.inner.get()?;
-        let bodies = bodies.into_iter().map(Bytes::from).collect();
+        let bodies =
+            weida_ffi::packed::unpack(packed.into(), count as usize).map_err(Fail::from)?;
         Ok(run(Call::new(send_many(p, bodies)), cancel).await?)
     }
 

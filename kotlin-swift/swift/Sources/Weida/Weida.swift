@@ -93,6 +93,27 @@ func receive(
     return r.takePacked().messages()
 }
 
+/// `bodies` in weida-ffi's packed layout (core/ffi/src/packed.rs): end to end, zeros to a
+/// multiple of 4, then each body's end as a little-endian u32.
+func packed(_ bodies: [Data]) -> Data {
+    let total = bodies.reduce(0) { $0 + $1.count }
+    let endsAt = (total + 3) & ~3
+    var out = Data(count: endsAt + 4 * bodies.count)
+    out.withUnsafeMutableBytes { (dst: UnsafeMutableRawBufferPointer) in
+        var at = 0
+        for (i, b) in bodies.enumerated() {
+            b.withUnsafeBytes { (src: UnsafeRawBufferPointer) in
+                if let from = src.baseAddress {
+                    (dst.baseAddress! + at).copyMemory(from: from, byteCount: src.count)
+                }
+            }
+            at += b.count
+            dst.storeBytes(of: UInt32(at).littleEndian, toByteOffset: endsAt + 4 * i, as: UInt32.self)
+        }
+    }
+    return out
+}
+
 extension Packed {
     /// The messages of a packed batch, in order. The bodies are in weida-ffi's packed layout
     /// (end to end, zeros to a multiple of 4, then each body's end as a little-endian u32:
@@ -218,9 +239,12 @@ extension Pusher {
     }
 
     /// Sends each body as its own message, in order; a failure's `fields["sent"]` says how many
-    /// were sent.
+    /// were sent. The bodies cross packed in one `Data` (`packed`), one value instead of a list
+    /// that UniFFI writes and Rust lifts body by body.
     public func sendMany(_ bodies: [Data]) async throws {
-        try await cancellable { try await sendMany(bodies: bodies, cancel: $0) }
+        let all = packed(bodies)
+        let count = UInt32(bodies.count)
+        try await cancellable { try await sendPacked(packed: all, count: count, cancel: $0) }
     }
 
     /// Queues `body` at once if there is room: true; false if there is none.

@@ -5441,10 +5441,13 @@ public protocol PusherProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
     
     /**
-     * Sends each body as its own message, in order; a failure says how many were sent
-     * (its `sent` field).
+     * Sends each of the `count` bodies packed in `packed` as its own message, in order; a
+     * failure says how many were sent (its `sent` field). Kotlin's and Swift's `sendMany`
+     * pack a list in weida-ffi's packed layout (`weida_ffi::packed`), so the batch crosses as
+     * one value and each body is a slice of it, not a list lifted body by body; a malformed
+     * batch is refused (InvalidConfig) with nothing sent.
      */
-    func sendMany(bodies: [Data], cancel: Cancellation?) async throws 
+    func sendPacked(packed: Data, count: UInt32, cancel: Cancellation?) async throws 
     
     /**
      * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
@@ -5603,15 +5606,18 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Sends each body as its own message, in order; a failure says how many were sent
-     * (its `sent` field).
+     * Sends each of the `count` bodies packed in `packed` as its own message, in order; a
+     * failure says how many were sent (its `sent` field). Kotlin's and Swift's `sendMany`
+     * pack a list in weida-ffi's packed layout (`weida_ffi::packed`), so the batch crosses as
+     * one value and each body is a slice of it, not a list lifted body by body; a malformed
+     * batch is refused (InvalidConfig) with nothing sent.
      */
-open func sendMany(bodies: [Data], cancel: Cancellation? = nil)async throws   {
+open func sendPacked(packed: Data, count: UInt32, cancel: Cancellation? = nil)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_weida_uniffi_fn_method_pusher_send_many(
-                        self.uniffiCloneHandle(),FfiConverterSequenceData.lower(bodies),FfiConverterOptionTypeCancellation.lower(cancel)
+                uniffi_weida_uniffi_fn_method_pusher_send_packed(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(packed),FfiConverterUInt32.lower(count),FfiConverterOptionTypeCancellation.lower(cancel)
                 )
             },
             pollFunc: ffi_weida_uniffi_rust_future_poll_void,
@@ -11036,7 +11042,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pusher_send() != 51519) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_pusher_send_many() != 51537) {
+    if (uniffi_weida_uniffi_checksum_method_pusher_send_packed() != 18555) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pusher_send_ready() != 60426) {

@@ -952,9 +952,9 @@ uint32_t uniffi_weida_uniffi_fn_method_pusher_peer_count(uint64_t ptr, RustCallS
 uint64_t uniffi_weida_uniffi_fn_method_pusher_send(uint64_t ptr, RustBuffer body, RustBuffer meta, RustBuffer cancel
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_MANY
-#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_MANY
-uint64_t uniffi_weida_uniffi_fn_method_pusher_send_many(uint64_t ptr, RustBuffer bodies, RustBuffer cancel
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_PACKED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_PACKED
+uint64_t uniffi_weida_uniffi_fn_method_pusher_send_packed(uint64_t ptr, RustBuffer packed, uint32_t count, RustBuffer cancel
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_FN_METHOD_PUSHER_SEND_READY
@@ -2672,9 +2672,9 @@ uint16_t uniffi_weida_uniffi_checksum_method_pusher_send(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_SEND_MANY
-#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_SEND_MANY
-uint16_t uniffi_weida_uniffi_checksum_method_pusher_send_many(void
+#ifndef UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_SEND_PACKED
+#define UNIFFI_FFIDEF_UNIFFI_WEIDA_UNIFFI_CHECKSUM_METHOD_PUSHER_SEND_PACKED
+uint16_t uniffi_weida_uniffi_checksum_method_pusher_send_packed(void
     
 );
 #endif

@@ -78,6 +78,23 @@ final class PatternsTests: XCTestCase {
         }
     }
 
+    // sendMany packs its bodies (Weida.swift `packed`, weida-ffi's layout): an empty body, bodies
+    // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
+    // order holds) each arrive whole, in order.
+    func test_send_many_keeps_empty_and_unaligned_bodies_whole() async throws {
+        try await onEveryTransport(["inproc"]) { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            let bodies = [Data(), bytes("a"), bytes("abcde"), payload(9_999), Data()]
+            try await pusher.sendMany(bodies)
+            try await pusher.sendMany([])
+            var got: [Data] = []
+            while got.count < bodies.count { got += try await puller.recvMany(64).map(\.body) }
+            XCTAssertEqual(got, bodies)
+        }
+    }
+
     // A batch crosses the FFI packed, what its messages share written once
     // (kotlin-swift/uniffi/src/packed.rs): each message must still come out with its own
     // sender, path and metadata, from two peers interleaved, with and without metadata.

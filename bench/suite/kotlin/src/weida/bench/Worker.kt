@@ -42,6 +42,7 @@ import weida.request
 import weida.requester
 import weida.runtime
 import weida.send
+import weida.sendMany
 import weida.takeBody
 import weida.uniffi.Puller
 import weida.uniffi.Runtime

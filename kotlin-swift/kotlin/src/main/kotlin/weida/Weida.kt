@@ -177,6 +177,35 @@ suspend fun Pusher.send(body: ByteArray) {
     }
     send(body, null)
 }
+/**
+ * Sends each body as its own message, in order, in one call; a failure's `sent` field says how
+ * many were sent. The bodies cross packed in one `ByteArray` ([packed]), one value instead of
+ * a list that UniFFI writes and Rust lifts body by body.
+ */
+suspend fun Pusher.sendMany(bodies: List<ByteArray>) = sendPacked(packed(bodies), bodies.size.toUInt(), null)
+
+/**
+ * `bodies` in weida-ffi's packed layout (core/ffi/src/packed.rs): end to end, zeros to a
+ * multiple of 4, then each body's end as a little-endian u32. Above what a `ByteArray` holds,
+ * an IllegalArgumentException (UniFFI could not carry it either).
+ */
+internal fun packed(bodies: List<ByteArray>): ByteArray {
+    var total = 0L
+    for (b in bodies) total += b.size
+    val endsAt = (total + 3) and 3L.inv()
+    val size = endsAt + 4L * bodies.size
+    require(size <= Int.MAX_VALUE - 8) { "a batch of $size bytes packed is above what a ByteArray holds" }
+    val out = ByteArray(size.toInt())
+    val ends = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN)
+    var at = 0
+    for ((i, b) in bodies.withIndex()) {
+        System.arraycopy(b, 0, out, at, b.size)
+        at += b.size
+        ends.putInt(endsAt.toInt() + 4 * i, at)
+    }
+    return out
+}
+
 suspend fun Requester.request(body: ByteArray) = request(body, null)
 suspend fun Exchange.reply(body: ByteArray) = reply(body, null)
 suspend fun Exchange.takeBody() = takeBody(null)

@@ -84,6 +84,22 @@ class PatternsTest {
         assertEquals(bodies.map { String(it) }, got)
     }
 
+    // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
+    // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
+    // order holds) each arrive whole, in order.
+    @org.junit.jupiter.api.Test
+    fun send_many_keeps_empty_and_unaligned_bodies_whole() = withPair("inproc") { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        val bodies = listOf(ByteArray(0), "a".toByteArray(), "abcde".toByteArray(), payload(9_999), ByteArray(0))
+        pusher.sendMany(bodies)
+        pusher.sendMany(emptyList())
+        val got = mutableListOf<ByteArray>()
+        while (got.size < bodies.size) got += puller.recvMany(64).map { it.body }
+        assertEquals(bodies.map { it.toList() }, got.map { it.toList() })
+    }
+
     // A batch crosses the FFI packed, what its messages share written once
     // (kotlin-swift/uniffi/src/packed.rs): each message must still come out with its own
     // sender, path and metadata, from two peers interleaved, with and without metadata.

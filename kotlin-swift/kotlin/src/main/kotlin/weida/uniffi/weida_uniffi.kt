@@ -904,7 +904,7 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_send(
     ): Int
-    external fun uniffi_weida_uniffi_checksum_method_pusher_send_many(
+    external fun uniffi_weida_uniffi_checksum_method_pusher_send_packed(
     ): Int
     external fun uniffi_weida_uniffi_checksum_method_pusher_send_ready(
     ): Int
@@ -1454,7 +1454,7 @@ internal object UniffiLib {
     ): Int
     external fun uniffi_weida_uniffi_fn_method_pusher_send(`ptr`: Long,`body`: RustBuffer.ByValue,`meta`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_weida_uniffi_fn_method_pusher_send_many(`ptr`: Long,`bodies`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,
+    external fun uniffi_weida_uniffi_fn_method_pusher_send_packed(`ptr`: Long,`packed`: RustBuffer.ByValue,`count`: Int,`cancel`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_weida_uniffi_fn_method_pusher_send_ready(`ptr`: Long,`body`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
@@ -2222,7 +2222,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send() and 0xFFFF) != 51519) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_many() and 0xFFFF) != 51537) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_packed() and 0xFFFF) != 18555) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_ready() and 0xFFFF) != 60426) {
@@ -10865,10 +10865,13 @@ public interface PusherInterface {
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
     
     /**
-     * Sends each body as its own message, in order; a failure says how many were sent
-     * (its `sent` field).
+     * Sends each of the `count` bodies packed in `packed` as its own message, in order; a
+     * failure says how many were sent (its `sent` field). Kotlin's and Swift's `sendMany`
+     * pack a list in weida-ffi's packed layout (`weida_ffi::packed`), so the batch crosses as
+     * one value and each body is a slice of it, not a list lifted body by body; a malformed
+     * batch is refused (InvalidConfig) with nothing sent.
      */
-    suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>, `cancel`: Cancellation? = null)
+    suspend fun `sendPacked`(`packed`: kotlin.ByteArray, `count`: kotlin.UInt, `cancel`: Cancellation? = null)
     
     /**
      * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
@@ -11115,18 +11118,22 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
 
     
     /**
-     * Sends each body as its own message, in order; a failure says how many were sent
-     * (its `sent` field).
+     * Sends each of the `count` bodies packed in `packed` as its own message, in order; a
+     * failure says how many were sent (its `sent` field). Kotlin's and Swift's `sendMany`
+     * pack a list in weida-ffi's packed layout (`weida_ffi::packed`), so the batch crosses as
+     * one value and each body is a slice of it, not a list lifted body by body; a malformed
+     * batch is refused (InvalidConfig) with nothing sent.
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `sendMany`(`bodies`: List<kotlin.ByteArray>, `cancel`: Cancellation?) {
+    override suspend fun `sendPacked`(`packed`: kotlin.ByteArray, `count`: kotlin.UInt, `cancel`: Cancellation?) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
-            UniffiLib.uniffi_weida_uniffi_fn_method_pusher_send_many(
+            UniffiLib.uniffi_weida_uniffi_fn_method_pusher_send_packed(
                 uniffiHandle,
                 
-        FfiConverterSequenceByteArray.lower(`bodies`),
+        FfiConverterByteArray.lower(`packed`),
+        FfiConverterUInt.lower(`count`),
         FfiConverterOptionalTypeCancellation.lower(`cancel`),
             )
         },
