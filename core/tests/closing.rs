@@ -324,6 +324,39 @@ async fn a_closed_listeners_local_address_is_free_at_once() {
     }
 }
 
+/// The same race with threads: the first binding's end (its accept task closing the socket,
+/// then its handles removing the file) runs on another worker thread while the second bind of
+/// the path is under way. The file a second bind made was removed from under it when the first
+/// binding's end ran between the second's bind and its record of the path (the second listener
+/// then waited on a socket nobody could reach, and its diallers redialled for ever), and a
+/// second bind failed with ENOENT when the first's end removed the stale file it was removing.
+/// Found by the Swift binding's redial test, whose tasks run on a pool of threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_path_bound_again_as_its_last_binding_ends_on_another_thread_is_the_new_ones() {
+    for round in 0..1500 {
+        let address = common::bind_address(Transport::Unix);
+        let first = Runtime::new(common::config(weida::Limits::default())).unwrap();
+        let listener = first.bind(&address).await.unwrap();
+        first.shutdown();
+        let ending = std::thread::spawn(move || drop((listener, first)));
+        let second = Runtime::new(common::config(weida::Limits::default())).unwrap();
+        let again = second
+            .bind(&address)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let puller = again.puller("/jobs").unwrap();
+        ending.join().unwrap();
+        let client = Runtime::new(common::config(weida::Limits::default())).unwrap();
+        let pusher = client.pusher();
+        pusher
+            .connect(&puller.address().to_string())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        pusher.send("here").await.unwrap();
+        assert_eq!(&puller.recv().await.unwrap().body[..], b"here");
+    }
+}
+
 /// The peer's close, seen first, is what this side keeps reading after it closes too.
 async fn first_cause_kept(t: Transport) {
     let (_s, listener, client) = pair(t).await;

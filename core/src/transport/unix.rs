@@ -604,7 +604,11 @@ struct PathBinding {
 }
 
 /// The socket paths bound in this process. A path whose listener or runtime has ended is free
-/// at once, before its accept task next runs and closes the socket.
+/// at once, before its accept task next runs and closes the socket. A bind holds the lock from
+/// its first look at the file to its record of the new binding, and a binding's end holds it
+/// from its look at the record to its removal of the file, so neither acts on the other's file:
+/// when they raced on two threads, the old binding's end removed the new one's socket file
+/// (made, not yet recorded), or the file the bind was replacing (ENOENT).
 static PATHS: std::sync::LazyLock<Mutex<std::collections::HashMap<PathBuf, PathBinding>>> =
     std::sync::LazyLock::new(Mutex::default);
 
@@ -615,12 +619,28 @@ fn inode(p: &PathBuf) -> Option<u64> {
 
 /// Whether the socket file at `p` is one a listener or runtime of this process bound and has
 /// ended since (the same file: another process may have replaced it).
-fn ended_here(p: &PathBuf) -> bool {
-    PATHS
-        .lock()
-        .unwrap()
+fn ended_here(paths: &std::collections::HashMap<PathBuf, PathBinding>, p: &PathBuf) -> bool {
+    paths
         .get(p)
         .is_some_and(|b| b.lives.iter().any(|l| l.cause().is_some()) && inode(p) == Some(b.inode))
+}
+
+/// Whether a process listens on the socket file at `p`: a connect without blocking (under
+/// [`PATHS`]' lock) is accepted, or refused for a full backlog (someone listens, busy).
+fn listened_on(p: &std::path::Path) -> bool {
+    let Ok(s) = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None) else {
+        return false;
+    };
+    let Ok(addr) = socket2::SockAddr::unix(p) else {
+        return false;
+    };
+    if s.set_nonblocking(true).is_err() {
+        return false;
+    }
+    match s.connect(&addr) {
+        Ok(()) => true,
+        Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+    }
 }
 
 /// Binds `target`, for as long as both `lives` (the listener's and its runtime's) last. A
@@ -635,13 +655,15 @@ pub(crate) fn bind(
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let (listener, path) = match target {
         UnixTarget::Path(p) => {
-            if p.exists() && ended_here(p) {
+            // Held to the record of the new binding (PATHS).
+            let mut paths = PATHS.lock().unwrap();
+            if p.exists() && ended_here(&paths, p) {
                 std::fs::remove_file(p)?;
             }
             if p.exists() {
                 use std::os::unix::fs::FileTypeExt;
                 let is_socket = std::fs::symlink_metadata(p)?.file_type().is_socket();
-                let live = is_socket && std::os::unix::net::UnixStream::connect(p).is_ok();
+                let live = is_socket && listened_on(p);
                 if !is_socket || live {
                     return Err(Error::Io(io::Error::new(
                         io::ErrorKind::AddrInUse,
@@ -661,8 +683,9 @@ pub(crate) fn bind(
             let listener = UnixListener::bind(p)?;
             if let Some(inode) = inode(p) {
                 let binding = PathBinding { id, lives, inode };
-                PATHS.lock().unwrap().insert(p.clone(), binding);
+                paths.insert(p.clone(), binding);
             }
+            drop(paths);
             (listener, Some(p.clone()))
         }
         UnixTarget::Abstract(name) => {
