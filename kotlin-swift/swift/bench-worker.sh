@@ -11,10 +11,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 T="${CARGO_TARGET_DIR:-target}"
 case "$T" in /*) ;; *) T="$here/../../$T" ;; esac
 R="$T/swift-root"
-# Swift's task pool held to one thread, as agent.sh and run.sh hold it: with the pool as it
-# comes, a redial test hung with several threads making first polls, not explained yet
-# (kotlin-swift/README.md, "Known gaps"). It also runs the worker's tasks one at a time, as the
-# other bindings' workers run on one event loop or one coroutine thread.
+# Swift's task pool held to one thread at a time, so the worker's sending and receiving tasks
+# take turns as the other bindings' workers do on one event loop or one coroutine thread, and as
+# the Swift figures in docs/PERFORMANCE.md were measured. (It was first held for a redial hang
+# with the pool as it comes, since found to be a core race and fixed: kotlin-swift/README.md,
+# "Known gaps". The tests and the conformance agent run with the pool as it comes.)
 LIBDISPATCH_COOPERATIVE_POOL_STRICT=1
 export LIBDISPATCH_COOPERATIVE_POOL_STRICT
 exec "$R/lib64/ld-linux-x86-64.so.2" \

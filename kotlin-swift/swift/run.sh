@@ -153,12 +153,12 @@ if [ -x "$peer" ]; then cp "$peer" "$root/opt/weida/bin/peer"; fi
 
 log="$target/swift-test.log"
 status=0
-# Swift's task pool is held to one thread (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1) until the
-# last flaky failure kotlin-swift/README.md lists under "Known gaps" is explained (a redial
-# test that hung twice with several threads making first polls; the others were two refusal
-# races in the core, fixed 2026-12-03). WEIDA_SWIFT_POOL=wide runs the pool as it comes.
-strict=1
-[ "${WEIDA_SWIFT_POOL:-}" = wide ] && strict=0
+# Swift's task pool as an app gets it, several threads at once. It was held to one thread
+# (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1) while a flaky failure with the wide pool was
+# unexplained; its three causes were core races, the last fixed 2026-12-04 (kotlin-swift/README.md,
+# "Known gaps"). WEIDA_SWIFT_POOL=one holds it to one thread again, to tell a race from a bug.
+strict=0
+[ "${WEIDA_SWIFT_POOL:-}" = one ] && strict=1
 chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     TMPDIR=/tmp LANG=C.UTF-8 WEIDA_PEER_BIN=/opt/weida/bin/peer \
     LIBDISPATCH_COOPERATIVE_POOL_STRICT=$strict bash -c '

@@ -3,9 +3,8 @@
 // line), as the Kotlin worker's main.
 //
 // Every task runs on Swift's cooperative pool, which bench-worker.sh holds to one thread at a
-// time (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1, as agent.sh and run.sh do: with the pool as it
-// comes, a redial test hung with several threads making first polls, not explained yet:
-// kotlin-swift/README.md, "Known gaps"). So the sending and the receiving task take turns, as
+// time (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1; its comment says why). So the sending and the
+// receiving task take turns, as
 // the Kotlin worker's coroutines on runBlocking's thread and the Python and Node workers' on
 // their event loop; the binding's completions arrive from the core's threads. (A profile saw
 // the pool hand the turn between two threads, never running both at once: docs/PERFORMANCE.md,

@@ -83,9 +83,8 @@ Task.detached {
         }
         // Started in the order the lines came, each in a task of its own so a request that
         // waits never blocks the next. Swift does not promise that the actor runs them in that
-        // order; the protocol does not need it (a scenario sends a request that depends on
-        // another only after its response), and the pool held to one thread keeps it in
-        // practice.
+        // order, and the pool runs tasks on several threads; the protocol does not need it (a
+        // scenario sends a request that depends on another only after its response).
         Task { await answer(agent, request) }
     }
     await agent.shutdownAll()
