@@ -408,8 +408,8 @@ impl Puller {
         let bounds = &self.inbox.bounds;
         let (max, bound) = (bounds.max_collected_body, bounds.endpoint_queue);
         loop {
-            // A message handed back (by a binding whose caller cancelled) wakes a waiting
-            // receive: it is served first.
+            // A message handed back (by a binding whose caller cancelled), or an error a batch
+            // receive deferred, wakes a waiting receive: it is served first.
             let handed_back = self.inbox.handed_back.notified();
             tokio::pin!(handed_back);
             handed_back.as_mut().enable();
@@ -656,5 +656,39 @@ mod tests {
         assert_eq!(e.code(), crate::ErrorCode::LimitExceeded);
         assert_eq!(&puller.recv().await.unwrap().body[..], b"two");
         assert!(puller.try_recv().is_none());
+    }
+
+    /// An error a batch receive defers while another receive already waits (holding the
+    /// receive lock, on an empty queue) wakes that receive, which returns it: it does not wait
+    /// for a next message with an error due before it.
+    #[tokio::test]
+    async fn an_error_deferred_while_a_receive_waits_is_that_receives() {
+        let config = RuntimeConfig::default();
+        let bounds = EndpointOptions::default().resolve(&config).unwrap();
+        let (tx, rx) = queue::channel(8);
+        let puller = Arc::new(Puller::over(Inbox::unrouted(
+            rx,
+            Arc::new(Context::new(config)),
+            bounds,
+        )));
+        let waiting = tokio::spawn({
+            let p = puller.clone();
+            async move { p.recv().await }
+        });
+        // The test's runtime has one thread: the spawned receive runs to its wait here.
+        tokio::task::yield_now().await;
+        let refused = Error::LimitExceeded {
+            limit: Limit::CollectedBody,
+            detail: "a frame above max_collected_body".into(),
+        };
+        assert!(tx.try_send(message(b"one")).is_ok());
+        assert!(tx.try_send(Queued::Refused(Box::new(refused))).is_ok());
+        let batch = puller.recv_many(8).now_or_never().unwrap().unwrap();
+        assert_eq!(batch.len(), 1);
+        let r = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the waiting receive returns the deferred error")
+            .unwrap();
+        assert_eq!(r.unwrap_err().code(), crate::ErrorCode::LimitExceeded);
     }
 }

@@ -28,13 +28,13 @@ pub(crate) struct Inbox {
     /// Messages handed back undelivered (a binding whose caller cancelled as the message
     /// arrived), served before anything else.
     returned: Mutex<VecDeque<Message>>,
-    /// Wakes a receive waiting while a message is handed back.
+    /// Wakes a receive waiting while a message is handed back or an error deferred.
     pub(crate) handed_back: tokio::sync::Notify,
-    /// The error of a message `recv_many` met after its first, returned by the next receive
-    /// (after any message handed back). Under a lock of its own, never `rx`'s: keeping it must
-    /// not wait, or a batch receive dropped while a concurrent receive held `rx` lost the
-    /// messages it had already taken.
-    deferred: Mutex<Option<Error>>,
+    /// The errors of messages `recv_many` met after its first, in order, each returned by a
+    /// next receive (after any message handed back). Under a lock of its own, never `rx`'s:
+    /// keeping one must not wait, or a batch receive dropped while a concurrent receive held
+    /// `rx` lost the messages it had already taken.
+    deferred: Mutex<VecDeque<Error>>,
     /// Takes a whole message off the queue without the `rx` lock: a tokio lock's release
     /// takes its waiter list's lock too, and on a Push/Pull of small messages the `rx` lock
     /// per receive was about 7 % of the whole pipeline's time.
@@ -128,7 +128,7 @@ impl Inbox {
             bounds,
             returned: Mutex::new(VecDeque::new()),
             handed_back: tokio::sync::Notify::new(),
-            deferred: Mutex::new(None),
+            deferred: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -184,21 +184,26 @@ impl Inbox {
         self.deferred_first.load(Ordering::Acquire) || self.returned_first.load(Ordering::Acquire)
     }
 
-    /// Keeps `e` for the next receive, after any message handed back. Never waits.
+    /// Keeps `e` for a next receive, after any message handed back, and wakes a receive
+    /// already waiting (it holds `rx` and waits on the queue, so it would not look). Never
+    /// waits.
     pub(crate) fn defer(&self, e: Error) {
         let mut d = self.deferred.lock().unwrap();
-        *d = Some(e);
+        d.push_back(e);
         self.deferred_first.store(true, Ordering::Release);
+        drop(d);
+        self.handed_back.notify_waiters();
     }
 
-    /// The deferred error, if any.
+    /// The first deferred error, if any.
     pub(crate) fn take_deferred(&self) -> Option<Error> {
         if !self.deferred_first.load(Ordering::Acquire) {
             return None;
         }
         let mut d = self.deferred.lock().unwrap();
-        self.deferred_first.store(false, Ordering::Release);
-        d.take()
+        let e = d.pop_front();
+        self.deferred_first.store(!d.is_empty(), Ordering::Release);
+        e
     }
 
     /// Hands a message back, to be served before anything else.
