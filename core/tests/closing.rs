@@ -353,7 +353,10 @@ async fn a_local_path_bound_again_as_its_last_binding_ends_on_another_thread_is_
             .await
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
         pusher.send("here").await.unwrap();
-        assert_eq!(&puller.recv().await.unwrap().body[..], b"here");
+        let m = tokio::time::timeout(Duration::from_secs(10), puller.recv())
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: nothing received"));
+        assert_eq!(&m.unwrap().body[..], b"here");
     }
 }
 

@@ -1536,7 +1536,7 @@ async fn a_listener_that_sets_the_path_check_and_never_answers_fails_the_connect
 /// own, so only its bound on the HELLO can end a control stream that stays silent.
 fn hello_bounded() -> Limits {
     Limits {
-        idle_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(3),
         keep_alive: None,
         ..Limits::default()
     }
@@ -1674,7 +1674,8 @@ async fn local_stream(path: &std::path::Path, bytes: &[u8], finish: bool) -> Loc
     answer
 }
 
-/// The refusals of PROTOCOL §9.1 steps 1 to 5 over AF_UNIX, from a local process that writes
+/// The refusals of PROTOCOL §9.1 steps 1, 3, 4 and 5 over AF_UNIX (step 2, the direction, has no
+/// AF_UNIX case: every connection has both), from a local process that writes
 /// streams no v0 runtime sends, straight to the listener's socket (a data connection needs no
 /// session there: Open point 3). Each is refused as §9.2 says: a STOP chunk with the code on
 /// the dialler's half while the listener has not read its end, and an ERROR reply with the

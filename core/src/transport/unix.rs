@@ -656,7 +656,9 @@ pub(crate) fn bind(
     let (listener, path) = match target {
         UnixTarget::Path(p) => {
             // Held to the record of the new binding (PATHS).
-            let mut paths = PATHS.lock().unwrap();
+            let mut paths = PATHS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if p.exists() && ended_here(&paths, p) {
                 std::fs::remove_file(p)?;
             }
@@ -727,7 +729,9 @@ impl Bound {
 impl Drop for Bound {
     fn drop(&mut self) {
         if let Some(p) = &self.path {
-            let mut paths = PATHS.lock().unwrap();
+            let mut paths = PATHS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // A later bind in this process took the path: the file is its socket now.
             if paths.get(p).is_some_and(|b| b.id != self.id) {
                 return;
