@@ -44,7 +44,9 @@ fn batch(max: f64) -> Result<usize, Fail> {
 /// for the first, at most one packed batch (`weida_ffi::packed::keep_one_batch`, the rest
 /// back in front of the queue); what an aborted receive got goes back to the endpoint
 /// (`give_back`, in order: the TypeScript inbox takes nothing from the endpoint while this is
-/// pending, so it is the next any receive takes).
+/// pending, so it is the next any receive takes). Known gap: when a fetch was over the budget
+/// (more than 65,535 messages or 16 MiB) and its receive is aborted as it completes, the rest
+/// went back first and the aborted batch goes back behind it, out of order.
 pub(crate) fn recv_batch<'env, R: Receiving>(
     env: &'env Env,
     cancel: Option<&Cancel>,

@@ -148,9 +148,10 @@ impl From<Malformed> for crate::Fail {
 
 /// The `count` bodies packed in `all`, each a slice of it: a whole batch crossed as one value
 /// and costs one copy, not a conversion and an allocation per body. Whatever `all` and `count`
-/// are (they come from a foreign caller), this returns [`Malformed`] rather than panic or
-/// allocate beyond `all`'s size: the offsets must not decrease, and the last must round up to
-/// where they start (test `malformed_packed_batches_are_refused_never_a_panic`).
+/// are (they come from a foreign caller), this returns [`Malformed`] rather than panic, and
+/// allocates at most one slice handle per 4 bytes of `all` (`count` is checked against its
+/// size first): the offsets must not decrease, and the last must round up to where they start
+/// (test `malformed_packed_batches_are_refused_never_a_panic`).
 pub fn unpack(all: Bytes, count: usize) -> Result<Vec<Bytes>, Malformed> {
     let ends_at = count
         .checked_mul(4)
