@@ -42,25 +42,24 @@ fn batch(max: f64) -> Result<usize, Fail> {
 
 /// A receive for JS: up to `max` whole messages as a `Batch` (stream.rs `batch_out`), waiting
 /// for the first, at most one packed batch (`weida_ffi::packed::keep_one_batch`, the rest
-/// back in front of the queue); what an aborted receive got goes back to the endpoint
-/// (`give_back`, in order: the TypeScript inbox takes nothing from the endpoint while this is
-/// pending, so it is the next any receive takes). Known gap: when a fetch was over the budget
-/// (more than 65,535 messages or 16 MiB) and its receive is aborted as it completes, the rest
-/// went back first and the aborted batch goes back behind it, out of order.
+/// handed back to the endpoint, in order). The split is made where the batch is delivered, on
+/// the JS thread, not where it was fetched: what an aborted receive got then goes back whole
+/// and in order (`give_back`; the TypeScript inbox takes nothing from the endpoint while this
+/// is pending, so it is the next any receive takes). Split on the I/O thread, an over-budget
+/// fetch's rest went back first and the aborted batch behind it, out of order.
 pub(crate) fn recv_batch<'env, R: Receiving>(
     env: &'env Env,
     cancel: Option<&Cancel>,
     r: &Arc<R>,
     max: f64,
 ) -> napi::Result<Object<'env>> {
-    let (r, back) = (Arc::clone(r), Arc::clone(r));
-    let call = Call::new(async move {
-        let mut ms = fetch(Arc::clone(&r), batch(max)?).await?;
-        keep_one_batch(&*r, &mut ms);
-        Ok(ms)
+    let (r, back, keep) = (Arc::clone(r), Arc::clone(r), Arc::clone(r));
+    let call = Call::new(async move { fetch(r, batch(max)?).await })
+        .keeping(move |ms| give_back(&*back, ms));
+    promise(env, cancel, call, move |env, mut ms| {
+        keep_one_batch(&*keep, &mut ms);
+        batch_out(env, ms)
     })
-    .keeping(move |ms| give_back(&*back, ms));
-    promise(env, cancel, call, batch_out)
 }
 
 /// The messages ready now, up to `max`, as [`recv_batch`] gives them; null when none is ready,
