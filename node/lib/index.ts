@@ -315,7 +315,7 @@ class Inbox {
   }
 
   recv(signal: AbortSignal | undefined): Promise<Message> {
-    return this.#take(signal, (m) => m, () => this.recv(signal))
+    return this.#take(signal, (m) => m)
   }
 
   /**
@@ -325,20 +325,23 @@ class Inbox {
    * (profiled: ~14 % of the JS thread on a 64-byte Push/Pull).
    */
   step(signal: AbortSignal | undefined): Promise<IteratorResult<Message, undefined>> {
-    return this.#take(signal, (value): IteratorResult<Message, undefined> => ({ value, done: false }), () => this.step(signal), ended)
+    return this.#take(signal, (value): IteratorResult<Message, undefined> => ({ value, done: false }), ended)
   }
 
   /**
-   * The next message, as `wrap` makes it; `again` is the same call, for after giving way.
-   * `ended`, when given, maps a failure (only on the paths that fail, so a ready message
-   * costs no promise more).
+   * The next message, as `wrap` makes it. `ended`, when given, maps a failure (only on the
+   * paths that fail, so a ready message costs no promise more).
    */
-  #take<T>(signal: AbortSignal | undefined, wrap: (m: Message) => T, again: () => Promise<T>, ended?: (e: unknown) => T): Promise<T> {
+  #take<T>(signal: AbortSignal | undefined, wrap: (m: Message) => T, ended?: (e: unknown) => T): Promise<T> {
     if (signal?.aborted === true) return Promise.reject(new AbortError(undefined, { cause: signal.reason }))
     if (this.#streak >= READY_STREAK) {
       // A loop that always finds a message ready runs as microtasks: give way now and then.
+      // Queued as a waiter first, so that a receive called meanwhile waits behind this one
+      // (taking before it gave way, a later call got the earlier message:
+      // cancel.test.mjs `concurrent_receives_get_messages_in_call_order_when_one_gives_way`).
       this.#streak = 0
-      return giveWay().then(again)
+      const waited = this.#wait(signal, BATCH, () => wrap(this.#shift()), true)
+      return ended === undefined ? waited : waited.catch(ended)
     }
     if (this.#waiters.length === 0) {
       try {
@@ -383,8 +386,11 @@ class Inbox {
     return out
   }
 
-  /** Queues a receive until the inbox holds something for it. */
-  #wait<T>(signal: AbortSignal | undefined, max: number, take: () => T): Promise<T> {
+  /**
+   * Queues a receive until the inbox holds something for it; `giveWayFirst`: serves the queue only
+   * once the event loop had a turn (another call may serve it sooner).
+   */
+  #wait<T>(signal: AbortSignal | undefined, max: number, take: () => T, giveWayFirst = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const w: Waiter = { take, resolve: resolve as (v: never) => void, reject, max }
       if (signal !== undefined) {
@@ -407,7 +413,8 @@ class Inbox {
         }
       }
       this.#waiters.push(w)
-      this.#serve()
+      if (giveWayFirst) void giveWay().then(() => this.#serve())
+      else this.#serve()
     })
   }
 

@@ -214,6 +214,29 @@ onEveryTransport('an_aborted_puller_recv_loses_nothing', async (t, ctx) => {
   assert.equal(native._orphans(), orphans + 1, 'what it took came back: the race ran')
 })
 
+onEveryTransport('concurrent_receives_get_messages_in_call_order_when_one_gives_way', async (t, ctx) => {
+  // A receive that finds the ready streak spent gives way to the event loop before it takes.
+  // A receive called after it must still get the later message: receives are served in call
+  // order. (It took synchronously, ahead of the one giving way, and got the earlier message.)
+  const { listener, client } = await pair(t, ctx)
+  const puller = listener.puller('/jobs')
+  const pusher = client.pusher()
+  await pusher.connect(puller.address)
+  const n = 300
+  const b = Buffer.alloc(4)
+  for (let i = 0; i < n; i++) {
+    b.writeUInt32BE(i)
+    await pusher.send(b)
+  }
+  /** @type {number[]} */
+  const got = []
+  while (got.length < n) {
+    const pairOf = await Promise.all([puller.recv(), puller.recv()])
+    for (const m of pairOf) got.push(m.body.readUInt32BE(0))
+  }
+  assert.deepEqual(got, Array.from({ length: n }, (_, i) => i))
+})
+
 onEveryTransport('receives_raced_and_cancelled_keep_the_order', async (t, ctx) => {
   // A new user's race: two receives, the first to settle wins, the other is aborted. A message
   // the loser had taken as it was aborted goes back to the endpoint, and must be the next one
