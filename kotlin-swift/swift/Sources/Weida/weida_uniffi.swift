@@ -1067,8 +1067,9 @@ public protocol BoundSubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String) throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -1228,8 +1229,9 @@ open func subscribe(filter: String)throws   {try rustCallWithError(FfiConverterT
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -1364,8 +1366,9 @@ public protocol BusProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws  -> UInt32
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -1565,8 +1568,9 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -2181,8 +2185,9 @@ public protocol DialingPullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -2346,8 +2351,9 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -4307,8 +4313,9 @@ public protocol PairProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -4513,8 +4520,9 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -5191,8 +5199,9 @@ public protocol PullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -5317,8 +5326,9 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -5450,12 +5460,13 @@ public protocol PusherProtocol: AnyObject, Sendable {
     func sendPacked(packed: Data, count: UInt32, cancel: Cancellation?) async throws 
     
     /**
-     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
-     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
-     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
-     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
-     * call and no future for a send that can be queued now. A number, not an enum: through
-     * JNA an enum is a buffer to allocate and free on every send.
+     * `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
+     * take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
+     * operations at once in a row, take the waiting `send`, which then goes through the I/O
+     * thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
+     * starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
+     * layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
+     * number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
      */
     func sendReady(body: Data) throws  -> UInt8
     
@@ -5629,12 +5640,13 @@ open func sendPacked(packed: Data, count: UInt32, cancel: Cancellation? = nil)as
 }
     
     /**
-     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
-     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
-     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
-     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
-     * call and no future for a send that can be queued now. A number, not an enum: through
-     * JNA an enum is a buffer to allocate and free on every send.
+     * `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
+     * take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
+     * operations at once in a row, take the waiting `send`, which then goes through the I/O
+     * thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
+     * starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
+     * layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
+     * number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
      */
 open func sendReady(body: Data)throws  -> UInt8  {
     return try  FfiConverterUInt8.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -7441,8 +7453,9 @@ public protocol SubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -7636,8 +7649,9 @@ open func subscribe(filter: String, cancel: Cancellation? = nil)async throws   {
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
+     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
+     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -10775,7 +10789,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() != 10288) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 44865) {
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 22091) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() != 14292) {
@@ -10814,7 +10828,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_bus_send() != 39175) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 54671) {
+    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 10746) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_bus_try_recv() != 154) {
@@ -10844,7 +10858,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() != 47641) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 8128) {
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 43523) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() != 21646) {
@@ -10937,7 +10951,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pair_send() != 13237) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 6538) {
+    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 2751) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pair_try_recv() != 34844) {
@@ -11015,7 +11029,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_puller_recv_into() != 34258) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 54782) {
+    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 30114) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_puller_try_recv() != 43886) {
@@ -11045,7 +11059,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pusher_send_packed() != 18555) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_pusher_send_ready() != 60426) {
+    if (uniffi_weida_uniffi_checksum_method_pusher_send_ready() != 17400) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pusher_try_send() != 64561) {
@@ -11123,7 +11137,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_subscriber_subscribe() != 62353) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 47432) {
+    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 55313) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_subscriber_try_recv() != 62909) {
