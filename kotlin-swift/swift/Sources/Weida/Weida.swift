@@ -6,7 +6,9 @@
 //   makes a `Cancellation`, passes it to the generated call and fires it from
 //   `withTaskCancellationHandler`: weida-ffi then ends the call as a dropped future would (a
 //   send being written is reset, a receive loses nothing), and the call throws
-//   `CancellationError` (or returns what it had already finished with);
+//   `CancellationError` (or returns what it had already finished with). A send or receive
+//   that can finish now is one synchronous FFI call instead (`sendReady`, `takeReady`: see
+//   `receive`);
 // - receiving is an `AsyncSequence`: `puller.messages()`, `subscriber.messages()`,
 //   `replier.exchanges()`, `for await e in endpoint.events()`;
 // - errors are the generated `WeidaError`, one case per core code, with `code`, `description`,
@@ -74,20 +76,27 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
     }
 }
 
-/// A receive of up to `max` messages (at least one) into a `Received`, which gives back what it
-/// took if the task is cancelled (its deinit); the batch comes packed, the bodies end to end and
-/// the path, peer and topic once for the messages that share them
+/// A receive of up to `max` messages (at least one): those ready now in one FFI call with no
+/// Rust future (`takeReady`), else the waiting receive into a `Received`, which gives back what
+/// it took if the task is cancelled (its deinit). Every READY_STREAK (64) operations in a row
+/// that finished at once on a thread, `takeReady` answers an empty batch and weida-ffi keeps
+/// the streak spent, so the waiting receive goes through the I/O thread and the task truly
+/// suspends: a task awaiting a Rust future that is ready at its first poll does not suspend at
+/// all, and `Task.yield()` promises no other task a turn. Either way the batch comes packed,
+/// the bodies end to end and the path, peer and topic once for the messages that share them
 /// (kotlin-swift/uniffi/src/packed.rs), not as a record per message: lifting those records
-/// took most of a batched receive's time (docs/PERFORMANCE.md, "Swift").
-/// Unlike Kotlin's, it takes no synchronous path for what is ready: Swift's `Task.yield()` is
-/// a hint that may resume the same task at once, and the ready streak weida-ffi counts per
-/// thread does not follow a task the pool moves between threads, so a run of ready operations
-/// could not be shown to leave the pool to other tasks.
+/// took most of a batched receive's time (docs/PERFORMANCE.md, "Swift"). A task already
+/// cancelled throws `CancellationError` before it takes anything.
 func receive(
     _ max: Int,
+    ready: (UInt32) throws -> Packed?,
     received: () -> Received,
     into: @escaping (UInt32, Received, Cancellation?) async throws -> Void
 ) async throws -> [Message] {
+    try Task.checkCancellation()
+    if let now = try ready(UInt32(max)), now.count != 0 {
+        return now.messages()
+    }
     let r = received()
     try await cancellable { try await into(UInt32(max), r, $0) }
     return r.takePacked().messages()
@@ -121,33 +130,36 @@ extension Packed {
     /// (kotlin-swift/uniffi/src/packed.rs).
     func messages() -> [Message] {
         let n = Int(count)
-        let ix = [UInt8](index)
-        var out: [Message] = []
-        out.reserveCapacity(n)
-        var i = 0
-        func be(_ k: Int) -> UInt64 {
-            var v: UInt64 = 0
-            for j in 0..<k { v = v << 8 | UInt64(ix[i + j]) }
-            i += k
-            return v
+        // Read in place through raw pointers: a `Data` subscript or `[UInt8](index)` per byte
+        // was a generic call each (docs/PERFORMANCE.md, "Swift").
+        return bodies.withUnsafeBytes { (b: UnsafeRawBufferPointer) -> [Message] in
+            index.withUnsafeBytes { (ix: UnsafeRawBufferPointer) -> [Message] in
+                var out: [Message] = []
+                out.reserveCapacity(n)
+                let endsAt = b.count - 4 * n
+                var at = 0
+                var i = 0
+                func be64() -> UInt64 {
+                    defer { i += 8 }
+                    return UInt64(bigEndian: ix.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                }
+                for m in 0..<n {
+                    let end = Int(UInt32(littleEndian: b.loadUnaligned(
+                        fromByteOffset: endsAt + 4 * m, as: UInt32.self)))
+                    let o = origins[Int(UInt16(bigEndian: ix.loadUnaligned(fromByteOffset: i, as: UInt16.self)))]
+                    let flags = ix[i + 2]
+                    i += 3
+                    let sequence = flags & 1 != 0 ? be64() : nil
+                    let gap = flags & 2 != 0 ? be64() : nil
+                    // `b` is never empty here: it holds at least this message's end.
+                    out.append(Message(
+                        body: Data(bytes: b.baseAddress! + at, count: end - at), metadata: o.metadata,
+                        path: o.path, peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
+                    at = end
+                }
+                return out
+            }
         }
-        let base = bodies.startIndex
-        let endsAt = base + bodies.count - 4 * n
-        var at = base
-        for m in 0..<n {
-            let e = endsAt + 4 * m
-            let end = base + (Int(bodies[e]) | Int(bodies[e + 1]) << 8 | Int(bodies[e + 2]) << 16
-                | Int(bodies[e + 3]) << 24)
-            let o = origins[Int(be(2))]
-            let flags = be(1)
-            let sequence = flags & 1 != 0 ? be(8) : nil
-            let gap = flags & 2 != 0 ? be(8) : nil
-            out.append(Message(
-                body: bodies.subdata(in: at..<end), metadata: o.metadata, path: o.path,
-                peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
-            at = end
-        }
-        return out
     }
 }
 
@@ -234,7 +246,15 @@ extension Pusher {
     }
 
     /// Sends `body` as one message. Cancelled, the transfer is reset: the reader sees Canceled.
+    /// Without metadata, a body its peer's lane has room for is queued in one FFI call with no
+    /// Rust future (`sendReady`); otherwise, and every READY_STREAK (64) operations in a row that
+    /// finished at once, the waiting `send`, as receives do (`receive`). A task already
+    /// cancelled throws `CancellationError` and sends nothing.
     public func send(_ body: Data, meta: Meta? = nil) async throws {
+        try Task.checkCancellation()
+        if meta == nil, try sendReady(body: body) == 0 {
+            return
+        }
         try await cancellable { try await send(body: body, meta: meta, cancel: $0) }
     }
 
@@ -261,7 +281,7 @@ extension Puller {
 
     /// Up to `max` messages (at least one).
     public func recvMany(_ max: Int) async throws -> [Message] {
-        try await receive(max, received: self.received, into: self.recvInto(max:into:cancel:))
+        try await receive(max, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
     }
 
     /// Every message, until the endpoint ends (`Closed` ends the sequence; another error is
@@ -367,7 +387,7 @@ extension Bus {
 
     /// The next message another member sent. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the member is closed.
@@ -404,7 +424,7 @@ extension Pair {
 
     /// The next message from the other end. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the pair is closed.
@@ -427,7 +447,7 @@ extension DialingPuller {
 
     /// The next message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the puller is closed.
@@ -445,7 +465,7 @@ extension BoundSubscriber {
 
     /// The next selected message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every selected message, until the collector is closed.
@@ -641,7 +661,7 @@ extension Subscriber {
     }
 
     public func recvMany(_ max: Int) async throws -> [Message] {
-        try await receive(max, received: self.received, into: self.recvInto(max:into:cancel:))
+        try await receive(max, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
     }
 
     public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }
