@@ -58,24 +58,6 @@ pub fn ready_turn() -> bool {
     })
 }
 
-/// [`ready_turn`] for a synchronous take whose caller, told no, takes its waiting path next
-/// (the UniFFI bindings' `takeReady` and `sendReady`): a spent streak is left spent, so that
-/// the waiting call's [`Call::poll_now`] restarts it and goes through the I/O thread, where the
-/// caller's coroutine or task truly suspends and its dispatcher runs others first. The yield is
-/// that hop, not the foreign language's own: a Swift task awaiting a Rust future that is ready
-/// at its first poll does not suspend at all, and `Task.yield()` promises no other task a turn.
-pub fn ready_turn_keeping_spent() -> bool {
-    STREAK.with(|n| {
-        let s = n.get();
-        if s >= READY_STREAK {
-            false
-        } else {
-            n.set(s + 1);
-            true
-        }
-    })
-}
-
 /// An operation on this thread waited: the streak restarts.
 pub fn waited() {
     STREAK.with(|n| n.set(0));
@@ -307,26 +289,6 @@ mod tests {
 
     fn wait<T>(rx: &mpsc::Receiver<T>) -> T {
         rx.recv_timeout(Duration::from_secs(5)).expect("delivered")
-    }
-
-    #[test]
-    fn a_spent_streak_kept_by_a_synchronous_take_sends_the_waiting_call_through_the_io_thread() {
-        waited();
-        for _ in 0..READY_STREAK {
-            assert!(ready_turn_keeping_spent());
-        }
-        assert!(!ready_turn_keeping_spent(), "the streak is spent");
-        assert!(
-            !ready_turn_keeping_spent(),
-            "and stays spent for the waiting call"
-        );
-        // That call is ready, yet it goes through the I/O thread, and the streak restarts.
-        let mut c = Call::new(async { Ok::<_, Fail>(8) });
-        assert!(c.poll_now().is_none());
-        let (tx, rx) = mpsc::channel();
-        c.on_io_thread(None, move |done| tx.send(done.settle(false).ok()).unwrap());
-        assert_eq!(wait(&rx), Some(8));
-        assert!(ready_turn_keeping_spent(), "restarted");
     }
 
     #[test]

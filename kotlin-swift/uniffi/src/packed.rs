@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use weida::{IncomingMeta, Message as CoreMessage, Receiving};
-use weida_ffi::call::ready_turn_keeping_spent;
+use weida_ffi::call::ready_turn;
 use weida_ffi::inbox::take_now;
 use weida_ffi::packed::{self as shared, keep_one_batch};
 
@@ -116,15 +116,13 @@ fn same_origin(a: &Arc<IncomingMeta>, b: &Arc<IncomingMeta>) -> bool {
 }
 
 /// Up to `max` messages (at least one) that are ready now, packed, in one FFI call with no
-/// future: what makes a receive of ready messages cheap in Kotlin and Swift. None: nothing is
-/// ready, take the waiting receive. An empty batch: this thread has finished
-/// `weida_ffi::call::READY_STREAK` operations at once in a row; the streak stays spent, so the
-/// waiting receive the caller takes next goes through the I/O thread and its coroutine or task
-/// suspends (`weida_ffi::call::ready_turn_keeping_spent`): a stream of ready messages cannot
-/// starve the caller's other coroutines or tasks. The error a receive would report now is
-/// returned.
+/// future: what makes a receive of ready messages cheap on the JVM. None: nothing is ready,
+/// take the waiting receive. An empty batch: this thread has finished
+/// `weida_ffi::call::READY_STREAK` operations at once in a row, so the caller yields to its
+/// dispatcher before it takes the waiting receive, and a stream of ready messages cannot
+/// starve its other coroutines. The error a receive would report now is returned.
 pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>> {
-    if !ready_turn_keeping_spent() {
+    if !ready_turn() {
         return Ok(Some(Packed::default()));
     }
     let max = usize::try_from(max).unwrap_or(usize::MAX);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use weida::{Metadata, PeerIdentity, Receiving};
 use weida_ffi::awaiting::Held;
-use weida_ffi::call::ready_turn_keeping_spent;
+use weida_ffi::call::ready_turn;
 use weida_ffi::inbox::give_back;
 use weida_ffi::io::{on_io, OnIo};
 use weida_ffi::patterns::{connect, send_many, Endpoint};
@@ -258,15 +258,14 @@ impl Pusher {
         Ok(on_io(|| p.try_send(Bytes::from(body)))?.is_none())
     }
 
-    /// `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
-    /// take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
-    /// operations at once in a row, take the waiting `send`, which then goes through the I/O
-    /// thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
-    /// starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
-    /// layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
-    /// number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
+    /// `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+    /// `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+    /// a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+    /// cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+    /// call and no future for a send that can be queued now. A number, not an enum: through
+    /// JNA an enum is a buffer to allocate and free on every send.
     pub fn send_ready(&self, body: Blob) -> Result<u8> {
-        if !ready_turn_keeping_spent() {
+        if !ready_turn() {
             return Ok(2);
         }
         Ok(if self.try_send(body)? { 0 } else { 1 })
@@ -325,9 +324,8 @@ impl Puller {
         try_receive(&**self.inner)
     }
 
-    /// Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-    /// take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-    /// waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
     pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
         take_ready(&**self.inner, max)
     }
@@ -707,9 +705,8 @@ impl Subscriber {
         try_receive(&**self.inner)
     }
 
-    /// Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-    /// take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-    /// waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+    /// (or this thread's ready streak is spent), take the waiting receive.
     pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
         take_ready(&**self.inner, max)
     }

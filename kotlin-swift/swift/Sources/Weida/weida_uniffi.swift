@@ -1067,9 +1067,8 @@ public protocol BoundSubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String) throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -1229,9 +1228,8 @@ open func subscribe(filter: String)throws   {try rustCallWithError(FfiConverterT
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -1366,9 +1364,8 @@ public protocol BusProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws  -> UInt32
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -1568,9 +1565,8 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -2185,9 +2181,8 @@ public protocol DialingPullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -2351,9 +2346,8 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -4313,9 +4307,8 @@ public protocol PairProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -4520,9 +4513,8 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -5199,9 +5191,8 @@ public protocol PullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -5326,9 +5317,8 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -5460,13 +5450,12 @@ public protocol PusherProtocol: AnyObject, Sendable {
     func sendPacked(packed: Data, count: UInt32, cancel: Cancellation?) async throws 
     
     /**
-     * `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
-     * take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
-     * operations at once in a row, take the waiting `send`, which then goes through the I/O
-     * thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
-     * starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
-     * layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
-     * number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
      */
     func sendReady(body: Data) throws  -> UInt8
     
@@ -5640,13 +5629,12 @@ open func sendPacked(packed: Data, count: UInt32, cancel: Cancellation? = nil)as
 }
     
     /**
-     * `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
-     * take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
-     * operations at once in a row, take the waiting `send`, which then goes through the I/O
-     * thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
-     * starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
-     * layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
-     * number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
      */
 open func sendReady(body: Data)throws  -> UInt8  {
     return try  FfiConverterUInt8.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -7453,9 +7441,8 @@ public protocol SubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -7649,9 +7636,8 @@ open func subscribe(filter: String, cancel: Cancellation? = nil)async throws   {
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -10789,7 +10775,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() != 10288) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 22091) {
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 44865) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() != 14292) {
@@ -10828,7 +10814,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_bus_send() != 39175) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 10746) {
+    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 54671) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_bus_try_recv() != 154) {
@@ -10858,7 +10844,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() != 47641) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 43523) {
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 8128) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() != 21646) {
@@ -10951,7 +10937,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pair_send() != 13237) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 2751) {
+    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 6538) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pair_try_recv() != 34844) {
@@ -11029,7 +11015,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_puller_recv_into() != 34258) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 30114) {
+    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 54782) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_puller_try_recv() != 43886) {
@@ -11059,7 +11045,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pusher_send_packed() != 18555) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_pusher_send_ready() != 17400) {
+    if (uniffi_weida_uniffi_checksum_method_pusher_send_ready() != 60426) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pusher_try_send() != 64561) {
@@ -11137,7 +11123,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_subscriber_subscribe() != 62353) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 55313) {
+    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 47432) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_subscriber_try_recv() != 62909) {

@@ -11,6 +11,7 @@ import java.nio.ByteBuffer
 import java.nio.ByteOrder
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.yield
 import weida.uniffi.Acceptor
 import weida.uniffi.BoundPusher
 import weida.uniffi.BoundSubscriber
@@ -166,12 +167,14 @@ suspend fun Bus.recv(): Message =
 
 /**
  * Sends a whole message: queued at once in one FFI call when its peer's lane has room
- * (`sendReady`), else the waiting `send`. Every READY_STREAK (64) operations in a row that
- * finished at once, `sendReady` declines and the waiting `send` goes through the I/O thread,
- * so the coroutine suspends and the dispatcher runs others, as receives do.
+ * (`sendReady`), else the waiting `send`; every READY_STREAK (64) operations in a row that
+ * finished at once, it yields to the dispatcher first, as receives do.
  */
 suspend fun Pusher.send(body: ByteArray) {
-    if (sendReady(body).toInt() == 0) return
+    when (sendReady(body).toInt()) {
+        0 -> return
+        2 -> yield()
+    }
     send(body, null)
 }
 /**
@@ -226,9 +229,8 @@ suspend fun Subscriber.recvMany(max: Int): List<Message> =
  * A receive of up to `max` messages (at least one): those ready now in one FFI call with no
  * future (`takeReady`), else the waiting receive into a `Received`, which gives back what it
  * took if the coroutine is cancelled. Every READY_STREAK (64) operations in a row that
- * finished at once, `takeReady` answers an empty batch and the waiting receive goes through the
- * I/O thread (weida-ffi keeps the streak spent for it), so the coroutine suspends and a stream
- * of ready messages cannot starve other coroutines
+ * finished at once, `takeReady` answers an empty batch and this yields to the dispatcher
+ * before the waiting receive, so a stream of ready messages cannot starve other coroutines
  * (PatternsTest `a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines`). Both
  * paths bring the batch packed, one record for all of it: through JNA a record per message
  * cost more than the message (docs/PERFORMANCE.md, "Kotlin").
@@ -240,7 +242,10 @@ private suspend inline fun receive(
     crossinline into: suspend (UInt, Received, Cancellation?) -> Unit,
 ): List<Message> {
     val now = ready(max.toUInt())
-    if (now != null && now.count != 0u) return now.messages()
+    if (now != null) {
+        if (now.count != 0u) return now.messages()
+        yield()
+    }
     return received().use { into(max.toUInt(), it, null); it.takePacked().messages() }
 }
 

@@ -1955,7 +1955,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() and 0xFFFF) != 10288) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() and 0xFFFF) != 22091) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() and 0xFFFF) != 44865) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() and 0xFFFF) != 14292) {
@@ -1994,7 +1994,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_send() and 0xFFFF) != 39175) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_bus_take_ready() and 0xFFFF) != 10746) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_bus_take_ready() and 0xFFFF) != 54671) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_try_recv() and 0xFFFF) != 154) {
@@ -2024,7 +2024,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() and 0xFFFF) != 47641) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() and 0xFFFF) != 43523) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() and 0xFFFF) != 8128) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() and 0xFFFF) != 21646) {
@@ -2117,7 +2117,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pair_send() and 0xFFFF) != 13237) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pair_take_ready() and 0xFFFF) != 2751) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_take_ready() and 0xFFFF) != 6538) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pair_try_recv() and 0xFFFF) != 34844) {
@@ -2195,7 +2195,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_recv_into() and 0xFFFF) != 34258) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_puller_take_ready() and 0xFFFF) != 30114) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_puller_take_ready() and 0xFFFF) != 54782) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_try_recv() and 0xFFFF) != 43886) {
@@ -2225,7 +2225,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_packed() and 0xFFFF) != 18555) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_ready() and 0xFFFF) != 17400) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pusher_send_ready() and 0xFFFF) != 60426) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pusher_try_send() and 0xFFFF) != 64561) {
@@ -2303,7 +2303,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_subscribe() and 0xFFFF) != 62353) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_take_ready() and 0xFFFF) != 55313) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_take_ready() and 0xFFFF) != 47432) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_try_recv() and 0xFFFF) != 62909) {
@@ -3856,9 +3856,8 @@ public interface BoundSubscriberInterface {
     fun `subscribe`(`filter`: kotlin.String)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -4103,9 +4102,8 @@ open class BoundSubscriber: Disposable, AutoCloseable, BoundSubscriberInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -4338,9 +4336,8 @@ public interface BusInterface {
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): kotlin.UInt
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -4646,9 +4643,8 @@ open class Bus: Disposable, AutoCloseable, BusInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -5804,9 +5800,8 @@ public interface DialingPullerInterface {
     suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -6060,9 +6055,8 @@ open class DialingPuller: Disposable, AutoCloseable, DialingPullerInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -8900,9 +8894,8 @@ public interface PairInterface {
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -9211,9 +9204,8 @@ open class Pair: Disposable, AutoCloseable, PairInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -10452,9 +10444,8 @@ public interface PullerInterface {
     suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -10651,9 +10642,8 @@ open class Puller: Disposable, AutoCloseable, PullerInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -10884,13 +10874,12 @@ public interface PusherInterface {
     suspend fun `sendPacked`(`packed`: kotlin.ByteArray, `count`: kotlin.UInt, `cancel`: Cancellation? = null)
     
     /**
-     * `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
-     * take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
-     * operations at once in a row, take the waiting `send`, which then goes through the I/O
-     * thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
-     * starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
-     * layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
-     * number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
      */
     fun `sendReady`(`body`: kotlin.ByteArray): kotlin.UByte
     
@@ -11161,13 +11150,12 @@ open class Pusher: Disposable, AutoCloseable, PusherInterface
 
     
     /**
-     * `try_send` for a caller that waits next when it fails: 0 `body` is queued; 1 it is not,
-     * take the waiting `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK`
-     * operations at once in a row, take the waiting `send`, which then goes through the I/O
-     * thread, so the caller's coroutine or task suspends and a stream of ready sends cannot
-     * starve its others (`weida_ffi::call::ready_turn_keeping_spent`). The Kotlin and Swift
-     * layers' `send(body)`: one FFI call and no future for a send that can be queued now. A
-     * number, not an enum: through JNA an enum is a buffer to allocate and free on every send.
+     * `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
+     * `send`; 2 this thread has finished `weida_ffi::call::READY_STREAK` operations at once in
+     * a row, so yield to the dispatcher, then take the waiting `send` (a stream of ready sends
+     * cannot starve the caller's other coroutines). The Kotlin layer's `send(body)`: one FFI
+     * call and no future for a send that can be queued now. A number, not an enum: through
+     * JNA an enum is a buffer to allocate and free on every send.
      */
     @Throws(WeidaException::class)override fun `sendReady`(`body`: kotlin.ByteArray): kotlin.UByte {
             return FfiConverterUByte.lift(
@@ -14704,9 +14692,8 @@ public interface SubscriberInterface {
     suspend fun `subscribe`(`filter`: kotlin.String, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -15006,9 +14993,8 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is,
-     * take the waiting receive; an empty batch: this thread's ready streak is spent, take the
-     * waiting receive, which then goes through the I/O thread (`packed::take_ready`).
+     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
+     * (or this thread's ready streak is spent), take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
