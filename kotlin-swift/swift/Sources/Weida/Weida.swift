@@ -79,10 +79,11 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
 /// A receive of up to `max` messages (at least one): those ready now in one FFI call with no
 /// Rust future (`takeReady`), else the waiting receive into a `Received`, which gives back what
 /// it took if the task is cancelled (its deinit). Every READY_STREAK (64) operations in a row
-/// that finished at once on a thread, `takeReady` answers an empty batch and weida-ffi keeps
-/// the streak spent, so the waiting receive goes through the I/O thread and the task truly
-/// suspends: a task awaiting a Rust future that is ready at its first poll does not suspend at
-/// all, and `Task.yield()` promises no other task a turn. Either way the batch comes packed,
+/// that finished at once on a thread, `takeReady` answers an empty batch and this yields
+/// (`Task.yield()`) before the waiting receive, so a stream of ready messages leaves other tasks
+/// their turns: the waiting receive alone would not suspend the task when its future finishes
+/// before UniFFI's code parks it (PatternsTests
+/// `test_a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines`). Either way the batch comes packed,
 /// the bodies end to end and the path, peer and topic once for the messages that share them
 /// (kotlin-swift/uniffi/src/packed.rs), not as a record per message: lifting those records
 /// took most of a batched receive's time (docs/PERFORMANCE.md, "Swift"). A task already
@@ -94,8 +95,9 @@ func receive(
     into: @escaping (UInt32, Received, Cancellation?) async throws -> Void
 ) async throws -> [Message] {
     try Task.checkCancellation()
-    if let now = try ready(UInt32(max)), now.count != 0 {
-        return now.messages()
+    if let now = try ready(UInt32(max)) {
+        if now.count != 0 { return now.messages() }
+        await Task.yield()
     }
     let r = received()
     try await cancellable { try await into(UInt32(max), r, $0) }
@@ -247,13 +249,17 @@ extension Pusher {
 
     /// Sends `body` as one message. Cancelled, the transfer is reset: the reader sees Canceled.
     /// Without metadata, a body its peer's lane has room for is queued in one FFI call with no
-    /// Rust future (`sendReady`); otherwise, and every READY_STREAK (64) operations in a row that
-    /// finished at once, the waiting `send`, as receives do (`receive`). A task already
-    /// cancelled throws `CancellationError` and sends nothing.
+    /// Rust future (`sendReady`); otherwise the waiting `send`, after a `Task.yield()` every
+    /// READY_STREAK (64) operations in a row that finished at once, as receives do (`receive`).
+    /// A task already cancelled throws `CancellationError` and sends nothing.
     public func send(_ body: Data, meta: Meta? = nil) async throws {
         try Task.checkCancellation()
-        if meta == nil, try sendReady(body: body) == 0 {
-            return
+        if meta == nil {
+            switch try sendReady(body: body) {
+            case 0: return
+            case 2: await Task.yield()
+            default: break
+            }
         }
         try await cancellable { try await send(body: body, meta: meta, cancel: $0) }
     }
