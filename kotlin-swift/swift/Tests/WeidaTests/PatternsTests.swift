@@ -133,39 +133,6 @@ final class PatternsTests: XCTestCase {
     }
 
     // Kotlin: push_pull_delivers_every_message_in_order_as_a_flow.
-    // A ready receive or send finishes in one FFI call without suspending, and every 65th in a
-    // row yields first (weida-ffi's ready streak, docs/BINDINGS.md, Threading): a stream of ready
-    // messages leaves other tasks their turns. Run with the pool held to one thread
-    // (`skipUnlessOnOneThread`), where the ticker runs only when the loop suspends. They fail
-    // when nothing in 300 ready operations suspends (a streak that never ends the run); with
-    // `Task.yield()` taken out they still pass, as the waiting call after a spent streak goes
-    // through the I/O thread, which suspends the task unless that thread finishes first.
-    func test_a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines() async throws {
-        try skipUnlessOnOneThread()
-        try await onEveryTransport { _, p in
-            let jobs = try p.listener.puller("/jobs")
-            let pusher = try p.client.pusher()
-            try await pusher.connect(jobs.address())
-            try await pusher.sendMany((0..<300).map { bytes("m\($0)") })
-            let most = try await mostInARowWithoutAnotherTask { _ = try await jobs.recv() }
-            XCTAssertLessThanOrEqual(most, 65)
-        }
-    }
-
-    func test_a_stream_of_ready_sends_leaves_the_dispatcher_to_other_coroutines() async throws {
-        try skipUnlessOnOneThread()
-        try await onEveryTransport { _, p in
-            let jobs = try p.listener.puller("/jobs")
-            let pusher = try p.client.pusher()
-            try await pusher.connect(jobs.address())
-            try await pusher.send(bytes("opens the lane"))
-            let most = try await mostInARowWithoutAnotherTask { try await pusher.send(bytes("m")) }
-            XCTAssertLessThanOrEqual(most, 65)
-            let first = try await jobs.recv()
-            XCTAssertEqual(text(first.body), "opens the lane")
-        }
-    }
-
     func test_push_pull_delivers_every_message_in_order_as_a_sequence() async throws {
         try await onEveryTransport { _, p in
             let puller = try p.listener.puller("/jobs")
@@ -338,44 +305,4 @@ final class PatternsTests: XCTestCase {
             withExtendedLifetime(puller) {}
         }
     }
-}
-
-/// Skips a test that can fail only with Swift's pool held to one thread (run.sh runs such
-/// tests again so): on a pool of several, another task runs beside the one under test on
-/// another thread whatever that one does.
-func skipUnlessOnOneThread() throws {
-    try XCTSkipUnless(
-        ProcessInfo.processInfo.environment["LIBDISPATCH_COOPERATIVE_POOL_STRICT"] == "1",
-        "needs Swift's pool held to one thread")
-}
-
-/// The most of 300 `op`s in a row during which a task that only yields did not run (as the
-/// Kotlin PatternsTest's `mostInARowWithoutAnotherCoroutine`), with the pool held to one thread
-/// (`skipUnlessOnOneThread`).
-func mostInARowWithoutAnotherTask(_ op: @escaping @Sendable () async throws -> Void) async throws -> Int {
-    let ticks = Ticks()
-    // A yield gives way to tasks of the same or a higher priority, and the test's own task may
-    // have been escalated above the one it made: the ticker runs at the highest.
-    let ticker = Task(priority: .high) {
-        while !Task.isCancelled {
-            ticks.n += 1
-            await Task.yield()
-        }
-    }
-    defer { ticker.cancel() }
-    var inARow = 0
-    var most = 0
-    var last = ticks.n
-    for _ in 0..<300 {
-        try await op()
-        inARow = ticks.n == last ? inARow + 1 : 1
-        last = ticks.n
-        most = max(most, inARow)
-    }
-    return most
-}
-
-/// A count that two tasks on one thread share.
-final class Ticks: @unchecked Sendable {
-    var n = 0
 }
