@@ -42,19 +42,54 @@ pub struct Packed {
     /// a sequence number follows, 2 a gap follows), then the sequence number (u64) and the gap
     /// (u64) when flagged.
     pub index: Blob,
-    /// What the messages came with: one for each run of messages that share it.
-    pub origins: Vec<Origin>,
+    /// What the messages came with, one origin for each run of messages that share it, end to
+    /// end, big-endian, each: the path (a string); the peer (u8: 0 none, 1 a QUIC key, its
+    /// fingerprint a string, 2 an AF_UNIX peer, uid u32, gid u32, pid i32); the topic (u8: 0
+    /// none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
+    /// a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
+    /// place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
+    /// each, the origins took a third of a Swift receive of one message
+    /// (docs/PERFORMANCE.md, "Swift").
+    pub origins: Blob,
 }
 
-/// What messages of a batch share: where they were addressed and who sent them.
-#[derive(Debug, Clone, uniffi::Record)]
-pub struct Origin {
-    /// Application metadata, in order (a message with metadata has an origin of its own, so
-    /// no two messages share a mutable value).
-    pub metadata: Vec<MetaEntry>,
-    pub path: String,
-    pub peer: Option<Peer>,
-    pub topic: Option<String>,
+/// Appends `b` with its u32 length.
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    let n = u32::try_from(b.len()).expect("a path, topic, key or metadata entry above 4 GiB");
+    out.extend_from_slice(&n.to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Appends the origin of a message that came with `meta` (the layout: [`Packed::origins`]).
+fn put_origin(out: &mut Vec<u8>, meta: &IncomingMeta) {
+    put_bytes(out, meta.path.as_bytes());
+    match peer(meta.peer.as_ref()) {
+        None => out.push(0),
+        Some(Peer::Key { fingerprint }) => {
+            out.push(1);
+            put_bytes(out, fingerprint.as_bytes());
+        }
+        Some(Peer::Local { uid, gid, pid }) => {
+            out.push(2);
+            out.extend_from_slice(&uid.to_be_bytes());
+            out.extend_from_slice(&gid.to_be_bytes());
+            out.extend_from_slice(&pid.to_be_bytes());
+        }
+    }
+    match &meta.topic {
+        None => out.push(0),
+        Some(t) => {
+            out.push(1);
+            put_bytes(out, t.as_bytes());
+        }
+    }
+    let entries = entries(&meta.metadata);
+    let n = u32::try_from(entries.len()).expect("at most u32::MAX metadata entries");
+    out.extend_from_slice(&n.to_be_bytes());
+    for MetaEntry { name, value } in &entries {
+        put_bytes(out, name.as_bytes());
+        put_bytes(out, value);
+    }
 }
 
 /// Origins looked up before a new one is added: a batch comes from few peers.
@@ -66,6 +101,7 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
     let bodies = shared::pack(shared::bodies(&ms));
     let mut index = Vec::with_capacity(ms.len() * 3);
     let mut origins = Vec::new();
+    let mut made = 0usize;
     // The metadata each origin was made from, to compare the next message's against.
     let mut seen: Vec<(usize, Arc<IncomingMeta>)> = Vec::new();
     for m in ms {
@@ -79,13 +115,9 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
             Some(i) => i,
             None => {
                 let meta = &m.meta;
-                origins.push(Origin {
-                    metadata: entries(&meta.metadata),
-                    path: meta.path.to_string(),
-                    peer: peer(meta.peer.as_ref()),
-                    topic: meta.topic.clone(),
-                });
-                let i = origins.len() - 1;
+                put_origin(&mut origins, meta);
+                let i = made;
+                made += 1;
                 if meta.metadata.is_empty() {
                     seen.push((i, Arc::clone(meta)));
                 }
@@ -104,7 +136,7 @@ pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
         count,
         bodies: Blob(bodies),
         index: Blob(index),
-        origins,
+        origins: Blob(origins),
     }
 }
 
@@ -154,6 +186,31 @@ mod tests {
             .collect()
     }
 
+    /// The origin of a message with an empty path, no peer, no topic and no metadata.
+    fn one_bare_origin() -> Vec<u8> {
+        vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    }
+
+    #[test]
+    fn an_origin_is_its_path_peer_topic_and_metadata_end_to_end() {
+        let mut meta = IncomingMeta::default();
+        meta.path = "/p".into();
+        meta.topic = Some("t".into());
+        meta.peer = Some(weida::PeerIdentity::Local {
+            uid: 1,
+            gid: 2,
+            pid: -3,
+        });
+        meta.metadata.insert("k", Bytes::from_static(b"v1"));
+        let mut out = Vec::new();
+        put_origin(&mut out, &meta);
+        let mut want = vec![0, 0, 0, 2, b'/', b'p', 2, 0, 0, 0, 1, 0, 0, 0, 2];
+        want.extend_from_slice(&(-3i32).to_be_bytes());
+        want.extend_from_slice(&[1, 0, 0, 0, 1, b't', 0, 0, 0, 1]);
+        want.extend_from_slice(&[0, 0, 0, 1, b'k', 0, 0, 0, 2, b'v', b'1']);
+        assert_eq!(out, want);
+    }
+
     #[test]
     fn a_full_batch_keeps_every_origin_index_in_16_bits() {
         let mut ms = messages(&vec![0; PACK_COUNT + 5]);
@@ -161,8 +218,8 @@ mod tests {
         assert_eq!((ms.len(), rest.len()), (PACK_COUNT, 5));
         let p = pack(ms);
         assert_eq!(
-            p.origins.len(),
-            1,
+            p.origins.0,
+            one_bare_origin(),
             "one origin shared by every message of one meta"
         );
         assert_eq!(p.count as usize, PACK_COUNT);
@@ -184,6 +241,6 @@ mod tests {
         index.extend_from_slice(&7u64.to_be_bytes());
         index.extend_from_slice(&2u64.to_be_bytes());
         assert_eq!(p.index.0, index);
-        assert_eq!(p.origins.len(), 1);
+        assert_eq!(p.origins.0, one_bare_origin());
     }
 }

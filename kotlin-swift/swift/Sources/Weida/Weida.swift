@@ -80,10 +80,10 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
 /// Rust future (`takeReady`), else the waiting receive into a `Received`, which gives back what
 /// it took if the task is cancelled (its deinit). Every READY_STREAK (64) operations in a row
 /// that finished at once on a thread, `takeReady` answers an empty batch and this yields
-/// (`Task.yield()`) before the waiting receive, so a stream of ready messages leaves other tasks
-/// their turns: the waiting receive alone would not suspend the task when its future finishes
-/// before UniFFI's code parks it (PatternsTests
-/// `test_a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines`). Either way the batch comes packed,
+/// (`Task.yield()`) before the waiting receive, as Kotlin's does, so that a stream of ready
+/// messages gives other tasks turns: the waiting receive alone does not suspend the task when
+/// its future finishes before UniFFI's code parks it. Not shown by a test: `Task.yield()` does
+/// not always give way (docs/BINDINGS.md, Threading). Either way the batch comes packed,
 /// the bodies end to end and the path, peer and topic once for the messages that share them
 /// (kotlin-swift/uniffi/src/packed.rs), not as a record per message: lifting those records
 /// took most of a batched receive's time (docs/PERFORMANCE.md, "Swift"). A task already
@@ -125,13 +125,61 @@ func packed(_ bodies: [Data]) -> Data {
     return out
 }
 
+/// What messages of a packed batch share (`Packed.origins` in kotlin-swift/uniffi/src/packed.rs).
+struct Origin {
+    var metadata: [MetaEntry]
+    var path: String
+    var peer: Peer?
+    var topic: String?
+
+    /// Every origin in `o`, in order.
+    static func all(_ o: UnsafeRawBufferPointer) -> [Origin] {
+        var at = 0
+        func u32() -> UInt32 {
+            defer { at += 4 }
+            return UInt32(bigEndian: o.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+        }
+        func u8() -> UInt8 {
+            defer { at += 1 }
+            return o[at]
+        }
+        func bytes() -> UnsafeRawBufferPointer {
+            let n = Int(u32())
+            defer { at += n }
+            return UnsafeRawBufferPointer(rebasing: o[at..<at + n])
+        }
+        func string() -> String { String(decoding: bytes(), as: UTF8.self) }
+        var out: [Origin] = []
+        while at < o.count {
+            let path = string()
+            var peer: Peer?
+            switch u8() {
+            case 1: peer = .key(fingerprint: string())
+            case 2: peer = .local(uid: u32(), gid: u32(), pid: Int32(bitPattern: u32()))
+            default: peer = nil
+            }
+            let topic = u8() == 1 ? string() : nil
+            let entries = Int(u32())
+            var metadata: [MetaEntry] = []
+            metadata.reserveCapacity(entries)
+            for _ in 0..<entries {
+                let name = string()
+                metadata.append(MetaEntry(name: name, value: Data(bytes())))
+            }
+            out.append(Origin(metadata: metadata, path: path, peer: peer, topic: topic))
+        }
+        return out
+    }
+}
+
 extension Packed {
     /// The messages of a packed batch, in order. The bodies are in weida-ffi's packed layout
     /// (end to end, zeros to a multiple of 4, then each body's end as a little-endian u32:
-    /// core/ffi/src/packed.rs), the index beside them big-endian
+    /// core/ffi/src/packed.rs), the index and the origins beside them big-endian
     /// (kotlin-swift/uniffi/src/packed.rs).
     func messages() -> [Message] {
         let n = Int(count)
+        let origins = self.origins.withUnsafeBytes(Origin.all)
         // Read in place through raw pointers: a `Data` subscript or `[UInt8](index)` per byte
         // was a generic call each (docs/PERFORMANCE.md, "Swift").
         return bodies.withUnsafeBytes { (b: UnsafeRawBufferPointer) -> [Message] in

@@ -8790,79 +8790,6 @@ public func FfiConverterTypeOpenedRequest_lower(_ value: OpenedRequest) -> RustB
 
 
 /**
- * What messages of a batch share: where they were addressed and who sent them.
- */
-public struct Origin: Equatable, Hashable {
-    /**
-     * Application metadata, in order (a message with metadata has an origin of its own, so
-     * no two messages share a mutable value).
-     */
-    public var metadata: [MetaEntry]
-    public var path: String
-    public var peer: Peer?
-    public var topic: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Application metadata, in order (a message with metadata has an origin of its own, so
-         * no two messages share a mutable value).
-         */metadata: [MetaEntry], path: String, peer: Peer?, topic: String?) {
-        self.metadata = metadata
-        self.path = path
-        self.peer = peer
-        self.topic = topic
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Origin: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeOrigin: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Origin {
-        return
-            try Origin(
-                metadata: FfiConverterSequenceTypeMetaEntry.read(from: &buf), 
-                path: FfiConverterString.read(from: &buf), 
-                peer: FfiConverterOptionTypePeer.read(from: &buf), 
-                topic: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Origin, into buf: inout [UInt8]) {
-        FfiConverterSequenceTypeMetaEntry.write(value.metadata, into: &buf)
-        FfiConverterString.write(value.path, into: &buf)
-        FfiConverterOptionTypePeer.write(value.peer, into: &buf)
-        FfiConverterOptionString.write(value.topic, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeOrigin_lift(_ buf: RustBuffer) throws -> Origin {
-    return try FfiConverterTypeOrigin.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeOrigin_lower(_ value: Origin) -> RustBuffer {
-    return FfiConverterTypeOrigin.lower(value)
-}
-
-
-/**
  * Received messages, packed ([module doc](self)).
  */
 public struct Packed: Equatable, Hashable {
@@ -8882,9 +8809,16 @@ public struct Packed: Equatable, Hashable {
      */
     public var index: Data
     /**
-     * What the messages came with: one for each run of messages that share it.
+     * What the messages came with, one origin for each run of messages that share it, end to
+     * end, big-endian, each: the path (a string); the peer (u8: 0 none, 1 a QUIC key, its
+     * fingerprint a string, 2 an AF_UNIX peer, uid u32, gid u32, pid i32); the topic (u8: 0
+     * none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
+     * a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
+     * place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
+     * each, the origins took a third of a Swift receive of one message
+     * (docs/PERFORMANCE.md, "Swift").
      */
-    public var origins: [Origin]
+    public var origins: Data
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -8902,8 +8836,15 @@ public struct Packed: Equatable, Hashable {
          * (u64) when flagged.
          */index: Data, 
         /**
-         * What the messages came with: one for each run of messages that share it.
-         */origins: [Origin]) {
+         * What the messages came with, one origin for each run of messages that share it, end to
+         * end, big-endian, each: the path (a string); the peer (u8: 0 none, 1 a QUIC key, its
+         * fingerprint a string, 2 an AF_UNIX peer, uid u32, gid u32, pid i32); the topic (u8: 0
+         * none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
+         * a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
+         * place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
+         * each, the origins took a third of a Swift receive of one message
+         * (docs/PERFORMANCE.md, "Swift").
+         */origins: Data) {
         self.count = count
         self.bodies = bodies
         self.index = index
@@ -8929,7 +8870,7 @@ public struct FfiConverterTypePacked: FfiConverterRustBuffer {
                 count: FfiConverterUInt32.read(from: &buf), 
                 bodies: FfiConverterData.read(from: &buf), 
                 index: FfiConverterData.read(from: &buf), 
-                origins: FfiConverterSequenceTypeOrigin.read(from: &buf)
+                origins: FfiConverterData.read(from: &buf)
         )
     }
 
@@ -8937,7 +8878,7 @@ public struct FfiConverterTypePacked: FfiConverterRustBuffer {
         FfiConverterUInt32.write(value.count, into: &buf)
         FfiConverterData.write(value.bodies, into: &buf)
         FfiConverterData.write(value.index, into: &buf)
-        FfiConverterSequenceTypeOrigin.write(value.origins, into: &buf)
+        FfiConverterData.write(value.origins, into: &buf)
     }
 }
 
@@ -10400,31 +10341,6 @@ fileprivate struct FfiConverterSequenceTypeMetaEntry: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeMetaEntry.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeOrigin: FfiConverterRustBuffer {
-    typealias SwiftType = [Origin]
-
-    public static func write(_ value: [Origin], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeOrigin.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Origin] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Origin]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeOrigin.read(from: &buf))
         }
         return seq
     }

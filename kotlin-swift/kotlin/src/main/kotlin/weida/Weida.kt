@@ -24,8 +24,10 @@ import weida.uniffi.Identity
 import weida.uniffi.Incoming
 import weida.uniffi.IncomingTransfer
 import weida.uniffi.Message
+import weida.uniffi.MetaEntry
 import weida.uniffi.OptionValue
 import weida.uniffi.Packed
+import weida.uniffi.Peer
 import weida.uniffi.PeerEvent
 import weida.uniffi.Pair
 import weida.uniffi.PeerEvents
@@ -252,10 +254,12 @@ private suspend inline fun receive(
 /**
  * The messages of a packed batch, in order. The bodies are in weida-ffi's packed layout (end to
  * end, zeros to a multiple of 4, then each body's end as a little-endian u32:
- * core/ffi/src/packed.rs), the index beside them big-endian (kotlin-swift/uniffi/src/packed.rs).
+ * core/ffi/src/packed.rs), the index and the origins beside them big-endian
+ * (kotlin-swift/uniffi/src/packed.rs).
  */
 internal fun Packed.messages(): List<Message> {
     val n = count.toInt()
+    val origins = origins(origins)
     val ix = ByteBuffer.wrap(index) // big-endian, as Rust wrote it
     val ends = ByteBuffer.wrap(bodies).order(ByteOrder.LITTLE_ENDIAN)
     val endsAt = bodies.size - 4 * n
@@ -369,3 +373,31 @@ val WeidaException.code: String
         is WeidaException.Busy -> code
         is WeidaException.Panic -> code
     }
+
+/** What messages of a packed batch share (`Packed.origins` in kotlin-swift/uniffi/src/packed.rs). */
+private class Origin(val metadata: List<MetaEntry>, val path: String, val peer: Peer?, val topic: String?)
+
+/** Every origin in `all`, in order. */
+private fun origins(all: ByteArray): List<Origin> {
+    val o = ByteBuffer.wrap(all) // big-endian, as Rust wrote it
+    fun bytes(): ByteArray = ByteArray(o.getInt()).also { o.get(it) }
+    fun string(): String {
+        val n = o.getInt()
+        val s = String(all, o.position(), n, Charsets.UTF_8)
+        o.position(o.position() + n)
+        return s
+    }
+    val out = ArrayList<Origin>()
+    while (o.hasRemaining()) {
+        val path = string()
+        val peer = when (o.get().toInt()) {
+            1 -> Peer.Key(string())
+            2 -> Peer.Local(o.getInt().toUInt(), o.getInt().toUInt(), o.getInt())
+            else -> null
+        }
+        val topic = if (o.get().toInt() == 1) string() else null
+        val metadata = List(o.getInt()) { MetaEntry(string(), bytes()) }
+        out.add(Origin(metadata, path, peer, topic))
+    }
+    return out
+}

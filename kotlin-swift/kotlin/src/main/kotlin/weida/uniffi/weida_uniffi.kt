@@ -16554,61 +16554,6 @@ public object FfiConverterTypeOpenedRequest: FfiConverterRustBuffer<OpenedReques
 
 
 /**
- * What messages of a batch share: where they were addressed and who sent them.
- */
-data class Origin (
-    /**
-     * Application metadata, in order (a message with metadata has an origin of its own, so
-     * no two messages share a mutable value).
-     */
-    var `metadata`: List<MetaEntry>
-    , 
-    var `path`: kotlin.String
-    , 
-    var `peer`: Peer?
-    , 
-    var `topic`: kotlin.String?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeOrigin: FfiConverterRustBuffer<Origin> {
-    override fun read(buf: ByteBuffer): Origin {
-        return Origin(
-            FfiConverterSequenceTypeMetaEntry.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypePeer.read(buf),
-            FfiConverterOptionalString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Origin) = (
-            FfiConverterSequenceTypeMetaEntry.allocationSize(value.`metadata`) +
-            FfiConverterString.allocationSize(value.`path`) +
-            FfiConverterOptionalTypePeer.allocationSize(value.`peer`) +
-            FfiConverterOptionalString.allocationSize(value.`topic`)
-    )
-
-    override fun write(value: Origin, buf: ByteBuffer) {
-            FfiConverterSequenceTypeMetaEntry.write(value.`metadata`, buf)
-            FfiConverterString.write(value.`path`, buf)
-            FfiConverterOptionalTypePeer.write(value.`peer`, buf)
-            FfiConverterOptionalString.write(value.`topic`, buf)
-    }
-}
-
-
-
-/**
  * Received messages, packed ([module doc](self)).
  */
 data class Packed (
@@ -16631,9 +16576,16 @@ data class Packed (
     var `index`: kotlin.ByteArray
     , 
     /**
-     * What the messages came with: one for each run of messages that share it.
+     * What the messages came with, one origin for each run of messages that share it, end to
+     * end, big-endian, each: the path (a string); the peer (u8: 0 none, 1 a QUIC key, its
+     * fingerprint a string, 2 an AF_UNIX peer, uid u32, gid u32, pid i32); the topic (u8: 0
+     * none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
+     * a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
+     * place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
+     * each, the origins took a third of a Swift receive of one message
+     * (docs/PERFORMANCE.md, "Swift").
      */
-    var `origins`: List<Origin>
+    var `origins`: kotlin.ByteArray
     
 ){
     
@@ -16653,7 +16605,7 @@ public object FfiConverterTypePacked: FfiConverterRustBuffer<Packed> {
             FfiConverterUInt.read(buf),
             FfiConverterByteArray.read(buf),
             FfiConverterByteArray.read(buf),
-            FfiConverterSequenceTypeOrigin.read(buf),
+            FfiConverterByteArray.read(buf),
         )
     }
 
@@ -16661,14 +16613,14 @@ public object FfiConverterTypePacked: FfiConverterRustBuffer<Packed> {
             FfiConverterUInt.allocationSize(value.`count`) +
             FfiConverterByteArray.allocationSize(value.`bodies`) +
             FfiConverterByteArray.allocationSize(value.`index`) +
-            FfiConverterSequenceTypeOrigin.allocationSize(value.`origins`)
+            FfiConverterByteArray.allocationSize(value.`origins`)
     )
 
     override fun write(value: Packed, buf: ByteBuffer) {
             FfiConverterUInt.write(value.`count`, buf)
             FfiConverterByteArray.write(value.`bodies`, buf)
             FfiConverterByteArray.write(value.`index`, buf)
-            FfiConverterSequenceTypeOrigin.write(value.`origins`, buf)
+            FfiConverterByteArray.write(value.`origins`, buf)
     }
 }
 
@@ -18674,34 +18626,6 @@ public object FfiConverterSequenceTypeMetaEntry: FfiConverterRustBuffer<List<Met
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeMetaEntry.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeOrigin: FfiConverterRustBuffer<List<Origin>> {
-    override fun read(buf: ByteBuffer): List<Origin> {
-        val len = buf.getInt()
-        return List<Origin>(len) {
-            FfiConverterTypeOrigin.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Origin>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeOrigin.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Origin>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeOrigin.write(it, buf)
         }
     }
 }
