@@ -105,8 +105,9 @@ impl Pair {
         try_receive(&**self.inner)
     }
 
-    /// Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-    /// (or this thread's ready streak is spent), take the waiting receive.
+    /// Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+    /// ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+    /// yield to the dispatcher first, then take the waiting receive.
     pub fn take_ready(&self, max: u32) -> Result<Option<Packed>> {
         take_ready(&**self.inner, max)
     }

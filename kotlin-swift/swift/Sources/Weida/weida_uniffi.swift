@@ -1067,8 +1067,9 @@ public protocol BoundSubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String) throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -1228,8 +1229,9 @@ open func subscribe(filter: String)throws   {try rustCallWithError(FfiConverterT
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -1364,8 +1366,9 @@ public protocol BusProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws  -> UInt32
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -1565,8 +1568,9 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -2181,8 +2185,9 @@ public protocol DialingPullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -2346,8 +2351,9 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -4307,8 +4313,9 @@ public protocol PairProtocol: AnyObject, Sendable {
     func send(body: Data, meta: [String: Data]?, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -4513,8 +4520,9 @@ open func send(body: Data, meta: [String: Data]?, cancel: Cancellation? = nil)as
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -5191,8 +5199,9 @@ public protocol PullerProtocol: AnyObject, Sendable {
     func recvInto(max: UInt32, into: Received, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -5317,8 +5326,9 @@ open func recvInto(max: UInt32, into: Received, cancel: Cancellation? = nil)asyn
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -7441,8 +7451,9 @@ public protocol SubscriberProtocol: AnyObject, Sendable {
     func subscribe(filter: String, cancel: Cancellation?) async throws 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     func takeReady(max: UInt32) throws  -> Packed?
     
@@ -7636,8 +7647,9 @@ open func subscribe(filter: String, cancel: Cancellation? = nil)async throws   {
 }
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
 open func takeReady(max: UInt32)throws  -> Packed?  {
     return try  FfiConverterOptionTypePacked.lift(try rustCallWithError(FfiConverterTypeWeidaError_lift) {
@@ -8815,8 +8827,8 @@ public struct Packed: Equatable, Hashable {
      * none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
      * a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
      * place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
-     * each, the origins took a third of a Swift receive of one message
-     * (docs/PERFORMANCE.md, "Swift").
+     * each, the origins took 22 % of a Swift receive of one message in a profile, the
+     * whole `Packed` record 38 % (docs/PERFORMANCE.md, "Ready calls in one FFI call").
      */
     public var origins: Data
 
@@ -8842,8 +8854,8 @@ public struct Packed: Equatable, Hashable {
          * none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
          * a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
          * place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
-         * each, the origins took a third of a Swift receive of one message
-         * (docs/PERFORMANCE.md, "Swift").
+         * each, the origins took 22 % of a Swift receive of one message in a profile, the
+         * whole `Packed` record 38 % (docs/PERFORMANCE.md, "Ready calls in one FFI call").
          */origins: Data) {
         self.count = count
         self.bodies = bodies
@@ -10691,7 +10703,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() != 10288) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 44865) {
+    if (uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() != 40509) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() != 14292) {
@@ -10730,7 +10742,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_bus_send() != 39175) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 54671) {
+    if (uniffi_weida_uniffi_checksum_method_bus_take_ready() != 40254) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_bus_try_recv() != 154) {
@@ -10760,7 +10772,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() != 47641) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 8128) {
+    if (uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() != 40014) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() != 21646) {
@@ -10853,7 +10865,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_pair_send() != 13237) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 6538) {
+    if (uniffi_weida_uniffi_checksum_method_pair_take_ready() != 47507) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_pair_try_recv() != 34844) {
@@ -10931,7 +10943,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_puller_recv_into() != 34258) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 54782) {
+    if (uniffi_weida_uniffi_checksum_method_puller_take_ready() != 9590) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_puller_try_recv() != 43886) {
@@ -11039,7 +11051,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_subscriber_subscribe() != 62353) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 47432) {
+    if (uniffi_weida_uniffi_checksum_method_subscriber_take_ready() != 32487) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_subscriber_try_recv() != 62909) {

@@ -132,6 +132,38 @@ final class PatternsTests: XCTestCase {
         }
     }
 
+    // A packed batch's origins, read as Rust writes them: the bytes of kotlin-swift/uniffi/src/
+    // packed.rs's test of the same name (an AF_UNIX peer's uid, gid and a negative pid, a topic,
+    // one metadata entry), then a QUIC key's origin, so that a decoder reading a field out of
+    // order or at the wrong width (uid for gid, pid unsigned) fails here.
+    func test_an_origin_is_its_path_peer_topic_and_metadata_end_to_end() throws {
+        let local: [UInt8] = [0, 0, 0, 2, 0x2f, 0x70, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xfd]
+            + [1, 0, 0, 0, 1, 0x74, 0, 0, 0, 1] + [0, 0, 0, 1, 0x6b, 0, 0, 0, 2, 0x76, 0x31]
+        let key: [UInt8] = [0, 0, 0, 1, 0x71, 1, 0, 0, 0, 2, 0x61, 0x62, 0, 0, 0, 0, 0]
+        // Bodies "hi" and "yo!" end to end, zeros to 8, their ends (2, 5) little-endian; the
+        // index: origin 0 then origin 1 with a sequence number (7) and a gap (2).
+        let bodies = Data("hiyo!".utf8) + Data([0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0])
+        let index = Data([0, 0, 0, 0, 1, 3] + [0, 0, 0, 0, 0, 0, 0, 7] + [0, 0, 0, 0, 0, 0, 0, 2])
+        let ms = Packed(count: 2, bodies: bodies, index: index, origins: Data(local + key)).messages()
+        XCTAssertEqual(ms.count, 2)
+        let (a, b) = (ms[0], ms[1])
+        XCTAssertEqual(text(a.body), "hi")
+        XCTAssertEqual(a.path, "/p")
+        XCTAssertEqual(a.peer, .local(uid: 1, gid: 2, pid: -3))
+        XCTAssertEqual(a.topic, "t")
+        XCTAssertEqual(a.metadata.map(\.name), ["k"])
+        XCTAssertEqual(a.metadata.first?.value, Data("v1".utf8))
+        XCTAssertNil(a.sequence)
+        XCTAssertNil(a.gap)
+        XCTAssertEqual(text(b.body), "yo!")
+        XCTAssertEqual(b.path, "q")
+        XCTAssertEqual(b.peer, .key(fingerprint: "ab"))
+        XCTAssertNil(b.topic)
+        XCTAssertEqual(b.metadata.count, 0)
+        XCTAssertEqual(b.sequence, 7)
+        XCTAssertEqual(b.gap, 2)
+    }
+
     // Kotlin: push_pull_delivers_every_message_in_order_as_a_flow.
     func test_push_pull_delivers_every_message_in_order_as_a_sequence() async throws {
         try await onEveryTransport { _, p in

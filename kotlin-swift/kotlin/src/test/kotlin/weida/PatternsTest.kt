@@ -140,6 +140,36 @@ class PatternsTest {
         }
     }
 
+    // A packed batch's origins, read as Rust writes them: the bytes of kotlin-swift/uniffi/src/
+    // packed.rs's test of the same name (an AF_UNIX peer's uid, gid and a negative pid, a topic,
+    // one metadata entry), then a QUIC key's origin, so that a decoder reading a field out of
+    // order or at the wrong width (uid for gid, pid unsigned) fails here.
+    @org.junit.jupiter.api.Test
+    fun an_origin_is_its_path_peer_topic_and_metadata_end_to_end() {
+        val local = byteArrayOf(0, 0, 0, 2, '/'.code.toByte(), 'p'.code.toByte(), 2, 0, 0, 0, 1, 0, 0, 0, 2) +
+            byteArrayOf(-1, -1, -1, -3) + byteArrayOf(1, 0, 0, 0, 1, 't'.code.toByte(), 0, 0, 0, 1) +
+            byteArrayOf(0, 0, 0, 1, 'k'.code.toByte(), 0, 0, 0, 2, 'v'.code.toByte(), '1'.code.toByte())
+        val key = byteArrayOf(0, 0, 0, 1, 'q'.code.toByte(), 1, 0, 0, 0, 2, 'a'.code.toByte(), 'b'.code.toByte(), 0, 0, 0, 0, 0)
+        // Bodies "hi" and "yo!" end to end, zeros to 8, their ends (2, 5) little-endian; the
+        // index: origin 0 then origin 1 with a sequence number (7) and a gap (2).
+        val bodies = "hiyo!".toByteArray() + ByteArray(3) + byteArrayOf(2, 0, 0, 0, 5, 0, 0, 0)
+        val index = byteArrayOf(0, 0, 0, 0, 1, 3) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 7) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 2)
+        val (a, b) = weida.uniffi.Packed(2u, bodies, index, local + key).messages()
+        assertEquals("hi", String(a.body))
+        assertEquals("/p", a.path)
+        assertEquals(Peer.Local(1u, 2u, -3), a.peer)
+        assertEquals("t", a.topic)
+        assertEquals(listOf("k"), a.metadata.map { it.name })
+        assertArrayEquals("v1".toByteArray(), a.metadata[0].value)
+        assertEquals(null to null, a.sequence to a.gap)
+        assertEquals("yo!", String(b.body))
+        assertEquals("q", b.path)
+        assertEquals(Peer.Key("ab"), b.peer)
+        assertNull(b.topic)
+        assertEquals(0, b.metadata.size)
+        assertEquals(7uL to 2uL, b.sequence to b.gap)
+    }
+
     // A receive of a ready message, or a send its peer's lane has room for, finishes without
     // suspending, so a loop of them could hold a one-thread dispatcher for as long as it runs.
     // Every READY_STREAK (64) operations in a row, one yields first (Weida.kt `receive`,

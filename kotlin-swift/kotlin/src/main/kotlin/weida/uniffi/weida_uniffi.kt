@@ -1955,7 +1955,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_recv_into() and 0xFFFF) != 10288) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() and 0xFFFF) != 44865) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_take_ready() and 0xFFFF) != 40509) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_dialingpuller_try_recv() and 0xFFFF) != 14292) {
@@ -1994,7 +1994,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_send() and 0xFFFF) != 39175) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_bus_take_ready() and 0xFFFF) != 54671) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_bus_take_ready() and 0xFFFF) != 40254) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_bus_try_recv() and 0xFFFF) != 154) {
@@ -2024,7 +2024,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_subscribe() and 0xFFFF) != 47641) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() and 0xFFFF) != 8128) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_take_ready() and 0xFFFF) != 40014) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_boundsubscriber_try_recv() and 0xFFFF) != 21646) {
@@ -2117,7 +2117,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_pair_send() and 0xFFFF) != 13237) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_pair_take_ready() and 0xFFFF) != 6538) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_pair_take_ready() and 0xFFFF) != 47507) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_pair_try_recv() and 0xFFFF) != 34844) {
@@ -2195,7 +2195,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_recv_into() and 0xFFFF) != 34258) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_puller_take_ready() and 0xFFFF) != 54782) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_puller_take_ready() and 0xFFFF) != 9590) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_puller_try_recv() and 0xFFFF) != 43886) {
@@ -2303,7 +2303,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_subscribe() and 0xFFFF) != 62353) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_take_ready() and 0xFFFF) != 47432) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_take_ready() and 0xFFFF) != 32487) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_subscriber_try_recv() and 0xFFFF) != 62909) {
@@ -3856,8 +3856,9 @@ public interface BoundSubscriberInterface {
     fun `subscribe`(`filter`: kotlin.String)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -4102,8 +4103,9 @@ open class BoundSubscriber: Disposable, AutoCloseable, BoundSubscriberInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -4336,8 +4338,9 @@ public interface BusInterface {
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null): kotlin.UInt
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -4643,8 +4646,9 @@ open class Bus: Disposable, AutoCloseable, BusInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -5800,8 +5804,9 @@ public interface DialingPullerInterface {
     suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -6055,8 +6060,9 @@ open class DialingPuller: Disposable, AutoCloseable, DialingPullerInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -8894,8 +8900,9 @@ public interface PairInterface {
     suspend fun `send`(`body`: kotlin.ByteArray, `meta`: Map<kotlin.String, kotlin.ByteArray>?, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -9204,8 +9211,9 @@ open class Pair: Disposable, AutoCloseable, PairInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -10444,8 +10452,9 @@ public interface PullerInterface {
     suspend fun `recvInto`(`max`: kotlin.UInt, `into`: Received, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -10642,8 +10651,9 @@ open class Puller: Disposable, AutoCloseable, PullerInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -14692,8 +14702,9 @@ public interface SubscriberInterface {
     suspend fun `subscribe`(`filter`: kotlin.String, `cancel`: Cancellation? = null)
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     fun `takeReady`(`max`: kotlin.UInt): Packed?
     
@@ -14993,8 +15004,9 @@ open class Subscriber: Disposable, AutoCloseable, SubscriberInterface
 
     
     /**
-     * Up to `max` messages ready now, packed, in one call with no future; None: nothing is
-     * (or this thread's ready streak is spent), take the waiting receive.
+     * Up to `max` messages ready now, packed, in one call with no future. None: nothing is
+     * ready, take the waiting receive; an empty batch: this thread's ready streak is spent,
+     * yield to the dispatcher first, then take the waiting receive.
      */
     @Throws(WeidaException::class)override fun `takeReady`(`max`: kotlin.UInt): Packed? {
             return FfiConverterOptionalTypePacked.lift(
@@ -16582,8 +16594,8 @@ data class Packed (
      * none, 1 a string follows); the metadata (u32 entries, each a name string and a value,
      * a u32 length and the bytes). A string is a u32 length and its UTF-8. One blob, read in
      * place by the Kotlin and Swift layers: lifted as UniFFI records, two or three strings
-     * each, the origins took a third of a Swift receive of one message
-     * (docs/PERFORMANCE.md, "Swift").
+     * each, the origins took 22 % of a Swift receive of one message in a profile, the
+     * whole `Packed` record 38 % (docs/PERFORMANCE.md, "Ready calls in one FFI call").
      */
     var `origins`: kotlin.ByteArray
     
