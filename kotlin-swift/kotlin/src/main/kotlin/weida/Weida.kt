@@ -7,6 +7,8 @@
 
 package weida
 
+import com.sun.jna.CallbackThreadInitializer
+import com.sun.jna.Native
 import java.nio.ByteBuffer
 import java.nio.ByteOrder
 import kotlinx.coroutines.flow.Flow
@@ -60,6 +62,22 @@ fun option(v: Any?): OptionValue = when (v) {
 }
 
 private fun options(m: Map<String, Any?>?) = m?.mapValues { option(it.value) }
+
+/**
+ * weida's I/O thread calls UniFFI's continuation callback when a Rust future a coroutine waits
+ * on wakes. JNA attached that native thread to the JVM for each call and detached it after (a
+ * `java.lang.Thread` made and torn down per wake-up): in a profile of the batched receiver that
+ * was nearly a fifth of the I/O thread's time, and a Java thread object to collect each time
+ * (docs/PERFORMANCE.md, "The Kotlin I/O thread stays attached"). Kept attached instead, as a
+ * daemon named `weida-io`, so it never holds the JVM open, until it ends with its runtime. Set
+ * when this file's class loads, which any function here does, `runtime()` first (PatternsTest
+ * `the_io_thread_stays_attached_to_the_jvm_between_wake_ups`).
+ */
+@Suppress("unused")
+private val ioThreadStaysAttached: Unit = Native.setCallbackThreadInitializer(
+    weida.uniffi.uniffiRustFutureContinuationCallbackImpl,
+    CallbackThreadInitializer(true, false, "weida-io"),
+)
 
 /**
  * A runtime: `Runtime(limits = mapOf("idleTimeoutMs" to 500))`, option names in camelCase and

@@ -84,6 +84,28 @@ class PatternsTest {
         assertEquals(bodies.map { String(it) }, got)
     }
 
+    // weida's I/O thread wakes a waiting coroutine through UniFFI's continuation callback. It
+    // stays attached to the JVM between wake-ups, a daemon thread named weida-io (Weida.kt
+    // `ioThreadStaysAttached`), where JNA by default attached it for each call and detached it
+    // after, so no thread of that name outlived a wake-up. Over QUIC and AF_UNIX the message
+    // arrives on the I/O thread, so each receive here is woken from it.
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "unix"])
+    fun the_io_thread_stays_attached_to_the_jvm_between_wake_ups(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        repeat(3) { i ->
+            val got = async { puller.recv() }
+            yield() // the receive finds nothing ready and waits on its Rust future
+            pusher.send("m$i".toByteArray())
+            assertEquals("m$i", String(got.await().body))
+        }
+        val io = Thread.getAllStackTraces().keys.filter { it.name == "weida-io" }
+        assertTrue(io.isNotEmpty(), "no attached weida-io thread after the wake-ups")
+        assertTrue(io.all { it.isDaemon }, "an attached weida-io thread that would hold the JVM open")
+    }
+
     // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
     // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
     // order holds) each arrive whole, in order.
