@@ -66,12 +66,15 @@ private fun options(m: Map<String, Any?>?) = m?.mapValues { option(it.value) }
 /**
  * weida's I/O thread calls UniFFI's continuation callback when a Rust future a coroutine waits
  * on wakes. JNA attached that native thread to the JVM for each call and detached it after (a
- * `java.lang.Thread` made and torn down per wake-up): in a profile of the batched receiver that
- * was nearly a fifth of the I/O thread's time, and a Java thread object to collect each time
+ * `java.lang.Thread` made and torn down per wake-up): in a profile of the batched row that was
+ * nearly a fifth of the I/O threads' time, and a Java thread object to collect each time
  * (docs/PERFORMANCE.md, "The Kotlin I/O thread stays attached"). Kept attached instead, as a
- * daemon named `weida-io`, so it never holds the JVM open, until it ends with its runtime. Set
- * when this file's class loads, which any function here does, `runtime()` first (PatternsTest
- * `the_io_thread_stays_attached_to_the_jvm_between_wake_ups`).
+ * daemon named `weida-io`, so it never holds the JVM open, for the life of the process (weida's
+ * I/O thread never ends; JNA detaches any other native thread as it exits). Set when this
+ * file's class loads, which any function here does, `runtime()` first (PatternsTest
+ * `the_io_thread_stays_attached_to_the_jvm_between_wake_ups`). JNA reads it once, when it first
+ * builds the callback's native stub: a program that awaits a generated `weida.uniffi` call
+ * before it calls anything here keeps JNA's attach and detach per wake-up.
  */
 @Suppress("unused")
 private val ioThreadStaysAttached: Unit = Native.setCallbackThreadInitializer(

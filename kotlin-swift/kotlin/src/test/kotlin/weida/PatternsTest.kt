@@ -86,9 +86,9 @@ class PatternsTest {
 
     // weida's I/O thread wakes a waiting coroutine through UniFFI's continuation callback. It
     // stays attached to the JVM between wake-ups, a daemon thread named weida-io (Weida.kt
-    // `ioThreadStaysAttached`), where JNA by default attached it for each call and detached it
-    // after, so no thread of that name outlived a wake-up. Over QUIC and AF_UNIX the message
-    // arrives on the I/O thread, so each receive here is woken from it.
+    // `ioThreadStaysAttached`), where JNA by default attached it unnamed (`Thread-N`) for each
+    // call and detached it after, so no weida-io thread existed. Over QUIC and AF_UNIX the
+    // message arrives on the I/O thread, so each receive here is woken from it.
     @ParameterizedTest
     @ValueSource(strings = ["quic", "unix"])
     fun the_io_thread_stays_attached_to_the_jvm_between_wake_ups(transport: String) = withPair(transport) { p ->
