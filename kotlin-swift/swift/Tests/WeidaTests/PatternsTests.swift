@@ -140,13 +140,15 @@ final class PatternsTests: XCTestCase {
         let local: [UInt8] = [0, 0, 0, 2, 0x2f, 0x70, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xfd]
             + [1, 0, 0, 0, 1, 0x74, 0, 0, 0, 1] + [0, 0, 0, 1, 0x6b, 0, 0, 0, 2, 0x76, 0x31]
         let key: [UInt8] = [0, 0, 0, 1, 0x71, 1, 0, 0, 0, 2, 0x61, 0x62, 0, 0, 0, 0, 0]
-        // Bodies "hi" and "yo!" end to end, zeros to 8, their ends (2, 5) little-endian; the
-        // index: origin 0 then origin 1 with a sequence number (7) and a gap (2).
-        let bodies = Data("hiyo!".utf8) + Data([0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0])
-        let index = Data([0, 0, 0, 0, 1, 3] + [0, 0, 0, 0, 0, 0, 0, 7] + [0, 0, 0, 0, 0, 0, 0, 2])
-        let ms = Packed(count: 2, bodies: bodies, index: index, origins: Data(local + key)).messages()
-        XCTAssertEqual(ms.count, 2)
-        let (a, b) = (ms[0], ms[1])
+        // Bodies "hi", "yo!" and "z" end to end, zeros to 8, their ends (2, 5, 6) little-endian;
+        // the index: origin 0, then origin 1 with a sequence number (7) and a gap (2), then
+        // origin 1 with a gap (9) alone, so the two flags cannot be read for each other.
+        let bodies = Data("hiyo!z".utf8) + Data([0, 0] + [2, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0])
+        let index = Data([0, 0, 0, 0, 1, 3] + [0, 0, 0, 0, 0, 0, 0, 7] + [0, 0, 0, 0, 0, 0, 0, 2]
+            + [0, 1, 2] + [0, 0, 0, 0, 0, 0, 0, 9])
+        let ms = Packed(count: 3, bodies: bodies, index: index, origins: Data(local + key)).messages()
+        guard ms.count == 3 else { return XCTFail("\(ms.count) messages, not 3") }
+        let (a, b, c) = (ms[0], ms[1], ms[2])
         XCTAssertEqual(text(a.body), "hi")
         XCTAssertEqual(a.path, "/p")
         XCTAssertEqual(a.peer, .local(uid: 1, gid: 2, pid: -3))
@@ -162,6 +164,9 @@ final class PatternsTests: XCTestCase {
         XCTAssertEqual(b.metadata.count, 0)
         XCTAssertEqual(b.sequence, 7)
         XCTAssertEqual(b.gap, 2)
+        XCTAssertEqual(text(c.body), "z")
+        XCTAssertNil(c.sequence)
+        XCTAssertEqual(c.gap, 9)
     }
 
     // Kotlin: push_pull_delivers_every_message_in_order_as_a_flow.

@@ -172,11 +172,13 @@ class PatternsTest {
             byteArrayOf(-1, -1, -1, -3) + byteArrayOf(1, 0, 0, 0, 1, 't'.code.toByte(), 0, 0, 0, 1) +
             byteArrayOf(0, 0, 0, 1, 'k'.code.toByte(), 0, 0, 0, 2, 'v'.code.toByte(), '1'.code.toByte())
         val key = byteArrayOf(0, 0, 0, 1, 'q'.code.toByte(), 1, 0, 0, 0, 2, 'a'.code.toByte(), 'b'.code.toByte(), 0, 0, 0, 0, 0)
-        // Bodies "hi" and "yo!" end to end, zeros to 8, their ends (2, 5) little-endian; the
-        // index: origin 0 then origin 1 with a sequence number (7) and a gap (2).
-        val bodies = "hiyo!".toByteArray() + ByteArray(3) + byteArrayOf(2, 0, 0, 0, 5, 0, 0, 0)
-        val index = byteArrayOf(0, 0, 0, 0, 1, 3) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 7) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 2)
-        val (a, b) = weida.uniffi.Packed(2u, bodies, index, local + key).messages()
+        // Bodies "hi", "yo!" and "z" end to end, zeros to 8, their ends (2, 5, 6) little-endian;
+        // the index: origin 0, then origin 1 with a sequence number (7) and a gap (2), then
+        // origin 1 with a gap (9) alone, so the two flags cannot be read for each other.
+        val bodies = "hiyo!z".toByteArray() + ByteArray(2) + byteArrayOf(2, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0)
+        val index = byteArrayOf(0, 0, 0, 0, 1, 3) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 7) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 2) +
+            byteArrayOf(0, 1, 2) + byteArrayOf(0, 0, 0, 0, 0, 0, 0, 9)
+        val (a, b, c) = weida.uniffi.Packed(3u, bodies, index, local + key).messages()
         assertEquals("hi", String(a.body))
         assertEquals("/p", a.path)
         assertEquals(Peer.Local(1u, 2u, -3), a.peer)
@@ -190,6 +192,8 @@ class PatternsTest {
         assertNull(b.topic)
         assertEquals(0, b.metadata.size)
         assertEquals(7uL to 2uL, b.sequence to b.gap)
+        assertEquals("z", String(c.body))
+        assertEquals(null to 9uL, c.sequence to c.gap)
     }
 
     // A receive of a ready message, or a send its peer's lane has room for, finishes without
