@@ -123,9 +123,19 @@ pub struct Limits {
     /// refused before its handshake, at no cost but a packet: its dialler's `connect` fails
     /// `Unreachable` (refused), and it may redial. Each connection costs its state (about
     /// 90 KiB idle, docs/RELIABILITY.md §2) and up to its receive windows, so this bounds what
-    /// a flood of connections can take. The local transports are bounded by the process's
-    /// descriptors (AF_UNIX) or are this process's own (in process). Above zero. Default 1024.
+    /// a flood of connections can take. Over AF_UNIX see `max_local_peer_connections`; in
+    /// process every connection is this process's own. Above zero. Default 1024.
     pub max_connections: usize,
+    /// AF_UNIX: OS connections a listener holds at once from one peer process (the pid the
+    /// kernel names, SO_PEERCRED): its control connections, data connections and parked
+    /// connections together, each a descriptor of the listener's process. One more is
+    /// accepted and closed at once with a STOP of LIMIT_EXCEEDED (PROTOCOL §8.6): the
+    /// dialler's stream or `connect` fails `LimitExceeded`, and the connections it holds, and
+    /// every other process's, are served. An honest dialler holds at most one more than its
+    /// own `max_local_streams` per connection, so the default fits two of its connections at
+    /// the default budget; a process that dials one listener several times over needs more.
+    /// Above zero. Default 512.
+    pub max_local_peer_connections: usize,
 }
 
 impl Default for Limits {
@@ -153,6 +163,7 @@ impl Default for Limits {
             fanout_wait: Duration::from_secs(1),
             max_udp_payload: 65527,
             max_connections: 1024,
+            max_local_peer_connections: 512,
         }
     }
 }
@@ -175,6 +186,9 @@ impl Limits {
         }
         if self.max_connections == 0 {
             return bad("max_connections must be above zero");
+        }
+        if self.max_local_peer_connections == 0 {
+            return bad("max_local_peer_connections must be above zero");
         }
         if self.peer_share == 0 {
             return bad("peer_share must be above zero");

@@ -239,8 +239,9 @@ impl Limit {
             }
             Self::Remote => {
                 "the peer refused with LIMIT_EXCEEDED: a bound the peer sets (its \
-                 max_collected_body, 16 MiB by default, or its max_header_size); raise it there, \
-                 or stream the body with open() so the peer can accept() it in chunks"
+                 max_collected_body, 16 MiB by default, or its max_header_size; over AF_UNIX \
+                 also its max_local_peer_connections, 512 by default); raise it there, or \
+                 stream the body with open() so the peer can accept() it in chunks"
             }
             Self::ByteBudget => {
                 "raise subscriber_buffer_bytes (1 MiB by default) in the publisher's Limits, or \

@@ -342,3 +342,159 @@ async fn a_listener_refuses_connections_beyond_max_connections_and_serves_those_
     assert_eq!(&rd.request("d").await.unwrap()[..], b"d");
     assert_eq!(&rb.request("b").await.unwrap()[..], b"b");
 }
+
+/// An AF_UNIX listener with `max_local_peer_connections` `share`, bound on a fresh socket path.
+async fn local_share_listener(share: usize) -> (Runtime, weida::Listener, std::path::PathBuf) {
+    let server = Runtime::new(config(Limits {
+        max_local_peer_connections: share,
+        ..patient()
+    }))
+    .unwrap();
+    let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    (server, listener, path)
+}
+
+/// Over AF_UNIX a listener holds at most `max_local_peer_connections` connections from one
+/// process, control and data connections together: with 2, a requester's connection and one
+/// unanswered request hold them, so its next request and another runtime's `connect` from the
+/// same process are refused with LimitExceeded, and the request held is still answered.
+#[tokio::test]
+async fn a_local_process_past_its_share_of_connections_is_refused_with_limit_exceeded() {
+    common::bounded(async {
+        let (_server, listener, _) = local_share_listener(2).await;
+        let replier = listener.replier("/rpc").unwrap();
+        let addr = replier.address().to_string();
+        let a = Runtime::new(config(patient())).unwrap();
+        let requester = std::sync::Arc::new(a.requester());
+        requester.connect(&addr).await.unwrap();
+        let held = {
+            let r = requester.clone();
+            tokio::spawn(async move { r.request("held").await })
+        };
+        let mut exchange = replier.accept().await.unwrap();
+        assert_eq!(&exchange.take_body().await.unwrap()[..], b"held");
+        let e = requester.request("past").await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
+        let b = Runtime::new(config(patient())).unwrap();
+        let e = b.requester().connect(&addr).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
+        assert!(e.to_string().contains("max_local_peer_connections"), "{e}");
+        exchange.reply("answered").await.unwrap();
+        assert_eq!(&held.await.unwrap().unwrap()[..], b"answered");
+    })
+    .await;
+}
+
+/// A process that floods an AF_UNIX listener with connections holds its share and no more:
+/// a child process of this test opens 4 more than `max_local_peer_connections` (6) and says
+/// nothing on any; the first 6 are held, each of the other 4 is answered at once with a STOP
+/// and a RESET of LIMIT_EXCEEDED and hung up on. Meanwhile this process, another peer, connects and is
+/// served.
+#[tokio::test]
+async fn a_local_process_flooding_a_listener_holds_its_share_and_no_other_peer_waits() {
+    use std::io::BufRead;
+    common::bounded(async {
+        let (_server, listener, path) = local_share_listener(6).await;
+        let puller = listener.puller("/jobs").unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "local_flood_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("WEIDA_FLOOD_PATH", &path)
+            .env("WEIDA_FLOOD_HELD", "6")
+            .env("WEIDA_FLOOD_MORE", "4")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let said = tokio::task::spawn_blocking(move || loop {
+            let mut line = String::new();
+            assert_ne!(out.read_line(&mut line).unwrap(), 0, "the child ended");
+            // libtest may have written "test local_flood_child ... " on the line first.
+            if let Some(at) = line.find("FLOOD ") {
+                // `out` is kept open until the child has ended: libtest fails a child whose
+                // last lines meet a closed pipe.
+                return (line[at..].trim().to_string(), out);
+            }
+        })
+        .await
+        .unwrap();
+        let (said, out) = said;
+        assert_eq!(said, "FLOOD held=6 refused=4");
+        // The flood holds its share, silent: another process's pusher connects and is served.
+        let rt = Runtime::new(config(patient())).unwrap();
+        let pusher = rt.pusher();
+        pusher.connect(&puller.address().to_string()).await.unwrap();
+        pusher.send("served").await.unwrap();
+        assert_eq!(&puller.recv().await.unwrap().body[..], b"served");
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+        drop(out);
+    })
+    .await;
+}
+
+/// The child of `a_local_process_flooding_a_listener_holds_its_share_and_no_other_peer_waits`:
+/// connects `$WEIDA_FLOOD_HELD` + `$WEIDA_FLOOD_MORE` times to the socket at
+/// `$WEIDA_FLOOD_PATH`, one after another (the listener accepts them in that order), and
+/// checks that the last `$WEIDA_FLOOD_MORE` are answered with a STOP and a RESET of
+/// LIMIT_EXCEEDED and hung up on while the first are not; says so on stdout, then holds them all until its
+/// stdin ends.
+#[test]
+#[ignore = "the child process of a_local_process_flooding_a_listener_holds_its_share_and_no_other_peer_waits, run by it"]
+fn local_flood_child() {
+    use std::io::{Read, Write};
+    use weida::wire::chunk::{self, ChunkType};
+    let (Ok(path), Ok(held), Ok(more)) = (
+        std::env::var("WEIDA_FLOOD_PATH"),
+        std::env::var("WEIDA_FLOOD_HELD"),
+        std::env::var("WEIDA_FLOOD_MORE"),
+    ) else {
+        panic!(
+            "run by a_local_process_flooding_a_listener_holds_its_share_and_no_other_peer_waits"
+        );
+    };
+    let (held, more): (usize, usize) = (held.parse().unwrap(), more.parse().unwrap());
+    let socks: Vec<_> = (0..held + more)
+        .map(|_| std::os::unix::net::UnixStream::connect(&path).unwrap())
+        .collect();
+    let mut stop = chunk::code_chunk(ChunkType::Stop, weida::wire::Code::LimitExceeded);
+    stop.extend(chunk::code_chunk(
+        ChunkType::Reset,
+        weida::wire::Code::LimitExceeded,
+    ));
+    let mut refused = 0;
+    for mut s in &socks[held..] {
+        // A bound on a failure, not a synchronization: the answer comes as the listener accepts.
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        assert_eq!(
+            got, stop,
+            "a STOP and a RESET of LIMIT_EXCEEDED, then the hang-up"
+        );
+        refused += 1;
+    }
+    // Accepted before any of the refused ones: held, neither answered nor hung up on.
+    for mut s in &socks[..held] {
+        s.set_nonblocking(true).unwrap();
+        let e = s.read(&mut [0u8; 1]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "held, silent");
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "FLOOD held={held} refused={refused}").unwrap();
+    out.flush().unwrap();
+    drop(out);
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    drop(socks);
+}

@@ -531,6 +531,7 @@ const LIMITS = {
   body_idle_timeout_ms: 'bodyIdleTimeoutMs',
   max_udp_payload: 'maxUdpPayload',
   max_connections: 'maxConnections',
+  max_local_peer_connections: 'maxLocalPeerConnections',
 }
 
 /** The ordering levels a runtime may require. */

@@ -252,6 +252,7 @@ LIMIT_NAMES = (
     "max_filters",
     "max_udp_payload",
     "max_connections",
+    "max_local_peer_connections",
 )
 
 

@@ -188,6 +188,7 @@ class Limits:
         fanout_wait: float = 1.0,
         max_udp_payload: int = 65527,
         max_connections: int = 1024,
+        max_local_peer_connections: int = 512,
     ) -> Limits: ...
     @property
     def stream_receive_window(self) -> int:
@@ -258,6 +259,11 @@ class Limits:
     def max_connections(self) -> int:
         """QUIC: connections a listener holds at once; one more is refused before its
         handshake (its dialler's ``connect`` raises ``Unreachable``). Default 1024."""
+    @property
+    def max_local_peer_connections(self) -> int:
+        """AF_UNIX: connections a listener holds at once from one peer process; one more
+        is refused with LIMIT_EXCEEDED (its dialler's stream or ``connect`` raises
+        ``LimitExceeded``). Default 512."""
 
 @final
 class Identity:

@@ -1146,6 +1146,7 @@ fn limits(v: Option<&Value>) -> Result<Limits, Failure> {
             "body_idle_timeout_ms" => l.body_idle_timeout = Duration::from_millis(n()?),
             "max_udp_payload" => l.max_udp_payload = n()?,
             "max_connections" => l.max_connections = n()? as usize,
+            "max_local_peer_connections" => l.max_local_peer_connections = n()? as usize,
             "keep_alive_ms" => {
                 l.keep_alive = if val.is_null() {
                     None

@@ -180,7 +180,7 @@ macro_rules! time_or_off {
 }
 
 /// Every field of `Limits`, in the core's order.
-pub static LIMITS: [Opt<Limits>; 22] = [
+pub static LIMITS: [Opt<Limits>; 23] = [
     whole!(Limits, stream_receive_window, Unit::Bytes, u64),
     whole!(Limits, connection_receive_window, Unit::Bytes, u64),
     whole!(Limits, send_window, Unit::Bytes, u64),
@@ -203,6 +203,7 @@ pub static LIMITS: [Opt<Limits>; 22] = [
     time!(Limits, fanout_wait),
     whole!(Limits, max_udp_payload, Unit::Bytes, u64),
     whole!(Limits, max_connections, Unit::Count, usize),
+    whole!(Limits, max_local_peer_connections, Unit::Count, usize),
 ];
 
 const ORDERINGS: &[&str] = &["none", "detect", "reassemble"];

@@ -150,8 +150,8 @@ impl From<Malformed> for crate::Fail {
 /// and costs one copy, not a conversion and an allocation per body. Whatever `all` and `count`
 /// are (they come from a foreign caller), this returns [`Malformed`] rather than panic, and
 /// allocates at most one slice handle per 4 bytes of `all` (`count` is checked against its
-/// size first): the offsets must not decrease, and the last must round up to where they start
-/// (test `malformed_packed_batches_are_refused_never_a_panic`).
+/// size first): the offsets must not decrease, the last must round up to where they start,
+/// and the padding must be zeros (test `malformed_packed_batches_are_refused_never_a_panic`).
 pub fn unpack(all: Bytes, count: usize) -> Result<Vec<Bytes>, Malformed> {
     let ends_at = count
         .checked_mul(4)
@@ -168,8 +168,9 @@ pub fn unpack(all: Bytes, count: usize) -> Result<Vec<Bytes>, Malformed> {
         out.push(all.slice(start..end));
         start = end;
     }
-    // Only the padding may lie between the last body and the offsets.
-    if start.next_multiple_of(4) != ends_at {
+    // Only the padding, zeros, may lie between the last body and the offsets: a batch that
+    // reads back is the one batch of its bodies the layout allows.
+    if start.next_multiple_of(4) != ends_at || all[start..ends_at].iter().any(|&b| b != 0) {
         return Err(Malformed);
     }
     Ok(out)
@@ -258,6 +259,12 @@ mod tests {
         let mut short = good.clone();
         short[12] = 3;
         assert!(refused(short, 2));
+        // Padding that is not zeros (good's bodies end at 5, its padding is bytes 5 to 7).
+        for at in 5..8 {
+            let mut dirty = good.clone();
+            dirty[at] = 1;
+            assert!(refused(dirty, 2), "padding byte {at}");
+        }
         // A huge offset.
         let mut huge = good.clone();
         huge[12..16].copy_from_slice(&u32::MAX.to_le_bytes());

@@ -13,7 +13,7 @@ use super::handshake::{conclude, our_hello, unhonoured, Flow, Side};
 use super::link::Link;
 use crate::address::{Address, Target};
 use crate::config::{Limits, RuntimeConfig};
-use crate::error::{Error, Result, Unanswered};
+use crate::error::{Error, Limit, Result, Unanswered};
 use crate::security::tls;
 use crate::security::trust::ClientTls;
 use crate::transport::{inproc, quic, unix, Conn};
@@ -146,7 +146,18 @@ impl Dialler {
         let mut ctl = ControlReader::new(recv);
         let left = within.saturating_sub(started.elapsed());
         let first = match tokio::time::timeout(left, ctl.next()).await {
-            Ok(first) => first.map_err(|e| closed_error(&conn, e)),
+            Ok(first) => first.map_err(|e| match (&conn, e) {
+                // An AF_UNIX listener refuses a connection past this process's share as it
+                // accepts it, with a RESET of LIMIT_EXCEEDED for the HELLO (PROTOCOL §8.6).
+                (Conn::Unix(_), Error::LimitExceeded { .. }) => Error::limit(
+                    Limit::Remote,
+                    format!(
+                        "{place} refused the connection: its listener holds as many from this \
+                         process as its max_local_peer_connections allows"
+                    ),
+                ),
+                (_, e) => closed_error(&conn, e),
+            }),
             Err(_) => {
                 // The transport answered, the listener did not: not a weida listener, or one
                 // too loaded to speak in time. Either way nothing was sent on it.

@@ -77,6 +77,9 @@ impl StreamError {
     pub(crate) fn into_read_error(self) -> Error {
         match self {
             Self::Reset(Code::GoingAway) => Error::ConnectionLost(LossCause::PeerClosed),
+            // A writer that refuses a stream it never read (an AF_UNIX listener past a
+            // process's share, PROTOCOL §8.6) says why; any other reset is a cancel.
+            Self::Reset(Code::LimitExceeded) => Code::LimitExceeded.into_error("", ""),
             Self::Reset(_) => Error::Canceled,
             Self::Stopped(_) => Error::Canceled,
             Self::Lost(c) => Error::ConnectionLost(c),

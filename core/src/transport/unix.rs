@@ -51,6 +51,9 @@ struct Sock {
     // Why this side ended the socket, when the runtime or listener it lives on closed: its
     // own reads and writes then report that cause (LocallyClosed), not the peer's.
     ended: OnceLock<LossCause>,
+    // A listener's socket: its place in its peer process's share, given back when the last
+    // half is dropped, which is when the descriptor closes.
+    _slot: Option<ShareSlot>,
 }
 
 impl Sock {
@@ -343,6 +346,7 @@ fn stream(
     permit: Option<OwnedSemaphorePermit>,
     bidi: bool,
     watch: Option<Watch>,
+    slot: Option<ShareSlot>,
 ) -> (SendHalf, RecvHalf) {
     let (rd, wr) = s.into_split();
     let sock = Arc::new(Sock {
@@ -355,6 +359,7 @@ fn stream(
         pending: Mutex::new(Vec::new()),
         runtime: tokio::runtime::Handle::current(),
         ended: OnceLock::new(),
+        _slot: slot,
     });
     let (pw, pr) = byte_channel(window, None, None, None);
     tokio::spawn(pump(rd, pw, sock.clone(), permit, watch));
@@ -518,7 +523,14 @@ pub(crate) async fn connect(
     })?;
     let peer = credentials(&s);
     let budget = Arc::new(Semaphore::new(limits.max_local_streams as usize));
-    let (send, recv) = stream(s, limits.stream_receive_window as usize, None, true, None);
+    let (send, recv) = stream(
+        s,
+        limits.stream_receive_window as usize,
+        None,
+        true,
+        None,
+        None,
+    );
     let conn = Conn {
         inner: Arc::new(Inner {
             target: target.clone(),
@@ -553,6 +565,7 @@ impl Conn {
                     life: i.runtime.clone(),
                     linger: None,
                 }),
+                None,
             )),
             Err(e) => {
                 // Nobody answers on the address: the peer is gone (the kernel said so).
@@ -593,6 +606,56 @@ pub(crate) struct Bound {
     window: usize,
     linger: Duration,
     id: u64,
+    shares: Arc<Shares>,
+    share: usize,
+}
+
+/// The OS connections an AF_UNIX listener holds, counted per peer process (SO_PEERCRED's
+/// pid; 0 where the kernel gave none). Each is a descriptor here whatever the peer does with
+/// it, and a dialler's own `max_local_streams` is a courtesy a hostile process need not keep.
+#[derive(Default)]
+struct Shares(Mutex<std::collections::HashMap<i32, usize>>);
+
+impl Shares {
+    /// A place in `pid`'s share of at most `most`, or None when it holds them all.
+    fn take(self: &Arc<Self>, pid: i32, most: usize) -> Option<ShareSlot> {
+        let mut held = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = held.entry(pid).or_insert(0);
+        if *n >= most {
+            return None;
+        }
+        *n += 1;
+        Some(ShareSlot {
+            shares: self.clone(),
+            pid,
+        })
+    }
+}
+
+/// One accepted connection's place in its peer process's share.
+struct ShareSlot {
+    shares: Arc<Shares>,
+    pid: i32,
+}
+
+impl Drop for ShareSlot {
+    fn drop(&mut self) {
+        let mut held = self
+            .shares
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = held.get_mut(&self.pid) {
+            *n -= 1;
+            // No entry outlives its last connection, so the table is bounded by the shares held.
+            if *n == 0 {
+                held.remove(&self.pid);
+            }
+        }
+    }
 }
 
 /// A socket path bound in this process: the bind's id, the lives it lasts for (the
@@ -704,25 +767,51 @@ pub(crate) fn bind(
         window: limits.stream_receive_window as usize,
         linger: limits.idle_timeout,
         id,
+        shares: Arc::default(),
+        share: limits.max_local_peer_connections,
     })
 }
 
 impl Bound {
-    /// The next OS connection, as a stream whose type byte is still unread.
+    /// The next OS connection within its peer process's share, as a stream whose type byte
+    /// is still unread. A connection past the share is refused as it is accepted: a STOP
+    /// chunk and a RESET chunk with LIMIT_EXCEEDED, written without waiting (the socket is
+    /// new, its buffer empty), and closed, so a process that floods the listener holds no more of its
+    /// descriptors than its share, and costs the others one accept each (PROTOCOL §8.6).
+    /// Cancel-safe: nothing is held between one accept and the next.
     pub(crate) async fn accept(&self, watch: Arc<Life>) -> io::Result<IncomingRaw> {
-        let (s, _) = self.listener.accept().await?;
-        let peer = credentials(&s);
-        let watch = Watch {
-            life: watch,
-            linger: Some(self.linger),
-        };
-        let (send, recv) = stream(s, self.window, None, true, Some(watch));
-        Ok(IncomingRaw {
-            recv,
-            send: Some(send),
-            peer,
-            live: None,
-        })
+        loop {
+            let (s, _) = self.listener.accept().await?;
+            let peer = credentials(&s);
+            let pid = match &peer {
+                Some(PeerIdentity::Local { pid, .. }) => *pid,
+                _ => 0,
+            };
+            let Some(slot) = self.shares.take(pid, self.share) else {
+                tracing::debug!(
+                    pid,
+                    max_local_peer_connections = self.share,
+                    "a local connection refused"
+                );
+                // STOP for the dialler's direction, RESET for this one (the reply or HELLO
+                // it may wait for), as a QUIC listener refuses a stream it never reads.
+                let mut refusal = chunk::code_chunk(ChunkType::Stop, Code::LimitExceeded);
+                refusal.extend(chunk::code_chunk(ChunkType::Reset, Code::LimitExceeded));
+                let _ = s.try_write(&refusal);
+                continue;
+            };
+            let watch = Watch {
+                life: watch,
+                linger: Some(self.linger),
+            };
+            let (send, recv) = stream(s, self.window, None, true, Some(watch), Some(slot));
+            return Ok(IncomingRaw {
+                recv,
+                send: Some(send),
+                peer,
+                live: None,
+            });
+        }
     }
 }
 
@@ -739,5 +828,34 @@ impl Drop for Bound {
             paths.remove(p);
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process's share is counted per pid, given back as each connection's slot is dropped
+    /// (its descriptor closed), and its entry leaves the table with its last connection, so a
+    /// listener remembers no process it no longer holds a connection from.
+    #[test]
+    fn a_share_is_per_process_and_given_back_when_its_connections_close() {
+        let shares = Arc::new(Shares::default());
+        let a: Vec<_> = (0..3).map(|_| shares.take(7, 3).unwrap()).collect();
+        assert!(shares.take(7, 3).is_none(), "the fourth from pid 7");
+        let other = shares
+            .take(8, 3)
+            .expect("another process has its own share");
+        drop(other);
+        let mut a = a.into_iter();
+        drop(a.next());
+        let again = shares
+            .take(7, 3)
+            .expect("a place given back is taken again");
+        drop((again, a));
+        assert!(
+            shares.0.lock().unwrap().is_empty(),
+            "no entry outlives its connections"
+        );
     }
 }
