@@ -93,7 +93,7 @@ export interface LimitsOptions {
   maxUdpPayload?: number
   /** QUIC: connections a listener holds at once; one more is refused before its handshake (its dialler's `connect` rejects with `Unreachable`). Default 1024. */
   maxConnections?: number
-  /** AF_UNIX: connections a listener holds at once from one peer process; one more is refused with LIMIT_EXCEEDED (its dialler's stream or `connect` rejects with `LimitExceeded`). Default 512. */
+  /** AF_UNIX: connections a listener holds at once from one peer process; one more is refused with LIMIT_EXCEEDED (its dialler's `connect` or request rejects with `LimitExceeded`). Default 1024. */
   maxLocalPeerConnections?: number
 }
 

@@ -127,14 +127,22 @@ pub struct Limits {
     /// process every connection is this process's own. Above zero. Default 1024.
     pub max_connections: usize,
     /// AF_UNIX: OS connections a listener holds at once from one peer process (the pid the
-    /// kernel names, SO_PEERCRED): its control connections, data connections and parked
-    /// connections together, each a descriptor of the listener's process. One more is
-    /// accepted and closed at once with a STOP of LIMIT_EXCEEDED (PROTOCOL §8.6): the
-    /// dialler's stream or `connect` fails `LimitExceeded`, and the connections it holds, and
-    /// every other process's, are served. An honest dialler holds at most one more than its
-    /// own `max_local_streams` per connection, so the default fits two of its connections at
-    /// the default budget; a process that dials one listener several times over needs more.
-    /// Above zero. Default 512.
+    /// kernel names, SO_PEERCRED; processes it names none for, such as those in another pid
+    /// namespace, share one count): its control, data and parked connections together, each a
+    /// descriptor of the listener's process until the listener closes it. One more is
+    /// accepted and closed at once with a STOP and a RESET of LIMIT_EXCEEDED (PROTOCOL §8.6):
+    /// the dialler's `connect`, request or parked connection fails `LimitExceeded`, and the
+    /// connections it holds, and every other process's, are served. A small one-way transfer
+    /// can be in the kernel, and its `send` done, before the refusal: such a message is lost,
+    /// as a one-way transfer refused after its receipt is (docs/FAILURE_MODEL.md §4, rule 4).
+    ///
+    /// An honest dialler holds at most one more than its own `max_local_streams` per
+    /// connection, and each subscriber or pair dials a connection of its own (a subscriber
+    /// parks `max_parked_reverse` connections besides), so the default fits four connections
+    /// at the default budget, or a hundred subscribers of one process. It protects the
+    /// listener's other peers only below the process's descriptor limit (`ulimit -n`; 1024 is
+    /// a common soft limit): lower it, or raise that limit, where it is not. Above zero.
+    /// Default 1024.
     pub max_local_peer_connections: usize,
 }
 
@@ -163,7 +171,7 @@ impl Default for Limits {
             fanout_wait: Duration::from_secs(1),
             max_udp_payload: 65527,
             max_connections: 1024,
-            max_local_peer_connections: 512,
+            max_local_peer_connections: 1024,
         }
     }
 }

@@ -240,7 +240,7 @@ impl Limit {
             Self::Remote => {
                 "the peer refused with LIMIT_EXCEEDED: a bound the peer sets (its \
                  max_collected_body, 16 MiB by default, or its max_header_size; over AF_UNIX \
-                 also its max_local_peer_connections, 512 by default); raise it there, or \
+                 also its max_local_peer_connections, 1024 by default); raise it there, or \
                  stream the body with open() so the peer can accept() it in chunks"
             }
             Self::ByteBudget => {

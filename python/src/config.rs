@@ -79,7 +79,7 @@ impl Limits {
             max_collected_body=16777216, idle_timeout=30.0, keep_alive=10.0, connect_timeout=5.0, \
             header_timeout=10.0, body_idle_timeout=30.0, subscriber_buffer_bytes=1048576, \
             max_reorder_hold=256, max_parked_reverse=8, max_filters=1024, fanout_wait=1.0, \
-            max_udp_payload=65527, max_connections=1024, max_local_peer_connections=512)"
+            max_udp_payload=65527, max_connections=1024, max_local_peer_connections=1024)"
     )]
     fn new(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         config::limits(PY, pairs(options)?)

@@ -188,7 +188,7 @@ class Limits:
         fanout_wait: float = 1.0,
         max_udp_payload: int = 65527,
         max_connections: int = 1024,
-        max_local_peer_connections: int = 512,
+        max_local_peer_connections: int = 1024,
     ) -> Limits: ...
     @property
     def stream_receive_window(self) -> int:
@@ -262,8 +262,8 @@ class Limits:
     @property
     def max_local_peer_connections(self) -> int:
         """AF_UNIX: connections a listener holds at once from one peer process; one more
-        is refused with LIMIT_EXCEEDED (its dialler's stream or ``connect`` raises
-        ``LimitExceeded``). Default 512."""
+        is refused with LIMIT_EXCEEDED (its dialler's ``connect`` or request raises
+        ``LimitExceeded``). Default 1024."""
 
 @final
 class Identity:

@@ -141,23 +141,12 @@ impl Dialler {
         let mine = our_hello(&ctx.config, session.as_ref(), flow);
         ControlFrame::Hello(mine.clone()).encode(&mut out);
         if let Err(e) = send.write(Bytes::from(out)).await {
-            return Err(closed_error(&conn, e.into_write_error("")));
+            return Err(refused_here(&conn, &place, e.into_write_error("")));
         }
         let mut ctl = ControlReader::new(recv);
         let left = within.saturating_sub(started.elapsed());
         let first = match tokio::time::timeout(left, ctl.next()).await {
-            Ok(first) => first.map_err(|e| match (&conn, e) {
-                // An AF_UNIX listener refuses a connection past this process's share as it
-                // accepts it, with a RESET of LIMIT_EXCEEDED for the HELLO (PROTOCOL §8.6).
-                (Conn::Unix(_), Error::LimitExceeded { .. }) => Error::limit(
-                    Limit::Remote,
-                    format!(
-                        "{place} refused the connection: its listener holds as many from this \
-                         process as its max_local_peer_connections allows"
-                    ),
-                ),
-                (_, e) => closed_error(&conn, e),
-            }),
+            Ok(first) => first.map_err(|e| refused_here(&conn, &place, e)),
             Err(_) => {
                 // The transport answered, the listener did not: not a weida listener, or one
                 // too loaded to speak in time. Either way nothing was sent on it.
@@ -253,6 +242,24 @@ fn closed_error(conn: &Conn, fallback: Error) -> Error {
         }
     }
     fallback
+}
+
+/// The error of a control stream that failed before the listener's HELLO: an AF_UNIX
+/// listener refuses a connection past this process's share as it accepts it, with a STOP and a
+/// RESET of LIMIT_EXCEEDED (PROTOCOL §8.6), read here by the HELLO's write or by the wait for
+/// the listener's; no other LIMIT_EXCEEDED reaches a control stream. Anything else is
+/// [`closed_error`]'s.
+fn refused_here(conn: &Conn, place: &str, e: Error) -> Error {
+    match (conn, e) {
+        (Conn::Unix(_), Error::LimitExceeded { .. }) => Error::limit(
+            Limit::Remote,
+            format!(
+                "{place} refused the connection: its listener holds as many from this process \
+                 as its max_local_peer_connections allows"
+            ),
+        ),
+        (_, e) => closed_error(conn, e),
+    }
 }
 
 /// Where a dial went, as its failure names it: `host:port`, the socket's path, or the

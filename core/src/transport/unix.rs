@@ -797,7 +797,9 @@ impl Bound {
                 // it may wait for), as a QUIC listener refuses a stream it never reads.
                 let mut refusal = chunk::code_chunk(ChunkType::Stop, Code::LimitExceeded);
                 refusal.extend(chunk::code_chunk(ChunkType::Reset, Code::LimitExceeded));
-                let _ = s.try_write(&refusal);
+                // A plain send, not tokio's `try_write`, which may answer WouldBlock from
+                // readiness it has not learned yet for a socket this new.
+                let _ = socket2::SockRef::from(&s).send(&refusal);
                 continue;
             };
             let watch = Watch {

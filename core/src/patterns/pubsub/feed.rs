@@ -499,7 +499,11 @@ async fn park(feed: Arc<Feed>, link: Arc<Link>, session: Session, link_id: u64) 
             return;
         };
         if send.write(head.clone()).await.is_err() {
-            continue;
+            // The publisher closed the connection before its head was written: refused as it
+            // was accepted (its process's share of the listener's connections, PROTOCOL
+            // §8.6), or ending. As a refusal read below, this slot is not parked again:
+            // opening the next at once would loop against a listener that refuses each.
+            return;
         }
         // A parked connection waits for its copy as long as it takes. It carries one copy, or
         // where both HELLOs agreed lanes on parked connections, a lane of small ones (§3.7).
