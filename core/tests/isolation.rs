@@ -343,19 +343,14 @@ async fn a_listener_refuses_connections_beyond_max_connections_and_serves_those_
     assert_eq!(&rb.request("b").await.unwrap()[..], b"b");
 }
 
-/// An AF_UNIX listener with `max_local_peer_connections` `share`, bound on a fresh socket path.
+/// An AF_UNIX listener with `max_local_peer_connections` `share`, bound on a fresh socket
+/// path, and the path.
 async fn local_share_listener(share: usize) -> (Runtime, weida::Listener, std::path::PathBuf) {
-    let server = Runtime::new(config(Limits {
+    common::local_listener(Limits {
         max_local_peer_connections: share,
         ..patient()
-    }))
-    .unwrap();
-    let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
-    (server, listener, path)
+    })
+    .await
 }
 
 /// Over AF_UNIX a listener holds at most `max_local_peer_connections` connections from one

@@ -1394,20 +1394,7 @@ async fn a_stateless_reset_is_connection_lost_with_cause_reset() {
     );
 }
 
-/// A runtime with `limits` bound on a fresh AF_UNIX socket, and the socket's path, for a local
-/// process that writes to it by hand.
-async fn local_listener(limits: Limits) -> (Runtime, weida::Listener, std::path::PathBuf) {
-    let server = Runtime::new(common::config(limits)).unwrap();
-    let listener = server
-        .bind(&common::bind_address(common::Transport::Unix))
-        .await
-        .unwrap();
-    let path = match listener.address().target() {
-        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
-        other => panic!("not a socket path: {other:?}"),
-    };
-    (server, listener, path)
-}
+use common::local_listener;
 
 /// A local process that connects to a weida listener's AF_UNIX socket and says nothing is
 /// hung up on once the listener's idle timeout has passed, as a silent QUIC opening is

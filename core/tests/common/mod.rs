@@ -183,6 +183,18 @@ impl Drop for Relay {
     }
 }
 
+/// A runtime with `limits` bound on a fresh AF_UNIX socket, and the socket's path, for a local
+/// process that connects to it by hand.
+pub async fn local_listener(limits: Limits) -> (Runtime, Listener, std::path::PathBuf) {
+    let server = Runtime::new(config(limits)).unwrap();
+    let listener = server.bind(&bind_address(Transport::Unix)).await.unwrap();
+    let path = match listener.address().target() {
+        weida::address::Target::Unix(weida::address::UnixTarget::Path(p)) => p.clone(),
+        other => panic!("not a socket path: {other:?}"),
+    };
+    (server, listener, path)
+}
+
 /// The socket address of a QUIC listener.
 pub fn socket_addr(listener: &Listener) -> std::net::SocketAddr {
     match listener.address().target() {
