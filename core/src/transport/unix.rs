@@ -775,9 +775,9 @@ pub(crate) fn bind(
 impl Bound {
     /// The next OS connection within its peer process's share, as a stream whose type byte
     /// is still unread. A connection past the share is refused as it is accepted: a STOP
-    /// chunk and a RESET chunk with LIMIT_EXCEEDED, written without waiting (the socket is
-    /// new, its buffer empty), and closed, so a process that floods the listener holds no more of its
-    /// descriptors than its share, and costs the others one accept each (PROTOCOL §8.6).
+    /// chunk and a RESET chunk with LIMIT_EXCEEDED, sent without waiting (the socket is new,
+    /// its buffer empty), then closed. So a process that floods the listener holds no more of
+    /// its descriptors than its share, and costs the others one accept each (PROTOCOL §8.6).
     /// Cancel-safe: nothing is held between one accept and the next.
     pub(crate) async fn accept(&self, watch: Arc<Life>) -> io::Result<IncomingRaw> {
         loop {
