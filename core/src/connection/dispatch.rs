@@ -672,11 +672,11 @@ impl<E: Endpoints> Dispatch<E> {
         send: &mut SendHalf,
         tracker: &Tracker,
         subs: &mut ConnSubs,
-    ) -> Code {
+    ) -> std::result::Result<Code, LossCause> {
         loop {
             match ctl.next().await {
                 Ok(Some(ControlFrame::GoAway { opened })) => tracker.go_away(opened),
-                Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Code::NoError,
+                Ok(Some(ControlFrame::Close { .. })) | Ok(None) => return Ok(Code::NoError),
                 Ok(Some(
                     f @ (ControlFrame::Subscribe(_)
                     | ControlFrame::Unsubscribe(_)
@@ -693,12 +693,13 @@ impl<E: Endpoints> Dispatch<E> {
                     }
                     .encode(&mut out);
                     if send.write(Bytes::from(out)).await.is_err() {
-                        return Code::NoError;
+                        return Ok(Code::NoError);
                     }
                 }
                 Ok(Some(f)) => tracing::trace!(?f, "control frame"),
-                Err(Error::Protocol(_)) => return Code::ProtocolError,
-                Err(_) => return Code::NoError,
+                Err(Error::Protocol(_)) => return Ok(Code::ProtocolError),
+                Err(Error::ConnectionLost(cause)) => return Err(cause),
+                Err(_) => return Ok(Code::NoError),
             }
         }
     }
@@ -987,23 +988,31 @@ impl<E: Endpoints> Dispatch<E> {
             this.admit(raw);
         });
         // How it ended: what the transport saw, unless this side closed it (then why).
+        // Biased, lives first: closing a listener kills its life and then closes its QUIC
+        // endpoint, which also ends the control stream and the accept loop; whichever of them
+        // this task sees first, a close of this side is reported as one.
         let closed = tokio::select! {
-            _ = accept => None,
-            // The dialler's half of the control stream ended (or broke): so does the connection.
-            code = self.control(&mut ctl, &mut send, &tracker, &mut subs) => {
-                conn.close(code, "control stream ended");
-                Some(LossCause::PeerClosed)
-            }
-            // The dialler said GOAWAY and everything it sent was taken.
-            _ = tracker.drained() => {
-                conn.close(Code::NoError, "drained");
-                Some(LossCause::PeerClosed)
-            }
+            biased;
             _ = life.dead() => {
                 conn.close(Code::GoingAway, "listener closed");
                 Some(LossCause::LocallyClosed)
             }
             _ = self.ctx.life.dead() => Some(LossCause::LocallyClosed),
+            _ = accept => None,
+            // The dialler's half of the control stream ended (or broke): so does the connection.
+            end = self.control(&mut ctl, &mut send, &tracker, &mut subs) => match end {
+                Ok(code) => {
+                    conn.close(code, "control stream ended");
+                    Some(LossCause::PeerClosed)
+                }
+                // The connection under it ended: the transport says how.
+                Err(cause) => Some(cause),
+            },
+            // The dialler said GOAWAY and everything it sent was taken.
+            _ = tracker.drained() => {
+                conn.close(Code::NoError, "drained");
+                Some(LossCause::PeerClosed)
+            }
         };
         let cause = match closed {
             Some(c) => c,
