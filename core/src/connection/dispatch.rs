@@ -672,7 +672,7 @@ impl<E: Endpoints> Dispatch<E> {
         send: &mut SendHalf,
         tracker: &Tracker,
         subs: &mut ConnSubs,
-    ) -> std::result::Result<Code, LossCause> {
+    ) -> Result<Code, LossCause> {
         loop {
             match ctl.next().await {
                 Ok(Some(ControlFrame::GoAway { opened })) => tracker.go_away(opened),

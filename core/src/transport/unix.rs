@@ -470,17 +470,32 @@ async fn read_chunks(
     sock.events.notify_waiters();
 }
 
+/// One connect that never blocks the thread: the socket, or the kernel's answer. A listener
+/// whose backlog is full answers `WouldBlock` (AF_UNIX refuses with EAGAIN a non-blocking
+/// connect it cannot queue; a blocking one would hold this runtime's thread until it could).
 async fn connect_socket(target: &UnixTarget) -> io::Result<UnixStream> {
-    match target {
-        UnixTarget::Path(p) => UnixStream::connect(p).await,
+    use std::os::unix::ffi::OsStrExt;
+    let addr = match target {
+        UnixTarget::Path(p) => socket2::SockAddr::unix(p)?,
+        // An abstract name is the name after a NUL byte, with no NUL after it.
         UnixTarget::Abstract(name) => {
-            use std::os::linux::net::SocketAddrExt;
-            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
-            let s = std::os::unix::net::UnixStream::connect_addr(&addr)?;
-            s.set_nonblocking(true)?;
-            UnixStream::from_std(s)
+            let bytes: Vec<u8> = std::iter::once(0).chain(name.bytes()).collect();
+            socket2::SockAddr::unix(std::ffi::OsStr::from_bytes(&bytes))?
         }
-    }
+    };
+    let s = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+    s.set_nonblocking(true)?;
+    // AF_UNIX completes or refuses a stream connect at once: there is no EINPROGRESS to wait on.
+    s.connect(&addr)?;
+    UnixStream::from_std(std::os::unix::net::UnixStream::from(
+        std::os::fd::OwnedFd::from(s),
+    ))
+}
+
+/// How long a stream's connect waits before it tries again a listener whose backlog was full:
+/// doubling from 1 ms to at most 64 ms.
+fn backlog_backoff(attempt: u32) -> Duration {
+    Duration::from_millis(1 << attempt.min(6))
 }
 
 fn credentials(s: &UnixStream) -> Option<PeerIdentity> {
@@ -555,7 +570,23 @@ impl Conn {
             p = i.budget.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
             c = i.life.dead() => return Err(Error::ConnectionLost(c)),
         };
-        match connect_socket(&i.target).await {
+        let mut attempt = 0;
+        let connected = loop {
+            match connect_socket(&i.target).await {
+                // The listener is there and behind on its accepts: the stream waits, as a QUIC
+                // stream waits for its peer's credit, bounded by the caller's own deadline
+                // (send_timeout, a request's) and by the connection's life. A hostile process
+                // flooding the listener's backlog must not end every other dialler's session.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    tokio::select! {
+                        () = tokio::time::sleep(backlog_backoff(attempt)) => attempt += 1,
+                        c = i.life.dead() => return Err(Error::ConnectionLost(c)),
+                    }
+                }
+                r => break r,
+            }
+        };
+        match connected {
             Ok(s) => Ok(stream(
                 s,
                 i.window,
@@ -859,5 +890,71 @@ mod tests {
             shares.0.lock().unwrap().is_empty(),
             "no entry outlives its connections"
         );
+    }
+
+    /// A listener busy enough that its backlog is full (a flood of connects from another
+    /// process, say) is behind, not gone: a stream's connect waits until there is room, and the
+    /// dialler's session lives on. Before, the kernel's EAGAIN ended the whole session as though
+    /// the listener had gone away, and over an abstract name the connect blocked the thread.
+    async fn a_stream_waits_for_room_in_a_full_backlog(
+        target: UnixTarget,
+        listen_at: socket2::SockAddr,
+    ) {
+        use socket2::{Domain, Socket, Type};
+        let listener = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
+        listener.bind(&listen_at).unwrap();
+        listener.listen(1).unwrap();
+        let (conn, _send, _recv) = connect(&target, &Limits::default(), Life::new())
+            .await
+            .unwrap();
+        let _control = listener.accept().unwrap();
+        // Connect until the kernel refuses: the backlog is full.
+        let mut queued = Vec::new();
+        loop {
+            let s = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
+            s.set_nonblocking(true).unwrap();
+            match s.connect(&listen_at) {
+                Ok(()) => queued.push(s),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(!queued.is_empty());
+        let opening = tokio::spawn({
+            let conn = conn.clone();
+            async move { conn.open(true).await.map(|_| ()) }
+        });
+        // On this one thread the open runs its first connect before the test goes on.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!opening.is_finished(), "{:?}", opening.await);
+        assert_eq!(conn.loss(), None, "the session lives on");
+        // The listener takes one from its backlog: the stream's connect gets in.
+        let _taken = listener.accept().unwrap();
+        tokio::time::timeout(Duration::from_secs(10), opening)
+            .await
+            .expect("the open connects once there is room")
+            .unwrap()
+            .expect("a stream");
+        assert_eq!(conn.loss(), None);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_waits_for_room_in_a_full_backlog_at_a_path() {
+        let dir = std::env::temp_dir().join(format!("weida-backlog-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let at = socket2::SockAddr::unix(&dir).unwrap();
+        a_stream_waits_for_room_in_a_full_backlog(UnixTarget::Path(dir.clone()), at).await;
+        let _ = std::fs::remove_file(&dir);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_waits_for_room_in_a_full_backlog_at_an_abstract_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let name = format!("weida-backlog-{}", std::process::id());
+        let bytes: Vec<u8> = std::iter::once(0).chain(name.bytes()).collect();
+        let at = socket2::SockAddr::unix(std::ffi::OsStr::from_bytes(&bytes)).unwrap();
+        a_stream_waits_for_room_in_a_full_backlog(UnixTarget::Abstract(name), at).await;
     }
 }
