@@ -492,10 +492,28 @@ async fn connect_socket(target: &UnixTarget) -> io::Result<UnixStream> {
     ))
 }
 
-/// How long a stream's connect waits before it tries again a listener whose backlog was full:
-/// doubling from 1 ms to at most 64 ms.
-fn backlog_backoff(attempt: u32) -> Duration {
-    Duration::from_millis(1 << attempt.min(6))
+/// [`connect_socket`], trying again while the listener's backlog is full (after 1 ms, doubling
+/// to at most 64 ms) until `life` ends, with its cause. The listener is there and behind on its
+/// accepts: the connect waits, as a QUIC stream waits for its peer's credit, bounded by the
+/// caller's own deadline (`connect_timeout`, `send_timeout`, a request's). A hostile process
+/// flooding the listener's backlog must not end another dialler's session, or fail its dial at
+/// once.
+async fn connect_when_room(
+    target: &UnixTarget,
+    life: &Life,
+) -> Result<io::Result<UnixStream>, LossCause> {
+    let mut attempt = 0;
+    loop {
+        match connect_socket(target).await {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(1 << attempt)) => {
+                    attempt = (attempt + 1).min(6);
+                }
+                c = life.dead() => return Err(c),
+            },
+            r => return Ok(r),
+        }
+    }
 }
 
 fn credentials(s: &UnixStream) -> Option<PeerIdentity> {
@@ -530,7 +548,10 @@ pub(crate) async fn connect(
     limits: &Limits,
     runtime: Arc<Life>,
 ) -> Result<(Conn, SendHalf, RecvHalf), Error> {
-    let s = connect_socket(target).await.map_err(|e| {
+    let connected = connect_when_room(target, &runtime)
+        .await
+        .map_err(|_| Error::Closed)?;
+    let s = connected.map_err(|e| {
         Error::Io(io::Error::new(
             e.kind(),
             format!("cannot connect to local socket {target:?}: {e}"),
@@ -570,22 +591,9 @@ impl Conn {
             p = i.budget.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
             c = i.life.dead() => return Err(Error::ConnectionLost(c)),
         };
-        let mut attempt = 0;
-        let connected = loop {
-            match connect_socket(&i.target).await {
-                // The listener is there and behind on its accepts: the stream waits, as a QUIC
-                // stream waits for its peer's credit, bounded by the caller's own deadline
-                // (send_timeout, a request's) and by the connection's life. A hostile process
-                // flooding the listener's backlog must not end every other dialler's session.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    tokio::select! {
-                        () = tokio::time::sleep(backlog_backoff(attempt)) => attempt += 1,
-                        c = i.life.dead() => return Err(Error::ConnectionLost(c)),
-                    }
-                }
-                r => break r,
-            }
-        };
+        let connected = connect_when_room(&i.target, &i.life)
+            .await
+            .map_err(Error::ConnectionLost)?;
         match connected {
             Ok(s) => Ok(stream(
                 s,
@@ -893,9 +901,10 @@ mod tests {
     }
 
     /// A listener busy enough that its backlog is full (a flood of connects from another
-    /// process, say) is behind, not gone: a stream's connect waits until there is room, and the
-    /// dialler's session lives on. Before, the kernel's EAGAIN ended the whole session as though
-    /// the listener had gone away, and over an abstract name the connect blocked the thread.
+    /// process, say) is behind, not gone: a session's connect and a stream's wait until there
+    /// is room, and the dialler's session lives on. Before, the kernel's EAGAIN failed the
+    /// dial at once and ended a session as though the listener had gone away, and over an
+    /// abstract name the connect blocked the thread.
     async fn a_stream_waits_for_room_in_a_full_backlog(
         target: UnixTarget,
         listen_at: socket2::SockAddr,
@@ -904,13 +913,8 @@ mod tests {
         let listener = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
         listener.bind(&listen_at).unwrap();
         listener.listen(1).unwrap();
-        let (conn, _send, _recv) = connect(&target, &Limits::default(), Life::new())
-            .await
-            .unwrap();
-        let _control = listener.accept().unwrap();
-        // Connect until the kernel refuses: the backlog is full.
-        let mut queued = Vec::new();
-        loop {
+        // Connects until the kernel refuses: the backlog is full.
+        let fill = |queued: &mut Vec<Socket>| loop {
             let s = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
             s.set_nonblocking(true).unwrap();
             match s.connect(&listen_at) {
@@ -918,8 +922,30 @@ mod tests {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => panic!("{e}"),
             }
-        }
+        };
+        let mut queued = Vec::new();
+        fill(&mut queued);
         assert!(!queued.is_empty());
+        // The session's own connect waits too, and gets in once the listener takes one.
+        let connecting = tokio::spawn({
+            let target = target.clone();
+            async move { connect(&target, &Limits::default(), Life::new()).await }
+        });
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !connecting.is_finished(),
+            "{:?}",
+            connecting.await.map(|r| r.is_ok())
+        );
+        let _taken = listener.accept().unwrap();
+        let (conn, _send, _recv) = tokio::time::timeout(Duration::from_secs(10), connecting)
+            .await
+            .expect("the connect gets in once there is room")
+            .unwrap()
+            .expect("a session's socket");
+        fill(&mut queued);
         let opening = tokio::spawn({
             let conn = conn.clone();
             async move { conn.open(true).await.map(|_| ()) }
@@ -931,7 +957,7 @@ mod tests {
         assert!(!opening.is_finished(), "{:?}", opening.await);
         assert_eq!(conn.loss(), None, "the session lives on");
         // The listener takes one from its backlog: the stream's connect gets in.
-        let _taken = listener.accept().unwrap();
+        let _taken_too = listener.accept().unwrap();
         tokio::time::timeout(Duration::from_secs(10), opening)
             .await
             .expect("the open connects once there is room")
