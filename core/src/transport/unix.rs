@@ -487,9 +487,17 @@ async fn connect_socket(target: &UnixTarget) -> io::Result<UnixStream> {
     s.set_nonblocking(true)?;
     // AF_UNIX completes or refuses a stream connect at once: there is no EINPROGRESS to wait on.
     s.connect(&addr)?;
-    UnixStream::from_std(std::os::unix::net::UnixStream::from(
+    let s = UnixStream::from_std(std::os::unix::net::UnixStream::from(
         std::os::fd::OwnedFd::from(s),
-    ))
+    ))?;
+    // As tokio's own connect does: wait until the socket is writable and take its error, so a
+    // connection queued on a listener that closed meanwhile (the kernel resets it) is refused
+    // here rather than read as a session lost after it began.
+    s.writable().await?;
+    match s.take_error()? {
+        Some(e) => Err(e),
+        None => Ok(s),
+    }
 }
 
 /// [`connect_socket`], trying again while the listener's backlog is full (after 1 ms, doubling
