@@ -1655,6 +1655,7 @@ async fn local_stream(path: &std::path::Path, bytes: &[u8], finish: bool) -> Loc
                 answer.stop = Some(code.to_u64() as u32);
             }
             ChunkType::Reset => panic!("the listener reset its reply half: {got:02x?}"),
+            ChunkType::Keep => panic!("KEEP from a listener: {got:02x?}"),
         }
         at = &at[chunk::PREFIX + len as usize..];
     }

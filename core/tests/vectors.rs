@@ -460,6 +460,7 @@ enum Chunk {
     Fin,
     Reset(u64),
     Stop(u64),
+    Keep,
 }
 
 #[test]
@@ -471,6 +472,7 @@ fn chunk_vectors() {
             "fin" => Chunk::Fin,
             "reset" => Chunk::Reset(u64_of(v, "code")),
             "stop" => Chunk::Stop(u64_of(v, "code")),
+            "keep" => Chunk::Keep,
             other => panic!("chunk {other:?}"),
         },
         |c| match c {
@@ -482,6 +484,7 @@ fn chunk_vectors() {
             Chunk::Fin => chunk::prefix(ChunkType::Fin, 0).to_vec(),
             Chunk::Reset(code) => chunk::code_chunk(ChunkType::Reset, Code::from_u64(*code)),
             Chunk::Stop(code) => chunk::code_chunk(ChunkType::Stop, Code::from_u64(*code)),
+            Chunk::Keep => chunk::prefix(ChunkType::Keep, 0).to_vec(),
         },
         |b, v| {
             let p: [u8; chunk::PREFIX] = b
@@ -498,6 +501,7 @@ fn chunk_vectors() {
                 ChunkType::Fin => Chunk::Fin,
                 ChunkType::Reset => Chunk::Reset(chunk::decode_code(payload)?.to_u64()),
                 ChunkType::Stop => Chunk::Stop(chunk::decode_code(payload)?.to_u64()),
+                ChunkType::Keep => Chunk::Keep,
             };
             Ok((c, end))
         },

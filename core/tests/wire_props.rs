@@ -171,6 +171,7 @@ fn chunk_type() -> impl Strategy<Value = ChunkType> {
         ChunkType::Fin,
         ChunkType::Reset,
         ChunkType::Stop,
+        ChunkType::Keep,
     ])
 }
 
@@ -361,7 +362,7 @@ proptest! {
         let got = chunk::decode_prefix(p, max);
         let ok = match ty {
             ChunkType::Data => len <= max,
-            ChunkType::Fin => len == 0,
+            ChunkType::Fin | ChunkType::Keep => len == 0,
             ChunkType::Reset | ChunkType::Stop => (1..=8).contains(&len),
         };
         if ok {

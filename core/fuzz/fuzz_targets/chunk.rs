@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         };
         match ty {
             ChunkType::Data => assert!(len <= MAX_LEN),
-            ChunkType::Fin => assert_eq!(len, 0),
+            ChunkType::Fin | ChunkType::Keep => assert_eq!(len, 0),
             ChunkType::Reset | ChunkType::Stop => {
                 if let Ok(code) = chunk::decode_code(payload) {
                     let enc = chunk::code_chunk(ty, code);

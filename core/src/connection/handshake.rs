@@ -7,7 +7,7 @@ use crate::config::RuntimeConfig;
 use crate::error::{Error, Result};
 use crate::wire::{
     lane_frame, Code, ControlFrame, GuaranteeSet, Hello, Ordering, Session, FEATURE_CLAIM,
-    FEATURE_PATH_CHECK,
+    FEATURE_KEPT_SOCKETS, FEATURE_PATH_CHECK,
 };
 
 /// What the endpoint a connection serves does with PerProducer numbering (PROTOCOL.md §3.3,
@@ -57,9 +57,14 @@ pub(crate) fn our_hello(config: &RuntimeConfig, session: Option<&Session>, flow:
         Flow::Listens | Flow::Claims => FEATURE_CLAIM,
         Flow::Receives | Flow::Numbers | Flow::Unordered => 0,
     };
+    // A listener of this implementation keeps a socket that asks (§8.7); a dialler keeps none.
+    let kept = match flow {
+        Flow::Listens => FEATURE_KEPT_SOCKETS,
+        _ => 0,
+    };
     Hello {
         max_header_size: config.limits.max_header_size,
-        features: lanes | FEATURE_PATH_CHECK | claim,
+        features: lanes | FEATURE_PATH_CHECK | claim | kept,
         offered: GuaranteeSet {
             ordering: offered,
             other: Vec::new(),
@@ -661,7 +666,7 @@ mod tests {
                 hello.clone(),
             ),
             (
-                "HELLO: this implementation's listener (lanes, path check, claims, offers reassemble)",
+                "HELLO: this implementation's listener (lanes, path check, claims, kept sockets, offers reassemble)",
                 listener.clone(),
             ),
             (

@@ -231,7 +231,7 @@ pub(crate) async fn bind(
         }
         Target::Unix(t) => {
             let lives = [life.clone(), ctx.life.clone()];
-            let bound = unix::bind(t, &limits, lives)?;
+            let mut bound = unix::bind(t, &limits, lives)?;
             let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
             tokio::spawn(async move {
                 loop {

@@ -29,9 +29,49 @@ const READ_CHUNK_LIMIT: u32 = 16 << 20;
 /// Below this, prefix and payload are copied into one buffer so a message is one syscall.
 const COALESCE: usize = 16 * 1024;
 
-/// State one socket's writer, reader and pump share.
-struct Sock {
+/// What every stream of one socket shares: its write half and what outlives a stream. A
+/// socket carries one stream, or, kept (PROTOCOL.md §8.7), one exchange after another.
+struct Socket {
     write: tokio::sync::Mutex<OwnedWriteHalf>,
+    // The runtime this socket lives on: a handle may be dropped outside any runtime (a
+    // binding's garbage collector), and the owed chunks still need a task to write them.
+    runtime: tokio::runtime::Handle,
+    // A listener's socket: its place in its peer process's share, given back when the last
+    // half is dropped, which is when the descriptor closes.
+    _slot: Option<ShareSlot>,
+    // The dialler asked for the socket to be kept (its first chunk was KEEP).
+    kept: AtomicBool,
+    // A kept socket's streams so far (the pump's current one is the last) and whether it was
+    // retired: read and changed together, so a retirement and the next exchange's start are
+    // ordered (the one that comes first wins, §8.7).
+    turn: Mutex<Turn>,
+}
+
+#[derive(Default)]
+struct Turn {
+    streams: u64,
+    retired: bool,
+}
+
+impl Socket {
+    fn new(
+        write: OwnedWriteHalf,
+        runtime: tokio::runtime::Handle,
+        slot: Option<ShareSlot>,
+    ) -> Self {
+        Self {
+            write: tokio::sync::Mutex::new(write),
+            runtime,
+            _slot: slot,
+            kept: AtomicBool::new(false),
+            turn: Mutex::new(Turn::default()),
+        }
+    }
+}
+
+/// State one stream's writer, reader and the socket's pump share.
+struct Sock {
+    socket: Arc<Socket>,
     // Bytes of the chunk being written that are not written yet. A write cancelled mid-chunk
     // leaves it above zero; before a RESET can follow, the chunk is completed with padding
     // (the reader discards it with the reset), so a cancelled write still reads as Canceled.
@@ -41,22 +81,52 @@ struct Sock {
     events: Notify,
     // STOP/RESET chunks owed to the peer, written before the write direction shuts down.
     pending: Mutex<Vec<u8>>,
-    // The runtime this socket lives on: a handle may be dropped outside any runtime (a
-    // binding's garbage collector), and the owed chunks still need a task to write them.
-    runtime: tokio::runtime::Handle,
     // Local handles (writer, reader) still alive. At zero this side is done writing, so the
     // write direction is shut down and the peer's pump sees EOF (without it both pumps would
-    // wait for each other's EOF and hold their budget slots forever).
+    // wait for each other's EOF and hold their budget slots forever), unless the stream ended
+    // cleanly on a kept socket (`keeps`).
     handles: AtomicUsize,
     // Why this side ended the socket, when the runtime or listener it lives on closed: its
     // own reads and writes then report that cause (LocallyClosed), not the peer's.
     ended: OnceLock<LossCause>,
-    // A listener's socket: its place in its peer process's share, given back when the last
-    // half is dropped, which is when the descriptor closes.
-    _slot: Option<ShareSlot>,
+    // The peer's FIN was read; this side's FIN was written (or is being written).
+    fin_read: AtomicBool,
+    fin_written: AtomicBool,
+    // A STOP or RESET went either way, or a write failed: the socket ends with this stream.
+    spoiled: AtomicBool,
 }
 
 impl Sock {
+    fn new(socket: Arc<Socket>) -> Self {
+        Self {
+            socket,
+            unfinished: AtomicUsize::new(0),
+            stop: Mutex::new(None),
+            pump_done: AtomicBool::new(false),
+            events: Notify::new(),
+            handles: AtomicUsize::new(2),
+            pending: Mutex::new(Vec::new()),
+            ended: OnceLock::new(),
+            fin_read: AtomicBool::new(false),
+            fin_written: AtomicBool::new(false),
+            spoiled: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether this stream ended cleanly on a kept socket: both FINs, no STOP or RESET either
+    /// way. Its socket then waits for the next exchange instead of shutting down (§8.7).
+    fn keeps(&self) -> bool {
+        self.socket.kept.load(Ordering::Acquire)
+            && self.fin_read.load(Ordering::Acquire)
+            && self.fin_written.load(Ordering::Acquire)
+            && !self.spoiled.load(Ordering::Acquire)
+    }
+
+    fn spoil(&self) {
+        self.spoiled.store(true, Ordering::Release);
+        self.events.notify_waiters();
+    }
+
     /// One local handle is gone; at zero, what is still owed to the peer (a STOP or a RESET)
     /// is written and the write direction is shut down, in that order.
     fn release(self: &Arc<Self>) {
@@ -65,15 +135,19 @@ impl Sock {
         }
         // The pump's linger starts now (`lingered`).
         self.events.notify_waiters();
-        if let Ok(mut w) = self.write.try_lock() {
+        if self.keeps() {
+            // Kept for the next exchange: the pump reads it, or retires the socket (§8.7).
+            return;
+        }
+        if let Ok(mut w) = self.socket.write.try_lock() {
             if self.flush_now(&mut w) {
                 let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
                 return;
             }
         }
         let sock = self.clone();
-        self.runtime.spawn(async move {
-            let mut w = sock.write.lock().await;
+        self.socket.runtime.spawn(async move {
+            let mut w = sock.socket.write.lock().await;
             sock.flush(&mut w).await;
             let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
         });
@@ -85,9 +159,10 @@ impl Sock {
             .lock()
             .unwrap()
             .extend_from_slice(&chunk::code_chunk(ty, code));
+        self.spoil();
         let sock = self.clone();
-        self.runtime.spawn(async move {
-            let mut w = sock.write.lock().await;
+        self.socket.runtime.spawn(async move {
+            let mut w = sock.socket.write.lock().await;
             sock.flush(&mut w).await;
         });
     }
@@ -141,12 +216,45 @@ impl Sock {
             let n = self.events.notified();
             tokio::pin!(n);
             n.as_mut().enable();
-            if self.handles.load(Ordering::Acquire) == 0 {
+            // A kept socket between exchanges waits for the next one instead (`retired`).
+            if self.handles.load(Ordering::Acquire) == 0 && !self.keeps() {
                 break;
             }
             n.await;
         }
         tokio::time::sleep(linger).await;
+    }
+
+    /// Waits until this stream ended cleanly on a kept socket and `keep` more with no next
+    /// exchange, then retires the socket (§8.7): a STOP and a RESET with GOING_AWAY, and the
+    /// write direction shut down. Returns at once, doing nothing, if the next exchange
+    /// started first.
+    async fn retired(&self, keep: Duration) {
+        loop {
+            let n = self.events.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.keeps() {
+                break;
+            }
+            n.await;
+        }
+        let streams = self.socket.turn.lock().unwrap().streams;
+        tokio::time::sleep(keep).await;
+        {
+            let mut turn = self.socket.turn.lock().unwrap();
+            if turn.streams != streams || turn.retired {
+                return;
+            }
+            turn.retired = true;
+        }
+        self.spoil();
+        let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
+        retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
+        let mut w = self.socket.write.lock().await;
+        if w.write_all(&retire).await.is_ok() {
+            let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
+        }
     }
 
     /// Waits until the peer's STOP arrived or the socket's read side ended.
@@ -224,7 +332,7 @@ impl Writer {
     /// Writes one chunk (prefix and payload parts), counting what is left of it so that a
     /// cancelled write can be completed with padding before a RESET.
     async fn write_raw(&self, parts: &[&[u8]]) -> io::Result<()> {
-        let mut w = self.sock.write.lock().await;
+        let mut w = self.sock.socket.write.lock().await;
         if self.sock.unfinished.load(Ordering::Acquire) > 0 {
             // An earlier write of this stream was cancelled mid-chunk: the stream is broken
             // (OutgoingTransfer::write is not cancel-safe; the transfer must be cancelled).
@@ -261,13 +369,18 @@ impl Writer {
         if let Some(code) = self.sock.stop_code() {
             return Err(StreamError::Stopped(code));
         }
+        // Marked before it is written: on a kept socket the peer's next exchange may follow
+        // this FIN at once, and the pump must see this stream as ended by then.
+        self.sock.fin_written.store(true, Ordering::Release);
         if self
             .write_raw(&[&chunk::prefix(ChunkType::Fin, 0)])
             .await
             .is_err()
         {
+            self.sock.spoil();
             return Err(self.failure().await);
         }
+        self.sock.events.notify_waiters();
         // The kernel holds the bytes now: that is the receipt (PATTERNS §1.10). A STOP that
         // already arrived still wins.
         match self.sock.stop_code() {
@@ -339,6 +452,16 @@ struct Watch {
     linger: Option<Duration>,
 }
 
+/// How a listener hands on the next exchange of a kept socket (§8.7): to its accept, as a
+/// new stream, with the peer the socket was accepted from; and how long the socket waits for
+/// that exchange before it is retired.
+struct Next {
+    to: tokio::sync::mpsc::UnboundedSender<IncomingRaw>,
+    peer: Option<PeerIdentity>,
+    window: usize,
+    keep: Duration,
+}
+
 /// Splits a connected socket into its halves and starts the pump that reads its chunks.
 fn stream(
     s: UnixStream,
@@ -347,22 +470,13 @@ fn stream(
     bidi: bool,
     watch: Option<Watch>,
     slot: Option<ShareSlot>,
+    next: Option<Next>,
 ) -> (SendHalf, RecvHalf) {
     let (rd, wr) = s.into_split();
-    let sock = Arc::new(Sock {
-        write: tokio::sync::Mutex::new(wr),
-        unfinished: AtomicUsize::new(0),
-        stop: Mutex::new(None),
-        pump_done: AtomicBool::new(false),
-        events: Notify::new(),
-        handles: AtomicUsize::new(2),
-        pending: Mutex::new(Vec::new()),
-        runtime: tokio::runtime::Handle::current(),
-        ended: OnceLock::new(),
-        _slot: slot,
-    });
+    let socket = Arc::new(Socket::new(wr, tokio::runtime::Handle::current(), slot));
+    let sock = Arc::new(Sock::new(socket));
     let (pw, pr) = byte_channel(window, None, None, None);
-    tokio::spawn(pump(rd, pw, sock.clone(), permit, watch));
+    tokio::spawn(pump(rd, pw, sock.clone(), permit, watch, next));
     (
         SendHalf::Unix(Writer { sock: sock.clone() }),
         RecvHalf::Unix(Reader {
@@ -373,32 +487,51 @@ fn stream(
     )
 }
 
-/// Reads chunks until EOF: stream bytes into the byte channel, STOP to the writer. Holds the
-/// stream's descriptor budget slot until the peer is done with the socket too.
+/// Reads chunks until EOF: stream bytes into the byte channel, STOP to the writer; on a kept
+/// socket, one exchange after another. Holds the stream's descriptor budget slot until the
+/// peer is done with the socket too.
 async fn pump(
     rd: OwnedReadHalf,
     pw: byte_channel::Writer,
     sock: Arc<Sock>,
     permit: Option<OwnedSemaphorePermit>,
     watch: Option<Watch>,
+    next: Option<Next>,
 ) {
+    let (current, mut now) = tokio::sync::watch::channel(sock.clone());
     let Some(Watch { life, linger }) = watch else {
-        return read_chunks(rd, pw, sock, permit).await;
+        return read_chunks(rd, pw, sock, permit, next, current).await;
     };
-    let reading = read_chunks(rd, pw, sock.clone(), permit);
+    let keep = next.as_ref().map(|n| n.keep);
+    let reading = read_chunks(rd, pw, sock, permit, next, current);
     tokio::pin!(reading);
-    let cause = tokio::select! {
-        _ = &mut reading => return,
-        // The runtime (or listener) holding this stream shut down: the socket goes with it, so
-        // the peer learns a loss at once rather than at its next write, and this side reads
-        // its own close.
-        cause = life.dead() => cause,
-        // This side has been done with the socket for `linger` and the peer has not closed
-        // it: nobody here reads or writes it, so only the peer's end is lost.
-        () = sock.lingered(linger) => LossCause::LocallyClosed,
+    let cause = loop {
+        // The stream the pump reads now: a kept socket's changes with each exchange.
+        let sock = now.borrow_and_update().clone();
+        tokio::select! {
+            biased;
+            _ = &mut reading => return,
+            // The runtime (or listener) holding this stream shut down: the socket goes with
+            // it, so the peer learns a loss at once rather than at its next write, and this
+            // side reads its own close.
+            cause = life.dead() => break cause,
+            // This side has been done with the socket for `linger` and the peer has not closed
+            // it: nobody here reads or writes it, so only the peer's end is lost.
+            () = sock.lingered(linger) => break LossCause::LocallyClosed,
+            // A kept socket with no next exchange in time: retired, and read to its end (the
+            // linger bounds that).
+            () = async {
+                match keep {
+                    Some(keep) => sock.retired(keep).await,
+                    None => std::future::pending().await,
+                }
+            } => continue,
+            _ = now.changed() => continue,
+        }
     };
+    let sock = now.borrow().clone();
     let _ = sock.ended.set(cause);
-    let w = sock.write.lock().await;
+    let w = sock.socket.write.lock().await;
     let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
     drop(w);
     reading.await;
@@ -407,12 +540,15 @@ async fn pump(
 async fn read_chunks(
     mut rd: OwnedReadHalf,
     mut pw: byte_channel::Writer,
-    sock: Arc<Sock>,
+    mut sock: Arc<Sock>,
     _permit: Option<OwnedSemaphorePermit>,
+    next: Option<Next>,
+    current: tokio::sync::watch::Sender<Arc<Sock>>,
 ) {
     let mut open = true; // the byte channel still takes bytes
+    let mut first = true; // no chunk read yet
     loop {
-        if !open && sock.handles.load(Ordering::Acquire) == 0 {
+        if !open && sock.handles.load(Ordering::Acquire) == 0 && !sock.keeps() {
             // Nobody here reads or writes this stream any more: closing makes a writer that
             // is still sending fail now (with the STOP it was sent) instead of filling a void.
             break;
@@ -425,6 +561,7 @@ async fn read_chunks(
             Ok(x) => x,
             Err(e) => {
                 tracing::debug!(error = %e, "malformed chunk on a local socket stream");
+                sock.spoil();
                 if open {
                     pw.reset(Code::ProtocolError);
                 }
@@ -435,7 +572,68 @@ async fn read_chunks(
         if rd.read_exact(&mut payload).await.is_err() {
             break;
         }
+        let was_first = std::mem::replace(&mut first, false);
         match ty {
+            // A listener keeps a socket whose dialler asks first (§8.7); anywhere else, or
+            // toward a dialler, KEEP breaks the protocol.
+            ChunkType::Keep if was_first && next.is_some() => {
+                sock.socket.kept.store(true, Ordering::Release);
+            }
+            ChunkType::Keep => {
+                tracing::debug!("a KEEP chunk that is not a listener's socket's first");
+                sock.spoil();
+                if open {
+                    pw.reset(Code::ProtocolError);
+                }
+                break;
+            }
+            // The next exchange on a kept socket: a new stream, handed to the listener's
+            // accept, unless the socket was retired first (then it is not read: §8.7).
+            ChunkType::Data if !open && sock.socket.kept.load(Ordering::Acquire) => {
+                let Some(n) = next.as_ref() else { break };
+                if !sock.keeps() {
+                    // Before this side's FIN, or after a STOP or RESET: not how a dialler
+                    // starts the next exchange. The socket ends with this stream.
+                    tracing::debug!("an exchange on a kept socket before the last one ended");
+                    sock.spoil();
+                    break;
+                }
+                {
+                    let mut turn = sock.socket.turn.lock().unwrap();
+                    if turn.retired {
+                        continue;
+                    }
+                    turn.streams += 1;
+                }
+                let (npw, npr) = byte_channel(n.window, None, None, None);
+                let nsock = Arc::new(Sock::new(sock.socket.clone()));
+                let raw = IncomingRaw {
+                    recv: RecvHalf::Unix(Reader {
+                        channel: npr,
+                        sock: nsock.clone(),
+                        stopped: false,
+                    }),
+                    send: Some(SendHalf::Unix(Writer {
+                        sock: nsock.clone(),
+                    })),
+                    peer: n.peer.clone(),
+                    live: None,
+                };
+                // The last stream is over both ways; its handles, if any are left, no longer
+                // touch the socket (`keeps`), and nothing more is read for it.
+                drop(std::mem::replace(&mut pw, npw));
+                sock.pump_done.store(true, Ordering::Release);
+                sock.events.notify_waiters();
+                sock = nsock;
+                let _ = current.send(sock.clone());
+                open = true;
+                if n.to.send(raw).is_err() {
+                    break; // the listener is gone
+                }
+                if pw.write(payload.freeze()).await.is_err() {
+                    open = false;
+                }
+            }
             ChunkType::Data => {
                 if open && pw.write(payload.freeze()).await.is_err() {
                     open = false; // our reader stopped: discard the rest
@@ -443,11 +641,15 @@ async fn read_chunks(
             }
             ChunkType::Fin => {
                 if open {
+                    // Before the reader can see the end: the stream is then over this way.
+                    sock.fin_read.store(true, Ordering::Release);
+                    sock.events.notify_waiters();
                     let _ = pw.finish();
                     open = false;
                 }
             }
             ChunkType::Reset => {
+                sock.spoil();
                 if open {
                     pw.reset(chunk::decode_code(&payload).unwrap_or(Code::Canceled));
                     open = false;
@@ -456,7 +658,7 @@ async fn read_chunks(
             ChunkType::Stop => {
                 let code = chunk::decode_code(&payload).unwrap_or(Code::NoError);
                 sock.stop.lock().unwrap().get_or_insert(code);
-                sock.events.notify_waiters();
+                sock.spoil();
             }
         }
     }
@@ -574,6 +776,7 @@ pub(crate) async fn connect(
         true,
         None,
         None,
+        None,
     );
     let conn = Conn {
         inner: Arc::new(Inner {
@@ -612,6 +815,7 @@ impl Conn {
                     life: i.runtime.clone(),
                     linger: None,
                 }),
+                None,
                 None,
             )),
             Err(e) => {
@@ -655,7 +859,19 @@ pub(crate) struct Bound {
     id: u64,
     shares: Arc<Shares>,
     share: usize,
+    /// The next exchanges of kept sockets (§8.7), from their pumps, and the sender each pump
+    /// is given.
+    kept: tokio::sync::mpsc::UnboundedReceiver<IncomingRaw>,
+    keep_to: tokio::sync::mpsc::UnboundedSender<IncomingRaw>,
 }
+
+/// How long a kept socket waits for its next exchange at least (§8.7): a dialler reuses only
+/// a socket idle for less than half of it ([`KEPT_REUSE`]).
+pub(crate) const KEPT_IDLE_MIN: Duration = Duration::from_secs(2);
+
+/// The longest a dialler lets a kept socket sit idle before it would reuse it (§8.7).
+#[allow(dead_code)]
+pub(crate) const KEPT_REUSE: Duration = Duration::from_secs(1);
 
 /// The OS connections an AF_UNIX listener holds, counted per peer process (SO_PEERCRED's
 /// pid; 0 where the kernel gave none). Each is a descriptor here whatever the peer does with
@@ -763,6 +979,7 @@ pub(crate) fn bind(
 ) -> Result<Bound, Error> {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    let (keep_to, kept) = tokio::sync::mpsc::unbounded_channel();
     let (listener, path) = match target {
         UnixTarget::Path(p) => {
             // Held to the record of the new binding (PATHS).
@@ -816,6 +1033,8 @@ pub(crate) fn bind(
         id,
         shares: Arc::default(),
         share: limits.max_local_peer_connections,
+        kept,
+        keep_to,
     })
 }
 
@@ -826,9 +1045,13 @@ impl Bound {
     /// its buffer empty), then closed. So a process that floods the listener holds no more of
     /// its descriptors than its share, and costs the others one accept each (PROTOCOL §8.6).
     /// Cancel-safe: nothing is held between one accept and the next.
-    pub(crate) async fn accept(&self, watch: Arc<Life>) -> io::Result<IncomingRaw> {
+    pub(crate) async fn accept(&mut self, watch: Arc<Life>) -> io::Result<IncomingRaw> {
         loop {
-            let (s, _) = self.listener.accept().await?;
+            let s = tokio::select! {
+                // The next exchange of a kept socket: a stream as an accepted one is.
+                Some(raw) = self.kept.recv() => return Ok(raw),
+                r = self.listener.accept() => r?.0,
+            };
             let peer = credentials(&s);
             let pid = match &peer {
                 Some(PeerIdentity::Local { pid, .. }) => *pid,
@@ -853,7 +1076,23 @@ impl Bound {
                 life: watch,
                 linger: Some(self.linger),
             };
-            let (send, recv) = stream(s, self.window, None, true, Some(watch), Some(slot));
+            // A kept socket waits for its next exchange as long as any connection may sit
+            // silent here, and never less than the dialler's reuse assumes (§8.7).
+            let next = Next {
+                to: self.keep_to.clone(),
+                peer: peer.clone(),
+                window: self.window,
+                keep: self.linger.max(KEPT_IDLE_MIN),
+            };
+            let (send, recv) = stream(
+                s,
+                self.window,
+                None,
+                true,
+                Some(watch),
+                Some(slot),
+                Some(next),
+            );
             return Ok(IncomingRaw {
                 recv,
                 send: Some(send),

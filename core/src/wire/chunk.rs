@@ -22,6 +22,9 @@ pub enum ChunkType {
     Reset,
     /// 0x03: the reader asks the writer to stop; payload is a code varint.
     Stop,
+    /// 0x04: a dialler asks the listener to keep this socket for further exchanges (len 0; the
+    /// socket's first chunk, PROTOCOL.md §8.7).
+    Keep,
 }
 
 impl ChunkType {
@@ -32,6 +35,7 @@ impl ChunkType {
             Self::Fin => 1,
             Self::Reset => 2,
             Self::Stop => 3,
+            Self::Keep => 4,
         }
     }
 
@@ -42,6 +46,7 @@ impl ChunkType {
             1 => Self::Fin,
             2 => Self::Reset,
             3 => Self::Stop,
+            4 => Self::Keep,
             o => return Err(DecodeError::malformed(format!("chunk type 0x{o:02x}"))),
         })
     }
@@ -64,6 +69,7 @@ pub fn decode_prefix(p: [u8; PREFIX], max_len: u32) -> Result<(ChunkType, u32), 
             limit: max_len.into(),
         }),
         ChunkType::Fin if len != 0 => Err(DecodeError::malformed("FIN chunk with a payload")),
+        ChunkType::Keep if len != 0 => Err(DecodeError::malformed("KEEP chunk with a payload")),
         ChunkType::Reset | ChunkType::Stop if !(1..=8).contains(&len) => Err(
             DecodeError::malformed("RESET/STOP chunk without exactly one code"),
         ),

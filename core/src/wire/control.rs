@@ -44,6 +44,11 @@ pub mod frame_type {
 /// when both HELLOs set it.
 pub const FEATURE_CLAIM: u64 = 1 << 3;
 
+/// HELLO FEATURES bit of kept sockets (PROTOCOL.md §8.7), meaningful over AF_UNIX only: a
+/// listener that sets it keeps a socket whose first chunk is KEEP for one exchange after
+/// another; a dialler sends KEEP only to a listener that set it.
+pub const FEATURE_KEPT_SOCKETS: u64 = 1 << 4;
+
 /// The roles a CLAIM names (PROTOCOL.md §3.1.6).
 pub mod claim_role {
     /// The one peer of a bound PAIR: it sends to the pair and the pair sends to it.
@@ -69,7 +74,8 @@ pub mod check_streams {
 pub mod hello_key {
     /// The largest DATA header the sender accepts (varint).
     pub const MAX_HEADER_SIZE: u64 = 0x01;
-    /// Feature bits the sender offers (varint). Bit 0: message lanes; bit 1: the path check.
+    /// Feature bits the sender offers (varint). Bit 0: message lanes; bit 1: the path check;
+    /// bit 2: lanes on parked connections; bit 3: claims; bit 4: kept sockets.
     pub const FEATURES: u64 = 0x02;
     /// The guarantee set the sender offers.
     pub const OFFERED: u64 = 0x03;

@@ -21,7 +21,7 @@ pub mod varint;
 pub use codes::Code;
 pub use control::{
     check_streams, claim_role, ControlFrame, GuaranteeSet, Hello, Ordering, PathCheck, PathClaim,
-    Session, Subscription, FEATURE_CLAIM, FEATURE_PATH_CHECK,
+    Session, Subscription, FEATURE_CLAIM, FEATURE_KEPT_SOCKETS, FEATURE_PATH_CHECK,
 };
 pub use header::{Header, HeaderRef, Metadata};
 pub use reply::ReplyStatus;

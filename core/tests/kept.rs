@@ -1,0 +1,189 @@
+//! Kept sockets over AF_UNIX (PROTOCOL.md §8.7), from the dialler's side of the wire: a
+//! socket whose first chunk is KEEP carries one exchange after another, an idle one is
+//! retired with GOING_AWAY, and one that breaks the rules is closed.
+
+mod common;
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use weida::wire::chunk::{self, ChunkType};
+use weida::wire::{Code, Header, StreamType};
+use weida::{Limits, Listener};
+
+/// A listener with an echoing replier at `/echo`, and its socket's path.
+async fn echoing(limits: Limits) -> (weida::Runtime, Listener, std::path::PathBuf) {
+    let (server, listener, path) = common::local_listener(limits).await;
+    let replier = listener.replier("/echo").unwrap();
+    tokio::spawn(async move {
+        while let Ok(mut ex) = replier.accept().await {
+            // A request a test broke is not answered.
+            if let Ok(body) = ex.take_body().await {
+                let _ = ex.reply(body).await;
+            }
+        }
+    });
+    (server, listener, path)
+}
+
+/// An exchange to `path` with `body`, as the chunks a dialler writes: one DATA, then FIN.
+fn exchange(path: &str, body: &[u8]) -> Vec<u8> {
+    let mut stream = vec![StreamType::Exchange.to_byte()];
+    Header::for_path(path).encode(&mut stream);
+    stream.extend_from_slice(body);
+    let mut out = chunk::prefix(ChunkType::Data, stream.len() as u32).to_vec();
+    out.extend_from_slice(&stream);
+    out.extend_from_slice(&chunk::prefix(ChunkType::Fin, 0));
+    out
+}
+
+/// A chunk as read: its type, and its payload.
+async fn chunk_of(s: &mut UnixStream) -> Option<(ChunkType, Vec<u8>)> {
+    let mut p = [0u8; chunk::PREFIX];
+    s.read_exact(&mut p).await.ok()?;
+    let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
+    let mut payload = vec![0u8; len as usize];
+    s.read_exact(&mut payload).await.ok()?;
+    Some((ty, payload))
+}
+
+/// The reply's bytes, read to its FIN.
+async fn reply(s: &mut UnixStream) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    loop {
+        match chunk_of(s).await {
+            Some((ChunkType::Data, p)) => bytes.extend(p),
+            Some((ChunkType::Fin, _)) => return bytes,
+            other => panic!("{other:?} before the reply's FIN"),
+        }
+    }
+}
+
+/// What follows on the socket to its end: each chunk, then None at the end of file (or a
+/// reset, which may follow the chunks when the listener closes with bytes unread).
+async fn the_rest(s: &mut UnixStream) -> Vec<(ChunkType, Vec<u8>)> {
+    let mut all = Vec::new();
+    while let Some(c) = chunk_of(s).await {
+        all.push(c);
+    }
+    all
+}
+
+fn retirement() -> Vec<(ChunkType, Vec<u8>)> {
+    let code = |ty| chunk::code_chunk(ty, Code::GoingAway)[chunk::PREFIX..].to_vec();
+    vec![
+        (ChunkType::Stop, code(ChunkType::Stop)),
+        (ChunkType::Reset, code(ChunkType::Reset)),
+    ]
+}
+
+#[tokio::test]
+async fn a_kept_socket_carries_one_exchange_after_another() {
+    common::bounded(async {
+        let (_server, _listener, path) = echoing(Limits::default()).await;
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
+            .await
+            .unwrap();
+        for body in [&b"one"[..], b"two", b"three"] {
+            s.write_all(&exchange("/echo", body)).await.unwrap();
+            let r = reply(&mut s).await;
+            assert!(r.ends_with(body), "{r:?}");
+        }
+    })
+    .await
+}
+
+/// A kept socket with no next exchange for the idle timeout (at least 2 s) is retired: STOP
+/// and RESET with GOING_AWAY, then the end of file; the same when the next exchange starts
+/// and stalls inside its first chunk's prefix (it was not read, so the retirement holds).
+async fn retired_when_idle(stall_inside_a_prefix: bool) {
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let (_server, _listener, path) = echoing(limits).await;
+    let mut s = UnixStream::connect(&path).await.unwrap();
+    s.write_all(&chunk::prefix(ChunkType::Keep, 0))
+        .await
+        .unwrap();
+    s.write_all(&exchange("/echo", b"one")).await.unwrap();
+    assert!(reply(&mut s).await.ends_with(b"one"));
+    if stall_inside_a_prefix {
+        s.write_all(&[0, 0, 0]).await.unwrap();
+    }
+    assert_eq!(the_rest(&mut s).await, retirement());
+}
+
+#[tokio::test]
+async fn an_idle_kept_socket_is_retired_with_going_away() {
+    common::bounded(retired_when_idle(false)).await
+}
+
+#[tokio::test]
+async fn a_next_exchange_stalled_in_its_first_prefix_does_not_hold_a_kept_socket() {
+    common::bounded(retired_when_idle(true)).await
+}
+
+/// An exchange that did not end cleanly (here refused: nothing is bound at its path) ends
+/// the socket as on a socket not kept: the listener's direction ends after the refusal, with
+/// no retirement, and an exchange written after it is not answered.
+#[tokio::test]
+async fn a_kept_socket_ends_with_an_exchange_that_did_not_end_cleanly() {
+    common::bounded(async {
+        let (_server, _listener, path) = echoing(Limits::default()).await;
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
+            .await
+            .unwrap();
+        s.write_all(&exchange("/nowhere", b"one")).await.unwrap();
+        let rest = the_rest(&mut s).await;
+        assert!(!rest.is_empty(), "the refusal is answered");
+        assert!(
+            !rest.ends_with(&retirement()),
+            "ended as a socket not kept: {rest:?}"
+        );
+    })
+    .await
+}
+
+/// KEEP anywhere but first breaks the protocol: inside an exchange, the exchange is reset
+/// with PROTOCOL_ERROR and not served, and the socket ends.
+#[tokio::test]
+async fn keep_after_the_first_chunk_breaks_the_protocol() {
+    common::bounded(async {
+        let (_server, _listener, path) = echoing(Limits::default()).await;
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        let whole = exchange("/echo", b"one");
+        let fin = whole.len() - chunk::PREFIX;
+        s.write_all(&whole[..fin]).await.unwrap();
+        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
+            .await
+            .unwrap();
+        s.write_all(&whole[fin..]).await.unwrap();
+        let rest = the_rest(&mut s).await;
+        let data: Vec<u8> = rest
+            .iter()
+            .filter(|(ty, _)| *ty == ChunkType::Data)
+            .flat_map(|(_, p)| p.clone())
+            .collect();
+        assert!(!data.ends_with(b"one"), "served: {rest:?}");
+    })
+    .await
+}
+
+/// A socket not kept (no KEEP first) is the one-stream socket it always was: after the reply
+/// the listener ends its direction, and a second exchange on it is never answered.
+#[tokio::test]
+async fn a_socket_without_keep_carries_one_exchange() {
+    common::bounded(async {
+        let (_server, _listener, path) = echoing(Limits::default()).await;
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(&exchange("/echo", b"one")).await.unwrap();
+        assert!(reply(&mut s).await.ends_with(b"one"));
+        s.shutdown().await.unwrap();
+        assert_eq!(the_rest(&mut s).await, vec![]);
+    })
+    .await
+}
