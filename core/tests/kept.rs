@@ -187,3 +187,24 @@ async fn a_socket_without_keep_carries_one_exchange() {
     })
     .await
 }
+
+/// A requester toward a listener that keeps sockets asks for each of its exchanges' sockets
+/// to be kept, and takes the idle one for the next request: with the socket file removed after
+/// the first request (so no new connection could be made), the next ones are still answered,
+/// on that one socket.
+#[tokio::test]
+async fn requests_in_turn_take_the_kept_socket_of_the_last() {
+    common::bounded(async {
+        let (_server, _listener, path) = echoing(Limits::default()).await;
+        let client = weida::Runtime::new(common::config(Limits::default())).unwrap();
+        let requester = client.requester();
+        let address = format!("weida+unix://{}//echo", path.display());
+        requester.connect(&address).await.unwrap();
+        assert_eq!(&requester.request("one").await.unwrap()[..], b"one");
+        std::fs::remove_file(&path).unwrap();
+        for body in ["two", "three", "four"] {
+            assert_eq!(&requester.request(body).await.unwrap()[..], body.as_bytes());
+        }
+    })
+    .await
+}

@@ -161,6 +161,9 @@ impl Dialler {
                 return Err(refused.error);
             }
         };
+        if let Conn::Unix(u) = &conn {
+            u.keep_sockets(agreed.peer_keeps_sockets);
+        }
         let link = Arc::new(Link::new(
             ctx.clone(),
             conn.clone(),

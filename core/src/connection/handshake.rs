@@ -115,6 +115,9 @@ pub(crate) struct Agreed {
     /// Both sides offered lanes on parked connections as well as lanes (§3.7): over AF_UNIX
     /// a publisher writes small copies as frames of a lane on one parked connection.
     pub(crate) parked_lanes: bool,
+    /// The peer keeps sockets (its HELLO set FEATURES bit 4, §8.7): a dialler's exchanges
+    /// over AF_UNIX ask for theirs to be kept.
+    pub(crate) peer_keeps_sockets: bool,
     /// The largest DATA header the peer accepts (its MAX_HEADER_SIZE).
     pub(crate) peer_max_header: u64,
     /// Pub/Sub copies toward the peer are numbered: it requires PerProducer ordering and the
@@ -209,6 +212,8 @@ pub(crate) fn conclude(
         parked_lanes: both & parked_lanes == parked_lanes,
         path_check: both & FEATURE_PATH_CHECK != 0,
         claims: both & FEATURE_CLAIM != 0,
+        // The one bit a dialler uses without setting it: keeping is the listener's to offer.
+        peer_keeps_sockets: theirs.features & FEATURE_KEPT_SOCKETS != 0,
         peer_max_header: theirs.max_header_size,
         numbered: guarantees.ordering >= Ordering::Detect
             && theirs.required.ordering >= Ordering::Detect,

@@ -480,7 +480,7 @@ impl Link {
         let head = self.head(ty, header)?;
         let (send, recv) = match ty {
             StreamType::Exchange => {
-                let (s, r) = Context::within(send_timeout, self.conn.open_bi()).await?;
+                let (s, r) = Context::within(send_timeout, self.conn.open_exchange()).await?;
                 (s, Some(r))
             }
             _ => (

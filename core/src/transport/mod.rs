@@ -436,6 +436,15 @@ impl Conn {
         }
     }
 
+    /// A bidirectional stream for an exchange: as [`Conn::open_bi`], except that over AF_UNIX
+    /// it may be a kept socket's next exchange (PROTOCOL.md §8.7).
+    pub(crate) async fn open_exchange(&self) -> Result<(SendHalf, RecvHalf), Error> {
+        match self {
+            Self::Unix(c) => c.open_exchange().await,
+            _ => self.open_bi().await,
+        }
+    }
+
     /// The first bidirectional stream the peer opens (its control stream, PROTOCOL.md §3.2);
     /// None when the connection ends first. A local socket's control connection arrives
     /// through its listener instead: None at once.

@@ -1,4 +1,5 @@
-//! AF_UNIX transport: the OS connection is the stream (one socket per transfer or exchange),
+//! AF_UNIX transport: the OS connection is the stream (one socket per transfer or exchange, or
+//! one exchange after another on a kept socket, PROTOCOL.md §8.7),
 //! with the chunk framing of `wire::chunk` so that a cancelled or dead writer is never read as a
 //! complete payload, and the peer named by the kernel (SO_PEERCRED).
 
@@ -45,12 +46,20 @@ struct Socket {
     // retired: read and changed together, so a retirement and the next exchange's start are
     // ordered (the one that comes first wins, §8.7).
     turn: Mutex<Turn>,
+    // A dialler's kept socket: the pool it goes back to after a clean exchange.
+    pool: Option<std::sync::Weak<Pool>>,
+    // A dialler's budget slot (max_local_streams), held while a stream uses the socket and
+    // until the pump ends; a socket idle in its pool holds none.
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 #[derive(Default)]
 struct Turn {
     streams: u64,
     retired: bool,
+    // A dialler's next exchange on this kept socket, for the pump to read into once the
+    // listener answers it.
+    next: Option<(byte_channel::Writer, Arc<Sock>)>,
 }
 
 impl Socket {
@@ -65,8 +74,28 @@ impl Socket {
             _slot: slot,
             kept: AtomicBool::new(false),
             turn: Mutex::new(Turn::default()),
+            pool: None,
+            permit: Mutex::new(None),
         }
     }
+
+    /// Ends the socket both ways (its pump then reads its end).
+    fn shut(self: &Arc<Self>) {
+        let socket = self.clone();
+        self.runtime.spawn(async move {
+            let w = socket.write.lock().await;
+            let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
+        });
+    }
+}
+
+/// The most kept sockets a dialler's connection holds idle (§8.7).
+const POOL_MAX: usize = 16;
+
+/// A dialler's kept sockets, idle, each with the time it became so.
+#[derive(Default)]
+struct Pool {
+    idle: Mutex<Vec<(Arc<Socket>, std::time::Instant)>>,
 }
 
 /// State one stream's writer, reader and the socket's pump share.
@@ -136,8 +165,20 @@ impl Sock {
         // The pump's linger starts now (`lingered`).
         self.events.notify_waiters();
         if self.keeps() {
-            // Kept for the next exchange: the pump reads it, or retires the socket (§8.7).
-            return;
+            // Kept for the next exchange (§8.7). A listener's pump reads it, or retires the
+            // socket; a dialler's goes back to its pool, without its budget slot.
+            let Some(pool) = self.socket.pool.as_ref() else {
+                return;
+            };
+            if let Some(pool) = pool.upgrade() {
+                let mut idle = pool.idle.lock().unwrap();
+                if idle.len() < POOL_MAX {
+                    drop(self.socket.permit.lock().unwrap().take());
+                    idle.push((self.socket.clone(), std::time::Instant::now()));
+                    return;
+                }
+            }
+            // No room, or the connection is gone: ended as a socket not kept is.
         }
         if let Ok(mut w) = self.socket.write.try_lock() {
             if self.flush_now(&mut w) {
@@ -462,21 +503,40 @@ struct Next {
     keep: Duration,
 }
 
+/// What a socket is to its side, besides its stream: how its pump ends (`watch`), a
+/// listener's place in a process's share (`slot`) and hand-on of kept exchanges (`next`), a
+/// dialler's kept socket's pool (`pool`).
+#[derive(Default)]
+struct Ends {
+    watch: Option<Watch>,
+    slot: Option<ShareSlot>,
+    next: Option<Next>,
+    pool: Option<std::sync::Weak<Pool>>,
+}
+
 /// Splits a connected socket into its halves and starts the pump that reads its chunks.
 fn stream(
     s: UnixStream,
     window: usize,
     permit: Option<OwnedSemaphorePermit>,
     bidi: bool,
-    watch: Option<Watch>,
-    slot: Option<ShareSlot>,
-    next: Option<Next>,
+    ends: Ends,
 ) -> (SendHalf, RecvHalf) {
+    let Ends {
+        watch,
+        slot,
+        next,
+        pool,
+    } = ends;
     let (rd, wr) = s.into_split();
-    let socket = Arc::new(Socket::new(wr, tokio::runtime::Handle::current(), slot));
-    let sock = Arc::new(Sock::new(socket));
+    let mut socket = Socket::new(wr, tokio::runtime::Handle::current(), slot);
+    // A dialler's kept socket: it asked with KEEP, and goes back to `pool` (§8.7).
+    socket.kept = AtomicBool::new(pool.is_some());
+    socket.pool = pool;
+    socket.permit = Mutex::new(permit);
+    let sock = Arc::new(Sock::new(Arc::new(socket)));
     let (pw, pr) = byte_channel(window, None, None, None);
-    tokio::spawn(pump(rd, pw, sock.clone(), permit, watch, next));
+    tokio::spawn(pump(rd, pw, sock.clone(), watch, next));
     (
         SendHalf::Unix(Writer { sock: sock.clone() }),
         RecvHalf::Unix(Reader {
@@ -494,16 +554,15 @@ async fn pump(
     rd: OwnedReadHalf,
     pw: byte_channel::Writer,
     sock: Arc<Sock>,
-    permit: Option<OwnedSemaphorePermit>,
     watch: Option<Watch>,
     next: Option<Next>,
 ) {
     let (current, mut now) = tokio::sync::watch::channel(sock.clone());
     let Some(Watch { life, linger }) = watch else {
-        return read_chunks(rd, pw, sock, permit, next, current).await;
+        return read_chunks(rd, pw, sock, next, current).await;
     };
     let keep = next.as_ref().map(|n| n.keep);
-    let reading = read_chunks(rd, pw, sock, permit, next, current);
+    let reading = read_chunks(rd, pw, sock, next, current);
     tokio::pin!(reading);
     let cause = loop {
         // The stream the pump reads now: a kept socket's changes with each exchange.
@@ -541,7 +600,6 @@ async fn read_chunks(
     mut rd: OwnedReadHalf,
     mut pw: byte_channel::Writer,
     mut sock: Arc<Sock>,
-    _permit: Option<OwnedSemaphorePermit>,
     next: Option<Next>,
     current: tokio::sync::watch::Sender<Arc<Sock>>,
 ) {
@@ -573,6 +631,24 @@ async fn read_chunks(
             break;
         }
         let was_first = std::mem::replace(&mut first, false);
+        // A dialler's kept socket (§8.7): what the listener writes after a clean exchange
+        // belongs to the next exchange begun on it, if one was; to none, it is a retirement
+        // (or a broken listener) and the socket ends.
+        if next.is_none() && !open && sock.socket.kept.load(Ordering::Acquire) {
+            let mut turn = sock.socket.turn.lock().unwrap();
+            if let Some((npw, nsock)) = turn.next.take() {
+                drop(turn);
+                drop(std::mem::replace(&mut pw, npw));
+                sock.pump_done.store(true, Ordering::Release);
+                sock.events.notify_waiters();
+                sock = nsock;
+                let _ = current.send(sock.clone());
+                open = true;
+            } else if sock.keeps() {
+                turn.retired = true;
+                break;
+            }
+        }
         match ty {
             // A listener keeps a socket whose dialler asks first (§8.7); anywhere else, or
             // toward a dialler, KEEP breaks the protocol.
@@ -668,8 +744,27 @@ async fn read_chunks(
         pw.lose(sock.loss());
     }
     drop(pw);
+    // A kept socket ends here: it is not taken again, and an exchange begun on it that the
+    // listener never answered learns the loss too.
+    let socket = sock.socket.clone();
+    let begun = {
+        let mut turn = socket.turn.lock().unwrap();
+        turn.retired = true;
+        turn.next.take()
+    };
+    if let Some((mut npw, nsock)) = begun {
+        npw.lose(nsock.loss());
+        nsock.pump_done.store(true, Ordering::Release);
+        nsock.events.notify_waiters();
+    }
+    sock.spoil();
     sock.pump_done.store(true, Ordering::Release);
     sock.events.notify_waiters();
+    // The budget slot is given back when the peer is done with the socket (§8.5).
+    drop(socket.permit.lock().unwrap().take());
+    if socket.kept.load(Ordering::Acquire) {
+        socket.shut();
+    }
 }
 
 /// One connect that never blocks the thread: the socket, or the kernel's answer. A listener
@@ -743,6 +838,10 @@ struct Inner {
     budget: Arc<Semaphore>,
     window: usize,
     peer: Option<PeerIdentity>,
+    /// The listener keeps sockets (its HELLO set FEATURES bit 4, §8.7): exchanges ask for it.
+    keep: AtomicBool,
+    /// Kept sockets idle between exchanges.
+    pool: Arc<Pool>,
 }
 
 /// The dialling side of a local socket "connection": the control socket, and the address
@@ -774,9 +873,7 @@ pub(crate) async fn connect(
         limits.stream_receive_window as usize,
         None,
         true,
-        None,
-        None,
-        None,
+        Ends::default(),
     );
     let conn = Conn {
         inner: Arc::new(Inner {
@@ -786,14 +883,78 @@ pub(crate) async fn connect(
             budget,
             window: limits.stream_receive_window as usize,
             peer,
+            keep: AtomicBool::new(false),
+            pool: Arc::default(),
         }),
     };
     Ok((conn, send, recv))
 }
 
 impl Conn {
+    /// Whether the listener keeps sockets (its HELLO set FEATURES bit 4, §8.7): from now on
+    /// exchanges ask for theirs to be kept, and take an idle kept one when there is one.
+    pub(crate) fn keep_sockets(&self, keep: bool) {
+        self.inner.keep.store(keep, Ordering::Release);
+    }
+
+    /// A stream for an exchange: on a kept socket idle for less than [`KEPT_REUSE`] when
+    /// there is one and the listener keeps sockets, else on a new OS connection, kept if the
+    /// listener keeps sockets (§8.7).
+    pub(crate) async fn open_exchange(&self) -> Result<(SendHalf, RecvHalf), Error> {
+        let i = &self.inner;
+        if !i.keep.load(Ordering::Acquire) {
+            return self.open(true).await;
+        }
+        if let Some(c) = i.life.cause() {
+            return Err(Error::ConnectionLost(c));
+        }
+        loop {
+            if i.pool.idle.lock().unwrap().is_empty() {
+                break;
+            }
+            // The budget slot first, so a socket is taken only when it is written at once.
+            let permit = tokio::select! {
+                p = i.budget.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
+                c = i.life.dead() => return Err(Error::ConnectionLost(c)),
+            };
+            let Some((socket, since)) = i.pool.idle.lock().unwrap().pop() else {
+                break;
+            };
+            if since.elapsed() >= KEPT_REUSE {
+                // Idle so long the listener may be retiring it: ended here instead.
+                socket.shut();
+                continue;
+            }
+            let sock = Arc::new(Sock::new(socket.clone()));
+            let (pw, pr) = byte_channel(i.window, None, None, None);
+            {
+                let mut turn = socket.turn.lock().unwrap();
+                if turn.retired {
+                    continue;
+                }
+                turn.streams += 1;
+                turn.next = Some((pw, sock.clone()));
+            }
+            *socket.permit.lock().unwrap() = Some(permit);
+            return Ok((
+                SendHalf::Unix(Writer { sock: sock.clone() }),
+                RecvHalf::Unix(Reader {
+                    channel: pr,
+                    sock,
+                    stopped: false,
+                }),
+            ));
+        }
+        self.open_socket(true, true).await
+    }
+
     /// A new stream is a new OS connection, bounded by max_local_streams (PATTERNS §1.10).
     pub(crate) async fn open(&self, bidi: bool) -> Result<(SendHalf, RecvHalf), Error> {
+        self.open_socket(bidi, false).await
+    }
+
+    /// A stream on a new OS connection; `keep`: it asks the listener to keep it (KEEP first).
+    async fn open_socket(&self, bidi: bool, keep: bool) -> Result<(SendHalf, RecvHalf), Error> {
         let i = &self.inner;
         if let Some(c) = i.life.cause() {
             return Err(Error::ConnectionLost(c));
@@ -805,18 +966,30 @@ impl Conn {
         let connected = connect_when_room(&i.target, &i.life)
             .await
             .map_err(Error::ConnectionLost)?;
+        // KEEP first: five bytes into a socket just connected, whose buffer is empty.
+        let connected = connected.and_then(|s| {
+            if keep {
+                let k = chunk::prefix(ChunkType::Keep, 0);
+                if socket2::SockRef::from(&s).send(&k)? != k.len() {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+            }
+            Ok(s)
+        });
         match connected {
             Ok(s) => Ok(stream(
                 s,
                 i.window,
                 Some(permit),
                 bidi,
-                Some(Watch {
-                    life: i.runtime.clone(),
-                    linger: None,
-                }),
-                None,
-                None,
+                Ends {
+                    watch: Some(Watch {
+                        life: i.runtime.clone(),
+                        linger: None,
+                    }),
+                    pool: keep.then(|| Arc::downgrade(&i.pool)),
+                    ..Ends::default()
+                },
             )),
             Err(e) => {
                 // Nobody answers on the address: the peer is gone (the kernel said so).
@@ -870,7 +1043,6 @@ pub(crate) struct Bound {
 pub(crate) const KEPT_IDLE_MIN: Duration = Duration::from_secs(2);
 
 /// The longest a dialler lets a kept socket sit idle before it would reuse it (§8.7).
-#[allow(dead_code)]
 pub(crate) const KEPT_REUSE: Duration = Duration::from_secs(1);
 
 /// The OS connections an AF_UNIX listener holds, counted per peer process (SO_PEERCRED's
@@ -1084,15 +1256,13 @@ impl Bound {
                 window: self.window,
                 keep: self.linger.max(KEPT_IDLE_MIN),
             };
-            let (send, recv) = stream(
-                s,
-                self.window,
-                None,
-                true,
-                Some(watch),
-                Some(slot),
-                Some(next),
-            );
+            let ends = Ends {
+                watch: Some(watch),
+                slot: Some(slot),
+                next: Some(next),
+                pool: None,
+            };
+            let (send, recv) = stream(s, self.window, None, true, ends);
             return Ok(IncomingRaw {
                 recv,
                 send: Some(send),
@@ -1229,5 +1399,102 @@ mod tests {
         let bytes: Vec<u8> = std::iter::once(0).chain(name.bytes()).collect();
         let at = socket2::SockAddr::unix(std::ffi::OsStr::from_bytes(&bytes)).unwrap();
         a_stream_waits_for_room_in_a_full_backlog(UnixTarget::Abstract(name), at).await;
+    }
+
+    /// A listener by hand for the dialler's side of kept sockets (§8.7): it accepts a socket,
+    /// checks KEEP and an exchange to its FIN, and answers with `reply` and FIN.
+    async fn answer_kept(s: &mut UnixStream, reply: &[u8]) {
+        let mut got = Vec::new();
+        loop {
+            let mut p = [0u8; chunk::PREFIX];
+            s.read_exact(&mut p).await.unwrap();
+            let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
+            let mut payload = vec![0u8; len as usize];
+            s.read_exact(&mut payload).await.unwrap();
+            got.push(ty);
+            if ty == ChunkType::Fin {
+                break;
+            }
+        }
+        assert_eq!(got.first(), Some(&ChunkType::Keep), "{got:?}");
+        let mut out = chunk::prefix(ChunkType::Data, reply.len() as u32).to_vec();
+        out.extend_from_slice(reply);
+        out.extend_from_slice(&chunk::prefix(ChunkType::Fin, 0));
+        s.write_all(&out).await.unwrap();
+    }
+
+    /// One exchange from the dialler's side: `body` and FIN, then the reply read to its end.
+    async fn exchange_on(conn: &Conn, body: &'static [u8]) -> Result<Vec<u8>, StreamError> {
+        let (mut send, mut recv) = conn.open_exchange().await.unwrap();
+        send.write(Bytes::from_static(body)).await?;
+        let finished = send.finish().await.map(drop);
+        let mut reply = Vec::new();
+        while let Some(b) = recv.read_chunk(1 << 16).await? {
+            reply.extend_from_slice(&b);
+        }
+        finished?;
+        Ok(reply)
+    }
+
+    /// The dialler's side of kept sockets (§8.7): the next exchange takes the socket the last
+    /// one ended cleanly on; one that the listener retires as it is begun (STOP and RESET with
+    /// GOING_AWAY as the first answer) reads the retirement, meaning it was not processed, and
+    /// the one after it is on a new socket.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_dialler_takes_its_kept_socket_and_reads_a_retirement_as_not_processed() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let path = std::env::temp_dir().join(format!("weida-kept-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        let target = UnixTarget::Path(path.clone());
+        let (conn, _send, _recv) = connect(&target, &Limits::default(), Life::new())
+            .await
+            .unwrap();
+        let _control = listener.accept().await.unwrap();
+        conn.keep_sockets(true);
+        let first = tokio::spawn({
+            let conn = conn.clone();
+            async move { exchange_on(&conn, b"one").await }
+        });
+        let (mut kept, _) = listener.accept().await.unwrap();
+        answer_kept(&mut kept, b"1").await;
+        assert_eq!(first.await.unwrap().unwrap(), b"1");
+        // The next exchange is on the same socket: no accept.
+        let second = tokio::spawn({
+            let conn = conn.clone();
+            async move { exchange_on(&conn, b"two").await }
+        });
+        let mut got = Vec::new();
+        loop {
+            let mut p = [0u8; chunk::PREFIX];
+            kept.read_exact(&mut p).await.unwrap();
+            let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
+            let mut payload = vec![0u8; len as usize];
+            kept.read_exact(&mut payload).await.unwrap();
+            got.push(ty);
+            if ty == ChunkType::Fin {
+                break;
+            }
+        }
+        assert_eq!(got, [ChunkType::Data, ChunkType::Fin]);
+        let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
+        retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
+        kept.write_all(&retire).await.unwrap();
+        kept.shutdown().await.unwrap();
+        match second.await.unwrap() {
+            Err(StreamError::Reset(Code::GoingAway))
+            | Err(StreamError::Stopped(Code::GoingAway)) => {}
+            other => panic!("{other:?}"),
+        }
+        // The retired socket is not taken again: the next exchange connects anew.
+        let third = tokio::spawn({
+            let conn = conn.clone();
+            async move { exchange_on(&conn, b"three").await }
+        });
+        let (mut fresh, _) = listener.accept().await.unwrap();
+        answer_kept(&mut fresh, b"3").await;
+        assert_eq!(third.await.unwrap().unwrap(), b"3");
+        assert_eq!(conn.loss(), None);
+        let _ = std::fs::remove_file(&path);
     }
 }
