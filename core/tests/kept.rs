@@ -110,10 +110,17 @@ async fn retired_when_idle(stall_inside_a_prefix: bool) {
         .unwrap();
     s.write_all(&exchange("/echo", b"one")).await.unwrap();
     assert!(reply(&mut s).await.ends_with(b"one"));
+    let idle = std::time::Instant::now();
     if stall_inside_a_prefix {
         s.write_all(&[0, 0, 0]).await.unwrap();
     }
     assert_eq!(the_rest(&mut s).await, retirement());
+    // Never sooner than 2 s, though the idle timeout is 300 ms.
+    assert!(
+        idle.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        idle.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -126,9 +133,9 @@ async fn a_next_exchange_stalled_in_its_first_prefix_does_not_hold_a_kept_socket
     common::bounded(retired_when_idle(true)).await
 }
 
-/// An exchange that did not end cleanly (here refused: nothing is bound at its path) ends
-/// the socket as on a socket not kept: the listener's direction ends after the refusal, with
-/// no retirement, and an exchange written after it is not answered.
+/// An exchange that did not end cleanly (here refused before its request's FIN, so the
+/// listener stops the request) ends the socket as on a socket not kept: after the refusal the
+/// listener's direction ends, with no retirement.
 #[tokio::test]
 async fn a_kept_socket_ends_with_an_exchange_that_did_not_end_cleanly() {
     common::bounded(async {
@@ -137,13 +144,38 @@ async fn a_kept_socket_ends_with_an_exchange_that_did_not_end_cleanly() {
         s.write_all(&chunk::prefix(ChunkType::Keep, 0))
             .await
             .unwrap();
-        s.write_all(&exchange("/nowhere", b"one")).await.unwrap();
+        let whole = exchange("/nowhere", b"one");
+        s.write_all(&whole[..whole.len() - chunk::PREFIX])
+            .await
+            .unwrap();
         let rest = the_rest(&mut s).await;
-        assert!(!rest.is_empty(), "the refusal is answered");
+        assert!(
+            rest.iter().any(|(ty, _)| *ty == ChunkType::Stop),
+            "the request is stopped: {rest:?}"
+        );
         assert!(
             !rest.ends_with(&retirement()),
             "ended as a socket not kept: {rest:?}"
         );
+    })
+    .await
+}
+
+/// A refusal is an answer: an exchange refused once its request was read whole (nothing is
+/// bound at its path) ended cleanly, and the next exchange on the socket is served.
+#[tokio::test]
+async fn a_refused_exchange_read_whole_leaves_the_socket_kept() {
+    common::bounded(async {
+        let (_server, _listener, path) = echoing(Limits::default()).await;
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
+            .await
+            .unwrap();
+        s.write_all(&exchange("/nowhere", b"one")).await.unwrap();
+        let refusal = reply(&mut s).await;
+        assert!(!refusal.ends_with(b"one"), "{refusal:?}");
+        s.write_all(&exchange("/echo", b"two")).await.unwrap();
+        assert!(reply(&mut s).await.ends_with(b"two"));
     })
     .await
 }
@@ -182,7 +214,7 @@ async fn a_socket_without_keep_carries_one_exchange() {
         let mut s = UnixStream::connect(&path).await.unwrap();
         s.write_all(&exchange("/echo", b"one")).await.unwrap();
         assert!(reply(&mut s).await.ends_with(b"one"));
-        s.shutdown().await.unwrap();
+        // No retirement follows (a kept socket's would, at least 2 s later): the end of file.
         assert_eq!(the_rest(&mut s).await, vec![]);
     })
     .await

@@ -1005,8 +1005,12 @@ impl<E: Endpoints> Dispatch<E> {
                     conn.close(code, "control stream ended");
                     Some(LossCause::PeerClosed)
                 }
-                // The connection under it ended: the transport says how.
-                Err(cause) => Some(cause),
+                // The connection under it ended (the transport says how), or the stream alone
+                // was reset: either way the connection ends with it.
+                Err(cause) => {
+                    conn.close(Code::NoError, "control stream ended");
+                    Some(cause)
+                }
             },
             // The dialler said GOAWAY and everything it sent was taken.
             _ = tracker.drained() => {

@@ -48,8 +48,8 @@ struct Socket {
     turn: Mutex<Turn>,
     // A dialler's kept socket: the pool it goes back to after a clean exchange.
     pool: Option<std::sync::Weak<Pool>>,
-    // A dialler's budget slot (max_local_streams), held while a stream uses the socket and
-    // until the pump ends; a socket idle in its pool holds none.
+    // A dialler's budget slot (max_local_streams), held until the pump ends, idle in the
+    // pool too: a descriptor is a descriptor (`Conn::open_socket` ends an idle one for it).
     permit: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
@@ -59,7 +59,9 @@ struct Turn {
     retired: bool,
     // A dialler's next exchange on this kept socket, for the pump to read into once the
     // listener answers it.
-    next: Option<(byte_channel::Writer, Arc<Sock>)>,
+    // Weak: the exchange's own handles hold its state, and a strong one here would hold the
+    // socket itself (Sock holds Socket) past everything else.
+    next: Option<(byte_channel::Writer, std::sync::Weak<Sock>)>,
 }
 
 impl Socket {
@@ -89,13 +91,30 @@ impl Socket {
     }
 }
 
-/// The most kept sockets a dialler's connection holds idle (§8.7).
-const POOL_MAX: usize = 16;
+/// The most kept sockets a dialler's connection holds idle (§8.7), each in its budget
+/// (`max_local_streams`) as a busy one is.
+const POOL_MAX: usize = 4;
 
 /// A dialler's kept sockets, idle, each with the time it became so.
 #[derive(Default)]
 struct Pool {
     idle: Mutex<Vec<(Arc<Socket>, std::time::Instant)>>,
+}
+
+impl Pool {
+    /// Ends every idle socket: the connection they belong to is over.
+    fn empty(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        for (socket, _) in idle {
+            socket.shut();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.empty();
+    }
 }
 
 /// State one stream's writer, reader and the socket's pump share.
@@ -118,8 +137,10 @@ struct Sock {
     // Why this side ended the socket, when the runtime or listener it lives on closed: its
     // own reads and writes then report that cause (LocallyClosed), not the peer's.
     ended: OnceLock<LossCause>,
-    // The peer's FIN was read; this side's FIN was written (or is being written).
+    // The peer's FIN was read (and when); this side's FIN is being written, and was written.
     fin_read: AtomicBool,
+    fin_read_at: OnceLock<std::time::Instant>,
+    fin_begun: AtomicBool,
     fin_written: AtomicBool,
     // A STOP or RESET went either way, or a write failed: the socket ends with this stream.
     spoiled: AtomicBool,
@@ -137,6 +158,8 @@ impl Sock {
             pending: Mutex::new(Vec::new()),
             ended: OnceLock::new(),
             fin_read: AtomicBool::new(false),
+            fin_read_at: OnceLock::new(),
+            fin_begun: AtomicBool::new(false),
             fin_written: AtomicBool::new(false),
             spoiled: AtomicBool::new(false),
         }
@@ -148,6 +171,17 @@ impl Sock {
         self.socket.kept.load(Ordering::Acquire)
             && self.fin_read.load(Ordering::Acquire)
             && self.fin_written.load(Ordering::Acquire)
+            && !self.spoiled.load(Ordering::Acquire)
+    }
+
+    /// Whether a peer's DATA after this stream may begin the next exchange on a kept socket: as
+    /// [`Sock::keeps`], except that this side's FIN need only have begun. The peer writes the
+    /// next exchange only once it has read that FIN, which may be before this side's write of
+    /// it has returned.
+    fn may_follow(&self) -> bool {
+        self.socket.kept.load(Ordering::Acquire)
+            && self.fin_read.load(Ordering::Acquire)
+            && self.fin_begun.load(Ordering::Acquire)
             && !self.spoiled.load(Ordering::Acquire)
     }
 
@@ -166,15 +200,20 @@ impl Sock {
         self.events.notify_waiters();
         if self.keeps() {
             // Kept for the next exchange (§8.7). A listener's pump reads it, or retires the
-            // socket; a dialler's goes back to its pool, without its budget slot.
+            // socket; a dialler's goes back to its pool, with its budget slot.
             let Some(pool) = self.socket.pool.as_ref() else {
                 return;
             };
             if let Some(pool) = pool.upgrade() {
                 let mut idle = pool.idle.lock().unwrap();
                 if idle.len() < POOL_MAX {
-                    drop(self.socket.permit.lock().unwrap().take());
-                    idle.push((self.socket.clone(), std::time::Instant::now()));
+                    // Idle since the exchange ended, as the listener counts it, not since the
+                    // application let go of it.
+                    let since = self.fin_read_at.get().copied();
+                    idle.push((
+                        self.socket.clone(),
+                        since.unwrap_or_else(std::time::Instant::now),
+                    ));
                     return;
                 }
             }
@@ -410,9 +449,10 @@ impl Writer {
         if let Some(code) = self.sock.stop_code() {
             return Err(StreamError::Stopped(code));
         }
-        // Marked before it is written: on a kept socket the peer's next exchange may follow
-        // this FIN at once, and the pump must see this stream as ended by then.
-        self.sock.fin_written.store(true, Ordering::Release);
+        // Begun before it is written: on a kept socket the peer's next exchange may follow this
+        // FIN at once, before this write returns (`may_follow`). Written only once it was: a
+        // finish dropped before then leaves the socket to end as one not kept (`keeps`).
+        self.sock.fin_begun.store(true, Ordering::Release);
         if self
             .write_raw(&[&chunk::prefix(ChunkType::Fin, 0)])
             .await
@@ -421,6 +461,7 @@ impl Writer {
             self.sock.spoil();
             return Err(self.failure().await);
         }
+        self.sock.fin_written.store(true, Ordering::Release);
         self.sock.events.notify_waiters();
         // The kernel holds the bytes now: that is the receipt (PATTERNS §1.10). A STOP that
         // already arrived still wins.
@@ -468,6 +509,11 @@ impl Reader {
 
     pub(crate) fn stop(&mut self, code: Code) {
         if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
+        // The writer finished: there is nothing to stop, and on a kept socket a STOP now could
+        // reach the peer's next exchange instead (PROTOCOL.md §8.7).
+        if self.sock.fin_read.load(Ordering::Acquire) {
             return;
         }
         self.channel.stop(code);
@@ -638,6 +684,11 @@ async fn read_chunks(
             let mut turn = sock.socket.turn.lock().unwrap();
             if let Some((npw, nsock)) = turn.next.take() {
                 drop(turn);
+                // The exchange begun on it was dropped before its answer: the socket ends.
+                let Some(nsock) = nsock.upgrade() else {
+                    sock.spoil();
+                    break;
+                };
                 drop(std::mem::replace(&mut pw, npw));
                 sock.pump_done.store(true, Ordering::Release);
                 sock.events.notify_waiters();
@@ -665,9 +716,13 @@ async fn read_chunks(
             }
             // The next exchange on a kept socket: a new stream, handed to the listener's
             // accept, unless the socket was retired first (then it is not read: §8.7).
-            ChunkType::Data if !open && sock.socket.kept.load(Ordering::Acquire) => {
+            ChunkType::Data
+                if !open
+                    && sock.fin_read.load(Ordering::Acquire)
+                    && sock.socket.kept.load(Ordering::Acquire) =>
+            {
                 let Some(n) = next.as_ref() else { break };
-                if !sock.keeps() {
+                if !sock.may_follow() {
                     // Before this side's FIN, or after a STOP or RESET: not how a dialler
                     // starts the next exchange. The socket ends with this stream.
                     tracing::debug!("an exchange on a kept socket before the last one ended");
@@ -718,6 +773,7 @@ async fn read_chunks(
             ChunkType::Fin => {
                 if open {
                     // Before the reader can see the end: the stream is then over this way.
+                    let _ = sock.fin_read_at.set(std::time::Instant::now());
                     sock.fin_read.store(true, Ordering::Release);
                     sock.events.notify_waiters();
                     let _ = pw.finish();
@@ -753,9 +809,14 @@ async fn read_chunks(
         turn.next.take()
     };
     if let Some((mut npw, nsock)) = begun {
-        npw.lose(nsock.loss());
-        nsock.pump_done.store(true, Ordering::Release);
-        nsock.events.notify_waiters();
+        // As the last stream's: this side's close if it ended the socket, else the peer's.
+        let cause = sock.loss();
+        npw.lose(cause.clone());
+        if let Some(nsock) = nsock.upgrade() {
+            let _ = nsock.ended.set(cause);
+            nsock.pump_done.store(true, Ordering::Release);
+            nsock.events.notify_waiters();
+        }
     }
     sock.spoil();
     sock.pump_done.store(true, Ordering::Release);
@@ -909,14 +970,7 @@ impl Conn {
             return Err(Error::ConnectionLost(c));
         }
         loop {
-            if i.pool.idle.lock().unwrap().is_empty() {
-                break;
-            }
-            // The budget slot first, so a socket is taken only when it is written at once.
-            let permit = tokio::select! {
-                p = i.budget.clone().acquire_owned() => p.map_err(|_| Error::Closed)?,
-                c = i.life.dead() => return Err(Error::ConnectionLost(c)),
-            };
+            // An idle kept socket holds its budget slot: taking it needs no other.
             let Some((socket, since)) = i.pool.idle.lock().unwrap().pop() else {
                 break;
             };
@@ -933,9 +987,8 @@ impl Conn {
                     continue;
                 }
                 turn.streams += 1;
-                turn.next = Some((pw, sock.clone()));
+                turn.next = Some((pw, Arc::downgrade(&sock)));
             }
-            *socket.permit.lock().unwrap() = Some(permit);
             return Ok((
                 SendHalf::Unix(Writer { sock: sock.clone() }),
                 RecvHalf::Unix(Reader {
@@ -956,6 +1009,13 @@ impl Conn {
     /// A stream on a new OS connection; `keep`: it asks the listener to keep it (KEEP first).
     async fn open_socket(&self, bidi: bool, keep: bool) -> Result<(SendHalf, RecvHalf), Error> {
         let i = &self.inner;
+        if i.budget.available_permits() == 0 {
+            // Every slot is taken: an idle kept socket gives its own back (its pump ends at the
+            // shutdown, and the slot with it) rather than wait for its listener to retire it.
+            if let Some((idle, _)) = i.pool.idle.lock().unwrap().pop() {
+                idle.shut();
+            }
+        }
         if let Some(c) = i.life.cause() {
             return Err(Error::ConnectionLost(c));
         }
@@ -967,15 +1027,11 @@ impl Conn {
             .await
             .map_err(Error::ConnectionLost)?;
         // KEEP first: five bytes into a socket just connected, whose buffer is empty.
-        let connected = connected.and_then(|s| {
-            if keep {
-                let k = chunk::prefix(ChunkType::Keep, 0);
-                if socket2::SockRef::from(&s).send(&k)? != k.len() {
-                    return Err(io::ErrorKind::WriteZero.into());
-                }
-            }
-            Ok(s)
-        });
+        if let (Ok(s), true) = (&connected, keep) {
+            // A send that fails means a listener that refused and closed the socket as it
+            // accepted it (§8.6): the pump reads its STOP and RESET, as for any stream.
+            let _ = socket2::SockRef::from(s).send(&chunk::prefix(ChunkType::Keep, 0));
+        }
         match connected {
             Ok(s) => Ok(stream(
                 s,
@@ -1002,11 +1058,13 @@ impl Conn {
 
     pub(crate) fn close(&self) {
         self.inner.life.kill(LossCause::LocallyClosed);
+        self.inner.pool.empty();
     }
 
     /// Marks the connection dead (its control socket ended).
     pub(crate) fn lost(&self, cause: LossCause) {
         self.inner.life.kill(cause);
+        self.inner.pool.empty();
     }
 
     pub(crate) async fn closed(&self) -> LossCause {
@@ -1440,8 +1498,99 @@ mod tests {
     /// one ended cleanly on; one that the listener retires as it is begun (STOP and RESET with
     /// GOING_AWAY as the first answer) reads the retirement, meaning it was not processed, and
     /// the one after it is on a new socket.
+    /// A socket the listener retires while it sits idle in the dialler's pool is not taken
+    /// again: the dialler ends it, and the next exchange connects anew.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_kept_socket_retired_while_idle_is_not_taken_again() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let path = std::env::temp_dir().join(format!("weida-idle-{}", std::process::id()));
+            let _ = std::fs::remove_file(&path);
+            let listener = UnixListener::bind(&path).unwrap();
+            let target = UnixTarget::Path(path.clone());
+            let (conn, _send, _recv) = connect(&target, &Limits::default(), Life::new())
+                .await
+                .unwrap();
+            let _control = listener.accept().await.unwrap();
+            conn.keep_sockets(true);
+            let first = tokio::spawn({
+                let conn = conn.clone();
+                async move { exchange_on(&conn, b"one").await }
+            });
+            let (mut kept, _) = listener.accept().await.unwrap();
+            answer_kept(&mut kept, b"1").await;
+            assert_eq!(first.await.unwrap().unwrap(), b"1");
+            let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
+            retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
+            kept.write_all(&retire).await.unwrap();
+            // The dialler reads the retirement of its idle socket and ends it.
+            let mut rest = Vec::new();
+            kept.read_to_end(&mut rest).await.unwrap();
+            assert!(rest.is_empty(), "{rest:?}");
+            let second = tokio::spawn({
+                let conn = conn.clone();
+                async move { exchange_on(&conn, b"two").await }
+            });
+            let (mut fresh, _) = listener.accept().await.unwrap();
+            answer_kept(&mut fresh, b"2").await;
+            assert_eq!(second.await.unwrap().unwrap(), b"2");
+            let _ = std::fs::remove_file(&path);
+        });
+        within.await.expect("within 30 s");
+    }
+
+    /// An idle kept socket counts in the dialler's budget (`max_local_streams`), as a busy
+    /// one does; a new socket that needs its slot ends it rather than wait.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_idle_kept_socket_gives_its_budget_slot_to_a_new_socket() {
+        use tokio::io::AsyncReadExt as _;
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let path = std::env::temp_dir().join(format!("weida-slot-{}", std::process::id()));
+            let _ = std::fs::remove_file(&path);
+            let listener = UnixListener::bind(&path).unwrap();
+            let target = UnixTarget::Path(path.clone());
+            let limits = Limits {
+                max_local_streams: 1,
+                ..Limits::default()
+            };
+            let (conn, _send, _recv) = connect(&target, &limits, Life::new()).await.unwrap();
+            let _control = listener.accept().await.unwrap();
+            conn.keep_sockets(true);
+            let first = tokio::spawn({
+                let conn = conn.clone();
+                async move { exchange_on(&conn, b"one").await }
+            });
+            let (mut kept, _) = listener.accept().await.unwrap();
+            answer_kept(&mut kept, b"1").await;
+            assert_eq!(first.await.unwrap().unwrap(), b"1");
+            assert_eq!(
+                conn.inner.budget.available_permits(),
+                0,
+                "idle, it holds its slot"
+            );
+            // A one-way stream needs the one slot: the idle socket is ended for it.
+            let opening = tokio::spawn({
+                let conn = conn.clone();
+                async move { conn.open(false).await.map(drop) }
+            });
+            let mut rest = Vec::new();
+            kept.read_to_end(&mut rest).await.unwrap();
+            assert!(rest.is_empty(), "{rest:?}");
+            let _new = listener.accept().await.unwrap();
+            opening.await.unwrap().unwrap();
+            let _ = std::fs::remove_file(&path);
+        });
+        within.await.expect("within 30 s");
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_dialler_takes_its_kept_socket_and_reads_a_retirement_as_not_processed() {
+        tokio::time::timeout(Duration::from_secs(30), taken_then_retired())
+            .await
+            .expect("within 30 s");
+    }
+
+    async fn taken_then_retired() {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let path = std::env::temp_dir().join(format!("weida-kept-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
