@@ -27,6 +27,15 @@ async fn echoing(limits: Limits) -> (weida::Runtime, Listener, std::path::PathBu
     (server, listener, path)
 }
 
+/// A socket to the listener at `path` that has asked to be kept (KEEP, its first chunk).
+async fn kept_socket(path: &std::path::Path) -> UnixStream {
+    let mut s = UnixStream::connect(path).await.unwrap();
+    s.write_all(&chunk::prefix(ChunkType::Keep, 0))
+        .await
+        .unwrap();
+    s
+}
+
 /// An exchange to `path` with `body`, as the chunks a dialler writes: one DATA, then FIN.
 fn exchange(path: &str, body: &[u8]) -> Vec<u8> {
     let mut stream = vec![StreamType::Exchange.to_byte()];
@@ -82,10 +91,7 @@ fn retirement() -> Vec<(ChunkType, Vec<u8>)> {
 async fn a_kept_socket_carries_one_exchange_after_another() {
     common::bounded(async {
         let (_server, _listener, path) = echoing(Limits::default()).await;
-        let mut s = UnixStream::connect(&path).await.unwrap();
-        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
-            .await
-            .unwrap();
+        let mut s = kept_socket(&path).await;
         for body in [&b"one"[..], b"two", b"three"] {
             s.write_all(&exchange("/echo", body)).await.unwrap();
             let r = reply(&mut s).await;
@@ -140,10 +146,7 @@ async fn a_next_exchange_stalled_in_its_first_prefix_does_not_hold_a_kept_socket
 async fn a_kept_socket_ends_with_an_exchange_that_did_not_end_cleanly() {
     common::bounded(async {
         let (_server, _listener, path) = echoing(Limits::default()).await;
-        let mut s = UnixStream::connect(&path).await.unwrap();
-        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
-            .await
-            .unwrap();
+        let mut s = kept_socket(&path).await;
         let whole = exchange("/nowhere", b"one");
         s.write_all(&whole[..whole.len() - chunk::PREFIX])
             .await
@@ -167,10 +170,7 @@ async fn a_kept_socket_ends_with_an_exchange_that_did_not_end_cleanly() {
 async fn a_refused_exchange_read_whole_leaves_the_socket_kept() {
     common::bounded(async {
         let (_server, _listener, path) = echoing(Limits::default()).await;
-        let mut s = UnixStream::connect(&path).await.unwrap();
-        s.write_all(&chunk::prefix(ChunkType::Keep, 0))
-            .await
-            .unwrap();
+        let mut s = kept_socket(&path).await;
         s.write_all(&exchange("/nowhere", b"one")).await.unwrap();
         let refusal = reply(&mut s).await;
         assert!(!refusal.ends_with(b"one"), "{refusal:?}");

@@ -143,20 +143,7 @@ async fn a_dialler_that_closes_is_reported_peer_closed_from_any_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_listener_reports_locally_closed_whichever_end_its_task_sees_first() {
     for _ in 0..40 {
-        let (_server, listener, client) = common::pair(Transport::Quic).await;
-        let mut events = listener.events();
-        let replier = listener.replier("/rpc").unwrap();
-        let requester = client.requester();
-        requester
-            .connect(&replier.address().to_string())
-            .await
-            .unwrap();
-        assert_eq!(next(&mut events).await.name(), "connected");
-        listener.close();
-        match next(&mut events).await {
-            PeerEvent::Lost { cause, .. } => assert_eq!(cause, LossCause::LocallyClosed),
-            e => panic!("{e:?}"),
-        }
+        closing_ends_its_connections_as_locally_closed(Transport::Quic).await;
     }
 }
 

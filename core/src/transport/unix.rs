@@ -642,6 +642,22 @@ async fn pump(
     reading.await;
 }
 
+/// The pump moves on to a kept socket's next stream (§8.7): the last one is over both ways,
+/// nothing more is read for it, and its handles, if any are left, no longer touch the socket.
+fn move_on(
+    pw: &mut byte_channel::Writer,
+    sock: &mut Arc<Sock>,
+    npw: byte_channel::Writer,
+    nsock: Arc<Sock>,
+    current: &tokio::sync::watch::Sender<Arc<Sock>>,
+) {
+    drop(std::mem::replace(pw, npw));
+    sock.pump_done.store(true, Ordering::Release);
+    sock.events.notify_waiters();
+    *sock = nsock;
+    let _ = current.send(sock.clone());
+}
+
 async fn read_chunks(
     mut rd: OwnedReadHalf,
     mut pw: byte_channel::Writer,
@@ -689,11 +705,7 @@ async fn read_chunks(
                     sock.spoil();
                     break;
                 };
-                drop(std::mem::replace(&mut pw, npw));
-                sock.pump_done.store(true, Ordering::Release);
-                sock.events.notify_waiters();
-                sock = nsock;
-                let _ = current.send(sock.clone());
+                move_on(&mut pw, &mut sock, npw, nsock, &current);
                 open = true;
             } else if sock.keeps() {
                 turn.retired = true;
@@ -750,13 +762,7 @@ async fn read_chunks(
                     peer: n.peer.clone(),
                     live: None,
                 };
-                // The last stream is over both ways; its handles, if any are left, no longer
-                // touch the socket (`keeps`), and nothing more is read for it.
-                drop(std::mem::replace(&mut pw, npw));
-                sock.pump_done.store(true, Ordering::Release);
-                sock.events.notify_waiters();
-                sock = nsock;
-                let _ = current.send(sock.clone());
+                move_on(&mut pw, &mut sock, npw, nsock, &current);
                 open = true;
                 if n.to.send(raw).is_err() {
                     break; // the listener is gone
@@ -1459,9 +1465,10 @@ mod tests {
         a_stream_waits_for_room_in_a_full_backlog(UnixTarget::Abstract(name), at).await;
     }
 
-    /// A listener by hand for the dialler's side of kept sockets (§8.7): it accepts a socket,
-    /// checks KEEP and an exchange to its FIN, and answers with `reply` and FIN.
-    async fn answer_kept(s: &mut UnixStream, reply: &[u8]) {
+    /// A listener by hand for the dialler's side of kept sockets (§8.7): it reads from `s`
+    /// KEEP (when `first`) and an exchange to its FIN, and answers with `reply` and FIN.
+    async fn answer_kept(s: &mut UnixStream, first: bool, reply: &[u8]) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let mut got = Vec::new();
         loop {
             let mut p = [0u8; chunk::PREFIX];
@@ -1474,7 +1481,14 @@ mod tests {
                 break;
             }
         }
-        assert_eq!(got.first(), Some(&ChunkType::Keep), "{got:?}");
+        let expected: &[ChunkType] = match first {
+            true => &[ChunkType::Keep, ChunkType::Data, ChunkType::Fin],
+            false => &[ChunkType::Data, ChunkType::Fin],
+        };
+        assert_eq!(got, expected);
+        if reply.is_empty() {
+            return;
+        }
         let mut out = chunk::prefix(ChunkType::Data, reply.len() as u32).to_vec();
         out.extend_from_slice(reply);
         out.extend_from_slice(&chunk::prefix(ChunkType::Fin, 0));
@@ -1494,45 +1508,92 @@ mod tests {
         Ok(reply)
     }
 
+    /// `exchange_on` in a task of its own, for the listener by hand to answer meanwhile.
+    fn begin(
+        conn: &Conn,
+        body: &'static [u8],
+    ) -> tokio::task::JoinHandle<Result<Vec<u8>, StreamError>> {
+        let conn = conn.clone();
+        tokio::spawn(async move { exchange_on(&conn, body).await })
+    }
+
+    /// A listener by hand at a fresh path, a dialler's connection to it whose listener keeps
+    /// sockets, and that connection's first exchange answered on a kept socket, now idle in
+    /// the dialler's pool: the listener, the connection, the kept socket (and the control
+    /// socket and the path, to hold and remove).
+    async fn kept_after_one_exchange(
+        name: &str,
+        limits: Limits,
+    ) -> (UnixListener, Conn, UnixStream, UnixStream, PathBuf) {
+        let path = std::env::temp_dir().join(format!("weida-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        let target = UnixTarget::Path(path.clone());
+        let (conn, _send, _recv) = connect(&target, &limits, Life::new()).await.unwrap();
+        let (control, _) = listener.accept().await.unwrap();
+        conn.keep_sockets(true);
+        let first = begin(&conn, b"one");
+        let (mut kept, _) = listener.accept().await.unwrap();
+        answer_kept(&mut kept, true, b"1").await;
+        assert_eq!(first.await.unwrap().unwrap(), b"1");
+        (listener, conn, kept, control, path)
+    }
+
+    /// STOP and RESET with GOING_AWAY: a listener's retirement of a kept socket.
+    fn retirement() -> Vec<u8> {
+        let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
+        retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
+        retire
+    }
+
     /// The dialler's side of kept sockets (§8.7): the next exchange takes the socket the last
     /// one ended cleanly on; one that the listener retires as it is begun (STOP and RESET with
     /// GOING_AWAY as the first answer) reads the retirement, meaning it was not processed, and
     /// the one after it is on a new socket.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_dialler_takes_its_kept_socket_and_reads_a_retirement_as_not_processed() {
+        use tokio::io::AsyncWriteExt as _;
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let (listener, conn, mut kept, _control, path) =
+                kept_after_one_exchange("taken", Limits::default()).await;
+            // The next exchange is on the same socket: no accept.
+            let second = begin(&conn, b"two");
+            answer_kept(&mut kept, false, b"").await;
+            kept.write_all(&retirement()).await.unwrap();
+            kept.shutdown().await.unwrap();
+            match second.await.unwrap() {
+                Err(
+                    StreamError::Reset(Code::GoingAway) | StreamError::Stopped(Code::GoingAway),
+                ) => {}
+                other => panic!("{other:?}"),
+            }
+            // The retired socket is not taken again: the next exchange connects anew.
+            let third = begin(&conn, b"three");
+            let (mut fresh, _) = listener.accept().await.unwrap();
+            answer_kept(&mut fresh, true, b"3").await;
+            assert_eq!(third.await.unwrap().unwrap(), b"3");
+            assert_eq!(conn.loss(), None);
+            let _ = std::fs::remove_file(&path);
+        });
+        within.await.expect("within 30 s");
+    }
+
     /// A socket the listener retires while it sits idle in the dialler's pool is not taken
     /// again: the dialler ends it, and the next exchange connects anew.
     #[tokio::test(flavor = "current_thread")]
     async fn a_kept_socket_retired_while_idle_is_not_taken_again() {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let within = tokio::time::timeout(Duration::from_secs(30), async {
-            let path = std::env::temp_dir().join(format!("weida-idle-{}", std::process::id()));
-            let _ = std::fs::remove_file(&path);
-            let listener = UnixListener::bind(&path).unwrap();
-            let target = UnixTarget::Path(path.clone());
-            let (conn, _send, _recv) = connect(&target, &Limits::default(), Life::new())
-                .await
-                .unwrap();
-            let _control = listener.accept().await.unwrap();
-            conn.keep_sockets(true);
-            let first = tokio::spawn({
-                let conn = conn.clone();
-                async move { exchange_on(&conn, b"one").await }
-            });
-            let (mut kept, _) = listener.accept().await.unwrap();
-            answer_kept(&mut kept, b"1").await;
-            assert_eq!(first.await.unwrap().unwrap(), b"1");
-            let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
-            retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
-            kept.write_all(&retire).await.unwrap();
+            let (listener, conn, mut kept, _control, path) =
+                kept_after_one_exchange("idle", Limits::default()).await;
+            kept.write_all(&retirement()).await.unwrap();
             // The dialler reads the retirement of its idle socket and ends it.
             let mut rest = Vec::new();
             kept.read_to_end(&mut rest).await.unwrap();
             assert!(rest.is_empty(), "{rest:?}");
-            let second = tokio::spawn({
-                let conn = conn.clone();
-                async move { exchange_on(&conn, b"two").await }
-            });
+            let second = begin(&conn, b"two");
             let (mut fresh, _) = listener.accept().await.unwrap();
-            answer_kept(&mut fresh, b"2").await;
+            answer_kept(&mut fresh, true, b"2").await;
             assert_eq!(second.await.unwrap().unwrap(), b"2");
             let _ = std::fs::remove_file(&path);
         });
@@ -1545,24 +1606,12 @@ mod tests {
     async fn an_idle_kept_socket_gives_its_budget_slot_to_a_new_socket() {
         use tokio::io::AsyncReadExt as _;
         let within = tokio::time::timeout(Duration::from_secs(30), async {
-            let path = std::env::temp_dir().join(format!("weida-slot-{}", std::process::id()));
-            let _ = std::fs::remove_file(&path);
-            let listener = UnixListener::bind(&path).unwrap();
-            let target = UnixTarget::Path(path.clone());
             let limits = Limits {
                 max_local_streams: 1,
                 ..Limits::default()
             };
-            let (conn, _send, _recv) = connect(&target, &limits, Life::new()).await.unwrap();
-            let _control = listener.accept().await.unwrap();
-            conn.keep_sockets(true);
-            let first = tokio::spawn({
-                let conn = conn.clone();
-                async move { exchange_on(&conn, b"one").await }
-            });
-            let (mut kept, _) = listener.accept().await.unwrap();
-            answer_kept(&mut kept, b"1").await;
-            assert_eq!(first.await.unwrap().unwrap(), b"1");
+            let (listener, conn, mut kept, _control, path) =
+                kept_after_one_exchange("slot", limits).await;
             assert_eq!(
                 conn.inner.budget.available_permits(),
                 0,
@@ -1581,69 +1630,5 @@ mod tests {
             let _ = std::fs::remove_file(&path);
         });
         within.await.expect("within 30 s");
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_dialler_takes_its_kept_socket_and_reads_a_retirement_as_not_processed() {
-        tokio::time::timeout(Duration::from_secs(30), taken_then_retired())
-            .await
-            .expect("within 30 s");
-    }
-
-    async fn taken_then_retired() {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let path = std::env::temp_dir().join(format!("weida-kept-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path).unwrap();
-        let target = UnixTarget::Path(path.clone());
-        let (conn, _send, _recv) = connect(&target, &Limits::default(), Life::new())
-            .await
-            .unwrap();
-        let _control = listener.accept().await.unwrap();
-        conn.keep_sockets(true);
-        let first = tokio::spawn({
-            let conn = conn.clone();
-            async move { exchange_on(&conn, b"one").await }
-        });
-        let (mut kept, _) = listener.accept().await.unwrap();
-        answer_kept(&mut kept, b"1").await;
-        assert_eq!(first.await.unwrap().unwrap(), b"1");
-        // The next exchange is on the same socket: no accept.
-        let second = tokio::spawn({
-            let conn = conn.clone();
-            async move { exchange_on(&conn, b"two").await }
-        });
-        let mut got = Vec::new();
-        loop {
-            let mut p = [0u8; chunk::PREFIX];
-            kept.read_exact(&mut p).await.unwrap();
-            let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
-            let mut payload = vec![0u8; len as usize];
-            kept.read_exact(&mut payload).await.unwrap();
-            got.push(ty);
-            if ty == ChunkType::Fin {
-                break;
-            }
-        }
-        assert_eq!(got, [ChunkType::Data, ChunkType::Fin]);
-        let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
-        retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
-        kept.write_all(&retire).await.unwrap();
-        kept.shutdown().await.unwrap();
-        match second.await.unwrap() {
-            Err(StreamError::Reset(Code::GoingAway))
-            | Err(StreamError::Stopped(Code::GoingAway)) => {}
-            other => panic!("{other:?}"),
-        }
-        // The retired socket is not taken again: the next exchange connects anew.
-        let third = tokio::spawn({
-            let conn = conn.clone();
-            async move { exchange_on(&conn, b"three").await }
-        });
-        let (mut fresh, _) = listener.accept().await.unwrap();
-        answer_kept(&mut fresh, b"3").await;
-        assert_eq!(third.await.unwrap().unwrap(), b"3");
-        assert_eq!(conn.loss(), None);
-        let _ = std::fs::remove_file(&path);
     }
 }
