@@ -1036,7 +1036,10 @@ impl Conn {
         if let (Ok(s), true) = (&connected, keep) {
             // A send that fails means a listener that refused and closed the socket as it
             // accepted it (§8.6): the pump reads its STOP and RESET, as for any stream.
-            let _ = socket2::SockRef::from(s).send(&chunk::prefix(ChunkType::Keep, 0));
+            // MSG_NOSIGNAL: a closed socket must not raise SIGPIPE in a host that does not ignore it
+            // (a Swift process died of it).
+            let _ = socket2::SockRef::from(s)
+                .send_with_flags(&chunk::prefix(ChunkType::Keep, 0), libc::MSG_NOSIGNAL);
         }
         match connected {
             Ok(s) => Ok(stream(
@@ -1305,7 +1308,7 @@ impl Bound {
                 refusal.extend(chunk::code_chunk(ChunkType::Reset, Code::LimitExceeded));
                 // A plain send, not tokio's `try_write`, which may answer WouldBlock from
                 // readiness it has not learned yet for a socket this new.
-                let _ = socket2::SockRef::from(&s).send(&refusal);
+                let _ = socket2::SockRef::from(&s).send_with_flags(&refusal, libc::MSG_NOSIGNAL);
                 continue;
             };
             let watch = Watch {
