@@ -10,7 +10,7 @@ use napi::{sys, Env, JsValue};
 use napi_derive::napi;
 use weida_ffi::config as options;
 use weida_ffi::io::{on_io, OnIo};
-use weida_ffi::{Call, Fail};
+use weida_ffi::{Call, Completion, Fail, Turn};
 
 use crate::config::{endpoint_options, pairs, JS};
 use crate::error;
@@ -50,7 +50,7 @@ impl Cancel {
 pub(crate) fn promise<'env, T, V, C>(
     env: &'env Env,
     cancel: Option<&Cancel>,
-    mut c: Call<T>,
+    c: Call<T>,
     convert: C,
 ) -> napi::Result<Object<'env>>
 where
@@ -62,19 +62,37 @@ where
     if cancel.as_ref().is_some_and(weida_ffi::Cancel::is_cancelled) {
         return settled::<V>(env, Err(error::to_js(env, Fail::Aborted)));
     }
-    if let Some(r) = c.poll_now() {
-        let r = r
-            .map_err(|f| error::to_js(env, f))
-            .and_then(|v| convert(env, v));
-        return settled(env, r);
-    }
-    let (deferred, promise) = env.create_deferred()?;
-    c.on_io_thread(cancel, move |done| {
+    let c = match c.poll_turn(cancel.as_ref()) {
+        Turn::Now(r) => {
+            let r = r
+                .map_err(|f| error::to_js(env, f))
+                .and_then(|v| convert(env, v));
+            return settled(env, r);
+        }
+        Turn::Later(done) => Err(done),
+        Turn::Wait(c) => Ok(c),
+    };
+    let (deferred, promise) = match env.create_deferred() {
+        Ok(d) => d,
+        Err(e) => {
+            if let Err(done) = c {
+                // Finished but undeliverable: its value goes back as a cancelled one's would.
+                let _ = done.settle(true);
+            }
+            return Err(e);
+        }
+    };
+    let deliver = move |done: Completion<T>| {
         deferred.resolve(move |env: Env| match done.settle(false) {
             Ok(v) => convert(&env, v),
             Err(f) => Err(error::to_js(&env, f)),
         });
-    });
+    };
+    match c {
+        // Resolved through the threadsafe function on the loop's next turn, queued from here.
+        Err(done) => deliver(done),
+        Ok(c) => c.on_io_thread(cancel, deliver),
+    }
     Ok(promise)
 }
 

@@ -20,7 +20,7 @@ use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 use weida::Message;
 use weida_ffi::inbox::{Inbox, Leave, Post, Ticket, Waiter};
-use weida_ffi::{Call, Cancel, Fail};
+use weida_ffi::{Call, Cancel, Completion, Fail, Turn};
 
 use crate::error;
 use crate::stream::MessageOut;
@@ -180,20 +180,23 @@ where
 
 /// Runs `c` and returns an `asyncio.Future` of its outcome. Must be called from a coroutine
 /// (there must be a running loop). The first poll runs here with the GIL released.
-pub(crate) fn call<'py, T>(py: Python<'py>, mut c: Call<T>) -> PyResult<Bound<'py, PyAny>>
+pub(crate) fn call<'py, T>(py: Python<'py>, c: Call<T>) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let (lp, bridge) = running(py)?;
     let future = new_future(&lp)?;
-    if let Some(r) = py.detach(|| c.poll_now()) {
-        settle(py, &future, r)?;
-        return Ok(future);
-    }
-    let cancel = Cancel::new();
+    let later = match py.detach(|| c.poll_turn(None)) {
+        Turn::Now(r) => {
+            settle(py, &future, r)?;
+            return Ok(future);
+        }
+        Turn::Later(done) => Ok(done),
+        Turn::Wait(c) => Err(c),
+    };
     let finished = Arc::clone(&bridge.get().finished);
     let target = future.clone().unbind();
-    c.on_io_thread(Some(cancel.clone()), move |done| {
+    let deliver = move |done: Completion<T>| {
         finished.push(Box::new(move |py| {
             let f = target.bind(py);
             let gone = f
@@ -207,7 +210,20 @@ where
                 }
             }
         }));
-    });
+    };
+    let cancel = match later {
+        // Settled by the bridge on the loop's next turn: the wake-up is this thread's own.
+        Ok(done) => {
+            let cancel = done.canceller().unwrap_or_default();
+            deliver(done);
+            cancel
+        }
+        Err(c) => {
+            let cancel = Cancel::new();
+            c.on_io_thread(Some(cancel.clone()), deliver);
+            cancel
+        }
+    };
     future.call_method1(
         pyo3::intern!(py, "add_done_callback"),
         (CancelOnDone(cancel),),

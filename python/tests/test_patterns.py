@@ -56,6 +56,35 @@ async def test_push_pull_delivers_every_message_and_a_streamed_one_with_its_rece
     assert m.meta.get("k") == b"v"
 
 
+async def test_send_and_recv_complete_at_once_when_ready_yet_yield_to_the_event_loop(
+    pair: Pair,
+) -> None:
+    puller = pair.listener.puller("/jobs")
+    pusher = pair.client.pusher()
+    await pusher.connect(puller.address)
+    # A callback scheduled now must run while a loop keeps finding its sends ready: the ready
+    # path gives way to the event loop every so often (docs/BINDINGS.md, "Threading").
+    fired = False
+
+    def fire() -> None:
+        nonlocal fired
+        fired = True
+
+    asyncio.get_running_loop().call_soon(fire)
+    sent = 0
+    received = 0
+    while not fired:
+        await pusher.send(b"m")
+        sent += 1
+        if puller.try_recv() is not None:
+            received += 1
+        assert sent < 1_000_000, "the callback never ran"
+    while received < sent:
+        await puller.recv()
+        received += 1
+    assert puller.try_recv() is None
+
+
 async def test_acceptor_receives_both_stream_kinds(pair: Pair) -> None:
     acceptor = pair.listener.acceptor("/raw")
     peer = pair.client.peer()

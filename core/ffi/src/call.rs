@@ -6,8 +6,9 @@
 //!   inside the I/O runtime's context, so an operation that can finish at once (a send within
 //!   the peer's budget, a message already queued) settles with no thread hop;
 //! - the ready budget: after [`READY_STREAK`] operations in a row finished at once, the next
-//!   one takes the waiting path, which yields to the foreign event loop, so a stream of ready
-//!   messages cannot starve its other tasks;
+//!   one yields to the foreign event loop, so a stream of ready messages cannot starve its
+//!   other tasks: [`Call::poll_turn`] still polls it here and hands a finished one back for the
+//!   loop's next turn ([`Turn::Later`]), [`Call::poll_now`] sends it to the I/O thread;
 //! - [`Call::on_io_thread`]: the rest of the future runs on the I/O thread;
 //! - cancellation: [`Cancel::cancel`] (the foreign side cancelled) drops the core future,
 //!   which cancels the operation in the core, and runs the call's cancel action at once
@@ -30,6 +31,7 @@ use futures_util::FutureExt;
 use crate::error::Fail;
 use crate::io;
 use crate::probe;
+use crate::spin;
 
 /// Operations in a row a thread may finish at once before one takes the waiting path, which
 /// yields to its event loop. One number for every language (Node's TypeScript layer reads it
@@ -148,6 +150,9 @@ pub struct Call<T> {
     fut: Running<T>,
     orphan: Option<Orphan<T>>,
     on_cancel: Option<Action>,
+    /// Its first poll on the caller's thread was pending, or it had none: not a call the ready
+    /// streak sent to the I/O thread unpolled (which waits only if it is pending there).
+    awaited: bool,
 }
 
 impl<T: Send + 'static> Call<T> {
@@ -161,6 +166,7 @@ impl<T: Send + 'static> Call<T> {
             ),
             orphan: None,
             on_cancel: None,
+            awaited: true,
         }
     }
 
@@ -178,23 +184,57 @@ impl<T: Send + 'static> Call<T> {
         self
     }
 
+    /// One poll of the future on this thread, inside the I/O runtime's context, with a waker
+    /// that does nothing (the I/O thread's task registers its own if it must wait).
+    fn poll_here(&mut self) -> Poll<Result<T, Fail>> {
+        let _entered = io::enter();
+        self.fut
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+    }
+
     /// Polls the future once, here, inside the I/O runtime's context, unless this thread's
     /// ready streak is spent: its outcome if it finished. None: it must wait ([`Call::on_io_thread`]).
     pub fn poll_now(&mut self) -> Option<Result<T, Fail>> {
         if !ready_turn() {
+            self.awaited = false;
             return None;
         }
-        let first = {
-            let _entered = io::enter();
-            self.fut
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-        };
-        match first {
+        match self.poll_here() {
             Poll::Ready(r) => Some(r),
             Poll::Pending => {
                 waited();
                 None
+            }
+        }
+    }
+
+    /// Polls the future once, here, inside the I/O runtime's context, whether or not this
+    /// thread's ready streak is spent. An outcome found with the streak spent is not handed
+    /// over now but as a [`Turn::Later`], for the binding to deliver on its event loop's next
+    /// turn from this thread: the loop still gives way to its other tasks, without a round
+    /// trip through the I/O thread. `cancel` is the caller's (None: the later turn's own,
+    /// [`Completion::canceller`]): cancelling before that delivery runs the call's cancel
+    /// action, and the value goes to its orphan action. A whole message sent that way is on
+    /// its way when the caller can still cancel, as one the I/O thread finished unseen is.
+    pub fn poll_turn(mut self, cancel: Option<&Cancel>) -> Turn<T> {
+        let now = ready_turn();
+        match self.poll_here() {
+            Poll::Ready(r) if now => Turn::Now(r),
+            Poll::Ready(r) => {
+                let cancel = cancel.cloned().unwrap_or_default();
+                if let Some(a) = self.on_cancel.take() {
+                    cancel.set_action(a);
+                }
+                Turn::Later(Completion {
+                    out: Some(r),
+                    orphan: self.orphan.take(),
+                    cancel: Some(cancel),
+                })
+            }
+            Poll::Pending => {
+                waited();
+                Turn::Wait(self)
             }
         }
     }
@@ -212,22 +252,34 @@ impl<T: Send + 'static> Call<T> {
             fut,
             orphan,
             on_cancel,
+            awaited,
         } = self;
         if let (Some(c), Some(a)) = (&cancel, on_cancel) {
             c.set_action(a);
         }
         io::io().spawn(async move {
+            // Whether the caller waits for this outcome: its first poll was pending, or, sent
+            // here unpolled by the ready streak, it is pending here.
+            let mut waits = awaited;
+            let mut fut = fut;
+            let run = std::future::poll_fn(|cx| {
+                let p = fut.as_mut().poll(cx);
+                waits |= p.is_pending();
+                p
+            });
             let out = match &cancel {
-                None => Some(fut.await),
+                None => Some(run.await),
                 Some(c) => {
-                    let mut fut = fut;
                     tokio::select! {
                         biased;
                         () = c.cancelled() => None,
-                        r = &mut fut => Some(r),
+                        r = run => Some(r),
                     }
                 }
             };
+            if waits {
+                spin::handed_off();
+            }
             deliver(Completion {
                 out,
                 orphan,
@@ -235,6 +287,18 @@ impl<T: Send + 'static> Call<T> {
             });
         });
     }
+}
+
+/// What [`Call::poll_turn`] found.
+#[must_use = "a finished call's value is lost unless it is delivered"]
+pub enum Turn<T> {
+    /// It finished: settle the promise now.
+    Now(Result<T, Fail>),
+    /// It finished, with this thread's ready streak spent: deliver it on the event loop's next
+    /// turn, through the same sink as the I/O thread's completions.
+    Later(Completion<T>),
+    /// It must wait: run it with [`Call::on_io_thread`].
+    Wait(Call<T>),
 }
 
 /// A finished call on its way to the foreign thread.
@@ -274,6 +338,12 @@ impl<T> Completion<T> {
         }
     }
 
+    /// The caller's cancellation of this call, when it has one: [`Call::poll_turn`]'s own for a
+    /// later turn whose caller gave none.
+    pub fn canceller(&self) -> Option<Cancel> {
+        self.cancel.clone()
+    }
+
     /// The outcome as it came, cancelled or not (None: cancelled before it finished): for a
     /// caller that keeps whatever arrived (a receive queue's fetch).
     pub fn into_outcome(self) -> Option<Result<T, Fail>> {
@@ -284,6 +354,7 @@ impl<T> Completion<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -306,6 +377,101 @@ mod tests {
         assert_eq!(wait(&rx), Some(8));
         let mut c = Call::new(async { Ok::<_, Fail>(9) });
         assert!(c.poll_now().is_some(), "and restarts");
+    }
+
+    /// A call that records the thread it finished on.
+    fn where_it_ran() -> Call<Option<String>> {
+        Call::new(async { Ok(std::thread::current().name().map(str::to_string)) })
+    }
+
+    #[test]
+    fn a_ready_call_past_the_streak_finishes_here_and_is_delivered_on_a_later_turn() {
+        waited();
+        let cancel = Cancel::new();
+        for _ in 0..READY_STREAK {
+            assert!(matches!(where_it_ran().poll_turn(None), Turn::Now(Ok(_))));
+        }
+        let here = std::thread::current().name().map(str::to_string);
+        // Past the streak: finished on this thread (no I/O thread), handed back for later.
+        let (undo_tx, undo) = mpsc::channel();
+        let c = where_it_ran().cancelling(move || undo_tx.send(()).unwrap());
+        let Turn::Later(done) = c.poll_turn(Some(&cancel)) else {
+            panic!("the streak is spent: a later turn");
+        };
+        assert_eq!(done.settle(false).ok(), Some(here));
+        // Delivered: the caller's cancel is past cancelling, and its action does not run.
+        cancel.cancel();
+        assert!(!cancel.is_cancelled());
+        assert!(undo.try_recv().is_err());
+        // The streak restarts.
+        assert!(matches!(where_it_ran().poll_turn(None), Turn::Now(Ok(_))));
+        assert!(matches!(
+            Call::new(std::future::pending::<Result<(), Fail>>()).poll_turn(None),
+            Turn::Wait(_)
+        ));
+    }
+
+    #[test]
+    fn a_later_turn_cancelled_before_delivery_runs_its_cancel_action_and_hands_its_value_back() {
+        let (back_tx, back) = mpsc::channel();
+        let (undo_tx, undo) = mpsc::channel();
+        let before = probe::orphans();
+        for _ in 0..READY_STREAK {
+            let _ = Call::new(async { Ok::<_, Fail>(0) }).poll_turn(None);
+        }
+        let c = Call::new(async { Ok::<_, Fail>("message") })
+            .keeping(move |m| back_tx.send(m).unwrap())
+            .cancelling(move || undo_tx.send("undone").unwrap());
+        let caller = Cancel::new();
+        let Turn::Later(done) = c.poll_turn(Some(&caller)) else {
+            panic!("a later turn");
+        };
+        // The caller cancels between the poll and the loop's next turn.
+        caller.cancel();
+        assert_eq!(wait(&undo), "undone");
+        assert!(matches!(done.settle(false), Err(Fail::Aborted)));
+        assert_eq!(wait(&back), "message");
+        assert!(probe::orphans() > before);
+    }
+
+    #[test]
+    fn only_a_call_its_caller_waits_for_starts_the_io_threads_poll() {
+        /// Runs `c` on the I/O thread: whether its hand-off started the poll.
+        fn started(c: Call<()>) -> bool {
+            let (tx, rx) = mpsc::channel();
+            c.on_io_thread(None, move |_| {
+                tx.send(spin::HANDED.with(Cell::get)).unwrap()
+            });
+            wait(&rx)
+        }
+        /// A call of `f` that forgets earlier hand-offs on its thread as it finishes.
+        fn clearing(f: impl Future<Output = ()> + Send + 'static) -> Call<()> {
+            Call::new(async move {
+                f.await;
+                spin::HANDED.with(|h| h.set(false));
+                Ok(())
+            })
+        }
+        fn spend_the_streak() {
+            waited();
+            for _ in 0..READY_STREAK {
+                assert!(Call::new(async { Ok::<_, Fail>(1) }).poll_now().is_some());
+            }
+        }
+        // Pending on the caller's thread: waited for.
+        let mut pending = clearing(tokio::task::yield_now());
+        assert!(pending.poll_now().is_none());
+        assert!(started(pending));
+        // Sent to the I/O thread unpolled by the streak, and ready there: nobody waited.
+        spend_the_streak();
+        let mut deferred = clearing(async {});
+        assert!(deferred.poll_now().is_none(), "the streak is spent");
+        assert!(!started(deferred));
+        // Sent unpolled by the streak, and pending on the I/O thread: waited for.
+        spend_the_streak();
+        let mut late = clearing(tokio::task::yield_now());
+        assert!(late.poll_now().is_none(), "the streak is spent");
+        assert!(started(late));
     }
 
     #[test]

@@ -34,9 +34,10 @@ pub mod probe;
 pub mod pubsub;
 pub mod runtime;
 pub mod service;
+pub mod spin;
 pub mod stream;
 #[cfg(test)]
 mod testing;
 
-pub use call::{Call, Cancel, Completion, READY_STREAK};
+pub use call::{Call, Cancel, Completion, Turn, READY_STREAK};
 pub use error::Fail;
