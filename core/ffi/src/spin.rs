@@ -12,32 +12,32 @@
 //! placed on the same core and would otherwise wait for the budget to run out.
 //!
 //! Only a hand-off the caller waited for starts it: not a call that finished at once, nor one
-//! that went through the I/O thread only because the ready streak was spent. The budget is CPU spent whether
-//! or not an answer comes, so it is short: [`DEFAULT`], measured against none and longer ones
-//! in the same section. `WEIDA_IO_SPIN_US` (microseconds, read once per process; 0 turns it
-//! off) or [`set_budget`] changes it.
+//! that went through the I/O thread only because the ready streak was spent. The budget is CPU
+//! spent whether or not an answer comes, so it is short: [`DEFAULT`], measured against none
+//! and longer ones in the same section. `WEIDA_IO_SPIN_US` (microseconds, read once per
+//! process; 0 turns it off) changes it.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Once;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-const DEFAULT_US: u64 = 20;
-
-/// The budget unless the environment or [`set_budget`] says otherwise.
-pub const DEFAULT: Duration = Duration::from_micros(DEFAULT_US);
-
-/// The budget in microseconds; 0: off.
-static BUDGET_US: AtomicU64 = AtomicU64::new(DEFAULT_US);
-
-/// The environment's budget, read once: the first hand-off or [`budget`] call.
-static FROM_ENV: Once = Once::new();
+/// The budget unless the environment says otherwise.
+pub const DEFAULT: Duration = Duration::from_micros(20);
 
 /// The environment variable that sets the budget, in microseconds.
 pub const ENV: &str = "WEIDA_IO_SPIN_US";
 
 /// The most a budget may be: a longer one would be a busy core, not a poll.
 pub const MAX: Duration = Duration::from_millis(10);
+
+/// The budget: `WEIDA_IO_SPIN_US`'s, read on the first hand-off, else [`DEFAULT`].
+static BUDGET: LazyLock<Duration> = LazyLock::new(|| {
+    std::env::var(ENV)
+        .ok()
+        .as_deref()
+        .and_then(parse)
+        .unwrap_or(DEFAULT)
+});
 
 thread_local! {
     /// On the I/O thread: when the poll started by the last hand-off ends.
@@ -46,36 +46,13 @@ thread_local! {
     static POLLING: Cell<bool> = const { Cell::new(false) };
 }
 
-fn read_env() {
-    FROM_ENV.call_once(|| {
-        if let Some(us) = std::env::var(ENV).ok().as_deref().and_then(parse) {
-            BUDGET_US.store(us, Ordering::Relaxed);
-        }
-    });
-}
-
-/// `WEIDA_IO_SPIN_US`'s text as a budget in microseconds, capped; None (the variable is
-/// ignored) unless it is a whole number.
-fn parse(v: &str) -> Option<u64> {
-    v.trim().parse::<u64>().ok().map(clamp)
-}
-
-fn clamp(us: u64) -> u64 {
-    us.min(u64::try_from(MAX.as_micros()).unwrap_or(u64::MAX))
-}
-
-/// The budget now: [`set_budget`]'s, else `WEIDA_IO_SPIN_US`'s, else [`DEFAULT`].
-pub fn budget() -> Duration {
-    read_env();
-    Duration::from_micros(BUDGET_US.load(Ordering::Relaxed))
-}
-
-/// Sets the budget for every hand-off from now on (zero: off), overriding the environment's;
-/// above [`MAX`] it is [`MAX`].
-pub fn set_budget(d: Duration) {
-    read_env();
-    let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-    BUDGET_US.store(clamp(us), Ordering::Relaxed);
+/// `WEIDA_IO_SPIN_US`'s text as a budget, at most [`MAX`]; None (the variable is ignored)
+/// unless it is a whole number of microseconds.
+fn parse(v: &str) -> Option<Duration> {
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .map(|us| Duration::from_micros(us).min(MAX))
 }
 
 /// Called on the I/O thread when it hands an outcome to a foreign thread that waited for it:
@@ -83,7 +60,7 @@ pub fn set_budget(d: Duration) {
 pub(crate) fn handed_off() {
     #[cfg(test)]
     HANDED.with(|h| h.set(true));
-    poll_for(budget());
+    poll_for(*BUDGET);
 }
 
 #[cfg(test)]
@@ -177,10 +154,11 @@ mod tests {
 
     #[test]
     fn the_environments_budget_is_whole_microseconds_capped() {
-        assert_eq!(DEFAULT, Duration::from_micros(20));
-        assert_eq!(parse("100"), Some(100));
-        assert_eq!(parse(" 0\n"), Some(0));
-        assert_eq!(parse("99999999"), Some(10_000));
+        let us = Duration::from_micros;
+        assert_eq!(DEFAULT, us(20));
+        assert_eq!(parse("100"), Some(us(100)));
+        assert_eq!(parse(" 0\n"), Some(Duration::ZERO));
+        assert_eq!(parse("99999999"), Some(MAX));
         assert_eq!(parse("-5"), None);
         assert_eq!(parse("50us"), None);
         assert_eq!(parse(""), None);
