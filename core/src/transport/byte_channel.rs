@@ -103,11 +103,16 @@ impl Channel {
 
 impl Writer {
     /// Queues `b`, waiting while the reader is a window behind. A chunk larger than the window
-    /// is queued whole once the queue is empty.
+    /// is queued whole once the queue is empty, so that its reader takes it without a copy,
+    /// and the write returns only once the reader has taken it down to the window: as over
+    /// QUIC, no more than a window is ever written that the reader has not read, so a reader
+    /// that refuses the stream at its header is seen by a writer whose payload passes the
+    /// window (PATTERNS §1.6), whatever the threads' timing.
     pub(crate) async fn write(&mut self, b: Bytes) -> Result<(), StreamError> {
         if b.is_empty() {
             return Ok(());
         }
+        let mut b = Some(b);
         loop {
             {
                 let mut st = self.shared.state.lock().unwrap();
@@ -117,12 +122,21 @@ impl Writer {
                 if let Some(cause) = lost(&self.shared.writer_life) {
                     return Err(StreamError::Lost(cause));
                 }
-                if st.queued == 0 || st.queued + b.len() <= self.shared.window {
-                    st.queued += b.len();
-                    st.queue.push_back(b);
-                    drop(st);
-                    self.shared.readable.notify_one();
-                    return Ok(());
+                match b.take() {
+                    Some(c) if st.queued == 0 || st.queued + c.len() <= self.shared.window => {
+                        st.queued += c.len();
+                        st.queue.push_back(c);
+                        let within = st.queued <= self.shared.window;
+                        drop(st);
+                        self.shared.readable.notify_one();
+                        if within {
+                            return Ok(());
+                        }
+                    }
+                    Some(c) => b = Some(c),
+                    // Queued past the window: done once the reader has read down to it.
+                    None if st.queued <= self.shared.window => return Ok(()),
+                    None => {}
                 }
             }
             self.shared
@@ -286,5 +300,64 @@ impl Drop for Reader {
     fn drop(&mut self) {
         // A reader that walks away stops the writer, as QUIC's STOP_SENDING(0) does.
         self.stop(Code::NoError);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::Poll;
+
+    use super::*;
+
+    fn poll_once<F: std::future::Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        let waker = std::task::Waker::noop();
+        f.poll(&mut std::task::Context::from_waker(waker))
+    }
+
+    #[tokio::test]
+    async fn a_chunk_past_the_window_is_written_only_once_the_reader_takes_it() {
+        let (mut w, mut r) = byte_channel(8, None, None, None);
+        let mut write = pin!(w.write(Bytes::from(vec![7u8; 20])));
+        assert!(
+            poll_once(write.as_mut()).is_pending(),
+            "returned before the reader read"
+        );
+        // The reader takes it whole (no copy), and the write is done.
+        assert_eq!(r.read_chunk(usize::MAX).await.unwrap().unwrap().len(), 20);
+        write.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_stops_fails_a_write_past_the_window_however_late_it_stops() {
+        let (mut w, mut r) = byte_channel(8, None, None, None);
+        w.write(Bytes::from_static(b"head")).await.unwrap();
+        // The reader reads the header, then takes its time to refuse the stream: the body,
+        // past the window, is not written meanwhile.
+        assert_eq!(
+            &r.read_chunk(usize::MAX).await.unwrap().unwrap()[..],
+            b"head"
+        );
+        let mut write = pin!(w.write(Bytes::from(vec![7u8; 20])));
+        assert!(poll_once(write.as_mut()).is_pending());
+        r.stop(Code::UnknownEndpoint);
+        assert!(matches!(
+            write.await,
+            Err(StreamError::Stopped(Code::UnknownEndpoint))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_partial_read_frees_a_write_past_the_window_once_it_is_within() {
+        let (mut w, mut r) = byte_channel(8, None, None, None);
+        let mut write = pin!(w.write(Bytes::from(vec![7u8; 20])));
+        assert!(poll_once(write.as_mut()).is_pending());
+        assert_eq!(r.read_chunk(10).await.unwrap().unwrap().len(), 10);
+        assert!(
+            poll_once(write.as_mut()).is_pending(),
+            "10 left, past a window of 8"
+        );
+        assert_eq!(r.read_chunk(2).await.unwrap().unwrap().len(), 2);
+        write.await.unwrap();
     }
 }
