@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::FutureExt;
 use weida::{Message, Receiving};
 
-use crate::call::{self, Call, Cancel, Completion};
+use crate::call::{self, Call, Cancel, Completion, Turn};
 use crate::error::Fail;
 use crate::io::{enter, OnIo};
 use crate::probe;
@@ -182,12 +182,14 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
         }
         // A fetch of everything ready (up to a batch), polled once here: what is ready settles
         // this receive now (the rest is held for the next), else the same future waits on the
-        // I/O thread, with no second look at the endpoint.
+        // I/O thread, with no second look at the endpoint. With the streak spent, what is
+        // ready is still taken here, and held: the receive is served on the loop's next turn
+        // (below), not by a round trip through the I/O thread.
         let mut now = None;
         if s.waiting.is_empty() && s.held.is_empty() && s.fetching.is_none() {
-            let mut c = Call::new(fetch(Arc::clone(&self.endpoint), BATCH.max(max)));
-            match c.poll_now() {
-                Some(Ok(mut ms)) => {
+            let c = Call::new(fetch(Arc::clone(&self.endpoint), BATCH.max(max)));
+            match c.poll_turn(None) {
+                Turn::Now(Ok(mut ms)) => {
                     // What this receive does not want is held, in order, for the next.
                     if ms.len() > max {
                         s.held.extend(ms.drain(max..).map(Ok));
@@ -196,12 +198,17 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
                     w.settle(Ok(ms));
                     return None;
                 }
-                Some(Err(f)) => {
+                Turn::Now(Err(f)) => {
                     drop(s);
                     w.settle(Err(f));
                     return None;
                 }
-                None => now = Some(c),
+                Turn::Later(done) => match done.into_outcome() {
+                    Some(Ok(ms)) => s.held.extend(ms.into_iter().map(Ok)),
+                    Some(Err(f)) => s.held.push_back(Err(Box::new(f))),
+                    None => {}
+                },
+                Turn::Wait(c) => now = Some(c),
             }
         }
         call::waited();
@@ -381,6 +388,7 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    use crate::call::READY_STREAK;
     use crate::io::io;
 
     /// The foreign thread, played by the test's: posted jobs wait here until it runs them.
@@ -534,6 +542,31 @@ mod tests {
         }
         assert_eq!(got, ["first", "second"]);
         assert!(s.inbox.try_recv().is_none());
+    }
+
+    #[test]
+    fn a_receive_past_the_streak_takes_what_is_ready_here_and_hands_it_out_on_a_later_turn() {
+        let s = setup();
+        s.send(&["1"]);
+        // A message surely ready in the core: received, and handed back to its queue's front.
+        let e = Arc::clone(s.inbox.endpoint());
+        let m = io().block_on(async move { e.recv().await }).unwrap();
+        s.inbox.endpoint().give_back(m);
+        call::waited();
+        for _ in 0..READY_STREAK {
+            assert!(call::ready_turn());
+        }
+        let a = s.receive(1);
+        assert!(
+            a.ticket.is_some(),
+            "the streak is spent: it does not settle now"
+        );
+        assert!(a.got.try_recv().is_err());
+        // Taken here, not by a fetch on the I/O thread, and held for the loop's next turn.
+        assert_eq!(s.inbox.held(), 1);
+        s.run_job();
+        assert_eq!(bodies(a.got.try_recv().unwrap()), ["1"]);
+        assert_eq!(s.inbox.held(), 0);
     }
 
     #[test]
