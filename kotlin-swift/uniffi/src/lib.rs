@@ -25,6 +25,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod fanout;
+pub mod fast;
 pub mod identity;
 pub mod packed;
 pub mod pair;

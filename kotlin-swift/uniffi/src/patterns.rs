@@ -178,6 +178,21 @@ pub struct Pusher {
 }
 
 impl Pusher {
+    /// `send_ready` of bytes: the UniFFI export's and the Kotlin fast lane's (`fast.rs`).
+    pub(crate) fn send_ready_bytes(&self, body: Bytes) -> Result<u8> {
+        if !ready_turn() {
+            return Ok(2);
+        }
+        let p = self.inner.get()?;
+        Ok(if on_io(|| p.try_send(body))?.is_none() {
+            0
+        } else {
+            1
+        })
+    }
+}
+
+impl Pusher {
     pub(crate) fn new(p: weida::Pusher) -> Arc<Self> {
         Arc::new(Self {
             inner: Endpoint::new(p),
@@ -265,10 +280,7 @@ impl Pusher {
     /// call and no future for a send that can be queued now. A number, not an enum: through
     /// JNA an enum is a buffer to allocate and free on every send.
     pub fn send_ready(&self, body: Blob) -> Result<u8> {
-        if !ready_turn() {
-            return Ok(2);
-        }
-        Ok(if self.try_send(body)? { 0 } else { 1 })
+        self.send_ready_bytes(body.into())
     }
 
     /// Lets go of the endpoint: later calls are `Closed` (Python's and Node's `close`).
@@ -621,6 +633,11 @@ impl Subscriber {
         Arc::new(Self {
             inner: OnIo::new(Arc::new(s)),
         })
+    }
+
+    /// The core's subscriber.
+    pub(crate) fn endpoint(&self) -> Arc<weida::Subscriber> {
+        Arc::clone(&self.inner)
     }
 }
 

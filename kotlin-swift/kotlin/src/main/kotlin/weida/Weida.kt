@@ -194,7 +194,7 @@ suspend fun Bus.recv(): Message =
  * finished at once, it yields to the dispatcher first, as receives do.
  */
 suspend fun Pusher.send(body: ByteArray) {
-    when (sendReady(body).toInt()) {
+    when (FastLane.of(this)?.send(body) ?: sendReady(body).toInt()) {
         0 -> return
         2 -> yield()
     }
@@ -235,18 +235,25 @@ suspend fun Exchange.takeBody() = takeBody(null)
 
 /** The next message. Cancelled, it loses nothing: what it took goes back to the queue. */
 suspend fun Puller.recv(): Message =
-    receive(1, this::takeReady, this::received, this::recvInto).first()
+    receive(1, this::ready, this::received, this::recvInto).first()
 
 /** Up to `max` messages (at least one). */
 suspend fun Puller.recvMany(max: Int): List<Message> =
-    receive(max, this::takeReady, this::received, this::recvInto)
+    receive(max, this::ready, this::received, this::recvInto)
 
 /** The next message. Cancelled, it loses nothing. */
 suspend fun Subscriber.recv(): Message =
-    receive(1, this::takeReady, this::received, this::recvInto).first()
+    receive(1, this::ready, this::received, this::recvInto).first()
 
 suspend fun Subscriber.recvMany(max: Int): List<Message> =
-    receive(max, this::takeReady, this::received, this::recvInto)
+    receive(max, this::ready, this::received, this::recvInto)
+
+/** `takeReady` through the fast lane (FastLane.kt), or the UniFFI call where it cannot. */
+private fun Puller.ready(max: UInt): Packed? =
+    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
+
+private fun Subscriber.ready(max: UInt): Packed? =
+    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
 
 /**
  * A receive of up to `max` messages (at least one): those ready now in one FFI call with no

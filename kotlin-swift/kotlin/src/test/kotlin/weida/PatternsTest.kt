@@ -106,6 +106,36 @@ class PatternsTest {
         assertTrue(io.all { it.isDaemon }, "an attached weida-io thread that would hold the JVM open")
     }
 
+    // A send that can be queued now and a receive of what is ready now go through the fast lane
+    // (FastLane.kt, kotlin-swift/uniffi/src/fast.rs): C functions JNA calls with no per-call
+    // structures, answering as sendReady and takeReady do. A batch larger than a thread's first
+    // buffer (64 KiB) is kept whole on the Rust side and handed to a larger one; a receive's
+    // error crosses as UniFFI's, typed; a destroyed endpoint's call is the UniFFI call's.
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun ready_sends_and_receives_take_the_fast_lane_and_answer_as_the_uniffi_calls(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        pusher.send("first".toByteArray()) // opens the lane
+        assertEquals("first", String(puller.recv().body))
+        val (sent, answered) = FastLane.sent.get() to FastLane.answered.get()
+        val bodies = (0 until 300).map { payload(1024 + it) }
+        for (b in bodies) pusher.send(b)
+        assertTrue(FastLane.sent.get() > sent, "no send went through the fast lane")
+        val got = mutableListOf<ByteArray>()
+        while (got.size < bodies.size) got += puller.recvMany(300).map { it.body }
+        assertEquals(bodies.map { it.toList() }, got.map { it.toList() })
+        assertTrue(FastLane.answered.get() > answered, "no receive went through the fast lane")
+        puller.closeEndpoint()
+        val before = FastLane.answered.get()
+        raised<WeidaException.Closed> { puller.recv() }
+        assertEquals(before + 1, FastLane.answered.get(), "the error came through the fast lane")
+        pusher.close()
+        val destroyed = runCatching { pusher.send("x".toByteArray()) }.exceptionOrNull()
+        assertTrue(destroyed is IllegalStateException, "$destroyed")
+    }
+
     // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
     // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
     // order holds) each arrive whole, in order.
