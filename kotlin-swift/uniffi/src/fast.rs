@@ -45,7 +45,7 @@ struct Take {
 }
 
 impl Take {
-    fn new(take: impl Fn(u32) -> Option<Result<Option<Packed>>> + Send + Sync + 'static) -> Lane {
+    fn lane(take: impl Fn(u32) -> Option<Result<Option<Packed>>> + Send + Sync + 'static) -> Lane {
         Lane::Take(Self {
             take: Box::new(take),
             kept: Mutex::new(None),
@@ -73,14 +73,14 @@ pub unsafe extern "C" fn weida_fast_lane(handle: u64, kind: i32) -> u64 {
         0 => Lane::Send(Arc::downgrade(&h.into_arc::<Pusher>())),
         1 => {
             let p = Arc::downgrade(&h.into_arc::<Puller>());
-            Take::new(move |max| {
+            Take::lane(move |max| {
                 let p = p.upgrade()?;
                 Some(take_ready(&*p.endpoint(), max))
             })
         }
         2 => {
             let s = Arc::downgrade(&h.into_arc::<Subscriber>());
-            Take::new(move |max| {
+            Take::lane(move |max| {
                 let s = s.upgrade()?;
                 Some(take_ready(&*s.endpoint(), max))
             })
