@@ -26,8 +26,12 @@ use std::sync::{Arc, Mutex, Weak};
 use bytes::Bytes;
 use uniffi::{Handle, Lower};
 
+use crate::bound_push::DialingPuller;
+use crate::bus::Bus;
+use crate::collector::BoundSubscriber;
 use crate::error::{Result, WeidaError};
-use crate::packed::{take_ready, Packed};
+use crate::packed::Packed;
+use crate::pair::Pair;
 use crate::patterns::{Puller, Pusher, Subscriber};
 use crate::UniFfiTag;
 
@@ -59,7 +63,8 @@ const FAILED: u8 = 1;
 const TOO_SMALL: u8 = 2;
 
 /// A lane for the endpoint whose cloned UniFFI handle is `handle`; 0 if it is none of the
-/// kinds below. `kind`: 0 a `Pusher`, 1 a `Puller`, 2 a `Subscriber`.
+/// kinds below. `kind`: 0 a `Pusher`; a receiving endpoint: 1 a `Puller`, 2 a `Subscriber`,
+/// 3 a `DialingPuller`, 4 a `BoundSubscriber`, 5 a `Pair`, 6 a `Bus`.
 ///
 /// # Safety
 /// `handle` is a handle UniFFI made for an object of that kind, cloned for this call (the
@@ -71,23 +76,27 @@ pub unsafe extern "C" fn weida_fast_lane(handle: u64, kind: i32) -> u64 {
     };
     let lane = match kind {
         0 => Lane::Send(Arc::downgrade(&h.into_arc::<Pusher>())),
-        1 => {
-            let p = Arc::downgrade(&h.into_arc::<Puller>());
-            Take::lane(move |max| {
-                let p = p.upgrade()?;
-                Some(take_ready(&*p.endpoint(), max))
-            })
-        }
-        2 => {
-            let s = Arc::downgrade(&h.into_arc::<Subscriber>());
-            Take::lane(move |max| {
-                let s = s.upgrade()?;
-                Some(take_ready(&*s.endpoint(), max))
-            })
-        }
+        1 => take_lane(h, Puller::take_ready),
+        2 => take_lane(h, Subscriber::take_ready),
+        3 => take_lane(h, DialingPuller::take_ready),
+        4 => take_lane(h, BoundSubscriber::take_ready),
+        5 => take_lane(h, Pair::take_ready),
+        6 => take_lane(h, Bus::take_ready),
         _ => return 0,
     };
     Box::into_raw(Box::new(lane)) as u64
+}
+
+/// The lane of a receiving endpoint `h`, whose UniFFI `take_ready` is `take`.
+///
+/// # Safety
+/// As [`weida_fast_lane`]'s: `h` is a cloned handle of a `T`.
+unsafe fn take_lane<T: Send + Sync + 'static>(
+    h: Handle,
+    take: fn(&T, u32) -> Result<Option<Packed>>,
+) -> Lane {
+    let endpoint = Arc::downgrade(&h.into_arc::<T>());
+    Take::lane(move |max| Some(take(&*endpoint.upgrade()?, max)))
 }
 
 /// Frees a lane.

@@ -634,11 +634,6 @@ impl Subscriber {
             inner: OnIo::new(Arc::new(s)),
         })
     }
-
-    /// The core's subscriber.
-    pub(crate) fn endpoint(&self) -> Arc<weida::Subscriber> {
-        Arc::clone(&self.inner)
-    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]

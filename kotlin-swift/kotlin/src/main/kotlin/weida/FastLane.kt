@@ -7,9 +7,13 @@ import java.nio.ByteBuffer
 import java.util.Collections
 import java.util.WeakHashMap
 import java.util.concurrent.atomic.AtomicLong
+import weida.uniffi.BoundSubscriber
+import weida.uniffi.Bus
+import weida.uniffi.DialingPuller
 import weida.uniffi.FfiConverterOptionalTypePacked
 import weida.uniffi.FfiConverterTypeWeidaError
 import weida.uniffi.Packed
+import weida.uniffi.Pair
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
 import weida.uniffi.Subscriber
@@ -99,9 +103,14 @@ internal class FastLane private constructor(private val lane: Long) {
         internal val sent = AtomicLong()
         internal val answered = AtomicLong()
 
+        // The kinds are fast.rs's `weida_fast_lane`'s.
         fun of(p: Pusher): FastLane? = lanes[p] ?: make(p, 0) { f -> p.callWithHandle(f) }
         fun of(p: Puller): FastLane? = lanes[p] ?: make(p, 1) { f -> p.callWithHandle(f) }
         fun of(s: Subscriber): FastLane? = lanes[s] ?: make(s, 2) { f -> s.callWithHandle(f) }
+        fun of(p: DialingPuller): FastLane? = lanes[p] ?: make(p, 3) { f -> p.callWithHandle(f) }
+        fun of(s: BoundSubscriber): FastLane? = lanes[s] ?: make(s, 4) { f -> s.callWithHandle(f) }
+        fun of(p: Pair): FastLane? = lanes[p] ?: make(p, 5) { f -> p.callWithHandle(f) }
+        fun of(b: Bus): FastLane? = lanes[b] ?: make(b, 6) { f -> b.callWithHandle(f) }
 
         private inline fun make(o: Any, kind: Int, withHandle: ((Long) -> Long) -> Long): FastLane? {
             // An endpoint already destroyed has no lane: the UniFFI call says so.

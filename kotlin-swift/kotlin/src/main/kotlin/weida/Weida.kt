@@ -155,7 +155,7 @@ fun DialingPublisher.publish(topic: String, body: ByteArray): UInt = publish(top
 
 /** The next selected message. Cancelled, it loses nothing. */
 suspend fun BoundSubscriber.recv(): Message =
-    receive(1, this::takeReady, this::received, this::recvInto).first()
+    receive(1, this::ready, this::received, this::recvInto).first()
 
 fun BoundSubscriber.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -166,7 +166,7 @@ suspend fun Pair.send(body: ByteArray) = send(body, null)
 
 /** The next message from the other end. Cancelled, it loses nothing. */
 suspend fun Pair.recv(): Message =
-    receive(1, this::takeReady, this::received, this::recvInto).first()
+    receive(1, this::ready, this::received, this::recvInto).first()
 
 fun Pair.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -177,7 +177,7 @@ suspend fun DialingPuller.connect(address: String) = connect(address, true)
 
 /** The next message. Cancelled, it loses nothing. */
 suspend fun DialingPuller.recv(): Message =
-    receive(1, this::takeReady, this::received, this::recvInto).first()
+    receive(1, this::ready, this::received, this::recvInto).first()
 
 fun DialingPuller.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -186,7 +186,7 @@ suspend fun Bus.send(body: ByteArray): UInt = send(body, null)
 
 /** The next message another member sent. Cancelled, it loses nothing. */
 suspend fun Bus.recv(): Message =
-    receive(1, this::takeReady, this::received, this::recvInto).first()
+    receive(1, this::ready, this::received, this::recvInto).first()
 
 /**
  * Sends a whole message: queued at once in one FFI call when its peer's lane has room
@@ -253,6 +253,18 @@ private fun Puller.ready(max: UInt): Packed? =
     FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
 
 private fun Subscriber.ready(max: UInt): Packed? =
+    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
+
+private fun DialingPuller.ready(max: UInt): Packed? =
+    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
+
+private fun BoundSubscriber.ready(max: UInt): Packed? =
+    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
+
+private fun Pair.ready(max: UInt): Packed? =
+    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
+
+private fun Bus.ready(max: UInt): Packed? =
     FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
 
 /**
