@@ -248,21 +248,31 @@ mod tests {
         }
     }
 
+    /// A lane, freed when dropped.
+    struct Owned(u64);
+
+    impl Drop for Owned {
+        fn drop(&mut self) {
+            // SAFETY: made by `lane`, freed once, here.
+            unsafe { weida_fast_lane_free(self.0) }
+        }
+    }
+
     /// A lane as the Kotlin layer makes one: from a handle cloned for the call.
-    fn lane<T>(o: &Arc<T>, kind: i32) -> u64 {
+    fn lane<T>(o: &Arc<T>, kind: i32) -> Owned {
         let h = Handle::from_arc(Arc::clone(o)).as_raw();
         // SAFETY: a handle made from an Arc of the kind named, handed over.
-        unsafe { weida_fast_lane(h, kind) }
+        Owned(unsafe { weida_fast_lane(h, kind) })
     }
 
-    fn send(lane: u64, body: &[u8]) -> i32 {
+    fn send(lane: &Owned, body: &[u8]) -> i32 {
         // SAFETY: a live send lane; `body` is readable.
-        unsafe { weida_fast_send_ready(lane, body.as_ptr(), body.len() as i32) }
+        unsafe { weida_fast_send_ready(lane.0, body.as_ptr(), body.len() as i32) }
     }
 
-    fn take(lane: u64, max: i32, buf: &mut [u8]) -> i32 {
+    fn take(lane: &Owned, max: i32, buf: &mut [u8]) -> i32 {
         // SAFETY: a live take lane; `buf` is writable.
-        unsafe { weida_fast_take_ready(lane, max, buf.as_mut_ptr(), buf.len() as i32) }
+        unsafe { weida_fast_take_ready(lane.0, max, buf.as_mut_ptr(), buf.len() as i32) }
     }
 
     fn bodies(answer: &[u8]) -> Vec<Vec<u8>> {
@@ -282,17 +292,17 @@ mod tests {
         let (tx, rx) = (lane(&e.pusher, 0), lane(&e.puller, 1));
         weida_ffi::call::waited();
         assert_eq!(
-            send(tx, b"zero"),
+            send(&tx, b"zero"),
             1,
             "no lane yet: not now, as `sendReady` says"
         );
         block(e.pusher.send(b"zero".to_vec().into(), None, None)).unwrap();
         assert_eq!(
-            send(tx, b"one"),
+            send(&tx, b"one"),
             0,
             "queued at once on the lane the send opened"
         );
-        assert_eq!(send(tx, b"two"), 0);
+        assert_eq!(send(&tx, b"two"), 0);
         // "two" surely ready: all received in the core, "two" handed back to its queue.
         let core = e.puller.endpoint();
         let got = weida_ffi::io::io().block_on(async {
@@ -307,19 +317,14 @@ mod tests {
         let two = got.into_iter().nth(2).unwrap();
         core.give_back(two);
         let mut small = [0u8; 4];
-        let need = take(rx, 8, &mut small);
+        let need = take(&rx, 8, &mut small);
         assert_eq!(small[0], TOO_SMALL, "kept, not lost");
         let mut buf = vec![0u8; need as usize];
-        assert_eq!(take(rx, 8, &mut buf), need);
+        assert_eq!(take(&rx, 8, &mut buf), need);
         assert_eq!(bodies(&buf), [b"two".to_vec()]);
         // Nothing ready: None, as `takeReady` says it.
-        let n = take(rx, 8, &mut buf) as usize;
+        let n = take(&rx, 8, &mut buf) as usize;
         assert_eq!(&buf[..n], [TAKEN, 0]);
-        // SAFETY: made above, freed once.
-        unsafe {
-            weida_fast_lane_free(tx);
-            weida_fast_lane_free(rx);
-        }
     }
 
     #[test]
@@ -337,13 +342,8 @@ mod tests {
             "the lane holds a weak reference"
         );
         drop((pusher, puller));
-        assert_eq!(send(tx, b"x"), 1, "not now: the UniFFI path reports it");
-        assert_eq!(take(rx, 1, &mut [0u8; 64]), -1);
-        // SAFETY: made above, freed once.
-        unsafe {
-            weida_fast_lane_free(tx);
-            weida_fast_lane_free(rx);
-        }
+        assert_eq!(send(&tx, b"x"), 1, "not now: the UniFFI path reports it");
+        assert_eq!(take(&rx, 1, &mut [0u8; 64]), -1);
     }
 
     #[test]
@@ -353,13 +353,11 @@ mod tests {
         e.puller.close_endpoint();
         let mut buf = [0u8; 512];
         weida_ffi::call::waited();
-        let n = take(rx, 1, &mut buf) as usize;
+        let n = take(&rx, 1, &mut buf) as usize;
         assert_eq!(buf[0], FAILED);
         let err =
             <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(buf[1..n].to_vec()))
                 .unwrap();
         assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
-        // SAFETY: made above, freed once.
-        unsafe { weida_fast_lane_free(rx) };
     }
 }

@@ -98,6 +98,10 @@ internal class FastLane private constructor(private val lane: Long) {
         private val CLEANER = Cleaner.create()
         private val lanes = Collections.synchronizedMap(WeakHashMap<Any, FastLane>())
 
+        /** `takeReady` through `lane`, or through `orElse` (the UniFFI call) without one. */
+        fun take(lane: FastLane?, max: UInt, orElse: (UInt) -> Packed?): Packed? =
+            if (lane != null) lane.take(max, orElse) else orElse(max)
+
         /** Sends the fast lane queued, and takes it answered (a message, nothing, or an
          * error): a test's evidence that the lane was used. */
         internal val sent = AtomicLong()

@@ -249,23 +249,12 @@ suspend fun Subscriber.recvMany(max: Int): List<Message> =
     receive(max, this::ready, this::received, this::recvInto)
 
 /** `takeReady` through the fast lane (FastLane.kt), or the UniFFI call where it cannot. */
-private fun Puller.ready(max: UInt): Packed? =
-    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
-
-private fun Subscriber.ready(max: UInt): Packed? =
-    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
-
-private fun DialingPuller.ready(max: UInt): Packed? =
-    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
-
-private fun BoundSubscriber.ready(max: UInt): Packed? =
-    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
-
-private fun Pair.ready(max: UInt): Packed? =
-    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
-
-private fun Bus.ready(max: UInt): Packed? =
-    FastLane.of(this)?.take(max, this::takeReady) ?: takeReady(max)
+private fun Puller.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
+private fun Subscriber.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
+private fun DialingPuller.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
+private fun BoundSubscriber.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
+private fun Pair.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
+private fun Bus.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
 
 /**
  * A receive of up to `max` messages (at least one): those ready now in one FFI call with no
