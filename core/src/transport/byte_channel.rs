@@ -15,6 +15,9 @@ use crate::wire::Code;
 struct State {
     queue: VecDeque<Bytes>,
     queued: usize,
+    // Bytes the reader has taken, ever: a write past the window is done once this reaches its
+    // mark, whatever happened after (a stop, a loss), and never by bytes discarded.
+    read: u64,
     fin: bool,
     reset: Option<Code>,
     // The writer's side died with its connection (not a deliberate reset): the reader reports
@@ -61,6 +64,7 @@ pub(crate) fn byte_channel(
         state: Mutex::new(State {
             queue: VecDeque::new(),
             queued: 0,
+            read: 0,
             fin: false,
             reset: None,
             lost: None,
@@ -104,39 +108,45 @@ impl Channel {
 impl Writer {
     /// Queues `b`, waiting while the reader is a window behind. A chunk larger than the window
     /// is queued whole once the queue is empty, so that its reader takes it without a copy,
-    /// and the write returns only once the reader has taken it down to the window: as over
-    /// QUIC, no more than a window is ever written that the reader has not read, so a reader
+    /// and the write returns only once the reader has read it down to the window: as over
+    /// QUIC, a write does not return while more than a window of it is unread, so a reader
     /// that refuses the stream at its header is seen by a writer whose payload passes the
-    /// window (PATTERNS §1.6), whatever the threads' timing.
+    /// window (PATTERNS §1.6), whatever the threads' timing. Once read that far it has
+    /// succeeded, even if the reader stops or the connection dies before this task runs again.
     pub(crate) async fn write(&mut self, b: Bytes) -> Result<(), StreamError> {
         if b.is_empty() {
             return Ok(());
         }
         let mut b = Some(b);
+        // Past the window: done when the reader has read this many bytes in all.
+        let mut mark = None;
         loop {
             {
                 let mut st = self.shared.state.lock().unwrap();
+                if mark.is_some_and(|m| st.read >= m) {
+                    return Ok(());
+                }
                 if let Some(code) = st.stop {
                     return Err(StreamError::Stopped(code));
                 }
                 if let Some(cause) = lost(&self.shared.writer_life) {
                     return Err(StreamError::Lost(cause));
                 }
-                match b.take() {
-                    Some(c) if st.queued == 0 || st.queued + c.len() <= self.shared.window => {
+                if let Some(c) = b.take() {
+                    if st.queued == 0 || st.queued + c.len() <= self.shared.window {
                         st.queued += c.len();
                         st.queue.push_back(c);
-                        let within = st.queued <= self.shared.window;
+                        let over = st.queued.saturating_sub(self.shared.window);
+                        mark = Some(st.read + over as u64);
                         drop(st);
                         self.shared.readable.notify_one();
-                        if within {
+                        if over == 0 {
                             return Ok(());
                         }
+                        // The reader may have read it already: looked at on the next turn.
+                        continue;
                     }
-                    Some(c) => b = Some(c),
-                    // Queued past the window: done once the reader has read down to it.
-                    None if st.queued <= self.shared.window => return Ok(()),
-                    None => {}
+                    b = Some(c);
                 }
             }
             self.shared
@@ -255,6 +265,7 @@ impl Reader {
                         st.queue.pop_front().unwrap()
                     };
                     st.queued -= b.len();
+                    st.read += b.len() as u64;
                     drop(st);
                     self.shared.writable.notify_one();
                     return Ok(Some(b));
@@ -345,6 +356,17 @@ mod tests {
             write.await,
             Err(StreamError::Stopped(Code::UnknownEndpoint))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_write_past_the_window_read_whole_has_succeeded_though_the_reader_then_stops() {
+        let (mut w, mut r) = byte_channel(8, None, None, None);
+        let mut write = pin!(w.write(Bytes::from(vec![7u8; 20])));
+        assert!(poll_once(write.as_mut()).is_pending());
+        // The reader takes it all, then walks away, before the writer runs again: delivered.
+        assert_eq!(r.read_chunk(usize::MAX).await.unwrap().unwrap().len(), 20);
+        r.stop(Code::NoError);
+        write.await.unwrap();
     }
 
     #[tokio::test]
