@@ -11,7 +11,7 @@ for side in ("old","new"):
             c=x["cpu"]
             ratio = x["value"]["median"]/core[(x["transport"],x["size"])] if "batch" in x["system"] else None
             rows[key][side].append((x["value"]["median"], c["cpu_us_dial"]["median"], c["cpu_us_bind"]["median"], ratio))
-print("| row | transport | size | old | new | CPU µs/msg receiver old → new | sender old → new | ÷ core (batch), new per round |")
+print("| row | transport | size | old | new | CPU µs/msg receiver old → new | sender old → new | batched ÷ core, old → new (per round) |")
 for k in sorted(rows):
     o=rows[k]["old"]; n=rows[k]["new"]
     med=lambda L,i: statistics.median([a[i] for a in L])

@@ -165,8 +165,10 @@ impl<R: Receiving, W: Waiter> Inbox<R, W> {
 
     /// A receive of up to `max` messages (at least one, unless `max` is 0). Settles `w` at once when something is
     /// ready and no receive is waiting before it (and this thread's ready streak allows,
-    /// [`call::READY_STREAK`]); else queues it, starting a fetch through `post` if none is
-    /// running, and returns its ticket for [`Inbox::leave`].
+    /// [`call::READY_STREAK`]); with the streak spent, what is ready is taken here all the
+    /// same and `w` is settled on the foreign loop's next turn (through `post`). Else queues
+    /// it, starting a fetch through `post` if none is running. Returns its ticket for
+    /// [`Inbox::leave`] when it did not settle at once.
     pub fn recv(self: &Arc<Self>, max: usize, w: W, post: &Arc<dyn Post>) -> Option<Ticket> {
         if max == 0 {
             // Up to none is none, at once (as the core's `recv_many(0)`).

@@ -20,7 +20,7 @@ use crate::patterns::{meta_in, receive, try_receive, Dropped, Message, Received}
 /// dropped and counted); receives take what the others send.
 #[derive(uniffi::Object)]
 pub struct Bus {
-    inner: OnIo<Arc<weida::Bus>>,
+    pub(crate) inner: OnIo<Arc<weida::Bus>>,
 }
 
 impl Bus {

@@ -85,7 +85,7 @@ impl DialingPublisher {
 /// filters select, when it receives it, and counts the rest.
 #[derive(uniffi::Object)]
 pub struct BoundSubscriber {
-    inner: OnIo<Arc<weida::BoundSubscriber>>,
+    pub(crate) inner: OnIo<Arc<weida::BoundSubscriber>>,
 }
 
 impl BoundSubscriber {

@@ -1,18 +1,19 @@
 //! The Kotlin layer's fast lane: the calls a message makes when it can finish now (a
-//! `Pusher`'s `sendReady`, a `Puller`'s or `Subscriber`'s `takeReady`) as C functions of
-//! numbers and byte buffers, beside the UniFFI exports that do the same.
+//! `Pusher`'s `sendReady`, a receiving endpoint's `takeReady`) as C functions of numbers and
+//! byte buffers, beside the UniFFI exports that do the same.
 //!
 //! Why: through JNA every UniFFI call allocates `Structure`s (its call status, each
 //! `RustBuffer` passed or returned, and a handle clone is one more call with its own), each a
 //! `malloc`, an entry in JNA's process-wide map of live allocations and a cleaner
 //! registration. Profiled (JFR, a two-process Push/Pull of 64 B, one suspend call per
-//! message), that map's inserts took half of a receiver's samples, and a message cost 60-90
-//! µs of CPU on each side (docs/PERFORMANCE.md, "Kotlin's fast lane"). JNA's direct mapping
+//! message), that map's inserts took half of a receiver's samples, and a message cost about
+//! 60 µs of CPU on each side (docs/PERFORMANCE.md, "Kotlin's fast lane"). JNA's direct mapping
 //! calls a function of `long`, `int`, `byte[]` and a direct `ByteBuffer` with none of that.
 //!
 //! Nothing here decides anything: each function calls what the UniFFI export calls, and its
-//! answer crosses in UniFFI's own encoding (`Lower::write`), read on the Kotlin side by the
-//! generated converters, so a value or an error reads exactly as through the export.
+//! answer crosses in UniFFI's own encoding (`Lower::write`) behind a tag byte, read on the
+//! Kotlin side by the generated converters, so a value or an error reads exactly as through
+//! the export.
 //!
 //! A lane is made once per endpoint from the endpoint's UniFFI handle (an `Arc` the caller
 //! cloned for the call, as UniFFI's own methods take it) and keeps a `Weak`: it never keeps
@@ -25,12 +26,13 @@ use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 use uniffi::{Handle, Lower};
+use weida::Receiving;
 
 use crate::bound_push::DialingPuller;
 use crate::bus::Bus;
 use crate::collector::BoundSubscriber;
 use crate::error::{Result, WeidaError};
-use crate::packed::Packed;
+use crate::packed::{take_ready_within, Packed};
 use crate::pair::Pair;
 use crate::patterns::{Puller, Pusher, Subscriber};
 use crate::UniFfiTag;
@@ -41,62 +43,91 @@ enum Lane {
     Take(Take),
 }
 
-/// A receiving endpoint's lane: its `take_ready`, and an answer taken that did not fit in the
-/// caller's buffer, handed out first by the next call.
+/// What a receiving endpoint's lane takes with: `take_ready_within(max, room)`, None once the
+/// endpoint is gone.
+type TakeFn = dyn Fn(u32, usize) -> Option<Result<Option<Packed>>> + Send + Sync;
+
+/// A receiving endpoint's lane: its take, and an answer that did not fit in the caller's
+/// buffer. A batch is cut to the caller's buffer, so only an answer of one message (or an
+/// error) larger than it is ever kept: whichever call comes next takes it, as the next
+/// message of the queue it was the front of.
 struct Take {
-    take: Box<dyn Fn(u32) -> Option<Result<Option<Packed>>> + Send + Sync>,
+    take: Box<TakeFn>,
     kept: Mutex<Option<Vec<u8>>>,
 }
 
-impl Take {
-    fn lane(take: impl Fn(u32) -> Option<Result<Option<Packed>>> + Send + Sync + 'static) -> Lane {
-        Lane::Take(Self {
-            take: Box::new(take),
-            kept: Mutex::new(None),
-        })
-    }
+/// A receiving endpoint of this crate and the core endpoint it receives from.
+trait Receives: Send + Sync + 'static {
+    type Core: Receiving;
+    fn core(&self) -> &Self::Core;
 }
 
-/// The tags of a take's answer, its first byte in the caller's buffer.
+macro_rules! receives {
+    ($($t:ty => $core:ty),* $(,)?) => {$(
+        impl Receives for $t {
+            type Core = $core;
+            fn core(&self) -> &$core {
+                &self.inner
+            }
+        }
+    )*};
+}
+
+receives! {
+    Puller => weida::Puller,
+    Subscriber => weida::Subscriber,
+    DialingPuller => weida::DialingPuller,
+    BoundSubscriber => weida::BoundSubscriber,
+    Pair => weida::Pair,
+    Bus => weida::Bus,
+}
+
+/// The tags of an answer, its first byte in the caller's buffer.
 const TAKEN: u8 = 0;
 const FAILED: u8 = 1;
 const TOO_SMALL: u8 = 2;
 
-/// A lane for the endpoint whose cloned UniFFI handle is `handle`; 0 if it is none of the
-/// kinds below. `kind`: 0 a `Pusher`; a receiving endpoint: 1 a `Puller`, 2 a `Subscriber`,
-/// 3 a `DialingPuller`, 4 a `BoundSubscriber`, 5 a `Pair`, 6 a `Bus`.
+/// A lane for the endpoint whose cloned UniFFI handle is `handle`; 0 if `kind` is none of
+/// these (the handle is then left as it came, for the caller to release): 0 a `Pusher`; a
+/// receiving endpoint: 1 a `Puller`, 2 a `Subscriber`, 3 a `DialingPuller`, 4 a
+/// `BoundSubscriber`, 5 a `Pair`, 6 a `Bus`.
 ///
 /// # Safety
 /// `handle` is a handle UniFFI made for an object of that kind, cloned for this call (the
-/// Kotlin layer's `callWithHandle`); this function takes that reference over.
+/// Kotlin layer's `callWithHandle`); for a known `kind` this function takes it over.
 #[no_mangle]
 pub unsafe extern "C" fn weida_fast_lane(handle: u64, kind: i32) -> u64 {
+    if !(0..=6).contains(&kind) {
+        return 0;
+    }
     let Some(h) = Handle::from_raw(handle) else {
         return 0;
     };
     let lane = match kind {
         0 => Lane::Send(Arc::downgrade(&h.into_arc::<Pusher>())),
-        1 => take_lane(h, Puller::take_ready),
-        2 => take_lane(h, Subscriber::take_ready),
-        3 => take_lane(h, DialingPuller::take_ready),
-        4 => take_lane(h, BoundSubscriber::take_ready),
-        5 => take_lane(h, Pair::take_ready),
-        6 => take_lane(h, Bus::take_ready),
-        _ => return 0,
+        1 => take_lane::<Puller>(h),
+        2 => take_lane::<Subscriber>(h),
+        3 => take_lane::<DialingPuller>(h),
+        4 => take_lane::<BoundSubscriber>(h),
+        5 => take_lane::<Pair>(h),
+        _ => take_lane::<Bus>(h),
     };
     Box::into_raw(Box::new(lane)) as u64
 }
 
-/// The lane of a receiving endpoint `h`, whose UniFFI `take_ready` is `take`.
+/// The lane of the receiving endpoint `h`.
 ///
 /// # Safety
 /// As [`weida_fast_lane`]'s: `h` is a cloned handle of a `T`.
-unsafe fn take_lane<T: Send + Sync + 'static>(
-    h: Handle,
-    take: fn(&T, u32) -> Result<Option<Packed>>,
-) -> Lane {
+unsafe fn take_lane<T: Receives>(h: Handle) -> Lane {
     let endpoint = Arc::downgrade(&h.into_arc::<T>());
-    Take::lane(move |max| Some(take(&*endpoint.upgrade()?, max)))
+    Lane::Take(Take {
+        take: Box::new(move |max, room| {
+            let e = endpoint.upgrade()?;
+            Some(take_ready_within(e.core(), max, room))
+        }),
+        kept: Mutex::new(None),
+    })
 }
 
 /// Frees a lane.
@@ -111,39 +142,93 @@ pub unsafe extern "C" fn weida_fast_lane_free(lane: u64) {
 }
 
 /// `Pusher::send_ready` of the `len` bytes at `body`: 0 queued, 1 not now (take the waiting
-/// `send`, which also reports any error), 2 yield first.
+/// `send`), 2 yield first; below 0, the send failed (a closed endpoint, a lane's failure the
+/// core reports once, a header over the peer's limit) and its error is in `out`, `-r` bytes
+/// (tag 1 and a `WeidaError`; tag 2 if `out`, `cap` bytes, is too small for it, and `-r` is
+/// then the size it needs: the error is kept for [`weida_fast_kept`]). 1 too when the
+/// endpoint is gone or the call panicked: the waiting `send` reports what happened.
 ///
 /// # Safety
-/// `lane` is a live lane of kind 0; `body` holds `len` readable bytes.
+/// `lane` is a live lane of kind 0; `body` holds `len` readable bytes; `out` holds `cap`
+/// writable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn weida_fast_send_ready(lane: u64, body: *const u8, len: i32) -> i32 {
+pub unsafe extern "C" fn weida_fast_send_ready(
+    lane: u64,
+    body: *const u8,
+    len: i32,
+    out: *mut u8,
+    cap: i32,
+) -> i32 {
     let Lane::Send(p) = &*(lane as *const Lane) else {
         return 1;
     };
-    let body = match usize::try_from(len) {
-        Ok(0) => Bytes::new(),
-        Ok(n) => Bytes::copy_from_slice(std::slice::from_raw_parts(body, n)),
-        Err(_) => return 1,
+    let (Ok(len), Ok(cap)) = (usize::try_from(len), usize::try_from(cap)) else {
+        return 1;
     };
-    catch_unwind(AssertUnwindSafe(|| match p.upgrade() {
-        // An error (a closed endpoint, a header over the peer's limit) is the waiting
-        // `send`'s to report, with the same body: nothing was sent.
-        Some(p) => p.send_ready_bytes(body).map_or(1, i32::from),
-        None => 1,
-    }))
-    .unwrap_or(1)
+    let body = if len == 0 {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(std::slice::from_raw_parts(body, len))
+    };
+    let answer = catch_unwind(AssertUnwindSafe(|| {
+        let p = p.upgrade()?;
+        Some(match p.send_ready_bytes(body) {
+            Ok(code) => Ok(i32::from(code)),
+            Err(e) => Err(encode_error(e)),
+        })
+    }));
+    match answer {
+        Ok(Some(Ok(code))) => code,
+        Ok(Some(Err(buf))) => match hand_out(buf, out, cap) {
+            Handed::Written(n) => -n,
+            Handed::TooSmall(n, buf) => {
+                KEPT_ERROR.with(|k| *k.borrow_mut() = Some(buf));
+                -n
+            }
+        },
+        _ => 1,
+    }
+}
+
+thread_local! {
+    /// A send's error that did not fit in its caller's buffer, for the same thread's next
+    /// [`weida_fast_kept`] (the Kotlin layer calls it at once, on the same thread).
+    static KEPT_ERROR: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The send error this thread's last [`weida_fast_send_ready`] kept, into `out` (`cap`
+/// bytes): how many bytes; -1 if there is none or it still does not fit.
+///
+/// # Safety
+/// `out` holds `cap` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_kept(out: *mut u8, cap: i32) -> i32 {
+    let Ok(cap) = usize::try_from(cap) else {
+        return -1;
+    };
+    KEPT_ERROR.with(|k| match k.borrow_mut().take() {
+        Some(buf) => match hand_out(buf, out, cap) {
+            Handed::Written(n) => n,
+            Handed::TooSmall(_, buf) => {
+                *k.borrow_mut() = Some(buf);
+                -1
+            }
+        },
+        None => -1,
+    })
 }
 
 /// `takeReady(max)` into `out` (`cap` bytes): the first byte a tag, then the answer in
 /// UniFFI's encoding. Tag 0: an `Option<Packed>` follows (None: nothing is ready; a `Packed`
-/// of no message: yield first); tag 1: a `WeidaError` follows, the receive's error, taken in
-/// its place. Returns how many bytes it wrote. An answer larger than `cap` is kept whole and
-/// handed out first by the next call (nothing taken is lost, and nothing overtakes it); this
-/// one writes tag 2 and returns the size the next call's buffer needs. -1 when the endpoint
-/// is gone or the call panicked: take the UniFFI path.
+/// of no message: yield first), its batch cut to what fits, the rest left at the front of the
+/// queue; tag 1: a `WeidaError` follows, the receive's error, taken in its place. Returns how
+/// many bytes it wrote. An answer that still does not fit (one message larger than `out`, or
+/// an error) is kept whole for the next call on the lane; this one writes tag 2 and returns
+/// the size the next call's buffer needs. -1 when the endpoint is gone or the call panicked:
+/// take the UniFFI path.
 ///
 /// # Safety
-/// `lane` is a live lane of kind 1 or 2; `out` holds `cap` writable bytes.
+/// `lane` is a live lane of a receiving kind; `out` holds `cap` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8, cap: i32) -> i32 {
     let Lane::Take(t) = &*(lane as *const Lane) else {
@@ -156,45 +241,65 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
     let buf = match kept.take() {
         Some(buf) => buf,
         None => {
-            let max = u32::try_from(max).unwrap_or(1);
-            let Some(answer) = catch_unwind(AssertUnwindSafe(|| (t.take)(max)))
-                .ok()
-                .flatten()
-            else {
+            // A `max` read as UniFFI reads a u32: the bits, whatever the sign Kotlin saw.
+            let max = max as u32;
+            let room = cap.saturating_sub(1);
+            let answer = catch_unwind(AssertUnwindSafe(|| {
+                (t.take)(max, room).map(|a| match a {
+                    Ok(packed) => encode(TAKEN, packed),
+                    Err(e) => encode_error(e),
+                })
+            }));
+            let Ok(Some(buf)) = answer else {
                 return -1;
             };
-            encode(answer)
+            buf
         }
     };
-    let Ok(n) = i32::try_from(buf.len()) else {
-        // Above 2 GiB: no `ByteBuffer` holds it (nor could UniFFI's `RustBuffer`).
-        return -1;
-    };
+    match hand_out(buf, out, cap) {
+        Handed::Written(n) => n,
+        Handed::TooSmall(n, buf) => {
+            *kept = Some(buf);
+            n
+        }
+    }
+}
+
+/// An answer: `tag`, then `value` as UniFFI writes it.
+fn encode<T: Lower<UniFfiTag>>(tag: u8, value: T) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(256);
+    buf.push(tag);
+    T::write(value, &mut buf);
+    buf
+}
+
+fn encode_error(e: WeidaError) -> Vec<u8> {
+    encode(FAILED, e)
+}
+
+enum Handed {
+    Written(i32),
+    /// It needs this many bytes; here it is back.
+    TooSmall(i32, Vec<u8>),
+}
+
+/// Copies `buf` to `out` if it fits in `cap` bytes; else writes tag 2 there and hands it back.
+///
+/// # Safety
+/// `out` holds `cap` writable bytes.
+unsafe fn hand_out(buf: Vec<u8>, out: *mut u8, cap: usize) -> Handed {
+    // Above 2 GiB no `ByteBuffer` holds it (nor could UniFFI's `RustBuffer`): it is cut by
+    // the batch budget long before, unless one body alone is that large.
+    let n = i32::try_from(buf.len()).unwrap_or(i32::MAX);
     if buf.len() <= cap {
         std::ptr::copy_nonoverlapping(buf.as_ptr(), out, buf.len());
+        Handed::Written(n)
     } else {
         if cap > 0 {
             *out = TOO_SMALL;
         }
-        *kept = Some(buf);
+        Handed::TooSmall(n, buf)
     }
-    n
-}
-
-/// A take's answer as the caller reads it: its tag, then the value in UniFFI's encoding.
-fn encode(answer: Result<Option<Packed>>) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(256);
-    match answer {
-        Ok(packed) => {
-            buf.push(TAKEN);
-            <Option<Packed> as Lower<UniFfiTag>>::write(packed, &mut buf);
-        }
-        Err(e) => {
-            buf.push(FAILED);
-            <WeidaError as Lower<UniFfiTag>>::write(e, &mut buf);
-        }
-    }
-    buf
 }
 
 #[cfg(test)]
@@ -266,8 +371,20 @@ mod tests {
     }
 
     fn send(lane: &Owned, body: &[u8]) -> i32 {
-        // SAFETY: a live send lane; `body` is readable.
-        unsafe { weida_fast_send_ready(lane.0, body.as_ptr(), body.len() as i32) }
+        send_into(lane, body, &mut [0u8; 256])
+    }
+
+    fn send_into(lane: &Owned, body: &[u8], out: &mut [u8]) -> i32 {
+        // SAFETY: a live send lane; `body` is readable, `out` writable.
+        unsafe {
+            weida_fast_send_ready(
+                lane.0,
+                body.as_ptr(),
+                body.len() as i32,
+                out.as_mut_ptr(),
+                out.len() as i32,
+            )
+        }
     }
 
     fn take(lane: &Owned, max: i32, buf: &mut [u8]) -> i32 {
@@ -325,6 +442,65 @@ mod tests {
         // Nothing ready: None, as `takeReady` says it.
         let n = take(&rx, 8, &mut buf) as usize;
         assert_eq!(&buf[..n], [TAKEN, 0]);
+    }
+
+    #[test]
+    fn a_batch_is_cut_to_the_callers_buffer_and_the_rest_stays_first_in_order() {
+        let e = ends();
+        let (tx, rx) = (lane(&e.pusher, 0), lane(&e.puller, 1));
+        block(e.pusher.send(b"opens the lane".to_vec().into(), None, None)).unwrap();
+        weida_ffi::call::waited();
+        let sent: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 100]).collect();
+        for b in &sent {
+            assert_eq!(send(&tx, b), 0);
+        }
+        // All surely ready: received in the core, then handed back to the front in order.
+        let core = e.puller.endpoint();
+        let got = weida_ffi::io::io().block_on(async {
+            let mut got = Vec::new();
+            while got.len() < 7 {
+                got.push(core.recv().await.unwrap());
+            }
+            got
+        });
+        weida_ffi::inbox::give_back(&*core, got.into_iter().skip(1));
+        // Room for about two bodies of 100 bytes: two at a time, in order, nothing lost.
+        let mut buf = [0u8; 300];
+        let mut taken = Vec::new();
+        while taken.len() < sent.len() {
+            let n = take(&rx, 100, &mut buf);
+            assert!(n > 0 && (n as usize) <= buf.len(), "{n}");
+            let batch = bodies(&buf[..n as usize]);
+            assert!(!batch.is_empty() && batch.len() <= 2, "{}", batch.len());
+            taken.extend(batch);
+        }
+        assert_eq!(taken, sent);
+    }
+
+    #[test]
+    fn a_sends_error_crosses_in_uniffis_encoding_and_is_kept_when_it_does_not_fit() {
+        let e = ends();
+        let tx = lane(&e.pusher, 0);
+        e.pusher.close_endpoint();
+        weida_ffi::call::waited();
+        let mut out = [0u8; 512];
+        let n = send_into(&tx, b"x", &mut out);
+        assert!(n < 0, "{n}");
+        assert_eq!(out[0], FAILED);
+        let err = <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(
+            out[1..(-n) as usize].to_vec(),
+        ))
+        .unwrap();
+        assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
+        // Too small for it: kept for this thread's next `weida_fast_kept`.
+        let mut small = [0u8; 2];
+        let need = -send_into(&tx, b"x", &mut small);
+        assert_eq!(small[0], TOO_SMALL);
+        let mut big = vec![0u8; need as usize];
+        // SAFETY: `big` is writable.
+        let n = unsafe { weida_fast_kept(big.as_mut_ptr(), need) };
+        assert_eq!(n, need);
+        assert_eq!(big[0], FAILED);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use weida::{IncomingMeta, Message as CoreMessage, Receiving};
 use weida_ffi::call::ready_turn;
 use weida_ffi::inbox::take_now;
-use weida_ffi::packed::{self as shared, keep_one_batch};
+use weida_ffi::packed as shared;
 
 use crate::blob::Blob;
 use crate::error::Result;
@@ -154,6 +154,17 @@ fn same_origin(a: &Arc<IncomingMeta>, b: &Arc<IncomingMeta>) -> bool {
 /// dispatcher before it takes the waiting receive, and a stream of ready messages cannot
 /// starve its other coroutines. The error a receive would report now is returned.
 pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>> {
+    take_ready_within(r, max, usize::MAX)
+}
+
+/// [`take_ready`] whose batch, written as UniFFI writes an `Option<Packed>`, takes at most
+/// `room` bytes unless its first message alone does not fit (the Kotlin fast lane's buffer,
+/// `fast.rs`). What is left goes back to the front of the queue, in order.
+pub(crate) fn take_ready_within<R: Receiving>(
+    r: &R,
+    max: u32,
+    room: usize,
+) -> Result<Option<Packed>> {
     if !ready_turn() {
         return Ok(Some(Packed::default()));
     }
@@ -161,11 +172,42 @@ pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>
     match take_now(r, max) {
         None => Ok(None),
         Some(Ok(mut ms)) => {
-            keep_one_batch(r, &mut ms);
-            Ok(Some(pack(ms)))
+            let mut keep = shared::budget(&ms);
+            let mut packed = pack(ms[..keep].to_vec());
+            if written_len(&packed) > room && keep > 1 {
+                keep = fitting(&ms[..keep], packed.origins.0.len(), room);
+                packed = pack(ms[..keep].to_vec());
+            }
+            // One give-back for all that is left, so that it keeps its order.
+            let rest = ms.split_off(keep);
+            if !rest.is_empty() {
+                weida_ffi::inbox::give_back(r, rest);
+            }
+            Ok(Some(packed))
         }
         Some(Err(f)) => Err(f.into()),
     }
+}
+
+/// The bytes UniFFI writes for `Some(p)`: the option's tag, the count, and each blob's length
+/// and bytes.
+fn written_len(p: &Packed) -> usize {
+    1 + 4 + 3 * 4 + p.bodies.0.len() + p.index.0.len() + p.origins.0.len()
+}
+
+/// How many of `ms` (at least one) fit in `room` bytes written, given the origins that all of
+/// them need (those of a prefix are a prefix of those): each body with its end offset and its
+/// index entry, and up to 3 bytes of padding.
+fn fitting(ms: &[CoreMessage], origins: usize, room: usize) -> usize {
+    let mut used = 1 + 4 + 3 * 4 + origins + 3;
+    ms.iter()
+        .position(|m| {
+            let index = 3 + 8
+                * (usize::from(m.meta.sequence.is_some()) + usize::from(m.meta.gap.is_some()));
+            used = used.saturating_add(m.body.len() + 4 + index);
+            used > room
+        })
+        .map_or(ms.len(), |i| i.max(1))
 }
 
 #[cfg(test)]

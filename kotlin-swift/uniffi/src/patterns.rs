@@ -292,7 +292,7 @@ impl Pusher {
 /// The bound side of Push/Pull.
 #[derive(uniffi::Object)]
 pub struct Puller {
-    inner: OnIo<Arc<weida::Puller>>,
+    pub(crate) inner: OnIo<Arc<weida::Puller>>,
 }
 
 impl Puller {
@@ -625,7 +625,7 @@ impl Publisher {
 /// The dialling side of Pub/Sub.
 #[derive(uniffi::Object)]
 pub struct Subscriber {
-    inner: OnIo<Arc<weida::Subscriber>>,
+    pub(crate) inner: OnIo<Arc<weida::Subscriber>>,
 }
 
 impl Subscriber {

@@ -1,8 +1,7 @@
 package weida
 
 import com.sun.jna.Native
-import java.lang.ref.Cleaner
-import java.lang.ref.Reference
+import java.nio.Buffer
 import java.nio.ByteBuffer
 import java.util.Collections
 import java.util.WeakHashMap
@@ -17,6 +16,7 @@ import weida.uniffi.Pair
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
 import weida.uniffi.Subscriber
+import weida.uniffi.UniffiLib
 
 /**
  * JNA's direct mapping of the fast lane's C functions (kotlin-swift/uniffi/src/fast.rs): longs,
@@ -33,24 +33,40 @@ internal object FastLib {
 
     external fun weida_fast_lane(handle: Long, kind: Int): Long
     external fun weida_fast_lane_free(lane: Long)
-    external fun weida_fast_send_ready(lane: Long, body: ByteArray, len: Int): Int
+    external fun weida_fast_send_ready(lane: Long, body: ByteArray, len: Int, out: ByteBuffer, cap: Int): Int
+    external fun weida_fast_kept(out: ByteBuffer, cap: Int): Int
     external fun weida_fast_take_ready(lane: Long, max: Int, out: ByteBuffer, cap: Int): Int
 }
 
 /**
  * One endpoint's fast lane: `sendReady` and `takeReady` without JNA's per-call structures
- * (docs/PERFORMANCE.md, "Kotlin's fast lane"). It answers as those UniFFI calls do, and
- * where it cannot (an endpoint already gone, an unexpected panic) it says so and the caller
- * takes the UniFFI call, which reports what happened. Made once per endpoint, held weakly by
- * it, freed by a cleaner once neither is reachable; it keeps no endpoint alive.
+ * (docs/PERFORMANCE.md, "Kotlin's fast lane"). It answers as those UniFFI calls do, errors
+ * included, and where it cannot (an endpoint destroyed, an unexpected panic) it says so and
+ * the caller takes the UniFFI call, which reports what happened. Made once per endpoint, held
+ * weakly by it, freed by UniFFI's cleaner once neither is reachable; it keeps no endpoint
+ * alive. Plain Java 8 and Android APIs only, as the generated bindings use.
  */
 internal class FastLane private constructor(private val lane: Long) {
-    /** `sendReady(body)`: 0 queued, 1 not now (the waiting `send` follows), 2 yield first. */
+    // Written after each native call: `this`, and so the lane, stays reachable until the call
+    // returned (what `Reference.reachabilityFence` does, which Android has only from API 28).
+    @Volatile private var last = 0
+
+    /** `sendReady(body)`: 0 queued, 1 not now (the waiting `send` follows), 2 yield first; a
+     * failure is thrown as the UniFFI call throws it. */
     fun send(body: ByteArray): Int {
-        val r = FastLib.weida_fast_send_ready(lane, body, body.size)
-        Reference.reachabilityFence(this)
-        if (r == 0) sent.incrementAndGet()
-        return r
+        val buf = BUFFER.get()
+        val r = FastLib.weida_fast_send_ready(lane, body, body.size, buf, buf.capacity())
+        last = r
+        if (r >= 0) {
+            if (r == 0) sent.incrementAndGet()
+            return r
+        }
+        if (buf.get(0).toInt() == FAILED) throw FfiConverterTypeWeidaError.read(view(buf, -r))
+        // The error did not fit: kept on the Rust side for this thread's next call.
+        val big = ByteBuffer.allocateDirect(-r)
+        val n = FastLib.weida_fast_kept(big, big.capacity())
+        check(n > 0) { "weida: a send's error was lost on its way" }
+        throw FfiConverterTypeWeidaError.read(view(big, n))
     }
 
     /**
@@ -62,20 +78,21 @@ internal class FastLane private constructor(private val lane: Long) {
         var buf = BUFFER.get()
         while (true) {
             val n = FastLib.weida_fast_take_ready(lane, max.toInt(), buf, buf.capacity())
-            Reference.reachabilityFence(this)
+            last = n
             if (n < 0) return orElse(max)
             when (buf.get(0).toInt()) {
                 TAKEN -> {
                     answered.incrementAndGet()
-                    return FfiConverterOptionalTypePacked.read(buf.duplicate().position(1).limit(n))
+                    return FfiConverterOptionalTypePacked.read(view(buf, n))
                 }
                 FAILED -> {
                     answered.incrementAndGet()
-                    throw FfiConverterTypeWeidaError.read(buf.duplicate().position(1).limit(n))
+                    throw FfiConverterTypeWeidaError.read(view(buf, n))
                 }
-                // Kept whole on the Rust side for the next call: a buffer that holds it.
+                // One message larger than the buffer, kept whole for the next call: a buffer
+                // that holds it (kept for this thread's next receives up to KEPT_BUFFER).
                 else -> {
-                    buf = ByteBuffer.allocateDirect(Integer.highestOneBit(n - 1) shl 1)
+                    buf = ByteBuffer.allocateDirect(if (n > KEPT_BUFFER) n else maxOf(n, 2 * buf.capacity()))
                     if (buf.capacity() <= KEPT_BUFFER) BUFFER.set(buf)
                 }
             }
@@ -95,7 +112,15 @@ internal class FastLane private constructor(private val lane: Long) {
         private const val KEPT_BUFFER = 4 * 1024 * 1024
         private val BUFFER = ThreadLocal.withInitial { ByteBuffer.allocateDirect(FIRST_BUFFER) }
 
-        private val CLEANER = Cleaner.create()
+        /** The answer in `buf` after its tag byte: `n` bytes in all, big-endian as UniFFI's. */
+        private fun view(buf: ByteBuffer, n: Int): ByteBuffer {
+            val v = buf.duplicate()
+            // Through `Buffer`: its `position` and `limit` return `Buffer` on older Androids.
+            (v as Buffer).limit(n)
+            (v as Buffer).position(1)
+            return v
+        }
+
         private val lanes = Collections.synchronizedMap(WeakHashMap<Any, FastLane>())
 
         /** `takeReady` through `lane`, or through `orElse` (the UniFFI call) without one. */
@@ -107,17 +132,25 @@ internal class FastLane private constructor(private val lane: Long) {
         internal val sent = AtomicLong()
         internal val answered = AtomicLong()
 
-        // The kinds are fast.rs's `weida_fast_lane`'s.
-        fun of(p: Pusher): FastLane? = lanes[p] ?: make(p, 0) { f -> p.callWithHandle(f) }
-        fun of(p: Puller): FastLane? = lanes[p] ?: make(p, 1) { f -> p.callWithHandle(f) }
-        fun of(s: Subscriber): FastLane? = lanes[s] ?: make(s, 2) { f -> s.callWithHandle(f) }
-        fun of(p: DialingPuller): FastLane? = lanes[p] ?: make(p, 3) { f -> p.callWithHandle(f) }
-        fun of(s: BoundSubscriber): FastLane? = lanes[s] ?: make(s, 4) { f -> s.callWithHandle(f) }
-        fun of(p: Pair): FastLane? = lanes[p] ?: make(p, 5) { f -> p.callWithHandle(f) }
-        fun of(b: Bus): FastLane? = lanes[b] ?: make(b, 6) { f -> b.callWithHandle(f) }
+        // The kinds are fast.rs's `weida_fast_lane`'s. A destroyed endpoint has no lane: the
+        // UniFFI call says so (its Rust object may outlive it while a call still holds it).
+        fun of(p: Pusher): FastLane? =
+            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 0) { f -> p.callWithHandle(f) }
+        fun of(p: Puller): FastLane? =
+            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 1) { f -> p.callWithHandle(f) }
+        fun of(s: Subscriber): FastLane? =
+            if (s.uniffiIsDestroyed) null else lanes[s] ?: make(s, 2) { f -> s.callWithHandle(f) }
+        fun of(p: DialingPuller): FastLane? =
+            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 3) { f -> p.callWithHandle(f) }
+        fun of(s: BoundSubscriber): FastLane? =
+            if (s.uniffiIsDestroyed) null else lanes[s] ?: make(s, 4) { f -> s.callWithHandle(f) }
+        fun of(p: Pair): FastLane? =
+            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 5) { f -> p.callWithHandle(f) }
+        fun of(b: Bus): FastLane? =
+            if (b.uniffiIsDestroyed) null else lanes[b] ?: make(b, 6) { f -> b.callWithHandle(f) }
 
         private inline fun make(o: Any, kind: Int, withHandle: ((Long) -> Long) -> Long): FastLane? {
-            // An endpoint already destroyed has no lane: the UniFFI call says so.
+            // An endpoint destroyed meanwhile has no lane: the UniFFI call says so.
             val ptr = try {
                 withHandle { h -> FastLib.weida_fast_lane(h, kind) }
             } catch (e: IllegalStateException) {
@@ -125,9 +158,9 @@ internal class FastLane private constructor(private val lane: Long) {
             }
             if (ptr == 0L) return null
             val lane = FastLane(ptr)
-            CLEANER.register(lane, Free(ptr))
+            UniffiLib.CLEANER.register(lane, Free(ptr))
             // Two threads may make one each for the same endpoint: the first kept wins, the
-            // other is freed by its cleaner.
+            // other is freed by the cleaner.
             return lanes.putIfAbsent(o, lane) ?: lane
         }
     }
