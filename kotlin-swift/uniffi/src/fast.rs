@@ -45,7 +45,7 @@ enum Lane {
 
 /// What a receiving endpoint's lane takes with: `take_ready_within(max, room)`, None once the
 /// endpoint is gone.
-type TakeFn = dyn Fn(u32, usize) -> Option<Result<Option<Packed>>> + Send + Sync;
+type TakeFn = dyn Fn(u32, usize) -> Option<Result<(Option<Packed>, bool)>> + Send + Sync;
 
 /// A receiving endpoint's lane: its take, and an answer that did not fit in the caller's
 /// buffer. A batch is cut to the caller's buffer, so only an answer of one message (or an
@@ -86,6 +86,8 @@ receives! {
 const TAKEN: u8 = 0;
 const FAILED: u8 = 1;
 const TOO_SMALL: u8 = 2;
+/// Taken, its batch cut to the buffer: a larger one would have taken more.
+const TAKEN_CUT: u8 = 3;
 
 /// A lane for the endpoint whose cloned UniFFI handle is `handle`; 0 if `kind` is none of
 /// these (the handle is then left as it came, for the caller to release): 0 a `Pusher`; a
@@ -221,7 +223,7 @@ pub unsafe extern "C" fn weida_fast_kept(out: *mut u8, cap: i32) -> i32 {
 /// `takeReady(max)` into `out` (`cap` bytes): the first byte a tag, then the answer in
 /// UniFFI's encoding. Tag 0: an `Option<Packed>` follows (None: nothing is ready; a `Packed`
 /// of no message: yield first), its batch cut to what fits, the rest left at the front of the
-/// queue; tag 1: a `WeidaError` follows, the receive's error, taken in its place. Returns how
+/// queue (tag 3 when it was cut: the caller may bring a larger buffer next time); tag 1: a `WeidaError` follows, the receive's error, taken in its place. Returns how
 /// many bytes it wrote. An answer that still does not fit (one message larger than `out`, or
 /// an error) is kept whole for the next call on the lane; this one writes tag 2 and returns
 /// the size the next call's buffer needs. -1 when the endpoint is gone or the call panicked:
@@ -246,7 +248,7 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
             let room = cap.saturating_sub(1);
             let answer = catch_unwind(AssertUnwindSafe(|| {
                 (t.take)(max, room).map(|a| match a {
-                    Ok(packed) => encode(TAKEN, packed),
+                    Ok((packed, cut)) => encode(if cut { TAKEN_CUT } else { TAKEN }, packed),
                     Err(e) => encode_error(e),
                 })
             }));
@@ -467,14 +469,20 @@ mod tests {
         // Room for about two bodies of 100 bytes: two at a time, in order, nothing lost.
         let mut buf = [0u8; 300];
         let mut taken = Vec::new();
+        let mut tags = Vec::new();
         while taken.len() < sent.len() {
             let n = take(&rx, 100, &mut buf);
             assert!(n > 0 && (n as usize) <= buf.len(), "{n}");
+            // Cut to the buffer, and it says so; the last batch, all that was left, is not.
+            tags.push(buf[0]);
+            buf[0] = TAKEN;
             let batch = bodies(&buf[..n as usize]);
             assert!(!batch.is_empty() && batch.len() <= 2, "{}", batch.len());
             taken.extend(batch);
         }
         assert_eq!(taken, sent);
+        assert_eq!(tags.first(), Some(&TAKEN_CUT), "{tags:?}");
+        assert_eq!(tags.last(), Some(&TAKEN), "{tags:?}");
     }
 
     #[test]

@@ -154,27 +154,29 @@ fn same_origin(a: &Arc<IncomingMeta>, b: &Arc<IncomingMeta>) -> bool {
 /// dispatcher before it takes the waiting receive, and a stream of ready messages cannot
 /// starve its other coroutines. The error a receive would report now is returned.
 pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>> {
-    take_ready_within(r, max, usize::MAX)
+    Ok(take_ready_within(r, max, usize::MAX)?.0)
 }
 
 /// [`take_ready`] whose batch, written as UniFFI writes an `Option<Packed>`, takes at most
 /// `room` bytes unless its first message alone does not fit (the Kotlin fast lane's buffer,
-/// `fast.rs`). What is left goes back to the front of the queue, in order.
+/// `fast.rs`). What is left goes back to the front of the queue, in order. True with it when
+/// the batch was cut to `room` (a larger buffer would have taken more).
 pub(crate) fn take_ready_within<R: Receiving>(
     r: &R,
     max: u32,
     room: usize,
-) -> Result<Option<Packed>> {
+) -> Result<(Option<Packed>, bool)> {
     if !ready_turn() {
-        return Ok(Some(Packed::default()));
+        return Ok((Some(Packed::default()), false));
     }
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     match take_now(r, max) {
-        None => Ok(None),
+        None => Ok((None, false)),
         Some(Ok(mut ms)) => {
             let mut keep = shared::budget(&ms);
             let mut packed = pack(ms[..keep].to_vec());
-            if written_len(&packed) > room && keep > 1 {
+            let cut = written_len(&packed) > room && keep > 1;
+            if cut {
                 keep = fitting(&ms[..keep], packed.origins.0.len(), room);
                 packed = pack(ms[..keep].to_vec());
             }
@@ -183,7 +185,7 @@ pub(crate) fn take_ready_within<R: Receiving>(
             if !rest.is_empty() {
                 weida_ffi::inbox::give_back(r, rest);
             }
-            Ok(Some(packed))
+            Ok((Some(packed), cut))
         }
         Some(Err(f)) => Err(f.into()),
     }

@@ -81,9 +81,15 @@ internal class FastLane private constructor(private val lane: Long) {
             last = n
             if (n < 0) return orElse(max)
             when (buf.get(0).toInt()) {
-                TAKEN -> {
+                TAKEN, TAKEN_CUT -> {
                     answered.incrementAndGet()
-                    return FfiConverterOptionalTypePacked.read(view(buf, n))
+                    val packed = FfiConverterOptionalTypePacked.read(view(buf, n))
+                    // Cut to this buffer: a larger one for this thread's next receives, up to
+                    // KEPT_BUFFER, so that batches of large messages are not taken in slices.
+                    if (buf.get(0).toInt() == TAKEN_CUT && buf.capacity() < KEPT_BUFFER) {
+                        BUFFER.set(ByteBuffer.allocateDirect(minOf(2 * buf.capacity(), KEPT_BUFFER)))
+                    }
+                    return packed
                 }
                 FAILED -> {
                     answered.incrementAndGet()
@@ -106,6 +112,7 @@ internal class FastLane private constructor(private val lane: Long) {
     companion object {
         private const val TAKEN = 0
         private const val FAILED = 1
+        private const val TAKEN_CUT = 3
 
         /** The size of a thread's buffer at first, and the most a thread keeps after growing. */
         private const val FIRST_BUFFER = 64 * 1024
