@@ -141,20 +141,16 @@ internal class FastLane private constructor(private val lane: Long) {
 
         // The kinds are fast.rs's `weida_fast_lane`'s. A destroyed endpoint has no lane: the
         // UniFFI call says so (its Rust object may outlive it while a call still holds it).
-        fun of(p: Pusher): FastLane? =
-            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 0) { f -> p.callWithHandle(f) }
-        fun of(p: Puller): FastLane? =
-            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 1) { f -> p.callWithHandle(f) }
-        fun of(s: Subscriber): FastLane? =
-            if (s.uniffiIsDestroyed) null else lanes[s] ?: make(s, 2) { f -> s.callWithHandle(f) }
-        fun of(p: DialingPuller): FastLane? =
-            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 3) { f -> p.callWithHandle(f) }
-        fun of(s: BoundSubscriber): FastLane? =
-            if (s.uniffiIsDestroyed) null else lanes[s] ?: make(s, 4) { f -> s.callWithHandle(f) }
-        fun of(p: Pair): FastLane? =
-            if (p.uniffiIsDestroyed) null else lanes[p] ?: make(p, 5) { f -> p.callWithHandle(f) }
-        fun of(b: Bus): FastLane? =
-            if (b.uniffiIsDestroyed) null else lanes[b] ?: make(b, 6) { f -> b.callWithHandle(f) }
+        fun of(p: Pusher) = lane(p, p.uniffiIsDestroyed, 0) { f -> p.callWithHandle(f) }
+        fun of(p: Puller) = lane(p, p.uniffiIsDestroyed, 1) { f -> p.callWithHandle(f) }
+        fun of(s: Subscriber) = lane(s, s.uniffiIsDestroyed, 2) { f -> s.callWithHandle(f) }
+        fun of(p: DialingPuller) = lane(p, p.uniffiIsDestroyed, 3) { f -> p.callWithHandle(f) }
+        fun of(s: BoundSubscriber) = lane(s, s.uniffiIsDestroyed, 4) { f -> s.callWithHandle(f) }
+        fun of(p: Pair) = lane(p, p.uniffiIsDestroyed, 5) { f -> p.callWithHandle(f) }
+        fun of(b: Bus) = lane(b, b.uniffiIsDestroyed, 6) { f -> b.callWithHandle(f) }
+
+        private inline fun lane(o: Any, destroyed: Boolean, kind: Int, withHandle: ((Long) -> Long) -> Long): FastLane? =
+            if (destroyed) null else lanes[o] ?: make(o, kind, withHandle)
 
         private inline fun make(o: Any, kind: Int, withHandle: ((Long) -> Long) -> Long): FastLane? {
             // An endpoint destroyed meanwhile has no lane: the UniFFI call says so.
