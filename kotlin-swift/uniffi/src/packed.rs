@@ -96,9 +96,9 @@ fn put_origin(out: &mut Vec<u8>, meta: &IncomingMeta) {
 pub const SCAN: usize = 8;
 
 /// `ms` packed, in order (at most one batch: `weida_ffi::packed::over_budget` first).
-pub(crate) fn pack(ms: Vec<CoreMessage>) -> Packed {
+pub(crate) fn pack(ms: &[CoreMessage]) -> Packed {
     let count = u32::try_from(ms.len()).expect("at most PACK_COUNT messages are packed");
-    let bodies = shared::pack(shared::bodies(&ms));
+    let bodies = shared::pack(shared::bodies(ms));
     let mut index = Vec::with_capacity(ms.len() * 3);
     let mut origins = Vec::new();
     let mut made = 0usize;
@@ -174,13 +174,14 @@ pub(crate) fn take_ready_within<R: Receiving>(
         None => Ok((None, false)),
         Some(Ok(mut ms)) => {
             let mut keep = shared::budget(&ms);
-            let mut packed = pack(ms[..keep].to_vec());
+            let mut packed = pack(&ms[..keep]);
             let cut = written_len(&packed) > room && keep > 1;
             if cut {
                 keep = fitting(&ms[..keep], packed.origins.0.len(), room);
-                packed = pack(ms[..keep].to_vec());
+                packed = pack(&ms[..keep]);
             }
-            // One give-back for all that is left, so that it keeps its order.
+            // One give-back for all that is left, so that it keeps its order (not weida-ffi's
+            // `keep_one_batch`: a second give-back, for what `room` cuts, would land behind it).
             let rest = ms.split_off(keep);
             if !rest.is_empty() {
                 weida_ffi::inbox::give_back(r, rest);
@@ -260,7 +261,7 @@ mod tests {
         let mut ms = messages(&vec![0; PACK_COUNT + 5]);
         let rest = over_budget(&mut ms);
         assert_eq!((ms.len(), rest.len()), (PACK_COUNT, 5));
-        let p = pack(ms);
+        let p = pack(&ms);
         assert_eq!(
             p.origins.0,
             one_bare_origin(),
@@ -276,7 +277,7 @@ mod tests {
         let mut meta = IncomingMeta::default();
         (meta.sequence, meta.gap) = (Some(7), Some(2));
         ms[2].meta = Arc::new(meta);
-        let p = pack(ms);
+        let p = pack(&ms);
         assert_eq!(p.count, 3);
         let bodies = shared::unpack(Bytes::from(p.bodies.0), 3).unwrap();
         assert_eq!(bodies, [&[3u8; 3][..], &[], &[5; 5]]);

@@ -139,7 +139,7 @@ impl Received {
         if !rest.is_empty() {
             self.held.put(rest);
         }
-        pack(ms)
+        pack(&ms)
     }
 }
 
@@ -183,16 +183,14 @@ impl Pusher {
         if !ready_turn() {
             return Ok(2);
         }
-        let p = self.inner.get()?;
-        Ok(if on_io(|| p.try_send(body))?.is_none() {
-            0
-        } else {
-            1
-        })
+        Ok(if self.try_send_bytes(body)? { 0 } else { 1 })
     }
-}
 
-impl Pusher {
+    fn try_send_bytes(&self, body: Bytes) -> Result<bool> {
+        let p = self.inner.get()?;
+        Ok(on_io(|| p.try_send(body))?.is_none())
+    }
+
     pub(crate) fn new(p: weida::Pusher) -> Arc<Self> {
         Arc::new(Self {
             inner: Endpoint::new(p),
@@ -269,8 +267,7 @@ impl Pusher {
 
     /// Queues `body` at once if there is room: true; false if there is none.
     pub fn try_send(&self, body: Blob) -> Result<bool> {
-        let p = self.inner.get()?;
-        Ok(on_io(|| p.try_send(Bytes::from(body)))?.is_none())
+        self.try_send_bytes(body.into())
     }
 
     /// `try_send` for a caller that yields: 0 `body` is queued; 1 it is not, take the waiting
