@@ -26,26 +26,35 @@ use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 use uniffi::{Handle, Lower};
-use weida::Receiving;
+use weida::{Message as CoreMessage, Receiving};
+use weida_ffi::{Call, Fail};
 
+use crate::blob::Blob;
 use crate::bound_push::DialingPuller;
 use crate::bus::Bus;
 use crate::collector::BoundSubscriber;
 use crate::error::{Result, WeidaError};
-use crate::packed::{take_ready_within, Packed};
+use crate::fast_wait;
+use crate::packed::{pack_within, take_ready_within, Packed};
 use crate::pair::Pair;
-use crate::patterns::{Puller, Pusher, Subscriber};
+use crate::patterns::{meta_in, Exchange, Puller, Pusher, Replier, Requester, Subscriber};
 use crate::UniFfiTag;
 
 /// What one endpoint's lane calls.
 enum Lane {
     Send(Weak<Pusher>),
     Take(Take),
+    Request(Weak<Requester>),
+    Accept(Weak<Replier>),
 }
 
 /// What a receiving endpoint's lane takes with: `take_ready_within(max, room)`, None once the
 /// endpoint is gone.
 type TakeFn = dyn Fn(u32, usize) -> Option<Result<(Option<Packed>, bool)>> + Send + Sync;
+
+/// What a receiving endpoint's lane waits with: a receive of up to `max` messages started for
+/// a token (`fast_wait::start`), None once the endpoint is gone.
+type WaitFn = dyn Fn(u32, i64) -> Option<i64> + Send + Sync;
 
 /// A receiving endpoint's lane: its take, and an answer that did not fit in the caller's
 /// buffer. A batch is cut to the caller's buffer, so only an answer of one message (or an
@@ -53,6 +62,7 @@ type TakeFn = dyn Fn(u32, usize) -> Option<Result<(Option<Packed>, bool)>> + Sen
 /// message of the queue it was the front of.
 struct Take {
     take: Box<TakeFn>,
+    wait: Box<WaitFn>,
     kept: Mutex<Option<Vec<u8>>>,
 }
 
@@ -92,14 +102,14 @@ const TAKEN_CUT: u8 = 3;
 /// A lane for the endpoint whose cloned UniFFI handle is `handle`; 0 if `kind` is none of
 /// these (the handle is then left as it came, for the caller to release): 0 a `Pusher`; a
 /// receiving endpoint: 1 a `Puller`, 2 a `Subscriber`, 3 a `DialingPuller`, 4 a
-/// `BoundSubscriber`, 5 a `Pair`, 6 a `Bus`.
+/// `BoundSubscriber`, 5 a `Pair`, 6 a `Bus`; 7 a `Requester`, 8 a `Replier`.
 ///
 /// # Safety
 /// `handle` is a handle UniFFI made for an object of that kind, cloned for this call (the
 /// Kotlin layer's `callWithHandle`); for a known `kind` this function takes it over.
 #[no_mangle]
 pub unsafe extern "C" fn weida_fast_lane(handle: u64, kind: i32) -> u64 {
-    if !(0..=6).contains(&kind) {
+    if !(0..=8).contains(&kind) {
         return 0;
     }
     let Some(h) = Handle::from_raw(handle) else {
@@ -112,7 +122,9 @@ pub unsafe extern "C" fn weida_fast_lane(handle: u64, kind: i32) -> u64 {
         3 => take_lane::<DialingPuller>(h),
         4 => take_lane::<BoundSubscriber>(h),
         5 => take_lane::<Pair>(h),
-        _ => take_lane::<Bus>(h),
+        6 => take_lane::<Bus>(h),
+        7 => Lane::Request(Arc::downgrade(&h.into_arc::<Requester>())),
+        _ => Lane::Accept(Arc::downgrade(&h.into_arc::<Replier>())),
     };
     Box::into_raw(Box::new(lane)) as u64
 }
@@ -123,13 +135,136 @@ pub unsafe extern "C" fn weida_fast_lane(handle: u64, kind: i32) -> u64 {
 /// As [`weida_fast_lane`]'s: `h` is a cloned handle of a `T`.
 unsafe fn take_lane<T: Receives>(h: Handle) -> Lane {
     let endpoint = Arc::downgrade(&h.into_arc::<T>());
+    let waits = endpoint.clone();
     Lane::Take(Take {
         take: Box::new(move |max, room| {
             let e = endpoint.upgrade()?;
             Some(take_ready_within(e.core(), max, room))
         }),
+        wait: Box::new(move |max, token| Some(wait_receive(waits.upgrade()?, max, token))),
         kept: Mutex::new(None),
     })
+}
+
+/// A receive of up to `max` messages from `e` that waits, as the UniFFI `recvInto` receives:
+/// started for `token`. Its batch is packed when taken, cut to the caller's buffer; what it
+/// took and nobody took goes back to the front of the queue.
+fn wait_receive<T: Receives>(e: Arc<T>, max: u32, token: i64) -> i64 {
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    let r = Arc::clone(&e);
+    let call = Call::new(async move {
+        let c = r.core();
+        Ok(if max == 1 {
+            vec![c.recv().await?]
+        } else {
+            c.recv_many(max).await?
+        })
+    });
+    let back = Arc::clone(&e);
+    let orphan: Arc<dyn Fn(Vec<CoreMessage>) + Send + Sync> =
+        Arc::new(move |ms| weida_ffi::inbox::give_back(back.core(), ms));
+    let encode = Box::new(
+        move |r: std::result::Result<Vec<CoreMessage>, Fail>, room| match r {
+            Ok(ms) => {
+                let (packed, cut) = pack_within(e.core(), ms, room);
+                encode(if cut { TAKEN_CUT } else { TAKEN }, Some(packed))
+            }
+            Err(f) => encode_error(f.into()),
+        },
+    );
+    fast_wait::start(token, call, encode, Some(orphan))
+}
+
+/// `recvInto(max)` and `takePacked()` through the lane, for the caller's `token`
+/// (fast_wait.rs): a wait, or 0 (take the UniFFI calls) when the endpoint is gone, the call
+/// panicked or no wake callback was set. Its answer is `weida_fast_take_ready`'s, never None.
+///
+/// # Safety
+/// `lane` is a live lane of a receiving kind.
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_wait_recv(lane: u64, max: i32, token: i64) -> i64 {
+    let Lane::Take(t) = &*(lane as *const Lane) else {
+        return 0;
+    };
+    // A `max` read as UniFFI reads a u32: the bits, whatever the sign Kotlin saw.
+    let max = max as u32;
+    catch_unwind(AssertUnwindSafe(|| (t.wait)(max, token)))
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// `Requester.request(body)` of the `len` bytes at `body` through the lane, for the caller's
+/// `token` (fast_wait.rs): a wait whose answer is tag 0 and the reply's body as UniFFI writes a
+/// `ByteArray`, or tag 1 and a `WeidaError`; 0 (take the UniFFI call) when the endpoint is
+/// gone, the call panicked or no wake callback was set. Freed before it is answered, the
+/// request is reset, as a cancelled UniFFI call's is.
+///
+/// # Safety
+/// `lane` is a live lane of kind 7; `body` holds `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_wait_request(
+    lane: u64,
+    body: *const u8,
+    len: i32,
+    token: i64,
+) -> i64 {
+    let Lane::Request(r) = &*(lane as *const Lane) else {
+        return 0;
+    };
+    let Ok(len) = usize::try_from(len) else {
+        return 0;
+    };
+    let body = if len == 0 {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(std::slice::from_raw_parts(body, len))
+    };
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let r = r.upgrade()?;
+        let call = match r.endpoint() {
+            Ok(core) => Call::new(async move { Ok(core.request_with(meta_in(None), body).await?) }),
+            Err(f) => Call::new(async move { Err(f) }),
+        };
+        let encode = Box::new(|r: std::result::Result<CoreMessage, Fail>, _room| match r {
+            Ok(m) => encode(TAKEN, Blob(m.body.to_vec())),
+            Err(f) => encode_error(f.into()),
+        });
+        Some(fast_wait::start(token, call, encode, None))
+    }));
+    started.ok().flatten().unwrap_or(0)
+}
+
+/// `Replier.accept()` through the lane, for the caller's `token` (fast_wait.rs): a wait whose
+/// answer is tag 0 and an `Exchange` as UniFFI writes one (a handle the caller's converter
+/// takes over), or tag 1 and a `WeidaError`; 0 (take the UniFFI call) when the endpoint is
+/// gone, the call panicked or no wake callback was set.
+///
+/// # Safety
+/// `lane` is a live lane of kind 8.
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_wait_accept(lane: u64, token: i64) -> i64 {
+    let Lane::Accept(r) = &*(lane as *const Lane) else {
+        return 0;
+    };
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let r = r.upgrade()?;
+        let core = Arc::clone(&r.inner);
+        let call = Call::new(async move { Ok(core.accept().await?) });
+        let encode = Box::new(
+            |r: std::result::Result<weida::Exchange, Fail>, _room| match r {
+                Ok(x) => encode(
+                    TAKEN,
+                    Arc::new(Exchange {
+                        inner: weida_ffi::stream::Exchange::new(x),
+                    }),
+                ),
+                Err(f) => encode_error(f.into()),
+            },
+        );
+        Some(fast_wait::start(token, call, encode, None))
+    }));
+    started.ok().flatten().unwrap_or(0)
 }
 
 /// Frees a lane.
@@ -279,7 +414,7 @@ fn encode_error(e: WeidaError) -> Vec<u8> {
     encode(FAILED, e)
 }
 
-enum Handed {
+pub(crate) enum Handed {
     Written(i32),
     /// It needs this many bytes; here it is back.
     TooSmall(i32, Vec<u8>),
@@ -289,7 +424,7 @@ enum Handed {
 ///
 /// # Safety
 /// `out` holds `cap` writable bytes.
-unsafe fn hand_out(buf: Vec<u8>, out: *mut u8, cap: usize) -> Handed {
+pub(crate) unsafe fn hand_out(buf: Vec<u8>, out: *mut u8, cap: usize) -> Handed {
     // Above 2 GiB no `ByteBuffer` holds it (nor could UniFFI's `RustBuffer`): it is cut by
     // the batch budget long before, unless one body alone is that large.
     let n = i32::try_from(buf.len()).unwrap_or(i32::MAX);
@@ -543,5 +678,156 @@ mod tests {
             <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(buf[1..n].to_vec()))
                 .unwrap();
         assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
+    }
+
+    // The wait callback of this test binary: every token woken, in order.
+    static WOKEN: Mutex<Vec<i64>> = Mutex::new(Vec::new());
+    static WOKE: std::sync::Condvar = std::sync::Condvar::new();
+
+    extern "C" fn woken(token: i64) {
+        WOKEN.lock().unwrap().push(token);
+        WOKE.notify_all();
+    }
+
+    fn set_wake() {
+        // Once per process, as the Kotlin layer sets it; any test here may be first.
+        fast_wait::weida_fast_on_wake(woken);
+    }
+
+    /// Blocks until `token` was woken (a test that hangs here failed).
+    fn wait_woken(token: i64) {
+        let mut w = WOKEN.lock().unwrap();
+        while !w.contains(&token) {
+            w = WOKE.wait(w).unwrap();
+        }
+    }
+
+    fn was_woken(token: i64) -> bool {
+        WOKEN.lock().unwrap().contains(&token)
+    }
+
+    fn unique_token() -> i64 {
+        static T: AtomicU64 = AtomicU64::new(1);
+        T.fetch_add(1, Ordering::Relaxed) as i64
+    }
+
+    fn wait_take(w: i64, buf: &mut [u8]) -> i32 {
+        // SAFETY: a live wait; `buf` is writable.
+        unsafe { fast_wait::weida_fast_wait_take(w, buf.as_mut_ptr(), buf.len() as i32) }
+    }
+
+    fn wait_free(w: i64) {
+        // SAFETY: a live wait, freed once.
+        unsafe { fast_wait::weida_fast_wait_free(w) }
+    }
+
+    #[test]
+    fn a_waiting_receive_wakes_its_token_and_answers_as_take_ready_does() {
+        set_wake();
+        let e = ends();
+        let rx = lane(&e.puller, 1);
+        let token = unique_token();
+        // SAFETY: a live take lane.
+        let w = unsafe { weida_fast_wait_recv(rx.0, 8, token) };
+        assert!(w != 0 && w & 1 == 0, "nothing to take yet: it waits ({w})");
+        let mut buf = [0u8; 256];
+        assert_eq!(wait_take(w, &mut buf), -2, "still running");
+        assert!(!was_woken(token));
+        block(e.pusher.send(b"late".to_vec().into(), None, None)).unwrap();
+        wait_woken(token);
+        let n = wait_take(w, &mut buf);
+        assert!(n > 0, "{n}");
+        assert_eq!(bodies(&buf[..n as usize]), [b"late".to_vec()]);
+        assert_eq!(wait_take(w, &mut buf), -1, "taken once");
+        wait_free(w);
+    }
+
+    #[test]
+    fn a_wait_freed_untaken_loses_nothing_whether_it_had_finished_or_not() {
+        set_wake();
+        let e = ends();
+        let rx = lane(&e.puller, 1);
+        // Finished, woken, never taken: its message goes back to the front of the queue.
+        let token = unique_token();
+        // SAFETY: a live take lane.
+        let w = unsafe { weida_fast_wait_recv(rx.0, 8, token) };
+        assert_eq!(w & 1, 0, "nothing to take yet");
+        block(e.pusher.send(b"one".to_vec().into(), None, None)).unwrap();
+        wait_woken(token);
+        wait_free(w);
+        weida_ffi::call::waited();
+        let mut buf = [0u8; 256];
+        let n = take(&rx, 8, &mut buf);
+        assert_eq!(bodies(&buf[..n as usize]), [b"one".to_vec()]);
+        // Freed while it waits: its receive is cancelled, and what it may have taken meanwhile
+        // goes back; the next message reaches the next receive.
+        let token = unique_token();
+        // SAFETY: a live take lane.
+        let w = unsafe { weida_fast_wait_recv(rx.0, 8, token) };
+        assert_eq!(w & 1, 0, "nothing to take yet");
+        wait_free(w);
+        block(e.pusher.send(b"two".to_vec().into(), None, None)).unwrap();
+        let core = e.puller.endpoint();
+        let got = weida_ffi::io::io().block_on(core.recv()).unwrap();
+        assert_eq!(&got.body[..], b"two");
+        assert!(!was_woken(token), "a freed wait is never woken");
+    }
+
+    #[test]
+    fn a_request_and_an_accept_wait_and_answer_in_uniffis_encoding() {
+        set_wake();
+        let name = format!(
+            "weida+inproc://fast-rr-{}-{}",
+            std::process::id(),
+            unique_token()
+        );
+        let options = || crate::config::RuntimeOptions {
+            identity: None,
+            trust: None,
+            limits: HashMap::new(),
+            reconnect: None,
+            options: HashMap::new(),
+        };
+        let server = Runtime::new(options()).unwrap();
+        let client = Runtime::new(options()).unwrap();
+        let listener = block(server.bind(name, None, None)).unwrap();
+        let replier = listener.replier("/rr".into(), None).unwrap();
+        let requester = client.requester(None).unwrap();
+        block(requester.connect(replier.address(), true, None)).unwrap();
+        let (req, acc) = (lane(&requester, 7), lane(&replier, 8));
+        let (a, r) = (unique_token(), unique_token());
+        // SAFETY: live lanes of kinds 8 and 7; the body is readable.
+        let aw = unsafe { weida_fast_wait_accept(acc.0, a) };
+        let rw = unsafe { weida_fast_wait_request(req.0, b"ping".as_ptr(), 4, r) };
+        assert!(aw != 0 && rw != 0);
+        wait_woken(a);
+        let mut buf = [0u8; 256];
+        let n = wait_take(aw, &mut buf) as usize;
+        assert_eq!(buf[0], TAKEN);
+        let x = <Arc<Exchange> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
+        wait_free(aw);
+        let body = block(x.take_body(None, None)).unwrap();
+        assert_eq!(body.0, b"ping");
+        block(x.reply(b"pong".to_vec().into(), None, None)).unwrap();
+        wait_woken(r);
+        let n = wait_take(rw, &mut buf) as usize;
+        assert_eq!(buf[0], TAKEN);
+        let reply = <Vec<u8> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
+        assert_eq!(reply, b"pong");
+        wait_free(rw);
+        // A closed requester's error crosses at once, in UniFFI's encoding.
+        requester.close_endpoint();
+        let r = unique_token();
+        // SAFETY: as above.
+        let rw = unsafe { weida_fast_wait_request(req.0, b"x".as_ptr(), 1, r) };
+        assert_eq!(rw & 1, 1, "failed at once, on this thread");
+        let n = wait_take(rw, &mut buf) as usize;
+        assert_eq!(buf[0], FAILED);
+        let err =
+            <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(buf[1..n].to_vec()))
+                .unwrap();
+        assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
+        wait_free(rw);
+        drop((listener, server, client));
     }
 }

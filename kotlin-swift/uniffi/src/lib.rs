@@ -26,6 +26,7 @@ pub mod error;
 pub mod events;
 pub mod fanout;
 pub mod fast;
+pub mod fast_wait;
 pub mod identity;
 pub mod packed;
 pub mod pair;

@@ -172,24 +172,36 @@ pub(crate) fn take_ready_within<R: Receiving>(
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     match take_now(r, max) {
         None => Ok((None, false)),
-        Some(Ok(mut ms)) => {
-            let mut keep = shared::budget(&ms);
-            let mut packed = pack(&ms[..keep]);
-            let cut = written_len(&packed) > room && keep > 1;
-            if cut {
-                keep = fitting(&ms[..keep], packed.origins.0.len(), room);
-                packed = pack(&ms[..keep]);
-            }
-            // One give-back for all that is left, so that it keeps its order (not weida-ffi's
-            // `keep_one_batch`: a second give-back, for what `room` cuts, would land behind it).
-            let rest = ms.split_off(keep);
-            if !rest.is_empty() {
-                weida_ffi::inbox::give_back(r, rest);
-            }
+        Some(Ok(ms)) => {
+            let (packed, cut) = pack_within(r, ms, room);
             Ok((Some(packed), cut))
         }
         Some(Err(f)) => Err(f.into()),
     }
+}
+
+/// One packed batch of `ms` (the batch budget), cut to what takes at most `room` bytes written
+/// as UniFFI writes an `Option<Packed>` unless its first message alone does not fit; the rest
+/// goes back to the front of `r`'s queue, in order. True with it when `room` cut it.
+pub(crate) fn pack_within<R: Receiving>(
+    r: &R,
+    mut ms: Vec<CoreMessage>,
+    room: usize,
+) -> (Packed, bool) {
+    let mut keep = shared::budget(&ms);
+    let mut packed = pack(&ms[..keep]);
+    let cut = written_len(&packed) > room && keep > 1;
+    if cut {
+        keep = fitting(&ms[..keep], packed.origins.0.len(), room);
+        packed = pack(&ms[..keep]);
+    }
+    // One give-back for all that is left, so that it keeps its order (not weida-ffi's
+    // `keep_one_batch`: a second give-back, for what `room` cuts, would land behind it).
+    let rest = ms.split_off(keep);
+    if !rest.is_empty() {
+        weida_ffi::inbox::give_back(r, rest);
+    }
+    (packed, cut)
 }
 
 /// The bytes UniFFI writes for `Some(p)`: the option's tag, the count, and each blob's length

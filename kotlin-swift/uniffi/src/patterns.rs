@@ -427,7 +427,7 @@ impl Requester {
 /// The bound side of Req/Rep.
 #[derive(uniffi::Object)]
 pub struct Replier {
-    inner: OnIo<Arc<weida::Replier>>,
+    pub(crate) inner: OnIo<Arc<weida::Replier>>,
 }
 
 impl Replier {
@@ -444,8 +444,8 @@ impl Replier {
         self.inner.address().to_string()
     }
 
-    /// The next exchange. Cancel-safe.
-    #[uniffi::method(default(cancel = None))]
+    /// The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
+    /// takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
     pub async fn accept(&self, cancel: Option<Arc<Cancellation>>) -> Result<Arc<Exchange>> {
         let r = Arc::clone(&self.inner);
         let x = run(Call::new(async move { Ok(r.accept().await?) }), cancel).await?;

@@ -6376,7 +6376,8 @@ public func FfiConverterTypeRegistration_lower(_ value: Registration) -> UInt64 
 public protocol ReplierProtocol: AnyObject, Sendable {
     
     /**
-     * The next exchange. Cancel-safe.
+     * The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
+     * takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
      */
     func accept(cancel: Cancellation?) async throws  -> Exchange
     
@@ -6442,9 +6443,10 @@ open class Replier: ReplierProtocol, @unchecked Sendable {
 
     
     /**
-     * The next exchange. Cancel-safe.
+     * The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
+     * takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
      */
-open func accept(cancel: Cancellation? = nil)async throws  -> Exchange  {
+open func accept(cancel: Cancellation?)async throws  -> Exchange  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -10988,7 +10990,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 392) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_replier_accept() != 29101) {
+    if (uniffi_weida_uniffi_checksum_method_replier_accept() != 36091) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_replier_address() != 34902) {

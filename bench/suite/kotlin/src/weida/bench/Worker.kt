@@ -30,6 +30,7 @@ import kotlin.system.exitProcess
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
+import weida.accept
 import weida.bind
 import weida.connect
 import weida.puller

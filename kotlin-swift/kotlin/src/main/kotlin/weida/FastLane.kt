@@ -1,20 +1,31 @@
 package weida
 
+import com.sun.jna.Callback
+import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
 import java.nio.Buffer
 import java.nio.ByteBuffer
 import java.util.Collections
 import java.util.WeakHashMap
+import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicLong
+import kotlin.coroutines.resume
+import kotlinx.coroutines.CancellableContinuation
+import kotlinx.coroutines.suspendCancellableCoroutine
 import weida.uniffi.BoundSubscriber
 import weida.uniffi.Bus
 import weida.uniffi.DialingPuller
+import weida.uniffi.Exchange
+import weida.uniffi.FfiConverterByteArray
 import weida.uniffi.FfiConverterOptionalTypePacked
+import weida.uniffi.FfiConverterTypeExchange
 import weida.uniffi.FfiConverterTypeWeidaError
 import weida.uniffi.Packed
 import weida.uniffi.Pair
 import weida.uniffi.Puller
 import weida.uniffi.Pusher
+import weida.uniffi.Replier
+import weida.uniffi.Requester
 import weida.uniffi.Subscriber
 import weida.uniffi.UniffiLib
 
@@ -36,6 +47,46 @@ internal object FastLib {
     external fun weida_fast_send_ready(lane: Long, body: ByteArray, len: Int, out: ByteBuffer, cap: Int): Int
     external fun weida_fast_kept(out: ByteBuffer, cap: Int): Int
     external fun weida_fast_take_ready(lane: Long, max: Int, out: ByteBuffer, cap: Int): Int
+
+    // Waiting calls (kotlin-swift/uniffi/src/fast_wait.rs).
+    external fun weida_fast_on_wake(wake: Wake): Int
+    external fun weida_fast_wait_recv(lane: Long, max: Int, token: Long): Long
+    external fun weida_fast_wait_request(lane: Long, body: ByteArray, len: Int, token: Long): Long
+    external fun weida_fast_wait_accept(lane: Long, token: Long): Long
+    external fun weida_fast_wait_take(wait: Long, out: ByteBuffer, cap: Int): Int
+    external fun weida_fast_wait_free(wait: Long)
+
+    /** What the I/O thread calls when a waiting call ends, with the caller's token. */
+    interface Wake : Callback {
+        fun invoke(token: Long)
+    }
+}
+
+/**
+ * The coroutines waiting on the fast lane, by token, and the one callback that wakes them:
+ * set once per process, kept here for its life, its thread kept attached to the JVM between
+ * wake-ups as UniFFI's continuation callback's is (Weida.kt `ioThreadStaysAttached`).
+ */
+internal object Waits {
+    val waiting = ConcurrentHashMap<Long, CancellableContinuation<Unit>>()
+    private val tokens = AtomicLong()
+
+    fun token() = tokens.incrementAndGet()
+
+    private val wake = object : FastLib.Wake {
+        override fun invoke(token: Long) {
+            // Whoever removes the token resumes it: here, or the caller when it finished at
+            // once. A cancelled coroutine ignores it.
+            waiting.remove(token)?.resume(Unit)
+        }
+    }
+
+    /** Whether this class's callback is the process's: false if another copy of this library's
+     * classes set one first (another class loader), and its waits then take UniFFI's calls. */
+    val on: Boolean = run {
+        Native.setCallbackThreadInitializer(wake, CallbackThreadInitializer(true, false, "weida-io"))
+        FastLib.weida_fast_on_wake(wake) == 0
+    }
 }
 
 /**
@@ -105,6 +156,77 @@ internal class FastLane private constructor(private val lane: Long) {
         }
     }
 
+    /** A receive of up to `max` messages that waits; null when the lane cannot (take the UniFFI
+     * calls). Cancelled, it loses nothing: what it took goes back to the front of the queue. */
+    suspend fun waitPacked(max: UInt): Packed? =
+        waited({ t -> FastLib.weida_fast_wait_recv(lane, max.toInt(), t) }) { v ->
+            FfiConverterOptionalTypePacked.read(v)
+        }
+
+    /** `request(body)`'s reply body; null when the lane cannot. Cancelled, the request is reset. */
+    suspend fun request(body: ByteArray): ByteArray? =
+        waited({ t -> FastLib.weida_fast_wait_request(lane, body, body.size, t) }) { v ->
+            FfiConverterByteArray.read(v)
+        }
+
+    /** `accept()`'s exchange; null when the lane cannot. */
+    suspend fun accept(): Exchange? =
+        waited({ t -> FastLib.weida_fast_wait_accept(lane, t) }) { v -> FfiConverterTypeExchange.read(v) }
+
+    /**
+     * A waiting call through the lane (fast_wait.rs): `start(token)` starts it, the I/O
+     * thread's callback wakes this coroutine with the token when it ends (unless it finished at
+     * once, the wait's low bit), and `read` reads its answer. Null when it could not start.
+     * However this ends, the wait is freed: a call still running is cancelled, an answer not
+     * taken goes back where it came from.
+     */
+    private suspend inline fun <T> waited(crossinline start: (Long) -> Long, read: (ByteBuffer) -> T): T? {
+        if (!Waits.on) return null
+        val token = Waits.token()
+        var wait = 0L
+        try {
+            suspendCancellableCoroutine<Unit> { c ->
+                Waits.waiting[token] = c
+                wait = start(token)
+                last = wait.toInt()
+                if ((wait == 0L || wait and 1L != 0L) && Waits.waiting.remove(token) != null) c.resume(Unit)
+            }
+            if (wait == 0L) return null
+            return answer(wait, read)
+        } finally {
+            Waits.waiting.remove(token)
+            if (wait != 0L) FastLib.weida_fast_wait_free(wait)
+            last = 0
+        }
+    }
+
+    /** The answer of an ended wait, read as `takeReady`'s is (tags, a buffer that grows). */
+    private inline fun <T> answer(wait: Long, read: (ByteBuffer) -> T): T {
+        var buf = BUFFER.get()
+        while (true) {
+            val n = FastLib.weida_fast_wait_take(wait, buf, buf.capacity())
+            check(n > 0) { "weida: a waiting call's answer was lost ($n)" }
+            when (buf.get(0).toInt()) {
+                TAKEN, TAKEN_CUT -> {
+                    waited.incrementAndGet()
+                    val v = read(view(buf, n))
+                    if (buf.get(0).toInt() == TAKEN_CUT && buf.capacity() < KEPT_BUFFER) {
+                        BUFFER.set(ByteBuffer.allocateDirect(minOf(2 * buf.capacity(), KEPT_BUFFER)))
+                    }
+                    return v
+                }
+                FAILED -> {
+                    waited.incrementAndGet()
+                    throw FfiConverterTypeWeidaError.read(view(buf, n))
+                }
+                else -> {
+                    buf = ByteBuffer.allocateDirect(if (n > KEPT_BUFFER) n else maxOf(n, 2 * buf.capacity()))
+                    if (buf.capacity() <= KEPT_BUFFER) BUFFER.set(buf)
+                }
+            }
+        }
+    }
+
     private class Free(private val lane: Long) : Runnable {
         override fun run() = FastLib.weida_fast_lane_free(lane)
     }
@@ -138,6 +260,7 @@ internal class FastLane private constructor(private val lane: Long) {
          * error): a test's evidence that the lane was used. */
         internal val sent = AtomicLong()
         internal val answered = AtomicLong()
+        internal val waited = AtomicLong()
 
         // The kinds are fast.rs's `weida_fast_lane`'s. A destroyed endpoint has no lane: the
         // UniFFI call says so (its Rust object may outlive it while a call still holds it).
@@ -148,6 +271,8 @@ internal class FastLane private constructor(private val lane: Long) {
         fun of(s: BoundSubscriber) = lane(s, s.uniffiIsDestroyed, 4) { f -> s.callWithHandle(f) }
         fun of(p: Pair) = lane(p, p.uniffiIsDestroyed, 5) { f -> p.callWithHandle(f) }
         fun of(b: Bus) = lane(b, b.uniffiIsDestroyed, 6) { f -> b.callWithHandle(f) }
+        fun of(r: Requester) = lane(r, r.uniffiIsDestroyed, 7) { f -> r.callWithHandle(f) }
+        fun of(r: Replier) = lane(r, r.uniffiIsDestroyed, 8) { f -> r.callWithHandle(f) }
 
         private inline fun lane(o: Any, destroyed: Boolean, kind: Int, withHandle: ((Long) -> Long) -> Long): FastLane? =
             if (destroyed) null else lanes[o] ?: make(o, kind, withHandle)

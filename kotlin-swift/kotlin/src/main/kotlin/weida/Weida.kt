@@ -155,7 +155,7 @@ fun DialingPublisher.publish(topic: String, body: ByteArray): UInt = publish(top
 
 /** The next selected message. Cancelled, it loses nothing. */
 suspend fun BoundSubscriber.recv(): Message =
-    receive(1, this::ready, this::received, this::recvInto).first()
+    receive(1, FastLane.of(this), this::takeReady, this::received, this::recvInto).first()
 
 fun BoundSubscriber.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -166,7 +166,7 @@ suspend fun Pair.send(body: ByteArray) = send(body, null)
 
 /** The next message from the other end. Cancelled, it loses nothing. */
 suspend fun Pair.recv(): Message =
-    receive(1, this::ready, this::received, this::recvInto).first()
+    receive(1, FastLane.of(this), this::takeReady, this::received, this::recvInto).first()
 
 fun Pair.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -177,7 +177,7 @@ suspend fun DialingPuller.connect(address: String) = connect(address, true)
 
 /** The next message. Cancelled, it loses nothing. */
 suspend fun DialingPuller.recv(): Message =
-    receive(1, this::ready, this::received, this::recvInto).first()
+    receive(1, FastLane.of(this), this::takeReady, this::received, this::recvInto).first()
 
 fun DialingPuller.messages(): Flow<Message> = untilClosed { recv() }
 
@@ -186,7 +186,7 @@ suspend fun Bus.send(body: ByteArray): UInt = send(body, null)
 
 /** The next message another member sent. Cancelled, it loses nothing. */
 suspend fun Bus.recv(): Message =
-    receive(1, this::ready, this::received, this::recvInto).first()
+    receive(1, FastLane.of(this), this::takeReady, this::received, this::recvInto).first()
 
 /**
  * Sends a whole message: queued at once in one FFI call when its peer's lane has room
@@ -229,54 +229,55 @@ internal fun packed(bodies: List<ByteArray>): ByteArray {
     return out
 }
 
-suspend fun Requester.request(body: ByteArray) = request(body, null)
+/** The reply's body. Cancelled, the request is reset and the replier sees Canceled. Through
+ * the fast lane (FastLane.kt) when the requester has one. */
+suspend fun Requester.request(body: ByteArray): ByteArray =
+    FastLane.of(this)?.request(body) ?: request(body, null)
 suspend fun Exchange.reply(body: ByteArray) = reply(body, null)
 suspend fun Exchange.takeBody() = takeBody(null)
 
 /** The next message. Cancelled, it loses nothing: what it took goes back to the queue. */
 suspend fun Puller.recv(): Message =
-    receive(1, this::ready, this::received, this::recvInto).first()
+    receive(1, FastLane.of(this), this::takeReady, this::received, this::recvInto).first()
 
 /** Up to `max` messages (at least one). */
 suspend fun Puller.recvMany(max: Int): List<Message> =
-    receive(max, this::ready, this::received, this::recvInto)
+    receive(max, FastLane.of(this), this::takeReady, this::received, this::recvInto)
 
 /** The next message. Cancelled, it loses nothing. */
 suspend fun Subscriber.recv(): Message =
-    receive(1, this::ready, this::received, this::recvInto).first()
+    receive(1, FastLane.of(this), this::takeReady, this::received, this::recvInto).first()
 
 suspend fun Subscriber.recvMany(max: Int): List<Message> =
-    receive(max, this::ready, this::received, this::recvInto)
-
-/** `takeReady` through the fast lane (FastLane.kt), or the UniFFI call where it cannot. */
-private fun Puller.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
-private fun Subscriber.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
-private fun DialingPuller.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
-private fun BoundSubscriber.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
-private fun Pair.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
-private fun Bus.ready(max: UInt): Packed? = FastLane.take(FastLane.of(this), max, this::takeReady)
+    receive(max, FastLane.of(this), this::takeReady, this::received, this::recvInto)
 
 /**
  * A receive of up to `max` messages (at least one): those ready now in one FFI call with no
- * future (`takeReady`), else the waiting receive into a `Received`, which gives back what it
- * took if the coroutine is cancelled. Every READY_STREAK (64) operations in a row that
- * finished at once, `takeReady` answers an empty batch and this yields to the dispatcher
- * before the waiting receive, so a stream of ready messages cannot starve other coroutines
- * (PatternsTest `a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines`). Both
- * paths bring the batch packed, one record for all of it: through JNA a record per message
- * cost more than the message (docs/PERFORMANCE.md, "Kotlin").
+ * future (`takeReady`), else the waiting receive. Both take the endpoint's fast lane
+ * (FastLane.kt) when it has one, with no JNA structure per call; without one, `takeReady` and
+ * the UniFFI calls: the waiting receive into a `Received`, which gives back what it took if
+ * the coroutine is cancelled (the lane's gives it back too). Every READY_STREAK (64)
+ * operations in a row that finished at once, `takeReady` answers an empty batch and this
+ * yields to the dispatcher before the waiting receive, so a stream of ready messages cannot
+ * starve other coroutines (PatternsTest
+ * `a_stream_of_ready_messages_leaves_the_dispatcher_to_other_coroutines`). Every path brings
+ * the batch packed, one record for all of it: through JNA a record per message cost more than
+ * the message (docs/PERFORMANCE.md, "Kotlin").
  */
 private suspend inline fun receive(
     max: Int,
-    ready: (UInt) -> Packed?,
+    lane: FastLane?,
+    noinline takeReady: (UInt) -> Packed?,
     received: () -> Received,
     crossinline into: suspend (UInt, Received, Cancellation?) -> Unit,
 ): List<Message> {
-    val now = ready(max.toUInt())
+    val now = FastLane.take(lane, max.toUInt(), takeReady)
     if (now != null) {
         if (now.count != 0u) return now.messages()
         yield()
     }
+    val waited = lane?.waitPacked(max.toUInt())
+    if (waited != null) return waited.messages()
     return received().use { into(max.toUInt(), it, null); it.takePacked().messages() }
 }
 
@@ -336,6 +337,10 @@ fun Acceptor.incoming(): Flow<Incoming> = untilClosed { accept() }
 
 /** Every exchange, until the replier ends. */
 fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }
+
+/** The next exchange. Cancel-safe. Through the fast lane (FastLane.kt) when the replier has
+ * one. */
+suspend fun Replier.accept(): Exchange = FastLane.of(this)?.accept() ?: accept(null)
 
 /** Asks every live respondent `body`; the run of their answers until `deadlineMs`. */
 suspend fun Surveyor.survey(body: ByteArray, deadlineMs: Double): SurveyRun = survey(body, deadlineMs, null)

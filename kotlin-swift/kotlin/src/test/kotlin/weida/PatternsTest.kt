@@ -137,6 +137,34 @@ class PatternsTest {
         assertTrue(destroyed is IllegalStateException, "$destroyed")
     }
 
+    // Calls that wait take the fast lane too (FastLane.kt `waited`, fast_wait.rs): a receive
+    // that has caught up, an accept and a request, each woken by the I/O thread's callback;
+    // what they answer, errors included, reads as the UniFFI calls' (CancelTest runs their
+    // cancellation: the same calls, now on this lane).
+    @ParameterizedTest
+    @ValueSource(strings = ["quic", "inproc", "unix"])
+    fun waiting_calls_take_the_fast_lane_and_answer_as_the_uniffi_calls(transport: String) = withPair(transport) { p ->
+        val puller = p.listener.puller("/jobs")
+        val pusher = p.client.pusher()
+        pusher.connect(puller.address())
+        val before = FastLane.waited.get()
+        val waiting = async(start = kotlinx.coroutines.CoroutineStart.UNDISPATCHED) { puller.recv() }
+        assertTrue(waiting.isActive, "nothing sent yet: the receive waits")
+        pusher.send("late".toByteArray())
+        assertEquals("late", String(waiting.await().body))
+        assertEquals(before + 1, FastLane.waited.get(), "the receive waited on the fast lane")
+        val replier = p.listener.replier("/rpc")
+        val requester = p.client.requester()
+        requester.connect(replier.address())
+        val serving = launch { replier.accept().use { ex -> ex.reply(ex.takeBody() + "!".toByteArray()) } }
+        assertEquals("ping!", String(requester.request("ping".toByteArray())))
+        serving.join()
+        assertEquals(before + 3, FastLane.waited.get(), "the accept and the request took the fast lane")
+        requester.closeEndpoint()
+        raised<WeidaException.Closed> { requester.request("x".toByteArray()) }
+        assertEquals(before + 4, FastLane.waited.get(), "the error came through the fast lane")
+    }
+
     // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
     // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
     // order holds) each arrive whole, in order.
