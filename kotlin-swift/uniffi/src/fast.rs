@@ -402,6 +402,74 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
     }
 }
 
+/// The exchange whose UniFFI handle is `exchange`, borrowed: its caller keeps its own.
+///
+/// # Safety
+/// `exchange` is the handle of a live `Exchange`, kept alive by its caller for this call.
+unsafe fn lent_exchange(exchange: u64) -> Option<Arc<Exchange>> {
+    Some(Handle::from_raw(exchange)?.into_arc_borrowed::<Exchange>())
+}
+
+/// `Exchange.takeBody()` (bounded by `maxCollectedBody`) through the lane, for the caller's
+/// `token` (fast_wait.rs): a wait whose answer is tag 0 and the body as UniFFI writes a
+/// `ByteArray`, or tag 1 and a `WeidaError`; 0 (take the UniFFI call) when the call panicked or
+/// no wake callback was set.
+///
+/// # Safety
+/// `exchange` is the handle of a live `Exchange`, lent by its caller for this call (the Kotlin
+/// layer's `FastExchange`, which keeps it from being freed meanwhile).
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_wait_take_body(exchange: u64, token: i64) -> i64 {
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let x = Arc::clone(&lent_exchange(exchange)?.inner);
+        let encode = Box::new(|r: std::result::Result<Bytes, Fail>, _room| match r {
+            Ok(b) => encode(TAKEN, Blob(b.to_vec())),
+            Err(f) => encode_error(f.into()),
+        });
+        Some(fast_wait::start(
+            token,
+            Call::new(x.take_body(None)),
+            encode,
+            None,
+        ))
+    }));
+    started.ok().flatten().unwrap_or(0)
+}
+
+/// `Exchange.reply(body)` of the `len` bytes at `body` through the lane, for the caller's
+/// `token` (fast_wait.rs): a wait whose answer is tag 0 and nothing more, or tag 1 and a
+/// `WeidaError`; 0 (take the UniFFI call) when the call panicked or no wake callback was set.
+/// Freed before it is answered, the reply is cancelled as a dropped UniFFI call's is.
+///
+/// # Safety
+/// As [`weida_fast_wait_take_body`]'s; `body` holds `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_wait_reply(
+    exchange: u64,
+    body: *const u8,
+    len: i32,
+    token: i64,
+) -> i64 {
+    let Ok(len) = usize::try_from(len) else {
+        return 0;
+    };
+    let body = if len == 0 {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(std::slice::from_raw_parts(body, len))
+    };
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let x = Arc::clone(&lent_exchange(exchange)?.inner);
+        let encode = Box::new(|r: std::result::Result<(), Fail>, _room| match r {
+            Ok(()) => vec![TAKEN],
+            Err(f) => encode_error(f.into()),
+        });
+        let call = Call::new(async move { x.reply(meta_in(None), body).await });
+        Some(fast_wait::start(token, call, encode, None))
+    }));
+    started.ok().flatten().unwrap_or(0)
+}
+
 /// An answer: `tag`, then `value` as UniFFI writes it.
 fn encode<T: Lower<UniFfiTag>>(tag: u8, value: T) -> Vec<u8> {
     let mut buf = Vec::with_capacity(256);
@@ -774,7 +842,7 @@ mod tests {
     }
 
     #[test]
-    fn a_request_and_an_accept_wait_and_answer_in_uniffis_encoding() {
+    fn a_request_an_accept_and_an_exchanges_calls_wait_and_answer_in_uniffis_encoding() {
         set_wake();
         let name = format!(
             "weida+inproc://fast-rr-{}-{}",
@@ -806,9 +874,31 @@ mod tests {
         assert_eq!(buf[0], TAKEN);
         let x = <Arc<Exchange> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
         wait_free(aw);
-        let body = block(x.take_body(None, None)).unwrap();
-        assert_eq!(body.0, b"ping");
-        block(x.reply(b"pong".to_vec().into(), None, None)).unwrap();
+        // The exchange's calls, on its handle lent as the Kotlin layer's `FastExchange` lends it.
+        let h = Handle::from_arc(Arc::clone(&x));
+        let t = unique_token();
+        // SAFETY: `h` is a live handle of an Exchange, kept until the end of the test.
+        let tw = unsafe { weida_fast_wait_take_body(h.as_raw(), t) };
+        if tw & 1 == 0 {
+            wait_woken(t);
+        }
+        let n = wait_take(tw, &mut buf) as usize;
+        assert_eq!(buf[0], TAKEN);
+        let body = <Vec<u8> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
+        assert_eq!(body, b"ping");
+        wait_free(tw);
+        let t = unique_token();
+        // SAFETY: as above; the body is readable.
+        let pw = unsafe { weida_fast_wait_reply(h.as_raw(), b"pong".as_ptr(), 4, t) };
+        if pw & 1 == 0 {
+            wait_woken(t);
+        }
+        assert_eq!(wait_take(pw, &mut buf), 1, "replied: the tag alone");
+        assert_eq!(buf[0], TAKEN);
+        wait_free(pw);
+        // SAFETY: the handle made above, released once.
+        drop(unsafe { h.into_arc::<Exchange>() });
+        assert_eq!(Arc::strong_count(&x), 1, "a lent handle is not taken over");
         wait_woken(r);
         let n = wait_take(rw, &mut buf) as usize;
         assert_eq!(buf[0], TAKEN);

@@ -8,6 +8,7 @@ import java.nio.ByteBuffer
 import java.util.Collections
 import java.util.WeakHashMap
 import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicLong
 import kotlin.coroutines.resume
 import kotlinx.coroutines.CancellableContinuation
@@ -18,7 +19,6 @@ import weida.uniffi.DialingPuller
 import weida.uniffi.Exchange
 import weida.uniffi.FfiConverterByteArray
 import weida.uniffi.FfiConverterOptionalTypePacked
-import weida.uniffi.FfiConverterTypeExchange
 import weida.uniffi.FfiConverterTypeWeidaError
 import weida.uniffi.Packed
 import weida.uniffi.Pair
@@ -28,6 +28,7 @@ import weida.uniffi.Replier
 import weida.uniffi.Requester
 import weida.uniffi.Subscriber
 import weida.uniffi.UniffiLib
+import weida.uniffi.UniffiWithHandle
 
 /**
  * JNA's direct mapping of the fast lane's C functions (kotlin-swift/uniffi/src/fast.rs): longs,
@@ -53,6 +54,8 @@ internal object FastLib {
     external fun weida_fast_wait_recv(lane: Long, max: Int, token: Long): Long
     external fun weida_fast_wait_request(lane: Long, body: ByteArray, len: Int, token: Long): Long
     external fun weida_fast_wait_accept(lane: Long, token: Long): Long
+    external fun weida_fast_wait_take_body(exchange: Long, token: Long): Long
+    external fun weida_fast_wait_reply(exchange: Long, body: ByteArray, len: Int, token: Long): Long
     external fun weida_fast_wait_take(wait: Long, out: ByteBuffer, cap: Int): Int
     external fun weida_fast_wait_free(wait: Long)
 
@@ -125,113 +128,109 @@ internal class FastLane private constructor(private val lane: Long) {
      * receive's error is thrown as the UniFFI call throws it. `orElse` answers when the lane
      * cannot.
      */
-    fun take(max: UInt, orElse: (UInt) -> Packed?): Packed? {
-        var buf = BUFFER.get()
-        while (true) {
-            val n = FastLib.weida_fast_take_ready(lane, max.toInt(), buf, buf.capacity())
-            last = n
-            if (n < 0) return orElse(max)
-            when (buf.get(0).toInt()) {
-                TAKEN, TAKEN_CUT -> {
-                    answered.incrementAndGet()
-                    val packed = FfiConverterOptionalTypePacked.read(view(buf, n))
-                    // Cut to this buffer: a larger one for this thread's next receives, up to
-                    // KEPT_BUFFER, so that batches of large messages are not taken in slices.
-                    if (buf.get(0).toInt() == TAKEN_CUT && buf.capacity() < KEPT_BUFFER) {
-                        BUFFER.set(ByteBuffer.allocateDirect(minOf(2 * buf.capacity(), KEPT_BUFFER)))
-                    }
-                    return packed
-                }
-                FAILED -> {
-                    answered.incrementAndGet()
-                    throw FfiConverterTypeWeidaError.read(view(buf, n))
-                }
-                // One message larger than the buffer, kept whole for the next call: a buffer
-                // that holds it (kept for this thread's next receives up to KEPT_BUFFER).
-                else -> {
-                    buf = ByteBuffer.allocateDirect(if (n > KEPT_BUFFER) n else maxOf(n, 2 * buf.capacity()))
-                    if (buf.capacity() <= KEPT_BUFFER) BUFFER.set(buf)
-                }
-            }
-        }
-    }
+    fun take(max: UInt, orElse: (UInt) -> Packed?): Packed? =
+        readAnswer(answered, { b -> FastLib.weida_fast_take_ready(lane, max.toInt(), b, b.capacity()).also { last = it } },
+            { orElse(max) }) { v -> FfiConverterOptionalTypePacked.read(v) }
 
     /** A receive of up to `max` messages that waits; null when the lane cannot (take the UniFFI
      * calls). Cancelled, it loses nothing: what it took goes back to the front of the queue. */
     suspend fun waitPacked(max: UInt): Packed? =
-        waited({ t -> FastLib.weida_fast_wait_recv(lane, max.toInt(), t) }) { v ->
+        waitFor({ t -> FastLib.weida_fast_wait_recv(lane, max.toInt(), t).also { last = it.toInt() } }) { v ->
             FfiConverterOptionalTypePacked.read(v)
         }
 
     /** `request(body)`'s reply body; null when the lane cannot. Cancelled, the request is reset. */
     suspend fun request(body: ByteArray): ByteArray? =
-        waited({ t -> FastLib.weida_fast_wait_request(lane, body, body.size, t) }) { v ->
+        waitFor({ t -> FastLib.weida_fast_wait_request(lane, body, body.size, t).also { last = it.toInt() } }) { v ->
             FfiConverterByteArray.read(v)
         }
 
-    /** `accept()`'s exchange; null when the lane cannot. */
+    /** `accept()`'s exchange, one whose own calls take the lane too; null when the lane cannot. */
     suspend fun accept(): Exchange? =
-        waited({ t -> FastLib.weida_fast_wait_accept(lane, t) }) { v -> FfiConverterTypeExchange.read(v) }
-
-    /**
-     * A waiting call through the lane (fast_wait.rs): `start(token)` starts it, the I/O
-     * thread's callback wakes this coroutine with the token when it ends (unless it finished at
-     * once, the wait's low bit), and `read` reads its answer. Null when it could not start.
-     * However this ends, the wait is freed: a call still running is cancelled, an answer not
-     * taken goes back where it came from.
-     */
-    private suspend inline fun <T> waited(crossinline start: (Long) -> Long, read: (ByteBuffer) -> T): T? {
-        if (!Waits.on) return null
-        val token = Waits.token()
-        var wait = 0L
-        try {
-            suspendCancellableCoroutine<Unit> { c ->
-                Waits.waiting[token] = c
-                wait = start(token)
-                last = wait.toInt()
-                if ((wait == 0L || wait and 1L != 0L) && Waits.waiting.remove(token) != null) c.resume(Unit)
-            }
-            if (wait == 0L) return null
-            return answer(wait, read)
-        } finally {
-            Waits.waiting.remove(token)
-            if (wait != 0L) FastLib.weida_fast_wait_free(wait)
-            last = 0
+        waitFor({ t -> FastLib.weida_fast_wait_accept(lane, t).also { last = it.toInt() } }) { v ->
+            // The handle UniFFI's converter would lift (`FfiConverterTypeExchange.read`).
+            FastExchange(v.getLong())
         }
-    }
-
-    /** The answer of an ended wait, read as `takeReady`'s is (tags, a buffer that grows). */
-    private inline fun <T> answer(wait: Long, read: (ByteBuffer) -> T): T {
-        var buf = BUFFER.get()
-        while (true) {
-            val n = FastLib.weida_fast_wait_take(wait, buf, buf.capacity())
-            check(n > 0) { "weida: a waiting call's answer was lost ($n)" }
-            when (buf.get(0).toInt()) {
-                TAKEN, TAKEN_CUT -> {
-                    waited.incrementAndGet()
-                    val v = read(view(buf, n))
-                    if (buf.get(0).toInt() == TAKEN_CUT && buf.capacity() < KEPT_BUFFER) {
-                        BUFFER.set(ByteBuffer.allocateDirect(minOf(2 * buf.capacity(), KEPT_BUFFER)))
-                    }
-                    return v
-                }
-                FAILED -> {
-                    waited.incrementAndGet()
-                    throw FfiConverterTypeWeidaError.read(view(buf, n))
-                }
-                else -> {
-                    buf = ByteBuffer.allocateDirect(if (n > KEPT_BUFFER) n else maxOf(n, 2 * buf.capacity()))
-                    if (buf.capacity() <= KEPT_BUFFER) BUFFER.set(buf)
-                }
-            }
-        }
-    }
 
     private class Free(private val lane: Long) : Runnable {
         override fun run() = FastLib.weida_fast_lane_free(lane)
     }
 
     companion object {
+        /**
+         * A waiting call through the lane (fast_wait.rs): `start(token)` starts it, the I/O
+         * thread's callback wakes this coroutine with the token when it ends (unless it finished at
+         * once, the wait's low bit), and `read` reads its answer. Null when it could not start.
+         * However this ends, the wait is freed: a call still running is cancelled, an answer not
+         * taken goes back where it came from.
+         */
+        internal suspend fun <T> waitFor(start: (Long) -> Long, read: (ByteBuffer) -> T): T? {
+            if (!Waits.on) return null
+            val token = Waits.token()
+            var wait = 0L
+            try {
+                suspendCancellableCoroutine<Unit> { c ->
+                    Waits.waiting[token] = c
+                    wait = start(token)
+                    if ((wait == 0L || wait and 1L != 0L) && Waits.waiting.remove(token) != null) c.resume(Unit)
+                }
+                if (wait == 0L) return null
+                return answer(wait, read)
+            } finally {
+                Waits.waiting.remove(token)
+                if (wait != 0L) FastLib.weida_fast_wait_free(wait)
+            }
+        }
+
+        /** The answer of an ended wait, read as `takeReady`'s is. */
+        fun <T> answer(wait: Long, read: (ByteBuffer) -> T): T =
+            readAnswer(waited, { b -> FastLib.weida_fast_wait_take(wait, b, b.capacity()) },
+                { throw IllegalStateException("weida: a waiting call's answer was lost") }, read)
+
+        /**
+         * An answer through this thread's buffer, as fast.rs writes one: `call(buf)` writes it and
+         * returns its size (below 0: the lane cannot, `orElse` answers). Tag 0 (or 3, a batch cut
+         * to the buffer: this thread's next buffer is twice as large, up to KEPT_BUFFER) is read
+         * by `read`, tag 1 is the error thrown as the UniFFI call throws it, both counted in
+         * `counter`; tag 2 says the answer, one message or an error larger than the buffer, was
+         * kept whole for a buffer that holds it, and `call` runs again with one.
+         */
+        private inline fun <T> readAnswer(counter: AtomicLong, call: (ByteBuffer) -> Int, orElse: () -> T, read: (ByteBuffer) -> T): T {
+            var buf = BUFFER.get()
+            while (true) {
+                val n = call(buf)
+                if (n < 0) return orElse()
+                when (buf.get(0).toInt()) {
+                    TAKEN, TAKEN_CUT -> {
+                        counter.incrementAndGet()
+                        val v = read(view(buf, n))
+                        if (buf.get(0).toInt() == TAKEN_CUT && buf.capacity() < KEPT_BUFFER) {
+                            BUFFER.set(ByteBuffer.allocateDirect(minOf(2 * buf.capacity(), KEPT_BUFFER)))
+                        }
+                        return v
+                    }
+                    FAILED -> {
+                        counter.incrementAndGet()
+                        throw FfiConverterTypeWeidaError.read(view(buf, n))
+                    }
+                    else -> {
+                        buf = ByteBuffer.allocateDirect(if (n > KEPT_BUFFER) n else maxOf(n, 2 * buf.capacity()))
+                        if (buf.capacity() <= KEPT_BUFFER) BUFFER.set(buf)
+                    }
+                }
+            }
+        }
+
+        /** `takeBody()` of an exchange a lane accepted; null when it cannot (take the UniFFI call). */
+        suspend fun takeBody(x: FastExchange): ByteArray? =
+            waitFor({ t -> x.lend { h -> FastLib.weida_fast_wait_take_body(h, t) } ?: 0L }) { v ->
+                FfiConverterByteArray.read(v)
+            }
+
+        /** `reply(body)` of an exchange a lane accepted: false when it cannot. */
+        suspend fun reply(x: FastExchange, body: ByteArray): Boolean =
+            waitFor({ t -> x.lend { h -> FastLib.weida_fast_wait_reply(h, body, body.size, t) } ?: 0L }) { true } ?: false
+
         private const val TAKEN = 0
         private const val FAILED = 1
         private const val TAKEN_CUT = 3
@@ -291,5 +290,39 @@ internal class FastLane private constructor(private val lane: Long) {
             // other is freed by the cleaner.
             return lanes.putIfAbsent(o, lane) ?: lane
         }
+    }
+}
+
+/**
+ * An exchange the fast lane accepted: an `Exchange` as UniFFI's converter makes one, whose
+ * `takeBody()` and `reply(body)` (Weida.kt) lend its handle to the lane's C functions instead of
+ * a UniFFI call, which clones the handle first, with its call status, on every call. The handle
+ * stays valid while it is lent: `destroy()` (and `close()`) frees it once no lent call runs.
+ */
+internal class FastExchange(handle: Long) : Exchange(UniffiWithHandle, handle) {
+    // 1 until destroy(), plus one for each call the handle is lent to: the handle is freed at 0.
+    private val holds = AtomicLong(1)
+    private val destroyed = AtomicBoolean(false)
+
+    /** `block(handle)`, the handle kept from being freed until it returns; null once destroyed. */
+    fun <R> lend(block: (Long) -> R): R? {
+        while (true) {
+            val c = holds.get()
+            if (c == 0L) return null
+            if (holds.compareAndSet(c, c + 1)) break
+        }
+        try {
+            return block(handle)
+        } finally {
+            release()
+        }
+    }
+
+    override fun destroy() {
+        if (destroyed.compareAndSet(false, true)) release()
+    }
+
+    private fun release() {
+        if (holds.decrementAndGet() == 0L) super.destroy()
     }
 }

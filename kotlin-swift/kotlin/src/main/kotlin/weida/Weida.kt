@@ -233,8 +233,16 @@ internal fun packed(bodies: List<ByteArray>): ByteArray {
  * the fast lane (FastLane.kt) when the requester has one. */
 suspend fun Requester.request(body: ByteArray): ByteArray =
     FastLane.of(this)?.request(body) ?: request(body, null)
-suspend fun Exchange.reply(body: ByteArray) = reply(body, null)
-suspend fun Exchange.takeBody() = takeBody(null)
+/** Replies with `body` and finishes the reply; through the fast lane (FastLane.kt) for an
+ * exchange `Replier.accept()` took on it. */
+suspend fun Exchange.reply(body: ByteArray) {
+    if (this is FastExchange && FastLane.reply(this, body)) return
+    reply(body, null)
+}
+
+/** The whole request body, bounded by `maxCollectedBody`; through the fast lane as `reply`. */
+suspend fun Exchange.takeBody(): ByteArray =
+    (if (this is FastExchange) FastLane.takeBody(this) else null) ?: takeBody(null)
 
 /** The next message. Cancelled, it loses nothing: what it took goes back to the queue. */
 suspend fun Puller.recv(): Message =

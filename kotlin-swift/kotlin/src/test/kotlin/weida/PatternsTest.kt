@@ -137,8 +137,9 @@ class PatternsTest {
         assertTrue(destroyed is IllegalStateException, "$destroyed")
     }
 
-    // Calls that wait take the fast lane too (FastLane.kt `waited`, fast_wait.rs): a receive
-    // that has caught up, an accept and a request, each woken by the I/O thread's callback;
+    // Calls that wait take the fast lane too (FastLane.kt `waitFor`, fast_wait.rs): a receive
+    // that has caught up, an accept, the accepted exchange's takeBody and reply, and a request,
+    // each woken by the I/O thread's callback unless it finished at once;
     // what they answer, errors included, reads as the UniFFI calls' (CancelTest runs their
     // cancellation: the same calls, now on this lane).
     @ParameterizedTest
@@ -159,10 +160,10 @@ class PatternsTest {
         val serving = launch { replier.accept().use { ex -> ex.reply(ex.takeBody() + "!".toByteArray()) } }
         assertEquals("ping!", String(requester.request("ping".toByteArray())))
         serving.join()
-        assertEquals(before + 3, FastLane.waited.get(), "the accept and the request took the fast lane")
+        assertEquals(before + 5, FastLane.waited.get(), "the accept, the exchange's calls and the request took the fast lane")
         requester.closeEndpoint()
         raised<WeidaException.Closed> { requester.request("x".toByteArray()) }
-        assertEquals(before + 4, FastLane.waited.get(), "the error came through the fast lane")
+        assertEquals(before + 6, FastLane.waited.get(), "the error came through the fast lane")
     }
 
     // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
