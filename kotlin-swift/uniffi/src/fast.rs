@@ -531,7 +531,8 @@ mod tests {
             .block_on(f)
     }
 
-    fn ends() -> Ends {
+    /// A server runtime bound in process under a fresh name, and a client runtime.
+    fn listening() -> (Arc<Runtime>, Arc<Runtime>, Arc<Listener>) {
         static N: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "weida+inproc://fast-{}-{}",
@@ -548,6 +549,11 @@ mod tests {
         let server = Runtime::new(options()).unwrap();
         let client = Runtime::new(options()).unwrap();
         let listener = block(server.bind(name, None, None)).unwrap();
+        (server, client, listener)
+    }
+
+    fn ends() -> Ends {
+        let (server, client, listener) = listening();
         let puller = listener.puller("/jobs".into(), None).unwrap();
         let pusher = client.pusher(None).unwrap();
         block(pusher.connect(puller.address(), true, None)).unwrap();
@@ -844,21 +850,7 @@ mod tests {
     #[test]
     fn a_request_an_accept_and_an_exchanges_calls_wait_and_answer_in_uniffis_encoding() {
         set_wake();
-        let name = format!(
-            "weida+inproc://fast-rr-{}-{}",
-            std::process::id(),
-            unique_token()
-        );
-        let options = || crate::config::RuntimeOptions {
-            identity: None,
-            trust: None,
-            limits: HashMap::new(),
-            reconnect: None,
-            options: HashMap::new(),
-        };
-        let server = Runtime::new(options()).unwrap();
-        let client = Runtime::new(options()).unwrap();
-        let listener = block(server.bind(name, None, None)).unwrap();
+        let (server, client, listener) = listening();
         let replier = listener.replier("/rr".into(), None).unwrap();
         let requester = client.requester(None).unwrap();
         block(requester.connect(replier.address(), true, None)).unwrap();
