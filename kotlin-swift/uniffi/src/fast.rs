@@ -402,6 +402,52 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
     }
 }
 
+/// `Pusher.sendPacked(packed, count)` (`sendMany`) of the `len` bytes at `packed` through the
+/// lane, for the caller's `token` (fast_wait.rs): a wait whose answer is tag 0 and nothing more,
+/// or tag 1 and a `WeidaError` (its `sent` says how many were sent); 0 (take the UniFFI call)
+/// when the endpoint is gone, the call panicked or no wake callback was set. Freed before it
+/// is answered, it is cancelled as a dropped UniFFI call is.
+///
+/// # Safety
+/// `lane` is a live lane of kind 0; `packed` holds `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn weida_fast_wait_send_packed(
+    lane: u64,
+    packed: *const u8,
+    len: i32,
+    count: i32,
+    token: i64,
+) -> i64 {
+    let Lane::Send(p) = &*(lane as *const Lane) else {
+        return 0;
+    };
+    let Ok(len) = usize::try_from(len) else {
+        return 0;
+    };
+    let packed = if len == 0 {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(std::slice::from_raw_parts(packed, len))
+    };
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let p = p.upgrade()?;
+        // A `count` read as UniFFI reads a u32: the bits, whatever the sign Kotlin saw.
+        let call = p
+            .send_packed_call(packed, count as u32)
+            .unwrap_or_else(|f| Call::new(async move { Err(f) }));
+        Some(fast_wait::start(token, call, Box::new(done), None))
+    }));
+    started.ok().flatten().unwrap_or(0)
+}
+
+/// The answer of a call that returns nothing: its tag alone, or its error.
+fn done(r: std::result::Result<(), Fail>, _room: usize) -> Vec<u8> {
+    match r {
+        Ok(()) => vec![TAKEN],
+        Err(f) => encode_error(f.into()),
+    }
+}
+
 /// The exchange whose UniFFI handle is `exchange`, borrowed: its caller keeps its own.
 ///
 /// # Safety
@@ -460,12 +506,8 @@ pub unsafe extern "C" fn weida_fast_wait_reply(
     };
     let started = catch_unwind(AssertUnwindSafe(|| {
         let x = Arc::clone(&lent_exchange(exchange)?.inner);
-        let encode = Box::new(|r: std::result::Result<(), Fail>, _room| match r {
-            Ok(()) => vec![TAKEN],
-            Err(f) => encode_error(f.into()),
-        });
         let call = Call::new(async move { x.reply(meta_in(None), body).await });
-        Some(fast_wait::start(token, call, encode, None))
+        Some(fast_wait::start(token, call, Box::new(done), None))
     }));
     started.ok().flatten().unwrap_or(0)
 }
@@ -911,5 +953,50 @@ mod tests {
         assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
         wait_free(rw);
         drop((listener, server, client));
+    }
+
+    #[test]
+    fn a_packed_send_on_the_lane_sends_each_body_in_order_and_fails_as_the_export_does() {
+        set_wake();
+        let e = ends();
+        let tx = lane(&e.pusher, 0);
+        let sent: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 1 + 3 * i as usize]).collect();
+        let packed = weida_ffi::packed::pack(sent.iter().map(Vec::as_slice));
+        let send = |packed: &[u8], count: i32| {
+            let t = unique_token();
+            // SAFETY: a live send lane; `packed` is readable.
+            let w = unsafe {
+                weida_fast_wait_send_packed(tx.0, packed.as_ptr(), packed.len() as i32, count, t)
+            };
+            assert!(w != 0);
+            if w & 1 == 0 {
+                wait_woken(t);
+            }
+            let mut buf = [0u8; 512];
+            let n = wait_take(w, &mut buf) as usize;
+            wait_free(w);
+            buf[..n].to_vec()
+        };
+        assert_eq!(send(&packed, 5), [TAKEN], "sent: the tag alone");
+        let core = e.puller.endpoint();
+        let got = weida_ffi::io::io().block_on(async {
+            let mut got = Vec::new();
+            while got.len() < 5 {
+                got.extend(core.recv_many(8).await.unwrap());
+            }
+            got
+        });
+        let got: Vec<Vec<u8>> = got.iter().map(|m| m.body.to_vec()).collect();
+        assert_eq!(got, sent);
+        // A count the bytes do not hold is the export's error, and so is a closed endpoint's.
+        let answer = send(&packed, 500);
+        assert_eq!(answer[0], FAILED);
+        e.pusher.close_endpoint();
+        let answer = send(&packed, 5);
+        assert_eq!(answer[0], FAILED);
+        let err =
+            <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(answer[1..].to_vec()))
+                .unwrap();
+        assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
     }
 }

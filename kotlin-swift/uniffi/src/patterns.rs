@@ -201,6 +201,17 @@ impl Pusher {
     pub(crate) fn endpoint(&self) -> std::result::Result<Arc<weida::Pusher>, Fail> {
         self.inner.get()
     }
+
+    /// The call `send_packed` runs: the export's and the Kotlin fast lane's (`fast.rs`).
+    pub(crate) fn send_packed_call(
+        &self,
+        packed: Bytes,
+        count: u32,
+    ) -> std::result::Result<Call<()>, Fail> {
+        let p = self.inner.get()?;
+        let bodies = weida_ffi::packed::unpack(packed, count as usize).map_err(Fail::from)?;
+        Ok(Call::new(send_many(p, bodies)))
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -259,10 +270,7 @@ impl Pusher {
         count: u32,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {
-        let p = self.inner.get()?;
-        let bodies =
-            weida_ffi::packed::unpack(packed.into(), count as usize).map_err(Fail::from)?;
-        Ok(run(Call::new(send_many(p, bodies)), cancel).await?)
+        Ok(run(self.send_packed_call(packed.into(), count)?, cancel).await?)
     }
 
     /// Queues `body` at once if there is room: true; false if there is none.

@@ -54,6 +54,7 @@ internal object FastLib {
     external fun weida_fast_wait_recv(lane: Long, max: Int, token: Long): Long
     external fun weida_fast_wait_request(lane: Long, body: ByteArray, len: Int, token: Long): Long
     external fun weida_fast_wait_accept(lane: Long, token: Long): Long
+    external fun weida_fast_wait_send_packed(lane: Long, packed: ByteArray, len: Int, count: Int, token: Long): Long
     external fun weida_fast_wait_take_body(exchange: Long, token: Long): Long
     external fun weida_fast_wait_reply(exchange: Long, body: ByteArray, len: Int, token: Long): Long
     external fun weida_fast_wait_take(wait: Long, out: ByteBuffer, cap: Int): Int
@@ -131,6 +132,12 @@ internal class FastLane private constructor(private val lane: Long) {
     fun take(max: UInt, orElse: (UInt) -> Packed?): Packed? =
         readAnswer(answered, { b -> FastLib.weida_fast_take_ready(lane, max.toInt(), b, b.capacity()).also { last = it } },
             { orElse(max) }) { v -> FfiConverterOptionalTypePacked.read(v) }
+
+    /** `sendPacked(packed, count)` (`sendMany`): false when the lane cannot (take the UniFFI
+     * call). A failure is thrown as the UniFFI call throws it, its `sent` field with it. */
+    suspend fun sendPacked(packed: ByteArray, count: Int): Boolean =
+        waitFor({ t -> FastLib.weida_fast_wait_send_packed(lane, packed, packed.size, count, t).also { last = it.toInt() } }) { true }
+            ?: false
 
     /** A receive of up to `max` messages that waits; null when the lane cannot (take the UniFFI
      * calls). Cancelled, it loses nothing: what it took goes back to the front of the queue. */

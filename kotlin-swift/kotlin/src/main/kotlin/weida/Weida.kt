@@ -203,9 +203,14 @@ suspend fun Pusher.send(body: ByteArray) {
 /**
  * Sends each body as its own message, in order, in one call; a failure's `sent` field says how
  * many were sent. The bodies cross packed in one `ByteArray` ([packed]), one value instead of
- * a list that UniFFI writes and Rust lifts body by body.
+ * a list that UniFFI writes and Rust lifts body by body, through the fast lane (FastLane.kt)
+ * when the pusher has one.
  */
-suspend fun Pusher.sendMany(bodies: List<ByteArray>) = sendPacked(packed(bodies), bodies.size.toUInt(), null)
+suspend fun Pusher.sendMany(bodies: List<ByteArray>) {
+    val all = packed(bodies)
+    if (FastLane.of(this)?.sendPacked(all, bodies.size) == true) return
+    sendPacked(all, bodies.size.toUInt(), null)
+}
 
 /**
  * `bodies` in weida-ffi's packed layout (core/ffi/src/packed.rs): end to end, zeros to a

@@ -138,10 +138,10 @@ class PatternsTest {
     }
 
     // Calls that wait take the fast lane too (FastLane.kt `waitFor`, fast_wait.rs): a receive
-    // that has caught up, an accept, the accepted exchange's takeBody and reply, and a request,
-    // each woken by the I/O thread's callback unless it finished at once;
-    // what they answer, errors included, reads as the UniFFI calls' (CancelTest runs their
-    // cancellation: the same calls, now on this lane).
+    // that has caught up, sendMany, an accept, the accepted exchange's takeBody and reply, and a
+    // request, each woken by the I/O thread's callback unless it finished at once; what they
+    // answer, errors included, reads as the UniFFI calls' (CancelTest runs their cancellation:
+    // the same calls, now on this lane).
     @ParameterizedTest
     @ValueSource(strings = ["quic", "inproc", "unix"])
     fun waiting_calls_take_the_fast_lane_and_answer_as_the_uniffi_calls(transport: String) = withPair(transport) { p ->
@@ -154,16 +154,23 @@ class PatternsTest {
         pusher.send("late".toByteArray())
         assertEquals("late", String(waiting.await().body))
         assertEquals(before + 1, FastLane.waited.get(), "the receive waited on the fast lane")
+        val batch = (0 until 50).map { payload(1 + it) }
+        pusher.sendMany(batch)
+        assertEquals(before + 2, FastLane.waited.get(), "sendMany took the fast lane")
+        val got = mutableListOf<ByteArray>()
+        while (got.size < batch.size) got += puller.recvMany(64).map { it.body }
+        assertEquals(batch.map { it.toList() }, got.map { it.toList() })
+        val afterBatch = FastLane.waited.get()
         val replier = p.listener.replier("/rpc")
         val requester = p.client.requester()
         requester.connect(replier.address())
         val serving = launch { replier.accept().use { ex -> ex.reply(ex.takeBody() + "!".toByteArray()) } }
         assertEquals("ping!", String(requester.request("ping".toByteArray())))
         serving.join()
-        assertEquals(before + 5, FastLane.waited.get(), "the accept, the exchange's calls and the request took the fast lane")
+        assertEquals(afterBatch + 4, FastLane.waited.get(), "the accept, the exchange's calls and the request took the fast lane")
         requester.closeEndpoint()
         raised<WeidaException.Closed> { requester.request("x".toByteArray()) }
-        assertEquals(before + 6, FastLane.waited.get(), "the error came through the fast lane")
+        assertEquals(afterBatch + 5, FastLane.waited.get(), "the error came through the fast lane")
     }
 
     // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
