@@ -18,7 +18,9 @@ pub fn orphans() -> u64 {
     ORPHANS.load(Ordering::Acquire)
 }
 
-pub(crate) fn orphaned() {
+/// One more value went back where it came from: weida-ffi's own hand-backs, and a binding's
+/// that holds a finished call's value outside a [`crate::Completion`] (the Kotlin fast lane's).
+pub fn orphaned() {
     ORPHANS.fetch_add(1, Ordering::AcqRel);
 }
 

@@ -26,22 +26,20 @@ use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 use uniffi::{Handle, Lower};
-use weida::{Message as CoreMessage, Receiving};
-use weida_ffi::{Call, Fail};
+use weida::Receiving;
 
-use crate::blob::Blob;
 use crate::bound_push::DialingPuller;
 use crate::bus::Bus;
 use crate::collector::BoundSubscriber;
 use crate::error::{Result, WeidaError};
 use crate::fast_wait;
-use crate::packed::{pack_within, take_ready_within, Packed};
+use crate::packed::{take_ready_within, Packed};
 use crate::pair::Pair;
-use crate::patterns::{meta_in, Exchange, Puller, Pusher, Replier, Requester, Subscriber};
+use crate::patterns::{Puller, Pusher, Replier, Requester, Subscriber};
 use crate::UniFfiTag;
 
 /// What one endpoint's lane calls.
-enum Lane {
+pub(crate) enum Lane {
     Send(Weak<Pusher>),
     Take(Take),
     Request(Weak<Requester>),
@@ -60,14 +58,14 @@ type WaitFn = dyn Fn(u32, i64) -> Option<i64> + Send + Sync;
 /// buffer. A batch is cut to the caller's buffer, so only an answer of one message (or an
 /// error) larger than it is ever kept: whichever call comes next takes it, as the next
 /// message of the queue it was the front of.
-struct Take {
+pub(crate) struct Take {
     take: Box<TakeFn>,
-    wait: Box<WaitFn>,
+    pub(crate) wait: Box<WaitFn>,
     kept: Mutex<Option<Vec<u8>>>,
 }
 
 /// A receiving endpoint of this crate and the core endpoint it receives from.
-trait Receives: Send + Sync + 'static {
+pub(crate) trait Receives: Send + Sync + 'static {
     type Core: Receiving;
     fn core(&self) -> &Self::Core;
 }
@@ -93,11 +91,11 @@ receives! {
 }
 
 /// The tags of an answer, its first byte in the caller's buffer.
-const TAKEN: u8 = 0;
-const FAILED: u8 = 1;
+pub(crate) const TAKEN: u8 = 0;
+pub(crate) const FAILED: u8 = 1;
 const TOO_SMALL: u8 = 2;
 /// Taken, its batch cut to the buffer: a larger one would have taken more.
-const TAKEN_CUT: u8 = 3;
+pub(crate) const TAKEN_CUT: u8 = 3;
 
 /// A lane for the endpoint whose cloned UniFFI handle is `handle`; 0 if `kind` is none of
 /// these (the handle is then left as it came, for the caller to release): 0 a `Pusher`; a
@@ -141,130 +139,9 @@ unsafe fn take_lane<T: Receives>(h: Handle) -> Lane {
             let e = endpoint.upgrade()?;
             Some(take_ready_within(e.core(), max, room))
         }),
-        wait: Box::new(move |max, token| Some(wait_receive(waits.upgrade()?, max, token))),
+        wait: Box::new(move |max, token| Some(fast_wait::receive(waits.upgrade()?, max, token))),
         kept: Mutex::new(None),
     })
-}
-
-/// A receive of up to `max` messages from `e` that waits, as the UniFFI `recvInto` receives:
-/// started for `token`. Its batch is packed when taken, cut to the caller's buffer; what it
-/// took and nobody took goes back to the front of the queue.
-fn wait_receive<T: Receives>(e: Arc<T>, max: u32, token: i64) -> i64 {
-    let max = usize::try_from(max).unwrap_or(usize::MAX);
-    let r = Arc::clone(&e);
-    let call = Call::new(async move {
-        let c = r.core();
-        Ok(if max == 1 {
-            vec![c.recv().await?]
-        } else {
-            c.recv_many(max).await?
-        })
-    });
-    let back = Arc::clone(&e);
-    let orphan: Arc<dyn Fn(Vec<CoreMessage>) + Send + Sync> =
-        Arc::new(move |ms| weida_ffi::inbox::give_back(back.core(), ms));
-    let encode = Box::new(
-        move |r: std::result::Result<Vec<CoreMessage>, Fail>, room| match r {
-            Ok(ms) => {
-                let (packed, cut) = pack_within(e.core(), ms, room);
-                encode(if cut { TAKEN_CUT } else { TAKEN }, Some(packed))
-            }
-            Err(f) => encode_error(f.into()),
-        },
-    );
-    fast_wait::start(token, call, encode, Some(orphan))
-}
-
-/// `recvInto(max)` and `takePacked()` through the lane, for the caller's `token`
-/// (fast_wait.rs): a wait, or 0 (take the UniFFI calls) when the endpoint is gone, the call
-/// panicked or no wake callback was set. Its answer is `weida_fast_take_ready`'s, never None.
-///
-/// # Safety
-/// `lane` is a live lane of a receiving kind.
-#[no_mangle]
-pub unsafe extern "C" fn weida_fast_wait_recv(lane: u64, max: i32, token: i64) -> i64 {
-    let Lane::Take(t) = &*(lane as *const Lane) else {
-        return 0;
-    };
-    // A `max` read as UniFFI reads a u32: the bits, whatever the sign Kotlin saw.
-    let max = max as u32;
-    catch_unwind(AssertUnwindSafe(|| (t.wait)(max, token)))
-        .ok()
-        .flatten()
-        .unwrap_or(0)
-}
-
-/// `Requester.request(body)` of the `len` bytes at `body` through the lane, for the caller's
-/// `token` (fast_wait.rs): a wait whose answer is tag 0 and the reply's body as UniFFI writes a
-/// `ByteArray`, or tag 1 and a `WeidaError`; 0 (take the UniFFI call) when the endpoint is
-/// gone, the call panicked or no wake callback was set. Freed before it is answered, the
-/// request is reset, as a cancelled UniFFI call's is.
-///
-/// # Safety
-/// `lane` is a live lane of kind 7; `body` holds `len` readable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn weida_fast_wait_request(
-    lane: u64,
-    body: *const u8,
-    len: i32,
-    token: i64,
-) -> i64 {
-    let Lane::Request(r) = &*(lane as *const Lane) else {
-        return 0;
-    };
-    let Ok(len) = usize::try_from(len) else {
-        return 0;
-    };
-    let body = if len == 0 {
-        Bytes::new()
-    } else {
-        Bytes::copy_from_slice(std::slice::from_raw_parts(body, len))
-    };
-    let started = catch_unwind(AssertUnwindSafe(|| {
-        let r = r.upgrade()?;
-        let call = match r.endpoint() {
-            Ok(core) => Call::new(async move { Ok(core.request_with(meta_in(None), body).await?) }),
-            Err(f) => Call::new(async move { Err(f) }),
-        };
-        let encode = Box::new(|r: std::result::Result<CoreMessage, Fail>, _room| match r {
-            Ok(m) => encode(TAKEN, Blob(m.body.to_vec())),
-            Err(f) => encode_error(f.into()),
-        });
-        Some(fast_wait::start(token, call, encode, None))
-    }));
-    started.ok().flatten().unwrap_or(0)
-}
-
-/// `Replier.accept()` through the lane, for the caller's `token` (fast_wait.rs): a wait whose
-/// answer is tag 0 and an `Exchange` as UniFFI writes one (a handle the caller's converter
-/// takes over), or tag 1 and a `WeidaError`; 0 (take the UniFFI call) when the endpoint is
-/// gone, the call panicked or no wake callback was set.
-///
-/// # Safety
-/// `lane` is a live lane of kind 8.
-#[no_mangle]
-pub unsafe extern "C" fn weida_fast_wait_accept(lane: u64, token: i64) -> i64 {
-    let Lane::Accept(r) = &*(lane as *const Lane) else {
-        return 0;
-    };
-    let started = catch_unwind(AssertUnwindSafe(|| {
-        let r = r.upgrade()?;
-        let core = Arc::clone(&r.inner);
-        let call = Call::new(async move { Ok(core.accept().await?) });
-        let encode = Box::new(
-            |r: std::result::Result<weida::Exchange, Fail>, _room| match r {
-                Ok(x) => encode(
-                    TAKEN,
-                    Arc::new(Exchange {
-                        inner: weida_ffi::stream::Exchange::new(x),
-                    }),
-                ),
-                Err(f) => encode_error(f.into()),
-            },
-        );
-        Some(fast_wait::start(token, call, encode, None))
-    }));
-    started.ok().flatten().unwrap_or(0)
 }
 
 /// Frees a lane.
@@ -299,13 +176,8 @@ pub unsafe extern "C" fn weida_fast_send_ready(
     let Lane::Send(p) = &*(lane as *const Lane) else {
         return 1;
     };
-    let (Ok(len), Ok(cap)) = (usize::try_from(len), usize::try_from(cap)) else {
+    let (Some(body), Ok(cap)) = (copied(body, len), usize::try_from(cap)) else {
         return 1;
-    };
-    let body = if len == 0 {
-        Bytes::new()
-    } else {
-        Bytes::copy_from_slice(std::slice::from_raw_parts(body, len))
     };
     let answer = catch_unwind(AssertUnwindSafe(|| {
         let p = p.upgrade()?;
@@ -402,125 +274,27 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
     }
 }
 
-/// `Pusher.sendPacked(packed, count)` (`sendMany`) of the `len` bytes at `packed` through the
-/// lane, for the caller's `token` (fast_wait.rs): a wait whose answer is tag 0 and nothing more,
-/// or tag 1 and a `WeidaError` (its `sent` says how many were sent); 0 (take the UniFFI call)
-/// when the endpoint is gone, the call panicked or no wake callback was set. Freed before it
-/// is answered, it is cancelled as a dropped UniFFI call is.
+/// The `len` bytes at `at`, copied: a body or a packed batch that crossed as a Kotlin
+/// `ByteArray`. None for a negative length.
 ///
 /// # Safety
-/// `lane` is a live lane of kind 0; `packed` holds `len` readable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn weida_fast_wait_send_packed(
-    lane: u64,
-    packed: *const u8,
-    len: i32,
-    count: i32,
-    token: i64,
-) -> i64 {
-    let Lane::Send(p) = &*(lane as *const Lane) else {
-        return 0;
-    };
-    let Ok(len) = usize::try_from(len) else {
-        return 0;
-    };
-    let packed = if len == 0 {
-        Bytes::new()
-    } else {
-        Bytes::copy_from_slice(std::slice::from_raw_parts(packed, len))
-    };
-    let started = catch_unwind(AssertUnwindSafe(|| {
-        let p = p.upgrade()?;
-        // A `count` read as UniFFI reads a u32: the bits, whatever the sign Kotlin saw.
-        let call = p
-            .send_packed_call(packed, count as u32)
-            .unwrap_or_else(|f| Call::new(async move { Err(f) }));
-        Some(fast_wait::start(token, call, Box::new(done), None))
-    }));
-    started.ok().flatten().unwrap_or(0)
-}
-
-/// The answer of a call that returns nothing: its tag alone, or its error.
-fn done(r: std::result::Result<(), Fail>, _room: usize) -> Vec<u8> {
-    match r {
-        Ok(()) => vec![TAKEN],
-        Err(f) => encode_error(f.into()),
-    }
-}
-
-/// The exchange whose UniFFI handle is `exchange`, borrowed: its caller keeps its own.
-///
-/// # Safety
-/// `exchange` is the handle of a live `Exchange`, kept alive by its caller for this call.
-unsafe fn lent_exchange(exchange: u64) -> Option<Arc<Exchange>> {
-    Some(Handle::from_raw(exchange)?.into_arc_borrowed::<Exchange>())
-}
-
-/// `Exchange.takeBody()` (bounded by `maxCollectedBody`) through the lane, for the caller's
-/// `token` (fast_wait.rs): a wait whose answer is tag 0 and the body as UniFFI writes a
-/// `ByteArray`, or tag 1 and a `WeidaError`; 0 (take the UniFFI call) when the call panicked or
-/// no wake callback was set.
-///
-/// # Safety
-/// `exchange` is the handle of a live `Exchange`, lent by its caller for this call (the Kotlin
-/// layer's `FastExchange`, which keeps it from being freed meanwhile).
-#[no_mangle]
-pub unsafe extern "C" fn weida_fast_wait_take_body(exchange: u64, token: i64) -> i64 {
-    let started = catch_unwind(AssertUnwindSafe(|| {
-        let x = Arc::clone(&lent_exchange(exchange)?.inner);
-        let encode = Box::new(|r: std::result::Result<Bytes, Fail>, _room| match r {
-            Ok(b) => encode(TAKEN, Blob(b.to_vec())),
-            Err(f) => encode_error(f.into()),
-        });
-        Some(fast_wait::start(
-            token,
-            Call::new(x.take_body(None)),
-            encode,
-            None,
-        ))
-    }));
-    started.ok().flatten().unwrap_or(0)
-}
-
-/// `Exchange.reply(body)` of the `len` bytes at `body` through the lane, for the caller's
-/// `token` (fast_wait.rs): a wait whose answer is tag 0 and nothing more, or tag 1 and a
-/// `WeidaError`; 0 (take the UniFFI call) when the call panicked or no wake callback was set.
-/// Freed before it is answered, the reply is cancelled as a dropped UniFFI call's is.
-///
-/// # Safety
-/// As [`weida_fast_wait_take_body`]'s; `body` holds `len` readable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn weida_fast_wait_reply(
-    exchange: u64,
-    body: *const u8,
-    len: i32,
-    token: i64,
-) -> i64 {
-    let Ok(len) = usize::try_from(len) else {
-        return 0;
-    };
-    let body = if len == 0 {
-        Bytes::new()
-    } else {
-        Bytes::copy_from_slice(std::slice::from_raw_parts(body, len))
-    };
-    let started = catch_unwind(AssertUnwindSafe(|| {
-        let x = Arc::clone(&lent_exchange(exchange)?.inner);
-        let call = Call::new(async move { x.reply(meta_in(None), body).await });
-        Some(fast_wait::start(token, call, Box::new(done), None))
-    }));
-    started.ok().flatten().unwrap_or(0)
+/// `at` holds `len` readable bytes.
+pub(crate) unsafe fn copied(at: *const u8, len: i32) -> Option<Bytes> {
+    Some(match usize::try_from(len).ok()? {
+        0 => Bytes::new(),
+        n => Bytes::copy_from_slice(std::slice::from_raw_parts(at, n)),
+    })
 }
 
 /// An answer: `tag`, then `value` as UniFFI writes it.
-fn encode<T: Lower<UniFfiTag>>(tag: u8, value: T) -> Vec<u8> {
+pub(crate) fn encode<T: Lower<UniFfiTag>>(tag: u8, value: T) -> Vec<u8> {
     let mut buf = Vec::with_capacity(256);
     buf.push(tag);
     T::write(value, &mut buf);
     buf
 }
 
-fn encode_error(e: WeidaError) -> Vec<u8> {
+pub(crate) fn encode_error(e: WeidaError) -> Vec<u8> {
     encode(FAILED, e)
 }
 
@@ -550,7 +324,7 @@ pub(crate) unsafe fn hand_out(buf: Vec<u8>, out: *mut u8, cap: usize) -> Handed 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -559,13 +333,13 @@ mod tests {
     use super::*;
     use crate::runtime::{Listener, Runtime};
 
-    struct Ends {
-        _rts: (Arc<Runtime>, Arc<Runtime>, Arc<Listener>),
-        pusher: Arc<Pusher>,
-        puller: Arc<Puller>,
+    pub(crate) struct Ends {
+        pub(crate) _rts: (Arc<Runtime>, Arc<Runtime>, Arc<Listener>),
+        pub(crate) pusher: Arc<Pusher>,
+        pub(crate) puller: Arc<Puller>,
     }
 
-    fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    pub(crate) fn block<T>(f: impl std::future::Future<Output = T>) -> T {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -574,7 +348,7 @@ mod tests {
     }
 
     /// A server runtime bound in process under a fresh name, and a client runtime.
-    fn listening() -> (Arc<Runtime>, Arc<Runtime>, Arc<Listener>) {
+    pub(crate) fn listening() -> (Arc<Runtime>, Arc<Runtime>, Arc<Listener>) {
         static N: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "weida+inproc://fast-{}-{}",
@@ -594,7 +368,7 @@ mod tests {
         (server, client, listener)
     }
 
-    fn ends() -> Ends {
+    pub(crate) fn ends() -> Ends {
         let (server, client, listener) = listening();
         let puller = listener.puller("/jobs".into(), None).unwrap();
         let pusher = client.pusher(None).unwrap();
@@ -607,7 +381,7 @@ mod tests {
     }
 
     /// A lane, freed when dropped.
-    struct Owned(u64);
+    pub(crate) struct Owned(pub(crate) u64);
 
     impl Drop for Owned {
         fn drop(&mut self) {
@@ -617,7 +391,7 @@ mod tests {
     }
 
     /// A lane as the Kotlin layer makes one: from a handle cloned for the call.
-    fn lane<T>(o: &Arc<T>, kind: i32) -> Owned {
+    pub(crate) fn lane<T>(o: &Arc<T>, kind: i32) -> Owned {
         let h = Handle::from_arc(Arc::clone(o)).as_raw();
         // SAFETY: a handle made from an Arc of the kind named, handed over.
         Owned(unsafe { weida_fast_lane(h, kind) })
@@ -640,12 +414,12 @@ mod tests {
         }
     }
 
-    fn take(lane: &Owned, max: i32, buf: &mut [u8]) -> i32 {
+    pub(crate) fn take(lane: &Owned, max: i32, buf: &mut [u8]) -> i32 {
         // SAFETY: a live take lane; `buf` is writable.
         unsafe { weida_fast_take_ready(lane.0, max, buf.as_mut_ptr(), buf.len() as i32) }
     }
 
-    fn bodies(answer: &[u8]) -> Vec<Vec<u8>> {
+    pub(crate) fn bodies(answer: &[u8]) -> Vec<Vec<u8>> {
         assert_eq!(answer[0], TAKEN);
         let packed = <Option<Packed> as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(
             answer[1..].to_vec(),
@@ -792,210 +566,6 @@ mod tests {
         assert_eq!(buf[0], FAILED);
         let err =
             <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(buf[1..n].to_vec()))
-                .unwrap();
-        assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
-    }
-
-    // The wait callback of this test binary: every token woken, in order.
-    static WOKEN: Mutex<Vec<i64>> = Mutex::new(Vec::new());
-    static WOKE: std::sync::Condvar = std::sync::Condvar::new();
-
-    extern "C" fn woken(token: i64) {
-        WOKEN.lock().unwrap().push(token);
-        WOKE.notify_all();
-    }
-
-    fn set_wake() {
-        // Once per process, as the Kotlin layer sets it; any test here may be first.
-        fast_wait::weida_fast_on_wake(woken);
-    }
-
-    /// Blocks until `token` was woken (a test that hangs here failed).
-    fn wait_woken(token: i64) {
-        let mut w = WOKEN.lock().unwrap();
-        while !w.contains(&token) {
-            w = WOKE.wait(w).unwrap();
-        }
-    }
-
-    fn was_woken(token: i64) -> bool {
-        WOKEN.lock().unwrap().contains(&token)
-    }
-
-    fn unique_token() -> i64 {
-        static T: AtomicU64 = AtomicU64::new(1);
-        T.fetch_add(1, Ordering::Relaxed) as i64
-    }
-
-    fn wait_take(w: i64, buf: &mut [u8]) -> i32 {
-        // SAFETY: a live wait; `buf` is writable.
-        unsafe { fast_wait::weida_fast_wait_take(w, buf.as_mut_ptr(), buf.len() as i32) }
-    }
-
-    fn wait_free(w: i64) {
-        // SAFETY: a live wait, freed once.
-        unsafe { fast_wait::weida_fast_wait_free(w) }
-    }
-
-    #[test]
-    fn a_waiting_receive_wakes_its_token_and_answers_as_take_ready_does() {
-        set_wake();
-        let e = ends();
-        let rx = lane(&e.puller, 1);
-        let token = unique_token();
-        // SAFETY: a live take lane.
-        let w = unsafe { weida_fast_wait_recv(rx.0, 8, token) };
-        assert!(w != 0 && w & 1 == 0, "nothing to take yet: it waits ({w})");
-        let mut buf = [0u8; 256];
-        assert_eq!(wait_take(w, &mut buf), -2, "still running");
-        assert!(!was_woken(token));
-        block(e.pusher.send(b"late".to_vec().into(), None, None)).unwrap();
-        wait_woken(token);
-        let n = wait_take(w, &mut buf);
-        assert!(n > 0, "{n}");
-        assert_eq!(bodies(&buf[..n as usize]), [b"late".to_vec()]);
-        assert_eq!(wait_take(w, &mut buf), -1, "taken once");
-        wait_free(w);
-    }
-
-    #[test]
-    fn a_wait_freed_untaken_loses_nothing_whether_it_had_finished_or_not() {
-        set_wake();
-        let e = ends();
-        let rx = lane(&e.puller, 1);
-        // Finished, woken, never taken: its message goes back to the front of the queue.
-        let token = unique_token();
-        // SAFETY: a live take lane.
-        let w = unsafe { weida_fast_wait_recv(rx.0, 8, token) };
-        assert_eq!(w & 1, 0, "nothing to take yet");
-        block(e.pusher.send(b"one".to_vec().into(), None, None)).unwrap();
-        wait_woken(token);
-        wait_free(w);
-        weida_ffi::call::waited();
-        let mut buf = [0u8; 256];
-        let n = take(&rx, 8, &mut buf);
-        assert_eq!(bodies(&buf[..n as usize]), [b"one".to_vec()]);
-        // Freed while it waits: its receive is cancelled, and what it may have taken meanwhile
-        // goes back; the next message reaches the next receive.
-        let token = unique_token();
-        // SAFETY: a live take lane.
-        let w = unsafe { weida_fast_wait_recv(rx.0, 8, token) };
-        assert_eq!(w & 1, 0, "nothing to take yet");
-        wait_free(w);
-        block(e.pusher.send(b"two".to_vec().into(), None, None)).unwrap();
-        let core = e.puller.endpoint();
-        let got = weida_ffi::io::io().block_on(core.recv()).unwrap();
-        assert_eq!(&got.body[..], b"two");
-        assert!(!was_woken(token), "a freed wait is never woken");
-    }
-
-    #[test]
-    fn a_request_an_accept_and_an_exchanges_calls_wait_and_answer_in_uniffis_encoding() {
-        set_wake();
-        let (server, client, listener) = listening();
-        let replier = listener.replier("/rr".into(), None).unwrap();
-        let requester = client.requester(None).unwrap();
-        block(requester.connect(replier.address(), true, None)).unwrap();
-        let (req, acc) = (lane(&requester, 7), lane(&replier, 8));
-        let (a, r) = (unique_token(), unique_token());
-        // SAFETY: live lanes of kinds 8 and 7; the body is readable.
-        let aw = unsafe { weida_fast_wait_accept(acc.0, a) };
-        let rw = unsafe { weida_fast_wait_request(req.0, b"ping".as_ptr(), 4, r) };
-        assert!(aw != 0 && rw != 0);
-        wait_woken(a);
-        let mut buf = [0u8; 256];
-        let n = wait_take(aw, &mut buf) as usize;
-        assert_eq!(buf[0], TAKEN);
-        let x = <Arc<Exchange> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
-        wait_free(aw);
-        // The exchange's calls, on its handle lent as the Kotlin layer's `FastExchange` lends it.
-        let h = Handle::from_arc(Arc::clone(&x));
-        let t = unique_token();
-        // SAFETY: `h` is a live handle of an Exchange, kept until the end of the test.
-        let tw = unsafe { weida_fast_wait_take_body(h.as_raw(), t) };
-        if tw & 1 == 0 {
-            wait_woken(t);
-        }
-        let n = wait_take(tw, &mut buf) as usize;
-        assert_eq!(buf[0], TAKEN);
-        let body = <Vec<u8> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
-        assert_eq!(body, b"ping");
-        wait_free(tw);
-        let t = unique_token();
-        // SAFETY: as above; the body is readable.
-        let pw = unsafe { weida_fast_wait_reply(h.as_raw(), b"pong".as_ptr(), 4, t) };
-        if pw & 1 == 0 {
-            wait_woken(t);
-        }
-        assert_eq!(wait_take(pw, &mut buf), 1, "replied: the tag alone");
-        assert_eq!(buf[0], TAKEN);
-        wait_free(pw);
-        // SAFETY: the handle made above, released once.
-        drop(unsafe { h.into_arc::<Exchange>() });
-        assert_eq!(Arc::strong_count(&x), 1, "a lent handle is not taken over");
-        wait_woken(r);
-        let n = wait_take(rw, &mut buf) as usize;
-        assert_eq!(buf[0], TAKEN);
-        let reply = <Vec<u8> as Lift<UniFfiTag>>::try_read(&mut &buf[1..n]).unwrap();
-        assert_eq!(reply, b"pong");
-        wait_free(rw);
-        // A closed requester's error crosses at once, in UniFFI's encoding.
-        requester.close_endpoint();
-        let r = unique_token();
-        // SAFETY: as above.
-        let rw = unsafe { weida_fast_wait_request(req.0, b"x".as_ptr(), 1, r) };
-        assert_eq!(rw & 1, 1, "failed at once, on this thread");
-        let n = wait_take(rw, &mut buf) as usize;
-        assert_eq!(buf[0], FAILED);
-        let err =
-            <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(buf[1..n].to_vec()))
-                .unwrap();
-        assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
-        wait_free(rw);
-        drop((listener, server, client));
-    }
-
-    #[test]
-    fn a_packed_send_on_the_lane_sends_each_body_in_order_and_fails_as_the_export_does() {
-        set_wake();
-        let e = ends();
-        let tx = lane(&e.pusher, 0);
-        let sent: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 1 + 3 * i as usize]).collect();
-        let packed = weida_ffi::packed::pack(sent.iter().map(Vec::as_slice));
-        let send = |packed: &[u8], count: i32| {
-            let t = unique_token();
-            // SAFETY: a live send lane; `packed` is readable.
-            let w = unsafe {
-                weida_fast_wait_send_packed(tx.0, packed.as_ptr(), packed.len() as i32, count, t)
-            };
-            assert!(w != 0);
-            if w & 1 == 0 {
-                wait_woken(t);
-            }
-            let mut buf = [0u8; 512];
-            let n = wait_take(w, &mut buf) as usize;
-            wait_free(w);
-            buf[..n].to_vec()
-        };
-        assert_eq!(send(&packed, 5), [TAKEN], "sent: the tag alone");
-        let core = e.puller.endpoint();
-        let got = weida_ffi::io::io().block_on(async {
-            let mut got = Vec::new();
-            while got.len() < 5 {
-                got.extend(core.recv_many(8).await.unwrap());
-            }
-            got
-        });
-        let got: Vec<Vec<u8>> = got.iter().map(|m| m.body.to_vec()).collect();
-        assert_eq!(got, sent);
-        // A count the bytes do not hold is the export's error, and so is a closed endpoint's.
-        let answer = send(&packed, 500);
-        assert_eq!(answer[0], FAILED);
-        e.pusher.close_endpoint();
-        let answer = send(&packed, 5);
-        assert_eq!(answer[0], FAILED);
-        let err =
-            <WeidaError as Lift<UniFfiTag>>::try_lift(RustBuffer::from_vec(answer[1..].to_vec()))
                 .unwrap();
         assert!(matches!(err, WeidaError::Closed { .. }), "{err:?}");
     }

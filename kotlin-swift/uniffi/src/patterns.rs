@@ -150,17 +150,23 @@ pub(crate) async fn receive<R: Receiving>(
     into: Arc<Received>,
     cancel: Option<Arc<Cancellation>>,
 ) -> Result<()> {
-    let max = usize::try_from(max).unwrap_or(usize::MAX);
     let c = Call::new(async move {
-        let ms = if max == 1 {
-            vec![r.recv().await?]
-        } else {
-            r.recv_many(max).await?
-        };
-        into.held.put(ms);
+        into.held.put(recv_up_to(&*r, max).await?);
         Ok::<_, Fail>(())
     });
     Ok(run(c, cancel).await?)
+}
+
+/// Up to `max` messages from `r` (at least one): `recvInto`'s and the Kotlin fast lane's
+/// receive (`fast.rs`).
+pub(crate) async fn recv_up_to<R: Receiving>(
+    r: &R,
+    max: u32,
+) -> std::result::Result<Vec<weida::Message>, Fail> {
+    Ok(match usize::try_from(max).unwrap_or(usize::MAX) {
+        1 => vec![r.recv().await?],
+        max => r.recv_many(max).await?,
+    })
 }
 
 pub(crate) fn try_receive<R: Receiving>(r: &R) -> Result<Option<Message>> {
@@ -371,6 +377,12 @@ impl Requester {
     pub(crate) fn endpoint(&self) -> std::result::Result<Arc<weida::Requester>, Fail> {
         self.inner.get()
     }
+
+    /// The call `request_with` runs: the export's and the Kotlin fast lane's (`fast.rs`).
+    pub(crate) fn request_call(&self, meta: Metadata, body: Bytes) -> Call<weida::Message> {
+        let r = self.inner.get();
+        Call::new(async move { Ok(r?.request_with(meta, body).await?) })
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -421,9 +433,7 @@ impl Requester {
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<Message> {
-        let r = self.inner.get()?;
-        let meta = meta_in(meta);
-        let c = Call::new(async move { Ok(r.request_with(meta, Bytes::from(body)).await?) });
+        let c = self.request_call(meta_in(meta), body.into());
         Ok(message(run(c, cancel).await?))
     }
 
@@ -435,7 +445,7 @@ impl Requester {
 /// The bound side of Req/Rep.
 #[derive(uniffi::Object)]
 pub struct Replier {
-    pub(crate) inner: OnIo<Arc<weida::Replier>>,
+    inner: OnIo<Arc<weida::Replier>>,
 }
 
 impl Replier {
@@ -443,6 +453,12 @@ impl Replier {
         Arc::new(Self {
             inner: OnIo::new(Arc::new(r)),
         })
+    }
+
+    /// The call `accept` runs: the export's and the Kotlin fast lane's (`fast.rs`).
+    pub(crate) fn accept_call(&self) -> Call<weida::Exchange> {
+        let r = Arc::clone(&self.inner);
+        Call::new(async move { Ok(r.accept().await?) })
     }
 }
 
@@ -452,14 +468,11 @@ impl Replier {
         self.inner.address().to_string()
     }
 
-    /// The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
-    /// takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
+    /// The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
+    /// its requester sees Canceled. No default for `cancel`: the Kotlin layer's `accept()` takes the
+    /// fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
     pub async fn accept(&self, cancel: Option<Arc<Cancellation>>) -> Result<Arc<Exchange>> {
-        let r = Arc::clone(&self.inner);
-        let x = run(Call::new(async move { Ok(r.accept().await?) }), cancel).await?;
-        Ok(Arc::new(Exchange {
-            inner: weida_ffi::stream::Exchange::new(x),
-        }))
+        Ok(Exchange::of(run(self.accept_call(), cancel).await?))
     }
 
     pub fn close_endpoint(&self) {
@@ -472,6 +485,24 @@ impl Replier {
 #[derive(uniffi::Object)]
 pub struct Exchange {
     pub(crate) inner: Arc<weida_ffi::stream::Exchange>,
+}
+
+impl Exchange {
+    pub(crate) fn of(x: weida::Exchange) -> Arc<Self> {
+        Arc::new(Self {
+            inner: weida_ffi::stream::Exchange::new(x),
+        })
+    }
+
+    /// The call `take_body` runs: the export's and the Kotlin fast lane's (`fast.rs`).
+    pub(crate) fn take_body_call(&self, max: Option<u64>) -> Call<Bytes> {
+        Call::new(Arc::clone(&self.inner).take_body(max))
+    }
+
+    /// The call `reply` runs: the export's and the Kotlin fast lane's (`fast.rs`).
+    pub(crate) fn reply_call(&self, meta: Metadata, body: Bytes) -> Call<()> {
+        Call::new(Arc::clone(&self.inner).reply(meta, body))
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -499,11 +530,7 @@ impl Exchange {
         max: Option<u64>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<Blob> {
-        let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.take_body(max)), cancel)
-            .await?
-            .to_vec()
-            .into())
+        Ok(run(self.take_body_call(max), cancel).await?.to_vec().into())
     }
 
     /// Replies with `body` (and metadata) and finishes the reply.
@@ -514,8 +541,7 @@ impl Exchange {
         meta: Option<HashMap<String, Vec<u8>>>,
         cancel: Option<Arc<Cancellation>>,
     ) -> Result<()> {
-        let x = Arc::clone(&self.inner);
-        Ok(run(Call::new(x.reply(meta_in(meta), Bytes::from(body))), cancel).await?)
+        Ok(run(self.reply_call(meta_in(meta), body.into()), cancel).await?)
     }
 
     /// Answers REJECTED with `reason`.

@@ -567,7 +567,8 @@ extension SurveyRun {
 }
 
 extension Replier {
-    /// The next exchange. Cancel-safe.
+    /// The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
+    /// its requester sees Canceled.
     public func accept() async throws -> Exchange {
         try await cancellable { try await accept(cancel: $0) }
     }

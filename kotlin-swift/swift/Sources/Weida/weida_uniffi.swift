@@ -6376,8 +6376,9 @@ public func FfiConverterTypeRegistration_lower(_ value: Registration) -> UInt64 
 public protocol ReplierProtocol: AnyObject, Sendable {
     
     /**
-     * The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
-     * takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
+     * The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
+     * its requester sees Canceled. No default for `cancel`: the Kotlin layer's `accept()` takes the
+     * fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
      */
     func accept(cancel: Cancellation?) async throws  -> Exchange
     
@@ -6443,8 +6444,9 @@ open class Replier: ReplierProtocol, @unchecked Sendable {
 
     
     /**
-     * The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
-     * takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
+     * The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
+     * its requester sees Canceled. No default for `cancel`: the Kotlin layer's `accept()` takes the
+     * fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
      */
 open func accept(cancel: Cancellation?)async throws  -> Exchange  {
     return
@@ -10990,7 +10992,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_weida_uniffi_checksum_method_received_take_packed() != 392) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_weida_uniffi_checksum_method_replier_accept() != 36091) {
+    if (uniffi_weida_uniffi_checksum_method_replier_accept() != 46969) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_weida_uniffi_checksum_method_replier_address() != 34902) {

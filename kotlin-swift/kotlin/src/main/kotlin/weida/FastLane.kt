@@ -94,12 +94,14 @@ internal object Waits {
 }
 
 /**
- * One endpoint's fast lane: `sendReady` and `takeReady` without JNA's per-call structures
- * (docs/PERFORMANCE.md, "Kotlin's fast lane"). It answers as those UniFFI calls do, errors
- * included, and where it cannot (an endpoint destroyed, an unexpected panic) it says so and
- * the caller takes the UniFFI call, which reports what happened. Made once per endpoint, held
- * weakly by it, freed by UniFFI's cleaner once neither is reachable; it keeps no endpoint
- * alive. Plain Java 8 and Android APIs only, as the generated bindings use.
+ * One endpoint's fast lane (docs/PERFORMANCE.md, "Kotlin's fast lane", "Kotlin's waiting calls
+ * on the fast lane"): `sendReady` and `takeReady`, which finish at once, and the calls that may
+ * wait (a receive, `sendMany`, a request, an accept, an accepted exchange's `takeBody` and
+ * `reply`, through [waitFor]), without JNA's per-call structures. It answers as those UniFFI
+ * calls do, errors included, and where it cannot (an endpoint destroyed, an unexpected panic)
+ * it says so and the caller takes the UniFFI call, which reports what happened. Made once per
+ * endpoint, held weakly by it, freed by UniFFI's cleaner once neither is reachable; it keeps no
+ * endpoint alive. Plain Java 8 and Android APIs only, as the generated bindings use.
  */
 internal class FastLane private constructor(private val lane: Long) {
     // Written after each native call: `this`, and so the lane, stays reachable until the call

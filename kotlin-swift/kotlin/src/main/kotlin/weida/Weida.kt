@@ -351,8 +351,8 @@ fun Acceptor.incoming(): Flow<Incoming> = untilClosed { accept() }
 /** Every exchange, until the replier ends. */
 fun Replier.exchanges(): Flow<Exchange> = untilClosed { accept() }
 
-/** The next exchange. Cancel-safe. Through the fast lane (FastLane.kt) when the replier has
- * one. */
+/** The next exchange, through the fast lane (FastLane.kt) when the replier has one. Cancelled
+ * just as an exchange arrives, that exchange is dropped and its requester sees Canceled. */
 suspend fun Replier.accept(): Exchange = FastLane.of(this)?.accept() ?: accept(null)
 
 /** Asks every live respondent `body`; the run of their answers until `deadlineMs`. */

@@ -2240,7 +2240,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_weida_uniffi_checksum_method_received_take_packed() and 0xFFFF) != 392) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 36091) {
+    if ((lib.uniffi_weida_uniffi_checksum_method_replier_accept() and 0xFFFF) != 46969) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_weida_uniffi_checksum_method_replier_address() and 0xFFFF) != 34902) {
@@ -12477,8 +12477,9 @@ public object FfiConverterTypeRegistration: FfiConverter<Registration, Long> {
 public interface ReplierInterface {
     
     /**
-     * The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
-     * takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
+     * The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
+     * its requester sees Canceled. No default for `cancel`: the Kotlin layer's `accept()` takes the
+     * fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
      */
     suspend fun `accept`(`cancel`: Cancellation?): Exchange
     
@@ -12595,8 +12596,9 @@ open class Replier: Disposable, AutoCloseable, ReplierInterface
 
     
     /**
-     * The next exchange. Cancel-safe. No default for `cancel`: the Kotlin layer's `accept()`
-     * takes the fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
+     * The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
+     * its requester sees Canceled. No default for `cancel`: the Kotlin layer's `accept()` takes the
+     * fast lane (FastLane.kt), the Swift layer's passes its task's cancellation.
      */
     @Throws(WeidaException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
