@@ -33,7 +33,7 @@ use crate::bus::Bus;
 use crate::collector::BoundSubscriber;
 use crate::error::{Result, WeidaError};
 use crate::fast_wait;
-use crate::packed::{take_ready_within, Packed};
+use crate::packed::{take_ready_within, write_some, written_len, Packed};
 use crate::pair::Pair;
 use crate::patterns::{Puller, Pusher, Replier, Requester, Subscriber};
 use crate::UniFfiTag;
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn weida_fast_send_ready(
     }));
     match answer {
         Ok(Some(Ok(code))) => code,
-        Ok(Some(Err(buf))) => match hand_out(buf, out, cap) {
+        Ok(Some(Err(buf))) => match hand_out(buf.into(), out, cap) {
             Handed::Written(n) => -n,
             Handed::TooSmall(n, buf) => {
                 KEPT_ERROR.with(|k| *k.borrow_mut() = Some(buf));
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn weida_fast_kept(out: *mut u8, cap: i32) -> i32 {
         return -1;
     };
     KEPT_ERROR.with(|k| match k.borrow_mut().take() {
-        Some(buf) => match hand_out(buf, out, cap) {
+        Some(buf) => match hand_out(buf.into(), out, cap) {
             Handed::Written(n) => n,
             Handed::TooSmall(_, buf) => {
                 *k.borrow_mut() = Some(buf);
@@ -247,25 +247,26 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
         return -1;
     };
     let mut kept = t.kept.lock().unwrap_or_else(|p| p.into_inner());
-    let buf = match kept.take() {
-        Some(buf) => buf,
+    let answer = match kept.take() {
+        Some(buf) => Answer::Encoded(buf),
         None => {
             // A `max` read as UniFFI reads a u32: the bits, whatever the sign Kotlin saw.
             let max = max as u32;
             let room = cap.saturating_sub(1);
             let answer = catch_unwind(AssertUnwindSafe(|| {
                 (t.take)(max, room).map(|a| match a {
-                    Ok((packed, cut)) => encode(if cut { TAKEN_CUT } else { TAKEN }, packed),
-                    Err(e) => encode_error(e),
+                    Ok((Some(packed), cut)) => Answer::Batch(batch_tag(cut), packed),
+                    Ok((None, _)) => encode(TAKEN, None::<Packed>).into(),
+                    Err(e) => encode_error(e).into(),
                 })
             }));
-            let Ok(Some(buf)) = answer else {
+            let Ok(Some(answer)) = answer else {
                 return -1;
             };
-            buf
+            answer
         }
     };
-    match hand_out(buf, out, cap) {
+    match hand_out(answer, out, cap) {
         Handed::Written(n) => n,
         Handed::TooSmall(n, buf) => {
             *kept = Some(buf);
@@ -286,6 +287,15 @@ pub(crate) unsafe fn copied(at: *const u8, len: i32) -> Option<Bytes> {
     })
 }
 
+/// A batch's tag: [`TAKEN_CUT`] when the caller's buffer cut it.
+pub(crate) fn batch_tag(cut: bool) -> u8 {
+    if cut {
+        TAKEN_CUT
+    } else {
+        TAKEN
+    }
+}
+
 /// An answer: `tag`, then `value` as UniFFI writes it.
 pub(crate) fn encode<T: Lower<UniFfiTag>>(tag: u8, value: T) -> Vec<u8> {
     let mut buf = Vec::with_capacity(256);
@@ -298,17 +308,46 @@ pub(crate) fn encode_error(e: WeidaError) -> Vec<u8> {
     encode(FAILED, e)
 }
 
+/// An answer for the caller's buffer: bytes already encoded, or a batch (its tag, and a
+/// `Some(Packed)` to write), which [`hand_out`] writes straight into the buffer when it fits,
+/// with no buffer between: its bodies are copied once, from the packed batch to the caller's.
+pub(crate) enum Answer {
+    Encoded(Vec<u8>),
+    Batch(u8, Packed),
+}
+
+impl From<Vec<u8>> for Answer {
+    fn from(buf: Vec<u8>) -> Self {
+        Self::Encoded(buf)
+    }
+}
+
 pub(crate) enum Handed {
     Written(i32),
-    /// It needs this many bytes; here it is back.
+    /// It needs this many bytes; here it is back, encoded.
     TooSmall(i32, Vec<u8>),
 }
 
-/// Copies `buf` to `out` if it fits in `cap` bytes; else writes tag 2 there and hands it back.
+/// Writes `answer` to `out` if it fits in `cap` bytes; else writes tag 2 there and hands it
+/// back, encoded.
 ///
 /// # Safety
 /// `out` holds `cap` writable bytes.
-pub(crate) unsafe fn hand_out(buf: Vec<u8>, out: *mut u8, cap: usize) -> Handed {
+pub(crate) unsafe fn hand_out(answer: Answer, out: *mut u8, cap: usize) -> Handed {
+    let buf = match answer {
+        Answer::Batch(tag, p) => {
+            let n = 1 + written_len(&p);
+            if n <= cap {
+                let out = std::slice::from_raw_parts_mut(out, n);
+                out[0] = tag;
+                write_some(&p, &mut out[1..]);
+                // Within `cap`, which is an i32.
+                return Handed::Written(n as i32);
+            }
+            encode(tag, Some(p))
+        }
+        Answer::Encoded(buf) => buf,
+    };
     // Above 2 GiB no `ByteBuffer` holds it (nor could UniFFI's `RustBuffer`): it is cut by
     // the batch budget long before, unless one body alone is that large.
     let n = i32::try_from(buf.len()).unwrap_or(i32::MAX);

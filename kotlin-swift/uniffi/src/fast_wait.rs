@@ -38,7 +38,7 @@ use weida_ffi::{Call, Cancel, Completion, Fail};
 
 use crate::blob::Blob;
 use crate::fast::{
-    copied, encode, encode_error, hand_out, Handed, Lane, Receives, TAKEN, TAKEN_CUT,
+    batch_tag, copied, encode, encode_error, hand_out, Answer, Handed, Lane, Receives, TAKEN,
 };
 use crate::packed::pack_within;
 use crate::patterns::{meta_in, Exchange};
@@ -63,7 +63,7 @@ const RUNNING: i32 = -2;
 
 /// What encodes a call's outcome as the caller reads it: a tag byte, then UniFFI's encoding,
 /// within about `room` bytes where it can be cut (a batch; what it cuts it puts back).
-type Encode<T> = Box<dyn Fn(Result<T, Fail>, usize) -> Vec<u8> + Send + Sync>;
+type Encode<T> = Box<dyn Fn(Result<T, Fail>, usize) -> Answer + Send + Sync>;
 
 /// Where a value goes when its caller is gone before it took it.
 type Orphan<T> = Arc<dyn Fn(T) + Send + Sync>;
@@ -98,7 +98,7 @@ impl<T> Waiting<T> {
 trait Wait: Send + Sync {
     /// The answer, encoded within about `room` bytes: Err(true) while it runs, Err(false) once
     /// taken.
-    fn answer(&self, room: usize) -> Result<Vec<u8>, bool>;
+    fn answer(&self, room: usize) -> Result<Answer, bool>;
     /// Keeps an answer the caller's buffer could not hold, for its next take.
     fn keep(&self, buf: Vec<u8>);
     /// The caller is gone: cancel what runs, hand back what was not taken.
@@ -106,12 +106,12 @@ trait Wait: Send + Sync {
 }
 
 impl<T: Send + 'static> Wait for Waiting<T> {
-    fn answer(&self, room: usize) -> Result<Vec<u8>, bool> {
+    fn answer(&self, room: usize) -> Result<Answer, bool> {
         let mut slot = self.slot();
         let out = match std::mem::replace(&mut *slot, Slot::Taken) {
             Slot::Now(r) => r,
             Slot::Done(c) => c.settle(false),
-            Slot::Kept(buf) => return Ok(buf),
+            Slot::Kept(buf) => return Ok(Answer::Encoded(buf)),
             other => {
                 let running = matches!(other, Slot::Running);
                 *slot = other;
@@ -264,19 +264,21 @@ fn started(start: impl FnOnce() -> Option<i64>) -> i64 {
 }
 
 /// The answer of a call that returns nothing: its tag alone, or its error.
-fn done(r: Result<(), Fail>, _room: usize) -> Vec<u8> {
+fn done(r: Result<(), Fail>, _room: usize) -> Answer {
     match r {
         Ok(()) => vec![TAKEN],
         Err(f) => encode_error(f.into()),
     }
+    .into()
 }
 
 /// The answer of a call that returns a body: as UniFFI writes a `ByteArray`, or its error.
-fn body(r: Result<Bytes, Fail>, _room: usize) -> Vec<u8> {
+fn body(r: Result<Bytes, Fail>, _room: usize) -> Answer {
     match r {
         Ok(b) => encode(TAKEN, Blob(b.to_vec())),
         Err(f) => encode_error(f.into()),
     }
+    .into()
 }
 
 /// A receive of up to `max` messages from `e` that waits, as `recvInto` receives, started for
@@ -291,9 +293,9 @@ pub(crate) fn receive<T: Receives>(e: Arc<T>, max: u32, token: i64) -> i64 {
     let encode = Box::new(move |r: Result<Vec<CoreMessage>, Fail>, room| match r {
         Ok(ms) => {
             let (packed, cut) = pack_within(e.core(), ms, room);
-            encode(if cut { TAKEN_CUT } else { TAKEN }, Some(packed))
+            Answer::Batch(batch_tag(cut), packed)
         }
-        Err(f) => encode_error(f.into()),
+        Err(f) => encode_error(f.into()).into(),
     });
     start(token, call, encode, Some(orphan))
 }
@@ -360,9 +362,12 @@ pub unsafe extern "C" fn weida_fast_wait_accept(lane_at: u64, token: i64) -> i64
     };
     started(|| {
         let call = r.upgrade()?.accept_call();
-        let exchange = |r: Result<weida::Exchange, Fail>, _room| match r {
-            Ok(x) => encode(TAKEN, Exchange::of(x)),
-            Err(f) => encode_error(f.into()),
+        let exchange = |r: Result<weida::Exchange, Fail>, _room| {
+            match r {
+                Ok(x) => encode(TAKEN, Exchange::of(x)),
+                Err(f) => encode_error(f.into()),
+            }
+            .into()
         };
         Some(start(token, call, Box::new(exchange), None))
     })

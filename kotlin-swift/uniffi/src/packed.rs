@@ -206,8 +206,28 @@ pub(crate) fn pack_within<R: Receiving>(
 
 /// The bytes UniFFI writes for `Some(p)`: the option's tag, the count, and each blob's length
 /// and bytes.
-fn written_len(p: &Packed) -> usize {
+pub(crate) fn written_len(p: &Packed) -> usize {
     1 + 4 + 3 * 4 + p.bodies.0.len() + p.index.0.len() + p.origins.0.len()
+}
+
+/// Writes `Some(p)` as UniFFI writes it (test
+/// `some_packed_is_written_in_place_as_uniffi_writes_it`) into `out`, [`written_len`] bytes
+/// long: the Kotlin fast lane's answer written straight into the caller's buffer.
+///
+/// # Panics
+/// If `out` is not that long.
+pub(crate) fn write_some(p: &Packed, out: &mut [u8]) {
+    assert_eq!(out.len(), written_len(p), "out is written_len long");
+    out[0] = 1;
+    out[1..5].copy_from_slice(&p.count.to_be_bytes());
+    let mut at = 5;
+    for blob in [&p.bodies.0, &p.index.0, &p.origins.0] {
+        // A blob is cut to an i32's length by the batch budget (`hand_out`'s note).
+        let n = i32::try_from(blob.len()).expect("a blob above 2 GiB");
+        out[at..at + 4].copy_from_slice(&n.to_be_bytes());
+        out[at + 4..at + 4 + blob.len()].copy_from_slice(blob);
+        at += 4 + blob.len();
+    }
 }
 
 /// How many of `ms` (at least one) fit in `room` bytes written, given the origins that all of
@@ -299,5 +319,30 @@ mod tests {
         index.extend_from_slice(&2u64.to_be_bytes());
         assert_eq!(p.index.0, index);
         assert_eq!(p.origins.0, one_bare_origin());
+    }
+
+    #[test]
+    fn some_packed_is_written_in_place_as_uniffi_writes_it() {
+        use uniffi::Lower;
+        let mut meta = IncomingMeta::default();
+        meta.path = "/jobs".into();
+        meta.sequence = Some(7);
+        let meta = Arc::new(meta);
+        let batches = [
+            messages(&[]),
+            messages(&[0, 1, 5, 64]),
+            vec![CoreMessage {
+                meta,
+                body: Bytes::from_static(b"with a path and a sequence"),
+            }],
+        ];
+        for ms in batches {
+            let p = pack(&ms);
+            let mut want = Vec::new();
+            <Option<Packed> as Lower<crate::UniFfiTag>>::write(Some(p.clone()), &mut want);
+            let mut got = vec![0xAA; written_len(&p)];
+            write_some(&p, &mut got);
+            assert_eq!(got, want);
+        }
     }
 }

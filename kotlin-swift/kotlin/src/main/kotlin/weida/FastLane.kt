@@ -18,8 +18,8 @@ import weida.uniffi.Bus
 import weida.uniffi.DialingPuller
 import weida.uniffi.Exchange
 import weida.uniffi.FfiConverterByteArray
-import weida.uniffi.FfiConverterOptionalTypePacked
 import weida.uniffi.FfiConverterTypeWeidaError
+import weida.uniffi.Message
 import weida.uniffi.Packed
 import weida.uniffi.Pair
 import weida.uniffi.Puller
@@ -54,7 +54,7 @@ internal object FastLib {
     external fun weida_fast_wait_recv(lane: Long, max: Int, token: Long): Long
     external fun weida_fast_wait_request(lane: Long, body: ByteArray, len: Int, token: Long): Long
     external fun weida_fast_wait_accept(lane: Long, token: Long): Long
-    external fun weida_fast_wait_send_packed(lane: Long, packed: ByteArray, len: Int, count: Int, token: Long): Long
+    external fun weida_fast_wait_send_packed(lane: Long, packed: ByteBuffer, len: Int, count: Int, token: Long): Long
     external fun weida_fast_wait_take_body(exchange: Long, token: Long): Long
     external fun weida_fast_wait_reply(exchange: Long, body: ByteArray, len: Int, token: Long): Long
     external fun weida_fast_wait_take(wait: Long, out: ByteBuffer, cap: Int): Int
@@ -127,25 +127,36 @@ internal class FastLane private constructor(private val lane: Long) {
     }
 
     /**
-     * `takeReady(max)`: null when nothing is ready, a `Packed` of no message to yield first; a
-     * receive's error is thrown as the UniFFI call throws it. `orElse` answers when the lane
-     * cannot.
+     * `takeReady(max)`'s messages: null when nothing is ready, none to yield first; a receive's
+     * error is thrown as the UniFFI call throws it. `orElse` answers when the lane cannot.
      */
-    fun take(max: UInt, orElse: (UInt) -> Packed?): Packed? =
+    fun take(max: UInt, orElse: (UInt) -> Packed?): List<Message>? =
         readAnswer(answered, { b -> FastLib.weida_fast_take_ready(lane, max.toInt(), b, b.capacity()).also { last = it } },
-            { orElse(max) }) { v -> FfiConverterOptionalTypePacked.read(v) }
+            { orElse(max)?.messages() }) { v -> packedMessages(v) }
 
-    /** `sendPacked(packed, count)` (`sendMany`): false when the lane cannot (take the UniFFI
-     * call). A failure is thrown as the UniFFI call throws it, its `sent` field with it. */
-    suspend fun sendPacked(packed: ByteArray, count: Int): Boolean =
-        waitFor({ t -> FastLib.weida_fast_wait_send_packed(lane, packed, packed.size, count, t).also { last = it.toInt() } }) { true }
+    /**
+     * `sendMany(bodies)`: false when the lane cannot (take the UniFFI call). A failure is thrown
+     * as the UniFFI call throws it, its `sent` field with it. The bodies are packed into this
+     * thread's direct send buffer, which JNA hands to Rust as it is and Rust copies at once, so
+     * the buffer is free again when the call has started.
+     */
+    suspend fun sendMany(bodies: List<ByteArray>): Boolean {
+        val size = packedSize(bodies)
+        var buf = SEND_BUFFER.get()
+        if (buf.capacity() < size) {
+            buf = ByteBuffer.allocateDirect(size)
+            if (size <= KEPT_BUFFER) SEND_BUFFER.set(buf)
+        }
+        packInto(buf, bodies)
+        return waitFor({ t -> FastLib.weida_fast_wait_send_packed(lane, buf, size, bodies.size, t).also { last = it.toInt() } }) { true }
             ?: false
+    }
 
     /** A receive of up to `max` messages that waits; null when the lane cannot (take the UniFFI
      * calls). Cancelled, it loses nothing: what it took goes back to the front of the queue. */
-    suspend fun waitPacked(max: UInt): Packed? =
+    suspend fun waitMessages(max: UInt): List<Message>? =
         waitFor({ t -> FastLib.weida_fast_wait_recv(lane, max.toInt(), t).also { last = it.toInt() } }) { v ->
-            FfiConverterOptionalTypePacked.read(v)
+            packedMessages(v)
         }
 
     /** `request(body)`'s reply body; null when the lane cannot. Cancelled, the request is reset. */
@@ -249,6 +260,10 @@ internal class FastLane private constructor(private val lane: Long) {
         private const val KEPT_BUFFER = 4 * 1024 * 1024
         private val BUFFER = ThreadLocal.withInitial { ByteBuffer.allocateDirect(FIRST_BUFFER) }
 
+        /** A thread's buffer for `sendMany`'s packed bodies, grown to the largest batch up to
+         * KEPT_BUFFER (a larger one takes a buffer of its own). */
+        private val SEND_BUFFER = ThreadLocal.withInitial { ByteBuffer.allocateDirect(FIRST_BUFFER) }
+
         /** The answer in `buf` after its tag byte: `n` bytes in all, big-endian as UniFFI's. */
         private fun view(buf: ByteBuffer, n: Int): ByteBuffer {
             val v = buf.duplicate()
@@ -260,9 +275,10 @@ internal class FastLane private constructor(private val lane: Long) {
 
         private val lanes = Collections.synchronizedMap(WeakHashMap<Any, FastLane>())
 
-        /** `takeReady` through `lane`, or through `orElse` (the UniFFI call) without one. */
-        fun take(lane: FastLane?, max: UInt, orElse: (UInt) -> Packed?): Packed? =
-            if (lane != null) lane.take(max, orElse) else orElse(max)
+        /** `takeReady`'s messages (none: yield first; null: nothing is ready) through `lane`, or
+         * through `orElse` (the UniFFI call) without one. */
+        fun take(lane: FastLane?, max: UInt, orElse: (UInt) -> Packed?): List<Message>? =
+            if (lane != null) lane.take(max, orElse) else orElse(max)?.messages()
 
         /** Sends the fast lane queued, and takes it answered (a message, nothing, or an
          * error): a test's evidence that the lane was used. */

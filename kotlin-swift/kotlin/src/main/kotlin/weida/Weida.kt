@@ -9,6 +9,7 @@ package weida
 
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
+import java.nio.Buffer
 import java.nio.ByteBuffer
 import java.nio.ByteOrder
 import kotlinx.coroutines.flow.Flow
@@ -207,9 +208,8 @@ suspend fun Pusher.send(body: ByteArray) {
  * when the pusher has one.
  */
 suspend fun Pusher.sendMany(bodies: List<ByteArray>) {
-    val all = packed(bodies)
-    if (FastLane.of(this)?.sendPacked(all, bodies.size) == true) return
-    sendPacked(all, bodies.size.toUInt(), null)
+    if (FastLane.of(this)?.sendMany(bodies) == true) return
+    sendPacked(packed(bodies), bodies.size.toUInt(), null)
 }
 
 /**
@@ -218,20 +218,35 @@ suspend fun Pusher.sendMany(bodies: List<ByteArray>) {
  * an IllegalArgumentException (UniFFI could not carry it either).
  */
 internal fun packed(bodies: List<ByteArray>): ByteArray {
+    val out = ByteArray(packedSize(bodies))
+    packInto(ByteBuffer.wrap(out), bodies)
+    return out
+}
+
+/** The bytes `bodies` take packed ([packed]); above what a `ByteArray` holds, an
+ * IllegalArgumentException. */
+internal fun packedSize(bodies: List<ByteArray>): Int {
     var total = 0L
     for (b in bodies) total += b.size
-    val endsAt = (total + 3) and 3L.inv()
-    val size = endsAt + 4L * bodies.size
+    val size = ((total + 3) and 3L.inv()) + 4L * bodies.size
     require(size <= Int.MAX_VALUE - 8) { "a batch of $size bytes packed is above what a ByteArray holds" }
-    val out = ByteArray(size.toInt())
-    val ends = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN)
-    var at = 0
+    return size.toInt()
+}
+
+/** Writes `bodies` packed ([packed]) at the start of `out`, which holds [packedSize] of them
+ * (zeroed where the padding goes, or not: the padding is written). */
+internal fun packInto(out: ByteBuffer, bodies: List<ByteArray>) {
+    val ends = out.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+    val endsAt = packedSize(bodies) - 4 * bodies.size
+    val at = out.duplicate()
+    (at as Buffer).position(0)
+    var end = 0
     for ((i, b) in bodies.withIndex()) {
-        System.arraycopy(b, 0, out, at, b.size)
-        at += b.size
-        ends.putInt(endsAt.toInt() + 4 * i, at)
+        at.put(b)
+        end += b.size
+        ends.putInt(endsAt + 4 * i, end)
     }
-    return out
+    while (end < endsAt) at.put(end++, 0)
 }
 
 /** The reply's body. Cancelled, the request is reset and the replier sees Canceled. Through
@@ -286,11 +301,11 @@ private suspend inline fun receive(
 ): List<Message> {
     val now = FastLane.take(lane, max.toUInt(), takeReady)
     if (now != null) {
-        if (now.count != 0u) return now.messages()
+        if (now.isNotEmpty()) return now
         yield()
     }
-    val waited = lane?.waitPacked(max.toUInt())
-    if (waited != null) return waited.messages()
+    val waited = lane?.waitMessages(max.toUInt())
+    if (waited != null) return waited
     return received().use { into(max.toUInt(), it, null); it.takePacked().messages() }
 }
 
@@ -300,22 +315,47 @@ private suspend inline fun receive(
  * core/ffi/src/packed.rs), the index and the origins beside them big-endian
  * (kotlin-swift/uniffi/src/packed.rs).
  */
-internal fun Packed.messages(): List<Message> {
-    val n = count.toInt()
-    val origins = origins(origins)
+internal fun Packed.messages(): List<Message> =
+    messages(count.toInt(), ByteBuffer.wrap(bodies), 0, bodies.size, index, origins)
+
+/**
+ * The messages of a `Packed` as UniFFI writes an `Option<Packed>`, read in place from `v` (the
+ * fast lane's answer: FastLane.kt), each body copied once, from `v` into its own array; null
+ * for None. The layout is the record's, field by field: the option's tag, the count (u32),
+ * then `bodies`, `index` and `origins`, each an i32 length and its bytes (kotlin-swift/uniffi
+ * packed.rs `write_some`; PatternsTest reads every batch through here).
+ */
+internal fun packedMessages(v: ByteBuffer): List<Message>? {
+    if (v.get().toInt() == 0) return null
+    val count = v.getInt()
+    val bodiesLength = v.getInt()
+    val bodiesAt = v.position()
+    (v as Buffer).position(bodiesAt + bodiesLength)
+    val index = ByteArray(v.getInt()).also { v.get(it) }
+    val origins = ByteArray(v.getInt()).also { v.get(it) }
+    return messages(count, v, bodiesAt, bodiesLength, index, origins)
+}
+
+/** `n` messages whose packed bodies are the `length` bytes of `all` from `at`. */
+private fun messages(n: Int, all: ByteBuffer, at: Int, length: Int, index: ByteArray, origins: ByteArray): List<Message> {
+    val origin = origins(origins)
     val ix = ByteBuffer.wrap(index) // big-endian, as Rust wrote it
-    val ends = ByteBuffer.wrap(bodies).order(ByteOrder.LITTLE_ENDIAN)
-    val endsAt = bodies.size - 4 * n
+    val ends = all.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+    val src = all.duplicate()
+    val endsAt = at + length - 4 * n
     val out = ArrayList<Message>(n)
-    var at = 0
+    var from = at
     for (i in 0 until n) {
-        val end = ends.getInt(endsAt + 4 * i)
-        val o = origins[ix.getShort().toInt() and 0xffff]
+        val end = at + ends.getInt(endsAt + 4 * i)
+        val o = origin[ix.getShort().toInt() and 0xffff]
         val flags = ix.get().toInt()
         val sequence = if (flags and 1 != 0) ix.getLong().toULong() else null
         val gap = if (flags and 2 != 0) ix.getLong().toULong() else null
-        out.add(Message(bodies.copyOfRange(at, end), o.metadata, o.path, o.peer, o.topic, sequence, gap))
-        at = end
+        val body = ByteArray(end - from)
+        (src as Buffer).position(from)
+        src.get(body)
+        out.add(Message(body, o.metadata, o.path, o.peer, o.topic, sequence, gap))
+        from = end
     }
     return out
 }

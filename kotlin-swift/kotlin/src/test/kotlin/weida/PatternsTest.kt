@@ -173,6 +173,40 @@ class PatternsTest {
         assertEquals(afterBatch + 5, FastLane.waited.get(), "the error came through the fast lane")
     }
 
+    // The fast lane reads a batch in place from its buffer (Weida.kt `packedMessages`, each body
+    // copied once): the messages must be those UniFFI's converter reads from the same bytes,
+    // bodies, sequence numbers, gaps and origins alike. Rust writes those bytes as UniFFI does
+    // (packed.rs `some_packed_is_written_in_place_as_uniffi_writes_it`).
+    @org.junit.jupiter.api.Test
+    fun a_batch_read_in_place_is_the_batch_uniffis_converter_reads() {
+        val bodies = listOf(ByteArray(0), "a".toByteArray(), payload(1000))
+        val index = java.nio.ByteBuffer.allocate(3 + 3 + 8 + 3 + 16)
+        index.putShort(0).put(0) // the first origin, no sequence, no gap
+        index.putShort(1).put(1).putLong(7) // the second, sequence 7
+        index.putShort(1).put(3).putLong(8).putLong(2) // the second, sequence 8, a gap of 2
+        val origins = java.nio.ByteBuffer.allocate(64)
+        origins.putInt(0).put(0).put(0).putInt(0) // no path, no peer, no topic, no metadata
+        origins.putInt(2).put("/p".toByteArray()).put(2).putInt(1).putInt(2).putInt(-3)
+            .put(1).putInt(1).put("t".toByteArray()).putInt(1).putInt(1).put("k".toByteArray()).putInt(1).put(9)
+        val p = weida.uniffi.Packed(3u, packed(bodies), index.array(), origins.array().copyOf(origins.position()))
+        val buf = java.nio.ByteBuffer.allocate(weida.uniffi.FfiConverterOptionalTypePacked.allocationSize(p).toInt())
+        weida.uniffi.FfiConverterOptionalTypePacked.write(p, buf)
+        buf.flip()
+        val inPlace = packedMessages(buf)!!
+        val read = p.messages()
+        assertEquals(3, inPlace.size)
+        for ((a, b) in inPlace.zip(read)) {
+            assertArrayEquals(b.body, a.body)
+            assertEquals(listOf(b.path, b.peer, b.topic, b.sequence, b.gap), listOf(a.path, a.peer, a.topic, a.sequence, a.gap))
+            assertEquals(b.metadata.map { it.name to it.value.toList() }, a.metadata.map { it.name to it.value.toList() })
+        }
+        assertEquals(listOf(null, 7uL, 8uL), inPlace.map { it.sequence })
+        assertEquals("/p", inPlace[2].path)
+        assertArrayEquals(bodies[2], inPlace[2].body)
+        val none = java.nio.ByteBuffer.allocate(1)
+        assertNull(packedMessages(none), "None reads as nothing")
+    }
+
     // sendMany packs its bodies (Weida.kt `packed`, weida-ffi's layout): an empty body, bodies
     // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
     // order holds) each arrive whole, in order.
