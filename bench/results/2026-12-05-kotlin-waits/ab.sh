@@ -10,6 +10,8 @@
 #     (old 94b7531, new2 e0b4db6: the top table; first/ is the same with new1 412ff70)
 #   ab.sh new2 new3 /tmp/kab/runs3 -- --only weida/push_pull --only 'weida-kotlin batch'
 #     (new3 785c259: sendmany/)
+#   ab.sh new3 new4 /tmp/kab/runs4 -- --only weida/push_pull --only weida-kotlin --only 'weida-kotlin batch'
+#     (new4 5167ba6: in-place/)
 set -e
 old=$1 new=$2 out=$3
 shift 4
