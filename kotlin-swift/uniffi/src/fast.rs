@@ -266,17 +266,19 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
             answer
         }
     };
-    match hand_out(answer, out, cap) {
-        Handed::Written(n) => n,
-        Handed::TooSmall(n, buf) => {
+    // Encoding a batch that does not fit can panic (a body above 2 GiB): -1, not an abort.
+    match catch_unwind(AssertUnwindSafe(|| hand_out(answer, out, cap))) {
+        Ok(Handed::Written(n)) => n,
+        Ok(Handed::TooSmall(n, buf)) => {
             *kept = Some(buf);
             n
         }
+        Err(_) => -1,
     }
 }
 
-/// The `len` bytes at `at`, copied: a body or a packed batch that crossed as a Kotlin
-/// `ByteArray`. None for a negative length.
+/// The `len` bytes at `at`, copied: a body that crossed as a Kotlin `ByteArray`, or a packed
+/// batch in a thread's direct `ByteBuffer`. None for a negative length.
 ///
 /// # Safety
 /// `at` holds `len` readable bytes.

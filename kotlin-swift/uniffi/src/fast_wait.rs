@@ -232,12 +232,14 @@ pub unsafe extern "C" fn weida_fast_wait_take(w: i64, out: *mut u8, cap: i32) ->
         Ok(Err(true)) => return RUNNING,
         Ok(Err(false)) | Err(_) => return -1,
     };
-    match hand_out(buf, out, cap) {
-        Handed::Written(n) => n,
-        Handed::TooSmall(n, buf) => {
+    // Encoding a batch that does not fit can panic (a body above 2 GiB): -1, not an abort.
+    match catch_unwind(AssertUnwindSafe(|| hand_out(buf, out, cap))) {
+        Ok(Handed::Written(n)) => n,
+        Ok(Handed::TooSmall(n, buf)) => {
             wait.keep(buf);
             n
         }
+        Err(_) => -1,
     }
 }
 

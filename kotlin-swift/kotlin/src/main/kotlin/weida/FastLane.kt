@@ -135,17 +135,21 @@ internal class FastLane private constructor(private val lane: Long) {
             { orElse(max)?.messages() }) { v -> packedMessages(v) }
 
     /**
-     * `sendMany(bodies)`: false when the lane cannot (take the UniFFI call). A failure is thrown
-     * as the UniFFI call throws it, its `sent` field with it. The bodies are packed into this
-     * thread's direct send buffer, which JNA hands to Rust as it is and Rust copies at once, so
-     * the buffer is free again when the call has started.
+     * `sendMany(bodies)`: false when the lane cannot (take the UniFFI call), or for a batch
+     * above KEPT_BUFFER packed. A failure is thrown as the UniFFI call throws it, its `sent`
+     * field with it. The bodies are packed into this thread's direct send buffer, which JNA
+     * hands to Rust as it is and Rust copies at once, so the buffer is free again when the
+     * call has started.
      */
     suspend fun sendMany(bodies: List<ByteArray>): Boolean {
         val size = packedSize(bodies)
+        // A batch above KEPT_BUFFER takes the UniFFI call, on the heap: a direct buffer of its
+        // own for each would be freed only by the collector.
+        if (!Waits.on || size > KEPT_BUFFER) return false
         var buf = SEND_BUFFER.get()
         if (buf.capacity() < size) {
             buf = ByteBuffer.allocateDirect(size)
-            if (size <= KEPT_BUFFER) SEND_BUFFER.set(buf)
+            SEND_BUFFER.set(buf)
         }
         packInto(buf, bodies)
         return waitFor({ t -> FastLib.weida_fast_wait_send_packed(lane, buf, size, bodies.size, t).also { last = it.toInt() } }) { true }
@@ -261,7 +265,7 @@ internal class FastLane private constructor(private val lane: Long) {
         private val BUFFER = ThreadLocal.withInitial { ByteBuffer.allocateDirect(FIRST_BUFFER) }
 
         /** A thread's buffer for `sendMany`'s packed bodies, grown to the largest batch up to
-         * KEPT_BUFFER (a larger one takes a buffer of its own). */
+         * KEPT_BUFFER (a larger batch takes the UniFFI call). */
         private val SEND_BUFFER = ThreadLocal.withInitial { ByteBuffer.allocateDirect(FIRST_BUFFER) }
 
         /** The answer in `buf` after its tag byte: `n` bytes in all, big-endian as UniFFI's. */

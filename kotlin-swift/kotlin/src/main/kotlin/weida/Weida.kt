@@ -203,9 +203,9 @@ suspend fun Pusher.send(body: ByteArray) {
 }
 /**
  * Sends each body as its own message, in order, in one call; a failure's `sent` field says how
- * many were sent. The bodies cross packed in one `ByteArray` ([packed]), one value instead of
- * a list that UniFFI writes and Rust lifts body by body, through the fast lane (FastLane.kt)
- * when the pusher has one.
+ * many were sent. The bodies cross packed ([packed]'s layout), one value instead of a list that
+ * UniFFI writes and Rust lifts body by body: in a thread's direct buffer through the fast lane
+ * (FastLane.kt) when the pusher has one, else in one `ByteArray`.
  */
 suspend fun Pusher.sendMany(bodies: List<ByteArray>) {
     if (FastLane.of(this)?.sendMany(bodies) == true) return
