@@ -15,9 +15,12 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "weida_uniffiFFI"),
+        // The fast lane's C functions, which libweida_uniffi exports beside UniFFI's
+        // (Sources/weida_fastFFI/weida_fast.h, by hand; FastLane.swift calls them).
+        .systemLibrary(name: "weida_fastFFI"),
         .target(
             name: "Weida",
-            dependencies: ["weida_uniffiFFI"],
+            dependencies: ["weida_uniffiFFI", "weida_fastFFI"],
             linkerSettings: [.linkedLibrary("weida_uniffi")]
         ),
         .testTarget(name: "WeidaTests", dependencies: ["Weida"]),

@@ -1,4 +1,4 @@
-//! The Kotlin layer's fast lane: the calls a message makes when it can finish now (a
+//! The Kotlin and Swift layers' fast lane: the calls a message makes when it can finish now (a
 //! `Pusher`'s `sendReady`, a receiving endpoint's `takeReady`) as C functions of numbers and
 //! byte buffers, beside the UniFFI exports that do the same.
 //!
@@ -9,6 +9,11 @@
 //! message), that map's inserts took half of a receiver's samples, and a message cost about
 //! 60 µs of CPU on each side (docs/PERFORMANCE.md, "Kotlin's fast lane"). JNA's direct mapping
 //! calls a function of `long`, `int`, `byte[]` and a direct `ByteBuffer` with none of that.
+//! Swift (FastLane.swift, through the hand-written header Sources/weida_fastFFI/weida_fast.h)
+//! takes its receives, requests and `sendMany` here for another reason: a batch through UniFFI
+//! was lifted through three copies into fresh buffers, and a packed send lowered through two,
+//! where here it is written into, or read from, a buffer the caller keeps
+//! (docs/PERFORMANCE.md, "Swift's fast lane").
 //!
 //! Nothing here decides anything: each function calls what the UniFFI export calls, and its
 //! answer crosses in UniFFI's own encoding (`Lower::write`) behind a tag byte, read on the

@@ -1,4 +1,4 @@
-//! The Kotlin layer's fast lane for calls that wait: a receive that has caught up with its
+//! The Kotlin and Swift layers' fast lane for calls that wait: a receive that has caught up with its
 //! sender, a request, a replier's accept, an accepted exchange's `takeBody` and `reply`, a
 //! pusher's `sendMany`. Started, taken and freed through C functions of
 //! numbers and a direct `ByteBuffer` (as `fast.rs`'s ready calls), and woken through one
@@ -17,7 +17,8 @@
 //! [`weida_ffi::awaiting`] runs it, cancelled through its [`Cancel`]; its answer crosses in
 //! UniFFI's encoding behind a tag byte, as `fast.rs`'s do.
 //!
-//! The protocol, from the Kotlin side (FastLane.kt):
+//! The protocol, from the Kotlin side (FastLane.kt; the Swift layer's FastLane.swift follows
+//! it for receives, requests and `sendMany`):
 //! 1. `weida_fast_on_wake(callback)` once per process.
 //! 2. A `weida_fast_wait_*` call with a token of the caller's choosing returns a wait (0: no
 //!    wait, take the UniFFI call). Its low bit set: it already finished, on this thread, and

@@ -77,8 +77,10 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
 }
 
 /// A receive of up to `max` messages (at least one): those ready now in one FFI call with no
-/// Rust future (`takeReady`), else the waiting receive into a `Received`, which gives back what
-/// it took if the task is cancelled (its deinit). Every READY_STREAK (64) operations in a row
+/// Rust future (`takeReady`), else the waiting receive. Both take the endpoint's fast lane
+/// (FastLane.swift), the batch written by Rust into a buffer this layer keeps and read there in
+/// place; where the lane cannot, the UniFFI calls: `takeReady`, and the waiting receive into a
+/// `Received`, which gives back what it took if the task is cancelled (its deinit). Every READY_STREAK (64) operations in a row
 /// that finished at once on a thread, `takeReady` answers an empty batch and this yields
 /// (`Task.yield()`) before the waiting receive, as Kotlin's does, so that a stream of ready
 /// messages gives other tasks turns: the waiting receive alone does not suspend the task when
@@ -90,12 +92,19 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
 /// cancelled throws `CancellationError` before it takes anything.
 func receive(
     _ max: Int,
+    lane: FastLane?,
     ready: (UInt32) throws -> Packed?,
     received: () -> Received,
     into: @escaping (UInt32, Received, Cancellation?) async throws -> Void
 ) async throws -> [Message] {
     try Task.checkCancellation()
-    if let now = try ready(UInt32(max)) {
+    if let lane {
+        if let now = try lane.take(max, orElse: ready) {
+            if !now.isEmpty { return now }
+            await Task.yield()
+        }
+        if let got = try await lane.wait(max) { return got }
+    } else if let now = try ready(UInt32(max)) {
         if now.count != 0 { return now.messages() }
         await Task.yield()
     }
@@ -107,22 +116,33 @@ func receive(
 /// `bodies` in weida-ffi's packed layout (core/ffi/src/packed.rs): end to end, zeros to a
 /// multiple of 4, then each body's end as a little-endian u32.
 func packed(_ bodies: [Data]) -> Data {
+    var out = Data(count: packedSize(bodies))
+    out.withUnsafeMutableBytes { packInto($0, bodies) }
+    return out
+}
+
+/// The size of `bodies` packed.
+func packedSize(_ bodies: [Data]) -> Int {
+    let total = bodies.reduce(0) { $0 + $1.count }
+    return ((total + 3) & ~3) + 4 * bodies.count
+}
+
+/// `bodies` packed at the start of `dst`, which holds at least `packedSize(bodies)` bytes.
+func packInto(_ dst: UnsafeMutableRawBufferPointer, _ bodies: [Data]) {
     let total = bodies.reduce(0) { $0 + $1.count }
     let endsAt = (total + 3) & ~3
-    var out = Data(count: endsAt + 4 * bodies.count)
-    out.withUnsafeMutableBytes { (dst: UnsafeMutableRawBufferPointer) in
-        var at = 0
-        for (i, b) in bodies.enumerated() {
-            b.withUnsafeBytes { (src: UnsafeRawBufferPointer) in
-                if let from = src.baseAddress {
-                    (dst.baseAddress! + at).copyMemory(from: from, byteCount: src.count)
-                }
+    var at = 0
+    for (i, b) in bodies.enumerated() {
+        b.withUnsafeBytes { (src: UnsafeRawBufferPointer) in
+            if let from = src.baseAddress {
+                (dst.baseAddress! + at).copyMemory(from: from, byteCount: src.count)
             }
-            at += b.count
-            dst.storeBytes(of: UInt32(at).littleEndian, toByteOffset: endsAt + 4 * i, as: UInt32.self)
         }
+        at += b.count
+        dst.storeBytes(of: UInt32(at).littleEndian, toByteOffset: endsAt + 4 * i, as: UInt32.self)
     }
-    return out
+    // The padding is zeros, as Rust's packing writes it (a kept buffer holds older bytes).
+    for p in total..<endsAt { dst[p] = 0 }
 }
 
 /// What messages of a packed batch share (`Packed.origins` in kotlin-swift/uniffi/src/packed.rs).
@@ -173,44 +193,72 @@ struct Origin {
 }
 
 extension Packed {
-    /// The messages of a packed batch, in order. The bodies are in weida-ffi's packed layout
-    /// (end to end, zeros to a multiple of 4, then each body's end as a little-endian u32:
-    /// core/ffi/src/packed.rs), the index and the origins beside them big-endian
-    /// (kotlin-swift/uniffi/src/packed.rs).
+    /// The messages of a packed batch, in order (`messagesOf`).
     func messages() -> [Message] {
-        let n = Int(count)
-        let origins = self.origins.withUnsafeBytes(Origin.all)
-        // Read in place through raw pointers: a `Data` subscript or `[UInt8](index)` per byte
-        // was a generic call each (docs/PERFORMANCE.md, "Swift").
-        return bodies.withUnsafeBytes { (b: UnsafeRawBufferPointer) -> [Message] in
-            index.withUnsafeBytes { (ix: UnsafeRawBufferPointer) -> [Message] in
-                var out: [Message] = []
-                out.reserveCapacity(n)
-                let endsAt = b.count - 4 * n
-                var at = 0
-                var i = 0
-                func be64() -> UInt64 {
-                    defer { i += 8 }
-                    return UInt64(bigEndian: ix.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                }
-                for m in 0..<n {
-                    let end = Int(UInt32(littleEndian: b.loadUnaligned(
-                        fromByteOffset: endsAt + 4 * m, as: UInt32.self)))
-                    let o = origins[Int(UInt16(bigEndian: ix.loadUnaligned(fromByteOffset: i, as: UInt16.self)))]
-                    let flags = ix[i + 2]
-                    i += 3
-                    let sequence = flags & 1 != 0 ? be64() : nil
-                    let gap = flags & 2 != 0 ? be64() : nil
-                    // `b` is never empty here: it holds at least this message's end.
-                    out.append(Message(
-                        body: Data(bytes: b.baseAddress! + at, count: end - at), metadata: o.metadata,
-                        path: o.path, peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
-                    at = end
-                }
-                return out
+        bodies.withUnsafeBytes { b in
+            index.withUnsafeBytes { ix in
+                origins.withUnsafeBytes { o in messagesOf(Int(count), bodies: b, index: ix, origins: o) }
             }
         }
     }
+}
+
+/// The messages of an `Option<Packed>` as UniFFI encodes it, read in place (the fast lane's
+/// answer): nil for None. The layout is the record's, field by field: the option's tag, the
+/// count (u32), then `bodies`, `index` and `origins`, each an i32 length and its bytes, all
+/// big-endian (kotlin-swift/uniffi/src/packed.rs `write_some`; PatternsTests reads a batch
+/// both ways).
+func packedMessages(_ v: UnsafeRawBufferPointer) -> [Message]? {
+    if v[0] == 0 { return nil }
+    var at = 1
+    func u32() -> Int {
+        defer { at += 4 }
+        return Int(UInt32(bigEndian: v.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+    }
+    func blob() -> UnsafeRawBufferPointer {
+        let n = u32()
+        defer { at += n }
+        return UnsafeRawBufferPointer(rebasing: v[at..<at + n])
+    }
+    let count = u32()
+    let bodies = blob()
+    let index = blob()
+    return messagesOf(count, bodies: bodies, index: index, origins: blob())
+}
+
+/// The `n` messages of a packed batch, in order. The bodies are in weida-ffi's packed layout
+/// (end to end, zeros to a multiple of 4, then each body's end as a little-endian u32:
+/// core/ffi/src/packed.rs), the index and the origins beside them big-endian
+/// (kotlin-swift/uniffi/src/packed.rs).
+func messagesOf(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawBufferPointer,
+                origins o: UnsafeRawBufferPointer) -> [Message] {
+    let origins = Origin.all(o)
+    // Read in place through raw pointers: a `Data` subscript or `[UInt8](index)` per byte
+    // was a generic call each (docs/PERFORMANCE.md, "Swift").
+    var out: [Message] = []
+    out.reserveCapacity(n)
+    let endsAt = b.count - 4 * n
+    var at = 0
+    var i = 0
+    func be64() -> UInt64 {
+        defer { i += 8 }
+        return UInt64(bigEndian: ix.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+    }
+    for m in 0..<n {
+        let end = Int(UInt32(littleEndian: b.loadUnaligned(
+            fromByteOffset: endsAt + 4 * m, as: UInt32.self)))
+        let o = origins[Int(UInt16(bigEndian: ix.loadUnaligned(fromByteOffset: i, as: UInt16.self)))]
+        let flags = ix[i + 2]
+        i += 3
+        let sequence = flags & 1 != 0 ? be64() : nil
+        let gap = flags & 2 != 0 ? be64() : nil
+        // `b` is never empty here: it holds at least this message's end.
+        out.append(Message(
+            body: Data(bytes: b.baseAddress! + at, count: end - at), metadata: o.metadata,
+            path: o.path, peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
+        at = end
+    }
+    return out
 }
 
 // MARK: Runtime and Listener
@@ -313,9 +361,12 @@ extension Pusher {
     }
 
     /// Sends each body as its own message, in order; a failure's `fields["sent"]` says how many
-    /// were sent. The bodies cross packed in one `Data` (`packed`), one value instead of a list
-    /// that UniFFI writes and Rust lifts body by body.
+    /// were sent. The bodies cross packed (`packed`), one value instead of a list that UniFFI
+    /// writes and Rust lifts body by body: on the fast lane, packed into a buffer this layer
+    /// keeps (FastLane.swift); where the lane cannot, as one `Data` through UniFFI.
     public func sendMany(_ bodies: [Data]) async throws {
+        try Task.checkCancellation()
+        if let lane, try await lane.sendMany(bodies) { return }
         let all = packed(bodies)
         let count = UInt32(bodies.count)
         try await cancellable { try await sendPacked(packed: all, count: count, cancel: $0) }
@@ -335,7 +386,7 @@ extension Puller {
 
     /// Up to `max` messages (at least one).
     public func recvMany(_ max: Int) async throws -> [Message] {
-        try await receive(max, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
+        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
     }
 
     /// Every message, until the endpoint ends (`Closed` ends the sequence; another error is
@@ -413,9 +464,11 @@ extension Requester {
     }
 
     /// Sends `body` and returns the reply's body. Cancelled, the request is reset: the replier
-    /// sees Canceled.
+    /// sees Canceled. Without metadata it takes the fast lane (FastLane.swift).
     public func request(_ body: Data, meta: Meta? = nil) async throws -> Data {
-        try await cancellable { try await request(body: body, meta: meta, cancel: $0) }
+        try Task.checkCancellation()
+        if meta == nil, let lane, let reply = try await lane.request(body) { return reply }
+        return try await cancellable { try await request(body: body, meta: meta, cancel: $0) }
     }
 
     /// As `request`, the whole reply with what came with it.
@@ -441,7 +494,7 @@ extension Bus {
 
     /// The next message another member sent. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the member is closed.
@@ -478,7 +531,7 @@ extension Pair {
 
     /// The next message from the other end. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the pair is closed.
@@ -501,7 +554,7 @@ extension DialingPuller {
 
     /// The next message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every message, until the puller is closed.
@@ -519,7 +572,7 @@ extension BoundSubscriber {
 
     /// The next selected message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
     }
 
     /// Every selected message, until the collector is closed.
@@ -716,7 +769,7 @@ extension Subscriber {
     }
 
     public func recvMany(_ max: Int) async throws -> [Message] {
-        try await receive(max, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
+        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
     }
 
     public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }

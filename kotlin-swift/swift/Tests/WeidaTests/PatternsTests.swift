@@ -95,6 +95,103 @@ final class PatternsTests: XCTestCase {
         }
     }
 
+    // Receives, sendMany and requests take the fast lane (FastLane.swift; kotlin-swift/uniffi
+    // fast.rs and fast_wait.rs): a receive takes what is ready in one call and otherwise waits,
+    // woken by the I/O thread's callback; sendMany and a request wait the same way unless they
+    // finish at once. What they answer, errors included, reads as the UniFFI calls' (CancelTests
+    // runs their cancellation: the same calls, on this lane). As the Kotlin test of this name.
+    func test_waiting_calls_take_the_fast_lane_and_answer_as_the_uniffi_calls() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            let lane = { (LaneCounter.answered.value, LaneCounter.waited.value) }
+            let before = lane()
+            let waiting = await started { try await puller.recv() }
+            try await pusher.send(bytes("late"))
+            let late = try await waiting.value
+            XCTAssertEqual(text(late.body), "late")
+            let afterRecv = lane()
+            XCTAssertGreaterThan(afterRecv.0 + afterRecv.1, before.0 + before.1, "the receive took the fast lane")
+            let batch = (0..<50).map { payload(1 + $0) }
+            try await pusher.sendMany(batch)
+            XCTAssertEqual(lane().1, afterRecv.1 + 1, "sendMany took the fast lane")
+            var got: [Data] = []
+            while got.count < batch.count { got += try await puller.recvMany(64).map(\.body) }
+            XCTAssertEqual(got, batch)
+            let replier = try p.listener.replier("/rpc")
+            let requester = try p.client.requester()
+            try await requester.connect(replier.address())
+            let serving = Task {
+                let ex = try await replier.accept()
+                try await ex.reply(try await ex.takeBody() + bytes("!"))
+            }
+            let beforeRequest = lane().1
+            let reply = try await requester.request(bytes("ping"))
+            XCTAssertEqual(text(reply), "ping!")
+            try await serving.value
+            XCTAssertEqual(lane().1, beforeRequest + 1, "the request took the fast lane")
+            requester.closeEndpoint()
+            try await raised("CLOSED") { _ = try await requester.request(bytes("x")) }
+            XCTAssertEqual(lane().1, beforeRequest + 2, "the request's error came through the fast lane")
+            puller.closeEndpoint()
+            let beforeClosed = lane().0
+            try await raised("CLOSED") { _ = try await puller.recv() }
+            XCTAssertEqual(lane().0, beforeClosed + 1, "the receive's error came through the fast lane")
+        }
+    }
+
+    // The fast lane reads a batch in place from its buffer (Weida.swift `packedMessages`, each
+    // body copied once): the messages must be those UniFFI's converter reads from the same
+    // bytes, bodies, sequence numbers, gaps and origins alike. Rust writes those bytes as UniFFI
+    // does (packed.rs `some_packed_is_written_in_place_as_uniffi_writes_it`). As the Kotlin test
+    // of this name.
+    func test_a_batch_read_in_place_is_the_batch_uniffis_converter_reads() throws {
+        let bodies = [Data(), bytes("a"), payload(1000)]
+        func be<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
+        let none: [UInt8] = [0]
+        let seq: [UInt8] = [1]
+        let both: [UInt8] = [3]
+        // The first origin, no sequence, no gap; the second, sequence 7; the second, sequence 8,
+        // a gap of 2.
+        let index: [[UInt8]] = [
+            be(UInt16(0)), none,
+            be(UInt16(1)), seq, be(UInt64(7)),
+            be(UInt16(1)), both, be(UInt64(8)), be(UInt64(2)),
+        ]
+        // No path, peer, topic or metadata; then "/p", an AF_UNIX peer (uid 1, gid 2, pid -3),
+        // topic "t" and one entry k = [9].
+        let origins: [[UInt8]] = [
+            be(UInt32(0)), none, none, be(UInt32(0)),
+            be(UInt32(2)), Array("/p".utf8), [2], be(UInt32(1)), be(UInt32(2)), be(Int32(-3)),
+            seq, be(UInt32(1)), Array("t".utf8),
+            be(UInt32(1)), be(UInt32(1)), Array("k".utf8), be(UInt32(1)), [9],
+        ]
+        let p = Packed(count: 3, bodies: packed(bodies), index: Data(index.joined()), origins: Data(origins.joined()))
+        var buf: [UInt8] = [1] // Some
+        FfiConverterTypePacked.write(p, into: &buf)
+        let inPlace = try XCTUnwrap(buf.withUnsafeBytes { packedMessages($0) })
+        let read = p.messages()
+        XCTAssertEqual(inPlace.count, 3)
+        for (a, b) in zip(inPlace, read) {
+            XCTAssertEqual(a.body, b.body)
+            XCTAssertEqual(a.path, b.path)
+            XCTAssertEqual(a.peer, b.peer)
+            XCTAssertEqual(a.topic, b.topic)
+            XCTAssertEqual(a.sequence, b.sequence)
+            XCTAssertEqual(a.gap, b.gap)
+            XCTAssertEqual(a.metadata.map(\.name), b.metadata.map(\.name))
+            XCTAssertEqual(a.metadata.map(\.value), b.metadata.map(\.value))
+        }
+        XCTAssertEqual(inPlace.map(\.sequence), [nil, 7, 8])
+        XCTAssertEqual(inPlace.map(\.gap), [nil, nil, 2])
+        XCTAssertEqual(inPlace[2].path, "/p")
+        XCTAssertEqual(inPlace[2].peer, .local(uid: 1, gid: 2, pid: -3))
+        XCTAssertEqual(inPlace[2].topic, "t")
+        XCTAssertEqual(inPlace[2].body, bodies[2])
+        XCTAssertNil([UInt8(0)].withUnsafeBytes { packedMessages($0) }, "None reads as nothing")
+    }
+
     // A batch crosses the FFI packed, what its messages share written once
     // (kotlin-swift/uniffi/src/packed.rs): each message must still come out with its own
     // sender, path and metadata, from two peers interleaved, with and without metadata.
