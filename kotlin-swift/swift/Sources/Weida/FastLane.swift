@@ -16,6 +16,9 @@
 // when it ends.
 import Foundation
 import weida_fastFFI
+#if canImport(weida_uniffiFFI)
+import weida_uniffiFFI
+#endif
 
 /// One endpoint's lane: made once per endpoint (`FastLane.of`), held by the lanes' table while
 /// the endpoint lives and by each call running on it; it holds the endpoint's Rust object
@@ -30,7 +33,7 @@ final class FastLane: @unchecked Sendable {
 
     /// The kinds of fast.rs's `weida_fast_lane`.
     enum Kind: Int32 {
-        case pusher = 0, puller, subscriber, dialingPuller, boundSubscriber, pair, bus, requester
+        case pusher = 0, puller, subscriber, dialingPuller, boundSubscriber, pair, bus, requester, replier
     }
 
     /// `takeReady(max)`'s messages through the lane: nil when nothing is ready, none to yield
@@ -57,13 +60,40 @@ final class FastLane: @unchecked Sendable {
     /// `request(body)`'s reply body; nil when the lane cannot. Cancelled, the request is reset.
     func request(_ body: Data) async throws -> Data? {
         try await Waits.wait({ t in
-            body.withUnsafeBytes { b in
-                weida_fast_wait_request(lane, b.bindMemory(to: UInt8.self).baseAddress, Int32(b.count), t)
-            }
-        }) { v in
-            // A `Blob`: its length (i32, big-endian) and its bytes.
-            Data(UnsafeRawBufferPointer(rebasing: v[4...]))
+            withBytes(body) { at, n in weida_fast_wait_request(lane, at, n, t) }
+        }, blob)
+    }
+
+    /// `accept()`'s exchange; nil when the lane cannot. Its `takeBody()` and `reply(body)` take
+    /// the lane too (`takeBody(_:)`, `reply(_:_:)`).
+    func accept() async throws -> Exchange? {
+        try await Waits.wait({ t in weida_fast_wait_accept(lane, t) }) { v in
+            // The handle UniFFI's converter would read (`FfiConverterTypeExchange.read`).
+            try FfiConverterTypeExchange.lift(UInt64(bigEndian: v.loadUnaligned(as: UInt64.self)))
         }
+    }
+
+    /// `x.takeBody()` through the lane; nil when it cannot (take the UniFFI call).
+    static func takeBody(_ x: Exchange) async throws -> Data? {
+        try await Waits.wait({ t in lend(x) { h in weida_fast_wait_take_body(h, t) } }, blob)
+    }
+
+    /// `x.reply(body)` through the lane: false when it cannot (take the UniFFI call).
+    static func reply(_ x: Exchange, _ body: Data) async throws -> Bool {
+        try await Waits.wait({ t in
+            lend(x) { h in withBytes(body) { at, n in weida_fast_wait_reply(h, at, n, t) } }
+        }) { _ in true } ?? false
+    }
+
+    /// `start(handle)` with a handle of `x` that stays valid until it returns: a clone, freed
+    /// after. The call it starts holds the exchange itself.
+    private static func lend(_ x: Exchange, _ start: (UInt64) -> Int64) -> Int64 {
+        let h = x.uniffiCloneHandle()
+        defer {
+            var status = RustCallStatus()
+            uniffi_weida_uniffi_fn_free_exchange(h, &status)
+        }
+        return start(h)
     }
 
     /// `sendMany(bodies)`: false when the lane cannot (take the UniFFI call), or for a batch
@@ -107,6 +137,18 @@ final class FastLane: @unchecked Sendable {
 
     private static let table = NSLock()
     private static var lanes: [ObjectIdentifier: Entry] = [:]
+}
+
+/// `call` with `body`'s bytes and their count; 0 (the lane cannot: take the UniFFI call) for a
+/// body above 2 GiB, which an i32 does not count.
+private func withBytes(_ body: Data, _ call: (UnsafePointer<UInt8>?, Int32) -> Int64) -> Int64 {
+    guard let n = Int32(exactly: body.count) else { return 0 }
+    return body.withUnsafeBytes { b in call(b.bindMemory(to: UInt8.self).baseAddress, n) }
+}
+
+/// A body as UniFFI writes a `Blob`: its length (i32, big-endian) and its bytes.
+private func blob(_ v: UnsafeRawBufferPointer) -> Data {
+    Data(UnsafeRawBufferPointer(rebasing: v[4...]))
 }
 
 /// How many answers the lanes gave: a test's evidence that a call took one.
@@ -371,4 +413,8 @@ extension Bus {
 
 extension Requester {
     var lane: FastLane? { FastLane.of(self, .requester) { uniffiCloneHandle() } }
+}
+
+extension Replier {
+    var lane: FastLane? { FastLane.of(self, .replier) { uniffiCloneHandle() } }
 }

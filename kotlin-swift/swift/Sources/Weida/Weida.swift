@@ -623,7 +623,9 @@ extension Replier {
     /// The next exchange. Cancelled just as an exchange arrives, that exchange is dropped and
     /// its requester sees Canceled.
     public func accept() async throws -> Exchange {
-        try await cancellable { try await accept(cancel: $0) }
+        try Task.checkCancellation()
+        if let lane, let x = try await lane.accept() { return x }
+        return try await cancellable { try await accept(cancel: $0) }
     }
 
     /// Every exchange, until the replier ends.
@@ -633,11 +635,15 @@ extension Replier {
 extension Exchange {
     /// The whole request body, bounded by `max` (default `maxCollectedBody`).
     public func takeBody(_ max: UInt64? = nil) async throws -> Data {
-        try await cancellable { try await takeBody(max: max, cancel: $0) }
+        try Task.checkCancellation()
+        if max == nil, let body = try await FastLane.takeBody(self) { return body }
+        return try await cancellable { try await takeBody(max: max, cancel: $0) }
     }
 
     /// Replies with `body` (and metadata) and finishes the reply.
     public func reply(_ body: Data, meta: Meta? = nil) async throws {
+        try Task.checkCancellation()
+        if meta == nil, try await FastLane.reply(self, body) { return }
         try await cancellable { try await reply(body: body, meta: meta, cancel: $0) }
     }
 

@@ -14,5 +14,8 @@ int64_t weida_fast_wait_recv(uint64_t lane, int32_t max, int64_t token);
 int64_t weida_fast_wait_request(uint64_t lane, const uint8_t *body, int32_t len, int64_t token);
 int64_t weida_fast_wait_send_packed(uint64_t lane, const uint8_t *packed, int32_t len, int32_t count,
                                     int64_t token);
+int64_t weida_fast_wait_accept(uint64_t lane, int64_t token);
+int64_t weida_fast_wait_take_body(uint64_t exchange, int64_t token);
+int64_t weida_fast_wait_reply(uint64_t exchange, const uint8_t *body, int32_t len, int64_t token);
 int32_t weida_fast_wait_take(int64_t wait, uint8_t *out, int32_t cap);
 void weida_fast_wait_free(int64_t wait);
