@@ -18,6 +18,6 @@ for r in 1 2 3; do
   for side in "$old" "$new"; do
     cp /tmp/sw/$side-worker target/swift-root/build/release/WeidaBenchWorker
     target/bench-venv/bin/python bench/suite/run.py --processes 2 --reps 1 --secs 2 --warmup 4 \
-      --size 64 --size 1024 "$@" --out "$out/$side-$r" > "$out/$side-$r.log" 2>&1
+      ${SIZES:---size 64 --size 1024} "$@" --out "$out/$side-$r" > "$out/$side-$r.log" 2>&1
   done
 done
