@@ -383,38 +383,22 @@ struct LostAnswer: Error, CustomStringConvertible {
 
 // MARK: Each endpoint's lane
 
-extension Pusher {
-    var lane: FastLane? { FastLane.of(self, .pusher) { uniffiCloneHandle() } }
+/// An endpoint with a lane: its kind, and its UniFFI handle to make the lane from.
+protocol LaneOwner: AnyObject {
+    static var laneKind: FastLane.Kind { get }
+    func uniffiCloneHandle() -> UInt64
 }
 
-extension Puller {
-    var lane: FastLane? { FastLane.of(self, .puller) { uniffiCloneHandle() } }
+extension LaneOwner {
+    var lane: FastLane? { FastLane.of(self, Self.laneKind) { uniffiCloneHandle() } }
 }
 
-extension Subscriber {
-    var lane: FastLane? { FastLane.of(self, .subscriber) { uniffiCloneHandle() } }
-}
-
-extension DialingPuller {
-    var lane: FastLane? { FastLane.of(self, .dialingPuller) { uniffiCloneHandle() } }
-}
-
-extension BoundSubscriber {
-    var lane: FastLane? { FastLane.of(self, .boundSubscriber) { uniffiCloneHandle() } }
-}
-
-extension Pair {
-    var lane: FastLane? { FastLane.of(self, .pair) { uniffiCloneHandle() } }
-}
-
-extension Bus {
-    var lane: FastLane? { FastLane.of(self, .bus) { uniffiCloneHandle() } }
-}
-
-extension Requester {
-    var lane: FastLane? { FastLane.of(self, .requester) { uniffiCloneHandle() } }
-}
-
-extension Replier {
-    var lane: FastLane? { FastLane.of(self, .replier) { uniffiCloneHandle() } }
-}
+extension Pusher: LaneOwner { static var laneKind: FastLane.Kind { .pusher } }
+extension Puller: LaneOwner { static var laneKind: FastLane.Kind { .puller } }
+extension Subscriber: LaneOwner { static var laneKind: FastLane.Kind { .subscriber } }
+extension DialingPuller: LaneOwner { static var laneKind: FastLane.Kind { .dialingPuller } }
+extension BoundSubscriber: LaneOwner { static var laneKind: FastLane.Kind { .boundSubscriber } }
+extension Pair: LaneOwner { static var laneKind: FastLane.Kind { .pair } }
+extension Bus: LaneOwner { static var laneKind: FastLane.Kind { .bus } }
+extension Requester: LaneOwner { static var laneKind: FastLane.Kind { .requester } }
+extension Replier: LaneOwner { static var laneKind: FastLane.Kind { .replier } }
