@@ -10,7 +10,8 @@
 //! 60 µs of CPU on each side (docs/PERFORMANCE.md, "Kotlin's fast lane"). JNA's direct mapping
 //! calls a function of `long`, `int`, `byte[]` and a direct `ByteBuffer` with none of that.
 //! Swift (FastLane.swift, through the hand-written header Sources/weida_fastFFI/weida_fast.h)
-//! takes its receives, requests and `sendMany` here for another reason: a batch through UniFFI
+//! takes its receives, `sendMany`, requests, accepts and exchanges' `takeBody` and `reply` here
+//! for another reason: a batch through UniFFI
 //! was lifted through three copies into fresh buffers, and a packed send lowered through two,
 //! where here it is written into, or read from, a buffer the caller keeps
 //! (docs/PERFORMANCE.md, "Swift's fast lane").

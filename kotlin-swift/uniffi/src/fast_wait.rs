@@ -18,7 +18,7 @@
 //! UniFFI's encoding behind a tag byte, as `fast.rs`'s do.
 //!
 //! The protocol, from the Kotlin side (FastLane.kt; the Swift layer's FastLane.swift follows
-//! it for receives, requests and `sendMany`):
+//! it for the same calls):
 //! 1. `weida_fast_on_wake(callback)` once per process.
 //! 2. A `weida_fast_wait_*` call with a token of the caller's choosing returns a wait (0: no
 //!    wait, take the UniFFI call). Its low bit set: it already finished, on this thread, and

@@ -1,5 +1,5 @@
-// The fast lane (kotlin-swift/uniffi/src/fast.rs, fast_wait.rs): a receive, a request and
-// `sendMany` through C functions of numbers and a buffer this layer owns, instead of UniFFI's
+// The fast lane (kotlin-swift/uniffi/src/fast.rs, fast_wait.rs): a receive, `sendMany`, a
+// request, a replier's accept and an accepted exchange's `takeBody` and `reply` through C functions of numbers and a buffer this layer owns, instead of UniFFI's
 // calls. It converts and nothing more: each C function calls what the UniFFI export calls and
 // answers in UniFFI's encoding behind a tag byte, so a value or an error reads as through the
 // export (errors through the generated converter).
@@ -11,17 +11,18 @@
 // a quarter of a megabyte, whose pages the kernel faulted in again batch after batch (a
 // quarter of the sending process's samples in a profile). On the lane a batch is written by
 // Rust straight into a buffer this layer keeps and reuses, and read there in place; a packed
-// send is written into a kept buffer that Rust copies once. A waiting call has no Rust future,
-// `Received` or `Cancellation` of its own: the I/O thread calls one C callback with a token
-// when it ends.
+// send is written into a kept buffer that Rust copies once. A waiting call has no future that
+// Swift polls through UniFFI, and no `Received` or `Cancellation` object: Rust polls it once
+// on the caller's thread and otherwise runs it on the I/O thread, which calls one C callback
+// with a token when it ends.
 import Foundation
 import weida_fastFFI
 #if canImport(weida_uniffiFFI)
 import weida_uniffiFFI
 #endif
 
-/// One endpoint's lane: made once per endpoint (`FastLane.of`), held by the lanes' table while
-/// the endpoint lives and by each call running on it; it holds the endpoint's Rust object
+/// One endpoint's lane: made once per endpoint (`FastLane.of`), held by the lanes' table (until
+/// a sweep after its endpoint is gone) and by each call running on it; it holds the endpoint's Rust object
 /// weakly, so it keeps no endpoint alive. Once that object is gone the lane answers "cannot"
 /// and the caller takes the UniFFI call, which says what happened.
 final class FastLane: @unchecked Sendable {
@@ -40,9 +41,12 @@ final class FastLane: @unchecked Sendable {
     /// first; a receive's error is thrown as the UniFFI call throws it. `orElse` (the UniFFI
     /// call) answers when the lane cannot.
     func take(_ max: Int, orElse: (UInt32) throws -> Packed?) throws -> [Message]? {
-        try Answers.read(
+        // `max` as the UniFFI call takes it (a u32: a negative one traps there too), its bits
+        // as the C function's i32.
+        let bits = Int32(bitPattern: UInt32(max))
+        return try Answers.read(
             counting: .answered,
-            { out, cap in weida_fast_take_ready(lane, Int32(truncatingIfNeeded: max), out, cap) },
+            { out, cap in weida_fast_take_ready(lane, bits, out, cap) },
             orElse: { try orElse(UInt32(max))?.messages() },
             packedMessages
         )
@@ -52,7 +56,8 @@ final class FastLane: @unchecked Sendable {
     /// calls). Cancelled, it throws `CancellationError` and loses nothing: what it took goes
     /// back to the front of the queue.
     func wait(_ max: Int) async throws -> [Message]? {
-        try await Waits.wait({ t in weida_fast_wait_recv(lane, Int32(truncatingIfNeeded: max), t) }) { v in
+        let bits = Int32(bitPattern: UInt32(max))
+        return try await Waits.wait({ t in weida_fast_wait_recv(lane, bits, t) }) { v in
             packedMessages(v) ?? []
         }
     }
@@ -197,6 +202,12 @@ enum Answers {
 
     private static func take(_ size: Int) -> UnsafeMutableRawBufferPointer {
         lock.lock()
+        // Buffers kept before `preferred` grew are no use any more: freed, so that they do not
+        // hold the places of larger ones.
+        free.removeAll { b in
+            if b.count < preferred { b.deallocate() }
+            return b.count < preferred
+        }
         let size = Swift.max(size, preferred)
         if let i = free.lastIndex(where: { $0.count >= size }) {
             let b = free.remove(at: i)

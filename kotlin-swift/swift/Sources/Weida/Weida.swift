@@ -3,12 +3,13 @@
 //
 // - every wait is an `async throws` function that a cancelled task cancels in the core. UniFFI's
 //   Swift code awaits a Rust future to its end whatever happens to the task, so each call here
-//   makes a `Cancellation`, passes it to the generated call and fires it from
+//   that takes UniFFI's path makes a `Cancellation`, passes it to the generated call and fires it from
 //   `withTaskCancellationHandler`: weida-ffi then ends the call as a dropped future would (a
 //   send being written is reset, a receive loses nothing), and the call throws
-//   `CancellationError` (or returns what it had already finished with). A send or receive
-//   that can finish now is one synchronous FFI call instead (`sendReady`, `takeReady`: see
-//   `receive`);
+//   `CancellationError` (or returns what it had already finished with). A send that can
+//   finish now is one synchronous FFI call instead (`sendReady`); receives, `sendMany`,
+//   requests, a replier's accept and an exchange's `takeBody` and `reply` take the fast lane
+//   (FastLane.swift), whose waits a cancelled task ends the same way;
 // - receiving is an `AsyncSequence`: `puller.messages()`, `subscriber.messages()`,
 //   `replier.exchanges()`, `for await e in endpoint.events()`;
 // - errors are the generated `WeidaError`, one case per core code, with `code`, `description`,

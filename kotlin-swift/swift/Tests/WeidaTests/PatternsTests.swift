@@ -105,17 +105,27 @@ final class PatternsTests: XCTestCase {
             let puller = try p.listener.puller("/jobs")
             let pusher = try p.client.pusher()
             try await pusher.connect(puller.address())
+            // The counters are the process's: other tests' calls may add to them, never take
+            // away, so each check is "at least".
             let lane = { (LaneCounter.answered.value, LaneCounter.waited.value) }
             let before = lane()
-            let waiting = await started { try await puller.recv() }
+            let waiting = Task { try await puller.recv() }
+            // Its take found nothing (answered None, on the lane); only then is "late" sent, so
+            // the receive waits on the lane.
+            try await within(10) {
+                while LaneCounter.answered.value == before.0 {
+                    try Task.checkCancellation()
+                    await Task.yield()
+                }
+            }
             try await pusher.send(bytes("late"))
             let late = try await waiting.value
             XCTAssertEqual(text(late.body), "late")
             let afterRecv = lane()
-            XCTAssertGreaterThan(afterRecv.0 + afterRecv.1, before.0 + before.1, "the receive took the fast lane")
+            XCTAssertGreaterThanOrEqual(afterRecv.1, before.1 + 1, "the receive waited on the fast lane")
             let batch = (0..<50).map { payload(1 + $0) }
             try await pusher.sendMany(batch)
-            XCTAssertEqual(lane().1, afterRecv.1 + 1, "sendMany took the fast lane")
+            XCTAssertGreaterThanOrEqual(lane().1, afterRecv.1 + 1, "sendMany took the fast lane")
             var got: [Data] = []
             while got.count < batch.count { got += try await puller.recvMany(64).map(\.body) }
             XCTAssertEqual(got, batch)
@@ -130,22 +140,23 @@ final class PatternsTests: XCTestCase {
             let reply = try await requester.request(bytes("ping"))
             XCTAssertEqual(text(reply), "ping!")
             try await serving.value
-            XCTAssertEqual(lane().1, beforeRequest + 4, "the accept, the exchange's calls and the request took the fast lane")
+            XCTAssertGreaterThanOrEqual(lane().1, beforeRequest + 4, "the accept, the exchange's calls and the request took the fast lane")
+            let beforeError = lane()
             requester.closeEndpoint()
             try await raised("CLOSED") { _ = try await requester.request(bytes("x")) }
-            XCTAssertEqual(lane().1, beforeRequest + 5, "the request's error came through the fast lane")
+            XCTAssertGreaterThanOrEqual(lane().1, beforeError.1 + 1, "the request's error came through the fast lane")
             puller.closeEndpoint()
-            let beforeClosed = lane().0
             try await raised("CLOSED") { _ = try await puller.recv() }
-            XCTAssertEqual(lane().0, beforeClosed + 1, "the receive's error came through the fast lane")
+            XCTAssertGreaterThanOrEqual(lane().0, beforeError.0 + 1, "the receive's error came through the fast lane")
         }
     }
 
     // The fast lane reads a batch in place from its buffer (Weida.swift `packedMessages`, each
-    // body copied once): the messages must be those UniFFI's converter reads from the same
-    // bytes, bodies, sequence numbers, gaps and origins alike. Rust writes those bytes as UniFFI
-    // does (packed.rs `some_packed_is_written_in_place_as_uniffi_writes_it`). As the Kotlin test
-    // of this name.
+    // body copied once): from bytes in UniFFI's encoding of an `Option<Packed>` (here written by
+    // the generated converter; Rust writes the same bytes: packed.rs
+    // `some_packed_is_written_in_place_as_uniffi_writes_it`), every body, sequence number, gap
+    // and origin must come out as written, and the converter must read the same record back.
+    // As the Kotlin test of this name.
     func test_a_batch_read_in_place_is_the_batch_uniffis_converter_reads() throws {
         let bodies = [Data(), bytes("a"), payload(1000)]
         func be<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
@@ -170,6 +181,8 @@ final class PatternsTests: XCTestCase {
         let p = Packed(count: 3, bodies: packed(bodies), index: Data(index.joined()), origins: Data(origins.joined()))
         var buf: [UInt8] = [1] // Some
         FfiConverterTypePacked.write(p, into: &buf)
+        var reader = (data: Data(buf), offset: 1)
+        XCTAssertEqual(try FfiConverterTypePacked.read(from: &reader), p, "the converter reads the record back")
         let inPlace = try XCTUnwrap(buf.withUnsafeBytes { packedMessages($0) })
         let read = p.messages()
         XCTAssertEqual(inPlace.count, 3)
@@ -183,12 +196,14 @@ final class PatternsTests: XCTestCase {
             XCTAssertEqual(a.metadata.map(\.name), b.metadata.map(\.name))
             XCTAssertEqual(a.metadata.map(\.value), b.metadata.map(\.value))
         }
+        XCTAssertEqual(inPlace.map(\.body), bodies)
         XCTAssertEqual(inPlace.map(\.sequence), [nil, 7, 8])
         XCTAssertEqual(inPlace.map(\.gap), [nil, nil, 2])
-        XCTAssertEqual(inPlace[2].path, "/p")
-        XCTAssertEqual(inPlace[2].peer, .local(uid: 1, gid: 2, pid: -3))
-        XCTAssertEqual(inPlace[2].topic, "t")
-        XCTAssertEqual(inPlace[2].body, bodies[2])
+        XCTAssertEqual(inPlace.map(\.path), ["", "/p", "/p"])
+        XCTAssertEqual(inPlace.map(\.peer), [nil, .local(uid: 1, gid: 2, pid: -3), .local(uid: 1, gid: 2, pid: -3)])
+        XCTAssertEqual(inPlace.map(\.topic), [nil, "t", "t"])
+        XCTAssertEqual(inPlace.map { $0.metadata.map(\.name) }, [[], ["k"], ["k"]])
+        XCTAssertEqual(inPlace[2].metadata.first?.value, Data([9]))
         XCTAssertNil([UInt8(0)].withUnsafeBytes { packedMessages($0) }, "None reads as nothing")
     }
 
