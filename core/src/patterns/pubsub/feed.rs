@@ -17,7 +17,7 @@ use crate::error::{Error, LossCause, Result};
 use crate::patterns::ordering::{Release, Reorderers};
 use crate::transport::reader::{StreamReader, Watch};
 use crate::transport::{Accept, Conn, PeerIdentity, RecvHalf, SendHalf};
-use crate::wire::{Code, Ordering, Session, StreamType};
+use crate::wire::{Code, Header, Ordering, Session, StreamType};
 
 /// Where every copy a subscriber receives ends up.
 pub(crate) struct Feed {
@@ -81,10 +81,6 @@ impl Feed {
 
     pub(crate) fn remove_filter(&self, f: &Filter) -> bool {
         self.filters.write().unwrap().remove(f, 0)
-    }
-
-    fn wanted(&self, topic: &str) -> bool {
-        self.filters.read().unwrap().selects(topic)
     }
 
     pub(crate) fn link_added(&self) {
@@ -247,32 +243,99 @@ impl Feed {
         self.readable.notify_waiters();
     }
 
-    /// Takes a whole copy for which room was taken.
-    fn arrive(&self, key: (u64, Bytes), seq: Option<u64>, m: Message) {
-        let wanted = m.meta.topic.as_deref().is_some_and(|t| self.wanted(t));
-        if self.level == Ordering::None {
-            // No numbering to keep: straight to the queue, or the room back.
-            if wanted {
-                self.state.lock().unwrap().ready.push_back(m);
-                self.readable.notify_waiters();
-            } else {
-                self.room.add_permits(1);
+    /// Takes whole copies for which room was taken, under one lock and with one wake-up:
+    /// a lane's batch costs what one copy did. The filters are asked once per run of copies
+    /// of one topic.
+    fn arrive(&self, link_id: u64, copies: impl IntoIterator<Item = Arrival>) {
+        let filters = self.filters.read().unwrap();
+        // The last topic asked and its answer (one buffer, reused, for the batch).
+        let (mut last, mut answer) = (String::new(), None);
+        let mut wanted = |topic: Option<&str>| -> bool {
+            let Some(topic) = topic else { return false };
+            match answer {
+                Some(w) if last == topic => w,
+                _ => {
+                    let w = filters.selects(topic);
+                    last.clear();
+                    last.push_str(topic);
+                    answer = Some(w);
+                    w
+                }
             }
-            return;
-        }
+        };
+        // Room given back: copies not wanted, or held for reassembly.
+        let mut room = 0;
         let mut out = VecDeque::new();
         {
             let mut s = self.state.lock().unwrap();
-            s.orderers.push(key.0, key.1, seq, m, wanted, &mut out);
-            match out.len() {
-                // Held (or not wanted): the room goes back.
-                0 => self.room.add_permits(1),
-                n => s.debt += n - 1,
+            for Arrival {
+                producer,
+                seq,
+                message,
+            } in copies
+            {
+                let wanted = wanted(message.meta.topic.as_deref());
+                if self.level == Ordering::None {
+                    // No numbering to keep: straight to the queue, or the room back.
+                    match wanted {
+                        true => s.ready.push_back(message),
+                        false => room += 1,
+                    }
+                    continue;
+                }
+                s.orderers
+                    .push(link_id, producer, seq, message, wanted, &mut out);
+                match out.len() {
+                    0 => room += 1,
+                    n => s.debt += n - 1,
+                }
+                Self::ready(&mut s, std::mem::take(&mut out));
             }
-            Self::ready(&mut s, out);
+        }
+        drop(filters);
+        if room > 0 {
+            self.room.add_permits(room);
         }
         self.readable.notify_waiters();
     }
+
+    /// Moves messages ready now into `out`, up to `max` in all, under one lock and with the
+    /// room they held given back at once; true if it moved any. It stops short of an error a
+    /// receive must see (`deferred`), which [`Feed::try_recv`] then returns.
+    pub(crate) fn take_ready(&self, max: usize, out: &mut Vec<Message>) -> bool {
+        let before = out.len();
+        let mut room = 0;
+        {
+            let mut s = self.state.lock().unwrap();
+            while out.len() < max {
+                if let Some(m) = s.returned.pop_front() {
+                    out.push(m);
+                    continue;
+                }
+                if s.deferred.is_some() {
+                    break;
+                }
+                let Some(m) = s.ready.pop_front() else { break };
+                if s.debt > 0 {
+                    s.debt -= 1;
+                } else {
+                    room += 1;
+                }
+                out.push(m);
+            }
+        }
+        if room > 0 {
+            self.room.add_permits(room);
+        }
+        out.len() > before
+    }
+}
+
+/// A whole copy on its way into the feed: who numbered it, its number, the message.
+struct Arrival {
+    producer: Bytes,
+    seq: Option<u64>,
+    message: Message,
 }
 
 /// How a stream toward this subscriber came to be.
@@ -381,11 +444,21 @@ async fn read_copy(
     };
     let meta = Arc::new(t.meta().clone());
     drop(t);
-    feed.arrive((link_id, producer), seq, Message { meta, body });
+    let message = Message { meta, body };
+    feed.arrive(
+        link_id,
+        [Arrival {
+            producer,
+            seq,
+            message,
+        }],
+    );
 }
 
 /// Reads a publisher's lane toward this subscriber: a head naming the publisher's path, then
 /// one whole copy per frame, each taking room before its body is read (PROTOCOL.md §4.1).
+/// The frames already whole behind the first go into the feed with it, as many as there is
+/// room for, up to [`LANE_BATCH`]: one lock and one wake-up per batch.
 async fn read_lane(
     feed: Arc<Feed>,
     link_id: u64,
@@ -395,12 +468,15 @@ async fn read_lane(
     ctx: Arc<Context>,
 ) {
     let limits = &ctx.limits;
-    match reader.header(limits.max_header_size).await {
+    let (max_header, max_body) = (limits.max_header_size, feed.max_collected_body);
+    match reader.header(max_header).await {
         Ok(h) if h.path.as_deref() == Some(&*path) => {}
         Ok(_) => return reader.stop(Code::UnknownEndpoint),
         Err(crate::transport::reader::ReadFail::Stream(_)) => return,
         Err(f) => return reader.stop(f.code()),
     }
+    let mut metas = Metas::new(peer, path);
+    let mut batch: Vec<Arrival> = Vec::with_capacity(LANE_BATCH);
     loop {
         // Room is taken once a frame starts to arrive, not before: an idle lane holds none.
         match reader.wait_data().await {
@@ -417,9 +493,7 @@ async fn read_lane(
                 permit.forget();
             }
         }
-        let frame = reader
-            .lane_frame(limits.max_header_size, feed.max_collected_body)
-            .await;
+        let frame = reader.lane_frame(max_header, max_body).await;
         let (header, body) = match frame {
             Ok(Some((h, Ok(body)))) if h.topic.is_some() => (h, body),
             // Above max_collected_body: skipped, and a gap under PerProducer ordering.
@@ -440,14 +514,91 @@ async fn read_lane(
                 return reader.stop(f.code());
             }
         };
-        ctx.stats.add_received(body.len() as u64);
+        batch.push(metas.arrival(header, body));
+        let mut malformed = false;
+        while batch.len() < LANE_BATCH {
+            // Room first (no lock when there is some), then the frame: a frame not yet whole
+            // gives its room back and is read by the loop above.
+            let Ok(permit) = feed.room.try_acquire() else {
+                break;
+            };
+            let mut header = None;
+            let Some(body) = reader.lane_frame_ready(max_header, max_body, &mut header) else {
+                break;
+            };
+            permit.forget();
+            match header {
+                Some(h) if h.topic.is_some() => batch.push(metas.arrival(h, body)),
+                _ => {
+                    feed.room.add_permits(1);
+                    malformed = true;
+                    break;
+                }
+            }
+        }
+        let n = batch.len() as u64;
+        let bytes = batch.iter().map(|a| a.message.body.len() as u64).sum();
+        ctx.stats.add_received(bytes);
         ctx.stats
             .lane_messages_received
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        feed.arrive(link_id, batch.drain(..));
+        if malformed {
+            return reader.stop(Code::ProtocolError);
+        }
+    }
+}
+
+/// Lane frames taken into the feed at once, at most (as a Push/Pull lane's reader takes).
+const LANE_BATCH: usize = 64;
+
+/// The metadata of a lane's copies: a copy whose header is the one before's (the same topic,
+/// no number) shares its metadata instead of allocating its own.
+struct Metas {
+    peer: Option<PeerIdentity>,
+    path: Arc<str>,
+    last: Option<Arc<IncomingMeta>>,
+}
+
+impl Metas {
+    fn new(peer: Option<PeerIdentity>, path: Arc<str>) -> Self {
+        Self {
+            peer,
+            path,
+            last: None,
+        }
+    }
+
+    fn arrival(&mut self, header: Header, body: Bytes) -> Arrival {
         let seq = header.sequence;
         let producer = header.producer.clone().unwrap_or_default();
-        let meta = Arc::new(IncomingMeta::on_path(header, peer.clone(), path.clone()));
-        feed.arrive((link_id, producer), seq, Message { meta, body });
+        let meta = match &self.last {
+            Some(m)
+                if seq.is_none()
+                    && m.sequence.is_none()
+                    && m.gap.is_none()
+                    && m.topic == header.topic
+                    && m.producer == header.producer
+                    && m.metadata == header.meta =>
+            {
+                m.clone()
+            }
+            _ => {
+                let m = Arc::new(IncomingMeta::on_path(
+                    header,
+                    self.peer.clone(),
+                    self.path.clone(),
+                ));
+                // A numbered copy's metadata is its own (its gap is set in place later).
+                self.last = seq.is_none().then(|| m.clone());
+                m
+            }
+        };
+        Arrival {
+            producer,
+            seq,
+            message: Message { meta, body },
+        }
     }
 }
 

@@ -309,6 +309,16 @@ impl Sub {
     }
 }
 
+/// The subscribers a topic goes to, shared by every publish of it while the filters stay.
+type Subs = Arc<[Arc<Sub>]>;
+
+/// A topic and the subscribers its filters selected at `generation`.
+struct Route {
+    topic: Arc<str>,
+    generation: u64,
+    subs: Subs,
+}
+
 /// A bound publisher path: its subscribers and their filters.
 pub(crate) struct Hub {
     pub(crate) ctx: Arc<Context>,
@@ -317,6 +327,11 @@ pub(crate) struct Hub {
     /// restarted publisher is not read as a gap.
     producer: Bytes,
     filters: RwLock<FilterSet<u64>>,
+    /// Bumped by every change of `filters`: a [`Route`] of an older one is stale.
+    generation: AtomicU64,
+    /// The subscribers the last topic published went to: a publisher that publishes one topic
+    /// again and again asks its filters once per change, not once per message.
+    route: Mutex<Option<Route>>,
     subs: RwLock<HashMap<u64, Arc<Sub>>>,
     drops: DropBook,
     next_id: AtomicU64,
@@ -337,6 +352,8 @@ impl Hub {
             path: path.to_string(),
             producer: Bytes::copy_from_slice(&producer),
             filters: RwLock::new(FilterSet::new()),
+            generation: AtomicU64::new(0),
+            route: Mutex::new(None),
             subs: RwLock::new(HashMap::new()),
             drops: DropBook::default(),
             next_id: AtomicU64::new(1),
@@ -420,7 +437,7 @@ impl Hub {
             }
             fs.push(f.clone());
         }
-        self.filters.write().unwrap().insert(&f, sub.id);
+        self.change_filters(|fs| fs.insert(&f, sub.id));
         Ok(())
     }
 
@@ -435,14 +452,14 @@ impl Hub {
         let mut fs = sub.filters.lock().unwrap();
         if let Some(i) = fs.iter().position(|x| x == &f) {
             fs.swap_remove(i);
-            self.filters.write().unwrap().remove(&f, id);
+            self.change_filters(|fs| fs.remove(&f, id));
         }
     }
 
     /// The subscriber's connection ended.
     pub(crate) fn remove(&self, id: u64) {
         let sub = self.subs.write().unwrap().remove(&id);
-        self.filters.write().unwrap().remove_key(id);
+        self.change_filters(|fs| fs.remove_key(id));
         if let Some(s) = sub {
             s.kill(self);
         }
@@ -453,26 +470,55 @@ impl Hub {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         let subs: Vec<_> = self.subs.write().unwrap().drain().collect();
-        *self.filters.write().unwrap() = FilterSet::new();
+        self.change_filters(|fs| *fs = FilterSet::new());
         for (_, s) in subs {
             s.kill(self);
         }
         self.changed.notify_waiters();
     }
 
-    fn matched(&self, topic: &str) -> Vec<Arc<Sub>> {
-        let mut ids = Vec::new();
-        self.filters.read().unwrap().matches(topic, &mut ids);
-        ids.dedup();
-        let subs = self.subs.read().unwrap();
-        ids.iter().filter_map(|i| subs.get(i).cloned()).collect()
+    /// Changes the filters, and with them the generation that makes a cached [`Route`] stale.
+    fn change_filters<T>(&self, change: impl FnOnce(&mut FilterSet<u64>) -> T) -> T {
+        let mut fs = self.filters.write().unwrap();
+        let out = change(&mut fs);
+        self.generation.fetch_add(1, Ordering::Release);
+        out
     }
 
-    fn check(&self, topic: &str, len: usize) -> Result<Arc<str>> {
+    /// The topic, checked, and the subscribers its filters select: the last route when the
+    /// topic is the last one's and no filter changed since. The generation is read before the
+    /// filters, so a route computed across a change is stored as stale.
+    fn routed(&self, topic: &str) -> Result<(Arc<str>, Subs)> {
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(r) = &*self.route.lock().unwrap() {
+            if r.generation == generation && *r.topic == *topic {
+                return Ok((r.topic.clone(), r.subs.clone()));
+            }
+        }
+        super::filter::validate_topic(topic)?;
+        let topic: Arc<str> = topic.into();
+        let mut ids = Vec::new();
+        self.filters.read().unwrap().matches(&topic, &mut ids);
+        ids.dedup();
+        let subs: Subs = {
+            let subs = self.subs.read().unwrap();
+            ids.iter().filter_map(|i| subs.get(i).cloned()).collect()
+        };
+        *self.route.lock().unwrap() = Some(Route {
+            topic: topic.clone(),
+            generation,
+            subs: subs.clone(),
+        });
+        Ok((topic, subs))
+    }
+
+    /// Whether a body of `len` bytes may be published to `topic` now, and to whom: `Closed`,
+    /// then the topic, then the byte budget.
+    fn check(&self, topic: &str, len: usize) -> Result<(Arc<str>, Subs)> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        super::filter::validate_topic(topic)?;
+        let routed = self.routed(topic)?;
         let budget = self.ctx.limits.subscriber_buffer_bytes;
         if len > budget {
             // Nobody could queue it: one refusal to the publisher, not a drop per subscriber.
@@ -484,14 +530,14 @@ impl Hub {
                 ),
             ));
         }
-        Ok(topic.into())
+        Ok(routed)
     }
 
     /// Queues `body` for every subscriber whose filters select `topic`; returns how many.
     pub(crate) fn publish(&self, topic: &str, body: Bytes) -> Result<usize> {
-        let topic = self.check(topic, body.len())?;
+        let (topic, subs) = self.check(topic, body.len())?;
         let mut queued = 0;
-        for s in self.matched(&topic) {
+        for s in subs.iter() {
             let ok = s.offer(self, &topic, |seq| Job::Whole {
                 topic: topic.clone(),
                 seq,
@@ -508,9 +554,9 @@ impl Hub {
 
     /// The streamed copies of one message, for `FanOut`.
     pub(crate) fn open(&self, topic: &str) -> Result<(Arc<str>, Vec<StreamCopy>)> {
-        let topic = self.check(topic, 0)?;
+        let (topic, subs) = self.check(topic, 0)?;
         let mut copies = Vec::new();
-        for s in self.matched(&topic) {
+        for s in subs.iter() {
             let (tx, rx) = mpsc::unbounded_channel();
             let backlog = Arc::new(Backlog::default());
             let (b, t) = (backlog.clone(), topic.clone());
@@ -668,7 +714,16 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
             }
         }
     }
-    let topics: Vec<Arc<str>> = batch.iter().map(|j| j.topic().clone()).collect();
+    // The batch's topics as runs, for the drops a failed write counts: one entry (a reference
+    // count) per run, not per copy.
+    let mut topics: Vec<(Arc<str>, u64)> = Vec::new();
+    for j in &batch {
+        match topics.last_mut() {
+            Some((t, n)) if Arc::ptr_eq(t, j.topic()) => *n += 1,
+            _ => topics.push((j.topic().clone(), 1)),
+        }
+    }
+    let copies: u64 = topics.iter().map(|(_, n)| n).sum();
     let mut out = Batch::new(Bytes::from(prefix));
     let mut head = Vec::with_capacity(64);
     let no_meta = Metadata::default();
@@ -699,7 +754,7 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
             h.ctx
                 .stats
                 .lane_messages_sent
-                .fetch_add(topics.len() as u64, Ordering::Relaxed);
+                .fetch_add(copies, Ordering::Relaxed);
             true
         }
         Err(e) => {
@@ -708,8 +763,8 @@ async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<
                 StreamError::Stopped(_) => (DropCause::Refused, false),
                 _ => (DropCause::DeadSubscriber, true),
             };
-            for t in &topics {
-                h.count(t, cause);
+            for (t, n) in &topics {
+                h.drops.count(t, cause, *n);
             }
             if gone {
                 h.remove(sub.id);

@@ -741,13 +741,19 @@ impl Subscriber {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let mut out = vec![self.inner.feed.recv().await?];
+        let feed = &self.inner.feed;
+        let mut out = vec![feed.recv().await?];
         while out.len() < max {
-            match self.inner.feed.try_recv() {
+            // What is ready goes in one lock; an error, or a message that came meanwhile, in
+            // the call below.
+            if feed.take_ready(max, &mut out) {
+                continue;
+            }
+            match feed.try_recv() {
                 Some(Ok(m)) => out.push(m),
                 None | Some(Err(Error::Closed)) => break,
                 Some(Err(e)) => {
-                    self.inner.feed.defer(e);
+                    feed.defer(e);
                     break;
                 }
             }
