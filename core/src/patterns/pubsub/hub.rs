@@ -458,8 +458,10 @@ impl Hub {
 
     /// The subscriber's connection ended.
     pub(crate) fn remove(&self, id: u64) {
-        let sub = self.subs.write().unwrap().remove(&id);
+        // Filters first: from then on no route (a cached one included) holds the subscriber
+        // for a publish to offer a copy to.
         self.change_filters(|fs| fs.remove_key(id));
+        let sub = self.subs.write().unwrap().remove(&id);
         if let Some(s) = sub {
             s.kill(self);
         }
@@ -478,10 +480,13 @@ impl Hub {
     }
 
     /// Changes the filters, and with them the generation that makes a cached [`Route`] stale.
+    /// The cached route goes too, so that it does not keep a departed subscriber alive.
     fn change_filters<T>(&self, change: impl FnOnce(&mut FilterSet<u64>) -> T) -> T {
         let mut fs = self.filters.write().unwrap();
         let out = change(&mut fs);
         self.generation.fetch_add(1, Ordering::Release);
+        drop(fs);
+        *self.route.lock().unwrap() = None;
         out
     }
 
