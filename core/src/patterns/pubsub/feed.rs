@@ -129,11 +129,11 @@ impl Feed {
         let mut out = VecDeque::new();
         s.orderers.end_link(link_id, &mut out);
         s.debt += out.len();
-        Self::ready(s, out);
+        Self::ready(s, &mut out);
     }
 
-    fn ready(s: &mut FeedState, out: VecDeque<Release<Message>>) {
-        for Release { mut item, gap } in out {
+    fn ready(s: &mut FeedState, out: &mut VecDeque<Release<Message>>) {
+        for Release { mut item, gap } in out.drain(..) {
             if item.meta.gap != gap {
                 Arc::make_mut(&mut item.meta).gap = gap;
             }
@@ -245,36 +245,33 @@ impl Feed {
 
     /// Takes whole copies for which room was taken, under one lock and with one wake-up:
     /// a lane's batch costs what one copy did. The filters are asked once per run of copies
-    /// of one topic.
+    /// of one topic (each copy's answer is carried to the next when their topics are equal,
+    /// so a copy alone allocates nothing for it).
     fn arrive(&self, link_id: u64, copies: impl IntoIterator<Item = Arrival>) {
         let filters = self.filters.read().unwrap();
-        // The last topic asked and its answer (one buffer, reused, for the batch).
-        let (mut last, mut answer) = (String::new(), None);
-        let mut wanted = |topic: Option<&str>| -> bool {
-            let Some(topic) = topic else { return false };
-            match answer {
-                Some(w) if last == topic => w,
-                _ => {
-                    let w = filters.selects(topic);
-                    last.clear();
-                    last.push_str(topic);
-                    answer = Some(w);
-                    w
-                }
-            }
-        };
+        let mut copies = copies.into_iter().peekable();
         // Room given back: copies not wanted, or held for reassembly.
         let mut room = 0;
         let mut out = VecDeque::new();
         {
             let mut s = self.state.lock().unwrap();
-            for Arrival {
+            let mut carried = None;
+            while let Some(Arrival {
                 producer,
                 seq,
                 message,
-            } in copies
+            }) = copies.next()
             {
-                let wanted = wanted(message.meta.topic.as_deref());
+                let topic = message.meta.topic.as_deref();
+                let wanted = carried
+                    .take()
+                    .unwrap_or_else(|| topic.is_some_and(|t| filters.selects(t)));
+                if copies
+                    .peek()
+                    .is_some_and(|n| n.message.meta.topic.as_deref() == topic)
+                {
+                    carried = Some(wanted);
+                }
                 if self.level == Ordering::None {
                     // No numbering to keep: straight to the queue, or the room back.
                     match wanted {
@@ -289,7 +286,7 @@ impl Feed {
                     0 => room += 1,
                     n => s.debt += n - 1,
                 }
-                Self::ready(&mut s, std::mem::take(&mut out));
+                Self::ready(&mut s, &mut out);
             }
         }
         drop(filters);
