@@ -21,9 +21,11 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -45,8 +47,9 @@ if not os.path.isabs(RUST_AGENT):
     RUST_AGENT = os.path.join(ROOT, RUST_AGENT)
 
 
-def run(agents: list[dict], *args: str, known: list[dict] | None = None) -> tuple[int, dict, str]:
-    """Runs the runner on a registry of `agents`; (exit status, JSON report, printed output)."""
+@contextlib.contextmanager
+def runner_args(agents: list[dict], known: list[dict] | None = None):
+    """The runner's arguments for a registry of `agents`, in a temporary folder, and its report's path."""
     with tempfile.TemporaryDirectory() as d:
         reg = os.path.join(d, "agents.json")
         with open(reg, "w") as f:
@@ -55,16 +58,32 @@ def run(agents: list[dict], *args: str, known: list[dict] | None = None) -> tupl
         with open(kf, "w") as f:
             json.dump({"known_failures": known or []}, f)
         report = os.path.join(d, "report.json")
+        yield ["--registry", reg, "--known-failures", kf, "--report", report,
+               "--junit", os.path.join(d, "report.xml"), "--logs", os.path.join(d, "logs"), "--quiet"], report
+
+
+def read_report(report: str) -> dict:
+    if not os.path.exists(report):
+        return {}
+    with open(report) as f:
+        return json.load(f)
+
+
+def run(agents: list[dict], *args: str, known: list[dict] | None = None) -> tuple[int, dict, str]:
+    """Runs the runner on a registry of `agents`; (exit status, JSON report, printed output)."""
+    with runner_args(agents, known) as (common, report):
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            status = runner.main(["--registry", reg, "--known-failures", kf, "--report", report,
-                                  "--junit", os.path.join(d, "report.xml"), "--logs", os.path.join(d, "logs"),
-                                  "--quiet", *args])
-        data = {}
-        if os.path.exists(report):
-            with open(report) as f:
-                data = json.load(f)
-        return status, data, out.getvalue()
+            status = runner.main([*common, *args])
+        return status, read_report(report), out.getvalue()
+
+
+def run_process(agents: list[dict], *args: str) -> tuple[int, dict, str]:
+    """`run` in a runner process of its own, for runs made from several threads at once."""
+    with runner_args(agents) as (common, report):
+        p = subprocess.run([sys.executable, os.path.join(HERE, "runner.py"), *common, *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return p.returncode, read_report(report), p.stdout
 
 
 def lying(mode: str, name: str = "liar") -> dict:
@@ -87,13 +106,15 @@ def statuses(report: dict) -> set[str]:
 
 class BrokenAgentsFail(unittest.TestCase):
     def test_an_agent_that_acknowledges_every_op_and_does_nothing_fails_every_cell(self):
-        status, report, out = run([lying("lazy")], "--step-timeout", "1")
+        # The cells wait out their step timeouts, not a CPU: six at once.
+        status, report, out = run([lying("lazy")], "--step-timeout", "1", "--jobs", "6")
         self.assertEqual(status, 1, out)
         self.assertGreater(len(report["cells"]), 26)
         self.assertEqual(statuses(report), {"fail"}, out)
 
     def test_an_agent_that_makes_up_plausible_results_fails_every_cell(self):
-        status, report, out = run([lying("plausible")], "--step-timeout", "0.5", "--transport", "unix")
+        status, report, out = run([lying("plausible")], "--step-timeout", "0.5", "--transport", "unix",
+                                  "--jobs", "6")
         self.assertEqual(status, 1, out)
         self.assertEqual(statuses(report), {"fail"}, out)
         passed = [c["scenario"] for c in report["cells"] if c["status"] == "pass"]
@@ -111,19 +132,20 @@ class BrokenAgentsFail(unittest.TestCase):
         scenarios = load_all(SCENARIOS, SCHEMA)
         ops = sorted({s["op"] for sc in scenarios for s in sc.all_steps if "op" in s})
         self.assertGreater(len(ops), 15)
-        uncaught = []
-        for op in ops:
-            users = [sc for sc in scenarios if any(s.get("op") == op for s in sc.all_steps)]
-            caught_by = None
-            for sc in users:
+
+        def caught(op: str) -> str | None:
+            # A runner process per op, so that four ops run at once: most of a caught op's time is
+            # a step timeout, and `run` redirects this process's output, which threads would share.
+            for sc in (sc for sc in scenarios if any(s.get("op") == op for s in sc.all_steps)):
                 transport = "quic" if "quic" in sc.transports else sc.transports[0]
-                status, report, out = run([skipping(op)], "--scenario", sc.name, "--transport", transport,
-                                          "--step-timeout", "2")
+                status, report, out = run_process([skipping(op)], "--scenario", sc.name, "--transport",
+                                                  transport, "--step-timeout", "2")
                 if status == 1 and "fail" in statuses(report):
-                    caught_by = sc.name
-                    break
-            if caught_by is None:
-                uncaught.append(op)
+                    return sc.name
+            return None
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            uncaught = [op for op, by in zip(ops, pool.map(caught, ops)) if by is None]
         self.assertEqual(uncaught, [], "ops an agent can ignore and still pass every scenario using them")
 
     def test_the_real_agent_passes_what_the_skipping_proxy_fails(self):
