@@ -18,7 +18,7 @@
 # `swiftlang libc6-dev` from trixie: about 540 MB to download, 2.6 GB on disk, a minute or two),
 # and reused. Each run bind-mounts /proc, /sys, /dev, /dev/pts and kotlin-swift/ into it, copies
 # the library to /opt/weida/lib and the Rust example peer (CrossTests; from WEIDA_PEER_BIN, or
-# examples/peer beside the library) to /opt/weida/bin, runs `swift test --disable-swift-testing` (its build in
+# the cargo target dir's debug/examples/peer) to /opt/weida/bin, runs `swift test --disable-swift-testing` (its build in
 # swift-root/build, kept for the next run), prints `swift: N passed, M failed`, and unmounts
 # whatever it mounted however it ends. Needs root (chroot, mount; run by a user with
 # password-less sudo, it runs itself again through sudo) and, the first time, the network; installs debootstrap with apt-get where it is missing.
@@ -146,8 +146,9 @@ if [ -n "$agent" ]; then
     exit 0
 fi
 
-# The Rust peer CrossTests talks to (cargo build -p weida --example peer), beside the library.
-peer="${WEIDA_PEER_BIN:-$(dirname "$lib")/examples/peer}"
+# The Rust peer CrossTests talks to (cargo build -p weida --example peer: the dev profile's,
+# whichever library the tests load).
+peer="${WEIDA_PEER_BIN:-$target/debug/examples/peer}"
 rm -f "$root/opt/weida/bin/peer"
 if [ -x "$peer" ]; then cp "$peer" "$root/opt/weida/bin/peer"; fi
 
