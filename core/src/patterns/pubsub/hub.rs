@@ -639,6 +639,10 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
         let lane_max = h.ctx.config.lane_max_message;
         if let (true, Job::Whole { body, .. }) = (sub.lanes, &job) {
             if body.len() <= lane_max {
+                // One turn of the runtime first, for the copies the publisher is queueing behind
+                // this one: written together, they go out in full datagrams, not one each, and
+                // the subscriber is woken once for them (docs/PERFORMANCE.md, "Pub/Sub: ...").
+                tokio::task::yield_now().await;
                 let mut batch = vec![job];
                 batch.extend(sub.take_lane_batch(lane_max, 128, 256 * 1024));
                 if !write_lane(&h, &sub, &mut lane, batch).await {
