@@ -39,7 +39,7 @@ use crate::bus::Bus;
 use crate::collector::BoundSubscriber;
 use crate::error::{Result, WeidaError};
 use crate::fast_wait;
-use crate::packed::{take_ready_within, write_some, written_len, Packed};
+use crate::packed::{take_ready_within, Batch, Packed};
 use crate::pair::Pair;
 use crate::patterns::{Puller, Pusher, Replier, Requester, Subscriber};
 use crate::UniFfiTag;
@@ -54,7 +54,7 @@ pub(crate) enum Lane {
 
 /// What a receiving endpoint's lane takes with: `take_ready_within(max, room)`, None once the
 /// endpoint is gone.
-type TakeFn = dyn Fn(u32, usize) -> Option<Result<(Option<Packed>, bool)>> + Send + Sync;
+type TakeFn = dyn Fn(u32, usize) -> Option<Result<(Option<Batch>, bool)>> + Send + Sync;
 
 /// What a receiving endpoint's lane waits with: a receive of up to `max` messages started for
 /// a token (`fast_wait::start`), None once the endpoint is gone.
@@ -316,12 +316,13 @@ pub(crate) fn encode_error(e: WeidaError) -> Vec<u8> {
     encode(FAILED, e)
 }
 
-/// An answer for the caller's buffer: bytes already encoded, or a batch (its tag, and a
-/// `Some(Packed)` to write), which [`hand_out`] writes straight into the buffer when it fits,
-/// with no buffer between: its bodies are copied once, from the packed batch to the caller's.
+/// An answer for the caller's buffer: bytes already encoded, or a batch (its tag, and the
+/// messages to write as a `Some(Packed)`), which [`hand_out`] writes straight into the buffer
+/// when it fits, with no buffer between: each body is copied once, from the message Rust
+/// received to its place in the caller's buffer ([`Batch::write_some`]).
 pub(crate) enum Answer {
     Encoded(Vec<u8>),
-    Batch(u8, Packed),
+    Batch(u8, Batch),
 }
 
 impl From<Vec<u8>> for Answer {
@@ -344,15 +345,15 @@ pub(crate) enum Handed {
 pub(crate) unsafe fn hand_out(answer: Answer, out: *mut u8, cap: usize) -> Handed {
     let buf = match answer {
         Answer::Batch(tag, p) => {
-            let n = 1 + written_len(&p);
+            let n = 1 + p.written_len();
             if n <= cap {
                 let out = std::slice::from_raw_parts_mut(out, n);
                 out[0] = tag;
-                write_some(&p, &mut out[1..]);
+                p.write_some(&mut out[1..]);
                 // Within `cap`, which is an i32.
                 return Handed::Written(n as i32);
             }
-            encode(tag, Some(p))
+            encode(tag, Some(p.into_packed()))
         }
         Answer::Encoded(buf) => buf,
     };

@@ -98,7 +98,17 @@ pub const SCAN: usize = 8;
 /// `ms` packed, in order (at most one batch: `weida_ffi::packed::over_budget` first).
 pub(crate) fn pack(ms: &[CoreMessage]) -> Packed {
     let count = u32::try_from(ms.len()).expect("at most PACK_COUNT messages are packed");
-    let bodies = shared::pack(shared::bodies(ms));
+    let (index, origins) = described(ms);
+    Packed {
+        count,
+        bodies: Blob(shared::pack(shared::bodies(ms))),
+        index: Blob(index),
+        origins: Blob(origins),
+    }
+}
+
+/// The index and the origins of `ms` ([`Packed::index`], [`Packed::origins`]).
+fn described(ms: &[CoreMessage]) -> (Vec<u8>, Vec<u8>) {
     let mut index = Vec::with_capacity(ms.len() * 3);
     let mut origins = Vec::new();
     let mut made = 0usize;
@@ -132,11 +142,87 @@ pub(crate) fn pack(ms: &[CoreMessage]) -> Packed {
             index.extend_from_slice(&v.to_be_bytes());
         }
     }
-    Packed {
-        count,
-        bodies: Blob(bodies),
-        index: Blob(index),
-        origins: Blob(origins),
+    (index, origins)
+}
+
+/// A batch taken for the fast lane (`fast.rs`): its messages, with their index and origins
+/// made, and their bodies not yet packed. [`Batch::write_some`] packs them straight into the
+/// caller's buffer, so that each body is copied once on its way out of Rust: packed first into
+/// a buffer of their own, they were copied twice, the first time into a zeroed allocation as
+/// large as the batch (256 KiB at 1 KiB × 256), every batch (docs/PERFORMANCE.md, "Batches
+/// written where they are read").
+pub(crate) struct Batch {
+    ms: Vec<CoreMessage>,
+    bytes: usize,
+    index: Vec<u8>,
+    origins: Vec<u8>,
+}
+
+impl Batch {
+    /// `ms` (at most one batch: `weida_ffi::packed::over_budget` first), described.
+    pub(crate) fn new(ms: Vec<CoreMessage>) -> Self {
+        let (index, origins) = described(&ms);
+        let bytes = ms.iter().map(|m| m.body.len()).sum();
+        Self {
+            ms,
+            bytes,
+            index,
+            origins,
+        }
+    }
+
+    fn count(&self) -> u32 {
+        u32::try_from(self.ms.len()).expect("at most PACK_COUNT messages are packed")
+    }
+
+    /// The bytes UniFFI writes for `Some(packed)`: the option's tag, the count, and each blob's
+    /// length and bytes.
+    pub(crate) fn written_len(&self) -> usize {
+        1 + 4
+            + 3 * 4
+            + shared::packed_len(self.ms.len(), self.bytes)
+            + self.index.len()
+            + self.origins.len()
+    }
+
+    /// Writes `Some(packed)` as UniFFI writes it (test
+    /// `a_batch_is_written_in_place_as_uniffi_writes_it`) into `out`, [`Batch::written_len`]
+    /// bytes long, the bodies packed where they land.
+    ///
+    /// # Panics
+    /// If `out` is not that long.
+    pub(crate) fn write_some(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), self.written_len(), "out is written_len long");
+        out[0] = 1;
+        out[1..5].copy_from_slice(&self.count().to_be_bytes());
+        let bodies = shared::packed_len(self.ms.len(), self.bytes);
+        let mut at = 5;
+        for (len, blob) in [
+            (bodies, None),
+            (self.index.len(), Some(&self.index)),
+            (self.origins.len(), Some(&self.origins)),
+        ] {
+            // A blob is cut to an i32's length by the batch budget (`hand_out`'s note).
+            let n = i32::try_from(len).expect("a blob above 2 GiB");
+            out[at..at + 4].copy_from_slice(&n.to_be_bytes());
+            let to = &mut out[at + 4..at + 4 + len];
+            match blob {
+                None => shared::pack_into(to, shared::bodies(&self.ms)),
+                Some(b) => to.copy_from_slice(b),
+            }
+            at += 4 + len;
+        }
+    }
+
+    /// The batch as a [`Packed`], for UniFFI's encoding (a batch larger than the caller's
+    /// buffer, kept for its next call).
+    pub(crate) fn into_packed(self) -> Packed {
+        Packed {
+            count: self.count(),
+            bodies: Blob(shared::pack(shared::bodies(&self.ms))),
+            index: Blob(self.index),
+            origins: Blob(self.origins),
+        }
     }
 }
 
@@ -154,7 +240,9 @@ fn same_origin(a: &Arc<IncomingMeta>, b: &Arc<IncomingMeta>) -> bool {
 /// dispatcher before it takes the waiting receive, and a stream of ready messages cannot
 /// starve its other coroutines. The error a receive would report now is returned.
 pub(crate) fn take_ready<R: Receiving>(r: &R, max: u32) -> Result<Option<Packed>> {
-    Ok(take_ready_within(r, max, usize::MAX)?.0)
+    Ok(take_ready_within(r, max, usize::MAX)?
+        .0
+        .map(Batch::into_packed))
 }
 
 /// [`take_ready`] whose batch, written as UniFFI writes an `Option<Packed>`, takes at most
@@ -165,9 +253,9 @@ pub(crate) fn take_ready_within<R: Receiving>(
     r: &R,
     max: u32,
     room: usize,
-) -> Result<(Option<Packed>, bool)> {
+) -> Result<(Option<Batch>, bool)> {
     if !ready_turn() {
-        return Ok((Some(Packed::default()), false));
+        return Ok((Some(Batch::new(Vec::new())), false));
     }
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     match take_now(r, max) {
@@ -180,54 +268,32 @@ pub(crate) fn take_ready_within<R: Receiving>(
     }
 }
 
-/// One packed batch of `ms` (the batch budget), cut to what takes at most `room` bytes written
-/// as UniFFI writes an `Option<Packed>` unless its first message alone does not fit; the rest
+/// One batch of `ms` (the batch budget), cut to what takes at most `room` bytes written as
+/// UniFFI writes an `Option<Packed>` unless its first message alone does not fit; the rest
 /// goes back to the front of `r`'s queue, in order. True with it when `room` cut it.
 pub(crate) fn pack_within<R: Receiving>(
     r: &R,
     mut ms: Vec<CoreMessage>,
     room: usize,
-) -> (Packed, bool) {
-    let mut keep = shared::budget(&ms);
-    let mut packed = pack(&ms[..keep]);
-    let cut = written_len(&packed) > room && keep > 1;
+) -> (Batch, bool) {
+    let keep = shared::budget(&ms);
+    let mut rest = ms.split_off(keep);
+    let mut batch = Batch::new(ms);
+    let cut = batch.written_len() > room && keep > 1;
     if cut {
-        keep = fitting(&ms[..keep], packed.origins.0.len(), room);
-        packed = pack(&ms[..keep]);
+        let fits = fitting(&batch.ms, batch.origins.len(), room);
+        let mut ms = batch.ms;
+        let mut over = ms.split_off(fits);
+        over.append(&mut rest);
+        rest = over;
+        batch = Batch::new(ms);
     }
     // One give-back for all that is left, so that it keeps its order (not weida-ffi's
     // `keep_one_batch`: a second give-back, for what `room` cuts, would land behind it).
-    let rest = ms.split_off(keep);
     if !rest.is_empty() {
         weida_ffi::inbox::give_back(r, rest);
     }
-    (packed, cut)
-}
-
-/// The bytes UniFFI writes for `Some(p)`: the option's tag, the count, and each blob's length
-/// and bytes.
-pub(crate) fn written_len(p: &Packed) -> usize {
-    1 + 4 + 3 * 4 + p.bodies.0.len() + p.index.0.len() + p.origins.0.len()
-}
-
-/// Writes `Some(p)` as UniFFI writes it (test
-/// `some_packed_is_written_in_place_as_uniffi_writes_it`) into `out`, [`written_len`] bytes
-/// long: the Kotlin fast lane's answer written straight into the caller's buffer.
-///
-/// # Panics
-/// If `out` is not that long.
-pub(crate) fn write_some(p: &Packed, out: &mut [u8]) {
-    assert_eq!(out.len(), written_len(p), "out is written_len long");
-    out[0] = 1;
-    out[1..5].copy_from_slice(&p.count.to_be_bytes());
-    let mut at = 5;
-    for blob in [&p.bodies.0, &p.index.0, &p.origins.0] {
-        // A blob is cut to an i32's length by the batch budget (`hand_out`'s note).
-        let n = i32::try_from(blob.len()).expect("a blob above 2 GiB");
-        out[at..at + 4].copy_from_slice(&n.to_be_bytes());
-        out[at + 4..at + 4 + blob.len()].copy_from_slice(blob);
-        at += 4 + blob.len();
-    }
+    (batch, cut)
 }
 
 /// How many of `ms` (at least one) fit in `room` bytes written, given the origins that all of
@@ -322,7 +388,7 @@ mod tests {
     }
 
     #[test]
-    fn some_packed_is_written_in_place_as_uniffi_writes_it() {
+    fn a_batch_is_written_in_place_as_uniffi_writes_it() {
         use uniffi::Lower;
         let mut meta = IncomingMeta::default();
         meta.path = "/jobs".into();
@@ -337,12 +403,22 @@ mod tests {
             }],
         ];
         for ms in batches {
-            let p = pack(&ms);
             let mut want = Vec::new();
-            <Option<Packed> as Lower<crate::UniFfiTag>>::write(Some(p.clone()), &mut want);
-            let mut got = vec![0xAA; written_len(&p)];
-            write_some(&p, &mut got);
+            <Option<Packed> as Lower<crate::UniFfiTag>>::write(Some(pack(&ms)), &mut want);
+            let batch = Batch::new(ms);
+            // Over older bytes, as the lane's kept buffer holds them: the padding is written.
+            let mut got = vec![0xAA; batch.written_len()];
+            batch.write_some(&mut got);
             assert_eq!(got, want);
+            let mut packed = Vec::new();
+            <Option<Packed> as Lower<crate::UniFfiTag>>::write(
+                Some(batch.into_packed()),
+                &mut packed,
+            );
+            assert_eq!(
+                packed, want,
+                "a batch for UniFFI's encoding is what pack makes"
+            );
         }
     }
 }

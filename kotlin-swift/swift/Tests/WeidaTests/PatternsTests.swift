@@ -154,7 +154,7 @@ final class PatternsTests: XCTestCase {
     // The fast lane reads a batch in place from its buffer (Weida.swift `packedMessages`, each
     // body copied once): from bytes in UniFFI's encoding of an `Option<Packed>` (here written by
     // the generated converter; Rust writes the same bytes: packed.rs
-    // `some_packed_is_written_in_place_as_uniffi_writes_it`), every body, sequence number, gap
+    // `a_batch_is_written_in_place_as_uniffi_writes_it`), every body, sequence number, gap
     // and origin must come out as written, and the converter must read the same record back.
     // As the Kotlin test of this name.
     func test_a_batch_read_in_place_is_the_batch_uniffis_converter_reads() throws {

@@ -176,7 +176,7 @@ class PatternsTest {
     // The fast lane reads a batch in place from its buffer (Weida.kt `packedMessages`, each body
     // copied once): the messages must be those UniFFI's converter reads from the same bytes,
     // bodies, sequence numbers, gaps and origins alike. Rust writes those bytes as UniFFI does
-    // (packed.rs `some_packed_is_written_in_place_as_uniffi_writes_it`).
+    // (packed.rs `a_batch_is_written_in_place_as_uniffi_writes_it`).
     @org.junit.jupiter.api.Test
     fun a_batch_read_in_place_is_the_batch_uniffis_converter_reads() {
         val bodies = listOf(ByteArray(0), "a".toByteArray(), payload(1000))
