@@ -285,8 +285,8 @@ fn body(r: Result<Bytes, Fail>, _room: usize) -> Answer {
 }
 
 /// A receive of up to `max` messages from `e` that waits, as `recvInto` receives, started for
-/// `token`. Its batch is packed when taken, cut to the caller's buffer; what it took and nobody
-/// took goes back to the front of the queue.
+/// `token`. Its batch is written into the caller's buffer when taken, cut to it; what it took
+/// and nobody took goes back to the front of the queue.
 pub(crate) fn receive<T: Receives>(e: Arc<T>, max: u32, token: i64) -> i64 {
     let r = Arc::clone(&e);
     let call = Call::new(async move { crate::patterns::recv_up_to(r.core(), max).await });

@@ -214,8 +214,9 @@ impl Batch {
         }
     }
 
-    /// The batch as a [`Packed`], for UniFFI's encoding (a batch larger than the caller's
-    /// buffer, kept for its next call).
+    /// The batch as a [`Packed`], for UniFFI's encoding: the answer of the UniFFI call
+    /// [`take_ready`], and a lane's batch larger than the caller's buffer, kept for its next
+    /// call.
     pub(crate) fn into_packed(self) -> Packed {
         Packed {
             count: self.count(),

@@ -1,5 +1,6 @@
 #!/bin/bash
 cd /work/main
+# As run: OUT=/tmp/ps/abcore3 (copied here as presize/).
 out=${OUT:-/tmp/ps/abcore}; mkdir -p $out
 for r in ${ROUNDS:-1 2 3 4 5 6}; do
   for side in base new; do
