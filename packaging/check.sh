@@ -52,22 +52,23 @@ DIRTY=()
 [ -n "${CI:-}" ] || DIRTY=(--allow-dirty)
 
 check_crates() {
-    # One target directory for every build below, kept between runs: the crates as packaged
-    # have the default dev profile, so the dependencies built for the verification are those
-    # the unpacked crates reuse (without debug info, which nothing here reads).
+    # One target directory for every build below, kept between runs: the unpacked crates build
+    # with the default dev profile (without debug info, which nothing here reads).
     export CARGO_TARGET_DIR="$OUT/cargo-target" CARGO_PROFILE_DEV_DEBUG=false
-    step "cargo publish --dry-run -p weida -p weida-cli (packages both, builds each as packaged)"
-    # cargo verifies weida-cli against the packaged weida through a local registry, and takes a
+    step "cargo publish --dry-run --no-verify -p weida -p weida-cli (what crates.io checks of both; the steps below build each as packaged)"
+    # cargo packages weida-cli against the packaged weida through a local registry, and takes a
     # registry crate of a given version for immutable: it unpacks it once, under
-    # $CARGO_HOME/registry/src/-<hash>/, and reuses what it compiled of it. Without this, the
-    # weida an earlier run packaged stands in for this one (seen here: weida-cli checked against
-    # a weida without a newer ErrorCode variant).
+    # $CARGO_HOME/registry/src/-<hash>/, and reuses it. Without this, the weida an earlier run
+    # packaged could stand in for this one (seen here when cargo still verified: weida-cli
+    # checked against a weida without a newer ErrorCode variant).
     rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/weida-"$VERSION" \
         "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/weida-cli-"$VERSION"
     [ ! -d "$CARGO_TARGET_DIR" ] || cargo clean -q -p weida -p weida-cli
-    # weida-cli is verified against the weida packaged beside it (cargo >= 1.90 publishes a
-    # workspace's crates together), not against crates.io.
-    cargo publish --dry-run --locked "${DIRTY[@]}" -p weida -p weida-cli
+    # --no-verify: cargo's own verification compiles each packaged crate where it packed it, and
+    # the steps below compile them again where they are unpacked, as a user's build would (docs,
+    # doctests, examples, the README's programs, weida-cli against the packaged weida); the
+    # verification added about a minute of CI's time and nothing the steps below do not check.
+    cargo publish --dry-run --no-verify --locked "${DIRTY[@]}" -p weida -p weida-cli
     cargo package --no-verify --locked "${DIRTY[@]}" -p weida -p weida-cli
     rm -rf "$OUT/crates" && mkdir -p "$OUT/crates"
     cp "$CARGO_TARGET_DIR"/package/weida-$VERSION.crate "$CARGO_TARGET_DIR"/package/weida-cli-$VERSION.crate "$OUT/crates/"
