@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every fuzz target in core/fuzz and runs each for N seconds (default 10):
+# Builds every fuzz target in core/fuzz and runs each for N seconds (default 10), as many at once
+# as there are cores:
 #
 #   core/fuzz/run.sh [SECONDS]
 #
@@ -67,9 +68,37 @@ for a in addresses:
 PY
 fi
 
+# As many targets at once as there are cores (a libFuzzer run is one thread), each into a log
+# of its own, printed when it ends; the first that fails is reported after the others end.
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+at_once="$(nproc 2>/dev/null || echo 1)"
+failed=""
+pids=()
+names=()
+wait_one() {
+  local pid="${pids[0]}" name="${names[0]}"
+  pids=("${pids[@]:1}")
+  names=("${names[@]:1}")
+  if wait "$pid"; then status=0; else status=$?; fi
+  echo "== $name: ${secs}s"
+  cat "$logs/$name.log"
+  if [ "$status" != 0 ]; then
+    echo "== $name failed (exit $status)"
+    failed="${failed:-$name}"
+  fi
+}
 for target in $("${fuzz[@]}" list); do
   mkdir -p "fuzz/corpus/$target"
-  echo "== $target: ${secs}s"
-  "${fuzz[@]}" run --target-dir "$target_dir" "$target" "fuzz/corpus/$target" -- -max_total_time="$secs"
+  "${fuzz[@]}" run --target-dir "$target_dir" "$target" "fuzz/corpus/$target" -- \
+    -max_total_time="$secs" >"$logs/$target.log" 2>&1 &
+  pids+=("$!")
+  names+=("$target")
+  if [ "${#pids[@]}" -ge "$at_once" ]; then wait_one; fi
 done
+while [ "${#pids[@]}" -gt 0 ]; do wait_one; done
+if [ -n "$failed" ]; then
+  echo "fuzz target $failed failed: its input is under core/fuzz/artifacts/$failed/" >&2
+  exit 1
+fi
 echo "all fuzz targets ran ${secs}s without a crash"
