@@ -67,7 +67,8 @@ check_crates() {
     # --no-verify: cargo's own verification compiles each packaged crate where it packed it, and
     # the steps below compile them again where they are unpacked, as a user's build would (docs,
     # doctests, examples, the README's programs, weida-cli against the packaged weida); the
-    # verification added about a minute of CI's time and nothing the steps below do not check.
+    # verification added about a minute of CI's time (docs/PACKAGING.md: the one thing only it
+    # checked).
     cargo publish --dry-run --no-verify --locked "${DIRTY[@]}" -p weida -p weida-cli
     cargo package --no-verify --locked "${DIRTY[@]}" -p weida -p weida-cli
     rm -rf "$OUT/crates" && mkdir -p "$OUT/crates"

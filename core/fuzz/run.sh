@@ -71,7 +71,8 @@ fi
 # As many targets at once as there are cores (a libFuzzer run is one thread), each into a log
 # of its own, printed when it ends; the first that fails is reported after the others end.
 logs="$(mktemp -d)"
-trap 'rm -rf "$logs"' EXIT
+# On an early exit, the targets still running are stopped before their logs go.
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 at_once="$(nproc 2>/dev/null || echo 1)"
 failed=""
 pids=()
