@@ -18,7 +18,7 @@ mod common;
 use std::time::Duration;
 
 use common::raw::dial_with;
-use weida::{EndpointOptions, Limits, Runtime};
+use weida::{EndpointOptions, Limits, LossCause, PeerEvent, Runtime};
 
 /// A dialler's HELLO that offers message lanes (PROTOCOL §3.1.1, §4.1).
 const HELLO_WITH_LANES: &[u8] = &[
@@ -70,10 +70,12 @@ enum Ended {
 /// `pairs` times: `piece` bytes of the stalled lane alone in a packet, then 10 bytes of it
 /// with a frame of 1,300 bytes of the other lane in the next packet (the stalled lane's
 /// stream has the higher priority, so its 10 bytes lead that packet). Both lanes carry one
-/// long frame each, so every byte is a valid part of a message.
-async fn alternate(limits: Limits, pairs: usize, piece: usize) -> Ended {
+/// long frame each, so every byte is a valid part of a message. With how it ended comes how
+/// the listener's events (`Listener::events`) said the connection ended, when it did.
+async fn alternate(limits: Limits, pairs: usize, piece: usize) -> (Ended, Option<LossCause>) {
     let rt = Runtime::new(common::config(limits)).unwrap();
     let listener = rt.bind("weida://127.0.0.1:0").await.unwrap();
+    let mut events = listener.events();
     let stalled = listener
         .puller_with("/stalled", &EndpointOptions::new().endpoint_queue(1))
         .unwrap();
@@ -128,13 +130,30 @@ async fn alternate(limits: Limits, pairs: usize, piece: usize) -> Ended {
     // What the listener made of the last packets, acknowledged or closed.
     let settled = tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
     drop((reader, stalled));
-    match settled {
+    let ended = match settled {
         Ok(quinn::ConnectionError::ConnectionClosed(c)) => {
             Ended::Closed(String::from_utf8_lossy(&c.reason).into_owned())
         }
         Ok(e) => Ended::Closed(e.to_string()),
         Err(_) => ended,
+    };
+    if !matches!(ended, Ended::Closed(_)) {
+        return (ended, None);
     }
+    // The listener's side of the close: its events end the connection with a cause, bounded
+    // by a guard should that event never come.
+    let lost = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(event) = events.next().await {
+            if let Ok(PeerEvent::Lost { cause, .. }) = event {
+                return Some(cause);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten();
+    (ended, lost)
 }
 
 /// The defect, as it stands: gap-free data on a stalled lane closes the whole connection. It
@@ -145,7 +164,35 @@ async fn alternate(limits: Limits, pairs: usize, piece: usize) -> Ended {
 #[tokio::test]
 #[ignore = "fails on quinn-proto 0.11.19: its reassembly closes the connection (lane_stall.rs)"]
 async fn a_stalled_lane_fed_in_alternating_packets_keeps_its_connection() {
-    assert_eq!(alternate(Limits::default(), 2000, 200).await, Ended::Up);
+    assert_eq!(alternate(Limits::default(), 2000, 200).await.0, Ended::Up);
+}
+
+/// While the defect stands, a connection it closes is lost on both sides, each told why: the
+/// dialler reads the close's reason, and the listener's events end the connection with cause
+/// `transport_error` naming it (what an application with a `Listener::events` loop sees). The
+/// close comes in most runs, not all (3 of 4 runs of 800 pairs), so this takes up to eight
+/// runs to see one. Should no run close (a quinn that compacts contiguous pieces whatever their
+/// size), it fails: the ignored test above then passes and is to be run in CI instead.
+#[tokio::test]
+async fn a_connection_closed_for_too_many_gaps_is_lost_on_both_sides_with_its_reason() {
+    for _ in 0..8 {
+        let (ended, lost) = alternate(Limits::default(), 2000, 200).await;
+        let Ended::Closed(reason) = ended else {
+            continue;
+        };
+        assert!(
+            reason.contains("too many gaps"),
+            "the dialler read: {reason}"
+        );
+        match lost {
+            Some(LossCause::TransportError(why)) => {
+                assert!(why.contains("too many gaps"), "the listener said: {why}")
+            }
+            other => panic!("the listener's events ended the connection with {other:?}"),
+        }
+        return;
+    }
+    panic!("no run of eight closed the connection: see a_stalled_lane_fed_in_alternating_packets_keeps_its_connection");
 }
 
 /// With a stream window under 64 KiB the same sender runs out of credit on the stalled lane
@@ -157,7 +204,7 @@ async fn under_a_64_kib_stream_window_a_stalled_lane_only_holds_its_writer() {
         stream_receive_window: window,
         ..Limits::default()
     };
-    match alternate(limits, 2000, 200).await {
+    match alternate(limits, 2000, 200).await.0 {
         Ended::Held(written) => assert!(written <= window as usize, "{written}"),
         e => panic!("{e:?}"),
     }
