@@ -1668,8 +1668,9 @@ async fn local_stream(path: &std::path::Path, bytes: &[u8], finish: bool) -> Loc
 /// session there: Open point 3). Each is refused as §9.2 says: a STOP chunk with the code on
 /// the dialler's half while the listener has not read its end, and an ERROR reply with the
 /// same code on any connection with a reverse direction (an exchange, an unknown type); a FIN
-/// inside a request header is refused with the ERROR alone. A refusal refuses the stream, never
-/// the listener: a well-formed transfer is delivered afterwards.
+/// inside a request header is refused with the ERROR alone; a transfer and a lane are refused
+/// by their STOP alone. A refusal refuses the stream, never the listener: a well-formed
+/// transfer is delivered afterwards.
 #[tokio::test]
 async fn a_listener_refuses_the_local_streams_a_v0_dialler_never_opens_and_goes_on() {
     let (_server, listener, path) = local_listener(Limits::default()).await;
@@ -1699,6 +1700,18 @@ async fn a_listener_refuses_the_local_streams_a_v0_dialler_never_opens_and_goes_
         (a.stop, a.reply.is_empty(), a.fin),
         (Some(LIMIT_EXCEEDED), true, false)
     );
+    // A lane refused at its head (nothing bound at its path; a replier's path): the STOP, and
+    // nothing else back, as for a transfer (its reverse direction carries only STOP chunks, §4).
+    for (at, want) in [("/nowhere", UNKNOWN_ENDPOINT), ("/rpc", UNSUPPORTED)] {
+        let mut bytes = vec![0x03];
+        weida::wire::Header::for_path(at).encode(&mut bytes);
+        let a = local_stream(&path, &bytes, false).await;
+        assert_eq!(
+            (a.stop, a.reply.is_empty(), a.fin),
+            (Some(want), true, false),
+            "{at}: {a:02x?}"
+        );
+    }
     // The listener goes on: a whole transfer to /jobs is delivered.
     let mut bytes = vec![0x01];
     weida::wire::Header::for_path("/jobs").encode(&mut bytes);

@@ -380,8 +380,9 @@ impl<E: Endpoints> Dispatch<E> {
                 let send = send.take().expect("a local socket has its back direction");
                 return self.park(reader, send).await;
             }
-            // Over a local socket the back direction carries the lane's STOPs.
-            ByType::Lane => return self.lane(reader, send, peer, deadline).await,
+            // A lane's reverse direction (over a local socket) carries only its STOP chunks,
+            // as a transfer's does: a refused lane gets no ERROR (PROTOCOL.md §4, §9.2).
+            ByType::Lane => return self.lane(reader, peer, deadline).await,
             ByType::Refused(r) => return self.refuse(reader, send, r).await,
         };
         // Only an exchange keeps its other half: as its reply half.
@@ -445,28 +446,27 @@ impl<E: Endpoints> Dispatch<E> {
     async fn lane(
         &self,
         mut reader: StreamReader,
-        send: Option<SendHalf>,
         peer: Option<PeerIdentity>,
         mut deadline: Deadline,
     ) {
         let limits = &self.ctx.limits;
         let head = reader.header(limits.max_header_size);
         let Ok(head) = deadline.bound(head).await else {
-            return self.too_slow(reader, send).await;
+            return self.too_slow(reader, None).await;
         };
         // From its head on, a lane may not stall mid-frame (between frames it may idle).
         reader.set_idle(&self.stream_watch());
         let path = match by_header(StreamType::Lane, &head) {
             Step::Next(path) => path,
-            Step::Refuse(r) => return self.refuse(reader, send, r).await,
+            Step::Refuse(r) => return self.refuse(reader, None, r).await,
             Step::Drop => return,
         };
         let route = self.endpoints.find(path);
         if let Err(r) = by_endpoint(StreamType::Lane, path, found(&route)) {
-            return self.refuse(reader, send, r).await;
+            return self.refuse(reader, None, r).await;
         }
         if let Some(r) = self.unclaimed(path, &route) {
-            return self.refuse(reader, send, r).await;
+            return self.refuse(reader, None, r).await;
         }
         let Some((_, Some(tx), max_body)) = route else {
             unreachable!("an endpoint that takes a lane has a queue")
