@@ -72,7 +72,7 @@ fi
 # of its own, printed when it ends; the first that fails is reported after the others end.
 logs="$(mktemp -d)"
 # On an early exit, the targets still running are stopped before their logs go.
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
 at_once="$(nproc 2>/dev/null || echo 1)"
 failed=""
 pids=()
