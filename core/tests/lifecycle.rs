@@ -643,6 +643,68 @@ on_every_transport!(
     nothing_there_or_closed
 );
 
+/// A local listener's `close` (and its runtime's shutdown) refuses a dial from the moment it
+/// returns, before any task of the listener's runs again: the dial here is made from another
+/// thread while this one, which runs the listener's accept task, waits for it. An AF_UNIX
+/// socket still listening then would let the kernel accept the dial, and the dialler would wait
+/// for a HELLO until `connect_timeout` (seen as a lost connection in the conformance matrix).
+/// Over QUIC what refuses is the endpoint's own task, so only the local transports are asked.
+#[tokio::test]
+async fn a_closed_local_listener_refuses_a_dial_before_its_tasks_run_again() {
+    let limits = Limits {
+        connect_timeout: Duration::from_secs(3),
+        ..Limits::default()
+    };
+    let addresses = || {
+        [
+            common::bind_address(Transport::Unix),
+            format!("weida+unix://@weida-test-{}", common::unique()),
+            common::bind_address(Transport::Inproc),
+        ]
+    };
+    for (shutdown, bind) in [false, true]
+        .into_iter()
+        .flat_map(|s| addresses().into_iter().map(move |a| (s, a)))
+    {
+        let server = Runtime::new(common::config(limits.clone())).unwrap();
+        let listener = server.bind(&bind).await.unwrap();
+        let gone = listener.puller("/jobs").unwrap().address().to_string();
+        if shutdown {
+            server.shutdown();
+        } else {
+            listener.close();
+        }
+        let dial = {
+            let (gone, limits) = (gone.clone(), limits.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    let client = Runtime::new(common::config(limits)).unwrap();
+                    client.pusher().connect(&gone).await.map(drop)
+                })
+            })
+        };
+        // Blocks this thread, and with it the listener's tasks, until the dial has an answer.
+        let answer = dial.join().unwrap();
+        match answer {
+            Err(Error::Unreachable { why, .. }) => {
+                assert_eq!(why.name(), "refused", "{bind} (shutdown {shutdown})")
+            }
+            other => panic!("{bind} (shutdown {shutdown}): {other:?}"),
+        }
+        if let Some(file) = bind
+            .strip_prefix("weida+unix://")
+            .filter(|p| p.starts_with('/'))
+        {
+            let file = std::path::Path::new(file);
+            assert!(!file.exists(), "{} is left", file.display());
+        }
+    }
+}
+
 async fn requester_gone(t: Transport) {
     let (_s, listener, client) = pair(t).await;
     let replier = listener.replier("/rpc").unwrap();

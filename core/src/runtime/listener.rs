@@ -45,6 +45,8 @@ pub(crate) struct ListenerInner {
     routes: Arc<RouteTable>,
     life: Arc<Life>,
     quic: Option<quic::Server>,
+    /// An AF_UNIX listener's socket, closed at once by `close`.
+    local: Option<unix::Closer>,
     events: EventSender,
 }
 
@@ -78,23 +80,30 @@ impl Drop for ListenerInner {
         if let Some(ep) = &self.quic {
             ep.close(Code::GoingAway, b"listener dropped");
         }
+        if let Some(local) = &self.local {
+            local.close();
+        }
     }
 }
 
 /// Every listener of a runtime, by its life and its routes: at shutdown the lives are killed
-/// (local socket streams watch theirs) and the routes dropped (which ends every endpoint's
-/// queue); and its QUIC listeners, whose endpoints are closed then, and waited for until their
-/// closes have been sent.
+/// (local socket streams watch theirs), the routes dropped (which ends every endpoint's queue)
+/// and AF_UNIX sockets closed; and its QUIC listeners, whose endpoints are closed then, and
+/// waited for until their closes have been sent.
 #[derive(Default)]
 pub(crate) struct Listeners {
-    ends: Mutex<Vec<(Weak<Life>, Weak<RouteTable>)>>,
+    ends: Mutex<Vec<End>>,
     /// Weak: a listener nothing holds any more closes itself (`ListenerInner`'s drop).
     quic: Mutex<Vec<Weak<ListenerInner>>>,
 }
 
 impl Listeners {
-    fn add(&self, life: &Arc<Life>, routes: &Arc<RouteTable>) {
-        let entry = (Arc::downgrade(life), Arc::downgrade(routes));
+    fn add(&self, life: &Arc<Life>, routes: &Arc<RouteTable>, local: Option<unix::Closer>) {
+        let entry = End {
+            life: Arc::downgrade(life),
+            routes: Arc::downgrade(routes),
+            local,
+        };
         self.ends.lock().unwrap().push(entry);
     }
 
@@ -107,12 +116,15 @@ impl Listeners {
     /// Ends every listener (shutdown), and returns the QUIC endpoints of those still held, to
     /// wait until their closes have been sent.
     pub(crate) fn close(&self) -> Vec<quic::Server> {
-        for (l, r) in self.ends.lock().unwrap().drain(..) {
-            if let Some(l) = l.upgrade() {
+        for end in self.ends.lock().unwrap().drain(..) {
+            if let Some(l) = end.life.upgrade() {
                 l.kill(LossCause::LocallyClosed);
             }
-            if let Some(r) = r.upgrade() {
+            if let Some(r) = end.routes.upgrade() {
                 r.clear();
+            }
+            if let Some(local) = end.local {
+                local.close();
             }
         }
         let quic: Vec<_> = self.quic.lock().unwrap().drain(..).collect();
@@ -122,6 +134,13 @@ impl Listeners {
             .inspect(|ep| ep.close(Code::GoingAway, b"shutdown"))
             .collect()
     }
+}
+
+/// One listener as its runtime's shutdown ends it.
+struct End {
+    life: Weak<Life>,
+    routes: Weak<RouteTable>,
+    local: Option<unix::Closer>,
 }
 
 /// One connection of a listener's count, released when its task ends.
@@ -153,12 +172,11 @@ pub(crate) async fn bind(
     }
     let life = Life::new();
     let routes: Arc<RouteTable> = Arc::default();
-    listeners.add(&life, &routes);
     let events = EventSender::default();
     let arrived = Arc::new(Arrived(events.clone()));
     let dispatch = Dispatch::new(ctx.clone(), routes.clone(), arrived, life.clone());
     let limits = ctx.limits.clone();
-    let (bound_address, quic_ep) = match addr.target() {
+    let (bound_address, quic_ep, local) = match addr.target() {
         Target::Quic { host, port } => {
             let at = quic::resolve(host, *port).await?;
             let server = quic::server_endpoint(at, &tls, &limits, ctx.config.udp_buffer)?;
@@ -205,7 +223,7 @@ pub(crate) async fn bind(
                     });
                 }
             });
-            (bound, Some(ep))
+            (bound, Some(ep), None)
         }
         Target::Inproc(name) => {
             let lives = [life.clone(), ctx.names.clone()];
@@ -227,11 +245,12 @@ pub(crate) async fn bind(
                     );
                 }
             });
-            (addr.clone(), None)
+            (addr.clone(), None, None)
         }
         Target::Unix(t) => {
             let lives = [life.clone(), ctx.life.clone()];
             let mut bound = unix::bind(t, &limits, lives)?;
+            let closer = bound.closer();
             let (life2, d, rt_life) = (life.clone(), dispatch.clone(), ctx.life.clone());
             tokio::spawn(async move {
                 loop {
@@ -244,6 +263,8 @@ pub(crate) async fn bind(
                         Ok(raw) => {
                             tokio::spawn(d.clone().stream(raw));
                         }
+                        // The listener's close shut the socket down (its accept fails).
+                        Err(_) if life2.cause().is_some() => break,
                         Err(e) => {
                             tracing::warn!(error = %e, "local socket accept failed");
                             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -251,19 +272,22 @@ pub(crate) async fn bind(
                     }
                 }
             });
-            (addr.clone(), None)
+            (addr.clone(), None, Some(closer))
         }
         Target::Pipe(_) => return Err(pipe_unsupported()),
         #[allow(unreachable_patterns)]
         _ => return Err(Error::Unsupported(format!("transport of {addr}"))),
     };
     tracing::debug!(address = %bound_address, "bound");
+    let local2 = local.as_ref().map(unix::Closer::again);
+    listeners.add(&life, &routes, local2);
     let inner = Arc::new(ListenerInner {
         ctx: ctx.clone(),
         address: bound_address,
         routes,
         life,
         quic: quic_ep,
+        local,
         events,
     });
     if inner.quic.is_some() {
@@ -373,6 +397,9 @@ impl Listener {
         self.inner.routes.clear();
         if let Some(ep) = &self.inner.quic {
             ep.close(Code::GoingAway, b"listener closed");
+        }
+        if let Some(local) = &self.inner.local {
+            local.close();
         }
     }
 }

@@ -1092,17 +1092,78 @@ impl Conn {
 /// A bound local socket. Dropping it removes the socket file, unless a later bind in this
 /// process has taken the path since.
 pub(crate) struct Bound {
-    listener: UnixListener,
-    path: Option<PathBuf>,
+    socket: Arc<Listening>,
     window: usize,
     linger: Duration,
-    id: u64,
     shares: Arc<Shares>,
     share: usize,
     /// The next exchanges of kept sockets (§8.7), from their pumps, and the sender each pump
     /// is given.
     kept: tokio::sync::mpsc::UnboundedReceiver<IncomingRaw>,
     keep_to: tokio::sync::mpsc::UnboundedSender<IncomingRaw>,
+}
+
+/// A bound local socket's listening socket and file, shared by its accept task ([`Bound`]) and
+/// its listener's [`Closer`].
+struct Listening {
+    listener: UnixListener,
+    /// The socket file, until it is released (once, by whichever of the closer and the drop
+    /// comes first: a file released here may be another process's by the second).
+    path: Mutex<Option<PathBuf>>,
+    /// This binding's entry in PATHS.
+    id: u64,
+    /// Set by the closer before it shuts the socket down: from then on the accept fails at
+    /// once. Not left to the socket: a listening socket shut down for reading stays readable
+    /// and its accept answers EAGAIN, and tokio's `accept()` retries that within one poll for
+    /// ever (it keeps a closed state's readiness), so the accept task would spin.
+    closed: AtomicBool,
+}
+
+impl Listening {
+    /// Removes the socket file and its PATHS entry, unless a later bind in this process has
+    /// taken the path since; once.
+    fn release(&self) {
+        let taken = self
+            .path
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(p) = taken else { return };
+        let mut paths = PATHS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A later bind in this process took the path: the file is its socket now.
+        if paths.get(&p).is_some_and(|b| b.id != self.id) {
+            return;
+        }
+        paths.remove(&p);
+        let _ = std::fs::remove_file(&p);
+    }
+}
+
+/// Closes a bound local socket at once, from outside its accept task: a listener's `close`
+/// (and its runtime's shutdown) returns with no connect accepted from then on, where the accept
+/// task, which drops [`Bound`], may run only later (a connect the kernel accepted meanwhile
+/// would be a connection lost, not a dial refused).
+pub(crate) struct Closer(std::sync::Weak<Listening>);
+
+impl Closer {
+    /// Another closer of the same socket.
+    pub(crate) fn again(&self) -> Self {
+        Self(self.0.clone())
+    }
+
+    pub(crate) fn close(&self) {
+        let Some(socket) = self.0.upgrade() else {
+            return; // the accept task has ended and closed it
+        };
+        socket.closed.store(true, Ordering::Release);
+        // The kernel refuses a connect to a listening socket whose receiving side is shut
+        // down (ECONNREFUSED), which is what covers an abstract name; a path's file goes
+        // too, so a dialler finds nothing there and a new bind may take it.
+        let _ = socket2::SockRef::from(&socket.listener).shutdown(std::net::Shutdown::Read);
+        socket.release();
+    }
 }
 
 /// How long a kept socket waits for its next exchange at least (§8.7): a dialler reuses only
@@ -1265,11 +1326,14 @@ pub(crate) fn bind(
         }
     };
     Ok(Bound {
-        listener,
-        path,
+        socket: Arc::new(Listening {
+            listener,
+            path: Mutex::new(path),
+            id,
+            closed: AtomicBool::new(false),
+        }),
         window: limits.stream_receive_window as usize,
         linger: limits.idle_timeout,
-        id,
         shares: Arc::default(),
         share: limits.max_local_peer_connections,
         kept,
@@ -1278,6 +1342,11 @@ pub(crate) fn bind(
 }
 
 impl Bound {
+    /// What closes this socket at once from elsewhere (the listener's `close`).
+    pub(crate) fn closer(&self) -> Closer {
+        Closer(Arc::downgrade(&self.socket))
+    }
+
     /// The next OS connection within its peer process's share, as a stream whose type byte
     /// is still unread. A connection past the share is refused as it is accepted: a STOP
     /// chunk and a RESET chunk with LIMIT_EXCEEDED, sent without waiting (the socket is new,
@@ -1289,7 +1358,7 @@ impl Bound {
             let s = tokio::select! {
                 // The next exchange of a kept socket: a stream as an accepted one is.
                 Some(raw) = self.kept.recv() => return Ok(raw),
-                r = self.listener.accept() => r?.0,
+                r = std::future::poll_fn(|cx| poll_accept(&self.socket, cx)) => r?.0,
             };
             let peer = credentials(&s);
             let pid = match &peer {
@@ -1340,19 +1409,21 @@ impl Bound {
     }
 }
 
+/// The listening socket's next connection, or an error once the closer has run.
+fn poll_accept(
+    socket: &Listening,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<io::Result<(UnixStream, tokio::net::unix::SocketAddr)>> {
+    if socket.closed.load(Ordering::Acquire) {
+        let closed = io::Error::new(io::ErrorKind::NotConnected, "the listener closed");
+        return std::task::Poll::Ready(Err(closed));
+    }
+    socket.listener.poll_accept(cx)
+}
+
 impl Drop for Bound {
     fn drop(&mut self) {
-        if let Some(p) = &self.path {
-            let mut paths = PATHS
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // A later bind in this process took the path: the file is its socket now.
-            if paths.get(p).is_some_and(|b| b.id != self.id) {
-                return;
-            }
-            paths.remove(p);
-            let _ = std::fs::remove_file(p);
-        }
+        self.socket.release();
     }
 }
 
