@@ -264,6 +264,31 @@ on_every_transport!(
     collected_limit
 );
 
+/// A path so long that a lane's head (PATH alone) is above the listener's MAX_HEADER_SIZE: a
+/// small message, which would ride a lane, is refused at the pusher as a transfer's header is
+/// (PROTOCOL.md §4.1), and the listener refuses nothing, since nothing reaches it.
+async fn lane_head_too_large(t: Transport) {
+    let small = Limits {
+        max_header_size: 64,
+        ..Limits::default()
+    };
+    let server = weida::Runtime::new(common::config(small)).unwrap();
+    let listener = server.bind(&common::bind_address(t)).await.unwrap();
+    let puller = listener.puller(&format!("/{}", "p".repeat(70))).unwrap();
+    let client = weida::Runtime::new(common::config(Limits::default())).unwrap();
+    let pusher = client.pusher();
+    pusher.connect(&puller.address().to_string()).await.unwrap();
+    for _ in 0..3 {
+        let e = pusher.send("small").await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
+    }
+    assert_eq!(server.counters().streams_refused, 0);
+}
+on_every_transport!(
+    a_path_whose_header_is_above_the_listeners_bound_is_refused_at_the_pusher,
+    lane_head_too_large
+);
+
 /// A reply header above the requester's MAX_HEADER_SIZE is refused at the replier, before
 /// anything is written, and the exchange can still be answered.
 async fn reply_header_bound(t: Transport) {

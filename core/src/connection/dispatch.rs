@@ -833,6 +833,7 @@ impl<E: Endpoints> Dispatch<E> {
             reverse,
             number: subs.number,
             lanes: subs.lanes,
+            max_header: subs.peer_max_header,
         };
         hub.subscribe(&mut entry.1, &conn, &s.filter)
     }

@@ -225,7 +225,7 @@ impl Link {
                 }
             }
             if slot.is_none() {
-                let new = self.start_lane();
+                let new = self.start_lane()?;
                 self.set_lane(&mut slot, Some(new));
             }
             let lane = slot.as_ref().expect("set above");
@@ -298,16 +298,19 @@ impl Link {
         }
     }
 
-    fn start_lane(&self) -> Lane {
+    /// A new lane, or `LimitExceeded` with nothing opened when its head, a header too
+    /// (PROTOCOL.md §4.1), is above the peer's MAX_HEADER_SIZE (a path that long).
+    fn start_lane(&self) -> Result<Lane> {
         let mut h = vec![StreamType::Lane.to_byte()];
         Header::for_path(&self.path).encode(&mut h);
-        Lane::start(
+        self.within_peer_header(h.len() - 1 - varint::len_from_first_byte(h[1]))?;
+        Ok(Lane::start(
             self.ctx.clone(),
             self.conn.clone(),
             self.path.clone(),
             Bytes::from(h),
             self.opened.clone(),
-        )
+        ))
     }
 
     /// Finishes the lane, if any, once what it queued is written (drain, release).

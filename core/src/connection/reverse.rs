@@ -63,6 +63,8 @@ pub(crate) struct SubscriberConn {
     pub(crate) reverse: Reverse,
     pub(crate) number: bool,
     pub(crate) lanes: bool,
+    /// The subscriber's MAX_HEADER_SIZE (its HELLO's): no copy's header is written above it.
+    pub(crate) max_header: u64,
 }
 
 /// Connections a local-socket subscriber parked for its publisher to write copies on.

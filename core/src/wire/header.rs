@@ -148,14 +148,17 @@ impl<'a> From<&'a Header> for HeaderRef<'a> {
     }
 }
 
+fn meta_value_len(name: &str, value: &[u8]) -> usize {
+    varint::len(name.len() as u64) + name.len() + value.len()
+}
+
 impl HeaderRef<'_> {
-    /// Appends the encoded header (length prefix included) to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// The header's length as its length prefix counts it (the version byte and the fields),
+    /// which is what a receiver's MAX_HEADER_SIZE bounds (PROTOCOL.md §5.3); computed, not
+    /// encoded.
+    pub fn counted_len(&self) -> usize {
         fn field(key: u64, len: usize) -> usize {
             varint::len(key) + varint::len(len as u64) + len
-        }
-        fn meta_value_len(name: &str, value: &[u8]) -> usize {
-            varint::len(name.len() as u64) + name.len() + value.len()
         }
         let mut len = 1;
         len += self.path.map_or(0, |p| field(key::PATH, p.len()));
@@ -167,6 +170,12 @@ impl HeaderRef<'_> {
             .sequence
             .map_or(0, |s| field(key::SEQUENCE, varint::len(s)));
         len += self.producer.map_or(0, |p| field(key::PRODUCER, p.len()));
+        len
+    }
+
+    /// Appends the encoded header (length prefix included) to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let len = self.counted_len();
         out.reserve(varint::len(len as u64) + len);
         varint::put(out, len as u64);
         out.push(VERSION);
@@ -274,5 +283,40 @@ impl Header {
         }
         let h = Self::decode_body(&cur[..len as usize])?;
         Ok((h, prefix + len as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `counted_len` is what `encode`'s length prefix says, for every field and for lengths on
+    /// both sides of a varint's size steps: a sender checks a receiver's bound with it before
+    /// encoding anything.
+    #[test]
+    fn the_counted_length_is_what_the_encoded_prefix_counts() {
+        for n in [0usize, 1, 60, 63, 64, 200, 16_383, 16_384, 70_000] {
+            let text = "p".repeat(n);
+            let meta: Metadata = [("k".repeat(n % 97), vec![7u8; n])].into_iter().collect();
+            let headers = [
+                Header::default(),
+                Header::for_path(&text),
+                Header {
+                    path: Some("/feed".into()),
+                    meta,
+                    topic: Some(text.clone()),
+                    sequence: Some(n as u64 * 1_000_003),
+                    producer: Some(Bytes::from(vec![1u8; n % 40])),
+                },
+            ];
+            for h in &headers {
+                let mut out = Vec::new();
+                h.encode(&mut out);
+                let prefix = varint::len_from_first_byte(out[0]);
+                let said = varint::get(&mut &out[..]).unwrap();
+                assert_eq!(HeaderRef::from(h).counted_len(), out.len() - prefix, "{n}");
+                assert_eq!(said as usize, out.len() - prefix, "{n}");
+            }
+        }
     }
 }

@@ -30,7 +30,8 @@ pub enum DropCause {
     ReversePoolEmpty,
     /// The subscriber's connection ended with the copy still queued or in flight.
     DeadSubscriber,
-    /// The subscriber refused the copy (its own bound, e.g. `max_collected_body`).
+    /// The subscriber refused the copy (its own bound, e.g. `max_collected_body`), or would
+    /// have: a copy whose header is above its `max_header_size` is dropped unwritten.
     Refused,
 }
 
@@ -187,6 +188,12 @@ impl Job {
         }
     }
 
+    fn seq(&self) -> Option<u64> {
+        match self {
+            Self::Whole { seq, .. } | Self::Streamed { seq, .. } => *seq,
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Self::Whole { body, .. } => body.len(),
@@ -211,6 +218,9 @@ pub(crate) struct Sub {
     number: bool,
     /// Small whole copies go as frames on a lane (both sides offered lanes).
     lanes: bool,
+    /// The subscriber's MAX_HEADER_SIZE: a copy whose header is above it is never written
+    /// (PROTOCOL.md §5.3), but dropped and counted `Refused`, as the subscriber would refuse it.
+    max_header: u64,
     next_seq: AtomicU64,
     queue: Mutex<CopyQueue>,
     wake: Notify,
@@ -411,6 +421,7 @@ impl Hub {
                     id: sid,
                     number: conn.number,
                     lanes: conn.lanes,
+                    max_header: conn.max_header,
                     next_seq: AtomicU64::new(1),
                     queue: Mutex::new(CopyQueue::default()),
                     wake: Notify::new(),
@@ -589,6 +600,21 @@ impl Hub {
         self.drops.count(topic, cause, 1);
     }
 
+    /// The header length (as its prefix counts it) of a copy of `topic` numbered `seq`, as
+    /// [`Hub::head`] and `write_lane` encode it: with `path`, a transfer's; without, a lane
+    /// frame's; with a path and no topic, a lane's head.
+    fn head_len(&self, path: Option<&str>, topic: Option<&str>, seq: Option<u64>) -> u64 {
+        let no_meta = Metadata::default();
+        HeaderRef {
+            path,
+            meta: &no_meta,
+            topic,
+            sequence: seq,
+            producer: seq.map(|_| &self.producer[..]),
+        }
+        .counted_len() as u64
+    }
+
     fn head(&self, topic: &str, seq: Option<u64>) -> Bytes {
         let header = Header {
             path: Some(self.path.clone()),
@@ -653,6 +679,14 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
         }
         let topic = job.topic().clone();
         let len = job.len();
+        if h.head_len(Some(&h.path), Some(&topic), job.seq()) > sub.max_header {
+            sub.written(len);
+            if let Job::Streamed { backlog, .. } = &job {
+                backlog.failed.store(true, Ordering::Release);
+            }
+            h.count(&topic, DropCause::Refused);
+            continue;
+        }
         let send = match sub.reverse.open().await {
             Ok(s) => s,
             Err(OpenFail::PoolEmpty) => {
@@ -695,7 +729,21 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
 
 /// Writes whole copies as frames on the subscriber's lane (opened on first use, PROTOCOL.md
 /// §4.1) in one write. False when the subscriber is gone.
-async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<Job>) -> bool {
+async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, mut batch: Vec<Job>) -> bool {
+    // What the subscriber would refuse for its header (the lane's head, a PATH this long, or a
+    // frame's) is never written: dropped and counted here (PROTOCOL.md §4.1, §5.3).
+    let head_refused = lane.is_none() && h.head_len(Some(&h.path), None, None) > sub.max_header;
+    batch.retain(|j| {
+        let keep = !head_refused && h.head_len(None, Some(j.topic()), j.seq()) <= sub.max_header;
+        if !keep {
+            sub.written(j.len());
+            h.count(j.topic(), DropCause::Refused);
+        }
+        keep
+    });
+    if batch.is_empty() {
+        return true;
+    }
     let mut prefix = Vec::new();
     if lane.is_none() {
         // On QUIC and in process a stream of its own; over AF_UNIX a parked connection kept
