@@ -424,9 +424,10 @@ async fn gap_under_detect(t: Transport) {
 on_every_transport!(a_dropped_copy_shows_up_as_a_gap, gap_under_detect);
 
 /// A copy whose header (here its topic) is above the subscriber's `max_header_size` is never
-/// written (PROTOCOL.md §5.3, §4.1): the publisher drops it, counted `Refused`, and the
-/// subscriber sees the gap, refuses nothing and keeps its lane; as a lane frame and as a
-/// transfer (a body above `lane_max_message`).
+/// queued or written (PROTOCOL.md §5.3, §4.1): the publisher drops it, counted `Refused`, and
+/// the subscriber sees the gap, refuses nothing and keeps its lane; as a lane frame and as a
+/// transfer (a body above `lane_max_message`). A path whose header alone is above the bound,
+/// which no copy could carry, is refused at subscribe.
 async fn header_above_subscriber_bound(t: Transport) {
     let server = Runtime::new(config(Limits::default())).unwrap();
     let listener = server.bind(&bind_address(t)).await.unwrap();
@@ -442,19 +443,16 @@ async fn header_above_subscriber_bound(t: Transport) {
     publisher.until_subscribers(1).await;
     let long = format!("t.{}", "x".repeat(100));
     let big = 1 + RuntimeConfig::default().lane_max_message;
-    for (topic, size) in [
-        ("t", 10),
-        (&long[..], 10),
-        ("t", 20),
-        (&long[..], big),
-        ("t", big),
-        ("t", 30),
+    for (topic, size, queued) in [
+        ("t", 10, 1),
+        (&long[..], 10, 0),
+        ("t", 20, 1),
+        (&long[..], big, 0),
+        ("t", big, 1),
+        ("t", 30, 1),
     ] {
-        assert_eq!(
-            publisher.publish(topic, payload(size)).unwrap(),
-            1,
-            "{topic} {size}"
-        );
+        let n = publisher.publish(topic, payload(size)).unwrap();
+        assert_eq!(n, queued, "{topic} {size}");
     }
     // Sorted: a transfer and the lane's frames are not ordered between them (over AF_UNIX
     // each goes on a socket of its own); the numbers 2 and 4 are what never came.
@@ -472,6 +470,11 @@ async fn header_above_subscriber_bound(t: Transport) {
         0,
         "nothing above the bound was written"
     );
+    let far = listener.publisher(&format!("/{}", "f".repeat(70))).unwrap();
+    let sub = client.subscriber();
+    sub.connect(&far.address().to_string()).await.unwrap();
+    let e = sub.subscribe("t").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::LimitExceeded, "{e:?}");
 }
 
 on_every_transport!(

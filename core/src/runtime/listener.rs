@@ -293,6 +293,10 @@ pub(crate) async fn bind(
     if inner.quic.is_some() {
         listeners.add_quic(&inner);
     }
+    // Added only now, so a shutdown that began while this bind was under way (a QUIC
+    // address's resolve awaited) may have closed the listeners before this one: then it ends
+    // here, its drop closing what it holds.
+    ctx.check_open()?;
     Ok(Listener { inner })
 }
 

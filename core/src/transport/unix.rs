@@ -1115,7 +1115,8 @@ struct Listening {
     /// Set by the closer before it shuts the socket down: from then on the accept fails at
     /// once. Not left to the socket: a listening socket shut down for reading stays readable
     /// and its accept answers EAGAIN, and tokio's `accept()` retries that within one poll for
-    /// ever (it keeps a closed state's readiness), so the accept task would spin.
+    /// ever (it keeps a closed state's readiness, and gives back the budget unit of a try that
+    /// made no progress), so the accept task would spin.
     closed: AtomicBool,
 }
 

@@ -188,6 +188,12 @@ impl Job {
         }
     }
 
+    /// Whether the writer sends it as a frame on the subscriber's lane: a whole copy up to
+    /// `lane_max` bytes, when the connection uses lanes.
+    fn on_lane(&self, lanes: bool, lane_max: usize) -> bool {
+        lanes && matches!(self, Self::Whole { body, .. } if body.len() <= lane_max)
+    }
+
     fn seq(&self) -> Option<u64> {
         match self {
             Self::Whole { seq, .. } | Self::Streamed { seq, .. } => *seq,
@@ -218,8 +224,9 @@ pub(crate) struct Sub {
     number: bool,
     /// Small whole copies go as frames on a lane (both sides offered lanes).
     lanes: bool,
-    /// The subscriber's MAX_HEADER_SIZE: a copy whose header is above it is never written
-    /// (PROTOCOL.md §5.3), but dropped and counted `Refused`, as the subscriber would refuse it.
+    /// The subscriber's MAX_HEADER_SIZE: a copy whose header is above it is never queued or
+    /// written (PROTOCOL.md §5.3), but dropped and counted `Refused` as the subscriber would
+    /// refuse it; a path whose header alone is above it is refused at subscribe.
     max_header: u64,
     next_seq: AtomicU64,
     queue: Mutex<CopyQueue>,
@@ -241,6 +248,9 @@ impl Sub {
         let job = make(seq);
         let cause = if q.dead {
             Some(DropCause::DeadSubscriber)
+        } else if hub.above_bound(self, &job) {
+            // Never written (PROTOCOL.md §5.3): the subscriber would refuse it.
+            Some(DropCause::Refused)
         } else if q.jobs.len() >= hub.queue_bound {
             Some(DropCause::QueueFull)
         } else if q.bytes + job.len() > limits.subscriber_buffer_bytes {
@@ -413,6 +423,18 @@ impl Hub {
         let f: Filter = filter
             .parse()
             .map_err(|e: FilterError| (Code::ProtocolError, e.to_string()))?;
+        // Every copy's header holds the path (a lane's head is the path alone), so none could
+        // be written within the subscriber's bound.
+        let head = self.head_len(Some(&self.path), None, None);
+        if head > conn.max_header {
+            return Err((
+                Code::LimitExceeded,
+                format!(
+                    "the path's header is {head} bytes, above the subscriber's max_header_size {}",
+                    conn.max_header
+                ),
+            ));
+        }
         let sub = match id.and_then(|i| self.subs.read().unwrap().get(&i).cloned()) {
             Some(s) => s,
             None => {
@@ -600,6 +622,14 @@ impl Hub {
         self.drops.count(topic, cause, 1);
     }
 
+    /// Whether `job`'s header, as the writer will encode it (a lane frame's or a transfer's),
+    /// is above the subscriber's MAX_HEADER_SIZE.
+    fn above_bound(&self, sub: &Sub, job: &Job) -> bool {
+        let on_lane = job.on_lane(sub.lanes, self.ctx.config.lane_max_message);
+        let path = (!on_lane).then_some(&*self.path);
+        self.head_len(path, Some(job.topic()), job.seq()) > sub.max_header
+    }
+
     /// The header length (as its prefix counts it) of a copy of `topic` numbered `seq`, as
     /// [`Hub::head`] and `write_lane` encode it: with `path`, a transfer's; without, a lane
     /// frame's; with a path and no topic, a lane's head.
@@ -663,30 +693,20 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
     while let Some(job) = sub.next_job().await {
         let Some(h) = hub.upgrade() else { return };
         let lane_max = h.ctx.config.lane_max_message;
-        if let (true, Job::Whole { body, .. }) = (sub.lanes, &job) {
-            if body.len() <= lane_max {
-                // One turn of the runtime first, for the copies the publisher is queueing behind
-                // this one: written together, they go out in full datagrams, not one each, and
-                // the subscriber is woken once for them (docs/PERFORMANCE.md, "Pub/Sub: ...").
-                tokio::task::yield_now().await;
-                let mut batch = vec![job];
-                batch.extend(sub.take_lane_batch(lane_max, 128, 256 * 1024));
-                if !write_lane(&h, &sub, &mut lane, batch).await {
-                    return;
-                }
-                continue;
+        if job.on_lane(sub.lanes, lane_max) {
+            // One turn of the runtime first, for the copies the publisher is queueing behind
+            // this one: written together, they go out in full datagrams, not one each, and
+            // the subscriber is woken once for them (docs/PERFORMANCE.md, "Pub/Sub: ...").
+            tokio::task::yield_now().await;
+            let mut batch = vec![job];
+            batch.extend(sub.take_lane_batch(lane_max, 128, 256 * 1024));
+            if !write_lane(&h, &sub, &mut lane, batch).await {
+                return;
             }
+            continue;
         }
         let topic = job.topic().clone();
         let len = job.len();
-        if h.head_len(Some(&h.path), Some(&topic), job.seq()) > sub.max_header {
-            sub.written(len);
-            if let Job::Streamed { backlog, .. } = &job {
-                backlog.failed.store(true, Ordering::Release);
-            }
-            h.count(&topic, DropCause::Refused);
-            continue;
-        }
         let send = match sub.reverse.open().await {
             Ok(s) => s,
             Err(OpenFail::PoolEmpty) => {
@@ -729,21 +749,7 @@ async fn writer(hub: Weak<Hub>, sub: Arc<Sub>) {
 
 /// Writes whole copies as frames on the subscriber's lane (opened on first use, PROTOCOL.md
 /// §4.1) in one write. False when the subscriber is gone.
-async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, mut batch: Vec<Job>) -> bool {
-    // What the subscriber would refuse for its header (the lane's head, a PATH this long, or a
-    // frame's) is never written: dropped and counted here (PROTOCOL.md §4.1, §5.3).
-    let head_refused = lane.is_none() && h.head_len(Some(&h.path), None, None) > sub.max_header;
-    batch.retain(|j| {
-        let keep = !head_refused && h.head_len(None, Some(j.topic()), j.seq()) <= sub.max_header;
-        if !keep {
-            sub.written(j.len());
-            h.count(j.topic(), DropCause::Refused);
-        }
-        keep
-    });
-    if batch.is_empty() {
-        return true;
-    }
+async fn write_lane(h: &Hub, sub: &Sub, lane: &mut Option<SendHalf>, batch: Vec<Job>) -> bool {
     let mut prefix = Vec::new();
     if lane.is_none() {
         // On QUIC and in process a stream of its own; over AF_UNIX a parked connection kept
