@@ -14,7 +14,7 @@ use super::lane::{FrameHead, Lane, TrySend};
 use super::numbering::Numbering;
 use crate::error::{Error, Limit, LossCause, Result};
 use crate::transport::{Conn, PeerIdentity, RecvHalf, SendHalf, StreamError, UnclaimedHalf};
-use crate::wire::{lane_frame, varint, Code, ControlFrame, Header, Session, StreamType};
+use crate::wire::{lane_frame, varint, Code, ControlFrame, Header, HeaderRef, Session, StreamType};
 
 /// A dialled connection to one path of one peer.
 pub(crate) struct Link {
@@ -301,9 +301,10 @@ impl Link {
     /// A new lane, or `LimitExceeded` with nothing opened when its head, a header too
     /// (PROTOCOL.md §4.1), is above the peer's MAX_HEADER_SIZE (a path that long).
     fn start_lane(&self) -> Result<Lane> {
+        let head = Header::for_path(&self.path);
+        self.within_peer_header(HeaderRef::from(&head).counted_len())?;
         let mut h = vec![StreamType::Lane.to_byte()];
-        Header::for_path(&self.path).encode(&mut h);
-        self.within_peer_header(h.len() - 1 - varint::len_from_first_byte(h[1]))?;
+        head.encode(&mut h);
         Ok(Lane::start(
             self.ctx.clone(),
             self.conn.clone(),

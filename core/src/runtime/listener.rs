@@ -279,8 +279,7 @@ pub(crate) async fn bind(
         _ => return Err(Error::Unsupported(format!("transport of {addr}"))),
     };
     tracing::debug!(address = %bound_address, "bound");
-    let local2 = local.as_ref().map(unix::Closer::again);
-    listeners.add(&life, &routes, local2);
+    listeners.add(&life, &routes, local.clone());
     let inner = Arc::new(ListenerInner {
         ctx: ctx.clone(),
         address: bound_address,

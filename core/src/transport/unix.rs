@@ -1146,14 +1146,10 @@ impl Listening {
 /// (and its runtime's shutdown) returns with no connect accepted from then on, where the accept
 /// task, which drops [`Bound`], may run only later (a connect the kernel accepted meanwhile
 /// would be a connection lost, not a dial refused).
+#[derive(Clone)]
 pub(crate) struct Closer(std::sync::Weak<Listening>);
 
 impl Closer {
-    /// Another closer of the same socket.
-    pub(crate) fn again(&self) -> Self {
-        Self(self.0.clone())
-    }
-
     pub(crate) fn close(&self) {
         let Some(socket) = self.0.upgrade() else {
             return; // the accept task has ended and closed it
