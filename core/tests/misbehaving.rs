@@ -1798,3 +1798,150 @@ async fn a_local_transfer_dropped_unread_is_stopped_with_no_error() {
         "{a:02x?}"
     );
 }
+
+/// One chunk read from a local socket: its type and payload; None at the end of file.
+async fn local_chunk(
+    s: &mut tokio::net::UnixStream,
+) -> Option<(weida::wire::chunk::ChunkType, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    use weida::wire::chunk;
+    let mut p = [0u8; chunk::PREFIX];
+    s.read_exact(&mut p).await.ok()?;
+    let (ty, len) = chunk::decode_prefix(p, 1 << 24).unwrap();
+    let mut payload = vec![0; len as usize];
+    s.read_exact(&mut payload).await.unwrap();
+    Some((ty, payload))
+}
+
+/// Writes `bytes` to a local socket as one DATA chunk.
+async fn local_data(s: &mut tokio::net::UnixStream, bytes: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    use weida::wire::chunk::{self, ChunkType};
+    let mut out = chunk::prefix(ChunkType::Data, bytes.len() as u32).to_vec();
+    out.extend_from_slice(bytes);
+    s.write_all(&out).await.unwrap();
+}
+
+/// The next control frame a local control connection carries, `buf` holding what was read of
+/// it past the last frame.
+async fn local_frame(
+    s: &mut tokio::net::UnixStream,
+    buf: &mut Vec<u8>,
+) -> weida::wire::ControlFrame {
+    loop {
+        if let Some((f, used)) = weida::wire::ControlFrame::decode(buf).unwrap() {
+            buf.drain(..used);
+            return f;
+        }
+        match local_chunk(s).await {
+            Some((weida::wire::chunk::ChunkType::Data, p)) => buf.extend_from_slice(&p),
+            other => panic!("the control connection carried {other:02x?}"),
+        }
+    }
+}
+
+/// What the dialler answers on a connection it parked (PROTOCOL §3.7) when the listener writes
+/// a stream type other than a transfer or a lane there: its STOP chunk with UNSUPPORTED alone,
+/// no ERROR and nothing else, and the connection ends (§4: that direction carries STOP chunks
+/// only; §3.1.6: the claimant reads the listener's streams as the table of §3.7 says). A
+/// hostile listener here writes a session's `00` (with a HELLO), an exchange's `02` and a
+/// parked connection's `04`, none of which may make the dialler serve it as a listener would;
+/// then a transfer on the replacement the dialler parked reaches the pair. Before 2026-12-06 the
+/// claimant answered `02` with an ERROR and served `00` as a session of its own.
+#[tokio::test]
+async fn a_claimants_parked_connection_answers_any_type_but_a_transfer_with_its_stop_alone() {
+    use weida::wire::chunk::ChunkType;
+    use weida::wire::{control, Code, ControlFrame, Hello};
+    let dir = std::env::temp_dir().join("weida-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("claimant-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let socket = tokio::net::UnixListener::bind(&path).unwrap();
+    let client = runtime();
+    let pair = client.pair();
+    let address = format!("weida+unix://{}//chat", path.display());
+    let dialled = tokio::spawn(async move { pair.connect(&address).await.map(|()| pair) });
+
+    // The session: the dialler's `00` and HELLO (with its SESSION), this side's HELLO offering
+    // claims, then its CLAIM.
+    let (mut ctl, _) = guarded("the control connection", socket.accept())
+        .await
+        .unwrap();
+    let (ty, first) = guarded("the dialler's HELLO", local_chunk(&mut ctl))
+        .await
+        .unwrap();
+    assert_eq!((ty, first[0]), (ChunkType::Data, 0x00), "{first:02x?}");
+    let mut buf = first[1..].to_vec();
+    let ControlFrame::Hello(theirs) = local_frame(&mut ctl, &mut buf).await else {
+        panic!("no HELLO first")
+    };
+    let session = control::Session::decode(&theirs.session.expect("a SESSION")).unwrap();
+    let mut hello = Vec::new();
+    ControlFrame::Hello(Hello {
+        features: control::FEATURE_CLAIM,
+        ..Hello::default()
+    })
+    .encode(&mut hello);
+    local_data(&mut ctl, &hello).await;
+    let ControlFrame::Claim(claim) = guarded("the CLAIM", local_frame(&mut ctl, &mut buf)).await
+    else {
+        panic!("no CLAIM")
+    };
+    assert_eq!(claim.path, "/chat");
+
+    // Its parked connections, each opening with `04` and the session's token; the CLAIM is
+    // answered once they are all here.
+    let mut parked = Vec::new();
+    for _ in 0..session.parked {
+        let (mut s, _) = guarded("a parked connection", socket.accept())
+            .await
+            .unwrap();
+        let (_, head) = guarded("its head", local_chunk(&mut s)).await.unwrap();
+        assert_eq!(head, session.parked_head().to_vec());
+        parked.push(s);
+    }
+    let mut answer = Vec::new();
+    ControlFrame::Answer {
+        request: claim.request,
+        code: Code::NoError,
+        reason: String::new(),
+    }
+    .encode(&mut answer);
+    local_data(&mut ctl, &answer).await;
+    let pair = guarded("connect", dialled).await.unwrap().unwrap();
+
+    let mut not_a_transfer = vec![vec![0x00]];
+    not_a_transfer[0].extend_from_slice(&hello);
+    let mut exchange = vec![0x02];
+    weida::wire::Header::for_path("/chat").encode(&mut exchange);
+    not_a_transfer.push(exchange);
+    not_a_transfer.push(session.parked_head().to_vec());
+    for (mut s, bytes) in parked.drain(..3).zip(&not_a_transfer) {
+        local_data(&mut s, bytes).await;
+        let mut got = Vec::new();
+        while let Some(c) = guarded("the dialler's answer", local_chunk(&mut s)).await {
+            got.push(c);
+        }
+        assert_eq!(
+            got,
+            vec![(ChunkType::Stop, vec![UNSUPPORTED as u8])],
+            "{:02x}",
+            bytes[0]
+        );
+    }
+
+    // A transfer on a connection still parked reaches the pair.
+    let mut transfer = vec![0x01];
+    weida::wire::Header::for_path("/chat").encode(&mut transfer);
+    transfer.extend_from_slice(b"still here");
+    local_data(&mut parked[0], &transfer).await;
+    {
+        use tokio::io::AsyncWriteExt;
+        let fin = weida::wire::chunk::prefix(ChunkType::Fin, 0);
+        parked[0].write_all(&fin).await.unwrap();
+    }
+    let m = guarded("the transfer", pair.recv()).await.unwrap();
+    assert_eq!(&m.body[..], b"still here");
+    drop(ctl);
+    let _ = std::fs::remove_file(&path);
+}

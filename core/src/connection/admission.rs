@@ -63,6 +63,12 @@ pub(crate) enum Arrival {
     InprocBidi,
     /// An AF_UNIX connection: always both ways, the back direction carrying STOPs.
     LocalSocket,
+    /// Over AF_UNIX, a connection this dialler parked with its listener (§3.7): the listener
+    /// writes a transfer on it, or a lane where lanes on parked connections are in use, and
+    /// the back direction carries STOP chunks alone. Anything else the listener writes there
+    /// is refused, never served as if this side were the listener (a session, a parked
+    /// connection, an exchange).
+    Parked,
 }
 
 /// A stream refused: the code its reader is stopped with (and, for an exchange, its ERROR
@@ -103,6 +109,14 @@ pub(crate) enum ByType {
 /// PROTOCOL.md §3.1.1): a lane where they are not is refused as an unassigned type is.
 pub(crate) fn by_type(byte: u8, arrival: Arrival, lanes: bool) -> ByType {
     let local = arrival == Arrival::LocalSocket;
+    let unsupported = || ByType::Refused(StreamRefusal::new(Code::Unsupported, UNSUPPORTED_TYPE));
+    if arrival == Arrival::Parked {
+        return match StreamType::from_byte(byte) {
+            Ok(ty @ StreamType::Transfer) => ByType::Stream { ty, reply: false },
+            Ok(StreamType::Lane) if lanes => ByType::Lane,
+            _ => unsupported(),
+        };
+    }
     match StreamType::from_byte(byte) {
         // Over a local socket each control connection arrives like a stream.
         Ok(StreamType::Control) if local => ByType::LocalSession,
@@ -115,6 +129,7 @@ pub(crate) fn by_type(byte: u8, arrival: Arrival, lanes: bool) -> ByType {
                 Arrival::OneWay => exchange,
                 Arrival::QuicBidi => !exchange,
                 Arrival::InprocBidi | Arrival::LocalSocket => false,
+                Arrival::Parked => unreachable!("a parked connection's types are decided above"),
             };
             if mismatch {
                 return ByType::Refused(StreamRefusal::new(
@@ -139,12 +154,11 @@ pub(crate) fn by_type(byte: u8, arrival: Arrival, lanes: bool) -> ByType {
             Code::ProtocolError,
             "a second control stream",
         )),
-        Ok(_) | Err(_) => ByType::Refused(StreamRefusal::new(
-            Code::Unsupported,
-            "unsupported stream type",
-        )),
+        Ok(_) | Err(_) => unsupported(),
     }
 }
+
+const UNSUPPORTED_TYPE: &str = "unsupported stream type";
 
 /// What a step decided: go on with `T`, refuse, or drop the stream with no refusal (nobody is
 /// left to tell: it was reset or lost).
@@ -391,6 +405,34 @@ mod tests {
                 true,
                 refused(Code::Unsupported, "unsupported stream type"),
             ),
+            // On a connection this dialler parked: a transfer, or a lane where lanes on parked
+            // connections are in use; nothing that would make this side a listener.
+            (0x01, Arrival::Parked, false, stream(Transfer)),
+            (0x03, Arrival::Parked, true, ByType::Lane),
+            (
+                0x03,
+                Arrival::Parked,
+                false,
+                refused(Code::Unsupported, "unsupported stream type"),
+            ),
+            (
+                0x00,
+                Arrival::Parked,
+                true,
+                refused(Code::Unsupported, "unsupported stream type"),
+            ),
+            (
+                0x02,
+                Arrival::Parked,
+                true,
+                refused(Code::Unsupported, "unsupported stream type"),
+            ),
+            (
+                0x04,
+                Arrival::Parked,
+                true,
+                refused(Code::Unsupported, "unsupported stream type"),
+            ),
             // Anything else: unsupported.
             (
                 0x05,
@@ -414,7 +456,7 @@ mod tests {
         }
         // Every byte this version does not define is refused the same way, whatever the rest.
         for byte in 0x05..=0xff {
-            for arrival in [OneWay, QuicBidi, InprocBidi, LocalSocket] {
+            for arrival in [OneWay, QuicBidi, InprocBidi, LocalSocket, Arrival::Parked] {
                 for lanes in [false, true] {
                     let want = refused(Code::Unsupported, "unsupported stream type");
                     assert_eq!(by_type(byte, arrival, lanes), want);

@@ -300,8 +300,9 @@ impl<E: Endpoints> Dispatch<E> {
     /// (PROTOCOL.md §3.7): it waits for the stream's type byte for as long as the listener has
     /// nothing to send, then reads it as [`Dispatch::reverse`] reads a stream. False when the
     /// connection ended before its type byte (the listener refused it, or the session ended):
-    /// it is not parked again.
-    pub(crate) async fn parked(self, raw: IncomingRaw) -> bool {
+    /// it is not parked again. `link` is the session's: a lane may come on a parked connection
+    /// only where both HELLOs agreed to it (FEATURES bits 0 and 2).
+    pub(crate) async fn parked(self, link: &super::link::Link, raw: IncomingRaw) -> bool {
         let IncomingRaw {
             recv,
             send,
@@ -313,7 +314,12 @@ impl<E: Endpoints> Dispatch<E> {
             return false;
         };
         let deadline = Deadline::within(self.ctx.limits.header_timeout, None);
-        self.typed(reader, send, peer, ty, deadline).await;
+        let this = Self {
+            lanes: link.parked_lanes,
+            ..self
+        };
+        this.typed(reader, send, peer, ty, Arrival::Parked, deadline)
+            .await;
         true
     }
 
@@ -355,21 +361,23 @@ impl<E: Endpoints> Dispatch<E> {
             // Of a stream that never said what it is, nothing is answered: it is stopped.
             Err(_) => return self.too_slow(reader, None).await,
         };
-        self.typed(reader, send, peer, ty, deadline).await;
+        let arrival = arrival(&send);
+        self.typed(reader, send, peer, ty, arrival, deadline).await;
     }
 
-    /// A stream whose type byte `ty` was read: the rest of §9.1, its header bounded by
-    /// `deadline`.
+    /// A stream that came as `arrival`, whose type byte `ty` was read: the rest of §9.1, its
+    /// header bounded by `deadline`.
     async fn typed(
         self,
         mut reader: StreamReader,
         mut send: Option<SendHalf>,
         peer: Option<PeerIdentity>,
         ty: u8,
+        arrival: Arrival,
         mut deadline: Deadline,
     ) {
         let limits = &self.ctx.limits;
-        let (ty, reply) = match by_type(ty, arrival(&send), self.lanes) {
+        let (ty, reply) = match by_type(ty, arrival, self.lanes) {
             ByType::Stream { ty, reply } => (ty, reply),
             ByType::LocalSession => {
                 let ctl = ControlReader::with_reader(reader);
@@ -383,6 +391,11 @@ impl<E: Endpoints> Dispatch<E> {
             // A lane's reverse direction (over a local socket) carries only its STOP chunks,
             // as a transfer's does: a refused lane gets no ERROR (PROTOCOL.md §4, §9.2).
             ByType::Lane => return self.lane(reader, peer, deadline).await,
+            // A parked connection's back direction carries STOP chunks alone (§3.7, §4): no
+            // ERROR, whatever the listener wrote.
+            ByType::Refused(r) if arrival == Arrival::Parked => {
+                return self.refuse(reader, None, r).await
+            }
             ByType::Refused(r) => return self.refuse(reader, send, r).await,
         };
         // Only an exchange keeps its other half: as its reply half.

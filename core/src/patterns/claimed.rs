@@ -204,7 +204,7 @@ impl Feed {
                         peer: link.peer.clone(),
                         live: None,
                     };
-                    let parked = dispatch.clone().parked(raw);
+                    let parked = dispatch.clone().parked(&link, raw);
                     let read = tokio::select! {
                         r = parked => r,
                         _ = link.conn.closed() => return,
