@@ -22,6 +22,7 @@ use weida::{Error, Limit, Limits, LossCause, Runtime, RuntimeConfig};
 /// Application close codes of PROTOCOL §7.
 const NO_ERROR: u32 = 0x00;
 const UNKNOWN_ENDPOINT: u32 = 0x02;
+const REJECTED: u32 = 0x04;
 const UNSUPPORTED: u32 = 0x03;
 const LIMIT_EXCEEDED: u32 = 0x05;
 const PROTOCOL_ERROR: u32 = 0x06;
@@ -1944,4 +1945,111 @@ async fn a_claimants_parked_connection_answers_any_type_but_a_transfer_with_its_
     assert_eq!(&m.body[..], b"still here");
     drop(ctl);
     let _ = std::fs::remove_file(&path);
+}
+
+/// A listener that has read a dialler's GOAWAY holds an exchange until its answer has reached
+/// the dialler, a reply, the replier's ERROR or a refusal's (PROTOCOL §3.5): it closes the
+/// connection (`drained`) only after that, so no close discards an answer still in flight. The
+/// raw dialler, behind a relay, opens an exchange, then sends GOAWAY(1) and a SUBSCRIBE on its
+/// control stream, whose ANSWER shows the GOAWAY was read. The relay then drops everything the
+/// listener sends, the answer is given (the replier's call returns once it is queued; a request
+/// to a path where nothing is bound is refused at once), and once the listener's first datagram
+/// after it was dropped the relay heals: the answer is sent again and arrives whole, then the
+/// close. Had the listener closed once the answer was queued, its close would have come first
+/// and the answer would be lost (as an ERROR was before 2026-12-06).
+#[tokio::test]
+async fn a_draining_dialler_gets_the_whole_answer_before_the_listener_closes() {
+    use common::fault_relay::{FaultRelay, Faults};
+    use weida::wire::{ControlFrame, Subscription};
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Answer {
+        Reply,
+        Reject,
+        Refusal,
+    }
+    for case in [Answer::Reply, Answer::Reject, Answer::Refusal] {
+        let (_rt, listener, replier) = listener().await;
+        let relay = FaultRelay::start(common::socket_addr(&listener)).await;
+        let conn = common::raw::dial_at(relay.addr, b"weida/0", Default::default())
+            .await
+            .unwrap();
+        let (conn, mut ctl, mut ctl_recv) = said_hello(conn, HELLO).await;
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        let path = if case == Answer::Refusal {
+            "/none"
+        } else {
+            "/rpc"
+        };
+        let mut request = Vec::new();
+        weida::wire::Header::for_path(path).encode(&mut request);
+        request.extend_from_slice(b"question");
+        // The type byte opens the stream; a refused request's header comes only once the
+        // listener's datagrams are dropped.
+        send.write_all(&[0x02]).await.unwrap();
+        let answer = tokio::spawn(async move { recv.read_to_end(1 << 20).await });
+        let mut exchange = None;
+        if case != Answer::Refusal {
+            send.write_all(&request).await.unwrap();
+            send.finish().unwrap();
+            let mut x = guarded("the exchange", replier.accept()).await.unwrap();
+            assert_eq!(&x.take_body().await.unwrap()[..], b"question");
+            exchange = Some(x);
+        }
+
+        let mut frames = Vec::new();
+        ControlFrame::GoAway { opened: 1 }.encode(&mut frames);
+        ControlFrame::Subscribe(Subscription {
+            request: 1,
+            path: "/none".into(),
+            filter: String::new(),
+        })
+        .encode(&mut frames);
+        ctl.write_all(&frames).await.unwrap();
+        let mut buf = Vec::new();
+        loop {
+            if let Some((f, _)) = ControlFrame::decode(&buf).unwrap() {
+                assert!(
+                    matches!(f, ControlFrame::Answer { request: 1, .. }),
+                    "{f:?}"
+                );
+                break;
+            }
+            let c = guarded("the ANSWER", ctl_recv.read_chunk(1 << 16, true)).await;
+            buf.extend_from_slice(&c.unwrap().expect("the ANSWER").bytes);
+        }
+
+        let lost = Faults {
+            loss: 1.0,
+            ..Faults::default()
+        };
+        relay.set_each(Faults::default(), lost);
+        let body = vec![7u8; 400];
+        match (case, exchange) {
+            (Answer::Reply, Some(x)) => x.reply(body.clone()).await.unwrap(),
+            (Answer::Reject, Some(x)) => x.reject("not today").await.unwrap(),
+            _ => {
+                send.write_all(&request).await.unwrap();
+                send.finish().unwrap();
+            }
+        }
+        // The answer went out, and was lost.
+        guarded("a datagram dropped", relay.to_client.dropped_at_least(1)).await;
+        relay.set(Faults::default());
+        let got = guarded("the answer", answer)
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{case:?}: the answer was cut off: {e}"));
+        let error = || {
+            assert_eq!(got[0], 0x01, "{case:?}: an ERROR");
+            let (code, message) = weida::wire::reply::decode_error(&got[1..]).unwrap();
+            (code.to_u64() as u32, message)
+        };
+        match case {
+            Answer::Reply => assert!(got.ends_with(&body), "the whole reply"),
+            Answer::Reject => assert_eq!(error(), (REJECTED, "not today".into())),
+            Answer::Refusal => assert_eq!(error().0, UNKNOWN_ENDPOINT),
+        }
+        let (code, reason) = guarded("the close", closed_with(&conn)).await;
+        assert_eq!((code, reason.as_str()), (NO_ERROR, "drained"), "{case:?}");
+    }
 }

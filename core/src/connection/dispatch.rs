@@ -608,7 +608,7 @@ impl<E: Endpoints> Dispatch<E> {
         tracing::debug!(code = code.name(), message, "refusing a stream");
         reader.stop(code);
         if let Some(s) = send {
-            write_error_reply(s, code, message).await;
+            write_error_reply(s, code, message, reader.take_live()).await;
         }
     }
 

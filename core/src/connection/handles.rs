@@ -576,7 +576,8 @@ impl Exchange {
             other => other.to_string(),
         };
         let send = self.take_reply()?;
-        write_error_reply(send, code, &message).await;
+        let live = self.request.take_live();
+        write_error_reply(send, code, &message, live).await;
         Ok(())
     }
 
@@ -603,13 +604,23 @@ impl std::fmt::Debug for Exchange {
 }
 
 /// Writes an ERROR reply and finishes; failures are moot (the requester is gone).
-/// Dropped during the write, the reply is reset (CANCELED), not finished short.
-pub(crate) async fn write_error_reply(send: SendHalf, code: Code, message: &str) {
+/// Dropped during the write, the reply is reset (CANCELED), not finished short. `live`, the
+/// exchange's place on its connection, is held until the ERROR reached the requester when the
+/// requester is draining, as a reply's is ([`OutgoingTransfer::finish`]): a listener that closed
+/// the connection at once would lose it.
+pub(crate) async fn write_error_reply(
+    send: SendHalf,
+    code: Code,
+    message: &str,
+    live: Option<LiveStream>,
+) {
     let mut v = Vec::new();
     reply::encode_error(code, message, &mut v);
     let mut send = UnclaimedHalf::new(send);
     if send.half().write(Bytes::from(v)).await.is_ok() {
-        let _ = send.claim().finish().await;
+        if let (Ok(receipt), Some(live)) = (send.claim().finish().await, live) {
+            live.release_after(&receipt);
+        }
     } else {
         // The stream already failed: dropped as before, not reset over its failure.
         drop(send.claim());

@@ -43,9 +43,30 @@ pub struct Counts {
     pub duplicated: AtomicU64,
     pub reordered: AtomicU64,
     pub too_large: AtomicU64,
+    /// Told of every datagram dropped.
+    dropping: tokio::sync::Notify,
 }
 
 impl Counts {
+    fn dropped_one(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        self.dropping.notify_waiters();
+    }
+
+    /// Resolves once this direction has dropped `n` datagrams or more: a test's evidence that
+    /// what a peer sent during a partition was lost.
+    pub async fn dropped_at_least(&self, n: u64) {
+        loop {
+            let dropping = self.dropping.notified();
+            tokio::pin!(dropping);
+            dropping.as_mut().enable();
+            if self.dropped.load(Ordering::Relaxed) >= n {
+                return;
+            }
+            dropping.await;
+        }
+    }
+
     pub fn get(&self) -> (u64, u64, u64, u64, u64) {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         (
@@ -196,7 +217,7 @@ impl FaultRelay {
         let mut buf = vec![0u8; 65536];
         for (socket, counts) in self.sockets.iter().zip([&self.to_server, &self.to_client]) {
             while socket.try_recv_from(&mut buf).is_ok() {
-                counts.dropped.fetch_add(1, Ordering::Relaxed);
+                counts.dropped_one();
             }
         }
         c.partitioned = false;
@@ -252,7 +273,7 @@ async fn run(
                 Dir::ToClient => (c.to_client, &to_client),
             };
             if c.partitioned || unit(&mut c.rng) < f.loss {
-                counts.dropped.fetch_add(1, Ordering::Relaxed);
+                counts.dropped_one();
                 continue;
             }
             if f.max_size.is_some_and(|m| data.len() > m) {
@@ -292,7 +313,7 @@ async fn run(
                 Dir::ToClient => &to_client,
             };
             if partitioned {
-                counts.dropped.fetch_add(1, Ordering::Relaxed);
+                counts.dropped_one();
                 continue;
             }
             counts.forwarded.fetch_add(1, Ordering::Relaxed);

@@ -72,13 +72,21 @@ pub async fn dial_with(
     alpn: &[u8],
     transport: quinn::TransportConfig,
 ) -> Result<quinn::Connection, quinn::ConnectionError> {
+    dial_at(super::socket_addr(listener), alpn, transport).await
+}
+
+/// [`dial_with`] to `addr`: a listener's, or a relay's in front of it.
+pub async fn dial_at(
+    addr: std::net::SocketAddr,
+    alpn: &[u8],
+    transport: quinn::TransportConfig,
+) -> Result<quinn::Connection, quinn::ConnectionError> {
     let tls = client_tls(alpn);
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
     let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
     client.transport_config(Arc::new(transport));
     endpoint.set_default_client_config(client);
-    let addr = super::socket_addr(listener);
     tokio::time::timeout(
         std::time::Duration::from_secs(30),
         endpoint.connect(addr, "weida").unwrap(),
