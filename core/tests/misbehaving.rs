@@ -1846,8 +1846,9 @@ async fn local_frame(
 /// no ERROR and nothing else, and the connection ends (§4: that direction carries STOP chunks
 /// only; §3.1.6: the claimant reads the listener's streams as the table of §3.7 says). A
 /// hostile listener here writes a session's `00` (with a HELLO), an exchange's `02` and a
-/// parked connection's `04`, none of which may make the dialler serve it as a listener would;
-/// then a transfer on the replacement the dialler parked reaches the pair. Before 2026-12-06 the
+/// parked connection's `04`, none of which may make the dialler serve it as a listener would, a
+/// lane's `03` where lanes on parked connections are not in use (this listener offered none) and
+/// an unassigned type; then a transfer on a connection still parked reaches the pair. Before 2026-12-06 the
 /// claimant answered `02` with an ERROR and served `00` as a session of its own.
 #[tokio::test]
 async fn a_claimants_parked_connection_answers_any_type_but_a_transfer_with_its_stop_alone() {
@@ -1917,7 +1918,17 @@ async fn a_claimants_parked_connection_answers_any_type_but_a_transfer_with_its_
     weida::wire::Header::for_path("/chat").encode(&mut exchange);
     not_a_transfer.push(exchange);
     not_a_transfer.push(session.parked_head().to_vec());
-    for (mut s, bytes) in parked.drain(..3).zip(&not_a_transfer) {
+    // A lane, where this listener's HELLO offered none; an unassigned type.
+    let mut lane = vec![0x03];
+    weida::wire::Header::for_path("/chat").encode(&mut lane);
+    not_a_transfer.push(lane);
+    not_a_transfer.push(vec![0x05]);
+    assert!(
+        parked.len() > not_a_transfer.len(),
+        "{} parked",
+        parked.len()
+    );
+    for (mut s, bytes) in parked.drain(..not_a_transfer.len()).zip(&not_a_transfer) {
         local_data(&mut s, bytes).await;
         let mut got = Vec::new();
         while let Some(c) = guarded("the dialler's answer", local_chunk(&mut s)).await {
@@ -1953,9 +1964,10 @@ async fn a_claimants_parked_connection_answers_any_type_but_a_transfer_with_its_
 /// raw dialler, behind a relay, opens an exchange, then sends GOAWAY(1) and a SUBSCRIBE on its
 /// control stream, whose ANSWER shows the GOAWAY was read. The relay then drops everything the
 /// listener sends, the answer is given (the replier's call returns once it is queued; a request
-/// to a path where nothing is bound is refused at once), and once the listener's first datagram
-/// after it was dropped the relay heals: the answer is sent again and arrives whole, then the
-/// close. Had the listener closed once the answer was queued, its close would have come first
+/// to a path where nothing is bound is refused at once), and once a datagram large enough to
+/// hold the answer was dropped (each answer is 400 bytes or more: the reply's body, the
+/// rejection's reason, the refused path that the ERROR names; an acknowledgement is far
+/// smaller) the relay heals: the answer is sent again and arrives whole, then the close. Had the listener closed once the answer was queued, its close would have come first
 /// and the answer would be lost (as an ERROR was before 2026-12-06).
 #[tokio::test]
 async fn a_draining_dialler_gets_the_whole_answer_before_the_listener_closes() {
@@ -1975,8 +1987,9 @@ async fn a_draining_dialler_gets_the_whole_answer_before_the_listener_closes() {
             .unwrap();
         let (conn, mut ctl, mut ctl_recv) = said_hello(conn, HELLO).await;
         let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        let unbound = format!("/{}", "n".repeat(400));
         let path = if case == Answer::Refusal {
-            "/none"
+            &unbound
         } else {
             "/rpc"
         };
@@ -2024,16 +2037,17 @@ async fn a_draining_dialler_gets_the_whole_answer_before_the_listener_closes() {
         };
         relay.set_each(Faults::default(), lost);
         let body = vec![7u8; 400];
+        let reason = "not today ".repeat(40);
         match (case, exchange) {
             (Answer::Reply, Some(x)) => x.reply(body.clone()).await.unwrap(),
-            (Answer::Reject, Some(x)) => x.reject("not today").await.unwrap(),
+            (Answer::Reject, Some(x)) => x.reject(&reason).await.unwrap(),
             _ => {
                 send.write_all(&request).await.unwrap();
                 send.finish().unwrap();
             }
         }
         // The answer went out, and was lost.
-        guarded("a datagram dropped", relay.to_client.dropped_at_least(1)).await;
+        guarded("the answer dropped", relay.to_client.dropped_one_of(400)).await;
         relay.set(Faults::default());
         let got = guarded("the answer", answer)
             .await
@@ -2046,8 +2060,12 @@ async fn a_draining_dialler_gets_the_whole_answer_before_the_listener_closes() {
         };
         match case {
             Answer::Reply => assert!(got.ends_with(&body), "the whole reply"),
-            Answer::Reject => assert_eq!(error(), (REJECTED, "not today".into())),
-            Answer::Refusal => assert_eq!(error().0, UNKNOWN_ENDPOINT),
+            Answer::Reject => assert_eq!(error(), (REJECTED, reason.clone())),
+            Answer::Refusal => {
+                let (code, message) = error();
+                assert_eq!(code, UNKNOWN_ENDPOINT);
+                assert!(message.contains(&unbound), "{message}");
+            }
         }
         let (code, reason) = guarded("the close", closed_with(&conn)).await;
         assert_eq!((code, reason.as_str()), (NO_ERROR, "drained"), "{case:?}");

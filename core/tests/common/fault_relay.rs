@@ -43,24 +43,29 @@ pub struct Counts {
     pub duplicated: AtomicU64,
     pub reordered: AtomicU64,
     pub too_large: AtomicU64,
+    /// The largest datagram dropped, in bytes.
+    pub largest_dropped: AtomicU64,
     /// Told of every datagram dropped.
     dropping: tokio::sync::Notify,
 }
 
 impl Counts {
-    fn dropped_one(&self) {
+    fn dropped_one(&self, len: usize) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
+        self.largest_dropped
+            .fetch_max(len as u64, Ordering::Relaxed);
         self.dropping.notify_waiters();
     }
 
-    /// Resolves once this direction has dropped `n` datagrams or more: a test's evidence that
-    /// what a peer sent during a partition was lost.
-    pub async fn dropped_at_least(&self, n: u64) {
+    /// Resolves once this direction has dropped a datagram of `len` bytes or more: a test's
+    /// evidence that what a peer sent during a partition (something that large, not an
+    /// acknowledgement) was lost.
+    pub async fn dropped_one_of(&self, len: usize) {
         loop {
             let dropping = self.dropping.notified();
             tokio::pin!(dropping);
             dropping.as_mut().enable();
-            if self.dropped.load(Ordering::Relaxed) >= n {
+            if self.largest_dropped.load(Ordering::Relaxed) >= len as u64 {
                 return;
             }
             dropping.await;
@@ -216,8 +221,8 @@ impl FaultRelay {
         let mut c = self.control.lock().unwrap();
         let mut buf = vec![0u8; 65536];
         for (socket, counts) in self.sockets.iter().zip([&self.to_server, &self.to_client]) {
-            while socket.try_recv_from(&mut buf).is_ok() {
-                counts.dropped_one();
+            while let Ok((n, _)) = socket.try_recv_from(&mut buf) {
+                counts.dropped_one(n);
             }
         }
         c.partitioned = false;
@@ -273,7 +278,7 @@ async fn run(
                 Dir::ToClient => (c.to_client, &to_client),
             };
             if c.partitioned || unit(&mut c.rng) < f.loss {
-                counts.dropped_one();
+                counts.dropped_one(data.len());
                 continue;
             }
             if f.max_size.is_some_and(|m| data.len() > m) {
@@ -313,7 +318,7 @@ async fn run(
                 Dir::ToClient => &to_client,
             };
             if partitioned {
-                counts.dropped_one();
+                counts.dropped_one(h.data.len());
                 continue;
             }
             counts.forwarded.fetch_add(1, Ordering::Relaxed);

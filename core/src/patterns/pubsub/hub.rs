@@ -631,6 +631,10 @@ impl Hub {
         // the exact count.
         let most = self.path.len() + job.topic().len() + self.producer.len() + 64;
         if most as u64 <= sub.max_header {
+            // A transfer's header (with the path) is the larger; every test checks the bound.
+            debug_assert!(
+                self.head_len(Some(&self.path), Some(job.topic()), job.seq()) <= most as u64
+            );
             return false;
         }
         let on_lane = job.on_lane(sub.lanes, self.ctx.config.lane_max_message);
