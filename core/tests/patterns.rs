@@ -275,6 +275,22 @@ async fn round_robin_body(t: Transport) {
     }
     got.sort();
     assert_eq!(got, [[0, 2, 4], [1, 3, 5]]);
+    // A batch too: each of its messages to the next peer in turn (one pass over the peers for
+    // the run of them that goes at once).
+    let (sent, r) = pusher.send_many((6..12u8).map(|i| vec![i])).await;
+    r.unwrap();
+    assert_eq!(sent, 6);
+    let mut got = Vec::new();
+    for p in &pullers {
+        let mut mine = Vec::new();
+        for _ in 0..3 {
+            mine.push(p.recv().await.unwrap().body[0]);
+        }
+        mine.sort();
+        got.push(mine);
+    }
+    got.sort();
+    assert_eq!(got, [[6, 8, 10], [7, 9, 11]]);
 }
 on_every_transport!(
     requests_and_messages_go_round_robin_over_two_peers,

@@ -22,7 +22,7 @@ use crate::patterns::ordering::Detectors;
 use crate::runtime::inbox::Inbox;
 use crate::runtime::listener::Listener;
 use crate::runtime::outbox::{Outbox, Put};
-use crate::runtime::peers::Down;
+use crate::runtime::peers::{Deal, Down};
 use crate::runtime::Runtime;
 use crate::wire::{check_streams, Header, Metadata, StreamType};
 
@@ -281,7 +281,9 @@ impl Pusher {
     }
 
     /// Sends each body as its own message, in order, as [`Pusher::send`] does: one call for a
-    /// batch of small messages (one crossing for a binding). Stops at the first error and
+    /// batch of small messages (one crossing for a binding), each dealt to the next peer in
+    /// turn as consecutive sends are
+    /// (`patterns.rs: requests_and_messages_go_round_robin_over_two_peers`). Stops at the first error and
     /// returns it with how many bodies were sent before it. Not cancel-safe: dropped, the
     /// bodies before the one in flight are sent and the count of them is lost (the one in
     /// flight is not delivered, as with `send`).
@@ -290,14 +292,72 @@ impl Pusher {
         I: IntoIterator,
         I::Item: Into<Bytes>,
     {
+        let mut bodies = bodies.into_iter().map(Into::into);
         let mut sent = 0;
-        for b in bodies {
+        let mut held = None;
+        loop {
+            // The run of bodies that go at once, dealt to the links in turn under one lock of
+            // the peer set (a lock a body cost about as much as its sealing: PERFORMANCE.md);
+            // the body that could not go waits in `send`, and the run starts again after it.
+            let (n, r) = self.try_send_run(&mut bodies, &mut held);
+            sent += n;
+            if let Err(e) = r {
+                return (sent, Err(e));
+            }
+            let Some(b) = held.take().or_else(|| bodies.next()) else {
+                return (sent, Ok(()));
+            };
             if let Err(e) = self.send(b).await {
                 return (sent, Err(e));
             }
             sent += 1;
         }
-        (sent, Ok(()))
+    }
+
+    /// As [`Pusher::try_send`] for each of `bodies` in turn, under one lock of the peer set:
+    /// how many went, stopping at the first that cannot go at once, which is left in `held`.
+    fn try_send_run(
+        &self,
+        bodies: &mut impl Iterator<Item = Bytes>,
+        held: &mut Option<Bytes>,
+    ) -> (usize, Result<()>) {
+        // Nothing left: nothing to check (an empty batch sends nothing, and fails nothing).
+        if held.is_none() {
+            *held = bodies.next();
+            if held.is_none() {
+                return (0, Ok(()));
+            }
+        }
+        let ctx = &self.dialer.pool.ctx;
+        if let Err(e) = ctx.check_open() {
+            return (0, Err(e));
+        }
+        // Behind an outbox not yet written out, a message waits its turn (`send` queues it).
+        if !self.outbox.is_empty() {
+            return (0, Ok(()));
+        }
+        let max = ctx.config.lane_max_message;
+        self.dialer.peers.try_deal(|link, lane| {
+            // A numbered message takes its number as it is queued (`send` does that).
+            if !link.lanes || link.numbering.is_some() {
+                return Deal::Stop;
+            }
+            let Some(body) = held.take().or_else(|| bodies.next()) else {
+                return Deal::Stop;
+            };
+            if body.len() > max {
+                *held = Some(body);
+                return Deal::Stop;
+            }
+            match link.lane_try_send(lane, body) {
+                Ok(None) => Deal::Took,
+                Ok(Some(b)) => {
+                    *held = Some(b);
+                    Deal::Stop
+                }
+                Err(e) => Deal::Failed(e),
+            }
+        })
     }
 
     /// Opens a streamed message; `finish()` returns the [`crate::Delivery`] for its receipt.

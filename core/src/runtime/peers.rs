@@ -72,6 +72,16 @@ impl Entry {
     }
 }
 
+/// What [`PeerSet::try_deal`]'s caller did with the link it was offered.
+pub(crate) enum Deal {
+    /// Took it for one message: the next is offered the next link in turn.
+    Took,
+    /// Took nothing: the run ends, the turn stays.
+    Stop,
+    /// The run ends with this error.
+    Failed(Error),
+}
+
 /// What a pick found when no link is live.
 pub(crate) enum Down {
     /// No slot at all: the endpoint never connected (or disconnected everything).
@@ -245,6 +255,56 @@ impl PeerSet {
         match redialling {
             true => Ok(None),
             false => Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed))),
+        }
+    }
+
+    /// [`PeerSet::try_pick`] for a run of messages under one lock: `f` is offered the next
+    /// live link in turn, again and again, the turn passing on each time it took one
+    /// ([`Deal::Took`]), until it stops ([`Deal::Stop`]: the turn stays, so a caller that then
+    /// falls back to [`PeerSet::pick`] picks the same link) or fails. How many it took, and
+    /// the error that ended the run; with none taken, the errors of `try_pick`.
+    pub(crate) fn try_deal(
+        &self,
+        mut f: impl FnMut(&Arc<Link>, &mut LaneCache) -> Deal,
+    ) -> (usize, Result<()>) {
+        let mut guard = self.links.lock().unwrap();
+        let Links { all: l, next } = &mut *guard;
+        if l.is_empty() {
+            return (0, Err(Error::NotConnected));
+        }
+        let n = l.len();
+        let mut took = 0;
+        'messages: loop {
+            let start = *next;
+            let mut last = None;
+            let mut redialling = false;
+            for i in 0..n {
+                let e = &mut l[(start + i) % n];
+                let hopeful = e.hopeful;
+                match e.state(true) {
+                    Ok((link, lane)) => match f(link, lane) {
+                        Deal::Took => {
+                            *next = start.wrapping_add(i + 1);
+                            took += 1;
+                            continue 'messages;
+                        }
+                        Deal::Stop => return (took, Ok(())),
+                        Deal::Failed(e) => return (took, Err(e)),
+                    },
+                    Err(c) => {
+                        redialling |= hopeful;
+                        last = c.or(last);
+                    }
+                }
+            }
+            // No link is live: what `try_pick` says, unless some were taken already.
+            return match took > 0 || redialling {
+                true => (took, Ok(())),
+                false => (
+                    0,
+                    Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed))),
+                ),
+            };
         }
     }
 
