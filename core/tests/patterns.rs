@@ -264,24 +264,19 @@ async fn round_robin_body(t: Transport) {
     for i in 0..6u8 {
         pusher.send(vec![i]).await.unwrap();
     }
-    let mut got = Vec::new();
-    for p in &pullers {
-        let mut mine = Vec::new();
-        for _ in 0..3 {
-            mine.push(p.recv().await.unwrap().body[0]);
-        }
-        mine.sort();
-        got.push(mine);
-    }
-    got.sort();
-    assert_eq!(got, [[0, 2, 4], [1, 3, 5]]);
+    assert_eq!(three_each(&pullers).await, [[0, 2, 4], [1, 3, 5]]);
     // A batch too: each of its messages to the next peer in turn (one pass over the peers for
     // the run of them that goes at once).
     let (sent, r) = pusher.send_many((6..12u8).map(|i| vec![i])).await;
     r.unwrap();
     assert_eq!(sent, 6);
+    assert_eq!(three_each(&pullers).await, [[6, 8, 10], [7, 9, 11]]);
+}
+
+/// Three one-byte messages from each puller, each puller's sorted, the pullers' in order.
+async fn three_each(pullers: &[weida::Puller]) -> Vec<Vec<u8>> {
     let mut got = Vec::new();
-    for p in &pullers {
+    for p in pullers {
         let mut mine = Vec::new();
         for _ in 0..3 {
             mine.push(p.recv().await.unwrap().body[0]);
@@ -290,7 +285,7 @@ async fn round_robin_body(t: Transport) {
         got.push(mine);
     }
     got.sort();
-    assert_eq!(got, [[6, 8, 10], [7, 9, 11]]);
+    got
 }
 on_every_transport!(
     requests_and_messages_go_round_robin_over_two_peers,
