@@ -175,8 +175,12 @@ async fn batches_body(t: Transport) {
     let puller = listener.puller("/jobs").unwrap();
     let pusher = client.pusher();
     pusher.connect(&puller.address().to_string()).await.unwrap();
+    // The iterator may use the pusher: it runs outside the pusher's locks.
     let (sent, r) = pusher
-        .send_many((0..200u32).map(|i| i.to_be_bytes().to_vec()))
+        .send_many((0..200u32).map(|i| {
+            assert_eq!(pusher.peer_count(), 1);
+            i.to_be_bytes().to_vec()
+        }))
         .await;
     r.unwrap();
     assert_eq!(sent, 200);

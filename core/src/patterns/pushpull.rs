@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -292,42 +293,40 @@ impl Pusher {
         I: IntoIterator,
         I::Item: Into<Bytes>,
     {
-        let mut bodies = bodies.into_iter().map(Into::into);
+        // The caller's iterator runs here, never under the peer set's lock: a run is taken
+        // from it first (up to RUN bodies), then dealt.
+        const RUN: usize = 256;
+        let mut bodies = bodies.into_iter().map(Into::into).fuse();
+        let mut ready = VecDeque::new();
         let mut sent = 0;
-        let mut held = None;
         loop {
+            if ready.is_empty() {
+                ready.extend(bodies.by_ref().take(RUN));
+                if ready.is_empty() {
+                    return (sent, Ok(()));
+                }
+            }
             // The run of bodies that go at once, dealt to the links in turn under one lock of
             // the peer set (a lock a body cost about as much as its sealing: PERFORMANCE.md);
-            // the body that could not go waits in `send`, and the run starts again after it.
-            let (n, r) = self.try_send_run(&mut bodies, &mut held);
+            // the first that could not go waits in `send`, and the next run starts after it.
+            let (n, r) = self.try_send_run(&mut ready);
             sent += n;
             if let Err(e) = r {
                 return (sent, Err(e));
             }
-            let Some(b) = held.take().or_else(|| bodies.next()) else {
-                return (sent, Ok(()));
-            };
-            if let Err(e) = self.send(b).await {
-                return (sent, Err(e));
+            if let Some(b) = ready.pop_front() {
+                if let Err(e) = self.send(b).await {
+                    return (sent, Err(e));
+                }
+                sent += 1;
             }
-            sent += 1;
         }
     }
 
-    /// As [`Pusher::try_send`] for each of `bodies` in turn, under one lock of the peer set:
-    /// how many went, stopping at the first that cannot go at once, which is left in `held`.
-    fn try_send_run(
-        &self,
-        bodies: &mut impl Iterator<Item = Bytes>,
-        held: &mut Option<Bytes>,
-    ) -> (usize, Result<()>) {
-        // Nothing left: nothing to check (an empty batch sends nothing, and fails nothing).
-        if held.is_none() {
-            *held = bodies.next();
-            if held.is_none() {
-                return (0, Ok(()));
-            }
-        }
+    /// As [`Pusher::try_send`] for each of `ready` in turn, from the front, under one lock of
+    /// the peer set: how many went, stopping at the first that cannot go at once, which stays
+    /// at the front.
+    fn try_send_run(&self, ready: &mut VecDeque<Bytes>) -> (usize, Result<()>) {
         let ctx = &self.dialer.pool.ctx;
         if let Err(e) = ctx.check_open() {
             return (0, Err(e));
@@ -342,17 +341,17 @@ impl Pusher {
             if !link.lanes || link.numbering.is_some() {
                 return Deal::Stop;
             }
-            let Some(body) = held.take().or_else(|| bodies.next()) else {
+            let Some(body) = ready.pop_front() else {
                 return Deal::Stop;
             };
             if body.len() > max {
-                *held = Some(body);
+                ready.push_front(body);
                 return Deal::Stop;
             }
             match link.lane_try_send(lane, body) {
                 Ok(None) => Deal::Took,
                 Ok(Some(b)) => {
-                    *held = Some(b);
+                    ready.push_front(b);
                     Deal::Stop
                 }
                 Err(e) => Deal::Failed(e),

@@ -261,7 +261,9 @@ impl PeerSet {
     /// [`PeerSet::try_pick`] for a run of messages under one lock: `f` is offered the next
     /// live link in turn, again and again, the turn passing on each time it took one
     /// ([`Deal::Took`]), until it stops ([`Deal::Stop`]: the turn stays, so a caller that then
-    /// falls back to [`PeerSet::pick`] picks the same link) or fails. How many it took, and
+    /// falls back to [`PeerSet::pick`] picks the same link) or fails (the turn passes on, as
+    /// `try_pick`'s does). `f` runs under the lock: it must not block or call back into the
+    /// peer set (`send_many` runs the caller's iterator before). How many it took, and
     /// the error that ended the run; with none taken, the errors of `try_pick`.
     pub(crate) fn try_deal(
         &self,
@@ -289,7 +291,11 @@ impl PeerSet {
                             continue 'messages;
                         }
                         Deal::Stop => return (took, Ok(())),
-                        Deal::Failed(e) => return (took, Err(e)),
+                        // As `try_pick`: a link that answered, even with an error, had its turn.
+                        Deal::Failed(e) => {
+                            *next = start.wrapping_add(i + 1);
+                            return (took, Err(e));
+                        }
                     },
                     Err(c) => {
                         redialling |= hopeful;
