@@ -37,28 +37,28 @@ final class FastLane: @unchecked Sendable {
         case pusher = 0, puller, subscriber, dialingPuller, boundSubscriber, pair, bus, requester, replier
     }
 
-    /// `takeReady(max)`'s messages through the lane: nil when nothing is ready, none to yield
-    /// first; a receive's error is thrown as the UniFFI call throws it. `orElse` (the UniFFI
-    /// call) answers when the lane cannot.
-    func take(_ max: Int, orElse: (UInt32) throws -> Packed?) throws -> [Message]? {
+    /// `takeReady(max)`'s messages through the lane, read by `decode`: nil when nothing is
+    /// ready, none to yield first; a receive's error is thrown as the UniFFI call throws it.
+    /// `orElse` (the UniFFI call) answers when the lane cannot.
+    func take<T>(_ max: Int, orElse: (UInt32) throws -> Packed?, as decode: Decode<T>) throws -> [T]? {
         // `max` as the UniFFI call takes it (a u32: a negative one traps there too), its bits
         // as the C function's i32.
         let bits = Int32(bitPattern: UInt32(max))
         return try Answers.read(
             counting: .answered,
             { out, cap in weida_fast_take_ready(lane, bits, out, cap) },
-            orElse: { try orElse(UInt32(max))?.messages() },
-            packedMessages
+            orElse: { try orElse(UInt32(max))?.decoded(decode) },
+            { packedBatch($0, as: decode) }
         )
     }
 
-    /// A receive of up to `max` messages that waits; nil when the lane cannot (take the UniFFI
-    /// calls). Cancelled, it throws `CancellationError` and loses nothing: what it took goes
-    /// back to the front of the queue.
-    func wait(_ max: Int) async throws -> [Message]? {
+    /// A receive of up to `max` messages that waits, read by `decode`; nil when the lane cannot
+    /// (take the UniFFI calls). Cancelled, it throws `CancellationError` and loses nothing: what
+    /// it took goes back to the front of the queue.
+    func wait<T>(_ max: Int, as decode: Decode<T>) async throws -> [T]? {
         let bits = Int32(bitPattern: UInt32(max))
         return try await Waits.wait({ t in weida_fast_wait_recv(lane, bits, t) }) { v in
-            packedMessages(v) ?? []
+            packedBatch(v, as: decode) ?? []
         }
     }
 

@@ -91,27 +91,28 @@ func cancellable<T>(_ call: (Cancellation) async throws -> T) async throws -> T 
 /// (kotlin-swift/uniffi/src/packed.rs), not as a record per message: lifting those records
 /// took most of a batched receive's time (docs/PERFORMANCE.md, "Swift"). A task already
 /// cancelled throws `CancellationError` before it takes anything.
-func receive(
+func receive<T>(
     _ max: Int,
     lane: FastLane?,
     ready: (UInt32) throws -> Packed?,
     received: () -> Received,
-    into: @escaping (UInt32, Received, Cancellation?) async throws -> Void
-) async throws -> [Message] {
+    into: @escaping (UInt32, Received, Cancellation?) async throws -> Void,
+    as decode: Decode<T>
+) async throws -> [T] {
     try Task.checkCancellation()
     if let lane {
-        if let now = try lane.take(max, orElse: ready) {
+        if let now = try lane.take(max, orElse: ready, as: decode) {
             if !now.isEmpty { return now }
             await Task.yield()
         }
-        if let got = try await lane.wait(max) { return got }
+        if let got = try await lane.wait(max, as: decode) { return got }
     } else if let now = try ready(UInt32(max)) {
-        if now.count != 0 { return now.messages() }
+        if now.count != 0 { return now.decoded(decode) }
         await Task.yield()
     }
     let r = received()
     try await cancellable { try await into(UInt32(max), r, $0) }
-    return r.takePacked().messages()
+    return r.takePacked().decoded(decode)
 }
 
 /// `bodies` in weida-ffi's packed layout (core/ffi/src/packed.rs): end to end, zeros to a
@@ -146,12 +147,20 @@ func packInto(_ dst: UnsafeMutableRawBufferPointer, _ bodies: [Data]) {
     for p in total..<endsAt { dst[p] = 0 }
 }
 
-/// What messages of a packed batch share (`Packed.origins` in kotlin-swift/uniffi/src/packed.rs).
-struct Origin {
-    var metadata: [MetaEntry]
-    var path: String
-    var peer: Peer?
-    var topic: String?
+/// What messages of a packed batch share (`Packed.origins` in kotlin-swift/uniffi/src/packed.rs);
+/// a class, so that a `MessageView` holds its origin with one reference.
+final class Origin: @unchecked Sendable {
+    let metadata: [MetaEntry]
+    let path: String
+    let peer: Peer?
+    let topic: String?
+
+    init(metadata: [MetaEntry], path: String, peer: Peer?, topic: String?) {
+        self.metadata = metadata
+        self.path = path
+        self.peer = peer
+        self.topic = topic
+    }
 
     /// Every origin in `o`, in order.
     static func all(_ o: UnsafeRawBufferPointer) -> [Origin] {
@@ -195,21 +204,31 @@ struct Origin {
 
 extension Packed {
     /// The messages of a packed batch, in order (`messagesOf`).
-    func messages() -> [Message] {
+    func messages() -> [Message] { decoded(messagesOf) }
+
+    /// The packed batch read by `decode`.
+    func decoded<T>(_ decode: Decode<T>) -> [T] {
         bodies.withUnsafeBytes { b in
             index.withUnsafeBytes { ix in
-                origins.withUnsafeBytes { o in messagesOf(Int(count), bodies: b, index: ix, origins: o) }
+                origins.withUnsafeBytes { o in decode(Int(count), b, ix, o) }
             }
         }
     }
 }
+
+/// How a receive reads a packed batch: its count, then its bodies, index and origins, in place
+/// (`messagesOf`: `[Message]`, `viewsOf`: `[MessageView]`).
+typealias Decode<T> = (Int, UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> [T]
 
 /// The messages of an `Option<Packed>` as UniFFI encodes it, read in place (the fast lane's
 /// answer): nil for None. The layout is the record's, field by field: the option's tag, the
 /// count (u32), then `bodies`, `index` and `origins`, each an i32 length and its bytes, all
 /// big-endian (kotlin-swift/uniffi/src/packed.rs `write_some`; PatternsTests reads a batch
 /// both ways).
-func packedMessages(_ v: UnsafeRawBufferPointer) -> [Message]? {
+func packedMessages(_ v: UnsafeRawBufferPointer) -> [Message]? { packedBatch(v, as: messagesOf) }
+
+/// `packedMessages`, read by `decode`.
+func packedBatch<T>(_ v: UnsafeRawBufferPointer, as decode: Decode<T>) -> [T]? {
     if v[0] == 0 { return nil }
     var at = 1
     func u32() -> Int {
@@ -224,19 +243,43 @@ func packedMessages(_ v: UnsafeRawBufferPointer) -> [Message]? {
     let count = u32()
     let bodies = blob()
     let index = blob()
-    return messagesOf(count, bodies: bodies, index: index, origins: blob())
+    return decode(count, bodies, index, blob())
 }
 
-/// The `n` messages of a packed batch, in order. The bodies are in weida-ffi's packed layout
-/// (end to end, zeros to a multiple of 4, then each body's end as a little-endian u32:
-/// core/ffi/src/packed.rs), the index and the origins beside them big-endian
-/// (kotlin-swift/uniffi/src/packed.rs).
+/// The `n` messages of a packed batch, in order, each body a `Data` of its own. The bodies are
+/// in weida-ffi's packed layout (end to end, zeros to a multiple of 4, then each body's end as
+/// a little-endian u32: core/ffi/src/packed.rs), the index and the origins beside them
+/// big-endian (kotlin-swift/uniffi/src/packed.rs).
 func messagesOf(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawBufferPointer,
                 origins o: UnsafeRawBufferPointer) -> [Message] {
+    walk(n, bodies: b, index: ix, origins: o) { at, end, o, sequence, gap in
+        // `b` is never empty here: it holds at least this message's end.
+        Message(
+            body: Data(bytes: b.baseAddress! + at, count: end - at), metadata: o.metadata,
+            path: o.path, peer: o.peer, topic: o.topic, sequence: sequence, gap: gap)
+    }
+}
+
+/// The `n` messages of a packed batch (`messagesOf`'s layout), in order, as views: the bodies
+/// copied once into one buffer that every body refers to (`BodyView`).
+func viewsOf(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawBufferPointer,
+             origins o: UnsafeRawBufferPointer) -> [MessageView] {
+    let storage = BatchStorage(copying: UnsafeRawBufferPointer(rebasing: b[0..<(b.count - 4 * n)]))
+    return walk(n, bodies: b, index: ix, origins: o) { at, end, o, sequence, gap in
+        MessageView(body: BodyView(storage, at, end - at), origin: o, sequence: sequence, gap: gap)
+    }
+}
+
+/// Each of the `n` messages of a packed batch made by `make` from its body's start and end in
+/// `b`, its origin, sequence and gap, in order.
+@inline(__always)
+func walk<T>(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawBufferPointer,
+             origins o: UnsafeRawBufferPointer,
+             _ make: (Int, Int, Origin, UInt64?, UInt64?) -> T) -> [T] {
     let origins = Origin.all(o)
     // Read in place through raw pointers: a `Data` subscript or `[UInt8](index)` per byte
     // was a generic call each (docs/PERFORMANCE.md, "Swift").
-    var out: [Message] = []
+    var out: [T] = []
     out.reserveCapacity(n)
     let endsAt = b.count - 4 * n
     var at = 0
@@ -253,10 +296,7 @@ func messagesOf(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawB
         i += 3
         let sequence = flags & 1 != 0 ? be64() : nil
         let gap = flags & 2 != 0 ? be64() : nil
-        // `b` is never empty here: it holds at least this message's end.
-        out.append(Message(
-            body: Data(bytes: b.baseAddress! + at, count: end - at), metadata: o.metadata,
-            path: o.path, peer: o.peer, topic: o.topic, sequence: sequence, gap: gap))
+        out.append(make(at, end, o, sequence, gap))
         at = end
     }
     return out
@@ -387,7 +427,14 @@ extension Puller {
 
     /// Up to `max` messages (at least one).
     public func recvMany(_ max: Int) async throws -> [Message] {
-        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
+        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)
+    }
+
+    /// Up to `max` messages (at least one), as `recvMany` takes them, each body a view of one
+    /// buffer for the batch (`BodyView`) instead of a `Data` of its own. Cancelled, it loses
+    /// nothing.
+    public func recvBatch(_ max: Int) async throws -> [MessageView] {
+        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: viewsOf)
     }
 
     /// Every message, until the endpoint ends (`Closed` ends the sequence; another error is
@@ -495,7 +542,7 @@ extension Bus {
 
     /// The next message another member sent. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)[0]
     }
 
     /// Every message, until the member is closed.
@@ -532,7 +579,7 @@ extension Pair {
 
     /// The next message from the other end. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)[0]
     }
 
     /// Every message, until the pair is closed.
@@ -555,7 +602,7 @@ extension DialingPuller {
 
     /// The next message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)[0]
     }
 
     /// Every message, until the puller is closed.
@@ -573,7 +620,7 @@ extension BoundSubscriber {
 
     /// The next selected message. Cancelled, it loses nothing.
     public func recv() async throws -> Message {
-        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))[0]
+        try await receive(1, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)[0]
     }
 
     /// Every selected message, until the collector is closed.
@@ -776,7 +823,12 @@ extension Subscriber {
     }
 
     public func recvMany(_ max: Int) async throws -> [Message] {
-        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:))
+        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)
+    }
+
+    /// `recvMany`, each body a view of one buffer for the batch (`Puller.recvBatch`).
+    public func recvBatch(_ max: Int) async throws -> [MessageView] {
+        try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: viewsOf)
     }
 
     public func messages() -> AsyncThrowingStream<Message, Error> { untilClosed { try await self.recv() } }

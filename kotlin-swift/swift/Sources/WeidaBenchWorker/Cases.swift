@@ -3,8 +3,9 @@
 //
 // Variant "await" (the default): one `await` per send and per receive, `pusher.send(body)` and
 // `puller.recv()` (what `puller.messages()` iterates), `requester.request(body)`. Variant
-// "batch" (Push/Pull only): `pusher.sendMany(bodies)` of 256 and `puller.recvMany(256)`, as the
-// Kotlin, Python and Node workers' "batch".
+// "batch" (Push/Pull only): `pusher.sendMany(bodies)` of 256 and `puller.recvBatch(256)` (the
+// bodies views of one buffer a batch, as the Node worker's `recvMany` hands them out; Batch.swift
+// says why), as the Kotlin, Python and Node workers' "batch".
 //
 // Both ends in one process (`--role both`): a server runtime and a client runtime, the sending
 // (or replying) loop and the measuring loop two tasks of one group. Two processes (`--role bind`
@@ -25,7 +26,7 @@ func check(_ got: Int, _ size: Int) throws {
 /// many.
 func received(_ puller: Puller, _ batch: Bool, _ size: Int) async throws -> Int {
     if batch {
-        let ms = try await puller.recvMany(batchSize)
+        let ms = try await puller.recvBatch(batchSize)
         for m in ms { try check(m.body.count, size) }
         return ms.count
     }

@@ -78,6 +78,58 @@ final class PatternsTests: XCTestCase {
         }
     }
 
+    // recvBatch (Batch.swift): the messages recvMany would take, each body a view of one
+    // buffer for its batch. Each view must be indexed from 0 as a `Data` of its own is (a slice
+    // of one `Data` would not be: `body[0]` of any body but the first would trap), read whole
+    // through every way Foundation reads bytes, keep its batch's buffer alive after the batch
+    // and later ones are gone, and carry what recvMany's messages carry (path, metadata). A
+    // subscriber's recvBatch takes the same path (its topic, then its bodies).
+    func test_recv_batch_hands_out_bodies_indexed_from_zero_that_outlive_their_batch() async throws {
+        try await onEveryTransport { _, p in
+            let puller = try p.listener.puller("/jobs")
+            let pusher = try p.client.pusher()
+            try await pusher.connect(puller.address())
+            let bodies = (0..<300).map { i in i % 7 == 0 ? Data() : payload(1 + (i * 37) % 301) }
+            try await pusher.sendMany(bodies)
+            try await pusher.send(bytes("traced"), meta: ["trace": bytes("t-1")])
+            var views: [MessageView] = []
+            while views.count < bodies.count + 1 {
+                let batch = try await puller.recvBatch(64)
+                XCTAssertTrue(!batch.isEmpty && batch.count <= 64)
+                views += batch
+            }
+            XCTAssertEqual(views.count, bodies.count + 1)
+            for (v, sent) in zip(views, bodies) {
+                XCTAssertEqual(v.body.startIndex, 0)
+                XCTAssertEqual(v.body.count, sent.count)
+                if let first = sent.first { XCTAssertEqual(v.body[0], first) }
+                XCTAssertEqual(v.body.data, sent)
+                XCTAssertEqual(Data(v.body), sent)
+                XCTAssertEqual(v.body.withUnsafeBytes { Data($0) }, sent)
+                XCTAssertEqual(Array(v.body), Array(sent))
+                XCTAssertEqual(v.message.body, sent)
+                XCTAssertEqual(v.path, "/jobs")
+                XCTAssertNil(v.meta("trace"))
+            }
+            let traced = try XCTUnwrap(views.last)
+            XCTAssertEqual(text(traced.body.data), "traced")
+            XCTAssertEqual(traced.meta("trace"), bytes("t-1"))
+            XCTAssertEqual(traced.message.meta("trace"), bytes("t-1"))
+            XCTAssertEqual(views[1].body, views[1].body)
+            XCTAssertNotEqual(views[1].body, views[2].body)
+
+            let publisher = try p.listener.publisher("/feed")
+            let sub = try p.client.subscriber()
+            try await sub.connect(publisher.address())
+            try await sub.subscribe("t")
+            for i in 0..<20 { _ = try publisher.publish("t", bytes("c\(i)")) }
+            var copies: [MessageView] = []
+            while copies.count < 20 { copies += try await sub.recvBatch(8) }
+            XCTAssertEqual(copies.map { text($0.body.data) }, (0..<20).map { "c\($0)" })
+            XCTAssertEqual(Set(copies.map(\.topic)), ["t"])
+        }
+    }
+
     // sendMany packs its bodies (Weida.swift `packed`, weida-ffi's layout): an empty body, bodies
     // that end off a multiple of 4 and a longer one (on the lane: at most laneMaxMessage, so the
     // order holds) each arrive whole, in order.
@@ -205,6 +257,10 @@ final class PatternsTests: XCTestCase {
         XCTAssertEqual(inPlace.map { $0.metadata.map(\.name) }, [[], ["k"], ["k"]])
         XCTAssertEqual(inPlace[2].metadata.first?.value, Data([9]))
         XCTAssertNil([UInt8(0)].withUnsafeBytes { packedMessages($0) }, "None reads as nothing")
+        // recvBatch's views of the same bytes are the same messages (`MessageView.message`).
+        let views = try XCTUnwrap(buf.withUnsafeBytes { packedBatch($0, as: viewsOf) })
+        XCTAssertEqual(views.map(\.message), read)
+        XCTAssertEqual(p.decoded(viewsOf).map(\.message), read)
     }
 
     // A batch crosses the FFI packed, what its messages share written once
