@@ -17,7 +17,7 @@ use crate::connection::context::Context;
 use crate::connection::dispatch::Queued;
 use crate::connection::handles::{Incoming, IncomingTransfer, Message, OutgoingTransfer, Partial};
 use crate::connection::handshake::Flow;
-use crate::connection::link::Link;
+use crate::connection::link::{LaneCache, Link};
 use crate::error::{Error, Result};
 use crate::patterns::ordering::Detectors;
 use crate::runtime::inbox::Inbox;
@@ -256,16 +256,13 @@ impl Pusher {
         let ctx = &self.dialer.pool.ctx;
         ctx.check_open()?;
         // Behind an outbox not yet written out, a message waits its turn (`send` queues it).
-        if body.len() > ctx.config.lane_max_message || !self.outbox.is_empty() {
+        let max = ctx.config.lane_max_message;
+        if body.len() > max || !self.outbox.is_empty() {
             return Ok(Some(body));
         }
         let mut body = Some(body);
         let sent = self.dialer.peers.try_pick(|link, lane| {
-            // A numbered message takes its number as it is queued (`send` does that).
-            if !link.lanes || link.numbering.is_some() {
-                return None;
-            }
-            match link.lane_try_send(lane, body.take().expect("offered once")) {
+            match offer(link, lane, body.take().expect("offered once"), max) {
                 Ok(None) => Some(Ok(())),
                 Ok(Some(b)) => {
                     body = Some(b);
@@ -337,18 +334,10 @@ impl Pusher {
         }
         let max = ctx.config.lane_max_message;
         self.dialer.peers.try_deal(|link, lane| {
-            // A numbered message takes its number as it is queued (`send` does that).
-            if !link.lanes || link.numbering.is_some() {
-                return Deal::Stop;
-            }
             let Some(body) = ready.pop_front() else {
                 return Deal::Stop;
             };
-            if body.len() > max {
-                ready.push_front(body);
-                return Deal::Stop;
-            }
-            match link.lane_try_send(lane, body) {
+            match offer(link, lane, body, max) {
                 Ok(None) => Deal::Took,
                 Ok(Some(b)) => {
                     ready.push_front(b);
@@ -375,6 +364,17 @@ impl Pusher {
         }
         self.dialer.transfer_within(&link, header, None, left).await
     }
+}
+
+/// `body` queued at once on `link`'s lane (`Pusher::try_send`, `Pusher::try_send_run`): `None`
+/// when it went, the body back when it cannot go at once (the link has no lanes or numbers its
+/// messages, the body is above `max`, the lane has no room), or the lane's error.
+fn offer(link: &Link, lane: &mut LaneCache, body: Bytes, max: usize) -> Result<Option<Bytes>> {
+    // A numbered message takes its number as it is queued (`send` does that).
+    if !link.lanes || link.numbering.is_some() || body.len() > max {
+        return Ok(Some(body));
+    }
+    link.lane_try_send(lane, body)
 }
 
 /// Writes a whole message on `link`: a frame on its lane when the body is small and the peer
