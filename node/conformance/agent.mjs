@@ -907,6 +907,15 @@ async function run(op, args) {
       return { sent: p.trySend(makeBody(args.body ?? null)) }
     }
 
+    case 'send_many': {
+      const p = get(dialling, args, 'endpoint', 'requester, pusher, subscriber or peer')
+      if (!(p instanceof Pusher)) throw new BadRequest('send_many needs a pusher')
+      if (!Array.isArray(args.bodies)) throw new BadRequest('send_many needs a list of bodies')
+      const bodies = args.bodies.map(makeBody)
+      await p.sendMany(bodies)
+      return { sent: bodies.length }
+    }
+
     case 'open': {
       const meta = metadataArg(args)
       const tname = strArg(args, 'transfer')
@@ -971,6 +980,22 @@ async function run(op, args) {
     case 'recv': {
       const p = get(manualPullers, args, 'puller', 'manual puller')
       return messageJson(await p.recv())
+    }
+
+    case 'recv_many': {
+      const p = get(manualPullers, args, 'puller', 'manual puller')
+      const count = uintArg(args, 'count')
+      if (count === undefined || count === null) throw new BadRequest('recv_many needs a count')
+      const most = Math.max(uintArg(args, 'max') ?? 64, 1)
+      // Batches until `count`, each at most what is left: none taken beyond it.
+      const messages = []
+      let batches = 0
+      while (messages.length < count) {
+        const batch = await p.recvMany(Math.min(most, count - messages.length))
+        batches += 1
+        for (const m of batch) messages.push(messageJson(m))
+      }
+      return { messages, batches }
     }
 
     case 'publisher': {

@@ -732,6 +732,17 @@ class Agent:
             raise BadRequest("try_send needs a pusher")
         return {"sent": p.try_send(body_arg(args))}
 
+    async def op_send_many(self, args: Json) -> Json:
+        p = self.endpoint(args)
+        if not isinstance(p, weida.Pusher):
+            raise BadRequest("send_many needs a pusher")
+        specs = args.get("bodies")
+        if not isinstance(specs, list):
+            raise BadRequest("send_many needs a list of bodies")
+        bodies = [make_body(b) for b in specs]
+        await p.send_many(bodies)
+        return {"sent": len(bodies)}
+
     async def op_open(self, args: Json) -> Json:
         meta = metadata_arg(args)
         ep = self.endpoint(args)
@@ -786,6 +797,22 @@ class Agent:
     async def op_recv(self, args: Json) -> Json:
         p: weida.Puller = self._get(self.pullers, "manual puller", args, "puller")
         return message_json(await p.recv())
+
+    async def op_recv_many(self, args: Json) -> Json:
+        p: weida.Puller = self._get(self.pullers, "manual puller", args, "puller")
+        count = int_arg(args, "count")
+        if count is None:
+            raise BadRequest("recv_many needs a count")
+        given = int_arg(args, "max")
+        most = max(64 if given is None else given, 1)
+        # Batches until `count`, each at most what is left: none taken beyond it.
+        messages: list[Json] = []
+        batches = 0
+        while len(messages) < count:
+            batch = await p.recv_many(min(most, count - len(messages)))
+            batches += 1
+            messages.extend(message_json(m) for m in batch)
+        return {"messages": messages, "batches": batches}
 
     # Pub/Sub
 

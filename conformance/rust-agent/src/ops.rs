@@ -578,6 +578,17 @@ impl Agent {
                 let body = body::make(args.get("body").unwrap_or(&Value::Null))?;
                 Ok(json!({"sent": p.try_send(body)?.is_none()}))
             }
+            "send_many" => {
+                let Dialling::Pusher(p) = self.dialling(args)? else {
+                    return Err(Failure::bad("send_many needs a pusher"));
+                };
+                let specs = args.get("bodies").and_then(Value::as_array);
+                let specs = specs.ok_or_else(|| Failure::bad("send_many needs a list of bodies"))?;
+                let bodies = specs.iter().map(body::make).collect::<Result<Vec<_>, _>>()?;
+                let (sent, r) = p.send_many(bodies).await;
+                r?;
+                Ok(json!({ "sent": sent }))
+            }
             "open" => {
                 let meta = metadata_arg(args)?;
                 let tname = str_arg(args, "transfer")?;
@@ -659,6 +670,22 @@ impl Agent {
                 let p = self.handles.lock().unwrap().pullers.get(name).cloned();
                 let p = p.ok_or_else(|| missing("manual puller", name))?;
                 Ok(message_json(&p.recv().await?))
+            }
+            "recv_many" => {
+                let name = str_arg(args, "puller")?;
+                let p = self.handles.lock().unwrap().pullers.get(name).cloned();
+                let p = p.ok_or_else(|| missing("manual puller", name))?;
+                let count = args.get("count").and_then(Value::as_u64);
+                let count = count.ok_or_else(|| Failure::bad("recv_many needs a count"))? as usize;
+                let max = args.get("max").and_then(Value::as_u64).unwrap_or(64).max(1) as usize;
+                // Batches until `count`, each at most what is left: none taken beyond it.
+                let (mut messages, mut batches) = (Vec::with_capacity(count), 0);
+                while messages.len() < count {
+                    let batch = p.recv_many(max.min(count - messages.len())).await?;
+                    batches += 1;
+                    messages.extend(batch.iter().map(message_json));
+                }
+                Ok(json!({ "messages": messages, "batches": batches }))
             }
             "publisher" => {
                 let listener = self.listener(args)?;

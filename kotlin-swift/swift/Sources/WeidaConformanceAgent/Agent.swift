@@ -137,8 +137,28 @@ actor Agent {
         case "try_send":
             guard let p = try endpoint(args) as? Pusher else { throw BadRequest("try_send needs a pusher") }
             return ["sent": .bool(try p.trySend(args.body()))]
+        case "send_many":
+            guard let p = try endpoint(args) as? Pusher else { throw BadRequest("send_many needs a pusher") }
+            guard case let .array(specs)? = args["bodies"] else { throw BadRequest("send_many needs a list of bodies") }
+            let bodies = try specs.map { try makeBody($0) }
+            try await p.sendMany(bodies)
+            return ["sent": .count(UInt64(bodies.count))]
         case "recv":
             return messageJSON(try await get(pullers, "manual puller", args, "puller").recv())
+        case "recv_many":
+            // Swift's batched receive whose bodies share the batch's buffer (`recvBatch`):
+            // batches until `count`, each at most what is left, none taken beyond it.
+            let p = try get(pullers, "manual puller", args, "puller")
+            guard let count = try args.long("count") else { throw BadRequest("recv_many needs a count") }
+            let most = Swift.max(try args.long("max") ?? 64, 1)
+            var messages: [JSON] = []
+            var batches: UInt64 = 0
+            while messages.count < count {
+                let batch = try await p.recvBatch(Int(Swift.min(most, count - Int64(messages.count))))
+                batches += 1
+                messages += batch.map { .object(viewJSON($0)) }
+            }
+            return ["messages": .array(messages), "batches": .count(batches)]
         case "open": return try await opOpen(args)
         case "write": return try await opWrite(args)
         case "finish":

@@ -122,6 +122,12 @@ func messageJSON(_ m: Message) -> Obj {
     ["path": .string(m.path), "metadata": metadataJSON(m.metadata), "peer": peerJSON(m.peer), "body": summary(m.body)]
 }
 
+/// A message `recvBatch` took, as `messageJSON` reports a `Message`: its fields read from the
+/// view, its body copied out of the batch's buffer (`BodyView.data`).
+func viewJSON(_ v: MessageView) -> Obj {
+    ["path": .string(v.path), "metadata": metadataJSON(v.metadata), "peer": peerJSON(v.peer), "body": summary(v.body.data)]
+}
+
 /// A message with its place in its producer's sequence (null unless the runtime requires
 /// ordering).
 func sequencedJSON(_ m: Message) -> Obj {

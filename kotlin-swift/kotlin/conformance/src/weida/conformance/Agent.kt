@@ -11,6 +11,8 @@ import weida.answers
 import weida.bind
 import weida.queue
 import weida.recv
+import weida.recvMany
+import weida.sendMany
 import weida.runtime
 import weida.serve
 import weida.uniffi.BoundPusher
@@ -157,7 +159,28 @@ class Agent(val out: Out, val scope: CoroutineScope) {
             val p = endpoint(args) as? Pusher ?: throw BadRequest("try_send needs a pusher")
             mapOf("sent" to p.trySend(args.body()))
         }
+        "send_many" -> {
+            val p = endpoint(args) as? Pusher ?: throw BadRequest("send_many needs a pusher")
+            val specs = args["bodies"] as? List<*> ?: throw BadRequest("send_many needs a list of bodies")
+            val bodies = specs.map { makeBody(it) }
+            p.sendMany(bodies)
+            mapOf("sent" to bodies.size)
+        }
         "recv" -> messageJson(get(pullers, "manual puller", args, "puller").recv())
+        "recv_many" -> {
+            val p = get(pullers, "manual puller", args, "puller")
+            val count = args.long("count") ?: throw BadRequest("recv_many needs a count")
+            val most = maxOf(args.long("max") ?: 64L, 1L)
+            // Batches until `count`, each at most what is left: none taken beyond it.
+            val messages = ArrayList<Any?>()
+            var batches = 0
+            while (messages.size < count) {
+                val batch = p.recvMany(minOf(most, count - messages.size).toInt())
+                batches += 1
+                batch.mapTo(messages) { messageJson(it) }
+            }
+            mapOf("messages" to messages, "batches" to batches)
+        }
         "open" -> opOpen(args)
         "write" -> opWrite(args)
         "finish" -> {
