@@ -583,8 +583,12 @@ impl Agent {
                     return Err(Failure::bad("send_many needs a pusher"));
                 };
                 let specs = args.get("bodies").and_then(Value::as_array);
-                let specs = specs.ok_or_else(|| Failure::bad("send_many needs a list of bodies"))?;
-                let bodies = specs.iter().map(body::make).collect::<Result<Vec<_>, _>>()?;
+                let specs =
+                    specs.ok_or_else(|| Failure::bad("send_many needs a list of bodies"))?;
+                let bodies = specs
+                    .iter()
+                    .map(body::make)
+                    .collect::<Result<Vec<_>, _>>()?;
                 let (sent, r) = p.send_many(bodies).await;
                 r?;
                 Ok(json!({ "sent": sent }))
