@@ -679,9 +679,9 @@ impl Agent {
                 let name = str_arg(args, "puller")?;
                 let p = self.handles.lock().unwrap().pullers.get(name).cloned();
                 let p = p.ok_or_else(|| missing("manual puller", name))?;
-                let count = args.get("count").and_then(Value::as_u64);
+                let count = u64_arg(args, "count")?;
                 let count = count.ok_or_else(|| Failure::bad("recv_many needs a count"))? as usize;
-                let max = args.get("max").and_then(Value::as_u64).unwrap_or(64).max(1) as usize;
+                let max = u64_arg(args, "max")?.unwrap_or(64).max(1) as usize;
                 // Batches until `count`, each at most what is left: none taken beyond it.
                 let (mut messages, mut batches) = (Vec::with_capacity(count), 0);
                 while messages.len() < count {

@@ -43,7 +43,8 @@ pub const PACK_BYTES: usize = 16 << 20;
 /// whole batch's buffer alive, as a pooled Node `Buffer` does its pool, so this bounds what one
 /// held message pins; and a large body is shared without a copy, which packing would add. The
 /// UniFFI bindings copy every body into the foreign heap anyway (each `ByteArray` or `Data` is
-/// sliced out of the batch), so they pack whatever the size.
+/// sliced out of the batch; Swift's `recvBatch` copies runs of bodies of at most this many
+/// bytes into buffers its views share, for the first reason), so they pack whatever the size.
 pub const ONE_BUFFER_MAX: usize = 64 * 1024;
 
 /// Whether `count` bodies totalling `bytes` cross as one packed buffer in a binding that can

@@ -368,7 +368,8 @@ impl Pusher {
 
 /// `body` queued at once on `link`'s lane (`Pusher::try_send`, `Pusher::try_send_run`): `None`
 /// when it went, the body back when it cannot go at once (the link has no lanes or numbers its
-/// messages, the body is above `max`, the lane has no room), or the lane's error.
+/// messages, the body is above `max`, no lane is open yet, the lane has no room), or the lane's
+/// error.
 fn offer(link: &Link, lane: &mut LaneCache, body: Bytes, max: usize) -> Result<Option<Bytes>> {
     // A numbered message takes its number as it is queued (`send` does that).
     if !link.lanes || link.numbering.is_some() || body.len() > max {

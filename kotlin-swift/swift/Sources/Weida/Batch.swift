@@ -1,29 +1,37 @@
-// A received batch whose bodies share one buffer (`recvBatch`), beside `recvMany`'s `Data` per
+// A received batch whose bodies share buffers (`recvBatch`), beside `recvMany`'s `Data` per
 // body. At 64 B a `Data` of its own is two allocations a message (its storage object and its
 // bytes), which were the larger part of the Swift batched receiver's CPU above the core's; a
 // slice of one `Data` for the batch would cost nothing, but keeps the batch's indices, so that
 // `body[0]` traps for every body but the first (docs/PERFORMANCE.md, "Swift's batch of views").
-// A `BodyView` is indexed from 0, as a `Data` of its own is, and costs one reference.
+// A `BodyView` is indexed from 0, as a `Data` of its own is, and costs one reference; the bodies
+// beside it share its buffer up to 64 KiB, as a Node batch's `Buffer` views do, so that a kept
+// view keeps at most that much of its batch alive.
 import Foundation
 
-/// The bodies of one received batch, copied once into one allocation; freed when the last
+/// Bodies of one received batch (a run of them, at most `viewShareMax` bytes unless one body
+/// alone is larger: `viewsOf`), copied once into one allocation; freed when the last
 /// `BodyView` of it goes. Immutable once made.
 final class BatchStorage: @unchecked Sendable {
-    let base: UnsafeMutableRawPointer
+    let base: UnsafeMutablePointer<UInt8>
+    /// How many bytes it holds.
+    let count: Int
 
     init(copying b: UnsafeRawBufferPointer) {
-        base = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(b.count, 1), alignment: 8)
-        if let from = b.baseAddress { base.copyMemory(from: from, byteCount: b.count) }
+        count = b.count
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(b.count, 1), alignment: 8)
+        base = raw.bindMemory(to: UInt8.self, capacity: Swift.max(b.count, 1))
+        if let from = b.baseAddress { raw.copyMemory(from: from, byteCount: b.count) }
     }
 
     deinit { base.deallocate() }
 }
 
 /// A message body received by `recvBatch`: bytes indexed from 0 (`body[0]` is its first byte),
-/// a view of the batch's one buffer that keeps the buffer alive and copies nothing. It reads as
+/// a view of a buffer it shares with the bodies beside it in its batch (at most 64 KiB of them
+/// unless it alone is larger), which it keeps alive, copying nothing. It reads as
 /// bytes do in Foundation (`DataProtocol`, `ContiguousBytes`: `String(decoding: body, as:
 /// UTF8.self)`, `body.withUnsafeBytes`, `JSONDecoder().decode(T.self, from: body.data)`);
-/// `Data(body)` or `body.data` copies it out, which lets the batch's buffer go.
+/// `Data(body)` or `body.data` copies it out, which lets the shared buffer go.
 ///
 /// ```swift
 /// for m in try await puller.recvBatch(256) {
@@ -48,7 +56,7 @@ public struct BodyView: DataProtocol, ContiguousBytes, Hashable, Sendable, Custo
 
     public subscript(i: Int) -> UInt8 {
         precondition(i >= 0 && i < count, "BodyView index out of range")
-        return storage.base.load(fromByteOffset: start + i, as: UInt8.self)
+        return storage.base[start + i]
     }
 
     public var regions: CollectionOfOne<BodyView> { CollectionOfOne(self) }
@@ -60,7 +68,7 @@ public struct BodyView: DataProtocol, ContiguousBytes, Hashable, Sendable, Custo
     public func withContiguousStorageIfAvailable<R>(
         _ body: (UnsafeBufferPointer<UInt8>) throws -> R
     ) rethrows -> R? {
-        try body(UnsafeBufferPointer(start: (storage.base + start).assumingMemoryBound(to: UInt8.self), count: count))
+        try body(UnsafeBufferPointer(start: storage.base + start, count: count))
     }
 
     /// The bytes, copied into a `Data` of their own.
@@ -70,7 +78,10 @@ public struct BodyView: DataProtocol, ContiguousBytes, Hashable, Sendable, Custo
         a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
     }
 
-    public func hash(into h: inout Hasher) { withUnsafeBytes { h.combine(bytes: $0) } }
+    public func hash(into h: inout Hasher) {
+        h.combine(count)
+        withUnsafeBytes { h.combine(bytes: $0) }
+    }
 
     public var description: String { "\(count) bytes" }
 }

@@ -149,7 +149,7 @@ func packInto(_ dst: UnsafeMutableRawBufferPointer, _ bodies: [Data]) {
 
 /// What messages of a packed batch share (`Packed.origins` in kotlin-swift/uniffi/src/packed.rs);
 /// a class, so that a `MessageView` holds its origin with one reference.
-final class Origin: @unchecked Sendable {
+final class Origin: Sendable {
     let metadata: [MetaEntry]
     let path: String
     let peer: Peer?
@@ -261,14 +261,39 @@ func messagesOf(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawB
 }
 
 /// The `n` messages of a packed batch (`messagesOf`'s layout), in order, as views: the bodies
-/// copied once into one buffer that every body refers to (`BodyView`).
+/// copied once into buffers that the bodies refer to (`BodyView`), each buffer a run of
+/// consecutive bodies of at most `viewShareMax` bytes in all (a larger body alone), so that a
+/// view the application keeps keeps at most that much of its batch alive.
 func viewsOf(_ n: Int, bodies b: UnsafeRawBufferPointer, index ix: UnsafeRawBufferPointer,
              origins o: UnsafeRawBufferPointer) -> [MessageView] {
-    let storage = BatchStorage(copying: UnsafeRawBufferPointer(rebasing: b[0..<(b.count - 4 * n)]))
-    return walk(n, bodies: b, index: ix, origins: o) { at, end, o, sequence, gap in
-        MessageView(body: BodyView(storage, at, end - at), origin: o, sequence: sequence, gap: gap)
+    if n == 0 { return [] }
+    let endsAt = b.count - 4 * n
+    func end(_ m: Int) -> Int {
+        Int(UInt32(littleEndian: b.loadUnaligned(fromByteOffset: endsAt + 4 * m, as: UInt32.self)))
+    }
+    var m = 0 // the message `walk` is making
+    var storage: BatchStorage?
+    var from = 0, to = 0 // the part of `b` that `storage` holds
+    return walk(n, bodies: b, index: ix, origins: o) { at, last, o, sequence, gap in
+        defer { m += 1 }
+        if storage == nil || last > to {
+            // A new buffer from this body: it and those after it while they fit.
+            var k = m + 1
+            to = last
+            while k < n, end(k) - at <= viewShareMax {
+                to = end(k)
+                k += 1
+            }
+            from = at
+            storage = BatchStorage(copying: UnsafeRawBufferPointer(rebasing: b[from..<to]))
+        }
+        return MessageView(body: BodyView(storage!, at - from, last - at), origin: o, sequence: sequence, gap: gap)
     }
 }
+
+/// The most bytes of bodies one `recvBatch` buffer holds unless one body alone is larger:
+/// weida-ffi's `ONE_BUFFER_MAX`, what a kept Node `Buffer` view can hold of its batch.
+let viewShareMax = 64 * 1024
 
 /// Each of the `n` messages of a packed batch made by `make` from its body's start and end in
 /// `b`, its origin, sequence and gap, in order.
@@ -430,9 +455,9 @@ extension Puller {
         try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)
     }
 
-    /// Up to `max` messages (at least one), as `recvMany` takes them, each body a view of one
-    /// buffer for the batch (`BodyView`) instead of a `Data` of its own. Cancelled, it loses
-    /// nothing.
+    /// Up to `max` messages (at least one; `max` as `recvMany` takes it), as `recvMany` takes
+    /// them, each body a view of a buffer shared with the bodies beside it in the batch
+    /// (`BodyView`, Batch.swift) instead of a `Data` of its own. Cancelled, it loses nothing.
     public func recvBatch(_ max: Int) async throws -> [MessageView] {
         try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: viewsOf)
     }
@@ -826,7 +851,7 @@ extension Subscriber {
         try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: messagesOf)
     }
 
-    /// `recvMany`, each body a view of one buffer for the batch (`Puller.recvBatch`).
+    /// `recvMany`, each body a view of a buffer shared with its neighbours (`Puller.recvBatch`).
     public func recvBatch(_ max: Int) async throws -> [MessageView] {
         try await receive(max, lane: lane, ready: self.takeReady(max:), received: self.received, into: self.recvInto(max:into:cancel:), as: viewsOf)
     }

@@ -4,8 +4,9 @@
 // Variant "await" (the default): one `await` per send and per receive, `pusher.send(body)` and
 // `puller.recv()` (what `puller.messages()` iterates), `requester.request(body)`. Variant
 // "batch" (Push/Pull only): `pusher.sendMany(bodies)` of 256 and `puller.recvBatch(256)` (the
-// bodies views of one buffer a batch, as the Node worker's `recvMany` hands them out; Batch.swift
-// says why), as the Kotlin, Python and Node workers' "batch".
+// bodies views of buffers shared by up to 64 KiB of them, as the Node worker's `recvMany` hands
+// out a batch of 64 KiB or less; Batch.swift says why), as the Kotlin, Python and Node workers'
+// "batch".
 //
 // Both ends in one process (`--role both`): a server runtime and a client runtime, the sending
 // (or replying) loop and the measuring loop two tasks of one group. Two processes (`--role bind`

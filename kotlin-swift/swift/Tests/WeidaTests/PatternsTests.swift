@@ -90,6 +90,7 @@ final class PatternsTests: XCTestCase {
             let pusher = try p.client.pusher()
             try await pusher.connect(puller.address())
             let bodies = (0..<300).map { i in i % 7 == 0 ? Data() : payload(1 + (i * 37) % 301) }
+                + [bytes("ab"), bytes("ba")]
             try await pusher.sendMany(bodies)
             try await pusher.send(bytes("traced"), meta: ["trace": bytes("t-1")])
             var views: [MessageView] = []
@@ -115,8 +116,23 @@ final class PatternsTests: XCTestCase {
             XCTAssertEqual(text(traced.body.data), "traced")
             XCTAssertEqual(traced.meta("trace"), bytes("t-1"))
             XCTAssertEqual(traced.message.meta("trace"), bytes("t-1"))
-            XCTAssertEqual(views[1].body, views[1].body)
-            XCTAssertNotEqual(views[1].body, views[2].body)
+            // Hashable and equal by the bytes: empty bodies of different places are equal, two
+            // of one length but different bytes are not.
+            let empties = views.filter { $0.body.isEmpty }
+            XCTAssertGreaterThan(empties.count, 1)
+            XCTAssertEqual(empties.first?.body, empties.last?.body)
+            XCTAssertEqual(empties.first?.body.hashValue, empties.last?.body.hashValue)
+            XCTAssertEqual(Set(views.dropLast().map(\.body)).count, Set(bodies).count)
+            XCTAssertEqual(views[300].body.data, bytes("ab"))
+            XCTAssertNotEqual(views[300].body, views[301].body)
+            // Read as Foundation reads any bytes: a slice, the regions, copyBytes.
+            let long = try XCTUnwrap(views.first { $0.body.count > 2 })
+            let sent = bodies[try XCTUnwrap(views.firstIndex { $0.body == long.body })]
+            XCTAssertEqual(Data(long.body[1...]), sent.dropFirst())
+            XCTAssertEqual(long.body.regions.count, 1)
+            var copied = [UInt8](repeating: 0, count: long.body.count)
+            XCTAssertEqual(copied.withUnsafeMutableBytes { long.body.copyBytes(to: $0) }, sent.count)
+            XCTAssertEqual(Data(copied), sent)
 
             let publisher = try p.listener.publisher("/feed")
             let sub = try p.client.subscriber()
@@ -128,6 +144,26 @@ final class PatternsTests: XCTestCase {
             XCTAssertEqual(copies.map { text($0.body.data) }, (0..<20).map { "c\($0)" })
             XCTAssertEqual(Set(copies.map(\.topic)), ["t"])
         }
+    }
+
+    // A kept view keeps its buffer alive, so recvBatch's bodies share a buffer only up to
+    // viewShareMax (64 KiB) in all, a larger body in one of its own (Weida.swift `viewsOf`):
+    // read from a packed batch of 70 000, 10, 20, 66 000, 1 and 0 bytes, the buffers hold
+    // [70 000], [10, 20], [66 000] and [1, 0], and every body reads whole.
+    func test_recv_batch_shares_a_buffer_only_among_bodies_of_at_most_64_kib() throws {
+        let bodies = [payload(70_000), payload(10), payload(20), payload(66_000), payload(1), Data()]
+        let index = Data(bodies.flatMap { _ in [UInt8(0), 0, 0] })
+        let origin = Data([0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        let p = Packed(count: UInt32(bodies.count), bodies: packed(bodies), index: index, origins: origin)
+        let views = p.decoded(viewsOf)
+        XCTAssertEqual(views.map { $0.body.data }, bodies)
+        XCTAssertEqual(views.map(\.body.startIndex), [0, 0, 0, 0, 0, 0])
+        let buffers = views.map { ObjectIdentifier($0.body.storage) }
+        XCTAssertEqual(buffers[1], buffers[2])
+        XCTAssertEqual(buffers[4], buffers[5])
+        XCTAssertEqual(Set(buffers).count, 4)
+        XCTAssertEqual(views.map(\.body.storage.count), [70_000, 30, 30, 66_000, 1, 1])
+        XCTAssertEqual(Packed(count: 0, bodies: Data(), index: Data(), origins: Data()).decoded(viewsOf).count, 0)
     }
 
     // sendMany packs its bodies (Weida.swift `packed`, weida-ffi's layout): an empty body, bodies
