@@ -72,6 +72,30 @@ impl Entry {
     }
 }
 
+/// The first live slot of `l` from the turn `start` on, offered to `f` (`try_pick`, each
+/// message of `try_deal`): its distance from `start` and what `f` made of it; with none live,
+/// the last loss seen and whether some slot is being redialled.
+fn first_live<R>(
+    l: &mut [Entry],
+    start: usize,
+    f: impl FnOnce(&Arc<Link>, &mut LaneCache) -> R,
+) -> std::result::Result<(usize, R), (Option<LossCause>, bool)> {
+    let (mut last, mut redialling) = (None, false);
+    let n = l.len();
+    for i in 0..n {
+        let e = &mut l[(start + i) % n];
+        let hopeful = e.hopeful;
+        match e.state(true) {
+            Ok((link, lane)) => return Ok((i, f(link, lane))),
+            Err(c) => {
+                redialling |= hopeful;
+                last = c.or(last);
+            }
+        }
+    }
+    Err((last, redialling))
+}
+
 /// What [`PeerSet::try_deal`]'s caller did with the link it was offered.
 pub(crate) enum Deal {
     /// Took it for one message: the next is offered the next link in turn.
@@ -231,30 +255,15 @@ impl PeerSet {
         if l.is_empty() {
             return Err(Error::NotConnected);
         }
-        let start = *next;
-        let mut last = None;
-        let mut redialling = false;
-        let n = l.len();
-        for i in 0..n {
-            let e = &mut l[(start + i) % n];
-            let hopeful = e.hopeful;
-            match e.state(true) {
-                Ok((link, lane)) => {
-                    let r = f(link, lane);
-                    if r.is_some() {
-                        *next = start.wrapping_add(i + 1);
-                    }
-                    return Ok(r);
+        match first_live(l, *next, f) {
+            Ok((i, r)) => {
+                if r.is_some() {
+                    *next = next.wrapping_add(i + 1);
                 }
-                Err(c) => {
-                    redialling |= hopeful;
-                    last = c.or(last);
-                }
+                Ok(r)
             }
-        }
-        match redialling {
-            true => Ok(None),
-            false => Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed))),
+            Err((_, true)) => Ok(None),
+            Err((last, false)) => Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed))),
         }
     }
 
@@ -274,43 +283,28 @@ impl PeerSet {
         if l.is_empty() {
             return (0, Err(Error::NotConnected));
         }
-        let n = l.len();
         let mut took = 0;
-        'messages: loop {
+        loop {
             let start = *next;
-            let mut last = None;
-            let mut redialling = false;
-            for i in 0..n {
-                let e = &mut l[(start + i) % n];
-                let hopeful = e.hopeful;
-                match e.state(true) {
-                    Ok((link, lane)) => match f(link, lane) {
-                        Deal::Took => {
-                            *next = start.wrapping_add(i + 1);
-                            took += 1;
-                            continue 'messages;
-                        }
-                        Deal::Stop => return (took, Ok(())),
-                        // As `try_pick`: a link that answered, even with an error, had its turn.
-                        Deal::Failed(e) => {
-                            *next = start.wrapping_add(i + 1);
-                            return (took, Err(e));
-                        }
-                    },
-                    Err(c) => {
-                        redialling |= hopeful;
-                        last = c.or(last);
-                    }
+            match first_live(l, start, &mut f) {
+                Ok((i, Deal::Took)) => {
+                    *next = start.wrapping_add(i + 1);
+                    took += 1;
+                }
+                Ok((_, Deal::Stop)) => return (took, Ok(())),
+                // As `try_pick`: a link that answered, even with an error, had its turn.
+                Ok((i, Deal::Failed(e))) => {
+                    *next = start.wrapping_add(i + 1);
+                    return (took, Err(e));
+                }
+                // No link is live: what `try_pick` says, unless some were taken already.
+                Err(_) if took > 0 => return (took, Ok(())),
+                Err((_, true)) => return (0, Ok(())),
+                Err((last, false)) => {
+                    let cause = last.unwrap_or(LossCause::PeerClosed);
+                    return (0, Err(Error::ConnectionLost(cause)));
                 }
             }
-            // No link is live: what `try_pick` says, unless some were taken already.
-            return match took > 0 || redialling {
-                true => (took, Ok(())),
-                false => (
-                    0,
-                    Err(Error::ConnectionLost(last.unwrap_or(LossCause::PeerClosed))),
-                ),
-            };
         }
     }
 
