@@ -96,7 +96,8 @@ on_every_transport!(
         let body = payload(8 * 1024);
         // Each send follows the reader's receipt of the one before: a member that keeps pace
         // gets every copy, whatever the stalled one does. 400 is more than the stalled
-        // member's path holds: its lane's queue (256 frames), its windows and its writer's 4.
+        // member's path holds: its lane's queue (32 of these bodies, 256 KiB), its windows and its
+        // writer's 4.
         for i in 0..400 {
             a.send(body.clone()).await.unwrap();
             let m = reader.recv().await.unwrap();
