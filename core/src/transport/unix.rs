@@ -123,10 +123,13 @@ impl Drop for Pool {
 /// State one stream's writer, reader and the socket's pump share.
 struct Sock {
     socket: Arc<Socket>,
-    // Bytes of the chunk being written that are not written yet. A write cancelled mid-chunk
-    // leaves it above zero; before a RESET can follow, the chunk is completed with padding
-    // (the reader discards it with the reset), so a cancelled write still reads as Canceled.
+    // Bytes of the chunk being written that are not written yet, from its first written byte
+    // on. A write cancelled mid-chunk leaves it above zero; before a RESET can follow, the
+    // chunk is completed (`padding`: the rest of its prefix, zeros for its payload, which the
+    // reader discards with the reset), so a cancelled write still reads as Canceled.
     unfinished: AtomicUsize,
+    // That chunk's prefix, little-endian in the low five bytes.
+    unfinished_head: AtomicU64,
     stop: Mutex<Option<Code>>,
     pump_done: AtomicBool,
     events: Notify,
@@ -154,6 +157,7 @@ impl Sock {
         Self {
             socket,
             unfinished: AtomicUsize::new(0),
+            unfinished_head: AtomicU64::new(0),
             stop: Mutex::new(None),
             pump_done: AtomicBool::new(false),
             events: Notify::new(),
@@ -257,7 +261,7 @@ impl Sock {
             return true;
         }
         while self.unfinished.load(Ordering::Acquire) > 0 {
-            let pad = vec![0u8; self.unfinished.load(Ordering::Acquire)];
+            let pad = self.padding(self.unfinished.load(Ordering::Acquire));
             match w.try_write(&pad) {
                 Ok(n) if n > 0 => {
                     self.unfinished.fetch_sub(n, Ordering::AcqRel);
@@ -356,17 +360,37 @@ impl Sock {
         }
     }
 
+    /// What completes the unfinished chunk, `left` bytes of it not written.
+    fn padding(&self, left: usize) -> Vec<u8> {
+        let head = self.unfinished_head.load(Ordering::Acquire).to_le_bytes();
+        padding(head[..chunk::PREFIX].try_into().expect("five bytes"), left)
+    }
+
     async fn flush(&self, w: &mut OwnedWriteHalf) {
         let owed = std::mem::take(&mut *self.pending.lock().unwrap());
         if owed.is_empty() {
             return;
         }
         let left = self.unfinished.swap(0, Ordering::AcqRel);
-        if left > 0 && w.write_all(&vec![0u8; left]).await.is_err() {
+        if left > 0 && w.write_all(&self.padding(left)).await.is_err() {
             return;
         }
         let _ = w.write_all(&owed).await;
     }
+}
+
+/// What completes a chunk whose prefix is `head` when its last `left` bytes were not written:
+/// the rest of the prefix if some of it is not written (zeros there would be read as another
+/// length), then zeros for the payload.
+fn padding(head: [u8; chunk::PREFIX], left: usize) -> Vec<u8> {
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    let written = chunk::PREFIX + len - left;
+    let mut pad = Vec::with_capacity(left);
+    if written < chunk::PREFIX {
+        pad.extend_from_slice(&head[written..]);
+    }
+    pad.resize(left, 0);
+    pad
 }
 
 /// The writing half of a local socket stream.
@@ -403,7 +427,9 @@ impl Writer {
                 }
                 let mut len = 0;
                 // The prefix's place first; it is known once the chunk's length is.
-                let mut parts: Vec<&[u8]> = vec![&[]];
+                let mut parts: Vec<&[u8]> =
+                    Vec::with_capacity((bufs.len() - at).min(GATHER_MAX) + 1);
+                parts.push(&[]);
                 while at < bufs.len() && parts.len() <= GATHER_MAX {
                     let rest = &bufs[at][off..];
                     let room = WRITE_CHUNK - len;
@@ -443,8 +469,8 @@ impl Writer {
         }
     }
 
-    /// Writes one chunk (prefix and payload parts), counting what is left of it so that a
-    /// cancelled write can be completed with padding before a RESET.
+    /// Writes one chunk (its prefix first, in `parts[0]`, then its payload), counting what is
+    /// left of it so that a cancelled write can be completed before a RESET.
     async fn write_raw(&self, parts: &[&[u8]]) -> io::Result<()> {
         let mut w = self.sock.socket.write.lock().await;
         if self.sock.unfinished.load(Ordering::Acquire) > 0 {
@@ -452,17 +478,36 @@ impl Writer {
             // (OutgoingTransfer::write is not cancel-safe; the transfer must be cancelled).
             return Err(io::ErrorKind::BrokenPipe.into());
         }
-        let total = parts.iter().map(|p| p.len()).sum();
-        self.sock.unfinished.store(total, Ordering::Release);
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let mut head = [0u8; 8];
+        head[..chunk::PREFIX].copy_from_slice(&parts[0][..chunk::PREFIX]);
+        let sock = &self.sock;
+        sock.unfinished_head
+            .store(u64::from_le_bytes(head), Ordering::Release);
+        // Nothing is owed until a byte of the chunk is written: a write cancelled before then
+        // leaves the stream at a chunk boundary, where padding would be read as chunks.
+        let mut written = 0;
+        let wrote = |n: usize, written: &mut usize| -> io::Result<()> {
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            *written += n;
+            sock.unfinished.store(total - *written, Ordering::Release);
+            Ok(())
+        };
+        if let [one] = parts {
+            while written < total {
+                let n = w.write(&one[written..]).await?;
+                wrote(n, &mut written)?;
+            }
+            return Ok(());
+        }
         // One writev for the prefix and every part, as many as the kernel takes.
         let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
         let mut left = &mut slices[..];
         while !left.is_empty() {
             let n = w.write_vectored(left).await?;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            self.sock.unfinished.fetch_sub(n, Ordering::AcqRel);
+            wrote(n, &mut written)?;
             io::IoSlice::advance_slices(&mut left, n);
         }
         Ok(())
@@ -1695,10 +1740,34 @@ mod tests {
             let small = |n: u32| (n..n + 5).map(|i| (i % 5 * 3) as usize).sum::<usize>();
             assert_eq!(sizes.len(), 6, "{sizes:?}");
             assert_eq!(sizes[..3], [small(0) * 120, WRITE_CHUNK, WRITE_CHUNK]);
-            assert!(sizes[3] > (1 << 19), "{sizes:?}");
+            assert_eq!(sizes[3..], [(1 << 19) + 3828, 3840, 732], "{sizes:?}");
             let _ = std::fs::remove_file(&path);
         });
         within.await.expect("within 30 s");
+    }
+
+    /// A chunk cut after any of its bytes and completed by `padding` reads as that one chunk:
+    /// its prefix whole (zeros in place of its length's last bytes would declare another
+    /// length, and the RESET after it would be read as payload), then its payload's length.
+    #[test]
+    fn a_cut_chunk_completed_by_padding_reads_as_the_one_chunk() {
+        for len in [0u32, 1, 7, 300] {
+            let head = chunk::prefix(ChunkType::Data, len);
+            let total = chunk::PREFIX + len as usize;
+            let mut whole = head.to_vec();
+            whole.extend((0..len).map(|i| i as u8 | 1));
+            for cut in 1..total {
+                let mut got = whole[..cut].to_vec();
+                got.extend(padding(head, total - cut));
+                assert_eq!(got.len(), total, "{len} cut at {cut}");
+                let p: [u8; chunk::PREFIX] = got[..chunk::PREFIX].try_into().unwrap();
+                assert_eq!(
+                    chunk::decode_prefix(p, u32::MAX).unwrap(),
+                    (ChunkType::Data, len),
+                    "{len} cut at {cut}"
+                );
+            }
+        }
     }
 
     /// STOP and RESET with GOING_AWAY: a listener's retirement of a kept socket.
