@@ -10,7 +10,7 @@ import statistics
 import sys
 
 LINE = re.compile(
-    r"^(\S+) (\d) .*push_pull (\d+ \w+)\s+(.+?) (\w+): ([\d.]+)([kM]) msgs/s "
+    r"^(\S+) (\d+) .*push_pull (\d+ \w+)\s+(.+?) (\w+): ([\d.]+)([kM]?) msgs/s "
     r"\(CPU µs/msg bind ([\d.]+), dial ([\d.]+)\)"
 )
 
@@ -26,7 +26,7 @@ def main() -> None:
         if not m:
             continue
         v, _, size, system, t, x, unit, bind, dial = m.groups()
-        msgs = float(x) * (1e6 if unit == "M" else 1e3)
+        msgs = float(x) * {"M": 1e6, "k": 1e3, "": 1}[unit]
         rows[(size, system, t)].append((v, msgs, float(bind), float(dial)))
     variants = sorted({v for got in rows.values() for v, *_ in got})
     for (size, system, t), got in rows.items():

@@ -17,8 +17,8 @@ use crate::transport::{Conn, SendHalf};
 use crate::wire::Header;
 
 /// What a lane queues before `send` waits (backpressure, as a stream slot was): frames while
-/// below both bounds, so at most `QUEUE_BYTES` of bodies and one more body. Deep in frames for
-/// small messages: a sender faster than the writer parks each time it fills the queue and is
+/// below both bounds, so at most `QUEUE_BYTES` of frames (heads and bodies) and one more frame.
+/// Deep in frames for small messages: a sender faster than the writer parks each time it fills the queue and is
 /// woken when the writer takes it, a hand-over between threads paid once a queueful (at 256
 /// frames the kernel was a third of a batched 64-byte sender's process). Bounded in bytes at
 /// what 256 frames of 1 KiB held: 1 KiB messages queue as before (1 MiB measured slower there
@@ -103,7 +103,8 @@ struct FrameQueue {
 #[derive(Default)]
 struct FrameQueueState {
     frames: VecDeque<QueuedFrame>,
-    /// The bytes of the bodies in `frames`.
+    /// The bytes of the frames in `frames`, heads and bodies: a head may carry metadata up to
+    /// the peer's header bound.
     bytes: usize,
     /// The writer ended: nothing more is queued.
     closed: bool,
@@ -128,17 +129,16 @@ impl FrameQueueState {
         if self.full() {
             return Err((head, body));
         }
-        self.bytes += body.len();
-        self.frames.push_back(QueuedFrame {
-            head: head.queued(),
-            body,
-        });
+        let head = head.queued();
+        self.bytes += head.as_slice().len() + body.len();
+        self.frames.push_back(QueuedFrame { head, body });
         Ok(self.frames.len() == 1)
     }
 
     /// Moves every queued frame to `into` (empty): whether the queue was full, so senders
     /// may be waiting for room.
     fn take(&mut self, into: &mut VecDeque<QueuedFrame>) -> bool {
+        debug_assert!(into.is_empty(), "the writer wrote what it took before");
         let was_full = self.full();
         std::mem::swap(&mut self.frames, into);
         self.bytes = 0;
@@ -564,14 +564,24 @@ mod tests {
         let mut taken = VecDeque::new();
         assert!(st.take(&mut taken), "a full queue wakes waiting senders");
         assert_eq!(taken.len(), QUEUE_FRAMES);
-        // 16 KiB bodies: the byte bound, 16 frames.
-        assert_eq!(room_for(&mut st, 16 * 1024), QUEUE_BYTES / (16 * 1024));
-        assert_eq!(st.bytes, QUEUE_BYTES);
-        // Bodies that do not divide the bound: one more goes past it, and no further.
+        // 16 KiB bodies: the byte bound, heads counted, 16 frames; the last one goes past it,
+        // and no further.
+        for len in [16 * 1024, 3000] {
+            st.take(&mut VecDeque::new());
+            let frame = FrameHead::plain(len).as_slice().len() + len;
+            assert_eq!(room_for(&mut st, len), QUEUE_BYTES.div_ceil(frame), "{len}");
+            assert!(st.bytes >= QUEUE_BYTES && st.bytes < QUEUE_BYTES + frame);
+        }
+        // Heads count: 16 heads of 16 KiB of metadata and no body fill it as well.
         st.take(&mut VecDeque::new());
-        let n = room_for(&mut st, 3000);
-        assert_eq!(n, QUEUE_BYTES.div_ceil(3000));
-        assert!(st.bytes < QUEUE_BYTES + 3000);
+        let mut n = 0;
+        while st
+            .push(FrameHead::Encoded(vec![1; 16 * 1024]), Bytes::new())
+            .is_ok()
+        {
+            n += 1;
+        }
+        assert_eq!(n, 16);
         // A body larger than the bound goes alone into an empty queue.
         st.take(&mut VecDeque::new());
         assert_eq!(room_for(&mut st, QUEUE_BYTES + 1), 1);
