@@ -17,13 +17,14 @@ use crate::transport::{Conn, SendHalf};
 use crate::wire::Header;
 
 /// What a lane queues before `send` waits (backpressure, as a stream slot was): frames while
-/// below both bounds, so at most `QUEUE_BYTES` of frames (heads and bodies) and one more frame.
-/// Deep in frames for small messages: a sender faster than the writer parks each time it fills the queue and is
-/// woken when the writer takes it, a hand-over between threads paid once a queueful (at 256
-/// frames the kernel was a third of a batched 64-byte sender's process). Bounded in bytes at
-/// what 256 frames of 1 KiB held: 1 KiB messages queue as before (1 MiB measured slower there
-/// over QUIC), and a lane of 16 KiB messages holds 256 KiB for a stalled peer, not 4 MiB
-/// (PERFORMANCE.md, "A lane queue bounded in frames and in bytes").
+/// below both bounds, so at most `QUEUE_BYTES` of frames (heads and bodies) and one more frame;
+/// with the queueful its writer took and is writing, a lane holds at most twice that. Deep in
+/// frames for small messages: a sender faster than the writer parks each time it fills the
+/// queue and is woken when the writer takes it, a hand-over between threads paid once a
+/// queueful (at 256 frames the kernel was a third of a batched 64-byte sender's process).
+/// Bounded in bytes at what 256 frames of 1 KiB held: 1 KiB messages queue as before (1 MiB
+/// measured slower there over QUIC), and a lane of 16 KiB messages queues 256 KiB for a stalled
+/// peer, not 4 MiB (PERFORMANCE.md, "A lane queue bounded in frames and in bytes").
 const QUEUE_FRAMES: usize = 1024;
 const QUEUE_BYTES: usize = 256 * 1024;
 /// What one coalesced write carries at most.

@@ -33,8 +33,9 @@ const COALESCE: usize = 16 * 1024;
 /// writev with the prefix.
 const GATHER_MAX: usize = 512;
 /// What buffers are gathered into one chunk up to; a larger buffer has chunks of its own. The
-/// reader allocates a chunk's payload at once: above glibc's mmap threshold (128 KiB) chunks of
-/// 256 KiB made it page-fault fresh memory in some runs, a 16 KiB Push/Pull at half its speed.
+/// reader allocates a chunk's payload at once, and with chunks of 256 KiB (above glibc's initial
+/// mmap threshold) it page-faulted in slow runs of a 16 KiB Push/Pull: a lead, not a shown cause;
+/// at 4 KiB, 64 KiB chunks measured no slow run (PERFORMANCE.md).
 const GATHER: usize = 64 * 1024;
 
 /// What every stream of one socket shares: its write half and what outlives a stream. A
@@ -130,7 +131,8 @@ struct Sock {
     // Bytes of the chunk being written that are not written yet, from its first written byte
     // on. A write cancelled mid-chunk leaves it above zero; before a RESET can follow, the
     // chunk is completed (`padding`: the rest of its prefix, zeros for its payload, which the
-    // reader discards with the reset), so a cancelled write still reads as Canceled.
+    // reader may deliver before the RESET makes the stream Canceled: PROTOCOL.md §8.3). Only
+    // touched under the socket's write lock; atomics so `Sock` stays shareable without one.
     unfinished: AtomicUsize,
     // That chunk's prefix, little-endian in the low five bytes.
     unfinished_head: AtomicU64,
@@ -383,6 +385,25 @@ impl Sock {
     }
 }
 
+/// One vectored send of `bufs` on `w`, waiting until the socket takes some of it: `sendmsg` with
+/// MSG_NOSIGNAL, because tokio's `write_vectored` is a `writev`, which raises SIGPIPE on a
+/// socket the peer closed, and a host that does not ignore SIGPIPE dies of it (the Swift test
+/// process did; std's plain `write` on a socket sends with MSG_NOSIGNAL). Cancel-safe: nothing
+/// is sent until the socket is writable, and then at once.
+async fn send_vectored(w: &OwnedWriteHalf, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    let s: &UnixStream = w.as_ref();
+    loop {
+        s.writable().await?;
+        let sent = s.try_io(tokio::io::Interest::WRITABLE, || {
+            socket2::SockRef::from(s).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+        });
+        match sent {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
 /// What completes a chunk whose prefix is `head` when its last `left` bytes were not written:
 /// the rest of the prefix if some of it is not written (zeros there would be read as another
 /// length), then zeros for the payload.
@@ -419,7 +440,7 @@ impl Writer {
             }
             self.write_raw(&[&one]).await
         } else {
-            // The buffers gathered into chunks of up to WRITE_CHUNK, each one vectored write:
+            // The buffers gathered into chunks of up to GATHER, each one vectored write:
             // a chunk and two syscalls per buffer made a lane batch of 4 KiB bodies cost four
             // syscalls a message and ~7 µs of CPU on each side (PERFORMANCE.md).
             let mut r = Ok(());
@@ -436,11 +457,11 @@ impl Writer {
                 parts.push(&[]);
                 while at < bufs.len() && parts.len() <= GATHER_MAX {
                     let rest = &bufs[at][off..];
-                    // What does not fit goes in the next chunk: a buffer is split only where
-                    // it is larger than a chunk, from a chunk's start, so a large body begins
-                    // and ends on chunk boundaries as written alone (the reader takes each chunk
-                    // whole, and a body across two chunks is a copy there: measured, a 1 MiB
-                    // Push/Pull a third slower).
+                    // What does not fit goes in the next chunk, and a buffer above GATHER
+                    // starts a chunk of its own, so a large body begins on a chunk boundary
+                    // and only a body above WRITE_CHUNK spans chunks (the reader takes each
+                    // chunk whole, and a body across two chunks is a copy there: measured, a
+                    // 1 MiB Push/Pull a third slower).
                     if len > 0 && len + rest.len() > GATHER {
                         break;
                     }
@@ -481,7 +502,7 @@ impl Writer {
     /// Writes one chunk (its prefix first, in `parts[0]`, then its payload), counting what is
     /// left of it so that a cancelled write can be completed before a RESET.
     async fn write_raw(&self, parts: &[&[u8]]) -> io::Result<()> {
-        let mut w = self.sock.socket.write.lock().await;
+        let w = self.sock.socket.write.lock().await;
         if self.sock.unfinished.load(Ordering::Acquire) > 0 {
             // An earlier write of this stream was cancelled mid-chunk: the stream is broken
             // (OutgoingTransfer::write is not cancel-safe; the transfer must be cancelled).
@@ -500,7 +521,7 @@ impl Writer {
         let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
         let mut left = &mut slices[..];
         while !left.is_empty() {
-            let n = w.write_vectored(left).await?;
+            let n = send_vectored(&w, left).await?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
