@@ -183,8 +183,10 @@ on_every_transport!(
 
 /// A request small enough to go with its header in one write (under 64 KiB) but larger than
 /// the replier's stream window: the replier refuses on seeing the header, before the rest
-/// arrives, and stops the request while it is being written (the refusal race, PATTERNS §1.6).
-/// The requester gets the refusal, not the stop.
+/// arrives, and stops the request while it is being written (the refusal race, PATTERNS §1.6;
+/// over AF_UNIX on a kept socket only if it lets go of the request before the refusal's FIN,
+/// else it reads the rest and discards it: PROTOCOL.md §8.7). The requester gets the refusal,
+/// not the stop.
 async fn refused_while_written(t: Transport) {
     let limits = Limits {
         stream_receive_window: 16 * 1024,

@@ -136,6 +136,14 @@ struct Sock {
     unfinished: AtomicUsize,
     // That chunk's prefix, little-endian in the low five bytes.
     unfinished_head: AtomicU64,
+    // A chunk cut by a cancelled write was completed with filler: the stream is broken, and no
+    // later write may follow the filler (the reader would take it for data, §8.3).
+    cut: AtomicBool,
+    // On a kept socket, this listener's reader let go of the request after its reply's FIN
+    // was begun: no STOP is written (it would reach the dialler after the reply's end, when it
+    // may have begun its next exchange on the socket, §8.7); what is left of the request is
+    // read and discarded to its FIN, and the socket is then kept.
+    draining: AtomicBool,
     stop: Mutex<Option<Code>>,
     pump_done: AtomicBool,
     events: Notify,
@@ -164,6 +172,8 @@ impl Sock {
             socket,
             unfinished: AtomicUsize::new(0),
             unfinished_head: AtomicU64::new(0),
+            cut: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             stop: Mutex::new(None),
             pump_done: AtomicBool::new(false),
             events: Notify::new(),
@@ -232,6 +242,11 @@ impl Sock {
             }
             // No room, or the connection is gone: ended as a socket not kept is.
         }
+        if self.drains() {
+            // The request's FIN is still to come, and keeps the socket: the pump reads to it,
+            // and ends the socket itself if a RESET or the end of file comes instead.
+            return;
+        }
         if let Ok(mut w) = self.socket.write.try_lock() {
             if self.flush_now(&mut w) {
                 let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
@@ -252,12 +267,40 @@ impl Sock {
             .lock()
             .unwrap()
             .extend_from_slice(&chunk::code_chunk(ty, code));
+        self.write_owed();
+    }
+
+    /// This side's reader lets go of the peer's stream before its end: a STOP is owed, unless
+    /// this is a listener's kept socket whose reply's FIN is begun. Then the request is read
+    /// to its FIN and discarded instead (`draining`): a STOP after the reply's FIN could reach
+    /// the dialler's next exchange (§8.7). Decided under the lock `finish` takes the owed
+    /// chunks under as it begins the FIN, so a STOP owed goes before that FIN, never after.
+    fn stop_reading(self: &Arc<Self>, code: Code) {
+        let mut pending = self.pending.lock().unwrap();
+        let listener_kept = self.socket.pool.is_none() && self.socket.kept.load(Ordering::Acquire);
+        if listener_kept && self.fin_begun.load(Ordering::Acquire) {
+            self.draining.store(true, Ordering::Release);
+            return;
+        }
+        pending.extend_from_slice(&chunk::code_chunk(ChunkType::Stop, code));
+        drop(pending);
+        self.write_owed();
+    }
+
+    /// The stream ends with the owed chunk: spoiled, and a task writes it.
+    fn write_owed(self: &Arc<Self>) {
         self.spoil();
         let sock = self.clone();
         self.socket.runtime.spawn(async move {
             let mut w = sock.socket.write.lock().await;
             sock.flush(&mut w).await;
         });
+    }
+
+    /// Whether what the peer still writes of its stream is read and discarded to its end
+    /// rather than ending the socket (`draining`, unless the stream was spoiled since).
+    fn drains(&self) -> bool {
+        self.draining.load(Ordering::Acquire) && !self.spoiled.load(Ordering::Acquire)
     }
 
     /// Writes what is owed without waiting; false if it would block (the caller then waits).
@@ -267,6 +310,7 @@ impl Sock {
             return true;
         }
         while self.unfinished.load(Ordering::Acquire) > 0 {
+            self.cut.store(true, Ordering::Release);
             let pad = self.padding(self.unfinished.load(Ordering::Acquire));
             match w.try_write(&pad) {
                 Ok(n) if n > 0 => {
@@ -305,17 +349,25 @@ impl Sock {
         let Some(linger) = linger else {
             return std::future::pending().await;
         };
+        let mut until = None;
         loop {
             let n = self.events.notified();
             tokio::pin!(n);
             n.as_mut().enable();
-            // A kept socket between exchanges waits for the next one instead (`retired`).
+            // A kept socket between exchanges waits for the next one instead (`retired`); a
+            // socket that becomes kept while lingering (its request's FIN read after this side
+            // let go of it: `draining`) stops lingering. Counted from when it began: a stream's
+            // state changes a bounded number of times, so a peer cannot stretch it.
             if self.handles.load(Ordering::Acquire) == 0 && !self.keeps() {
-                break;
+                let at = *until.get_or_insert_with(|| tokio::time::Instant::now() + linger);
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => return,
+                    () = n => continue,
+                }
             }
+            until = None;
             n.await;
         }
-        tokio::time::sleep(linger).await;
     }
 
     /// Waits until this stream ended cleanly on a kept socket and `keep` more with no next
@@ -378,8 +430,11 @@ impl Sock {
             return;
         }
         let left = self.unfinished.swap(0, Ordering::AcqRel);
-        if left > 0 && w.write_all(&self.padding(left)).await.is_err() {
-            return;
+        if left > 0 {
+            self.cut.store(true, Ordering::Release);
+            if w.write_all(&self.padding(left)).await.is_err() {
+                return;
+            }
         }
         let _ = w.write_all(&owed).await;
     }
@@ -503,9 +558,19 @@ impl Writer {
     /// left of it so that a cancelled write can be completed before a RESET.
     async fn write_raw(&self, parts: &[&[u8]]) -> io::Result<()> {
         let w = self.sock.socket.write.lock().await;
-        if self.sock.unfinished.load(Ordering::Acquire) > 0 {
-            // An earlier write of this stream was cancelled mid-chunk: the stream is broken
-            // (OutgoingTransfer::write is not cancel-safe; the transfer must be cancelled).
+        self.write_locked(&w, parts).await
+    }
+
+    /// Whether an earlier write of this stream was cancelled mid-chunk: the stream is broken
+    /// (OutgoingTransfer::write is not cancel-safe; the transfer must be cancelled), whether
+    /// the chunk is still unfinished or was completed with filler (`cut`) for an owed chunk.
+    fn broken(&self) -> bool {
+        self.sock.unfinished.load(Ordering::Acquire) > 0 || self.sock.cut.load(Ordering::Acquire)
+    }
+
+    /// [`Writer::write_raw`] with the socket's write lock held.
+    async fn write_locked(&self, w: &OwnedWriteHalf, parts: &[&[u8]]) -> io::Result<()> {
+        if self.broken() {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
         let total: usize = parts.iter().map(|p| p.len()).sum();
@@ -521,7 +586,7 @@ impl Writer {
         let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
         let mut left = &mut slices[..];
         while !left.is_empty() {
-            let n = send_vectored(&w, left).await?;
+            let n = send_vectored(w, left).await?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
@@ -549,15 +614,29 @@ impl Writer {
         if let Some(code) = self.sock.stop_code() {
             return Err(StreamError::Stopped(code));
         }
-        // Begun before it is written: on a kept socket the peer's next exchange may follow this
-        // FIN at once, before this write returns (`may_follow`). Written only once it was: a
-        // finish dropped before then leaves the socket to end as one not kept (`keeps`).
-        self.sock.fin_begun.store(true, Ordering::Release);
-        if self
-            .write_raw(&[&chunk::prefix(ChunkType::Fin, 0)])
-            .await
-            .is_err()
-        {
+        let written = async {
+            let mut w = self.sock.socket.write.lock().await;
+            if self.broken() {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            // Begun before it is written: on a kept socket the peer's next exchange may follow
+            // this FIN at once, before this write returns (`may_follow`). Written only once it
+            // was: a finish dropped before then leaves the socket to end as one not kept
+            // (`keeps`). Begun under the lock the owed chunks are queued under, and with them
+            // taken: a STOP this side's reader owes goes before the FIN, and one it would owe
+            // after it is not written (`Sock::stop_reading`).
+            let owed = {
+                let mut pending = self.sock.pending.lock().unwrap();
+                self.sock.fin_begun.store(true, Ordering::Release);
+                std::mem::take(&mut *pending)
+            };
+            if !owed.is_empty() {
+                w.write_all(&owed).await?;
+            }
+            self.write_locked(&w, &[&chunk::prefix(ChunkType::Fin, 0)])
+                .await
+        };
+        if written.await.is_err() {
             self.sock.spoil();
             return Err(self.failure().await);
         }
@@ -617,7 +696,7 @@ impl Reader {
             return;
         }
         self.channel.stop(code);
-        self.sock.owe(ChunkType::Stop, code);
+        self.sock.stop_reading(code);
     }
 }
 
@@ -768,9 +847,11 @@ async fn read_chunks(
     let mut open = true; // the byte channel still takes bytes
     let mut first = true; // no chunk read yet
     loop {
-        if !open && sock.handles.load(Ordering::Acquire) == 0 && !sock.keeps() {
+        if !open && sock.handles.load(Ordering::Acquire) == 0 && !sock.keeps() && !sock.drains() {
             // Nobody here reads or writes this stream any more: closing makes a writer that
             // is still sending fail now (with the STOP it was sent) instead of filling a void.
+            // A request let go after the reply's FIN on a kept socket is read to its FIN
+            // instead (`drains`; the linger bounds it).
             break;
         }
         let mut p = [0u8; chunk::PREFIX];
@@ -877,11 +958,14 @@ async fn read_chunks(
                 }
             }
             ChunkType::Fin => {
-                if open {
+                // A request drained to its end (`drains`) ended cleanly too: the socket is kept.
+                if open || (sock.drains() && !sock.fin_read.load(Ordering::Acquire)) {
                     // Before the reader can see the end: the stream is then over this way.
                     let _ = sock.fin_read_at.set(std::time::Instant::now());
                     sock.fin_read.store(true, Ordering::Release);
                     sock.events.notify_waiters();
+                }
+                if open {
                     let _ = pw.finish();
                     open = false;
                 }
@@ -1807,6 +1891,53 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A chunk cut by a cancelled write and completed with filler before an owed chunk (here
+    /// the reader's STOP) breaks the stream for good: a later write is refused rather than
+    /// follow the filler, which the peer would read as data (PROTOCOL.md §8.3).
+    #[tokio::test(flavor = "current_thread")]
+    async fn no_write_follows_the_filler_of_a_cut_chunk() {
+        use tokio::io::AsyncReadExt as _;
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let (a, mut b) = UnixStream::pair().unwrap();
+            let (send, recv) = stream(a, 1 << 16, None, true, Ends::default());
+            let (SendHalf::Unix(mut w), RecvHalf::Unix(mut r)) = (send, recv) else {
+                unreachable!("a local socket's halves")
+            };
+            // 4 MiB into a socket nobody reads: polled once, the write stops inside its
+            // chunk, and is cancelled there.
+            let mut big = [Bytes::from(vec![7u8; 4 << 20])];
+            tokio::select! {
+                biased;
+                _ = w.write(&mut big) => panic!("4 MiB into a socket nobody reads"),
+                () = std::future::ready(()) => {}
+            }
+            assert!(w.sock.unfinished.load(Ordering::Acquire) > 0);
+            // The reader lets go: its STOP is owed, and goes after filler completes the chunk.
+            r.stop(Code::NoError);
+            let mut total = 0;
+            loop {
+                let mut p = [0u8; chunk::PREFIX];
+                b.read_exact(&mut p).await.unwrap();
+                let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
+                let mut payload = vec![0u8; len as usize];
+                b.read_exact(&mut payload).await.unwrap();
+                if ty == ChunkType::Stop {
+                    break;
+                }
+                assert_eq!(ty, ChunkType::Data);
+                total += len as usize;
+            }
+            // The first chunk (1 MiB) was cut: it whole, and no other.
+            assert_eq!(total, WRITE_CHUNK, "the cut chunk, whole");
+            let e = w
+                .write_raw(&[&chunk::prefix(ChunkType::Data, 5), b"after"])
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+        });
+        within.await.expect("within 30 s");
     }
 
     /// STOP and RESET with GOING_AWAY: a listener's retirement of a kept socket.
