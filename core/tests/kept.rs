@@ -345,3 +345,82 @@ async fn a_request_let_go_before_its_reply_ends_is_stopped_before_the_replys_fin
     })
     .await
 }
+
+/// As above, with the listener's pump waiting for room in the request's stream window (16 KiB)
+/// when the refusal comes, the rest of the request and its FIN already in the socket: letting
+/// go of the request wakes the pump, which must know to read to that FIN before it reads it.
+#[tokio::test]
+async fn a_request_refused_while_its_pump_waits_on_the_window_leaves_the_socket_kept() {
+    common::bounded(async {
+        let limits = Limits {
+            stream_receive_window: 16 * 1024,
+            ..Limits::default()
+        };
+        let (_server, _listener, path, mut refused) = guarded(limits).await;
+        let mut s = kept_socket(&path).await;
+        // The header and four chunks of 15 KiB, then the FIN, all written before the refusal.
+        let head = exchange("/guarded", b"");
+        let mut request = head[..head.len() - chunk::PREFIX].to_vec();
+        for _ in 0..4 {
+            request.extend_from_slice(&chunk::prefix(ChunkType::Data, 15 * 1024));
+            request.extend_from_slice(&[7u8; 15 * 1024]);
+        }
+        request.extend_from_slice(&chunk::prefix(ChunkType::Fin, 0));
+        s.write_all(&request).await.unwrap();
+        let refusal = reply(&mut s).await;
+        assert!(!refusal.is_empty());
+        refused.recv().await.unwrap();
+        s.write_all(&exchange("/echo", b"next")).await.unwrap();
+        assert!(reply(&mut s).await.ends_with(b"next"));
+    })
+    .await
+}
+
+/// A request the listener drains after its reply's FIN is bounded as any peer's input is: a
+/// dialler that keeps writing it and never ends it is hung up on once the listener's linger
+/// (its idle timeout, 300 ms here) has passed, and one that resets it ends the socket at once.
+async fn drained_without_a_fin(reset: bool) {
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let (_server, _listener, path, mut refused) = guarded(limits).await;
+    let mut s = kept_socket(&path).await;
+    let whole = exchange("/guarded", b"one");
+    s.write_all(&whole[..whole.len() - chunk::PREFIX])
+        .await
+        .unwrap();
+    reply(&mut s).await;
+    refused.recv().await.unwrap();
+    let (mut rd, mut wr) = s.into_split();
+    let writing = tokio::spawn(async move {
+        if reset {
+            let _ = wr
+                .write_all(&chunk::code_chunk(ChunkType::Reset, Code::Canceled))
+                .await;
+            return wr;
+        }
+        let mut more = chunk::prefix(ChunkType::Data, 1024).to_vec();
+        more.extend_from_slice(&[7u8; 1024]);
+        while wr.write_all(&more).await.is_ok() {}
+        wr
+    });
+    // Nothing more from the listener (no STOP, no retirement), then its end.
+    let mut rest = Vec::new();
+    let _ = rd.read_to_end(&mut rest).await;
+    assert!(rest.is_empty(), "{rest:?}");
+    if !reset {
+        // The writer fails once the listener has closed the socket.
+        drop(writing.await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_drained_request_that_never_ends_is_hung_up_on_after_the_linger() {
+    common::bounded(drained_without_a_fin(false)).await
+}
+
+#[tokio::test]
+async fn a_drained_request_reset_ends_the_kept_socket() {
+    common::bounded(drained_without_a_fin(true)).await
+}

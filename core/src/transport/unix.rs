@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -300,7 +300,9 @@ impl Sock {
     /// Whether what the peer still writes of its stream is read and discarded to its end
     /// rather than ending the socket (`draining`, unless the stream was spoiled since).
     fn drains(&self) -> bool {
-        self.draining.load(Ordering::Acquire) && !self.spoiled.load(Ordering::Acquire)
+        self.draining.load(Ordering::Acquire)
+            && !self.spoiled.load(Ordering::Acquire)
+            && !self.fin_read.load(Ordering::Acquire)
     }
 
     /// Writes what is owed without waiting; false if it would block (the caller then waits).
@@ -312,14 +314,14 @@ impl Sock {
         while self.unfinished.load(Ordering::Acquire) > 0 {
             self.cut.store(true, Ordering::Release);
             let pad = self.padding(self.unfinished.load(Ordering::Acquire));
-            match w.try_write(&pad) {
+            match try_send(w, &pad) {
                 Ok(n) if n > 0 => {
                     self.unfinished.fetch_sub(n, Ordering::AcqRel);
                 }
                 _ => return false,
             }
         }
-        match w.try_write(&p) {
+        match try_send(w, &p) {
             Ok(n) if n == p.len() => {
                 p.clear();
                 true
@@ -396,8 +398,8 @@ impl Sock {
         self.spoil();
         let mut retire = chunk::code_chunk(ChunkType::Stop, Code::GoingAway);
         retire.extend(chunk::code_chunk(ChunkType::Reset, Code::GoingAway));
-        let mut w = self.socket.write.lock().await;
-        if w.write_all(&retire).await.is_ok() {
+        let w = self.socket.write.lock().await;
+        if send_all(&w, &retire).await.is_ok() {
             let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Write);
         }
     }
@@ -432,19 +434,74 @@ impl Sock {
         let left = self.unfinished.swap(0, Ordering::AcqRel);
         if left > 0 {
             self.cut.store(true, Ordering::Release);
-            if w.write_all(&self.padding(left)).await.is_err() {
+            if send_all(w, &self.padding(left)).await.is_err() {
                 return;
             }
         }
-        let _ = w.write_all(&owed).await;
+        let _ = self.send_owed(w, owed).await;
+    }
+
+    /// Writes `owed`, chunks taken from `pending`; what is not written when this returns or is
+    /// dropped goes back to the front of `pending`, so an owed chunk is never lost to a
+    /// cancelled write, and one cut short is completed by the rest of its own bytes.
+    async fn send_owed(&self, w: &OwnedWriteHalf, owed: Vec<u8>) -> io::Result<()> {
+        struct Rest<'a> {
+            sock: &'a Sock,
+            owed: Vec<u8>,
+            sent: usize,
+        }
+        impl Drop for Rest<'_> {
+            fn drop(&mut self) {
+                if self.sent < self.owed.len() {
+                    let rest = self.owed[self.sent..].iter().copied();
+                    let mut p = self.sock.pending.lock().unwrap_or_else(|e| e.into_inner());
+                    p.splice(0..0, rest);
+                }
+            }
+        }
+        let mut rest = Rest {
+            sock: self,
+            owed,
+            sent: 0,
+        };
+        while rest.sent < rest.owed.len() {
+            let n = send_vectored(w, &[io::IoSlice::new(&rest.owed[rest.sent..])]).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            rest.sent += n;
+        }
+        Ok(())
     }
 }
 
+/// `buf` whole, as [`send_vectored`] sends it.
+async fn send_all(w: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = send_vectored(w, &[io::IoSlice::new(buf)]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        buf = &buf[n..];
+    }
+    Ok(())
+}
+
+/// What the socket takes of `buf` now, without waiting (WouldBlock if nothing), sent with
+/// MSG_NOSIGNAL as [`send_vectored`] sends.
+fn try_send(w: &OwnedWriteHalf, buf: &[u8]) -> io::Result<usize> {
+    let s: &UnixStream = w.as_ref();
+    s.try_io(tokio::io::Interest::WRITABLE, || {
+        socket2::SockRef::from(s).send_with_flags(buf, libc::MSG_NOSIGNAL)
+    })
+}
+
 /// One vectored send of `bufs` on `w`, waiting until the socket takes some of it: `sendmsg` with
-/// MSG_NOSIGNAL, because tokio's `write_vectored` is a `writev`, which raises SIGPIPE on a
-/// socket the peer closed, and a host that does not ignore SIGPIPE dies of it (the Swift test
-/// process did; std's plain `write` on a socket sends with MSG_NOSIGNAL). Cancel-safe: nothing
-/// is sent until the socket is writable, and then at once.
+/// MSG_NOSIGNAL, because tokio's `write_vectored` is a `writev` and its `write` a `write` (std's
+/// `UnixStream` sends with MSG_NOSIGNAL only through `send`; its `TcpStream` does), each of which
+/// raises SIGPIPE on a socket the peer closed, and a host that does not ignore SIGPIPE dies of
+/// it (the Swift test process did). Every write on a local socket goes through this or
+/// [`try_send`]. Cancel-safe: nothing is sent until the socket is writable, and then at once.
 async fn send_vectored(w: &OwnedWriteHalf, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
     let s: &UnixStream = w.as_ref();
     loop {
@@ -615,7 +672,7 @@ impl Writer {
             return Err(StreamError::Stopped(code));
         }
         let written = async {
-            let mut w = self.sock.socket.write.lock().await;
+            let w = self.sock.socket.write.lock().await;
             if self.broken() {
                 return Err(io::ErrorKind::BrokenPipe.into());
             }
@@ -631,7 +688,7 @@ impl Writer {
                 std::mem::take(&mut *pending)
             };
             if !owed.is_empty() {
-                w.write_all(&owed).await?;
+                self.sock.send_owed(&w, owed).await?;
             }
             self.write_locked(&w, &[&chunk::prefix(ChunkType::Fin, 0)])
                 .await
@@ -695,8 +752,10 @@ impl Reader {
         if self.sock.fin_read.load(Ordering::Acquire) {
             return;
         }
-        self.channel.stop(code);
+        // Decided first: stopped, the channel refuses the pump's next bytes, and the pump
+        // may then read the request's FIN before it knows to drain to it (`drains`).
         self.sock.stop_reading(code);
+        self.channel.stop(code);
     }
 }
 
@@ -959,7 +1018,7 @@ async fn read_chunks(
             }
             ChunkType::Fin => {
                 // A request drained to its end (`drains`) ended cleanly too: the socket is kept.
-                if open || (sock.drains() && !sock.fin_read.load(Ordering::Acquire)) {
+                if open || sock.drains() {
                     // Before the reader can see the end: the stream is then over this way.
                     let _ = sock.fin_read_at.set(std::time::Instant::now());
                     sock.fin_read.store(true, Ordering::Release);
@@ -1938,6 +1997,81 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
         });
         within.await.expect("within 30 s");
+    }
+
+    /// Every write to a socket whose peer has closed fails with an error and raises no SIGPIPE,
+    /// which kills a host process that does not ignore it (a Swift one does not: the CI's Swift
+    /// tests died of it when gathered chunks went with `writev`). Rust ignores SIGPIPE, so the
+    /// writes run in a child process of this test that restores its default disposition.
+    #[test]
+    fn a_write_to_a_closed_peer_fails_without_sigpipe() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "transport::unix::tests::sigpipe_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("WEIDA_SIGPIPE_CHILD", "1")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{:?}: {said}", out.status);
+        assert!(
+            said.contains("every write failed, and the process lives"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    #[ignore = "run by a_write_to_a_closed_peer_fails_without_sigpipe, in a child process"]
+    fn sigpipe_child() {
+        // Run by hand with --include-ignored among other tests, it leaves their process alone.
+        if std::env::var_os("WEIDA_SIGPIPE_CHILD").is_none() {
+            return;
+        }
+        // SAFETY: a single-threaded test process, before any other thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            for case in ["gathered", "small", "fin", "owed, at once", "owed, waiting"] {
+                let (a, b) = UnixStream::pair().unwrap();
+                let (send, recv) = stream(a, 1 << 16, None, true, Ends::default());
+                let (SendHalf::Unix(mut w), RecvHalf::Unix(mut r)) = (send, recv) else {
+                    unreachable!("a local socket's halves")
+                };
+                drop(b);
+                let failed = match case {
+                    "gathered" => {
+                        let mut bufs = vec![Bytes::from(vec![1u8; 8192]); 4];
+                        w.write(&mut bufs).await.is_err()
+                    }
+                    "small" => w.write(&mut [Bytes::from_static(b"small")]).await.is_err(),
+                    "fin" => w.finish().await.is_err(),
+                    // The reader's STOP is owed, and written as the last handle's drop writes
+                    // it (at once, once the socket is writable) or as a task does (waiting).
+                    "owed, at once" => {
+                        r.stop(Code::NoError);
+                        let mut half = w.sock.socket.write.lock().await;
+                        half.as_ref().writable().await.unwrap();
+                        !w.sock.flush_now(&mut half)
+                    }
+                    _ => {
+                        r.stop(Code::NoError);
+                        let mut half = w.sock.socket.write.lock().await;
+                        w.sock.flush(&mut half).await;
+                        !w.sock.pending.lock().unwrap().is_empty()
+                    }
+                };
+                assert!(failed, "{case}");
+            }
+            println!("every write failed, and the process lives");
+        });
     }
 
     /// STOP and RESET with GOING_AWAY: a listener's retirement of a kept socket.
