@@ -1879,9 +1879,17 @@ mod tests {
             bufs.insert(600, Bytes::from(vec![0xab; 5 << 19]));
             // Then 40 of 3000 bytes: 21 fill a chunk as far as 64 KiB allows.
             let mut more: Vec<Bytes> = (0..40u8).map(|i| Bytes::from(vec![i; 3000])).collect();
+            // Then the edges: a buffer of exactly GATHER, one of exactly WRITE_CHUNK, one byte
+            // more than that, and small ones behind it.
+            let mut edges: Vec<Bytes> = [GATHER, 10, WRITE_CHUNK, WRITE_CHUNK + 1, 20, 30]
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| Bytes::from(vec![0xc0 + i as u8; n]))
+                .collect();
             let want: Vec<u8> = bufs
                 .iter()
                 .chain(&more)
+                .chain(&edges)
                 .flat_map(|b| b.iter().copied())
                 .collect();
             let reading = tokio::spawn(async move {
@@ -1902,13 +1910,17 @@ mod tests {
             });
             send.write_all(&mut bufs).await.unwrap();
             send.write_all(&mut more).await.unwrap();
+            send.write_all(&mut edges).await.unwrap();
             send.finish().await.unwrap();
             let (got, sizes) = reading.await.unwrap();
             assert!(got == want, "the bytes, in order");
             // The 480 small ones with bytes before the large one; the large one in chunks of its
             // own, 1 MiB, 1 MiB and its rest; the small ones after it cut at GATHER_MAX
             // buffers, 512 and 512 (128 runs of 3, 6, 9 and 12 bytes), then the last 96; then
-            // 21 and 19 of 3000 bytes. Not a chunk for each of the 1641 buffers with bytes.
+            // 21 and 19 of 3000 bytes. Not a chunk for each of the 1641 buffers with bytes. Then
+            // the edges: GATHER fills a chunk, so the 10 bytes after it go alone (the next buffer
+            // is above GATHER); WRITE_CHUNK is one chunk; WRITE_CHUNK + 1 is one and its last
+            // byte, which the small ones after it join.
             assert_eq!(
                 sizes,
                 [
@@ -1920,7 +1932,12 @@ mod tests {
                     3840,
                     720,
                     63_000,
-                    57_000
+                    57_000,
+                    GATHER,
+                    10,
+                    WRITE_CHUNK,
+                    WRITE_CHUNK,
+                    51
                 ]
             );
             let _ = std::fs::remove_file(&path);
