@@ -42,6 +42,9 @@ const GATHER: usize = 64 * 1024;
 /// socket carries one stream, or, kept (PROTOCOL.md §8.7), one exchange after another.
 struct Socket {
     write: tokio::sync::Mutex<OwnedWriteHalf>,
+    // The socket's descriptor, to shut it down without the write lock (`shut`), which a write
+    // to a peer that does not read can hold for ever. Open while `write` is.
+    fd: std::os::fd::RawFd,
     // The runtime this socket lives on: a handle may be dropped outside any runtime (a
     // binding's garbage collector), and the owed chunks still need a task to write them.
     runtime: tokio::runtime::Handle,
@@ -78,8 +81,10 @@ impl Socket {
         runtime: tokio::runtime::Handle,
         slot: Option<ShareSlot>,
     ) -> Self {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(write.as_ref() as &UnixStream);
         Self {
             write: tokio::sync::Mutex::new(write),
+            fd,
             runtime,
             _slot: slot,
             kept: AtomicBool::new(false),
@@ -89,13 +94,14 @@ impl Socket {
         }
     }
 
-    /// Ends the socket both ways (its pump then reads its end).
-    fn shut(self: &Arc<Self>) {
-        let socket = self.clone();
-        self.runtime.spawn(async move {
-            let w = socket.write.lock().await;
-            let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
-        });
+    /// Ends the socket both ways (its pump then reads its end), at once: without the write
+    /// lock, which a write to a peer that does not read holds (that write then fails). A chunk
+    /// it cuts is a loss to the peer, which an end of the socket is anyway.
+    fn shut(&self) {
+        // SAFETY: `fd` is open while `self.write` holds its half of the socket, and `&self`
+        // holds that.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.fd) };
+        let _ = socket2::SockRef::from(&fd).shutdown(std::net::Shutdown::Both);
     }
 }
 
@@ -630,6 +636,12 @@ impl Writer {
         if self.broken() {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
+        // What is owed goes first: the rest of a STOP a cancelled `finish` wrote in part
+        // (`send_owed`) must not have a chunk start inside it.
+        let owed = std::mem::take(&mut *self.sock.pending.lock().unwrap());
+        if !owed.is_empty() {
+            self.sock.send_owed(w, owed).await?;
+        }
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let mut head = [0u8; 8];
         head[..chunk::PREFIX].copy_from_slice(&parts[0][..chunk::PREFIX]);
@@ -874,9 +886,8 @@ async fn pump(
     };
     let sock = now.borrow().clone();
     let _ = sock.ended.set(cause);
-    let w = sock.socket.write.lock().await;
-    let _ = socket2::SockRef::from(w.as_ref()).shutdown(std::net::Shutdown::Both);
-    drop(w);
+    // Not under the write lock: a flush to a peer that does not read holds it (§8.5).
+    sock.socket.shut();
     reading.await;
 }
 
@@ -1779,17 +1790,44 @@ mod tests {
         a_stream_waits_for_room_in_a_full_backlog(UnixTarget::Abstract(name), at).await;
     }
 
+    /// A local socket stream on `a`'s halves, as the tests by hand use them.
+    fn halves(a: UnixStream, ends: Ends) -> (Writer, Reader) {
+        let (SendHalf::Unix(w), RecvHalf::Unix(r)) = stream(a, 1 << 16, None, true, ends) else {
+            unreachable!("a local socket's halves")
+        };
+        (w, r)
+    }
+
+    /// A write of 4 MiB into a socket nobody reads, polled once: it stops inside its first
+    /// chunk and is cancelled there.
+    async fn cut_a_write(w: &mut Writer) {
+        let mut big = [Bytes::from(vec![7u8; 4 << 20])];
+        tokio::select! {
+            biased;
+            _ = w.write(&mut big) => panic!("4 MiB into a socket nobody reads"),
+            () = std::future::ready(()) => {}
+        }
+        assert!(w.sock.unfinished.load(Ordering::Acquire) > 0);
+    }
+
+    /// The next chunk on `s`, as a peer by hand reads it: its type and payload.
+    async fn chunk_from(s: &mut UnixStream) -> (ChunkType, Vec<u8>) {
+        use tokio::io::AsyncReadExt as _;
+        let mut p = [0u8; chunk::PREFIX];
+        s.read_exact(&mut p).await.unwrap();
+        let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
+        let mut payload = vec![0u8; len as usize];
+        s.read_exact(&mut payload).await.unwrap();
+        (ty, payload)
+    }
+
     /// A listener by hand for the dialler's side of kept sockets (§8.7): it reads from `s`
     /// KEEP (when `first`) and an exchange to its FIN, and answers with `reply` and FIN.
     async fn answer_kept(s: &mut UnixStream, first: bool, reply: &[u8]) {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        use tokio::io::AsyncWriteExt as _;
         let mut got = Vec::new();
         loop {
-            let mut p = [0u8; chunk::PREFIX];
-            s.read_exact(&mut p).await.unwrap();
-            let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
-            let mut payload = vec![0u8; len as usize];
-            s.read_exact(&mut payload).await.unwrap();
+            let (ty, _) = chunk_from(s).await;
             got.push(ty);
             if ty == ChunkType::Fin {
                 break;
@@ -1974,36 +2012,20 @@ mod tests {
     /// follow the filler, which the peer would read as data (PROTOCOL.md §8.3).
     #[tokio::test(flavor = "current_thread")]
     async fn no_write_follows_the_filler_of_a_cut_chunk() {
-        use tokio::io::AsyncReadExt as _;
         let within = tokio::time::timeout(Duration::from_secs(30), async {
             let (a, mut b) = UnixStream::pair().unwrap();
-            let (send, recv) = stream(a, 1 << 16, None, true, Ends::default());
-            let (SendHalf::Unix(mut w), RecvHalf::Unix(mut r)) = (send, recv) else {
-                unreachable!("a local socket's halves")
-            };
-            // 4 MiB into a socket nobody reads: polled once, the write stops inside its
-            // chunk, and is cancelled there.
-            let mut big = [Bytes::from(vec![7u8; 4 << 20])];
-            tokio::select! {
-                biased;
-                _ = w.write(&mut big) => panic!("4 MiB into a socket nobody reads"),
-                () = std::future::ready(()) => {}
-            }
-            assert!(w.sock.unfinished.load(Ordering::Acquire) > 0);
+            let (mut w, mut r) = halves(a, Ends::default());
+            cut_a_write(&mut w).await;
             // The reader lets go: its STOP is owed, and goes after filler completes the chunk.
             r.stop(Code::NoError);
             let mut total = 0;
             loop {
-                let mut p = [0u8; chunk::PREFIX];
-                b.read_exact(&mut p).await.unwrap();
-                let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
-                let mut payload = vec![0u8; len as usize];
-                b.read_exact(&mut payload).await.unwrap();
+                let (ty, payload) = chunk_from(&mut b).await;
                 if ty == ChunkType::Stop {
                     break;
                 }
                 assert_eq!(ty, ChunkType::Data);
-                total += len as usize;
+                total += payload.len();
             }
             // The first chunk (1 MiB) was cut: it whole, and no other.
             assert_eq!(total, WRITE_CHUNK, "the cut chunk, whole");
@@ -2058,10 +2080,7 @@ mod tests {
         rt.block_on(async {
             for case in ["gathered", "small", "fin", "owed, at once", "owed, waiting"] {
                 let (a, b) = UnixStream::pair().unwrap();
-                let (send, recv) = stream(a, 1 << 16, None, true, Ends::default());
-                let (SendHalf::Unix(mut w), RecvHalf::Unix(mut r)) = (send, recv) else {
-                    unreachable!("a local socket's halves")
-                };
+                let (mut w, mut r) = halves(a, Ends::default());
                 drop(b);
                 let failed = match case {
                     "gathered" => {
@@ -2089,6 +2108,95 @@ mod tests {
             }
             println!("every write failed, and the process lives");
         });
+    }
+
+    /// A socket this side is done with is ended at its linger even while the write of what it
+    /// owes is stuck (the peer reads nothing): ending it does not wait for the write lock that
+    /// write holds, which it did, so such a peer held the socket and its pump for ever.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_linger_ends_a_socket_whose_owed_write_is_stuck() {
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let (a, b) = UnixStream::pair().unwrap();
+            let ends = Ends {
+                watch: Some(Watch {
+                    life: Life::new(),
+                    linger: Some(Duration::from_millis(100)),
+                }),
+                ..Ends::default()
+            };
+            let (mut w, r) = halves(a, ends);
+            // A write cut inside its chunk with the socket full, then a RESET: its filler and
+            // the RESET are owed, and cannot be written while the peer does not read.
+            cut_a_write(&mut w).await;
+            w.reset(Code::Canceled);
+            drop(w);
+            drop(r);
+            // The peer sees this side's end (POLLRDHUP) without reading a byte.
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&b);
+            let hung_up = tokio::task::spawn_blocking(move || {
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLRDHUP,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd; `b` outlives this task (awaited below).
+                let n = unsafe { libc::poll(&mut p, 1, 20_000) };
+                n == 1 && p.revents & libc::POLLRDHUP != 0
+            })
+            .await
+            .unwrap();
+            assert!(hung_up, "the socket was not ended at the linger");
+            drop(b);
+        });
+        within.await.expect("within 30 s");
+    }
+
+    /// An owed chunk a cancelled write left in part goes back to the front of what is owed
+    /// (`send_owed`), and is finished before the stream's next chunk starts, so no chunk starts
+    /// inside it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_owed_chunk_cut_short_is_finished_before_the_next_chunk() {
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let (a, mut b) = UnixStream::pair().unwrap();
+            let (send, _recv) = stream(a, 1 << 16, None, true, Ends::default());
+            let SendHalf::Unix(mut w) = send else {
+                unreachable!("a local socket's half")
+            };
+            let stop = chunk::code_chunk(ChunkType::Stop, Code::Rejected);
+            {
+                // On another socket, full (its peer reads nothing): a `send_owed` cancelled
+                // before the socket takes a byte puts all of it back.
+                let (c, _d) = UnixStream::pair().unwrap();
+                let (full, _reading) = stream(c, 1 << 16, None, true, Ends::default());
+                let SendHalf::Unix(full) = full else {
+                    unreachable!("a local socket's half")
+                };
+                let half = full.sock.socket.write.lock().await;
+                while try_send(&half, &[0u8; 4096]).is_ok() {}
+                tokio::select! {
+                    biased;
+                    _ = full.sock.send_owed(&half, stop.clone()) => panic!("sent to a full socket"),
+                    () = std::future::ready(()) => {}
+                }
+                assert_eq!(*full.sock.pending.lock().unwrap(), stop, "all of it, back");
+            }
+            {
+                let half = w.sock.socket.write.lock().await;
+                // Its first three bytes written, the rest owed (as a cut `send_owed` leaves it).
+                send_all(&half, &stop[..3]).await.unwrap();
+                w.sock.pending.lock().unwrap().extend_from_slice(&stop[3..]);
+            }
+            w.write(&mut [Bytes::from_static(b"after")]).await.unwrap();
+            assert_eq!(
+                chunk_from(&mut b).await,
+                (ChunkType::Stop, stop[5..].to_vec())
+            );
+            assert_eq!(
+                chunk_from(&mut b).await,
+                (ChunkType::Data, b"after".to_vec())
+            );
+        });
+        within.await.expect("within 30 s");
     }
 
     /// STOP and RESET with GOING_AWAY: a listener's retirement of a kept socket.
