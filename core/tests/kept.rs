@@ -378,10 +378,11 @@ async fn a_request_refused_while_its_pump_waits_on_the_window_leaves_the_socket_
 
 /// A request the listener drains after its reply's FIN is bounded as any peer's input is: a
 /// dialler that keeps writing it and never ends it is hung up on once the listener's linger
-/// (its idle timeout, 300 ms here) has passed, and one that resets it ends the socket at once.
+/// (its idle timeout, 300 ms here) has passed, and one that resets it ends the socket at once
+/// (its linger 20 s then: the end comes within 5 s).
 async fn drained_without_a_fin(reset: bool) {
     let limits = Limits {
-        idle_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_millis(if reset { 20_000 } else { 300 }),
         ..Limits::default()
     };
     let (_server, _listener, path, mut refused) = guarded(limits).await;
@@ -407,7 +408,11 @@ async fn drained_without_a_fin(reset: bool) {
     });
     // Nothing more from the listener (no STOP, no retirement), then its end.
     let mut rest = Vec::new();
-    let _ = rd.read_to_end(&mut rest).await;
+    let end = tokio::time::timeout(Duration::from_secs(5), rd.read_to_end(&mut rest)).await;
+    assert!(
+        end.is_ok(),
+        "the end within 5 s (a RESET before the linger)"
+    );
     assert!(rest.is_empty(), "{rest:?}");
     if !reset {
         // The writer fails once the listener has closed the socket.

@@ -865,7 +865,17 @@ async fn pump(
         let sock = now.borrow_and_update().clone();
         tokio::select! {
             biased;
-            _ = &mut reading => return,
+            _ = &mut reading => {
+                // Reading ended (the peer's end of file, or nobody here uses the stream any
+                // more). A write of owed chunks stuck on a peer that reads nothing still holds
+                // the socket, with its descriptor and share slot: ended at the linger (§8.5).
+                if let Some(linger) = linger {
+                    if tokio::time::timeout(linger, sock.socket.write.lock()).await.is_err() {
+                        sock.socket.shut();
+                    }
+                }
+                return;
+            }
             // The runtime (or listener) holding this stream shut down: the socket goes with
             // it, so the peer learns a loss at once rather than at its next write, and this
             // side reads its own close.
@@ -2113,10 +2123,12 @@ mod tests {
     /// A socket this side is done with is ended at its linger even while the write of what it
     /// owes is stuck (the peer reads nothing): ending it does not wait for the write lock that
     /// write holds, which it did, so such a peer held the socket and its pump for ever.
-    #[tokio::test(flavor = "current_thread")]
-    async fn the_linger_ends_a_socket_whose_owed_write_is_stuck() {
+    /// The same when the peer writes a chunk after this side let go (this side then stops
+    /// reading at that chunk, §8.4): the socket is ended at the linger all the same.
+    async fn linger_ends_a_stuck_socket(peer_writes: bool) {
+        use tokio::io::AsyncWriteExt as _;
         let within = tokio::time::timeout(Duration::from_secs(30), async {
-            let (a, b) = UnixStream::pair().unwrap();
+            let (a, mut b) = UnixStream::pair().unwrap();
             let ends = Ends {
                 watch: Some(Watch {
                     life: Life::new(),
@@ -2131,6 +2143,11 @@ mod tests {
             w.reset(Code::Canceled);
             drop(w);
             drop(r);
+            if peer_writes {
+                let mut data = chunk::prefix(ChunkType::Data, 3).to_vec();
+                data.extend_from_slice(b"abc");
+                b.write_all(&data).await.unwrap();
+            }
             // The peer sees this side's end (POLLRDHUP) without reading a byte.
             let fd = std::os::fd::AsRawFd::as_raw_fd(&b);
             let hung_up = tokio::task::spawn_blocking(move || {
@@ -2149,6 +2166,16 @@ mod tests {
             drop(b);
         });
         within.await.expect("within 30 s");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_linger_ends_a_socket_whose_owed_write_is_stuck() {
+        linger_ends_a_stuck_socket(false).await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_linger_ends_a_stuck_socket_the_peer_wrote_to_after() {
+        linger_ends_a_stuck_socket(true).await;
     }
 
     /// An owed chunk a cancelled write left in part goes back to the front of what is owed
