@@ -470,25 +470,25 @@ impl Sock {
             owed,
             sent: 0,
         };
-        while rest.sent < rest.owed.len() {
-            let n = send_vectored(w, &[io::IoSlice::new(&rest.owed[rest.sent..])]).await?;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            rest.sent += n;
-        }
-        Ok(())
+        let Rest { owed, sent, .. } = &mut rest;
+        send_counted(w, owed, sent).await
     }
 }
 
 /// `buf` whole, as [`send_vectored`] sends it.
-async fn send_all(w: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        let n = send_vectored(w, &[io::IoSlice::new(buf)]).await?;
+async fn send_all(w: &OwnedWriteHalf, buf: &[u8]) -> io::Result<()> {
+    send_counted(w, buf, &mut 0).await
+}
+
+/// `buf` from `sent` on, whole, as [`send_vectored`] sends it, counting in `sent` what went
+/// (for a caller that keeps what did not when this is dropped: `send_owed`).
+async fn send_counted(w: &OwnedWriteHalf, buf: &[u8], sent: &mut usize) -> io::Result<()> {
+    while *sent < buf.len() {
+        let n = send_vectored(w, &[io::IoSlice::new(&buf[*sent..])]).await?;
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
-        buf = &buf[n..];
+        *sent += n;
     }
     Ok(())
 }
