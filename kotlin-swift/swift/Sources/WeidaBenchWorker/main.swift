@@ -2,13 +2,13 @@
 // result line and the exit status (0 only with figures, 1 for a failure, 2 for a bad command
 // line), as the Kotlin worker's main.
 //
-// Every task runs on Swift's cooperative pool, which bench-worker.sh holds to one thread at a
-// time (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1; its comment says why). So the sending and the
-// receiving task take turns, as
-// the Kotlin worker's coroutines on runBlocking's thread and the Python and Node workers' on
-// their event loop; the binding's completions arrive from the core's threads. (A profile saw
-// the pool hand the turn between two threads, never running both at once: docs/PERFORMANCE.md,
-// "Swift (2026-12-03)".)
+// Every task runs on Swift's cooperative pool. With both ends in this process (`--role both`)
+// bench-worker.sh holds it to one thread at a time (LIBDISPATCH_COOPERATIVE_POOL_STRICT=1; its
+// comment says why), so the sending and the receiving task take turns, as the Kotlin worker's
+// coroutines on runBlocking's thread and the Python and Node workers' on their event loop; as
+// one end of two, the process runs one task on the pool as it comes. The binding's completions
+// arrive from the core's threads. (A profile saw the held pool hand the turn between two
+// threads, never running both at once: docs/PERFORMANCE.md, "Swift (2026-12-03)".)
 import Foundation
 
 let args: Args
