@@ -15,8 +15,8 @@ R="$T/swift-root"
 # one thread at a time, so that its sending and its receiving task take turns as the other
 # bindings' workers' do on one event loop or one coroutine thread. As one end of two (`--role
 # bind` or `dial`, the headline rows) it runs one task, and the pool as it comes, as an
-# application runs it: held there too, it cost the 1 KiB batched rows about a tenth
-# (bench/results/2026-12-06-held-bodies, "Swift's task pool"). (It was first held for a redial
+# application runs it (held there too, the 1 KiB batched rows ran about a tenth slower and some
+# one-await rows faster: bench/results/2026-12-06-held-bodies, "Swift's task pool"). (It was first held for a redial
 # hang with the pool as it comes, since found to be a core race and fixed: kotlin-swift/README.md,
 # "Known gaps". The tests and the conformance agent run with the pool as it comes.)
 role=both
