@@ -13,21 +13,26 @@ case "$T" in /*) ;; *) T="$here/../../$T" ;; esac
 R="$T/swift-root"
 # Swift's task pool: with both ends in this one process (`--role both`, the default), held to
 # one thread at a time, so that its sending and its receiving task take turns as the other
-# bindings' workers' do on one event loop or one coroutine thread. As one end of two (`--role
+# bindings' workers do on one event loop or one coroutine thread. As one end of two (`--role
 # bind` or `dial`, the headline rows) it runs one task, and the pool as it comes, as an
-# application runs it (held there too, the 1 KiB batched rows ran about a tenth slower and some
-# one-await rows faster: bench/results/2026-12-06-held-bodies, "Swift's task pool"). (It was first held for a redial
+# application runs it, whatever the caller's environment says (held there too, the 1 KiB
+# batched rows ran about a tenth slower and some one-await rows faster:
+# bench/results/2026-12-06-held-bodies, "Swift's task pool"). (It was first held for a redial
 # hang with the pool as it comes, since found to be a core race and fixed: kotlin-swift/README.md,
-# "Known gaps". The tests and the conformance agent run with the pool as it comes.)
+# "Known gaps". The tests and the conformance agent run with the pool as it comes.) The role is
+# read as the worker reads it: `--role X` or `--role=X`, the last one given.
 role=both
 prev=
 for a in "$@"; do
     if [ "$prev" = --role ]; then role=$a; fi
+    case $a in --role=*) role=${a#--role=} ;; esac
     prev=$a
 done
 if [ "$role" = both ]; then
     LIBDISPATCH_COOPERATIVE_POOL_STRICT=1
     export LIBDISPATCH_COOPERATIVE_POOL_STRICT
+else
+    unset LIBDISPATCH_COOPERATIVE_POOL_STRICT
 fi
 exec "$R/lib64/ld-linux-x86-64.so.2" \
     --library-path "$R/usr/lib/swift/linux:$R/lib/x86_64-linux-gnu:$R/usr/lib/x86_64-linux-gnu:$T/release" \
