@@ -112,7 +112,7 @@ WHAT = {
     "weida-kotlin batch": "weida's Kotlin binding, sendMany / recvMany of 256",
     "weida-swift": "weida's Swift binding (async tasks; the pool held to one thread with both "
     "ends in one process), one await per send and per receive",
-    "weida-swift batch": "weida's Swift binding, sendMany / recvMany of 256",
+    "weida-swift batch": "weida's Swift binding, sendMany / recvBatch of 256",
     "pyzmq": "pyzmq (libzmq), blocking API, the sending side on a thread",
     "pyzmq asyncio": "pyzmq's zmq.asyncio on one event loop",
     "zeromq.js": "zeromq.js v6 (libzmq), await send / for await",
