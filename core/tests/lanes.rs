@@ -511,3 +511,95 @@ on_every_transport!(
     a_failed_lane_is_replaced_for_every_sender_of_the_connection,
     shared_lane_replaced
 );
+
+/// Several tasks on a multi-thread runtime share one lane over a local socket (their pusher's
+/// connection), each sending runs (`send_many`, dealt under one lock) and single messages
+/// between them, the queue filling and the writer taking it on another thread: each sender's
+/// messages arrive whole, once, and in its order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_and_single_sends_of_many_tasks_keep_each_senders_order_on_a_local_socket() {
+    const TASKS: u32 = 3;
+    const EACH: u32 = 20_000;
+    common::bounded(async {
+        let (_server, _client, puller, pusher) =
+            lane_pair(Transport::Unix, Limits::default(), 16 * 1024).await;
+        let pusher = std::sync::Arc::new(pusher);
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let pusher = pusher.clone();
+            tasks.push(tokio::spawn(async move {
+                let body = |i: u32| {
+                    let mut b = vec![0u8; 8 + (i as usize % 700)];
+                    b[..4].copy_from_slice(&t.to_be_bytes());
+                    b[4..8].copy_from_slice(&i.to_be_bytes());
+                    Bytes::from(b)
+                };
+                let mut i = 0;
+                while i < EACH {
+                    // Runs of 1 to 300, a single send between them.
+                    let n = (1 + (i * 7 + t * 13) % 300).min(EACH - i);
+                    let (sent, r) = pusher.send_many((i..i + n).map(body)).await;
+                    r.unwrap();
+                    assert_eq!(sent, n as usize);
+                    i += n;
+                    if i < EACH {
+                        pusher.send(body(i)).await.unwrap();
+                        i += 1;
+                    }
+                }
+            }));
+        }
+        let mut next = vec![0u32; TASKS as usize];
+        let mut left = TASKS * EACH;
+        while left > 0 {
+            for m in puller.recv_many(512).await.unwrap() {
+                let t = u32::from_be_bytes(m.body[..4].try_into().unwrap()) as usize;
+                let i = u32::from_be_bytes(m.body[4..8].try_into().unwrap());
+                assert_eq!(i, next[t], "task {t}'s messages in its order, each once");
+                assert_eq!(m.body.len(), 8 + (i as usize % 700));
+                next[t] += 1;
+                left -= 1;
+            }
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(next, vec![EACH; TASKS as usize]);
+    })
+    .await
+}
+
+/// The listener's side goes away while runs are sent over a local socket: what arrived is a
+/// prefix of what was sent, in order, and a later run is told (`send_many`'s error), as a
+/// later `send` is (`a_connection_lost_mid_lane_loses_only_what_was_unread`).
+#[tokio::test]
+async fn a_connection_lost_under_runs_loses_only_what_was_unread_on_a_local_socket() {
+    common::bounded(async {
+        let (server, client, puller, pusher) =
+            lane_pair(Transport::Unix, Limits::default(), 16 * 1024).await;
+        let run = |from: u32| (from..from + 50).map(|i| Bytes::from(i.to_be_bytes().to_vec()));
+        let (n, r) = pusher.send_many(run(0)).await;
+        r.unwrap();
+        assert_eq!(n, 50);
+        let mut got = vec![u32::from_be_bytes(
+            puller.recv().await.unwrap().body[..].try_into().unwrap(),
+        )];
+        server.shutdown();
+        while let Ok(m) = puller.recv().await {
+            got.push(u32::from_be_bytes(m.body[..].try_into().unwrap()));
+        }
+        assert_eq!(got, (0..got.len() as u32).collect::<Vec<_>>());
+        let mut from = 50;
+        let e = loop {
+            let (n, r) = pusher.send_many(run(from)).await;
+            from += n as u32;
+            if let Err(e) = r {
+                break e;
+            }
+            tokio::task::yield_now().await;
+        };
+        assert!(matches!(e.code(), ErrorCode::ConnectionLost), "{e:?}");
+        drop(client);
+    })
+    .await
+}
