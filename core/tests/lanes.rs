@@ -514,8 +514,8 @@ on_every_transport!(
 
 /// Several tasks on a multi-thread runtime share one lane over a local socket (their pusher's
 /// connection), each sending runs (`send_many`, dealt under one lock) and single messages
-/// between them, the queue filling and the writer taking it on another thread: each sender's
-/// messages arrive whole, once, and in its order.
+/// between them, the queue filling and the writer task taking it on whichever worker runs it:
+/// each sender's messages arrive whole, once, and in its order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_and_single_sends_of_many_tasks_keep_each_senders_order_on_a_local_socket() {
     const TASKS: u32 = 3;

@@ -2,7 +2,8 @@
 # A/B of two builds (release weida-bench and libweida_uniffi.so, copied into $AB/<variant>/),
 # swapped into the target directory before each run, the order of the variants turned each
 # round; the Kotlin and Swift workers load the library swapped in.
-#   AB=/tmp/ab bench/results/2026-12-06-placement/ab.sh old new > ab.log
+#   AB=/tmp/ab bench/results/2026-12-06-placement/ab.sh old new > ab.log   (from the repository's root)
+# An even ROUNDS leaves the first variant swapped in; copy the build you want back after.
 here=$(dirname "$0")
 tgt=${CARGO_TARGET_DIR:-target}
 cases=${CASES:-"core:unix:1024 core:quic:1024 core:unix:64 core-multi:unix:1024 swift:unix:1024 swift:quic:1024 swift:unix:64 kotlin:unix:1024 kotlin:quic:1024 kotlin:unix:64"}

@@ -1,7 +1,7 @@
 #!/bin/bash
 # ROUNDS rounds (default 4) of every row below, each free to run anywhere and each with its
 # receiver held to CPU 0 and its sender to CPU 1; the order of the two turned each round.
-#   bench/results/2026-12-06-placement/rounds.sh > rounds.log
+#   bench/results/2026-12-06-placement/rounds.sh > rounds.log     (from the repository's root)
 here=$(dirname "$0")
 for r in $(seq "${ROUNDS:-4}"); do
     for kind in core core-multi swift kotlin; do

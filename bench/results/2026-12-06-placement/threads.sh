@@ -2,6 +2,8 @@
 # The Swift (or core) batched Push/Pull row in two processes, 1 KiB over AF_UNIX, with each
 # worker's syscalls, switches and CPU counted per thread for 3 s (perf stat --per-thread):
 #   threads.sh <swift|core> <quic|unix> <size> <secs>     (threads-before.txt, threads-direct.txt)
+# <secs> at least 6: the count starts 2.5 s into the run and lasts 3 s. Needs perf, and the
+# release builds in target/release.
 kind=$1; tr=$2; size=$3; secs=$4
 cd "$(git rev-parse --show-toplevel)"
 out=$(mktemp -d)
