@@ -10,9 +10,9 @@ for r in $(seq "${ROUNDS:-4}"); do
                 if [ $((r % 2)) = 1 ]; then order="any held"; else order="held any"; fi
                 for o in $order; do
                     if [ $o = held ]; then
-                        BIND_CPUS=0 DIAL_CPUS=1 "$here/pair.sh" $kind $kind $tr $size "${SECS:-3}"
+                        BIND_CPUS=0 DIAL_CPUS=1 python3 "$here/pair.py" $kind $tr $size "${SECS:-3}"
                     else
-                        "$here/pair.sh" $kind $kind $tr $size "${SECS:-3}"
+                        python3 "$here/pair.py" $kind $tr $size "${SECS:-3}"
                     fi | sed "s/^/round $r /"
                 done
             done

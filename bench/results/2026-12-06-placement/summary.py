@@ -1,44 +1,55 @@
-"""Medians of rounds.log (rounds.sh): each row free and held, and each binding's batched row
-over the core's of the same round and placement (the ratio issue 20 sets at 0.5).
+"""Medians of a rounds.sh or ab.sh log: each row under each condition (free or held to a CPU;
+or each build), and each row over the core's of the same condition and round (the ratio issue
+20 sets at 0.5 for the batched rows).
 
-    python3 bench/results/2026-12-06-placement/summary.py < rounds.log
+    python3 bench/results/2026-12-06-placement/summary.py < rounds.log       # rounds.txt
+    python3 bench/results/2026-12-06-placement/summary.py < ab-direct.log    # ab-direct.txt
 """
 
 import statistics
 import sys
 from collections import defaultdict
 
-rates = defaultdict(dict)  # (kind, transport, size, placement) -> {round: msgs/s}
+KINDS = ("core", "core-multi", "swift", "kotlin")
+rates = defaultdict(dict)  # (condition, kind, transport, size) -> {round: msgs/s}
+conditions: list[str] = []
 for line in sys.stdin:
     f = line.split()
-    if len(f) != 8 or f[0] != "round" or f[7] == "failed":
+    if len(f) != 8 or f[7] == "failed":
         continue
-    kind = f[2].split("<-")[0]
-    placement = "held" if f[5] != "bind=any" else "free"
-    rates[(kind, f[3], int(f[4]), placement)][int(f[1])] = float(f[7])
+    # rounds.sh: "round N ... bind=any|0 ..."; ab.sh: "<build> N ...".
+    if f[0] == "round":
+        condition = "free" if f[5] == "bind=any" else "held to a CPU each"
+    else:
+        condition = f[0]
+    if condition not in conditions:
+        conditions.append(condition)
+    rates[(condition, f[2].split("<-")[0], f[3], int(f[4]))][int(f[1])] = float(f[7])
 
-def m(xs):
-    return f"{statistics.median(xs) / 1e6:.2f}M"
+rows = sorted({k[1:] for k in rates}, key=lambda r: (KINDS.index(r[0]), r[1], r[2]))
 
-print("| row | transport | size | free (median, range) | held to a CPU each (median, range) |")
-print("| --- | --- | --- | --- | --- |")
-for kind in ("core", "core-multi", "swift", "kotlin"):
-    for tr in ("unix", "quic"):
-        for size in sorted({k[2] for k in rates}):
-            cells = []
-            for placement in ("free", "held"):
-                xs = list(rates[(kind, tr, size, placement)].values())
-                cells.append(f"{m(xs)} ({min(xs) / 1e6:.2f}–{max(xs) / 1e6:.2f}, n={len(xs)})" if xs else "-")
-            print(f"| {kind} | {tr} | {size} | {cells[0]} | {cells[1]} |")
+
+def table(title, cell, skip_core=False):
+    print(f"| {title} | transport | size | " + " | ".join(conditions) + " |")
+    print("| --- | --- | --- |" + " --- |" * len(conditions))
+    for r in rows:
+        if skip_core and r[0] == "core":
+            continue
+        print(f"| {r[0]} | {r[1]} | {r[2]} | " + " | ".join(cell(c, r) for c in conditions) + " |")
+
+
+def spread(xs, scale=1.0, unit=""):
+    if not xs:
+        return "-"
+    xs = [x / scale for x in xs]
+    return f"{statistics.median(xs):.2f}{unit} ({min(xs):.2f}–{max(xs):.2f}, n={len(xs)})"
+
+
+def ratios(c, r):
+    mine, core = rates[(c, *r)], rates[(c, "core", r[1], r[2])]
+    return spread([mine[n] / core[n] for n in mine if n in core])
+
+
+table("msgs/s, median (range)", lambda c, r: spread(list(rates[(c, *r)].values()), 1e6, "M"))
 print()
-print("| ratio to the core's row, same round and placement | transport | size | free | held |")
-print("| --- | --- | --- | --- | --- |")
-for kind in ("core-multi", "swift", "kotlin"):
-    for tr in ("unix", "quic"):
-        for size in sorted({k[2] for k in rates}):
-            cells = []
-            for placement in ("free", "held"):
-                mine, core = rates[(kind, tr, size, placement)], rates[("core", tr, size, placement)]
-                rs = [mine[r] / core[r] for r in mine if r in core]
-                cells.append(f"{statistics.median(rs):.2f} ({min(rs):.2f}–{max(rs):.2f})" if rs else "-")
-            print(f"| {kind} | {tr} | {size} | {cells[0]} | {cells[1]} |")
+table("over the core's row, same condition and round", ratios, skip_core=True)

@@ -3,7 +3,8 @@
 # worker's syscalls, switches and CPU counted per thread for 3 s (perf stat --per-thread):
 #   threads.sh <swift|core> <quic|unix> <size> <secs>     (threads-before.txt, threads-direct.txt)
 # <secs> at least 6: the count starts 2.5 s into the run and lasts 3 s. Needs perf, and the
-# release builds in target/release.
+# release builds in target/release. Kept as it ran (it starts the workers itself; pair.py is
+# the folder's runner, on the suite's).
 kind=$1; tr=$2; size=$3; secs=$4
 cd "$(git rev-parse --show-toplevel)"
 out=$(mktemp -d)
