@@ -28,9 +28,11 @@ use crate::wire::Header;
 const QUEUE_FRAMES: usize = 1024;
 const QUEUE_BYTES: usize = 256 * 1024;
 /// A block of a [`Batch`] holds at most this many frames, or a frame more than this many
-/// bytes: one buffer, begun at 16 KiB and grown in place (a queueful in one growing buffer, or
-/// in blocks of 64 KiB or 128 KiB allocated whole, measured the core's 1 KiB row over AF_UNIX
-/// 17–44% slower: PERFORMANCE.md, "One write a queueful"). Each was a write of its own before.
+/// bytes: one buffer, begun at 16 KiB and grown in place, which is what each write of the
+/// lane's writer was before a queueful became one write. Kept so, since a queueful held in one
+/// growing buffer, or in blocks of 64 KiB or 128 KiB allocated whole, measured the core's
+/// 1 KiB row over AF_UNIX 17–44% slower (with frames then copied on the sender's thread, a
+/// change not kept: PERFORMANCE.md, "One write a queueful").
 const BLOCK_FRAMES: usize = 128;
 const BLOCK_BYTES: usize = 256 * 1024;
 const FIRST_BLOCK: usize = 16 * 1024;
@@ -334,7 +336,7 @@ impl FrameQueue {
     }
 }
 
-/// Bodies below this are copied into the batch's one buffer: quinn walks its send buffer chunk
+/// Bodies below this are copied into the batch's blocks: quinn walks its send buffer chunk
 /// by chunk per packet, so thousands of tiny chunks cost more than copying them (profiled:
 /// `write_stream_frames` at a third of the CPU with a chunk per frame head and body).
 pub(crate) const COPY_BELOW: usize = 4096;
@@ -370,7 +372,8 @@ impl Batch {
 
     pub(crate) fn push_parts(&mut self, head: &[u8], body: Bytes) {
         if self.block_frames >= BLOCK_FRAMES || self.cur.len() >= BLOCK_BYTES {
-            // A new block of its own, not the rest of the last one's allocation.
+            // A new block of its own: what `seal` leaves is the rest of the last block's
+            // allocation, shared with it, which would be reallocated and copied at once.
             self.seal();
             self.cur = bytes::BytesMut::with_capacity(FIRST_BLOCK);
             self.block_frames = 0;
@@ -474,8 +477,8 @@ impl Unconfirmed {
 }
 
 /// Writes the lane until every sender is gone, then finishes it. On failure returns the error,
-/// how many frames were taken from the queue and not written, and how many written ones the
-/// peer's transport may not hold (`Unconfirmed`).
+/// how many frames the failed write held (a queueful, some of which may have gone out: counted
+/// lost), and how many written ones the peer's transport may not hold (`Unconfirmed`).
 async fn write_lane(
     ctx: &Context,
     conn: &Conn,
@@ -513,7 +516,8 @@ async fn write_lane(
     loop {
         // Everything taken (never nothing), as one write, which the queue's bounds bound: a
         // queueful of 64-byte frames was eight writes, and over AF_UNIX eight chunks of about
-        // 9 KiB, each copied once more (PERFORMANCE.md, "One write a queueful").
+        // 9 KiB, each copied once more (PERFORMANCE.md, "One write a queueful"). Its blocks
+        // live until it is written: a queueful's copies, where it was one block's.
         let mut batch = Batch::new(std::mem::take(&mut prefix));
         for f in taken.drain(..) {
             batch.push(f);
@@ -614,7 +618,7 @@ mod tests {
     }
 
     #[test]
-    fn a_queueful_is_one_write_in_blocks_of_at_most_128_frames_and_large_bodies_are_not_copied() {
+    fn a_batch_cuts_blocks_at_128_frames_or_256_kib_and_keeps_large_bodies_uncopied() {
         let mut batch = super::Batch::new(Bytes::from_static(b"HEAD"));
         let head = FrameHead::plain(64);
         for _ in 0..QUEUE_FRAMES {
@@ -633,6 +637,21 @@ mod tests {
         assert!(bufs[1..8].iter().all(|b| b.len() == 128 * frame));
         assert_eq!(&bufs[8][..], FrameHead::plain(big.len()).as_slice());
         assert_eq!(bufs[9].as_ptr(), big.as_ptr());
+        // Frames of 3000 bytes: a block ends at the first frame that takes it to 256 KiB (88
+        // of them), never inside a frame.
+        let mut batch = super::Batch::new(Bytes::new());
+        let head = FrameHead::plain(3000);
+        let frame = head.as_slice().len() + 3000;
+        for _ in 0..100 {
+            batch.push_parts(head.as_slice(), Bytes::from(vec![1u8; 3000]));
+        }
+        let bufs = batch.finish();
+        let first = super::BLOCK_BYTES.div_ceil(frame);
+        assert_eq!(first, 88);
+        assert_eq!(
+            bufs.iter().map(|b| b.len()).collect::<Vec<_>>(),
+            [first * frame, (100 - first) * frame]
+        );
     }
 
     #[test]
