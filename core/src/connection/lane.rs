@@ -373,7 +373,8 @@ impl Batch {
     pub(crate) fn push_parts(&mut self, head: &[u8], body: Bytes) {
         if self.block_frames >= BLOCK_FRAMES || self.cur.len() >= BLOCK_BYTES {
             // A new block of its own: what `seal` leaves is the rest of the last block's
-            // allocation, shared with it, which would be reallocated and copied at once.
+            // allocation, shared with it, and once that filled, the block would be
+            // reallocated and what it held copied.
             self.seal();
             self.cur = bytes::BytesMut::with_capacity(FIRST_BLOCK);
             self.block_frames = 0;
@@ -517,7 +518,7 @@ async fn write_lane(
         // Everything taken (never nothing), as one write, which the queue's bounds bound: a
         // queueful of 64-byte frames was eight writes, and over AF_UNIX eight chunks of about
         // 9 KiB, each copied once more (PERFORMANCE.md, "One write a queueful"). Its blocks
-        // live until it is written: a queueful's copies, where it was one block's.
+        // live until it is written: a queueful's copies, where it was one write's.
         let mut batch = Batch::new(std::mem::take(&mut prefix));
         for f in taken.drain(..) {
             batch.push(f);
