@@ -917,13 +917,58 @@ fn move_on(
     let _ = current.send(sock.clone());
 }
 
+/// A socket's read half with what was read of it and not yet used. A chunk's payload is
+/// read into a buffer reserved for it (with room for the next prefix), not zeroed first, so
+/// that in the steady state one `recvfrom` takes a payload and the prefix after it, where a
+/// read of each took two (PERFORMANCE.md).
+struct ChunkIn {
+    rd: OwnedReadHalf,
+    buf: BytesMut,
+}
+
+impl ChunkIn {
+    /// Reads until `want` bytes are buffered, taking at most `room` beyond them: a read never
+    /// takes more than the rest of the chunk and the next prefix, so a payload is one
+    /// allocation of its own, never a copy out of a shared one.
+    async fn fill(&mut self, want: usize, room: usize) -> io::Result<()> {
+        use bytes::BufMut;
+        while self.buf.len() < want {
+            let limit = want + room - self.buf.len();
+            self.buf.reserve(limit);
+            if self.rd.read_buf(&mut (&mut self.buf).limit(limit)).await? == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The next chunk's prefix.
+    async fn prefix(&mut self) -> io::Result<[u8; chunk::PREFIX]> {
+        self.fill(chunk::PREFIX, 0).await?;
+        let mut p = [0u8; chunk::PREFIX];
+        p.copy_from_slice(&self.buf[..chunk::PREFIX]);
+        bytes::Buf::advance(&mut self.buf, chunk::PREFIX);
+        Ok(p)
+    }
+
+    /// A payload of `len` bytes, reading the next chunk's prefix with it if it has come.
+    async fn payload(&mut self, len: usize) -> io::Result<BytesMut> {
+        self.fill(len, chunk::PREFIX).await?;
+        Ok(self.buf.split_to(len))
+    }
+}
+
 async fn read_chunks(
-    mut rd: OwnedReadHalf,
+    rd: OwnedReadHalf,
     mut pw: byte_channel::Writer,
     mut sock: Arc<Sock>,
     next: Option<Next>,
     current: tokio::sync::watch::Sender<Arc<Sock>>,
 ) {
+    let mut rd = ChunkIn {
+        rd,
+        buf: BytesMut::new(),
+    };
     let mut open = true; // the byte channel still takes bytes
     let mut first = true; // no chunk read yet
     loop {
@@ -934,10 +979,7 @@ async fn read_chunks(
             // instead (`drains`; the linger bounds it).
             break;
         }
-        let mut p = [0u8; chunk::PREFIX];
-        if rd.read_exact(&mut p).await.is_err() {
-            break;
-        }
+        let Ok(p) = rd.prefix().await else { break };
         let (ty, len) = match chunk::decode_prefix(p, READ_CHUNK_LIMIT) {
             Ok(x) => x,
             Err(e) => {
@@ -949,10 +991,9 @@ async fn read_chunks(
                 break;
             }
         };
-        let mut payload = BytesMut::zeroed(len as usize);
-        if rd.read_exact(&mut payload).await.is_err() {
+        let Ok(payload) = rd.payload(len as usize).await else {
             break;
-        }
+        };
         let was_first = std::mem::replace(&mut first, false);
         // A dialler's kept socket (§8.7): what the listener writes after a clean exchange
         // belongs to the next exchange begun on it, if one was; to none, it is a retirement
@@ -2317,5 +2358,52 @@ mod tests {
             let _ = std::fs::remove_file(&path);
         });
         within.await.expect("within 30 s");
+    }
+
+    /// Chunks read through `ChunkIn` come out whole and in order however the bytes arrive,
+    /// and a payload's read takes at most the next chunk's prefix with it (so its bytes are
+    /// an allocation of their own: nothing the reader keeps shares a later chunk's).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_chunk_is_read_with_at_most_the_next_prefix_however_its_bytes_arrive() {
+        use tokio::io::AsyncWriteExt as _;
+        let chunks: Vec<(ChunkType, Vec<u8>)> = vec![
+            (ChunkType::Data, b"abc".to_vec()),
+            (ChunkType::Data, (0..100_000u32).map(|i| i as u8).collect()),
+            (ChunkType::Data, Vec::new()),
+            (ChunkType::Stop, vec![0x07]),
+            (ChunkType::Fin, Vec::new()),
+        ];
+        let mut bytes = Vec::new();
+        for (ty, payload) in &chunks {
+            bytes.extend(chunk::prefix(*ty, payload.len() as u32));
+            bytes.extend(payload);
+        }
+        // All at once, then a byte at a time, then in pieces of 4 KiB.
+        for piece in [bytes.len(), 1, 4096] {
+            let (a, mut b) = UnixStream::pair().unwrap();
+            let (rd, _wr) = a.into_split();
+            let mut rd = ChunkIn {
+                rd,
+                buf: BytesMut::new(),
+            };
+            let sent = bytes.clone();
+            let writer = tokio::spawn(async move {
+                for part in sent.chunks(piece) {
+                    b.write_all(part).await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+                b
+            });
+            for (ty, payload) in &chunks {
+                let p = rd.prefix().await.unwrap();
+                assert_eq!(chunk::decode_prefix(p, READ_CHUNK_LIMIT).unwrap().0, *ty);
+                let got = rd.payload(payload.len()).await.unwrap();
+                assert_eq!(&got[..], &payload[..], "pieces of {piece}");
+                assert!(rd.buf.len() <= chunk::PREFIX, "read ahead {}", rd.buf.len());
+            }
+            drop(writer.await.unwrap());
+            let end = rd.prefix().await.unwrap_err();
+            assert_eq!(end.kind(), io::ErrorKind::UnexpectedEof);
+        }
     }
 }
