@@ -683,6 +683,10 @@ impl Writer {
         if let Some(code) = self.sock.stop_code() {
             return Err(StreamError::Stopped(code));
         }
+        // Cancelled after its FIN was begun and before it was written (a full socket), the
+        // stream is spoiled: the socket ends as one not kept, and what the peer writes after
+        // is no next exchange (§8.7), which `may_follow` would otherwise let through.
+        let _unwritten = Unwritten(&self.sock);
         let written = async {
             let w = self.sock.socket.write.lock().await;
             if self.broken() {
@@ -734,6 +738,17 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         self.sock.release();
+    }
+}
+
+/// Held by a `finish`: spoils its stream when dropped with the FIN begun and not written.
+struct Unwritten<'a>(&'a Sock);
+
+impl Drop for Unwritten<'_> {
+    fn drop(&mut self) {
+        if self.0.fin_begun.load(Ordering::Acquire) && !self.0.fin_written.load(Ordering::Acquire) {
+            self.0.spoil();
+        }
     }
 }
 
@@ -2405,5 +2420,85 @@ mod tests {
             let end = rd.prefix().await.unwrap_err();
             assert_eq!(end.kind(), io::ErrorKind::UnexpectedEof);
         }
+    }
+
+    /// A listener's reply on a kept socket whose `finish` is cancelled after its FIN was begun
+    /// (the socket full, the FIN not written): the socket is not kept. The dialler reads the
+    /// reply's bytes and then the end of file, never a FIN, so it learns a loss rather than a
+    /// complete reply, and nothing it writes after is taken as a next exchange.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_kept_reply_whose_finish_is_cancelled_after_its_fin_began_ends_the_socket() {
+        use futures_util::FutureExt as _;
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let within = tokio::time::timeout(Duration::from_secs(30), async {
+            let (a, mut dialler) = UnixStream::pair().unwrap();
+            let (to, mut next_exchanges) = tokio::sync::mpsc::unbounded_channel();
+            let next = Next {
+                to,
+                peer: None,
+                window: 1 << 16,
+                keep: Duration::from_secs(60),
+            };
+            let ends = Ends {
+                next: Some(next),
+                ..Ends::default()
+            };
+            let (mut w, mut r) = halves(a, ends);
+            // The dialler's request on a socket it asks to keep, read to its end.
+            let mut req = chunk::prefix(ChunkType::Keep, 0).to_vec();
+            req.extend(chunk::prefix(ChunkType::Data, 3));
+            req.extend(b"req");
+            req.extend(chunk::prefix(ChunkType::Fin, 0));
+            dialler.write_all(&req).await.unwrap();
+            let mut got = Vec::new();
+            while let Some(b) = r.read_chunk(1 << 16).await.unwrap() {
+                got.extend_from_slice(&b);
+            }
+            assert_eq!(got, b"req");
+            assert!(w.sock.socket.kept.load(Ordering::Acquire));
+            // The reply fills the socket, one-byte chunks until one would wait (written not
+            // at all: the kernel takes a small write whole or not), so the FIN must wait too.
+            let mut sent = 0usize;
+            loop {
+                let mut one = [Bytes::from_static(b"x")];
+                // Unconstrained: out of its task's budget, the lock would wait too.
+                match tokio::task::unconstrained(w.write(&mut one)).now_or_never() {
+                    Some(r) => r.unwrap(),
+                    None => break,
+                }
+                sent += 1;
+            }
+            assert_eq!(w.sock.unfinished.load(Ordering::Acquire), 0);
+            let fin = tokio::task::unconstrained(w.finish()).now_or_never();
+            assert!(fin.is_none(), "a FIN into a full socket");
+            assert!(w.sock.fin_begun.load(Ordering::Acquire));
+            assert!(!w.sock.fin_written.load(Ordering::Acquire));
+            let sock = w.sock.clone();
+            drop((w, r));
+            assert!(!sock.keeps());
+            // The dialler reads every reply byte, then the end of file: no FIN.
+            let mut reply = 0usize;
+            loop {
+                let mut p = [0u8; chunk::PREFIX];
+                match dialler.read_exact(&mut p).await {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+                    Err(e) => panic!("{e}"),
+                }
+                let (ty, len) = chunk::decode_prefix(p, u32::MAX).unwrap();
+                assert_eq!(ty, ChunkType::Data, "after {reply} reply bytes");
+                let mut body = vec![0u8; len as usize];
+                dialler.read_exact(&mut body).await.unwrap();
+                reply += body.len();
+            }
+            assert_eq!(reply, sent);
+            // What the dialler writes now is no next exchange.
+            let mut more = chunk::prefix(ChunkType::Data, 4).to_vec();
+            more.extend(b"next");
+            let _ = dialler.write_all(&more).await;
+            drop(dialler);
+            assert!(next_exchanges.recv().await.is_none(), "a next exchange");
+        });
+        within.await.expect("within 30 s");
     }
 }
