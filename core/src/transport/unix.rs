@@ -968,6 +968,14 @@ impl ChunkIn {
 
     /// A payload of `len` bytes, reading the next chunk's prefix with it if it has come.
     async fn payload(&mut self, len: usize) -> io::Result<BytesMut> {
+        // An allocation of its own, sized to the payload and the next prefix: `reserve` on
+        // what is left of the last one would allocate at least as much as that one (up to
+        // 64 KiB), which a small payload would then hold for as long as it is kept.
+        if self.buf.capacity() < len + chunk::PREFIX {
+            let mut own = BytesMut::with_capacity(len + chunk::PREFIX);
+            own.extend_from_slice(&self.buf);
+            self.buf = own;
+        }
         self.fill(len, chunk::PREFIX).await?;
         Ok(self.buf.split_to(len))
     }
@@ -2376,8 +2384,8 @@ mod tests {
     }
 
     /// Chunks read through `ChunkIn` come out whole and in order however the bytes arrive,
-    /// and a payload's read takes at most the next chunk's prefix with it (so its bytes are
-    /// an allocation of their own: nothing the reader keeps shares a later chunk's).
+    /// and a payload's read takes at most the next chunk's prefix with it, into an allocation
+    /// sized to the two: a small payload after a large one does not hold a large block.
     #[tokio::test(flavor = "current_thread")]
     async fn a_chunk_is_read_with_at_most_the_next_prefix_however_its_bytes_arrive() {
         use tokio::io::AsyncWriteExt as _;
@@ -2415,6 +2423,9 @@ mod tests {
                 let got = rd.payload(payload.len()).await.unwrap();
                 assert_eq!(&got[..], &payload[..], "pieces of {piece}");
                 assert!(rd.buf.len() <= chunk::PREFIX, "read ahead {}", rd.buf.len());
+                // The payload's allocation was sized to it and the next prefix: what is left
+                // of it is that prefix's room.
+                assert!(rd.buf.capacity() <= chunk::PREFIX, "{}", rd.buf.capacity());
             }
             drop(writer.await.unwrap());
             let end = rd.prefix().await.unwrap_err();
