@@ -168,7 +168,8 @@ struct Sock {
     fin_read_at: OnceLock<std::time::Instant>,
     fin_begun: AtomicBool,
     fin_written: AtomicBool,
-    // A STOP or RESET went either way, or a write failed: the socket ends with this stream.
+    // A STOP or RESET went either way, a write failed, or a FIN was begun and abandoned (its
+    // `finish` cancelled): the socket ends with this stream.
     spoiled: AtomicBool,
 }
 
@@ -683,9 +684,8 @@ impl Writer {
         if let Some(code) = self.sock.stop_code() {
             return Err(StreamError::Stopped(code));
         }
-        // Cancelled after its FIN was begun and before it was written (a full socket), the
-        // stream is spoiled: the socket ends as one not kept, and what the peer writes after
-        // is no next exchange (§8.7), which `may_follow` would otherwise let through.
+        // Dropped with its FIN begun and not written (a full socket), the stream is spoiled:
+        // `may_follow` would otherwise take what the peer writes after as a next exchange.
         let _unwritten = Unwritten(&self.sock);
         let written = async {
             let w = self.sock.socket.write.lock().await;
@@ -694,8 +694,8 @@ impl Writer {
             }
             // Begun before it is written: on a kept socket the peer's next exchange may follow
             // this FIN at once, before this write returns (`may_follow`). Written only once it
-            // was: a finish dropped before then leaves the socket to end as one not kept
-            // (`keeps`). Begun under the lock the owed chunks are queued under, and with them
+            // was: a finish dropped before then spoils the stream (`Unwritten`), and the socket
+            // ends as one not kept. Begun under the lock the owed chunks are queued under, and with them
             // taken: a STOP this side's reader owes goes before the FIN, and one it would owe
             // after it is not written (`Sock::stop_reading`).
             let owed = {
@@ -932,52 +932,57 @@ fn move_on(
     let _ = current.send(sock.clone());
 }
 
-/// A socket's read half with what was read of it and not yet used. A chunk's payload is
-/// read into a buffer reserved for it (with room for the next prefix), not zeroed first, so
-/// that in the steady state one `recvfrom` takes a payload and the prefix after it, where a
-/// read of each took two (PERFORMANCE.md).
+/// A socket's read half and what it has read of the next chunk's prefix. A payload is read
+/// into an allocation of its own sized to it and the next prefix, not zeroed first, so that
+/// in the steady state one `recvfrom` takes a payload and the prefix after it, where reading
+/// each apart took two (PERFORMANCE.md). The prefix bytes read with a payload are copied out
+/// of it, so nothing kept here holds a payload's allocation once it has been handed on.
 struct ChunkIn {
     rd: OwnedReadHalf,
-    buf: BytesMut,
+    next: [u8; chunk::PREFIX],
+    // Bytes of `next` already read.
+    have: usize,
 }
 
 impl ChunkIn {
-    /// Reads until `want` bytes are buffered, taking at most `room` beyond them: a read never
-    /// takes more than the rest of the chunk and the next prefix, so a payload is one
-    /// allocation of its own, never a copy out of a shared one.
-    async fn fill(&mut self, want: usize, room: usize) -> io::Result<()> {
-        use bytes::BufMut;
-        while self.buf.len() < want {
-            let limit = want + room - self.buf.len();
-            self.buf.reserve(limit);
-            if self.rd.read_buf(&mut (&mut self.buf).limit(limit)).await? == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
+    fn new(rd: OwnedReadHalf) -> Self {
+        Self {
+            rd,
+            next: [0; chunk::PREFIX],
+            have: 0,
         }
-        Ok(())
     }
 
     /// The next chunk's prefix.
     async fn prefix(&mut self) -> io::Result<[u8; chunk::PREFIX]> {
-        self.fill(chunk::PREFIX, 0).await?;
-        let mut p = [0u8; chunk::PREFIX];
-        p.copy_from_slice(&self.buf[..chunk::PREFIX]);
-        bytes::Buf::advance(&mut self.buf, chunk::PREFIX);
-        Ok(p)
+        while self.have < chunk::PREFIX {
+            match self.rd.read(&mut self.next[self.have..]).await? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => self.have += n,
+            }
+        }
+        self.have = 0;
+        Ok(self.next)
     }
 
-    /// A payload of `len` bytes, reading the next chunk's prefix with it if it has come.
+    /// A payload of `len` bytes, reading the next chunk's prefix with it if it has come: no
+    /// read takes more than the rest of the payload and that prefix.
     async fn payload(&mut self, len: usize) -> io::Result<BytesMut> {
-        // An allocation of its own, sized to the payload and the next prefix: `reserve` on
-        // what is left of the last one would allocate at least as much as that one (up to
-        // 64 KiB), which a small payload would then hold for as long as it is kept.
-        if self.buf.capacity() < len + chunk::PREFIX {
-            let mut own = BytesMut::with_capacity(len + chunk::PREFIX);
-            own.extend_from_slice(&self.buf);
-            self.buf = own;
+        use bytes::BufMut;
+        if len == 0 {
+            return Ok(BytesMut::new());
         }
-        self.fill(len, chunk::PREFIX).await?;
-        Ok(self.buf.split_to(len))
+        let mut buf = BytesMut::with_capacity(len + chunk::PREFIX);
+        while buf.len() < len {
+            let limit = len + chunk::PREFIX - buf.len();
+            if self.rd.read_buf(&mut (&mut buf).limit(limit)).await? == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        self.have = buf.len() - len;
+        self.next[..self.have].copy_from_slice(&buf[len..]);
+        buf.truncate(len);
+        Ok(buf)
     }
 }
 
@@ -988,10 +993,7 @@ async fn read_chunks(
     next: Option<Next>,
     current: tokio::sync::watch::Sender<Arc<Sock>>,
 ) {
-    let mut rd = ChunkIn {
-        rd,
-        buf: BytesMut::new(),
-    };
+    let mut rd = ChunkIn::new(rd);
     let mut open = true; // the byte channel still takes bytes
     let mut first = true; // no chunk read yet
     loop {
@@ -2384,8 +2386,8 @@ mod tests {
     }
 
     /// Chunks read through `ChunkIn` come out whole and in order however the bytes arrive,
-    /// and a payload's read takes at most the next chunk's prefix with it, into an allocation
-    /// sized to the two: a small payload after a large one does not hold a large block.
+    /// each payload in an allocation sized to it and the next prefix (a small payload after a
+    /// large one holds no large block), and a writer gone inside a chunk is the end of file.
     #[tokio::test(flavor = "current_thread")]
     async fn a_chunk_is_read_with_at_most_the_next_prefix_however_its_bytes_arrive() {
         use tokio::io::AsyncWriteExt as _;
@@ -2405,10 +2407,7 @@ mod tests {
         for piece in [bytes.len(), 1, 4096] {
             let (a, mut b) = UnixStream::pair().unwrap();
             let (rd, _wr) = a.into_split();
-            let mut rd = ChunkIn {
-                rd,
-                buf: BytesMut::new(),
-            };
+            let mut rd = ChunkIn::new(rd);
             let sent = bytes.clone();
             let writer = tokio::spawn(async move {
                 for part in sent.chunks(piece) {
@@ -2422,14 +2421,29 @@ mod tests {
                 assert_eq!(chunk::decode_prefix(p, READ_CHUNK_LIMIT).unwrap().0, *ty);
                 let got = rd.payload(payload.len()).await.unwrap();
                 assert_eq!(&got[..], &payload[..], "pieces of {piece}");
-                assert!(rd.buf.len() <= chunk::PREFIX, "read ahead {}", rd.buf.len());
-                // The payload's allocation was sized to it and the next prefix: what is left
-                // of it is that prefix's room.
-                assert!(rd.buf.capacity() <= chunk::PREFIX, "{}", rd.buf.capacity());
+                // Its allocation sized to it and the next prefix, whatever came before it.
+                assert!(
+                    got.capacity() <= payload.len() + chunk::PREFIX,
+                    "{}",
+                    got.capacity()
+                );
             }
             drop(writer.await.unwrap());
             let end = rd.prefix().await.unwrap_err();
             assert_eq!(end.kind(), io::ErrorKind::UnexpectedEof);
+        }
+        // The writer gone inside a prefix, then inside a payload: the end of file, not a chunk.
+        for cut in [2, chunk::PREFIX + 1] {
+            let (a, mut b) = UnixStream::pair().unwrap();
+            let (rd, _wr) = a.into_split();
+            let mut rd = ChunkIn::new(rd);
+            b.write_all(&bytes[..cut]).await.unwrap();
+            drop(b);
+            let end = match rd.prefix().await {
+                Ok(_) => rd.payload(3).await.unwrap_err(),
+                Err(e) => e,
+            };
+            assert_eq!(end.kind(), io::ErrorKind::UnexpectedEof, "cut at {cut}");
         }
     }
 
@@ -2486,7 +2500,10 @@ mod tests {
             assert!(!w.sock.fin_written.load(Ordering::Acquire));
             let sock = w.sock.clone();
             drop((w, r));
-            assert!(!sock.keeps());
+            assert!(
+                sock.spoiled.load(Ordering::Acquire),
+                "a FIN abandoned spoils the stream"
+            );
             // The dialler reads every reply byte, then the end of file: no FIN.
             let mut reply = 0usize;
             loop {
