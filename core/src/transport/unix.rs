@@ -694,10 +694,10 @@ impl Writer {
             }
             // Begun before it is written: on a kept socket the peer's next exchange may follow
             // this FIN at once, before this write returns (`may_follow`). Written only once it
-            // was: a finish dropped before then spoils the stream (`Unwritten`), and the socket
-            // ends as one not kept. Begun under the lock the owed chunks are queued under, and with them
-            // taken: a STOP this side's reader owes goes before the FIN, and one it would owe
-            // after it is not written (`Sock::stop_reading`).
+            // was: a finish dropped before then spoils the stream (`Unwritten`), and the
+            // socket ends as one not kept. Begun under the lock the owed chunks are queued
+            // under, and with them taken: a STOP this side's reader owes goes before the FIN,
+            // and one it would owe after it is not written (`Sock::stop_reading`).
             let owed = {
                 let mut pending = self.sock.pending.lock().unwrap();
                 self.sock.fin_begun.store(true, Ordering::Release);
