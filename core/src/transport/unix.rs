@@ -953,14 +953,10 @@ impl ChunkIn {
         }
     }
 
-    /// The next chunk's prefix.
+    /// The next chunk's prefix. Not cancel-safe, as the payload's read is not: the pump
+    /// reads a socket to its end or drops it.
     async fn prefix(&mut self) -> io::Result<[u8; chunk::PREFIX]> {
-        while self.have < chunk::PREFIX {
-            match self.rd.read(&mut self.next[self.have..]).await? {
-                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                n => self.have += n,
-            }
-        }
+        self.rd.read_exact(&mut self.next[self.have..]).await?;
         self.have = 0;
         Ok(self.next)
     }
