@@ -17,6 +17,7 @@ pub(crate) mod byte_channel;
 pub(crate) mod inproc;
 pub(crate) mod quic;
 pub(crate) mod reader;
+pub(crate) mod recycle;
 pub(crate) mod udp;
 pub(crate) mod unix;
 

@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::byte_channel::{self, byte_channel};
+use super::recycle;
 use super::{IncomingRaw, Life, PeerIdentity, RecvHalf, SendHalf, StreamError};
 use crate::address::UnixTarget;
 use crate::config::Limits;
@@ -933,10 +934,12 @@ fn move_on(
 }
 
 /// A socket's read half and what it has read of the next chunk's prefix. A payload is read
-/// into an allocation of its own sized to it and the next prefix, not zeroed first, so that
-/// in the steady state one `recvfrom` takes a payload and the prefix after it, where reading
-/// each apart took two (PERFORMANCE.md). The prefix bytes read with a payload are copied out
-/// of it, so nothing kept here holds a payload's allocation once it has been handed on.
+/// into a buffer sized to it and the next prefix, not zeroed first, so that in the steady state
+/// one `recvfrom` takes a payload and the prefix after it, where reading each apart took two
+/// (PERFORMANCE.md). The buffer is one handed back to the process's free list if its size is
+/// kept there ([`recycle`]), and goes back to it when the last frame read from it goes. The
+/// prefix bytes read with a payload are copied out of it, so nothing kept here holds a
+/// payload's buffer once it has been handed on.
 struct ChunkIn {
     rd: OwnedReadHalf,
     next: [u8; chunk::PREFIX],
@@ -962,13 +965,14 @@ impl ChunkIn {
     }
 
     /// A payload of `len` bytes, reading the next chunk's prefix with it if it has come: no
-    /// read takes more than the rest of the payload and that prefix.
-    async fn payload(&mut self, len: usize) -> io::Result<BytesMut> {
+    /// read takes more than the rest of the payload and that prefix. Its buffer's capacity is
+    /// `recycle::class(len + PREFIX)`; [`recycle::Recycler::freeze`] hands it on.
+    async fn payload(&mut self, len: usize) -> io::Result<Vec<u8>> {
         use bytes::BufMut;
         if len == 0 {
-            return Ok(BytesMut::new());
+            return Ok(Vec::new());
         }
-        let mut buf = BytesMut::with_capacity(len + chunk::PREFIX);
+        let mut buf = recycle::SHARED.take(len + chunk::PREFIX);
         while buf.len() < len {
             let limit = len + chunk::PREFIX - buf.len();
             if self.rd.read_buf(&mut (&mut buf).limit(limit)).await? == 0 {
@@ -1090,12 +1094,12 @@ async fn read_chunks(
                 if n.to.send(raw).is_err() {
                     break; // the listener is gone
                 }
-                if pw.write(payload.freeze()).await.is_err() {
+                if pw.write(recycle::SHARED.freeze(payload)).await.is_err() {
                     open = false;
                 }
             }
             ChunkType::Data => {
-                if open && pw.write(payload.freeze()).await.is_err() {
+                if open && pw.write(recycle::SHARED.freeze(payload)).await.is_err() {
                     open = false; // our reader stopped: discard the rest
                 }
             }
@@ -2382,7 +2386,7 @@ mod tests {
     }
 
     /// Chunks read through `ChunkIn` come out whole and in order however the bytes arrive,
-    /// each payload in an allocation sized to it and the next prefix (a small payload after a
+    /// each payload in a buffer sized to it and the next prefix (a small payload after a
     /// large one holds no large block), and a writer gone inside a chunk is the end of file.
     #[tokio::test(flavor = "current_thread")]
     async fn a_chunk_is_read_with_at_most_the_next_prefix_however_its_bytes_arrive() {
@@ -2417,12 +2421,13 @@ mod tests {
                 assert_eq!(chunk::decode_prefix(p, READ_CHUNK_LIMIT).unwrap().0, *ty);
                 let got = rd.payload(payload.len()).await.unwrap();
                 assert_eq!(&got[..], &payload[..], "pieces of {piece}");
-                // Its allocation sized to it and the next prefix, whatever came before it.
-                assert!(
-                    got.capacity() <= payload.len() + chunk::PREFIX,
-                    "{}",
-                    got.capacity()
-                );
+                // Its buffer sized to it and the next prefix (in the free list's classes),
+                // whatever came before it; none for an empty one.
+                let sized = match payload.len() {
+                    0 => 0,
+                    n => recycle::class(n + chunk::PREFIX),
+                };
+                assert_eq!(got.capacity(), sized, "{}", payload.len());
             }
             drop(writer.await.unwrap());
             let end = rd.prefix().await.unwrap_err();
