@@ -157,11 +157,13 @@ mod tests {
         let view = all.slice(10..20);
         drop(all);
         // A view is alive: the allocation is still lent.
-        assert_ne!(r.take(100_000).as_ptr(), at);
+        let other = r.take(100_000);
+        assert_ne!(other.as_ptr(), at);
         assert_eq!(&view[..], &(10..20u8).collect::<Vec<_>>()[..]);
         std::thread::spawn(move || drop(view)).join().unwrap();
         // Back, and taken by a read of the same class (not of another).
-        assert_ne!(r.take(200_000).as_ptr(), at);
+        let other = r.take(200_000);
+        assert_ne!(other.as_ptr(), at);
         let again = r.take(4 * GRAIN - 7);
         assert_eq!(again.as_ptr(), at);
         assert!(again.is_empty());
@@ -173,7 +175,8 @@ mod tests {
         assert_eq!(&copy[..], &sent[..]);
         let at = copy.as_ptr();
         drop(copy);
-        assert_eq!(r.take(sent.len()).as_ptr(), at);
+        let again = r.take(sent.len());
+        assert_eq!(again.as_ptr(), at);
     }
 
     /// Sizes below a grain and above the largest class are neither rounded nor kept, and the
