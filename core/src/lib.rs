@@ -70,13 +70,6 @@ pub use security::fingerprint::Fingerprint;
 pub use security::identity::{fingerprint_of_certificate, Identity};
 pub use security::trust::{ClientTls, ServerTls, Trust};
 pub use transport::PeerIdentity;
-/// `bytes` copied into a buffer of the process's free list of large buffers, which it goes
-/// back to when the last view of the `Bytes` goes (transport/recycle.rs): for the binding
-/// layer's copies of whole batches. Not API.
-#[doc(hidden)]
-pub fn copy_recycled(bytes: &[u8]) -> bytes::Bytes {
-    transport::recycle::SHARED.copy(bytes)
-}
 /// weida-bench's raw quinn baseline (the `bench-hooks` feature): not API.
 #[cfg(feature = "bench-hooks")]
 #[doc(hidden)]

@@ -1,121 +1,152 @@
 //! Large read buffers handed back for the next read when the last view of one goes.
 //!
-//! The same holds for the batches the Kotlin and Swift layers copy in to send (about 260 KiB
-//! at 256 bodies of 1 KiB), which the lane's writer frees on the I/O thread.
+//! An AF_UNIX chunk is read into a buffer of its own, and the frames in it leave as views that
+//! the reading task hands to another thread, which lets them go in bursts. glibc hands such
+//! blocks back to the kernel when frees leave a thread's arena top above its trim threshold,
+//! which it moves as the process runs; a process in that state faults every page of the next
+//! block in again and the kernel zeroes it (up to 48,723 faults a second in a Swift receiving
+//! worker: docs/PERFORMANCE.md, "Read buffers handed back"). Buffers here go back to a
+//! process-wide free list instead, bounded in bytes, and the next buffer of the same size
+//! class is taken from it.
 //!
-//! An AF_UNIX chunk is read into an allocation of its own (about 128 KiB in a throughput run),
-//! and the frames in it leave as views that the reading task hands to another thread. glibc
-//! returns such blocks to the kernel when they are freed in bursts at the top of a thread's
-//! arena (its trim threshold), so every read after faults its pages in again and the kernel
-//! zeroes them: in a Swift worker's receiving I/O thread, a quarter of its time
-//! (docs/PERFORMANCE.md, "Read buffers handed back"). Buffers here go back to a process-wide
-//! free list instead, bounded in bytes, and a read of the same size class takes one from it.
-//!
-//! Only sizes from [`GRAIN`] to [`LARGEST`] are kept, rounded up to a multiple of [`GRAIN`] so
-//! that chunks of nearly the same length share a class: a buffer is at most one grain larger
-//! than its read, and a small message, which glibc serves from its bins anyway, never holds a
-//! rounded block. What is kept is at most [`KEPT`] bytes, whatever the peers send.
+//! Only sizes from [`SMALLEST`] to [`LARGEST`] are kept, each rounded up to its class: a
+//! multiple of an eighth of the power of two below it, so that a buffer is at most an eighth
+//! larger than asked (a window or a collected body counts the bytes, not the buffer) and
+//! chunks of nearly the same length share a class. A small message, which glibc serves from
+//! its bins anyway, never gets a rounded buffer. The list holds at most [`KEPT`] bytes: when
+//! a buffer comes back to a full list, the oldest go first, so that a burst of one size does
+//! not keep the list from serving the next.
 
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use bytes::Bytes;
 
-/// Sizes are rounded up to a multiple of this, and nothing smaller is kept.
-pub(crate) const GRAIN: usize = 32 * 1024;
+/// The smallest size kept.
+pub(crate) const SMALLEST: usize = 32 * 1024;
 
-/// The largest buffer kept: a read above it gets an allocation of its own, freed as before.
-pub(crate) const LARGEST: usize = 1024 * 1024;
+/// The largest size kept: above it a buffer is allocated and freed as usual. An AF_UNIX
+/// chunk of the most a writer puts in one (1 MiB) and its prefix is below it.
+pub(crate) const LARGEST: usize = 2 * 1024 * 1024;
 
 /// The most bytes the free list holds.
 pub(crate) const KEPT: usize = 4 * 1024 * 1024;
 
-/// A free list of buffers, each of a capacity that is a multiple of [`GRAIN`] up to
-/// [`LARGEST`], at most [`KEPT`] bytes of them.
+/// A free list of buffers, each of a kept class, at most [`KEPT`] bytes of them, oldest first.
 pub(crate) struct Recycler {
     free: Mutex<Free>,
 }
 
 struct Free {
-    bufs: Vec<Vec<u8>>,
+    bufs: VecDeque<Vec<u8>>,
     bytes: usize,
 }
 
 /// The process's free list.
 pub(crate) static SHARED: Recycler = Recycler::new();
 
-/// The capacity a buffer for `need` bytes gets: `need` rounded up to a multiple of [`GRAIN`]
-/// when it is a size that is kept, else `need`.
+/// The capacity a buffer for `need` bytes gets: its class if `need` is a size that is kept,
+/// else `need`.
 pub(crate) fn class(need: usize) -> usize {
-    if (GRAIN..=LARGEST).contains(&need) {
-        need.next_multiple_of(GRAIN)
+    if kept_size(need) {
+        need.next_multiple_of(step(need))
     } else {
         need
     }
+}
+
+/// An eighth of the power of two at or below `n` (n ≥ 8).
+fn step(n: usize) -> usize {
+    (1usize << (usize::BITS - 1 - n.leading_zeros())) / 8
+}
+
+fn kept_size(n: usize) -> bool {
+    (SMALLEST..=LARGEST).contains(&n)
+}
+
+/// Whether `cap` is a class: a kept size that rounds to itself.
+fn is_class(cap: usize) -> bool {
+    kept_size(cap) && cap % step(cap) == 0
 }
 
 impl Recycler {
     pub(crate) const fn new() -> Self {
         Self {
             free: Mutex::new(Free {
-                bufs: Vec::new(),
+                bufs: VecDeque::new(),
                 bytes: 0,
             }),
         }
     }
 
     /// An empty buffer with room for `need` bytes (capacity [`class`]`(need)`), one handed back
-    /// if there is one of that class. Its spare bytes are not zeroed: read into it with
-    /// `BufMut`, which writes before it exposes.
+    /// if there is one of that class. Its spare bytes are not zeroed: fill it through
+    /// `BufMut` or `extend_from_slice`, which write before they expose.
     pub(crate) fn take(&self, need: usize) -> Vec<u8> {
         let cap = class(need);
-        if kept_class(cap) {
-            let mut free = self.lock();
-            if let Some(i) = free.bufs.iter().position(|b| b.capacity() == cap) {
-                let buf = free.bufs.swap_remove(i);
-                free.bytes -= cap;
-                return buf;
+        if is_class(cap) {
+            if let Some(mut free) = self.lock() {
+                // The newest first: the likeliest to be in the cache.
+                if let Some(i) = free.bufs.iter().rposition(|b| b.capacity() == cap) {
+                    let buf = free.bufs.remove(i).expect("found at i");
+                    free.bytes -= cap;
+                    return buf;
+                }
             }
         }
+        // `with_capacity` allocates exactly `cap` for bytes (`Vec`'s guarantees), which
+        // `freeze` checks again rather than trusts.
         Vec::with_capacity(cap)
     }
 
-    /// `buf`'s bytes as a `Bytes` whose allocation comes back here when its last view goes,
-    /// if it is of a kept class; otherwise a plain `Bytes`, freed as usual.
+    /// `buf`'s bytes as a `Bytes` whose buffer comes back here when its last view goes, if its
+    /// capacity is a class; otherwise a plain `Bytes`, freed as usual.
     pub(crate) fn freeze(&'static self, buf: Vec<u8>) -> Bytes {
-        if kept_class(buf.capacity()) {
+        if is_class(buf.capacity()) {
             Bytes::from_owner(Lent { buf, home: self })
         } else {
             Bytes::from(buf)
         }
     }
 
-    /// `bytes` copied into a buffer taken as [`take`](Self::take) takes one, as a `Bytes` that
-    /// hands it back as [`freeze`](Self::freeze)'s do: a batch a binding copies in to send.
-    pub(crate) fn copy(&'static self, bytes: &[u8]) -> Bytes {
-        let mut buf = self.take(bytes.len());
-        buf.extend_from_slice(bytes);
-        self.freeze(buf)
-    }
-
     fn give_back(&self, mut buf: Vec<u8>) {
         let cap = buf.capacity();
-        let mut free = self.lock();
-        if free.bytes + cap <= KEPT {
-            buf.clear();
-            free.bytes += cap;
-            free.bufs.push(buf);
+        let Some(mut free) = self.lock() else { return };
+        // The oldest make room; what they were is what a burst left behind.
+        let mut gone = Vec::new();
+        while free.bytes + cap > KEPT {
+            let Some(old) = free.bufs.pop_front() else {
+                break;
+            };
+            free.bytes -= old.capacity();
+            gone.push(old);
         }
-        // Otherwise it is freed here, after the lock (the list is full).
+        buf.clear();
+        free.bytes += cap;
+        free.bufs.push_back(buf);
+        // Freed after the lock, so that no other thread waits on glibc's work.
+        drop(free);
+        drop(gone);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Free> {
-        // The list is consistent between statements, so a panic elsewhere leaves it usable.
-        self.free.lock().unwrap_or_else(|e| e.into_inner())
+    /// The list, unless another thread holds it: then the caller allocates or frees as if it
+    /// were empty or full, rather than wait (and a child forked while a thread held it does
+    /// not hang on it).
+    fn lock(&self) -> Option<MutexGuard<'_, Free>> {
+        match self.free.try_lock() {
+            Ok(g) => Some(g),
+            // The list is consistent between statements, so a panic elsewhere leaves it usable.
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 }
 
-fn kept_class(cap: usize) -> bool {
-    (GRAIN..=LARGEST).contains(&cap) && cap % GRAIN == 0
+/// A free list of a test's own, so that what it asserts of the list is not what other tests
+/// running in the same process did to [`SHARED`].
+#[cfg(test)]
+pub(crate) fn leaked() -> &'static Recycler {
+    Box::leak(Box::new(Recycler::new()))
 }
 
 /// A buffer lent out as a `Bytes`: handed back to its free list when the last view goes.
@@ -140,65 +171,80 @@ impl Drop for Lent {
 mod tests {
     use super::*;
 
-    fn local() -> &'static Recycler {
-        Box::leak(Box::new(Recycler::new()))
+    fn held(r: &Recycler) -> (usize, Vec<usize>) {
+        let free = r.lock().unwrap();
+        (free.bytes, free.bufs.iter().map(Vec::capacity).collect())
     }
 
     /// A kept class's buffer comes back when its last view goes, on whatever thread, and the
-    /// next read of that class takes the same allocation; a view kept alive keeps it out.
+    /// next buffer of that class is that one; a view kept alive keeps it out.
     #[test]
     fn a_buffer_comes_back_when_its_last_view_goes_and_the_next_read_of_its_class_takes_it() {
-        let r = local();
+        let r = leaked();
         let mut buf = r.take(100_000);
-        assert_eq!(buf.capacity(), 4 * GRAIN);
+        let cap = class(100_000);
+        assert_eq!(buf.capacity(), cap);
         buf.extend((0..100_000u32).map(|i| i as u8));
         let at = buf.as_ptr();
         let all = r.freeze(buf);
         let view = all.slice(10..20);
         drop(all);
-        // A view is alive: the allocation is still lent.
-        let other = r.take(100_000);
-        assert_ne!(other.as_ptr(), at);
+        assert_eq!(held(r), (0, vec![]), "a view is alive: still lent");
         assert_eq!(&view[..], &(10..20u8).collect::<Vec<_>>()[..]);
         std::thread::spawn(move || drop(view)).join().unwrap();
-        // Back, and taken by a read of the same class (not of another).
+        assert_eq!(held(r), (cap, vec![cap]));
+        // Not taken by another class, and taken by its own.
         let other = r.take(200_000);
         assert_ne!(other.as_ptr(), at);
-        let again = r.take(4 * GRAIN - 7);
+        assert_eq!(held(r), (cap, vec![cap]));
+        let again = r.take(cap - 7);
         assert_eq!(again.as_ptr(), at);
         assert!(again.is_empty());
-        assert_eq!(r.lock().bytes, 0);
-        // A copy in takes from the same list, and hands back the same way.
-        drop(again);
-        let sent: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let copy = r.copy(&sent);
-        assert_eq!(&copy[..], &sent[..]);
-        let at = copy.as_ptr();
-        drop(copy);
-        let again = r.take(sent.len());
-        assert_eq!(again.as_ptr(), at);
+        assert_eq!(held(r), (0, vec![]));
     }
 
-    /// Sizes below a grain and above the largest class are neither rounded nor kept, and the
-    /// list never holds more than `KEPT` bytes however many buffers come back.
+    /// Classes are at most an eighth above the size asked; sizes below the smallest and above
+    /// the largest are neither rounded nor kept, nor is a buffer whose capacity is no class.
     #[test]
-    fn only_the_kept_sizes_are_rounded_and_the_list_holds_at_most_its_bound() {
-        let r = local();
-        for need in [0, 1, GRAIN - 1, LARGEST + 1, 16 << 20] {
+    fn only_the_kept_sizes_are_rounded_and_by_at_most_an_eighth() {
+        let r = leaked();
+        for need in [0, 1, SMALLEST - 1, LARGEST + 1, 16 << 20] {
             let buf = r.take(need);
             assert_eq!(buf.capacity(), need, "{need}");
             drop(r.freeze(buf));
-            assert_eq!(r.lock().bufs.len(), 0, "{need}");
+            assert_eq!(held(r), (0, vec![]), "{need}");
         }
-        assert_eq!(class(GRAIN), GRAIN);
-        assert_eq!(class(GRAIN + 1), 2 * GRAIN);
-        assert_eq!(class(LARGEST), LARGEST);
-        let lent: Vec<Bytes> = (0..2 * KEPT / LARGEST)
-            .map(|_| r.freeze(r.take(LARGEST)))
-            .collect();
+        drop(r.freeze(Vec::with_capacity(SMALLEST + 1)));
+        assert_eq!(held(r), (0, vec![]), "not a class");
+        for need in (SMALLEST..=LARGEST).step_by(997).chain([SMALLEST, LARGEST]) {
+            let c = class(need);
+            assert!(c >= need && c - need <= need / 8, "{need} -> {c}");
+            assert!(is_class(c), "{need} -> {c}");
+            assert_eq!(class(c), c);
+        }
+        // A lane's blocks of 128 frames of about 1 KiB, each a chunk, share a class.
+        assert_eq!(class(131_072 + 5), class(131_072 + 9_000));
+    }
+
+    /// The list never holds more than `KEPT` bytes however many buffers come back, and a
+    /// buffer that comes back to a full list takes the place of the oldest.
+    #[test]
+    fn the_list_holds_at_most_its_bound_and_the_newest_push_the_oldest_out() {
+        let r = leaked();
+        let big = class(LARGEST);
+        let lent: Vec<Bytes> = (0..3 * KEPT / big).map(|_| r.freeze(r.take(big))).collect();
         drop(lent);
-        let free = r.lock();
-        assert_eq!(free.bytes, KEPT);
-        assert_eq!(free.bufs.len(), KEPT / LARGEST);
+        let (bytes, caps) = held(r);
+        assert_eq!(bytes, KEPT);
+        assert_eq!(caps, vec![big; KEPT / big]);
+        // A burst of another class takes the place of the first.
+        let small = class(100_000);
+        let lent: Vec<Bytes> = (0..3).map(|_| r.freeze(r.take(small))).collect();
+        drop(lent);
+        let (bytes, caps) = held(r);
+        assert!(bytes <= KEPT, "{bytes}");
+        assert_eq!(caps.iter().filter(|&&c| c == small).count(), 3);
+        assert_eq!(r.take(small).capacity(), small);
+        assert_eq!(held(r).1.iter().filter(|&&c| c == small).count(), 2);
     }
 }

@@ -36,7 +36,9 @@ const GATHER_MAX: usize = 512;
 /// What buffers are gathered into one chunk up to; a larger buffer has chunks of its own. The
 /// reader allocates a chunk's payload at once, and with chunks of 256 KiB (above glibc's initial
 /// mmap threshold) it page-faulted in slow runs of a 16 KiB Push/Pull: a lead, not a shown cause;
-/// at 4 KiB, 64 KiB chunks measured no slow run (PERFORMANCE.md).
+/// at 4 KiB, 64 KiB chunks measured no slow run (PERFORMANCE.md). The reader's buffers come
+/// from a free list since (`recycle`), which took such faults away at 1 KiB; larger gathers were
+/// not measured again.
 const GATHER: usize = 64 * 1024;
 
 /// What every stream of one socket shares: its write half and what outlives a stream. A
@@ -945,15 +947,28 @@ struct ChunkIn {
     next: [u8; chunk::PREFIX],
     // Bytes of `next` already read.
     have: usize,
+    // Where payload buffers come from and go back to: the process's, but in a test.
+    list: &'static recycle::Recycler,
 }
 
 impl ChunkIn {
     fn new(rd: OwnedReadHalf) -> Self {
+        Self::with_list(rd, &recycle::SHARED)
+    }
+
+    fn with_list(rd: OwnedReadHalf, list: &'static recycle::Recycler) -> Self {
         Self {
             rd,
             next: [0; chunk::PREFIX],
             have: 0,
+            list,
         }
+    }
+
+    /// A payload read by [`payload`](Self::payload), handed on: its buffer goes back to the
+    /// free list when the last frame read from it goes.
+    fn freeze(&self, payload: Vec<u8>) -> Bytes {
+        self.list.freeze(payload)
     }
 
     /// The next chunk's prefix. Not cancel-safe, as the payload's read is not: the pump
@@ -966,13 +981,13 @@ impl ChunkIn {
 
     /// A payload of `len` bytes, reading the next chunk's prefix with it if it has come: no
     /// read takes more than the rest of the payload and that prefix. Its buffer's capacity is
-    /// `recycle::class(len + PREFIX)`; [`recycle::Recycler::freeze`] hands it on.
+    /// `recycle::class(len + PREFIX)`; [`freeze`](Self::freeze) hands it on.
     async fn payload(&mut self, len: usize) -> io::Result<Vec<u8>> {
         use bytes::BufMut;
         if len == 0 {
             return Ok(Vec::new());
         }
-        let mut buf = recycle::SHARED.take(len + chunk::PREFIX);
+        let mut buf = self.list.take(len + chunk::PREFIX);
         while buf.len() < len {
             let limit = len + chunk::PREFIX - buf.len();
             if self.rd.read_buf(&mut (&mut buf).limit(limit)).await? == 0 {
@@ -1094,12 +1109,12 @@ async fn read_chunks(
                 if n.to.send(raw).is_err() {
                     break; // the listener is gone
                 }
-                if pw.write(recycle::SHARED.freeze(payload)).await.is_err() {
+                if pw.write(rd.freeze(payload)).await.is_err() {
                     open = false;
                 }
             }
             ChunkType::Data => {
-                if open && pw.write(recycle::SHARED.freeze(payload)).await.is_err() {
+                if open && pw.write(rd.freeze(payload)).await.is_err() {
                     open = false; // our reader stopped: discard the rest
                 }
             }
@@ -2386,31 +2401,40 @@ mod tests {
     }
 
     /// Chunks read through `ChunkIn` come out whole and in order however the bytes arrive,
-    /// each payload in a buffer sized to it and the next prefix (a small payload after a
-    /// large one holds no large block), and a writer gone inside a chunk is the end of file.
+    /// each payload in a buffer sized to it and the next prefix (at most an eighth more: a
+    /// small payload after a large one holds no large block), a large one's buffer taken
+    /// from the free list again once the last read's is handed back, and a writer gone inside
+    /// a chunk is the end of file.
     #[tokio::test(flavor = "current_thread")]
     async fn a_chunk_is_read_with_at_most_the_next_prefix_however_its_bytes_arrive() {
         use tokio::io::AsyncWriteExt as _;
-        let chunks: Vec<(ChunkType, Vec<u8>)> = vec![
-            (ChunkType::Data, b"abc".to_vec()),
-            (ChunkType::Data, (0..100_000u32).map(|i| i as u8).collect()),
-            (ChunkType::Data, Vec::new()),
-            (ChunkType::Stop, vec![0x07]),
-            (ChunkType::Fin, Vec::new()),
-        ];
-        let mut bytes = Vec::new();
-        for (ty, payload) in &chunks {
-            bytes.extend(chunk::prefix(*ty, payload.len() as u32));
-            bytes.extend(payload);
-        }
-        // All at once, then a byte at a time, then in pieces of 4 KiB.
-        for piece in [bytes.len(), 1, 4096] {
+        let list = recycle::leaked();
+        let mut large_at = None;
+        // All at once, then a byte at a time, then in pieces of 4 KiB; each pass's large
+        // payload differs, so that one read into a reused buffer shows only its own bytes.
+        for (pass, piece) in [usize::MAX, 1, 4096].into_iter().enumerate() {
+            let chunks: Vec<(ChunkType, Vec<u8>)> = vec![
+                (ChunkType::Data, b"abc".to_vec()),
+                (
+                    ChunkType::Data,
+                    (0..100_000u32)
+                        .map(|i| (i as u8).wrapping_add(pass as u8))
+                        .collect(),
+                ),
+                (ChunkType::Data, Vec::new()),
+                (ChunkType::Stop, vec![0x07]),
+                (ChunkType::Fin, Vec::new()),
+            ];
+            let mut bytes = Vec::new();
+            for (ty, payload) in &chunks {
+                bytes.extend(chunk::prefix(*ty, payload.len() as u32));
+                bytes.extend(payload);
+            }
             let (a, mut b) = UnixStream::pair().unwrap();
             let (rd, _wr) = a.into_split();
-            let mut rd = ChunkIn::new(rd);
-            let sent = bytes.clone();
+            let mut rd = ChunkIn::with_list(rd, list);
             let writer = tokio::spawn(async move {
-                for part in sent.chunks(piece) {
+                for part in bytes.chunks(piece.min(bytes.len())) {
                     b.write_all(part).await.unwrap();
                     tokio::task::yield_now().await;
                 }
@@ -2421,19 +2445,29 @@ mod tests {
                 assert_eq!(chunk::decode_prefix(p, READ_CHUNK_LIMIT).unwrap().0, *ty);
                 let got = rd.payload(payload.len()).await.unwrap();
                 assert_eq!(&got[..], &payload[..], "pieces of {piece}");
-                // Its buffer sized to it and the next prefix (in the free list's classes),
-                // whatever came before it; none for an empty one.
-                let sized = match payload.len() {
-                    0 => 0,
-                    n => recycle::class(n + chunk::PREFIX),
-                };
-                assert_eq!(got.capacity(), sized, "{}", payload.len());
+                // Its buffer sized to it and the next prefix, whatever came before it, at most
+                // an eighth more; none for an empty one.
+                let need = payload.len() + chunk::PREFIX;
+                let cap = got.capacity();
+                if payload.is_empty() {
+                    assert_eq!(cap, 0);
+                } else {
+                    assert!(cap >= need && cap - need <= need / 8, "{need}: {cap}");
+                }
+                if payload.len() == 100_000 {
+                    // The first pass's buffer, handed back when its bytes went, is the next's.
+                    let at = *large_at.get_or_insert(got.as_ptr());
+                    assert_eq!(got.as_ptr(), at, "pass {pass}");
+                }
+                drop(rd.freeze(got));
             }
             drop(writer.await.unwrap());
             let end = rd.prefix().await.unwrap_err();
             assert_eq!(end.kind(), io::ErrorKind::UnexpectedEof);
         }
         // The writer gone inside a prefix, then inside a payload: the end of file, not a chunk.
+        let mut bytes = chunk::prefix(ChunkType::Data, 3).to_vec();
+        bytes.extend(b"abc");
         for cut in [2, chunk::PREFIX + 1] {
             let (a, mut b) = UnixStream::pair().unwrap();
             let (rd, _wr) = a.into_split();

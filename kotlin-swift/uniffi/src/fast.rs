@@ -284,17 +284,14 @@ pub unsafe extern "C" fn weida_fast_take_ready(lane: u64, max: i32, out: *mut u8
 }
 
 /// The `len` bytes at `at`, copied: a body that crossed as a Kotlin `ByteArray`, or a packed
-/// batch in a thread's direct `ByteBuffer` or Swift's kept buffer. A large one is copied into a
-/// buffer of the core's free list (`weida::copy_recycled`), which the lane's writer hands back
-/// when it has copied the bodies out, so that the next batch does not fault fresh pages in.
-/// None for a negative length.
+/// batch in a thread's direct `ByteBuffer`. None for a negative length.
 ///
 /// # Safety
 /// `at` holds `len` readable bytes.
 pub(crate) unsafe fn copied(at: *const u8, len: i32) -> Option<Bytes> {
     Some(match usize::try_from(len).ok()? {
         0 => Bytes::new(),
-        n => weida::copy_recycled(std::slice::from_raw_parts(at, n)),
+        n => Bytes::copy_from_slice(std::slice::from_raw_parts(at, n)),
     })
 }
 
