@@ -129,6 +129,13 @@ impl Recycler {
         drop(gone);
     }
 
+    /// What the list holds: its bytes, and each buffer's capacity, oldest first.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, Vec<usize>) {
+        let free = self.lock().expect("a test's own list");
+        (free.bytes, free.bufs.iter().map(Vec::capacity).collect())
+    }
+
     /// The list, unless another thread holds it: then the caller allocates or frees as if it
     /// were empty or full, rather than wait (and a child forked while a thread held it does
     /// not hang on it).
@@ -171,11 +178,6 @@ impl Drop for Lent {
 mod tests {
     use super::*;
 
-    fn held(r: &Recycler) -> (usize, Vec<usize>) {
-        let free = r.lock().unwrap();
-        (free.bytes, free.bufs.iter().map(Vec::capacity).collect())
-    }
-
     /// A kept class's buffer comes back when its last view goes, on whatever thread, and the
     /// next buffer of that class is that one; a view kept alive keeps it out.
     #[test]
@@ -189,18 +191,18 @@ mod tests {
         let all = r.freeze(buf);
         let view = all.slice(10..20);
         drop(all);
-        assert_eq!(held(r), (0, vec![]), "a view is alive: still lent");
+        assert_eq!(r.held(), (0, vec![]), "a view is alive: still lent");
         assert_eq!(&view[..], &(10..20u8).collect::<Vec<_>>()[..]);
         std::thread::spawn(move || drop(view)).join().unwrap();
-        assert_eq!(held(r), (cap, vec![cap]));
+        assert_eq!(r.held(), (cap, vec![cap]));
         // Not taken by another class, and taken by its own.
         let other = r.take(200_000);
         assert_ne!(other.as_ptr(), at);
-        assert_eq!(held(r), (cap, vec![cap]));
+        assert_eq!(r.held(), (cap, vec![cap]));
         let again = r.take(cap - 7);
         assert_eq!(again.as_ptr(), at);
         assert!(again.is_empty());
-        assert_eq!(held(r), (0, vec![]));
+        assert_eq!(r.held(), (0, vec![]));
     }
 
     /// Classes are at most an eighth above the size asked; sizes below the smallest and above
@@ -212,10 +214,10 @@ mod tests {
             let buf = r.take(need);
             assert_eq!(buf.capacity(), need, "{need}");
             drop(r.freeze(buf));
-            assert_eq!(held(r), (0, vec![]), "{need}");
+            assert_eq!(r.held(), (0, vec![]), "{need}");
         }
         drop(r.freeze(Vec::with_capacity(SMALLEST + 1)));
-        assert_eq!(held(r), (0, vec![]), "not a class");
+        assert_eq!(r.held(), (0, vec![]), "not a class");
         for need in (SMALLEST..=LARGEST).step_by(997).chain([SMALLEST, LARGEST]) {
             let c = class(need);
             assert!(c >= need && c - need <= need / 8, "{need} -> {c}");
@@ -226,25 +228,36 @@ mod tests {
         assert_eq!(class(131_072 + 5), class(131_072 + 9_000));
     }
 
-    /// The list never holds more than `KEPT` bytes however many buffers come back, and a
-    /// buffer that comes back to a full list takes the place of the oldest.
+    /// The list never holds more than `KEPT` bytes however many buffers come back; a buffer
+    /// that comes back to a full list takes the place of the oldest, and a read takes the
+    /// newest of its class.
     #[test]
     fn the_list_holds_at_most_its_bound_and_the_newest_push_the_oldest_out() {
         let r = leaked();
         let big = class(LARGEST);
         let lent: Vec<Bytes> = (0..3 * KEPT / big).map(|_| r.freeze(r.take(big))).collect();
-        drop(lent);
-        let (bytes, caps) = held(r);
+        let order: Vec<*const u8> = lent.iter().map(|b| b.as_ptr()).collect();
+        // Dropped in order: the last ones back are the ones kept.
+        for b in lent {
+            drop(b);
+        }
+        let (bytes, caps) = r.held();
         assert_eq!(bytes, KEPT);
         assert_eq!(caps, vec![big; KEPT / big]);
-        // A burst of another class takes the place of the first.
+        // A read takes the newest of its class, the last dropped.
+        let newest = r.take(big);
+        assert_eq!(newest.as_ptr(), *order.last().unwrap());
+        drop(r.freeze(newest));
+        // A burst of another class takes the place of the oldest, and only the newest big
+        // one is left.
         let small = class(100_000);
         let lent: Vec<Bytes> = (0..3).map(|_| r.freeze(r.take(small))).collect();
         drop(lent);
-        let (bytes, caps) = held(r);
+        let (bytes, caps) = r.held();
         assert!(bytes <= KEPT, "{bytes}");
-        assert_eq!(caps.iter().filter(|&&c| c == small).count(), 3);
+        assert_eq!(caps, vec![big, small, small, small]);
+        assert_eq!(r.take(big).as_ptr(), *order.last().unwrap());
         assert_eq!(r.take(small).capacity(), small);
-        assert_eq!(held(r).1.iter().filter(|&&c| c == small).count(), 2);
+        assert_eq!(r.held().1, vec![small, small]);
     }
 }
