@@ -256,7 +256,8 @@ mod tests {
         let (bytes, caps) = r.held();
         assert!(bytes <= KEPT, "{bytes}");
         assert_eq!(caps, vec![big, small, small, small]);
-        assert_eq!(r.take(big).as_ptr(), *order.last().unwrap());
+        let kept = r.take(big);
+        assert_eq!(kept.as_ptr(), *order.last().unwrap());
         assert_eq!(r.take(small).capacity(), small);
         assert_eq!(r.held().1, vec![small, small]);
     }
